@@ -332,3 +332,53 @@ pub fn all_device_ids(backend: &dyn GpuBackend) -> Result<Vec<DeviceId>> {
     }
     Ok(ids)
 }
+
+#[cfg(all(test, feature = "mock"))]
+mod tests {
+    use super::*;
+    use mockall::predicate::eq;
+
+    #[test]
+    fn all_device_ids_lists_mig_children_after_their_parent_and_asks_each_gpu_once() {
+        let mut mock = MockGpuBackend::new();
+        mock.expect_device_count().times(1).returning(|| Ok(3));
+        mock.expect_mig_device_indices()
+            .with(eq(DeviceId::Gpu(0)))
+            .times(1)
+            .returning(|_| Ok(vec![0, 2]));
+        // A GPU that cannot list MIG children (MIG unsupported) is still listed.
+        mock.expect_mig_device_indices()
+            .with(eq(DeviceId::Gpu(1)))
+            .times(1)
+            .returning(|_| Err(BackendError::NotSupported));
+        mock.expect_mig_device_indices()
+            .with(eq(DeviceId::Gpu(2)))
+            .times(1)
+            .returning(|_| Ok(vec![]));
+        let ids = all_device_ids(&mock).unwrap();
+        assert_eq!(
+            ids,
+            vec![
+                DeviceId::Gpu(0),
+                DeviceId::Mig {
+                    parent: 0,
+                    index: 0
+                },
+                DeviceId::Mig {
+                    parent: 0,
+                    index: 2
+                },
+                DeviceId::Gpu(1),
+                DeviceId::Gpu(2),
+            ]
+        );
+    }
+
+    #[test]
+    fn all_device_ids_passes_on_a_failed_count() {
+        let mut mock = MockGpuBackend::new();
+        mock.expect_device_count()
+            .returning(|| Err(BackendError::DriverNotLoaded));
+        assert_eq!(all_device_ids(&mock), Err(BackendError::DriverNotLoaded));
+    }
+}

@@ -93,7 +93,9 @@ impl BackendError {
     pub fn is_not_available(&self) -> bool {
         matches!(
             self,
-            BackendError::NotSupported | BackendError::NoPermission | BackendError::FunctionNotFound
+            BackendError::NotSupported
+                | BackendError::NoPermission
+                | BackendError::FunctionNotFound
         )
     }
 
@@ -148,7 +150,11 @@ mod tests {
     #[test]
     fn nvml_codes_round_trip_for_every_named_error() {
         for code in [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 999, 25, 17] {
-            assert_eq!(BackendError::from_nvml_code(code).nvml_code(), code, "code {code}");
+            assert_eq!(
+                BackendError::from_nvml_code(code).nvml_code(),
+                code,
+                "code {code}"
+            );
         }
     }
 

@@ -1,14 +1,22 @@
-//! gpu-backend: the bottom layer of gpuscope.
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod backend;
 pub mod error;
 pub mod fixture;
+pub mod host;
+#[cfg(feature = "nvml")]
+pub mod nvml;
+pub mod recorder;
 pub mod replay;
 pub mod types;
 
+#[cfg(feature = "mock")]
+pub use backend::MockGpuBackend;
 pub use backend::{all_device_ids, GpuBackend};
 pub use error::{BackendError, Result};
 pub use fixture::{Answer, Fixture, FixtureError};
-pub use replay::{CallCounts, ReplayBackend, ReplayClock};
+#[cfg(feature = "nvml")]
+pub use nvml::NvmlBackend;
+pub use replay::{CallCounts, CallKey, ReplayBackend, ReplayClock};
 pub use types::*;

@@ -45,11 +45,23 @@ impl ReplayClock {
     }
 }
 
-/// How many times each query was asked for each device since counting was last reset.
+/// One query as asked: the trait method, its extra argument if any (clock domain, link, fan,
+/// direction, ... as a number), and the device (none for system queries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallKey {
+    /// The trait method's name.
+    pub query: &'static str,
+    /// The method's extra argument, as a number, if it has one.
+    pub arg: Option<u32>,
+    /// The device asked about.
+    pub device: Option<DeviceId>,
+}
+
+/// How many times each query was asked since counting was last reset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallCounts {
-    /// Calls per (method name, device); system queries have no device.
-    pub by_query: HashMap<(&'static str, Option<DeviceId>), u64>,
+    /// Calls per query.
+    pub by_query: HashMap<CallKey, u64>,
 }
 
 impl CallCounts {
@@ -58,8 +70,9 @@ impl CallCounts {
         self.by_query.values().sum()
     }
 
-    /// The (query, device) pairs that were asked more than once, with their counts, sorted.
-    pub fn repeated(&self) -> Vec<((&'static str, Option<DeviceId>), u64)> {
+    /// The queries that were asked more than once (same method, argument and device), with
+    /// their counts, sorted.
+    pub fn repeated(&self) -> Vec<(CallKey, u64)> {
         let mut v: Vec<_> = self
             .by_query
             .iter()
@@ -106,9 +119,7 @@ impl ReplayBackend {
         let frames = &self.fixture.frames;
         match &self.clock {
             ReplayClock::Manual(i) => i.load(Ordering::Relaxed).min(frames.len() - 1),
-            ReplayClock::Wall { start, looping } => {
-                frame_at(frames, start.elapsed(), *looping)
-            }
+            ReplayClock::Wall { start, looping } => frame_at(frames, start.elapsed(), *looping),
         }
     }
 
@@ -145,22 +156,46 @@ impl ReplayBackend {
     }
 
     fn note(&self, query: &'static str, id: Option<DeviceId>) {
+        self.note_arg(query, None, id);
+    }
+
+    fn note_arg(&self, query: &'static str, arg: Option<u32>, device: Option<DeviceId>) {
         if self.counting.load(Ordering::Relaxed) {
             let mut c = match self.counts.lock() {
                 Ok(c) => c,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            *c.by_query.entry((query, id)).or_default() += 1;
+            *c.by_query
+                .entry(CallKey { query, arg, device })
+                .or_default() += 1;
         }
     }
 
     fn stat(&self, query: &'static str, id: DeviceId) -> Result<&DeviceStatic> {
-        self.note(query, Some(id));
+        self.stat_arg(query, None, id)
+    }
+
+    fn stat_arg(
+        &self,
+        query: &'static str,
+        arg: Option<u32>,
+        id: DeviceId,
+    ) -> Result<&DeviceStatic> {
+        self.note_arg(query, arg, Some(id));
         self.fixture.devices.get(&id).ok_or(BackendError::NotFound)
     }
 
     fn dynamic(&self, query: &'static str, id: DeviceId) -> Result<&DeviceDynamic> {
-        self.note(query, Some(id));
+        self.dynamic_arg(query, None, id)
+    }
+
+    fn dynamic_arg(
+        &self,
+        query: &'static str,
+        arg: Option<u32>,
+        id: DeviceId,
+    ) -> Result<&DeviceDynamic> {
+        self.note_arg(query, arg, Some(id));
         self.frame().devices.get(&id).ok_or(BackendError::NotFound)
     }
 }
@@ -180,7 +215,10 @@ fn frame_at(frames: &[Frame], elapsed: Duration, looping: bool) -> usize {
         t %= period;
     }
     // The last frame whose time has come.
-    frames.partition_point(|f| f.t_ms <= t).saturating_sub(1).min(last)
+    frames
+        .partition_point(|f| f.t_ms <= t)
+        .saturating_sub(1)
+        .min(last)
 }
 
 macro_rules! static_answers {
@@ -257,17 +295,23 @@ impl GpuBackend for ReplayBackend {
     }
 
     fn max_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.stat("max_clock", id)?.max_clocks.get(clock).get()
+        self.stat_arg("max_clock", Some(clock as u32), id)?
+            .max_clocks
+            .get(clock)
+            .get()
     }
     fn temperature_threshold(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<u32> {
-        let st = self.stat("temperature_threshold", id)?;
+        let st = self.stat_arg("temperature_threshold", Some(threshold as u32), id)?;
         match threshold {
             TemperatureThreshold::Slowdown => st.temperature_slowdown.get(),
             TemperatureThreshold::Shutdown => st.temperature_shutdown.get(),
         }
     }
     fn nvlink_state(&self, id: DeviceId, link: u32) -> Result<bool> {
-        link_answer(&self.stat("nvlink_state", id)?.nvlink_state, link)
+        link_answer(
+            &self.stat_arg("nvlink_state", Some(link), id)?.nvlink_state,
+            link,
+        )
     }
 
     dynamic_answers! {
@@ -289,27 +333,38 @@ impl GpuBackend for ReplayBackend {
     }
 
     fn clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.dynamic("clock", id)?.clocks.get(clock).get()
+        self.dynamic_arg("clock", Some(clock as u32), id)?
+            .clocks
+            .get(clock)
+            .get()
     }
     fn fan_speed_of(&self, id: DeviceId, fan: u32) -> Result<u32> {
-        let dy = self.dynamic("fan_speed_of", id)?;
+        let dy = self.dynamic_arg("fan_speed_of", Some(fan), id)?;
         match dy.fan_speeds.get(fan as usize) {
             Some(a) => a.get(),
             None => Err(BackendError::InvalidArgument),
         }
     }
     fn pcie_throughput(&self, id: DeviceId, direction: PcieDirection) -> Result<u32> {
-        let dy = self.dynamic("pcie_throughput", id)?;
+        let dy = self.dynamic_arg("pcie_throughput", Some(direction as u32), id)?;
         match direction {
             PcieDirection::Tx => dy.pcie_tx_throughput.get(),
             PcieDirection::Rx => dy.pcie_rx_throughput.get(),
         }
     }
     fn nvlink_throughput(&self, id: DeviceId, link: u32) -> Result<NvLinkCounters> {
-        link_answer(&self.dynamic("nvlink_throughput", id)?.nvlink_throughput, link)
+        link_answer(
+            &self
+                .dynamic_arg("nvlink_throughput", Some(link), id)?
+                .nvlink_throughput,
+            link,
+        )
     }
     fn ecc_errors(&self, id: DeviceId, kind: EccErrorKind, counter: EccCounter) -> Result<u64> {
-        self.dynamic("ecc_errors", id)?.ecc_errors.get(kind, counter).get()
+        self.dynamic_arg("ecc_errors", Some(kind as u32 * 2 + counter as u32), id)?
+            .ecc_errors
+            .get(kind, counter)
+            .get()
     }
     fn process_utilization(
         &self,

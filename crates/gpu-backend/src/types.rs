@@ -492,7 +492,13 @@ mod tests {
         for (text, id) in [
             ("0", DeviceId::Gpu(0)),
             ("7", DeviceId::Gpu(7)),
-            ("3:1", DeviceId::Mig { parent: 3, index: 1 }),
+            (
+                "3:1",
+                DeviceId::Mig {
+                    parent: 3,
+                    index: 1,
+                },
+            ),
         ] {
             assert_eq!(text.parse::<DeviceId>().unwrap(), id);
             assert_eq!(id.to_string(), text);

@@ -1,1 +1,70 @@
-fn main() {}
+//! gpuscope: watch and choose NVIDIA GPUs.
+
+mod snapshot;
+mod source;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::source::SourceArgs;
+
+/// Watch and choose NVIDIA GPUs.
+#[derive(Parser)]
+#[command(name = "gpuscope", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print every device (and MIG device) with its main figures and processes, once.
+    Snapshot {
+        #[command(flatten)]
+        source: SourceArgs,
+        /// Print JSON (documented in docs/snapshot-json.md) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpuscope: {e:#}");
+            if e.downcast_ref::<source::UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Snapshot { source, json } => {
+            let src = source.open()?;
+            let view = snapshot::take(&*src.backend, &*src.host, src.label);
+            let text = if json {
+                serde_json::to_string_pretty(&view)? + "\n"
+            } else {
+                snapshot::render_text(&view)
+            };
+            write_stdout(&text)
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`gpuscope snapshot | head`) is not an error.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}

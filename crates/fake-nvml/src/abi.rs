@@ -1,0 +1,307 @@
+//! The C types and constants of the NVML and CUDA driver ABIs that this library serves, laid out
+//! exactly as `nvml.h` and `cuda.h` lay them out (sizes are checked at compile time).
+//!
+//! They are public so that tests and other Rust callers can call the exported functions
+//! directly through the rlib.
+
+#![allow(non_camel_case_types, non_snake_case)]
+
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, CStr};
+
+/// NVML's return code (`nvmlReturn_t`, a C enum: 0 is success).
+pub type nvmlReturn_t = c_uint;
+
+/// NVML's opaque device handle (`nvmlDevice_t`). This library never dereferences it.
+pub type nvmlDevice_t = *mut nvmlDevice_st;
+
+/// The opaque target of [`nvmlDevice_t`].
+#[repr(C)]
+pub struct nvmlDevice_st {
+    _private: [u8; 0],
+}
+
+/// `nvmlEnableState_t`: 0 disabled, 1 enabled.
+pub type nvmlEnableState_t = c_uint;
+
+/// NVML's return codes, as `nvmlReturn_t` (the same numbers as
+/// [`gpu_backend::error::nvml_codes`]).
+pub mod ret {
+    #![allow(missing_docs)]
+    use super::nvmlReturn_t;
+    use gpu_backend::error::nvml_codes as c;
+
+    pub const SUCCESS: nvmlReturn_t = c::SUCCESS as nvmlReturn_t;
+    pub const UNINITIALIZED: nvmlReturn_t = c::UNINITIALIZED as nvmlReturn_t;
+    pub const INVALID_ARGUMENT: nvmlReturn_t = c::INVALID_ARGUMENT as nvmlReturn_t;
+    pub const NOT_SUPPORTED: nvmlReturn_t = c::NOT_SUPPORTED as nvmlReturn_t;
+    pub const NO_PERMISSION: nvmlReturn_t = c::NO_PERMISSION as nvmlReturn_t;
+    pub const ALREADY_INITIALIZED: nvmlReturn_t = c::ALREADY_INITIALIZED as nvmlReturn_t;
+    pub const NOT_FOUND: nvmlReturn_t = c::NOT_FOUND as nvmlReturn_t;
+    pub const INSUFFICIENT_SIZE: nvmlReturn_t = c::INSUFFICIENT_SIZE as nvmlReturn_t;
+    pub const DRIVER_NOT_LOADED: nvmlReturn_t = c::DRIVER_NOT_LOADED as nvmlReturn_t;
+    pub const LIBRARY_NOT_FOUND: nvmlReturn_t = c::LIBRARY_NOT_FOUND as nvmlReturn_t;
+    pub const FUNCTION_NOT_FOUND: nvmlReturn_t = c::FUNCTION_NOT_FOUND as nvmlReturn_t;
+    pub const GPU_IS_LOST: nvmlReturn_t = c::GPU_IS_LOST as nvmlReturn_t;
+    pub const ARGUMENT_VERSION_MISMATCH: nvmlReturn_t =
+        c::ARGUMENT_VERSION_MISMATCH as nvmlReturn_t;
+    pub const UNKNOWN: nvmlReturn_t = c::UNKNOWN as nvmlReturn_t;
+}
+
+/// `NVML_VALUE_NOT_AVAILABLE` as an unsigned long long: "the driver cannot tell" in process
+/// lists (used memory under WDDM, for example).
+pub const NVML_VALUE_NOT_AVAILABLE_ULL: c_ulonglong = c_ulonglong::MAX;
+
+/// "No instance" in the `gpuInstanceId` / `computeInstanceId` fields of process lists.
+pub const NVML_NO_INSTANCE_ID: c_uint = 0xFFFF_FFFF;
+
+/// `NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX`: KiB of data sent over a link (`scopeId` = link).
+pub const NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: c_uint = 138;
+/// `NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX`: KiB of data received over a link.
+pub const NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: c_uint = 139;
+/// `NVML_VALUE_TYPE_UNSIGNED_LONG_LONG`.
+pub const NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: c_uint = 3;
+
+/// `nvmlPciInfo_t` (the layout of the `_v2` and `_v3` calls).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct nvmlPciInfo_t {
+    /// `"%04X:%02X:%02X.0"`, the legacy short form.
+    pub busIdLegacy: [c_char; 16],
+    /// PCI domain.
+    pub domain: c_uint,
+    /// PCI bus.
+    pub bus: c_uint,
+    /// PCI device (slot).
+    pub device: c_uint,
+    /// Combined device and vendor id.
+    pub pciDeviceId: c_uint,
+    /// Combined subsystem device and vendor id.
+    pub pciSubSystemId: c_uint,
+    /// `"%08X:%02X:%02X.0"`.
+    pub busId: [c_char; 32],
+}
+
+/// `nvmlMemory_t` (v1): used includes the memory the driver reserves.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlMemory_t {
+    /// Bytes.
+    pub total: c_ulonglong,
+    /// Bytes.
+    pub free: c_ulonglong,
+    /// Bytes.
+    pub used: c_ulonglong,
+}
+
+/// `nvmlMemory_v2_t`: `version` must be [`NVML_MEMORY_V2`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlMemory_v2_t {
+    /// Struct version, set by the caller.
+    pub version: c_uint,
+    /// Bytes.
+    pub total: c_ulonglong,
+    /// Bytes reserved by the driver and firmware.
+    pub reserved: c_ulonglong,
+    /// Bytes.
+    pub free: c_ulonglong,
+    /// Bytes.
+    pub used: c_ulonglong,
+}
+
+/// `nvmlMemory_v2` = `NVML_STRUCT_VERSION(Memory, 2)` = `sizeof(nvmlMemory_v2_t) | 2 << 24`.
+pub const NVML_MEMORY_V2: c_uint = (std::mem::size_of::<nvmlMemory_v2_t>() as c_uint) | (2 << 24);
+
+/// `nvmlBAR1Memory_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlBAR1Memory_t {
+    /// Bytes.
+    pub bar1Total: c_ulonglong,
+    /// Bytes.
+    pub bar1Free: c_ulonglong,
+    /// Bytes.
+    pub bar1Used: c_ulonglong,
+}
+
+/// `nvmlUtilization_t`, percent.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlUtilization_t {
+    /// GPU (kernel) utilization.
+    pub gpu: c_uint,
+    /// Memory utilization.
+    pub memory: c_uint,
+}
+
+/// `nvmlProcessInfo_v1_t`: the struct of the unversioned running-process calls (16 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlProcessInfo_v1_t {
+    /// Process id.
+    pub pid: c_uint,
+    /// Bytes, or [`NVML_VALUE_NOT_AVAILABLE_ULL`].
+    pub usedGpuMemory: c_ulonglong,
+}
+
+/// `nvmlProcessInfo_t` = `nvmlProcessInfo_v2_t`: the struct of the `_v2` and `_v3`
+/// running-process calls (24 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlProcessInfo_t {
+    /// Process id.
+    pub pid: c_uint,
+    /// Bytes, or [`NVML_VALUE_NOT_AVAILABLE_ULL`].
+    pub usedGpuMemory: c_ulonglong,
+    /// GPU-instance id, or [`NVML_NO_INSTANCE_ID`].
+    pub gpuInstanceId: c_uint,
+    /// Compute-instance id, or [`NVML_NO_INSTANCE_ID`].
+    pub computeInstanceId: c_uint,
+}
+
+/// `nvmlProcessUtilizationSample_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct nvmlProcessUtilizationSample_t {
+    /// Process id.
+    pub pid: c_uint,
+    /// CPU timestamp, microseconds since the Unix epoch.
+    pub timeStamp: c_ulonglong,
+    /// SM utilization, percent.
+    pub smUtil: c_uint,
+    /// Frame-buffer utilization, percent.
+    pub memUtil: c_uint,
+    /// Encoder utilization, percent.
+    pub encUtil: c_uint,
+    /// Decoder utilization, percent.
+    pub decUtil: c_uint,
+}
+
+/// `nvmlValue_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union nvmlValue_t {
+    /// Double.
+    pub dVal: f64,
+    /// Signed int.
+    pub siVal: c_int,
+    /// Unsigned int.
+    pub uiVal: c_uint,
+    /// Unsigned long.
+    pub ulVal: std::ffi::c_ulong,
+    /// Unsigned long long.
+    pub ullVal: c_ulonglong,
+    /// Signed long long.
+    pub sllVal: std::ffi::c_longlong,
+    /// Unsigned short.
+    pub usVal: std::ffi::c_ushort,
+}
+
+/// `nvmlFieldValue_t`: the caller fills `fieldId` and `scopeId`; the library fills the rest.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct nvmlFieldValue_t {
+    /// Which field (`NVML_FI_*`).
+    pub fieldId: c_uint,
+    /// Link or other scope of the field.
+    pub scopeId: c_uint,
+    /// When the value was read, microseconds since the Unix epoch.
+    pub timestamp: std::ffi::c_longlong,
+    /// How long the read took, microseconds.
+    pub latencyUsec: std::ffi::c_longlong,
+    /// `nvmlValueType_t` of `value`.
+    pub valueType: c_uint,
+    /// The return code for this field alone.
+    pub nvmlReturn: nvmlReturn_t,
+    /// The value.
+    pub value: nvmlValue_t,
+}
+
+impl Default for nvmlFieldValue_t {
+    fn default() -> Self {
+        nvmlFieldValue_t {
+            fieldId: 0,
+            scopeId: 0,
+            timestamp: 0,
+            latencyUsec: 0,
+            valueType: 0,
+            nvmlReturn: 0,
+            value: nvmlValue_t { ullVal: 0 },
+        }
+    }
+}
+
+/// CUDA's return code (`CUresult`).
+pub type CUresult = c_int;
+/// A CUDA device ordinal (`CUdevice`).
+pub type CUdevice = c_int;
+
+/// `CUuuid`: the 16 bytes of a device UUID.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CUuuid {
+    /// The UUID's bytes, in the order they are printed.
+    pub bytes: [c_char; 16],
+}
+
+/// CUDA driver return codes used here.
+pub mod cuda {
+    #![allow(missing_docs)]
+    use super::CUresult;
+    pub const CUDA_SUCCESS: CUresult = 0;
+    pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
+    pub const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
+    pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
+    pub const CUDA_ERROR_INVALID_DEVICE: CUresult = 101;
+    pub const CUDA_ERROR_UNKNOWN: CUresult = 999;
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<nvmlPciInfo_t>() == 68);
+    assert!(std::mem::size_of::<nvmlMemory_t>() == 24);
+    assert!(std::mem::size_of::<nvmlMemory_v2_t>() == 40);
+    assert!(NVML_MEMORY_V2 == 0x0200_0028);
+    assert!(std::mem::size_of::<nvmlBAR1Memory_t>() == 24);
+    assert!(std::mem::size_of::<nvmlProcessInfo_v1_t>() == 16);
+    assert!(std::mem::size_of::<nvmlProcessInfo_t>() == 24);
+    assert!(std::mem::size_of::<nvmlProcessUtilizationSample_t>() == 32);
+    assert!(std::mem::size_of::<nvmlFieldValue_t>() == 40);
+    assert!(std::mem::size_of::<CUuuid>() == 16);
+};
+
+/// NVML's text for a return code, as `nvmlErrorString` gives it.
+pub fn error_string(code: nvmlReturn_t) -> &'static CStr {
+    match code {
+        0 => c"Success",
+        1 => c"Uninitialized",
+        2 => c"Invalid Argument",
+        3 => c"Not Supported",
+        4 => c"Insufficient Permissions",
+        5 => c"Already Initialized",
+        6 => c"Not Found",
+        7 => c"Insufficient Size",
+        8 => c"Insufficient External Power",
+        9 => c"Driver Not Loaded",
+        10 => c"Timeout",
+        11 => c"Interrupt request issue",
+        12 => c"NVML Shared Library Not Found",
+        13 => c"Function Not Found",
+        14 => c"Corrupted infoROM",
+        15 => c"GPU is lost",
+        16 => c"GPU requires restart",
+        17 => c"The operating system has blocked the request",
+        18 => c"RM has detected an NVML/RM version mismatch",
+        19 => c"In use by another client",
+        20 => c"Insufficient Memory",
+        21 => c"No data",
+        22 => c"The requested vgpu operation is not available on target device, because ECC is enabled",
+        23 => c"Insufficient resources for request",
+        24 => c"Frequency not supported",
+        25 => c"Argument version mismatch",
+        26 => c"Deprecated",
+        27 => c"Not Ready",
+        28 => c"GPU not found",
+        29 => c"Invalid state",
+        _ => c"Unknown Error",
+    }
+}

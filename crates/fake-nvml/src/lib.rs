@@ -1,0 +1,154 @@
+//! fake-nvml: a stand-in `libnvidia-ml.so.1` that serves a gpuscope fixture through the real
+//! NVML C ABI, so that NVML clients (gpuscope's NVML backend on nvml-wrapper, pynvml, nvitop,
+//! gpustat) run on a machine without a GPU and see what a recorded machine showed.
+//!
+//! **What it is for:** tests and demos. The answers come from a [`gpu_backend::ReplayBackend`]
+//! over the fixture, so the fake library and gpuscope's replay backend cannot disagree. The
+//! same library also answers a few CUDA driver calls (`cuInit`, `cuDeviceGetCount`,
+//! `cuDeviceGet`, `cuDeviceGetUuid[_v2]`, `cuDeviceGetPCIBusId`, `cuDeviceGetName`,
+//! `cuDriverGetVersion`) when installed as `libcuda.so.1`, from the fixture's CUDA order.
+//!
+//! **What it is not for:** it is not a GPU emulator and changes nothing: no setters, no events,
+//! no vGPU, no accounting, no CUDA contexts. Entry points it does not export are simply absent
+//! (a client's symbol lookup fails as on an old driver). It serves only what a fixture records.
+//!
+//! # Environment
+//!
+//! * `GPUSCOPE_FAKE_NVML_FIXTURE` (required): path of the fixture JSON file. Read at the first
+//!   `nvmlInit*` (again after the last `nvmlShutdown`) and at `cuInit`. Unset, unreadable or
+//!   broken: init answers `NVML_ERROR_DRIVER_NOT_LOADED` (9) (`cuInit`:
+//!   `CUDA_ERROR_NO_DEVICE`) and prints one line on stderr naming the variable, the file and
+//!   the [`gpu_backend::FixtureError`]. It never crashes the caller.
+//! * `GPUSCOPE_FAKE_NVML_FRAME` (optional): pins the served frame to this index (clamped to the
+//!   last frame). Without it, frames follow wall time from init using the frames' `t_ms`,
+//!   looping. A value that is not a non-negative integer fails init like a broken fixture.
+//! * `CUDA_VISIBLE_DEVICES`: the CUDA calls honour its simple forms (ordinals and `GPU-` UUID
+//!   prefixes, ending at the first entry that is neither); `MIG-` entries end the list too.
+//!
+//! Tests can also step frames with the exported non-NVML functions `fakeNvmlSetFrame(unsigned
+//! int)`, `fakeNvmlGetFrame(unsigned int *)` and `fakeNvmlGetFrameCount(unsigned int *)`.
+//!
+//! # Semantics
+//!
+//! * Init is reference counted; every call before init answers `NVML_ERROR_UNINITIALIZED`.
+//! * Handles are stable, non-null, never dereferenced; a handle the fixture does not hold answers
+//!   `NVML_ERROR_INVALID_ARGUMENT`, as do null output pointers.
+//! * Lists follow NVML's count protocol (a null or short buffer answers
+//!   `NVML_ERROR_INSUFFICIENT_SIZE` with the count needed); strings honour the length argument
+//!   (`NVML_ERROR_INSUFFICIENT_SIZE` when too short) and are always NUL-terminated.
+//! * A recorded error is answered as its NVML code ([`gpu_backend::BackendError::nvml_code`]).
+//! * An entry point named in the fixture's `nvml_missing_functions` answers
+//!   `NVML_ERROR_FUNCTION_NOT_FOUND` (13). A real old driver lacks the symbol instead; clients
+//!   that look symbols up one by one (nvml-wrapper: `FailedToLoadSymbol`; pynvml:
+//!   `NVMLError_FunctionNotFound`) should treat both alike.
+//! * No panic crosses the ABI: every entry point catches it and answers `NVML_ERROR_UNKNOWN`
+//!   (CUDA: `CUDA_ERROR_UNKNOWN`). All state is behind one mutex; calls are thread safe.
+//!
+//! # Installing
+//!
+//! Clients load the library by file name, so put a copy named `libnvidia-ml.so.1` (and
+//! `libcuda.so.1`) in a directory and point `LD_LIBRARY_PATH` at it:
+//!
+//! ```text
+//! cargo run -p fake-nvml --bin fake-nvml-install -- /tmp/fake-nvml-lib
+//! GPUSCOPE_FAKE_NVML_FIXTURE=fixtures/h100-sxm-8gpu.json LD_LIBRARY_PATH=/tmp/fake-nvml-lib nvitop -1
+//! ```
+//!
+//! From Rust (for example in a test that has just been built next to the library), use
+//! [`find_cdylib`] and [`install`]:
+//!
+//! ```no_run
+//! let exe = std::env::current_exe().unwrap();
+//! let lib = fake_nvml::find_cdylib(&exe).expect("build fake-nvml first");
+//! let installed = fake_nvml::install(&lib, std::path::Path::new("/tmp/fake-nvml-lib")).unwrap();
+//! assert!(installed.nvml.ends_with("libnvidia-ml.so.1"));
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod abi;
+pub mod cuda;
+pub mod nvml;
+mod state;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use nvml::{device_of, handle_of};
+pub use state::{last_init_error, FIXTURE_ENV, FRAME_ENV};
+
+/// The file name cargo gives the built cdylib on this platform.
+pub const CDYLIB_FILE_NAME: &str = if cfg!(target_os = "macos") {
+    "libfake_nvml.dylib"
+} else if cfg!(windows) {
+    "fake_nvml.dll"
+} else {
+    "libfake_nvml.so"
+};
+
+/// Finds the built cdylib near an executable of the same cargo build: in its directory (a
+/// binary in `target/<profile>/`) or the one above (a test in `target/<profile>/deps/`).
+pub fn find_cdylib(exe: &Path) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    [Some(dir), dir.parent()]
+        .into_iter()
+        .flatten()
+        .map(|d| d.join(CDYLIB_FILE_NAME))
+        .find(|p| p.is_file())
+}
+
+/// Where [`install`] put the copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The directory to put on `LD_LIBRARY_PATH`.
+    pub dir: PathBuf,
+    /// `<dir>/libnvidia-ml.so.1`.
+    pub nvml: PathBuf,
+    /// `<dir>/libcuda.so.1`.
+    pub cuda: PathBuf,
+}
+
+/// Copies the built library `lib` into `dir` (created if needed) as `libnvidia-ml.so.1`, with
+/// `libnvidia-ml.so`, `libcuda.so.1` and `libcuda.so` beside it (relative symlinks on Unix,
+/// copies elsewhere), replacing older ones.
+pub fn install(lib: &Path, dir: &Path) -> io::Result<Installed> {
+    std::fs::create_dir_all(dir)?;
+    let main = dir.join("libnvidia-ml.so.1");
+    // Copy to a temporary name and rename, so a process that has the old copy mapped keeps a
+    // consistent file.
+    let tmp = dir.join(format!(".libnvidia-ml.so.1.tmp{}", std::process::id()));
+    std::fs::copy(lib, &tmp)?;
+    std::fs::rename(&tmp, &main)?;
+    for name in ["libnvidia-ml.so", "libcuda.so.1", "libcuda.so"] {
+        let dest = dir.join(name);
+        match std::fs::symlink_metadata(&dest) {
+            Ok(_) => std::fs::remove_file(&dest)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("libnvidia-ml.so.1", &dest)?;
+        #[cfg(not(unix))]
+        std::fs::copy(&main, &dest)?;
+    }
+    Ok(Installed {
+        dir: dir.to_path_buf(),
+        nvml: main,
+        cuda: dir.join("libcuda.so.1"),
+    })
+}
+
+/// [`install`] of the cdylib that [`find_cdylib`] finds next to the running executable.
+pub fn install_as(dir: &Path) -> io::Result<Installed> {
+    let exe = std::env::current_exe()?;
+    let lib = find_cdylib(&exe).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "no {CDYLIB_FILE_NAME} next to {} (build it with `cargo build -p fake-nvml`)",
+                exe.display()
+            ),
+        )
+    })?;
+    install(&lib, dir)
+}

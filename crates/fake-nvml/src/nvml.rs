@@ -1,0 +1,937 @@
+//! The exported NVML entry points.
+//!
+//! Every entry point runs its body inside [`std::panic::catch_unwind`] (a panic answers
+//! `NVML_ERROR_UNKNOWN`), answers `NVML_ERROR_UNINITIALIZED` before init, answers
+//! `NVML_ERROR_FUNCTION_NOT_FOUND` when the fixture lists it in `nvml_missing_functions`, and then
+//! asks the fixture's [`ReplayBackend`], turning a recorded error into its NVML code.
+
+#![allow(non_snake_case)]
+
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use gpu_backend::{
+    BackendError, ClockType, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
+    GpuBackend, PcieDirection, ProcessInfo, ReplayBackend, TemperatureThreshold,
+};
+
+use crate::abi::*;
+use crate::state;
+
+/// An NVML return code on its way out.
+pub(crate) struct Code(pub nvmlReturn_t);
+
+impl From<BackendError> for Code {
+    fn from(e: BackendError) -> Code {
+        Code(e.nvml_code() as nvmlReturn_t)
+    }
+}
+
+const INVALID: Code = Code(ret::INVALID_ARGUMENT);
+
+/// What a call is served from.
+pub(crate) struct Ctx {
+    b: Arc<ReplayBackend>,
+}
+
+// Handles are small numbers dressed as pointers: never null, never dereferenced, the same for a
+// device across init/shutdown cycles. GPU `p` is `BASE + p * GPU_STRIDE`; its MIG slot `s` adds
+// `(s + 1) * MIG_STRIDE`.
+const HANDLE_BASE: usize = 0x6E76_0000;
+const GPU_STRIDE: usize = 0x1_0000;
+const MIG_STRIDE: usize = 0x100;
+
+/// The handle of a device.
+pub fn handle_of(id: DeviceId) -> nvmlDevice_t {
+    let (parent, slot) = match id {
+        DeviceId::Gpu(p) => (p as usize, 0),
+        DeviceId::Mig { parent, index } => (parent as usize, index as usize + 1),
+    };
+    (HANDLE_BASE + parent * GPU_STRIDE + slot * MIG_STRIDE) as nvmlDevice_t
+}
+
+/// The device a handle stands for, whether or not the fixture holds it.
+pub fn device_of(handle: nvmlDevice_t) -> Option<DeviceId> {
+    let off = (handle as usize).checked_sub(HANDLE_BASE)?;
+    if off % MIG_STRIDE != 0 {
+        return None;
+    }
+    let parent = u32::try_from(off / GPU_STRIDE).ok()?;
+    match (off % GPU_STRIDE) / MIG_STRIDE {
+        0 => Some(DeviceId::Gpu(parent)),
+        slot => Some(DeviceId::Mig {
+            parent,
+            index: slot as u32 - 1,
+        }),
+    }
+}
+
+impl Ctx {
+    /// The device of a handle the fixture holds.
+    fn dev(&self, handle: nvmlDevice_t) -> Result<DeviceId, Code> {
+        match device_of(handle) {
+            Some(id) if self.b.fixture().devices.contains_key(&id) => Ok(id),
+            _ => Err(INVALID),
+        }
+    }
+
+    /// The physical device of a handle.
+    fn gpu(&self, handle: nvmlDevice_t) -> Result<DeviceId, Code> {
+        match self.dev(handle)? {
+            id @ DeviceId::Gpu(_) => Ok(id),
+            DeviceId::Mig { .. } => Err(INVALID),
+        }
+    }
+}
+
+/// Runs one entry point's body with the guards every entry point has.
+fn call(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvmlReturn_t {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let Some(b) = state::nvml_backend() else {
+            return Err(Code(ret::UNINITIALIZED));
+        };
+        if b.fixture().nvml_missing_functions.iter().any(|f| f == name) {
+            return Err(Code(ret::FUNCTION_NOT_FOUND));
+        }
+        body(&Ctx { b })
+    }));
+    match outcome {
+        Ok(Ok(())) => ret::SUCCESS,
+        Ok(Err(Code(code))) => code,
+        Err(_) => ret::UNKNOWN,
+    }
+}
+
+/// Runs a body that needs no init, with the panic guard.
+fn guarded(body: impl FnOnce() -> nvmlReturn_t) -> nvmlReturn_t {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(ret::UNKNOWN)
+}
+
+/// Fails on a null pointer.
+fn nn<T>(p: *const T) -> Result<(), Code> {
+    if p.is_null() {
+        Err(INVALID)
+    } else {
+        Ok(())
+    }
+}
+
+/// Writes through a pointer already checked by [`nn`].
+///
+/// # Safety
+/// `p` must be valid for a write of `T`.
+unsafe fn put<T>(p: *mut T, value: T) -> Result<(), Code> {
+    nn(p)?;
+    p.write_unaligned(value);
+    Ok(())
+}
+
+/// Writes a NUL-terminated string into a buffer of `len` bytes: `INSUFFICIENT_SIZE` (and an empty
+/// string, if there is room for one) when it does not fit.
+///
+/// # Safety
+/// `buf` must be valid for `len` bytes of writes.
+unsafe fn put_str(buf: *mut c_char, len: c_uint, s: &str) -> Result<(), Code> {
+    nn(buf)?;
+    let bytes = s.as_bytes();
+    if bytes.len() >= len as usize {
+        if len > 0 {
+            buf.write(0);
+        }
+        return Err(Code(ret::INSUFFICIENT_SIZE));
+    }
+    std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len());
+    buf.add(bytes.len()).write(0);
+    Ok(())
+}
+
+/// Copies a string into a fixed C array, truncating, always NUL-terminated.
+fn fill_array<const N: usize>(dst: &mut [c_char; N], s: &str) {
+    let n = s.len().min(N.saturating_sub(1));
+    for (d, &b) in dst.iter_mut().zip(&s.as_bytes()[..n]) {
+        *d = b as c_char;
+    }
+    if let Some(last) = dst.get_mut(n) {
+        *last = 0;
+    }
+}
+
+/// The count protocol of list queries: a buffer smaller than the list (or none, with a list
+/// that is not empty) gives `INSUFFICIENT_SIZE` with `*count` set to the length needed.
+///
+/// # Safety
+/// `count` must be valid for reads and writes; `buf` for `*count` elements.
+unsafe fn put_list<T: Copy>(count: *mut c_uint, buf: *mut T, items: &[T]) -> Result<(), Code> {
+    nn(count)?;
+    let needed = c_uint::try_from(items.len()).map_err(|_| Code(ret::UNKNOWN))?;
+    let room = count.read_unaligned();
+    if needed > room || (needed > 0 && buf.is_null()) {
+        count.write_unaligned(needed);
+        return Err(Code(ret::INSUFFICIENT_SIZE));
+    }
+    for (i, item) in items.iter().enumerate() {
+        buf.add(i).write_unaligned(*item);
+    }
+    count.write_unaligned(needed);
+    Ok(())
+}
+
+fn enable(on: bool) -> nvmlEnableState_t {
+    c_uint::from(on)
+}
+
+fn clock_type(t: c_uint) -> Result<ClockType, Code> {
+    ClockType::ALL.get(t as usize).copied().ok_or(INVALID)
+}
+
+fn compute_mode_code(m: ComputeMode) -> c_uint {
+    match m {
+        ComputeMode::Default => 0,
+        ComputeMode::ExclusiveThread => 1,
+        ComputeMode::Prohibited => 2,
+        ComputeMode::ExclusiveProcess => 3,
+    }
+}
+
+fn driver_model_code(m: DriverModel) -> c_uint {
+    match m {
+        DriverModel::Wddm => 0,
+        DriverModel::Wdm => 1,
+        DriverModel::Mcdm => 2,
+    }
+}
+
+fn no_id(id: Option<u32>) -> c_uint {
+    id.unwrap_or(NVML_NO_INSTANCE_ID)
+}
+
+fn proc_v1(p: &ProcessInfo) -> nvmlProcessInfo_v1_t {
+    nvmlProcessInfo_v1_t {
+        pid: p.pid,
+        usedGpuMemory: p.used_gpu_memory.unwrap_or(NVML_VALUE_NOT_AVAILABLE_ULL),
+    }
+}
+
+fn proc_v2(p: &ProcessInfo) -> nvmlProcessInfo_t {
+    nvmlProcessInfo_t {
+        pid: p.pid,
+        usedGpuMemory: p.used_gpu_memory.unwrap_or(NVML_VALUE_NOT_AVAILABLE_ULL),
+        gpuInstanceId: no_id(p.gpu_instance_id),
+        computeInstanceId: no_id(p.compute_instance_id),
+    }
+}
+
+/// Reads a C string argument.
+///
+/// # Safety
+/// `p` must be null or point to a NUL-terminated string.
+unsafe fn arg_str(p: *const c_char) -> Result<String, Code> {
+    nn(p)?;
+    Ok(CStr::from_ptr(p).to_string_lossy().into_owned())
+}
+
+/// Parses `domain:bus:device.function` or `bus:device.function` (hex) into (domain, bus, device).
+fn parse_bus_id(s: &str) -> Option<(u32, u32, u32)> {
+    let s = s.trim();
+    let (head, _function) = s.rsplit_once('.')?;
+    let parts: Vec<&str> = head.split(':').collect();
+    let hex = |t: &str| u32::from_str_radix(t, 16).ok();
+    match parts.as_slice() {
+        [d, b, v] => Some((hex(d)?, hex(b)?, hex(v)?)),
+        [b, v] => Some((0, hex(b)?, hex(v)?)),
+        _ => None,
+    }
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Defines exported NVML entry points whose bodies run under [`call`].
+macro_rules! nvml_api {
+    ($(
+        $(#[doc = $doc:expr])*
+        fn $name:ident($($arg:ident : $ty:ty),* $(,)?) |$ctx:ident| $body:block
+    )*) => {$(
+        $(#[doc = $doc])*
+        ///
+        /// # Safety
+        ///
+        /// Pointer arguments must be null or valid for the reads and writes NVML documents for
+        /// this call.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> nvmlReturn_t {
+            call(stringify!($name), |$ctx: &Ctx| -> Result<(), Code> { $body })
+        }
+    )*};
+}
+
+/// Defines device getters of one plain value: `fn(device, *mut T)`.
+macro_rules! nvml_value_getters {
+    ($(
+        $(#[doc = $doc:expr])*
+        fn $name:ident(*mut $ty:ty) = |$b:ident, $id:ident| $value:expr;
+    )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, out: *mut $ty) |ctx| {
+                let $id = ctx.dev(device)?;
+                nn(out)?;
+                let $b = &ctx.b;
+                put(out, $value)
+            }
+        )*}
+    };
+}
+
+/// Defines device getters of one string: `fn(device, *mut c_char, length)`.
+macro_rules! nvml_string_getters {
+    ($( $(#[doc = $doc:expr])* fn $name:ident = $method:ident; )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, buf: *mut c_char, length: c_uint) |ctx| {
+                let id = ctx.dev(device)?;
+                nn(buf)?;
+                put_str(buf, length, &ctx.b.$method(id)?)
+            }
+        )*}
+    };
+}
+
+// ---- Init, shutdown, errors ----
+
+/// `nvmlInit` (the old name of `nvmlInit_v2`): loads the fixture named by
+/// `GPUSCOPE_FAKE_NVML_FIXTURE` on the first call; counts later calls. A missing or broken
+/// fixture answers `NVML_ERROR_DRIVER_NOT_LOADED` and prints one line on stderr.
+#[no_mangle]
+pub extern "C" fn nvmlInit() -> nvmlReturn_t {
+    guarded(state::nvml_init)
+}
+
+/// `nvmlInit_v2`: see [`nvmlInit`].
+#[no_mangle]
+pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
+    guarded(state::nvml_init)
+}
+
+/// `nvmlInitWithFlags`: see [`nvmlInit`]; the flags are accepted and ignored.
+#[no_mangle]
+pub extern "C" fn nvmlInitWithFlags(flags: c_uint) -> nvmlReturn_t {
+    let _ = flags;
+    guarded(state::nvml_init)
+}
+
+/// `nvmlShutdown`: undoes one init; the last one lets the fixture go. `NVML_ERROR_UNINITIALIZED`
+/// when not initialised.
+#[no_mangle]
+pub extern "C" fn nvmlShutdown() -> nvmlReturn_t {
+    guarded(state::nvml_shutdown)
+}
+
+/// `nvmlErrorString`: a static NUL-terminated text for every return code.
+#[no_mangle]
+pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
+    error_string(result).as_ptr()
+}
+
+// ---- Not NVML: manual frame stepping for tests ----
+
+/// Not an NVML call: serves frame `frame` (clamped to the last) from now on, switching the
+/// wall clock to a manual one. `NVML_ERROR_UNINITIALIZED` before `nvmlInit`.
+#[no_mangle]
+pub extern "C" fn fakeNvmlSetFrame(frame: c_uint) -> nvmlReturn_t {
+    guarded(|| state::set_frame(frame as usize))
+}
+
+/// Not an NVML call: the index of the frame served now.
+///
+/// # Safety
+///
+/// `frame` must be null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn fakeNvmlGetFrame(frame: *mut c_uint) -> nvmlReturn_t {
+    call("fakeNvmlGetFrame", |ctx| {
+        put(frame, ctx.b.frame_index() as c_uint)
+    })
+}
+
+/// Not an NVML call: the number of frames in the fixture.
+///
+/// # Safety
+///
+/// `count` must be null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn fakeNvmlGetFrameCount(count: *mut c_uint) -> nvmlReturn_t {
+    call("fakeNvmlGetFrameCount", |ctx| {
+        put(count, ctx.b.fixture().frames.len() as c_uint)
+    })
+}
+
+// ---- System ----
+
+nvml_api! {
+    /// `nvmlSystemGetDriverVersion`.
+    fn nvmlSystemGetDriverVersion(version: *mut c_char, length: c_uint) |ctx| {
+        nn(version)?;
+        put_str(version, length, &ctx.b.driver_version()?)
+    }
+    /// `nvmlSystemGetNVMLVersion`.
+    fn nvmlSystemGetNVMLVersion(version: *mut c_char, length: c_uint) |ctx| {
+        nn(version)?;
+        put_str(version, length, &ctx.b.nvml_version()?)
+    }
+    /// `nvmlSystemGetCudaDriverVersion`, e.g. 12020 for CUDA 12.2.
+    fn nvmlSystemGetCudaDriverVersion(version: *mut c_int) |ctx| {
+        nn(version)?;
+        put(version, ctx.b.cuda_driver_version()?)
+    }
+    /// `nvmlSystemGetCudaDriverVersion_v2`: as [`nvmlSystemGetCudaDriverVersion`].
+    fn nvmlSystemGetCudaDriverVersion_v2(version: *mut c_int) |ctx| {
+        nn(version)?;
+        put(version, ctx.b.cuda_driver_version()?)
+    }
+
+    // ---- Handles ----
+
+    /// `nvmlDeviceGetCount` (the old name of `nvmlDeviceGetCount_v2`).
+    fn nvmlDeviceGetCount(count: *mut c_uint) |ctx| {
+        nn(count)?;
+        put(count, ctx.b.device_count()?)
+    }
+    /// `nvmlDeviceGetCount_v2`: the number of physical GPUs.
+    fn nvmlDeviceGetCount_v2(count: *mut c_uint) |ctx| {
+        nn(count)?;
+        put(count, ctx.b.device_count()?)
+    }
+    /// `nvmlDeviceGetHandleByIndex` (the old name of `_v2`).
+    fn nvmlDeviceGetHandleByIndex(index: c_uint, device: *mut nvmlDevice_t) |ctx| {
+        handle_by_index(ctx, index, device)
+    }
+    /// `nvmlDeviceGetHandleByIndex_v2`: `NVML_ERROR_INVALID_ARGUMENT` past the last GPU.
+    fn nvmlDeviceGetHandleByIndex_v2(index: c_uint, device: *mut nvmlDevice_t) |ctx| {
+        handle_by_index(ctx, index, device)
+    }
+    /// `nvmlDeviceGetHandleByUUID`: physical (`GPU-...`) and MIG (`MIG-...`) UUIDs;
+    /// `NVML_ERROR_NOT_FOUND` for an unknown one.
+    fn nvmlDeviceGetHandleByUUID(uuid: *const c_char, device: *mut nvmlDevice_t) |ctx| {
+        let wanted = arg_str(uuid)?;
+        nn(device)?;
+        let found = ctx
+            .b
+            .fixture()
+            .devices
+            .keys()
+            .copied()
+            .find(|&id| ctx.b.uuid(id).is_ok_and(|u| u == wanted));
+        put(device, handle_of(found.ok_or(Code(ret::NOT_FOUND))?))
+    }
+    /// `nvmlDeviceGetHandleByPciBusId` (the old name of `_v2`).
+    fn nvmlDeviceGetHandleByPciBusId(bus_id: *const c_char, device: *mut nvmlDevice_t) |ctx| {
+        handle_by_bus_id(ctx, bus_id, device)
+    }
+    /// `nvmlDeviceGetHandleByPciBusId_v2`: accepts `domain:bus:device.function` with a 4- or
+    /// 8-digit domain, or `bus:device.function`; `NVML_ERROR_NOT_FOUND` for an unknown one.
+    fn nvmlDeviceGetHandleByPciBusId_v2(bus_id: *const c_char, device: *mut nvmlDevice_t) |ctx| {
+        handle_by_bus_id(ctx, bus_id, device)
+    }
+    /// `nvmlDeviceGetIndex`: the NVML index of a physical GPU (`NVML_ERROR_NOT_SUPPORTED` for a
+    /// MIG device handle).
+    fn nvmlDeviceGetIndex(device: nvmlDevice_t, index: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(index)?;
+        match id {
+            DeviceId::Gpu(i) => put(index, i),
+            DeviceId::Mig { .. } => Err(Code(ret::NOT_SUPPORTED)),
+        }
+    }
+
+    // ---- Identity ----
+
+    /// `nvmlDeviceGetPciInfo_v3`.
+    fn nvmlDeviceGetPciInfo_v3(device: nvmlDevice_t, pci: *mut nvmlPciInfo_t) |ctx| {
+        pci_info(ctx, device, pci)
+    }
+    /// `nvmlDeviceGetPciInfo_v2`: the same struct as `_v3`.
+    fn nvmlDeviceGetPciInfo_v2(device: nvmlDevice_t, pci: *mut nvmlPciInfo_t) |ctx| {
+        pci_info(ctx, device, pci)
+    }
+    /// `nvmlDeviceGetMaxClockInfo`, MHz; clock types 0..=3 (graphics, SM, memory, video).
+    fn nvmlDeviceGetMaxClockInfo(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(clock)?;
+        put(clock, ctx.b.max_clock(id, self::clock_type(clock_type)?)?)
+    }
+    /// `nvmlDeviceGetClockInfo`, MHz.
+    fn nvmlDeviceGetClockInfo(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(clock)?;
+        put(clock, ctx.b.clock(id, self::clock_type(clock_type)?)?)
+    }
+    /// `nvmlDeviceGetFanSpeed_v2`: one fan's intended speed, percent.
+    fn nvmlDeviceGetFanSpeed_v2(device: nvmlDevice_t, fan: c_uint, speed: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(speed)?;
+        put(speed, ctx.b.fan_speed_of(id, fan)?)
+    }
+    /// `nvmlDeviceGetTemperature`: only sensor 0 (`NVML_TEMPERATURE_GPU`) exists.
+    fn nvmlDeviceGetTemperature(device: nvmlDevice_t, sensor: c_uint, temp: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(temp)?;
+        if sensor != 0 {
+            return Err(INVALID);
+        }
+        put(temp, ctx.b.temperature(id)?)
+    }
+    /// `nvmlDeviceGetTemperatureThreshold`: 0 shutdown, 1 slowdown; the other thresholds NVML
+    /// knows answer `NVML_ERROR_NOT_SUPPORTED`.
+    fn nvmlDeviceGetTemperatureThreshold(device: nvmlDevice_t, threshold: c_uint, temp: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(temp)?;
+        let which = match threshold {
+            0 => TemperatureThreshold::Shutdown,
+            1 => TemperatureThreshold::Slowdown,
+            2..=15 => return Err(Code(ret::NOT_SUPPORTED)),
+            _ => return Err(INVALID),
+        };
+        put(temp, ctx.b.temperature_threshold(id, which)?)
+    }
+    /// `nvmlDeviceGetPowerManagementLimitConstraints`, mW.
+    fn nvmlDeviceGetPowerManagementLimitConstraints(device: nvmlDevice_t, min_limit: *mut c_uint, max_limit: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(min_limit)?;
+        nn(max_limit)?;
+        let limits = ctx.b.power_management_limit_constraints(id)?;
+        put(min_limit, limits.min_mw)?;
+        put(max_limit, limits.max_mw)
+    }
+    /// `nvmlDeviceGetPcieThroughput`, KB/s; counter 0 TX, 1 RX.
+    fn nvmlDeviceGetPcieThroughput(device: nvmlDevice_t, counter: c_uint, value: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(value)?;
+        let direction = match counter {
+            0 => PcieDirection::Tx,
+            1 => PcieDirection::Rx,
+            _ => return Err(INVALID),
+        };
+        put(value, ctx.b.pcie_throughput(id, direction)?)
+    }
+    /// `nvmlDeviceGetNvLinkState`.
+    fn nvmlDeviceGetNvLinkState(device: nvmlDevice_t, link: c_uint, is_active: *mut nvmlEnableState_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(is_active)?;
+        put(is_active, enable(ctx.b.nvlink_state(id, link)?))
+    }
+    /// `nvmlDeviceGetFieldValues`: fields 138/139 (`NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX`,
+    /// KiB, `scopeId` = link) are served; every other field answers `NVML_ERROR_NOT_SUPPORTED`
+    /// in its own `nvmlReturn`. The call itself succeeds.
+    fn nvmlDeviceGetFieldValues(device: nvmlDevice_t, values_count: c_int, values: *mut nvmlFieldValue_t) |ctx| {
+        let id = ctx.dev(device)?;
+        let n = usize::try_from(values_count).map_err(|_| INVALID)?;
+        if n > 0 {
+            nn(values)?;
+        }
+        let now = now_us();
+        for i in 0..n {
+            let v = &mut *values.add(i);
+            v.timestamp = now;
+            v.latencyUsec = 0;
+            v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+            let answer = match v.fieldId {
+                NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| c.tx_kib),
+                NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| c.rx_kib),
+                _ => Err(BackendError::NotSupported),
+            };
+            match answer {
+                Ok(x) => {
+                    v.nvmlReturn = ret::SUCCESS;
+                    v.value = nvmlValue_t { ullVal: x };
+                }
+                Err(e) => {
+                    v.nvmlReturn = Code::from(e).0;
+                    v.value = nvmlValue_t { ullVal: 0 };
+                }
+            }
+        }
+        Ok(())
+    }
+    /// `nvmlDeviceGetEccMode`: current and pending.
+    fn nvmlDeviceGetEccMode(device: nvmlDevice_t, current: *mut nvmlEnableState_t, pending: *mut nvmlEnableState_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(current)?;
+        nn(pending)?;
+        let mode = ctx.b.ecc_mode(id)?;
+        put(current, enable(mode.current))?;
+        put(pending, enable(mode.pending))
+    }
+    /// `nvmlDeviceGetTotalEccErrors`: error type 0 corrected, 1 uncorrected; counter 0 volatile,
+    /// 1 aggregate.
+    fn nvmlDeviceGetTotalEccErrors(device: nvmlDevice_t, error_type: c_uint, counter_type: c_uint, ecc_counts: *mut c_ulonglong) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(ecc_counts)?;
+        let kind = match error_type {
+            0 => EccErrorKind::Corrected,
+            1 => EccErrorKind::Uncorrected,
+            _ => return Err(INVALID),
+        };
+        let counter = match counter_type {
+            0 => EccCounter::Volatile,
+            1 => EccCounter::Aggregate,
+            _ => return Err(INVALID),
+        };
+        put(ecc_counts, ctx.b.ecc_errors(id, kind, counter)?)
+    }
+    /// `nvmlDeviceGetCudaComputeCapability`.
+    fn nvmlDeviceGetCudaComputeCapability(device: nvmlDevice_t, major: *mut c_int, minor: *mut c_int) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(major)?;
+        nn(minor)?;
+        let cc = ctx.b.cuda_compute_capability(id)?;
+        put(major, cc.major as c_int)?;
+        put(minor, cc.minor as c_int)
+    }
+    /// `nvmlDeviceGetDriverModel`: 0 WDDM, 1 WDM (TCC), 2 MCDM.
+    fn nvmlDeviceGetDriverModel(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) |ctx| {
+        driver_model(ctx, device, current, pending)
+    }
+    /// `nvmlDeviceGetDriverModel_v2`: as [`nvmlDeviceGetDriverModel`].
+    fn nvmlDeviceGetDriverModel_v2(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) |ctx| {
+        driver_model(ctx, device, current, pending)
+    }
+
+    // ---- MIG ----
+
+    /// `nvmlDeviceGetMigMode`: 1 enabled, 0 disabled.
+    fn nvmlDeviceGetMigMode(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(current)?;
+        nn(pending)?;
+        let mode = ctx.b.mig_mode(id)?;
+        put(current, enable(mode.current))?;
+        put(pending, enable(mode.pending))
+    }
+    /// `nvmlDeviceGetMigDeviceHandleByIndex`: `NVML_ERROR_INVALID_ARGUMENT` for a MIG handle or
+    /// an index past `nvmlDeviceGetMaxMigDeviceCount`, `NVML_ERROR_NOT_FOUND` for an empty slot.
+    fn nvmlDeviceGetMigDeviceHandleByIndex(device: nvmlDevice_t, index: c_uint, mig_device: *mut nvmlDevice_t) |ctx| {
+        let id = ctx.gpu(device)?;
+        nn(mig_device)?;
+        if let Ok(max) = ctx.b.max_mig_device_count(id) {
+            if index >= max {
+                return Err(INVALID);
+            }
+        }
+        let slots = ctx.b.mig_device_indices(id)?;
+        let mig = DeviceId::Mig { parent: id.physical_index(), index };
+        if !slots.contains(&index) || !ctx.b.fixture().devices.contains_key(&mig) {
+            return Err(Code(ret::NOT_FOUND));
+        }
+        put(mig_device, handle_of(mig))
+    }
+    /// `nvmlDeviceGetDeviceHandleFromMigDeviceHandle`: the parent GPU of a MIG device.
+    fn nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig_device: nvmlDevice_t, device: *mut nvmlDevice_t) |ctx| {
+        let id = ctx.dev(mig_device)?;
+        nn(device)?;
+        match id {
+            DeviceId::Mig { parent, .. } => put(device, handle_of(DeviceId::Gpu(parent))),
+            DeviceId::Gpu(_) => Err(INVALID),
+        }
+    }
+    /// `nvmlDeviceIsMigDeviceHandle`: 1 for a MIG device handle.
+    fn nvmlDeviceIsMigDeviceHandle(device: nvmlDevice_t, is_mig: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        put(is_mig, c_uint::from(id.is_mig()))
+    }
+
+    // ---- Readings ----
+
+    /// `nvmlDeviceGetMemoryInfo` (v1 struct): `used` includes the reserved memory.
+    fn nvmlDeviceGetMemoryInfo(device: nvmlDevice_t, memory: *mut nvmlMemory_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(memory)?;
+        let m = ctx.b.memory_info(id)?;
+        put(memory, nvmlMemory_t {
+            total: m.total,
+            free: m.free,
+            used: m.used.saturating_add(m.reserved.unwrap_or(0)),
+        })
+    }
+    /// `nvmlDeviceGetMemoryInfo_v2`: `memory->version` must be `nvmlMemory_v2` (0x02000028),
+    /// else `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`. A recording without `reserved` serves 0.
+    fn nvmlDeviceGetMemoryInfo_v2(device: nvmlDevice_t, memory: *mut nvmlMemory_v2_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(memory)?;
+        let version = std::ptr::addr_of!((*memory).version).read_unaligned();
+        if version != NVML_MEMORY_V2 {
+            return Err(Code(ret::ARGUMENT_VERSION_MISMATCH));
+        }
+        let m = ctx.b.memory_info(id)?;
+        put(memory, nvmlMemory_v2_t {
+            version,
+            total: m.total,
+            reserved: m.reserved.unwrap_or(0),
+            free: m.free,
+            used: m.used,
+        })
+    }
+    /// `nvmlDeviceGetEncoderUtilization`: percent and sampling period (µs).
+    fn nvmlDeviceGetEncoderUtilization(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(utilization)?;
+        nn(sampling_period_us)?;
+        let u = ctx.b.encoder_utilization(id)?;
+        put(utilization, u.utilization)?;
+        put(sampling_period_us, u.sampling_period_us)
+    }
+    /// `nvmlDeviceGetDecoderUtilization`: percent and sampling period (µs).
+    fn nvmlDeviceGetDecoderUtilization(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(utilization)?;
+        nn(sampling_period_us)?;
+        let u = ctx.b.decoder_utilization(id)?;
+        put(utilization, u.utilization)?;
+        put(sampling_period_us, u.sampling_period_us)
+    }
+
+    // ---- Processes ----
+
+    /// `nvmlDeviceGetComputeRunningProcesses` (v1 struct, 16 bytes), count protocol.
+    fn nvmlDeviceGetComputeRunningProcesses(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_v1_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v1).collect();
+        put_list(count, infos, &list)
+    }
+    /// `nvmlDeviceGetComputeRunningProcesses_v2` (24-byte struct), count protocol.
+    fn nvmlDeviceGetComputeRunningProcesses_v2(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v2).collect();
+        put_list(count, infos, &list)
+    }
+    /// `nvmlDeviceGetComputeRunningProcesses_v3` (24-byte struct), count protocol.
+    fn nvmlDeviceGetComputeRunningProcesses_v3(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v2).collect();
+        put_list(count, infos, &list)
+    }
+    /// `nvmlDeviceGetGraphicsRunningProcesses` (v1 struct, 16 bytes), count protocol.
+    fn nvmlDeviceGetGraphicsRunningProcesses(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_v1_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v1).collect();
+        put_list(count, infos, &list)
+    }
+    /// `nvmlDeviceGetGraphicsRunningProcesses_v2` (24-byte struct), count protocol.
+    fn nvmlDeviceGetGraphicsRunningProcesses_v2(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v2).collect();
+        put_list(count, infos, &list)
+    }
+    /// `nvmlDeviceGetGraphicsRunningProcesses_v3` (24-byte struct), count protocol.
+    fn nvmlDeviceGetGraphicsRunningProcesses_v3(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v2).collect();
+        put_list(count, infos, &list)
+    }
+    /// `nvmlDeviceGetProcessUtilization`: the samples newer than `last_seen_time_stamp` (µs since
+    /// the Unix epoch), served with the timestamps they were recorded with. No such sample:
+    /// `NVML_ERROR_NOT_FOUND`; a null or short buffer: `NVML_ERROR_INSUFFICIENT_SIZE` with the
+    /// count needed.
+    fn nvmlDeviceGetProcessUtilization(device: nvmlDevice_t, utilization: *mut nvmlProcessUtilizationSample_t, count: *mut c_uint, last_seen_time_stamp: c_ulonglong) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let samples: Vec<_> = ctx
+            .b
+            .process_utilization(id, last_seen_time_stamp)?
+            .iter()
+            .map(|s| nvmlProcessUtilizationSample_t {
+                pid: s.pid,
+                timeStamp: s.timestamp_us,
+                smUtil: s.sm,
+                memUtil: s.memory,
+                encUtil: s.encoder,
+                decUtil: s.decoder,
+            })
+            .collect();
+        if samples.is_empty() {
+            return Err(Code(ret::NOT_FOUND));
+        }
+        put_list(count, utilization, &samples)
+    }
+}
+
+nvml_string_getters! {
+    /// `nvmlDeviceGetName`.
+    fn nvmlDeviceGetName = name;
+    /// `nvmlDeviceGetUUID`.
+    fn nvmlDeviceGetUUID = uuid;
+    /// `nvmlDeviceGetSerial`.
+    fn nvmlDeviceGetSerial = serial;
+    /// `nvmlDeviceGetVbiosVersion`.
+    fn nvmlDeviceGetVbiosVersion = vbios_version;
+    /// `nvmlDeviceGetBoardPartNumber`.
+    fn nvmlDeviceGetBoardPartNumber = board_part_number;
+}
+
+nvml_value_getters! {
+    /// `nvmlDeviceGetMinorNumber`.
+    fn nvmlDeviceGetMinorNumber(*mut c_uint) = |b, id| b.minor_number(id)?;
+    /// `nvmlDeviceGetArchitecture`: NVML's architecture code.
+    fn nvmlDeviceGetArchitecture(*mut c_uint) = |b, id| b.architecture(id)?.nvml_code();
+    /// `nvmlDeviceGetBrand`: NVML's brand code.
+    fn nvmlDeviceGetBrand(*mut c_uint) = |b, id| b.brand(id)?.nvml_code();
+    /// `nvmlDeviceGetNumFans`.
+    fn nvmlDeviceGetNumFans(*mut c_uint) = |b, id| b.num_fans(id)?;
+    /// `nvmlDeviceGetFanSpeed`: intended speed, percent.
+    fn nvmlDeviceGetFanSpeed(*mut c_uint) = |b, id| b.fan_speed(id)?;
+    /// `nvmlDeviceGetPowerManagementMode`.
+    fn nvmlDeviceGetPowerManagementMode(*mut nvmlEnableState_t) = |b, id| enable(b.power_management_mode(id)?);
+    /// `nvmlDeviceGetPowerManagementLimit`, mW.
+    fn nvmlDeviceGetPowerManagementLimit(*mut c_uint) = |b, id| b.power_management_limit(id)?;
+    /// `nvmlDeviceGetEnforcedPowerLimit`, mW.
+    fn nvmlDeviceGetEnforcedPowerLimit(*mut c_uint) = |b, id| b.enforced_power_limit(id)?;
+    /// `nvmlDeviceGetPowerUsage`, mW.
+    fn nvmlDeviceGetPowerUsage(*mut c_uint) = |b, id| b.power_usage(id)?;
+    /// `nvmlDeviceGetTotalEnergyConsumption`, mJ.
+    fn nvmlDeviceGetTotalEnergyConsumption(*mut c_ulonglong) = |b, id| b.total_energy_consumption(id)?;
+    /// `nvmlDeviceGetMaxPcieLinkGeneration`.
+    fn nvmlDeviceGetMaxPcieLinkGeneration(*mut c_uint) = |b, id| b.max_pcie_link_generation(id)?;
+    /// `nvmlDeviceGetMaxPcieLinkWidth`.
+    fn nvmlDeviceGetMaxPcieLinkWidth(*mut c_uint) = |b, id| b.max_pcie_link_width(id)?;
+    /// `nvmlDeviceGetCurrPcieLinkGeneration`.
+    fn nvmlDeviceGetCurrPcieLinkGeneration(*mut c_uint) = |b, id| b.current_pcie_link_generation(id)?;
+    /// `nvmlDeviceGetCurrPcieLinkWidth`.
+    fn nvmlDeviceGetCurrPcieLinkWidth(*mut c_uint) = |b, id| b.current_pcie_link_width(id)?;
+    /// `nvmlDeviceGetDisplayMode`.
+    fn nvmlDeviceGetDisplayMode(*mut nvmlEnableState_t) = |b, id| enable(b.display_mode(id)?);
+    /// `nvmlDeviceGetDisplayActive`.
+    fn nvmlDeviceGetDisplayActive(*mut nvmlEnableState_t) = |b, id| enable(b.display_active(id)?);
+    /// `nvmlDeviceGetPersistenceMode`.
+    fn nvmlDeviceGetPersistenceMode(*mut nvmlEnableState_t) = |b, id| enable(b.persistence_mode(id)?);
+    /// `nvmlDeviceGetPerformanceState`: 0..=15, 32 unknown.
+    fn nvmlDeviceGetPerformanceState(*mut c_uint) = |b, id| b.performance_state(id)?;
+    /// `nvmlDeviceGetPowerState` (the deprecated name of the performance state).
+    fn nvmlDeviceGetPowerState(*mut c_uint) = |b, id| b.performance_state(id)?;
+    /// `nvmlDeviceGetComputeMode`: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive
+    /// process.
+    fn nvmlDeviceGetComputeMode(*mut c_uint) = |b, id| compute_mode_code(b.compute_mode(id)?);
+    /// `nvmlDeviceGetMaxMigDeviceCount`.
+    fn nvmlDeviceGetMaxMigDeviceCount(*mut c_uint) = |b, id| b.max_mig_device_count(id)?;
+    /// `nvmlDeviceGetGpuInstanceId`.
+    fn nvmlDeviceGetGpuInstanceId(*mut c_uint) = |b, id| b.gpu_instance_id(id)?;
+    /// `nvmlDeviceGetComputeInstanceId`.
+    fn nvmlDeviceGetComputeInstanceId(*mut c_uint) = |b, id| b.compute_instance_id(id)?;
+    /// `nvmlDeviceGetBAR1MemoryInfo`.
+    fn nvmlDeviceGetBAR1MemoryInfo(*mut nvmlBAR1Memory_t) = |b, id| {
+        let m = b.bar1_memory_info(id)?;
+        nvmlBAR1Memory_t { bar1Total: m.total, bar1Free: m.free, bar1Used: m.used }
+    };
+    /// `nvmlDeviceGetUtilizationRates`.
+    fn nvmlDeviceGetUtilizationRates(*mut nvmlUtilization_t) = |b, id| {
+        let u = b.utilization_rates(id)?;
+        nvmlUtilization_t { gpu: u.gpu, memory: u.memory }
+    };
+    /// `nvmlDeviceGetCurrentClocksThrottleReasons`: NVML's bit mask.
+    fn nvmlDeviceGetCurrentClocksThrottleReasons(*mut c_ulonglong) = |b, id| b.clock_event_reasons(id)?;
+    /// `nvmlDeviceGetCurrentClocksEventReasons`: NVML's bit mask.
+    fn nvmlDeviceGetCurrentClocksEventReasons(*mut c_ulonglong) = |b, id| b.clock_event_reasons(id)?;
+}
+
+unsafe fn handle_by_index(ctx: &Ctx, index: c_uint, device: *mut nvmlDevice_t) -> Result<(), Code> {
+    nn(device)?;
+    let count = ctx.b.device_count()?;
+    let id = DeviceId::Gpu(index);
+    if index >= count || !ctx.b.fixture().devices.contains_key(&id) {
+        return Err(INVALID);
+    }
+    put(device, handle_of(id))
+}
+
+unsafe fn handle_by_bus_id(
+    ctx: &Ctx,
+    bus_id: *const c_char,
+    device: *mut nvmlDevice_t,
+) -> Result<(), Code> {
+    let text = arg_str(bus_id)?;
+    nn(device)?;
+    let wanted = parse_bus_id(&text).ok_or(INVALID)?;
+    let found = ctx.b.fixture().physical_ids().find(|&id| {
+        ctx.b
+            .pci_info(id)
+            .is_ok_and(|p| (p.domain, p.bus, p.device) == wanted)
+    });
+    put(device, handle_of(found.ok_or(Code(ret::NOT_FOUND))?))
+}
+
+unsafe fn pci_info(ctx: &Ctx, device: nvmlDevice_t, out: *mut nvmlPciInfo_t) -> Result<(), Code> {
+    let id = ctx.dev(device)?;
+    nn(out)?;
+    let p = ctx.b.pci_info(id)?;
+    let mut info = nvmlPciInfo_t {
+        domain: p.domain,
+        bus: p.bus,
+        device: p.device,
+        pciDeviceId: p.pci_device_id,
+        pciSubSystemId: p.pci_subsystem_id,
+        ..nvmlPciInfo_t::default()
+    };
+    let legacy = format!("{:04X}:{:02X}:{:02X}.0", p.domain & 0xFFFF, p.bus, p.device);
+    fill_array(&mut info.busIdLegacy, &legacy);
+    fill_array(&mut info.busId, &p.bus_id);
+    put(out, info)
+}
+
+unsafe fn driver_model(
+    ctx: &Ctx,
+    device: nvmlDevice_t,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> Result<(), Code> {
+    let id = ctx.dev(device)?;
+    nn(current)?;
+    nn(pending)?;
+    let m = ctx.b.driver_model(id)?;
+    put(current, driver_model_code(m.current))?;
+    put(pending, driver_model_code(m.pending))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip_and_are_never_null() {
+        for id in [
+            DeviceId::Gpu(0),
+            DeviceId::Gpu(7),
+            DeviceId::Mig {
+                parent: 0,
+                index: 0,
+            },
+            DeviceId::Mig {
+                parent: 3,
+                index: 6,
+            },
+        ] {
+            let h = handle_of(id);
+            assert!(!h.is_null());
+            assert_eq!(device_of(h), Some(id));
+        }
+        assert_eq!(device_of(std::ptr::null_mut()), None);
+        assert_eq!(device_of((HANDLE_BASE + 1) as nvmlDevice_t), None);
+    }
+
+    #[test]
+    fn bus_ids_parse_in_every_form() {
+        assert_eq!(parse_bus_id("00000000:18:00.0"), Some((0, 0x18, 0)));
+        assert_eq!(parse_bus_id("0000:AF:00.0"), Some((0, 0xAF, 0)));
+        assert_eq!(parse_bus_id("af:01.0"), Some((0, 0xAF, 1)));
+        assert_eq!(parse_bus_id("junk"), None);
+    }
+}

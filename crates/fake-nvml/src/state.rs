@@ -1,0 +1,268 @@
+//! The library's one global state: the fixture served through NVML (with its reference-counted
+//! init), the fixture served through CUDA, and the last load error.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use gpu_backend::{DeviceId, Fixture, GpuBackend, ReplayBackend, ReplayClock};
+
+use crate::abi::nvmlReturn_t;
+use crate::abi::ret;
+
+/// The environment variable naming the fixture JSON file to serve (required).
+pub const FIXTURE_ENV: &str = "GPUSCOPE_FAKE_NVML_FIXTURE";
+
+/// The environment variable that pins the served frame (an index, clamped to the last frame).
+/// Without it, frames follow wall time from the first init, looping.
+pub const FRAME_ENV: &str = "GPUSCOPE_FAKE_NVML_FRAME";
+
+/// What NVML calls are served from.
+struct NvmlServed {
+    backend: Arc<ReplayBackend>,
+    /// True when the frame is chosen by hand (pinned or stepped), false on the wall clock.
+    manual: bool,
+}
+
+/// What CUDA calls are served from, fixed at `cuInit`.
+pub(crate) struct CudaServed {
+    /// The fixture's replay.
+    pub backend: Arc<ReplayBackend>,
+    /// The devices CUDA shows, by ordinal: their UUID and the NVML device with that UUID.
+    pub visible: Vec<(String, Option<DeviceId>)>,
+}
+
+struct State {
+    nvml_refs: u32,
+    nvml: Option<NvmlServed>,
+    cuda: Option<Arc<CudaServed>>,
+    last_error: Option<String>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    nvml_refs: 0,
+    nvml: None,
+    cuda: None,
+    last_error: None,
+});
+
+fn lock() -> MutexGuard<'static, State> {
+    // A panic is caught at the ABI boundary; the state it may have left is still usable.
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Reads the fixture named by [`FIXTURE_ENV`], or says why not in one line.
+fn load_fixture() -> Result<Arc<Fixture>, String> {
+    let Some(path) = std::env::var_os(FIXTURE_ENV) else {
+        return Err(format!(
+            "fake-nvml: {FIXTURE_ENV} is not set; set it to the path of a gpuscope fixture JSON file"
+        ));
+    };
+    if path.is_empty() {
+        return Err(format!(
+            "fake-nvml: {FIXTURE_ENV} is empty; set it to the path of a gpuscope fixture JSON file"
+        ));
+    }
+    Fixture::load(&path)
+        .map(Arc::new)
+        .map_err(|e| format!("fake-nvml: cannot serve the fixture named by {FIXTURE_ENV}: {e}"))
+}
+
+/// Reads [`FRAME_ENV`]: `Ok(None)` when unset.
+fn pinned_frame() -> Result<Option<usize>, String> {
+    match std::env::var(FRAME_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(s) if s.trim().is_empty() => Ok(None),
+        Ok(s) => s.trim().parse::<usize>().map(Some).map_err(|_| {
+            format!("fake-nvml: {FRAME_ENV}={s:?} is not a frame index (a non-negative integer)")
+        }),
+        Err(std::env::VarError::NotUnicode(s)) => Err(format!(
+            "fake-nvml: {FRAME_ENV}={s:?} is not a frame index (a non-negative integer)"
+        )),
+    }
+}
+
+fn report(st: &mut State, message: String) {
+    // Never panic on a closed stderr.
+    let _ = writeln!(std::io::stderr(), "{message}");
+    st.last_error = Some(message);
+}
+
+/// `nvmlInit*`: the first init loads the fixture; later ones only count.
+pub(crate) fn nvml_init() -> nvmlReturn_t {
+    let mut st = lock();
+    if st.nvml_refs > 0 {
+        st.nvml_refs = st.nvml_refs.saturating_add(1);
+        return ret::SUCCESS;
+    }
+    let loaded = load_fixture().and_then(|f| Ok((f, pinned_frame()?)));
+    match loaded {
+        Ok((fixture, Some(frame))) => {
+            let backend = ReplayBackend::new(fixture);
+            backend.set_frame(frame);
+            st.nvml = Some(NvmlServed {
+                backend: Arc::new(backend),
+                manual: true,
+            });
+        }
+        Ok((fixture, None)) => {
+            st.nvml = Some(NvmlServed {
+                backend: Arc::new(ReplayBackend::with_clock(fixture, ReplayClock::wall(true))),
+                manual: false,
+            });
+        }
+        Err(message) => {
+            report(&mut st, message);
+            return ret::DRIVER_NOT_LOADED;
+        }
+    }
+    st.nvml_refs = 1;
+    st.last_error = None;
+    ret::SUCCESS
+}
+
+/// `nvmlShutdown`: the last shutdown lets the fixture go.
+pub(crate) fn nvml_shutdown() -> nvmlReturn_t {
+    let mut st = lock();
+    if st.nvml_refs == 0 {
+        return ret::UNINITIALIZED;
+    }
+    st.nvml_refs -= 1;
+    if st.nvml_refs == 0 {
+        st.nvml = None;
+    }
+    ret::SUCCESS
+}
+
+/// The replay NVML calls are served from, if NVML is initialised.
+pub(crate) fn nvml_backend() -> Option<Arc<ReplayBackend>> {
+    let st = lock();
+    if st.nvml_refs == 0 {
+        return None;
+    }
+    st.nvml.as_ref().map(|s| Arc::clone(&s.backend))
+}
+
+/// Serves frame `index` from now on (switching a wall clock to a manual one).
+pub(crate) fn set_frame(index: usize) -> nvmlReturn_t {
+    let mut st = lock();
+    let Some(served) = st.nvml.as_mut() else {
+        return ret::UNINITIALIZED;
+    };
+    if !served.manual {
+        served.backend = Arc::new(ReplayBackend::new(Arc::clone(served.backend.fixture())));
+        served.manual = true;
+    }
+    served.backend.set_frame(index);
+    ret::SUCCESS
+}
+
+/// `cuInit`: the first call loads the fixture and fixes the visible devices.
+pub(crate) fn cuda_init() -> Result<(), String> {
+    let mut st = lock();
+    if st.cuda.is_some() {
+        return Ok(());
+    }
+    let fixture = match load_fixture() {
+        Ok(f) => f,
+        Err(message) => {
+            report(&mut st, message.clone());
+            return Err(message);
+        }
+    };
+    let backend = Arc::new(ReplayBackend::new(fixture));
+    let order = backend.cuda_device_order().unwrap_or_default();
+    let visible_env = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let visible = visible_devices(&order, visible_env.as_deref())
+        .into_iter()
+        .map(|uuid| {
+            let nvml = backend
+                .fixture()
+                .physical_ids()
+                .find(|&id| backend.uuid(id).is_ok_and(|u| u == uuid));
+            (uuid, nvml)
+        })
+        .collect();
+    st.cuda = Some(Arc::new(CudaServed { backend, visible }));
+    Ok(())
+}
+
+/// What CUDA calls are served from, if `cuInit` succeeded.
+pub(crate) fn cuda_served() -> Option<Arc<CudaServed>> {
+    lock().cuda.clone()
+}
+
+/// The fixture for `cuDriverGetVersion`, which works before `cuInit`.
+pub(crate) fn cuda_fixture() -> Option<Arc<Fixture>> {
+    if let Some(c) = cuda_served() {
+        return Some(Arc::clone(c.backend.fixture()));
+    }
+    load_fixture().ok()
+}
+
+/// Applies `CUDA_VISIBLE_DEVICES` to the CUDA order, as CUDA does for the simple forms: a comma
+/// list of ordinals or (prefixes of) `GPU-` UUIDs. The list ends at the first entry that is
+/// none of these, out of range, ambiguous or repeated. Unset means every device.
+pub(crate) fn visible_devices(order: &[String], env: Option<&str>) -> Vec<String> {
+    let Some(env) = env else {
+        return order.to_vec();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for entry in env.split(',') {
+        let entry = entry.trim();
+        let found = if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
+            entry.parse::<usize>().ok().and_then(|i| order.get(i))
+        } else if entry.starts_with("GPU-") {
+            let mut matches = order.iter().filter(|u| u.starts_with(entry));
+            match (matches.next(), matches.next()) {
+                (Some(u), None) => Some(u),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        match found {
+            Some(u) if !out.contains(u) => out.push(u.clone()),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The message of the last failed init (NVML or CUDA), if the last attempt failed.
+pub fn last_init_error() -> Option<String> {
+    lock().last_error.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visible_devices;
+
+    #[test]
+    fn cuda_visible_devices_simple_forms() {
+        let order: Vec<String> = ["GPU-aaaa-1", "GPU-bbbb-2", "GPU-abcd-3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(visible_devices(&order, None), order);
+        assert!(visible_devices(&order, Some("")).is_empty());
+        assert_eq!(
+            visible_devices(&order, Some("2,0")),
+            vec!["GPU-abcd-3", "GPU-aaaa-1"]
+        );
+        // The list ends at the first bad entry: out of range, repeated, ambiguous or unknown.
+        assert_eq!(visible_devices(&order, Some("1,7,0")), vec!["GPU-bbbb-2"]);
+        assert_eq!(visible_devices(&order, Some("1,1,0")), vec!["GPU-bbbb-2"]);
+        assert_eq!(
+            visible_devices(&order, Some("GPU-bb, GPU-a")),
+            vec!["GPU-bbbb-2"]
+        );
+        assert_eq!(
+            visible_devices(&order, Some("GPU-ab,0")),
+            vec!["GPU-abcd-3", "GPU-aaaa-1"]
+        );
+        assert!(visible_devices(&order, Some("MIG-x,0")).is_empty());
+        assert!(visible_devices(&order, Some("-1")).is_empty());
+    }
+}

@@ -1,0 +1,319 @@
+//! A small fixture built with gpu-backend's types, and the lock that serialises tests that use
+//! the library's process-wide state (NVML init and the environment).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use gpu_backend::fixture::{
+    Answer, DeviceDynamic, DeviceStatic, EccCounts, Frame, HostFrame, HostStatic, Meta,
+    SystemAnswers, SCHEMA_VERSION,
+};
+use gpu_backend::*;
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+/// Serialises the tests of one binary: they share NVML's global state and the environment.
+pub fn lock() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub const UUID0: &str = "GPU-11111111-2222-3333-4444-555555555555";
+pub const UUID1: &str = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
+pub const MIG00: &str = "MIG-00000000-0000-0000-0000-000000000000";
+pub const MIG02: &str = "MIG-22222222-0000-0000-0000-000000000000";
+
+fn ok<T>(v: T) -> Answer<T> {
+    Answer::Ok(v)
+}
+
+fn ns<T>() -> Answer<T> {
+    Answer::Err(BackendError::NotSupported)
+}
+
+fn statics(name: &str, uuid: &str, bus: u32) -> DeviceStatic {
+    DeviceStatic {
+        name: ok(name.into()),
+        uuid: ok(uuid.into()),
+        serial: ok(format!("13230{bus:05}")),
+        pci_info: ok(PciInfo {
+            bus_id: format!("00000000:{bus:02X}:00.0"),
+            domain: 0,
+            bus,
+            device: 0,
+            pci_device_id: 0x20B0_10DE,
+            pci_subsystem_id: 0x1450_10DE,
+        }),
+        minor_number: ok(bus),
+        vbios_version: ok("92.00.36.00.01".into()),
+        board_part_number: ok("692-2G506-0200-002".into()),
+        architecture: ok(Architecture::Ampere),
+        brand: ok(Brand::Tesla),
+        max_clocks: PerClock::from_fn(|c| ok(1000 + c as u32)),
+        num_fans: ok(0),
+        temperature_slowdown: ok(89),
+        temperature_shutdown: ok(92),
+        power_management_mode: ok(true),
+        power_management_limit: ok(400_000),
+        power_management_limit_constraints: ok(PowerLimits {
+            min_mw: 100_000,
+            max_mw: 400_000,
+        }),
+        enforced_power_limit: ok(400_000),
+        max_pcie_link_generation: ok(4),
+        max_pcie_link_width: ok(16),
+        nvlink_state: vec![ok(true), ok(true), Answer::Err(BackendError::NotSupported)],
+        display_mode: ok(false),
+        display_active: ok(false),
+        persistence_mode: ok(true),
+        ecc_mode: ok(CurrentPending {
+            current: true,
+            pending: true,
+        }),
+        compute_mode: ok(ComputeMode::Default),
+        cuda_compute_capability: ok(ComputeCapability { major: 8, minor: 0 }),
+        driver_model: ns(),
+        mig_mode: ok(CurrentPending {
+            current: false,
+            pending: false,
+        }),
+        max_mig_device_count: ok(7),
+        mig_device_indices: ok(vec![]),
+        gpu_instance_id: ns(),
+        compute_instance_id: ns(),
+    }
+}
+
+fn dynamic(frame: u64, used_gib: u64) -> DeviceDynamic {
+    let gib = 1u64 << 30;
+    DeviceDynamic {
+        memory_info: ok(MemoryInfo {
+            total: 40 * gib,
+            free: 40 * gib - used_gib * gib - gib / 2,
+            used: used_gib * gib,
+            reserved: Some(gib / 2),
+        }),
+        bar1_memory_info: ok(Bar1MemoryInfo {
+            total: 64 << 30,
+            free: (64 << 30) - (2 << 20),
+            used: 2 << 20,
+        }),
+        utilization_rates: ok(Utilization {
+            gpu: 10 + frame as u32 * 40,
+            memory: 5 + frame as u32,
+        }),
+        encoder_utilization: ok(CodecUtilization {
+            utilization: 0,
+            sampling_period_us: 167_000,
+        }),
+        decoder_utilization: ok(CodecUtilization {
+            utilization: 3,
+            sampling_period_us: 167_000,
+        }),
+        clocks: PerClock::from_fn(|c| ok(500 + c as u32)),
+        fan_speed: ns(),
+        fan_speeds: vec![],
+        temperature: ok(40 + frame as u32),
+        power_usage: ok(60_000 + frame as u32 * 100_000),
+        total_energy_consumption: ok(1_000_000 + frame * 5_000),
+        performance_state: ok(0),
+        current_pcie_link_generation: ok(4),
+        current_pcie_link_width: ok(16),
+        pcie_tx_throughput: ok(1000),
+        pcie_rx_throughput: ok(2000),
+        nvlink_throughput: vec![
+            ok(NvLinkCounters {
+                tx_kib: 100 + frame,
+                rx_kib: 200 + frame,
+            }),
+            Answer::Err(BackendError::NotSupported),
+        ],
+        ecc_errors: EccCounts {
+            volatile_corrected: ok(0),
+            volatile_uncorrected: ok(0),
+            aggregate_corrected: ok(3),
+            aggregate_uncorrected: ns(),
+        },
+        clock_event_reasons: ok(0x1),
+        compute_processes: ok(vec![]),
+        graphics_processes: ok(vec![]),
+        process_utilization: ok(vec![]),
+    }
+}
+
+/// Two physical GPUs in two frames (t = 0 and 1000 ms):
+///
+/// * GPU 0 (A100, bus 0x18) has MIG on, with MIG devices in slots 0 and 2, and a compute
+///   process (pid 1000, 1 GiB) on GPU 0 itself plus pid 2000 inside MIG slot 0 (memory N/A).
+/// * GPU 1 (RTX 4090, bus 0x3B) has two fans, a graphics process, no serial (not supported),
+///   process utilization samples, and is lost in frame 1 (power usage `gpu_lost`).
+/// * CUDA order is GPU 1 first.
+pub fn fixture() -> Fixture {
+    let mut devices = BTreeMap::new();
+    let mut g0 = statics("NVIDIA A100-SXM4-40GB", UUID0, 0x18);
+    g0.mig_mode = ok(CurrentPending {
+        current: true,
+        pending: true,
+    });
+    g0.mig_device_indices = ok(vec![0, 2]);
+    let mut g1 = statics("NVIDIA GeForce RTX 4090", UUID1, 0x3B);
+    g1.serial = ns();
+    g1.brand = ok(Brand::GeForceRtx);
+    g1.num_fans = ok(2);
+    g1.display_active = ok(true);
+    let mut m0 = statics("NVIDIA A100-SXM4-40GB MIG 3g.20gb", MIG00, 0x18);
+    m0.gpu_instance_id = ok(1);
+    m0.compute_instance_id = ok(0);
+    let mut m2 = statics("NVIDIA A100-SXM4-40GB MIG 1g.5gb", MIG02, 0x18);
+    m2.gpu_instance_id = ok(9);
+    m2.compute_instance_id = ok(0);
+    devices.insert(DeviceId::Gpu(0), g0);
+    devices.insert(DeviceId::Gpu(1), g1);
+    devices.insert(
+        DeviceId::Mig {
+            parent: 0,
+            index: 0,
+        },
+        m0,
+    );
+    devices.insert(
+        DeviceId::Mig {
+            parent: 0,
+            index: 2,
+        },
+        m2,
+    );
+
+    let frames = (0..2u64)
+        .map(|f| {
+            let mut d = BTreeMap::new();
+            let mut d0 = dynamic(f, 2 + f * 10);
+            d0.compute_processes = ok(vec![
+                ProcessInfo {
+                    pid: 1000,
+                    used_gpu_memory: Some(1 << 30),
+                    gpu_instance_id: None,
+                    compute_instance_id: None,
+                },
+                ProcessInfo {
+                    pid: 2000,
+                    used_gpu_memory: None,
+                    gpu_instance_id: Some(1),
+                    compute_instance_id: Some(0),
+                },
+            ]);
+            let mut d1 = dynamic(f, 1 + f);
+            d1.fan_speed = ok(30 + f as u32);
+            d1.fan_speeds = vec![ok(30 + f as u32), ok(31 + f as u32)];
+            d1.graphics_processes = ok(vec![ProcessInfo {
+                pid: 3000,
+                used_gpu_memory: Some(256 << 20),
+                gpu_instance_id: None,
+                compute_instance_id: None,
+            }]);
+            d1.process_utilization = ok(vec![
+                ProcessUtilizationSample {
+                    pid: 3000,
+                    timestamp_us: 1_700_000_000_000_000,
+                    sm: 10,
+                    memory: 5,
+                    encoder: 0,
+                    decoder: 0,
+                },
+                ProcessUtilizationSample {
+                    pid: 3000,
+                    timestamp_us: 1_700_000_001_000_000,
+                    sm: 20 + f as u32,
+                    memory: 6,
+                    encoder: 1,
+                    decoder: 2,
+                },
+            ]);
+            if f == 1 {
+                d1.power_usage = Answer::Err(BackendError::GpuLost);
+            }
+            let mut dm0 = dynamic(f, 1);
+            dm0.compute_processes = ok(vec![ProcessInfo {
+                pid: 2000,
+                used_gpu_memory: None,
+                gpu_instance_id: Some(1),
+                compute_instance_id: Some(0),
+            }]);
+            d.insert(DeviceId::Gpu(0), d0);
+            d.insert(DeviceId::Gpu(1), d1);
+            d.insert(
+                DeviceId::Mig {
+                    parent: 0,
+                    index: 0,
+                },
+                dm0,
+            );
+            d.insert(
+                DeviceId::Mig {
+                    parent: 0,
+                    index: 2,
+                },
+                dynamic(f, 0),
+            );
+            Frame {
+                t_ms: f * 1000,
+                devices: d,
+                host: HostFrame::default(),
+            }
+        })
+        .collect();
+
+    let fixture = Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta: Meta {
+            name: "fake-nvml-test".into(),
+            description: "Two GPUs, MIG on GPU 0, fans and a lost GPU on GPU 1".into(),
+            source: "built by crates/fake-nvml/tests/common".into(),
+            recorded_at: None,
+        },
+        system: SystemAnswers {
+            driver_version: ok("535.54.03".into()),
+            nvml_version: ok("12.535.54.03".into()),
+            cuda_driver_version: ok(12020),
+            device_count: ok(2),
+            cuda_device_order: ok(vec![UUID1.into(), UUID0.into()]),
+        },
+        nvml_missing_functions: vec![],
+        devices,
+        host: HostStatic::default(),
+        frames,
+    };
+    fixture
+        .validate()
+        .unwrap_or_else(|(path, message)| panic!("test fixture invalid at {path}: {message}"));
+    fixture
+}
+
+/// Writes a fixture to a fresh temporary file and returns its path.
+pub fn write_temp(fixture: &Fixture, tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fake-nvml-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    let path = dir.join(format!("{tag}.json"));
+    std::fs::write(&path, fixture.to_json_pretty()).expect("write fixture");
+    path
+}
+
+/// Points the library at `path` with the frame pinned (or not). Call with the lock held.
+pub fn set_env(path: Option<&std::path::Path>, frame: Option<usize>) {
+    // The lock serialises every test of this binary, so no other thread reads the environment.
+    match path {
+        Some(p) => std::env::set_var(gpu_backend_env::FIXTURE, p),
+        None => std::env::remove_var(gpu_backend_env::FIXTURE),
+    }
+    match frame {
+        Some(f) => std::env::set_var(gpu_backend_env::FRAME, f.to_string()),
+        None => std::env::remove_var(gpu_backend_env::FRAME),
+    }
+}
+
+mod gpu_backend_env {
+    pub const FIXTURE: &str = "GPUSCOPE_FAKE_NVML_FIXTURE";
+    pub const FRAME: &str = "GPUSCOPE_FAKE_NVML_FRAME";
+}

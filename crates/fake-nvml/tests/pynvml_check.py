@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Checks that pynvml (nvidia-ml-py), a real NVML client, reads a gpuscope fixture through the
+fake libnvidia-ml.so.1 exactly as the fixture records it.
+
+For every frame (stepped with the fake library's fakeNvmlSetFrame) and every device (physical
+and MIG), it compares: device count, driver version, name, UUID, memory (v1 and v2), utilization,
+temperature, power, and compute/graphics processes, including recorded errors (which pynvml
+raises as NVMLError with the same code) and functions the fixture lists as missing.
+
+Usage (see crates/fake-nvml/README.md):
+
+    cargo build -p fake-nvml
+    cargo run -p fake-nvml --bin fake-nvml-install -- /tmp/fake-nvml-lib
+    python3 -m venv /tmp/venv-nvml && /tmp/venv-nvml/bin/pip install nvidia-ml-py
+    GPUSCOPE_FAKE_NVML_FIXTURE=fixture.json LD_LIBRARY_PATH=/tmp/fake-nvml-lib \\
+        /tmp/venv-nvml/bin/python crates/fake-nvml/tests/pynvml_check.py
+
+Exit status 0 when everything matches; 1 with a list of mismatches otherwise.
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+import pynvml
+
+ERROR_CODES = {
+    "uninitialized": 1,
+    "invalid_argument": 2,
+    "not_supported": 3,
+    "no_permission": 4,
+    "not_found": 6,
+    "insufficient_size": 7,
+    "driver_not_loaded": 9,
+    "timeout": 10,
+    "library_not_found": 12,
+    "function_not_found": 13,
+    "gpu_lost": 15,
+}
+NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
+NO_ID = 0xFFFFFFFF
+
+
+def error_code(err):
+    """The NVML code of a fixture error (`"not_supported"`, `{"unknown": 17}`, `{"other": ..}`)."""
+    if isinstance(err, str):
+        return ERROR_CODES[err]
+    if "unknown" in err:
+        return err["unknown"]
+    return 999
+
+
+class Checker:
+    def __init__(self, fixture):
+        self.fixture = fixture
+        self.missing = set(fixture["nvml_missing_functions"])
+        self.checks = 0
+        self.failures = []
+
+    def answer(self, what, answer, call, convert=lambda v: v):
+        """Compares what `call()` gives with a fixture answer ({"ok": v} or {"err": e})."""
+        self.checks += 1
+        try:
+            got = ("ok", call())
+        except pynvml.NVMLError as e:
+            got = ("err", e.value)
+        if "ok" in answer:
+            want = ("ok", convert(answer["ok"]))
+        else:
+            want = ("err", error_code(answer["err"]))
+        if got != want:
+            self.failures.append(f"{what}: pynvml gave {got!r}, the fixture says {want!r}")
+
+    def equal(self, what, got, want):
+        self.checks += 1
+        if got != want:
+            self.failures.append(f"{what}: pynvml gave {got!r}, the fixture says {want!r}")
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+class ProcessInfoV1(ctypes.Structure):
+    """nvmlProcessInfo_v1_t, of the unversioned calls (pynvml no longer wraps them)."""
+
+    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong)]
+
+
+def processes_v1(symbol, handle):
+    """A process list from an unversioned (v1) call, with NVML's count protocol."""
+    fn = getattr(pynvml.nvmlLib, symbol)
+    count = ctypes.c_uint(0)
+    ret = fn(handle, ctypes.byref(count), None)
+    if ret == pynvml.NVML_SUCCESS:
+        return []
+    if ret != pynvml.NVML_ERROR_INSUFFICIENT_SIZE:
+        raise pynvml.NVMLError(ret)
+    count.value += 5
+    infos = (ProcessInfoV1 * count.value)()
+    ret = fn(handle, ctypes.byref(count), infos)
+    if ret != pynvml.NVML_SUCCESS:
+        raise pynvml.NVMLError(ret)
+    return [
+        (
+            p.pid,
+            None if p.usedGpuMemory == NOT_AVAILABLE else p.usedGpuMemory,
+            NO_ID,
+            NO_ID,
+        )
+        for p in infos[: count.value]
+    ]
+
+
+def processes(kind, handle, missing):
+    """A process list as clients fetch it: _v3, then _v2, then v1 when the driver lacks the newer
+    call (as nvitop, gpustat and gpuscope's NVML backend do)."""
+    name = f"nvmlDeviceGet{kind}RunningProcesses"
+    for version in ("_v3", "_v2"):
+        try:
+            procs = getattr(pynvml, name + version)(handle)
+        except pynvml.NVMLError_FunctionNotFound:
+            if name + version not in missing:
+                raise
+            continue
+        return [(p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId) for p in procs]
+    return processes_v1(name, handle)
+
+
+def want_processes(answer_list):
+    return [
+        (
+            p["pid"],
+            p["used_gpu_memory"],  # pynvml turns NVML_VALUE_NOT_AVAILABLE into None
+            NO_ID if p["gpu_instance_id"] is None else p["gpu_instance_id"],
+            NO_ID if p["compute_instance_id"] is None else p["compute_instance_id"],
+        )
+        for p in answer_list
+    ]
+
+
+def main():
+    path = os.environ.get("GPUSCOPE_FAKE_NVML_FIXTURE")
+    if not path:
+        sys.exit("set GPUSCOPE_FAKE_NVML_FIXTURE to the fixture JSON file")
+    with open(path) as f:
+        fixture = json.load(f)
+    lib = os.environ.get("FAKE_NVML_LIB")
+    if lib:
+        # Load by path instead of LD_LIBRARY_PATH.
+        pynvml.nvmlLib = ctypes.CDLL(lib)
+
+    c = Checker(fixture)
+    pynvml.nvmlInit()
+    fake = pynvml.nvmlLib
+    if not hasattr(fake, "fakeNvmlSetFrame"):
+        sys.exit("the loaded libnvidia-ml.so.1 is not fake-nvml (no fakeNvmlSetFrame)")
+
+    system = fixture["system"]
+    c.answer("device count", system["device_count"], pynvml.nvmlDeviceGetCount)
+    c.answer(
+        "driver version",
+        system["driver_version"],
+        lambda: text(pynvml.nvmlSystemGetDriverVersion()),
+    )
+    c.answer(
+        "CUDA driver version",
+        system["cuda_driver_version"],
+        pynvml.nvmlSystemGetCudaDriverVersion,
+    )
+
+    # Handles of every device of the fixture: physical by index, MIG by slot under the parent.
+    handles = {}
+    for key in fixture["devices"]:
+        if ":" in key:
+            parent, slot = (int(x) for x in key.split(":"))
+            handles[key] = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(
+                pynvml.nvmlDeviceGetHandleByIndex(parent), slot
+            )
+        else:
+            handles[key] = pynvml.nvmlDeviceGetHandleByIndex(int(key))
+
+    for key, st in fixture["devices"].items():
+        h = handles[key]
+        c.answer(f"device {key} name", st["name"], lambda: text(pynvml.nvmlDeviceGetName(h)))
+        c.answer(f"device {key} uuid", st["uuid"], lambda: text(pynvml.nvmlDeviceGetUUID(h)))
+
+    for index, frame in enumerate(fixture["frames"]):
+        if fake.fakeNvmlSetFrame(ctypes.c_uint(index)) != 0:
+            sys.exit(f"fakeNvmlSetFrame({index}) failed")
+        for key, dy in frame["devices"].items():
+            h = handles[key]
+            where = f"frame {index} device {key}"
+            mem = dy["memory_info"]
+            if "nvmlDeviceGetMemoryInfo_v2" in c.missing:
+                c.answer(
+                    f"{where} memory v2",
+                    {"err": "function_not_found"},
+                    lambda: pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2),
+                )
+            else:
+                c.answer(
+                    f"{where} memory v2",
+                    mem,
+                    lambda: (lambda m: (m.total, m.free, m.used, m.reserved))(
+                        pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
+                    ),
+                    lambda m: (m["total"], m["free"], m["used"], m["reserved"] or 0),
+                )
+            c.answer(
+                f"{where} memory v1",
+                mem,
+                lambda: (lambda m: (m.total, m.free, m.used))(pynvml.nvmlDeviceGetMemoryInfo(h)),
+                lambda m: (m["total"], m["free"], m["used"] + (m["reserved"] or 0)),
+            )
+            c.answer(
+                f"{where} utilization",
+                dy["utilization_rates"],
+                lambda: (lambda u: (u.gpu, u.memory))(pynvml.nvmlDeviceGetUtilizationRates(h)),
+                lambda u: (u["gpu"], u["memory"]),
+            )
+            c.answer(
+                f"{where} temperature",
+                dy["temperature"],
+                lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+            )
+            c.answer(f"{where} power", dy["power_usage"], lambda: pynvml.nvmlDeviceGetPowerUsage(h))
+            c.answer(
+                f"{where} compute processes",
+                dy["compute_processes"],
+                lambda: processes("Compute", h, c.missing),
+                want_processes,
+            )
+            c.answer(
+                f"{where} graphics processes",
+                dy["graphics_processes"],
+                lambda: processes("Graphics", h, c.missing),
+                want_processes,
+            )
+
+    pynvml.nvmlShutdown()
+    name = fixture["meta"]["name"]
+    if c.failures:
+        print(f"pynvml check of {name}: {len(c.failures)} of {c.checks} comparisons FAILED:")
+        for f in c.failures:
+            print("  " + f)
+        return 1
+    print(
+        f"pynvml check of {name}: all {c.checks} comparisons match over "
+        f"{len(fixture['frames'])} frames and {len(fixture['devices'])} devices"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+//! Host-side facts about processes and the machine, behind a small abstraction.
+//!
+//! NVML tells which PIDs use a GPU; the host tells who they are (user, command line, CPU, RSS,
+//! start time). [`HostSource`] has a live implementation on sysinfo ([`LiveHost`], feature
+//! `host-live`) and a replay implementation ([`ReplayHost`]) that serves the host facts kept in a
+//! fixture on the same clock as a [`ReplayBackend`], so a replayed fixture shows the same process
+//! table as the machine it was recorded on.
+
+use std::sync::Arc;
+
+use crate::fixture::{HostFrame, HostProcess, HostProcessSample, HostStatic};
+use crate::replay::ReplayBackend;
+
+/// The machine-wide facts that do not change: [`HostStatic`] without its processes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostMachine {
+    /// Host name.
+    pub hostname: Option<String>,
+    /// Logical CPUs.
+    pub cpu_count: Option<u32>,
+    /// Physical memory, bytes.
+    pub memory_total: Option<u64>,
+    /// Swap, bytes.
+    pub swap_total: Option<u64>,
+}
+
+/// Where host facts come from. `None` for a process means it could not be seen: it ended, it
+/// lives in another PID namespace, or it may not be read.
+pub trait HostSource: Send + Sync {
+    /// Facts about the machine.
+    fn machine(&self) -> HostMachine;
+    /// Machine-wide readings now; the `processes` map of the answer is left empty.
+    fn sample(&self) -> HostFrame;
+    /// What does not change about a process.
+    fn process(&self, pid: u32) -> Option<HostProcess>;
+    /// What changes about a process, now.
+    fn process_sample(&self, pid: u32) -> Option<HostProcessSample>;
+}
+
+/// Serves a fixture's host facts, following the frame of a [`ReplayBackend`].
+#[derive(Debug, Clone)]
+pub struct ReplayHost {
+    backend: Arc<ReplayBackend>,
+}
+
+impl ReplayHost {
+    /// Host facts of `backend`'s fixture, at `backend`'s current frame.
+    pub fn new(backend: Arc<ReplayBackend>) -> ReplayHost {
+        ReplayHost { backend }
+    }
+
+    fn statics(&self) -> &HostStatic {
+        &self.backend.fixture().host
+    }
+}
+
+impl HostSource for ReplayHost {
+    fn machine(&self) -> HostMachine {
+        let h = self.statics();
+        HostMachine {
+            hostname: h.hostname.clone(),
+            cpu_count: h.cpu_count,
+            memory_total: h.memory_total,
+            swap_total: h.swap_total,
+        }
+    }
+
+    fn sample(&self) -> HostFrame {
+        let f = &self.backend.frame().host;
+        HostFrame {
+            processes: Default::default(),
+            ..f.clone()
+        }
+    }
+
+    fn process(&self, pid: u32) -> Option<HostProcess> {
+        // A process is visible only while it is alive in the current frame.
+        self.backend.frame().host.processes.get(&pid)?;
+        self.statics().processes.get(&pid).cloned()
+    }
+
+    fn process_sample(&self, pid: u32) -> Option<HostProcessSample> {
+        self.backend.frame().host.processes.get(&pid).cloned()
+    }
+}
+
+#[cfg(feature = "host-live")]
+pub use live::LiveHost;
+
+#[cfg(feature = "host-live")]
+mod live {
+    use std::sync::Mutex;
+
+    use sysinfo::{
+        MemoryRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users,
+    };
+
+    use super::*;
+
+    /// Host facts of this machine, read with sysinfo. Only the PIDs asked for are read, never the
+    /// whole process table.
+    pub struct LiveHost {
+        sys: Mutex<System>,
+        users: Users,
+    }
+
+    impl std::fmt::Debug for LiveHost {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("LiveHost").finish_non_exhaustive()
+        }
+    }
+
+    impl Default for LiveHost {
+        fn default() -> Self {
+            LiveHost::new()
+        }
+    }
+
+    impl LiveHost {
+        /// A source for this machine.
+        pub fn new() -> LiveHost {
+            LiveHost {
+                sys: Mutex::new(System::new()),
+                users: Users::new_with_refreshed_list(),
+            }
+        }
+
+        fn with_process<T>(&self, pid: u32, f: impl FnOnce(&sysinfo::Process) -> T) -> Option<T> {
+            let mut sys = self.sys.lock().unwrap_or_else(|p| p.into_inner());
+            let pid = Pid::from_u32(pid);
+            sys.refresh_processes_specifics(
+                ProcessesToUpdate::Some(&[pid]),
+                true,
+                ProcessRefreshKind::nothing()
+                    .with_memory()
+                    .with_cpu()
+                    .with_cmd(UpdateKind::OnlyIfNotSet)
+                    .with_user(UpdateKind::OnlyIfNotSet),
+            );
+            sys.process(pid).map(f)
+        }
+    }
+
+    impl HostSource for LiveHost {
+        fn machine(&self) -> HostMachine {
+            let mut sys = self.sys.lock().unwrap_or_else(|p| p.into_inner());
+            sys.refresh_memory_specifics(MemoryRefreshKind::everything());
+            let cpus = std::thread::available_parallelism()
+                .ok()
+                .and_then(|n| u32::try_from(n.get()).ok());
+            HostMachine {
+                hostname: System::host_name(),
+                cpu_count: cpus,
+                memory_total: Some(sys.total_memory()),
+                swap_total: Some(sys.total_swap()),
+            }
+        }
+
+        fn sample(&self) -> HostFrame {
+            let mut sys = self.sys.lock().unwrap_or_else(|p| p.into_inner());
+            sys.refresh_memory_specifics(MemoryRefreshKind::everything());
+            sys.refresh_cpu_usage();
+            let load = System::load_average();
+            HostFrame {
+                cpu_percent: Some(f64::from(sys.global_cpu_usage())),
+                memory_used: Some(sys.used_memory()),
+                swap_used: Some(sys.used_swap()),
+                load_average: Some([load.one, load.five, load.fifteen]),
+                processes: Default::default(),
+            }
+        }
+
+        fn process(&self, pid: u32) -> Option<HostProcess> {
+            let users = &self.users;
+            self.with_process(pid, |p| HostProcess {
+                name: p.name().to_string_lossy().into_owned(),
+                cmdline: p
+                    .cmd()
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+                user: p
+                    .user_id()
+                    .and_then(|uid| users.get_user_by_id(uid))
+                    .map(|u| u.name().to_string()),
+                ppid: p.parent().map(|p| p.as_u32()),
+                start_time_s: Some(p.start_time()),
+            })
+        }
+
+        fn process_sample(&self, pid: u32) -> Option<HostProcessSample> {
+            self.with_process(pid, |p| HostProcessSample {
+                cpu_percent: f64::from(p.cpu_usage()),
+                rss: p.memory(),
+                status: p.status().to_string().to_lowercase(),
+            })
+        }
+    }
+}

@@ -1,0 +1,997 @@
+//! The NVML backend: [`NvmlBackend`] answers every [`GpuBackend`] query from the NVIDIA driver's
+//! management library (`libnvidia-ml.so.1`), which nvml-wrapper loads at run time.
+//!
+//! Most queries go through nvml-wrapper's safe API. The ones where that API would lose
+//! information or call only one version of an entry point go straight to the library's raw
+//! functions (nvml-wrapper-sys): strings are read from bounded buffers, enums are read as NVML's
+//! numbers, process lists fall back from `_v3` to `_v2` to v1, memory info falls back from v2 to
+//! v1, and NVLink counters are read as field values with a link scope.
+
+pub mod conv;
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fmt;
+use std::mem::{self, ManuallyDrop};
+use std::os::raw::{c_char, c_uint};
+use std::ptr;
+use std::sync::{PoisonError, RwLock};
+
+use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings as sys;
+
+use crate::backend::GpuBackend;
+use crate::error::{nvml_codes, BackendError, Result};
+use crate::types::{
+    Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, MemoryInfo,
+    NvLinkCounters, PciInfo, PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample,
+    TemperatureThreshold, Utilization, NVLINK_MAX_LINKS,
+};
+use conv::{check, error_from_return, error_from_wrapper, symbol};
+
+/// The environment variable [`NvmlBackend::from_env`] reads the library path from.
+pub const LIBRARY_ENV_VAR: &str = "GPUSCOPE_NVML_LIB";
+
+/// Extra entries allocated beyond the count NVML reported, so that a list that grows between the
+/// two calls of the count protocol usually still fits.
+const LIST_HEADROOM: c_uint = 8;
+
+/// How many times a list is asked for again when it keeps outgrowing the buffer.
+const LIST_ATTEMPTS: usize = 4;
+
+/// The longest list believed from NVML. A larger count is a broken library, and allocating for
+/// it could exhaust memory.
+const LIST_MAX_LEN: c_uint = 1 << 16;
+
+/// The most MIG slots probed under one GPU, whatever `nvmlDeviceGetMaxMigDeviceCount` says.
+/// Real GPUs have at most seven.
+const MIG_SLOTS_MAX: c_uint = 64;
+
+/// `NVML_STRUCT_VERSION(Memory, 2)`: the size of `nvmlMemory_v2_t` with the version in the top
+/// byte.
+const MEMORY_V2_VERSION: c_uint = (mem::size_of::<sys::nvmlMemory_v2_t>() as c_uint) | (2 << 24);
+
+/// The signature shared by NVML's device string queries (name, UUID, serial, ...).
+type DeviceStringFn =
+    unsafe extern "C" fn(sys::nvmlDevice_t, *mut c_char, c_uint) -> sys::nvmlReturn_t;
+
+/// The signature shared by NVML's system string queries (driver and NVML versions).
+type SystemStringFn = unsafe extern "C" fn(*mut c_char, c_uint) -> sys::nvmlReturn_t;
+
+/// The signature shared by the `_v2` and `_v3` process-list queries, which both fill
+/// `nvmlProcessInfo_v2_t`.
+type ProcessListFn = unsafe extern "C" fn(
+    sys::nvmlDevice_t,
+    *mut c_uint,
+    *mut sys::nvmlProcessInfo_v2_t,
+) -> sys::nvmlReturn_t;
+
+/// Calls a raw NVML device query that takes the device handle and one out-parameter, and yields
+/// what NVML wrote there. Returns early from the enclosing function on any error.
+macro_rules! query_one {
+    ($self:expr, $id:expr, $func:ident) => {{
+        let handle = $self.handle($id)?;
+        let func = symbol(&$self.lib().$func)?;
+        let mut out = Default::default();
+        // SAFETY: `func` is the entry point of that name in the loaded library, `handle` is a
+        // live device handle from the same library, and `out` is a writable value of exactly the
+        // type the signature's out-pointer names.
+        check(unsafe { func(handle, &mut out) })?;
+        out
+    }};
+}
+
+/// Like `query_one!` for queries with two out-parameters (current and pending state).
+macro_rules! query_two {
+    ($self:expr, $id:expr, $func:ident) => {{
+        let handle = $self.handle($id)?;
+        let func = symbol(&$self.lib().$func)?;
+        let mut first = Default::default();
+        let mut second = Default::default();
+        // SAFETY: as in `query_one!`; both out-parameters are writable values of the types the
+        // signature names.
+        check(unsafe { func(handle, &mut first, &mut second) })?;
+        (first, second)
+    }};
+}
+
+/// A raw NVML device handle, kept so that a physical GPU is looked up only once.
+#[derive(Clone, Copy)]
+struct RawDevice(sys::nvmlDevice_t);
+
+// SAFETY: an `nvmlDevice_t` is an opaque token that NVML hands out and interprets itself; this
+// crate never dereferences it. NVML is documented as thread safe, and a handle stays valid on any
+// thread until `nvmlShutdown`, which only happens when the owning `NvmlBackend` is dropped.
+unsafe impl Send for RawDevice {}
+// SAFETY: see `Send` above; sharing the token between threads only copies the pointer value.
+unsafe impl Sync for RawDevice {}
+
+/// Which process list to read.
+#[derive(Debug, Clone, Copy)]
+enum ProcessKind {
+    Compute,
+    Graphics,
+}
+
+/// The NVML backend: every [`GpuBackend`] query answered by the NVIDIA driver.
+///
+/// NVML is initialised once, when the backend is made, and shut down when it is dropped.
+/// Physical GPU handles are looked up once and kept; MIG device handles are looked up on every
+/// call, because a MIG reconfiguration can invalidate them.
+///
+/// ```no_run
+/// use gpu_backend::{GpuBackend, NvmlBackend};
+///
+/// let backend = NvmlBackend::from_env()?;
+/// println!("{} GPUs", backend.device_count()?);
+/// # Ok::<(), gpu_backend::BackendError>(())
+/// ```
+pub struct NvmlBackend {
+    /// The initialised library. `ManuallyDrop` so that `Drop` can refuse to shut down through a
+    /// library that lacks `nvmlShutdown` (nvml-wrapper would panic there).
+    nvml: ManuallyDrop<Nvml>,
+    /// Handles of physical GPUs by NVML index, filled on first use.
+    handles: RwLock<HashMap<u32, RawDevice>>,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<NvmlBackend>();
+};
+
+impl fmt::Debug for NvmlBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NvmlBackend").finish_non_exhaustive()
+    }
+}
+
+impl Drop for NvmlBackend {
+    fn drop(&mut self) {
+        if self.nvml.lib().nvmlShutdown.is_ok() {
+            // SAFETY: `self.nvml` is not used again after this; dropping it calls `nvmlShutdown`
+            // and unloads the library.
+            unsafe { ManuallyDrop::drop(&mut self.nvml) };
+        }
+        // Otherwise the library stays loaded: it cannot be shut down, and nvml-wrapper's own
+        // `Drop` would panic on the missing symbol.
+    }
+}
+
+impl NvmlBackend {
+    /// Loads NVML from the default place (`libnvidia-ml.so.1` on Linux, `nvml.dll` on Windows)
+    /// and initialises it.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::LibraryNotFound`] when the library cannot be loaded,
+    /// [`BackendError::FunctionNotFound`] when it lacks `nvmlInit_v2`, and whatever
+    /// `nvmlInit_v2` returned otherwise (for example [`BackendError::DriverNotLoaded`]).
+    pub fn new() -> Result<Self> {
+        Self::from_init(Nvml::init())
+    }
+
+    /// Loads NVML from `path` (a file name that the dynamic loader searches for, or a path) and
+    /// initialises it. Errors as for [`NvmlBackend::new`].
+    pub fn with_library(path: impl AsRef<OsStr>) -> Result<Self> {
+        let path = path.as_ref();
+        Self::from_init(Nvml::builder().lib_path(path).init())
+    }
+
+    /// Like [`NvmlBackend::with_library`] with the path in the environment variable
+    /// `GPUSCOPE_NVML_LIB` ([`LIBRARY_ENV_VAR`]) when it is set and not empty, and like
+    /// [`NvmlBackend::new`] otherwise.
+    pub fn from_env() -> Result<Self> {
+        Self::from_setting(std::env::var_os(LIBRARY_ENV_VAR))
+    }
+
+    /// [`NvmlBackend::from_env`] with the variable's value given.
+    fn from_setting(path: Option<std::ffi::OsString>) -> Result<Self> {
+        match path {
+            Some(path) if !path.is_empty() => Self::with_library(path),
+            _ => Self::new(),
+        }
+    }
+
+    fn from_init(init: std::result::Result<Nvml, NvmlError>) -> Result<Self> {
+        let nvml = init.map_err(error_from_wrapper)?;
+        Ok(NvmlBackend {
+            nvml: ManuallyDrop::new(nvml),
+            handles: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The raw function table of the loaded library.
+    fn lib(&self) -> &sys::NvmlLib {
+        self.nvml.lib()
+    }
+
+    /// The handle of physical GPU `index`, from the cache or from
+    /// `nvmlDeviceGetHandleByIndex_v2`.
+    fn gpu_handle(&self, index: u32) -> Result<sys::nvmlDevice_t> {
+        let cached = self
+            .handles
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&index)
+            .copied();
+        if let Some(RawDevice(handle)) = cached {
+            return Ok(handle);
+        }
+        let func = symbol(&self.lib().nvmlDeviceGetHandleByIndex_v2)?;
+        let mut handle: sys::nvmlDevice_t = ptr::null_mut();
+        // SAFETY: the library's own entry point, with a writable out-pointer for the handle.
+        check(unsafe { func(index, &mut handle) })?;
+        let handle = non_null(handle)?;
+        self.handles
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(index, RawDevice(handle));
+        Ok(handle)
+    }
+
+    /// The handle of the device `id` names. A MIG device is looked up under its parent with
+    /// `nvmlDeviceGetMigDeviceHandleByIndex` on every call.
+    fn handle(&self, id: DeviceId) -> Result<sys::nvmlDevice_t> {
+        match id {
+            DeviceId::Gpu(index) => self.gpu_handle(index),
+            DeviceId::Mig { parent, index } => {
+                let parent = self.gpu_handle(parent)?;
+                self.mig_handle(parent, index)
+            }
+        }
+    }
+
+    fn mig_handle(&self, parent: sys::nvmlDevice_t, index: u32) -> Result<sys::nvmlDevice_t> {
+        let func = symbol(&self.lib().nvmlDeviceGetMigDeviceHandleByIndex)?;
+        let mut handle: sys::nvmlDevice_t = ptr::null_mut();
+        // SAFETY: `parent` is a live handle from this library and `handle` a writable
+        // out-pointer.
+        check(unsafe { func(parent, index, &mut handle) })?;
+        non_null(handle)
+    }
+
+    /// Runs a query of nvml-wrapper's safe API on the device `id` names.
+    fn with_device<T>(
+        &self,
+        id: DeviceId,
+        query: impl FnOnce(&Device<'_>) -> std::result::Result<T, NvmlError>,
+    ) -> Result<T> {
+        let handle = self.handle(id)?;
+        // SAFETY: `handle` came from this very `Nvml` instance and stays valid until it is shut
+        // down, which cannot happen while `self` is borrowed.
+        let device = unsafe { Device::new(handle, &self.nvml) };
+        query(&device).map_err(error_from_wrapper)
+    }
+
+    /// Reads one of the device string queries into a buffer of `len` bytes (NVML's documented
+    /// size for that string).
+    fn device_string<E>(
+        &self,
+        id: DeviceId,
+        func: &std::result::Result<DeviceStringFn, E>,
+        len: c_uint,
+    ) -> Result<String> {
+        let handle = self.handle(id)?;
+        let func = symbol(func)?;
+        let mut buffer: Vec<c_char> = vec![0; len as usize];
+        // SAFETY: the buffer holds exactly `len` bytes, which is the length passed.
+        check(unsafe { func(handle, buffer.as_mut_ptr(), len) })?;
+        conv::string_from_c(&buffer)
+    }
+
+    /// Reads one of the system string queries into a buffer of `len` bytes.
+    fn system_string<E>(
+        &self,
+        func: &std::result::Result<SystemStringFn, E>,
+        len: c_uint,
+    ) -> Result<String> {
+        let func = symbol(func)?;
+        let mut buffer: Vec<c_char> = vec![0; len as usize];
+        // SAFETY: the buffer holds exactly `len` bytes, which is the length passed.
+        check(unsafe { func(buffer.as_mut_ptr(), len) })?;
+        conv::string_from_c(&buffer)
+    }
+
+    /// A process list, from the newest entry point the library has: `_v3`, then `_v2`, then the
+    /// original v1. A version is skipped when the library lacks its symbol or the call answers
+    /// `NVML_ERROR_FUNCTION_NOT_FOUND`; any other answer is final.
+    fn processes(&self, id: DeviceId, kind: ProcessKind) -> Result<Vec<ProcessInfo>> {
+        let handle = self.handle(id)?;
+        let lib = self.lib();
+        let (v3, v2, v1) = match kind {
+            ProcessKind::Compute => (
+                &lib.nvmlDeviceGetComputeRunningProcesses_v3,
+                &lib.nvmlDeviceGetComputeRunningProcesses_v2,
+                &lib.nvmlDeviceGetComputeRunningProcesses,
+            ),
+            ProcessKind::Graphics => (
+                &lib.nvmlDeviceGetGraphicsRunningProcesses_v3,
+                &lib.nvmlDeviceGetGraphicsRunningProcesses_v2,
+                &lib.nvmlDeviceGetGraphicsRunningProcesses,
+            ),
+        };
+        let versioned: [&std::result::Result<ProcessListFn, _>; 2] = [v3, v2];
+        for looked_up in versioned {
+            let answer = symbol(looked_up).and_then(|func| {
+                let empty = sys::nvmlProcessInfo_v2_t {
+                    pid: 0,
+                    usedGpuMemory: 0,
+                    gpuInstanceId: 0,
+                    computeInstanceId: 0,
+                };
+                read_list(empty, |count, infos| {
+                    // SAFETY: `read_list` passes a writable count and either a null buffer with a
+                    // count of 0 or a buffer of exactly `*count` entries.
+                    unsafe { func(handle, count, infos) }
+                })
+            });
+            match answer {
+                Err(BackendError::FunctionNotFound) => continue,
+                other => return other.map(|list| list.iter().map(conv::process_from_v2).collect()),
+            }
+        }
+        let func = symbol(v1)?;
+        let empty = sys::nvmlProcessInfo_v1_t {
+            pid: 0,
+            usedGpuMemory: 0,
+        };
+        let list = read_list(empty, |count, infos| {
+            // SAFETY: as for the versioned calls above.
+            unsafe { func(handle, count, infos) }
+        })?;
+        Ok(list.iter().map(conv::process_from_v1).collect())
+    }
+}
+
+/// A handle NVML reported success for but left null is a broken library, not a device.
+fn non_null(handle: sys::nvmlDevice_t) -> Result<sys::nvmlDevice_t> {
+    if handle.is_null() {
+        Err(BackendError::Other(
+            "NVML returned success with a null device handle".to_string(),
+        ))
+    } else {
+        Ok(handle)
+    }
+}
+
+/// Reads a list through NVML's count protocol.
+///
+/// `call(count, buffer)` must make the NVML call with the in/out count and the buffer. The list
+/// is first asked for with a count of 0 and a null buffer: `NVML_SUCCESS` then means the list is
+/// empty and `NVML_ERROR_INSUFFICIENT_SIZE` means NVML wrote the length it needs into the count.
+/// A buffer of that length plus some headroom is then passed; should the list have grown past it
+/// in the meantime (`NVML_ERROR_INSUFFICIENT_SIZE` again), it is asked for again, a few times at
+/// most. Any other answer is the list's error.
+fn read_list<T: Copy>(
+    empty: T,
+    mut call: impl FnMut(&mut c_uint, *mut T) -> sys::nvmlReturn_t,
+) -> Result<Vec<T>> {
+    const SUCCESS: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_SUCCESS;
+    const INSUFFICIENT_SIZE: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+
+    let mut wanted: c_uint = 0;
+    match call(&mut wanted, ptr::null_mut()) {
+        SUCCESS if wanted == 0 => return Ok(Vec::new()),
+        // A library that answers success with a count for a null buffer is asked again with a
+        // buffer, as if it had said the buffer was too small.
+        SUCCESS | INSUFFICIENT_SIZE => {}
+        code => return Err(error_from_return(code)),
+    }
+    for _ in 0..LIST_ATTEMPTS {
+        if wanted > LIST_MAX_LEN {
+            return Err(BackendError::Other(format!(
+                "NVML reported a list of {wanted} entries, more than the {LIST_MAX_LEN} believed"
+            )));
+        }
+        let capacity = wanted.saturating_add(LIST_HEADROOM);
+        let mut buffer = vec![empty; capacity as usize];
+        let mut count = capacity;
+        match call(&mut count, buffer.as_mut_ptr()) {
+            SUCCESS => {
+                buffer.truncate(count.min(capacity) as usize);
+                return Ok(buffer);
+            }
+            INSUFFICIENT_SIZE => {
+                wanted = if count > capacity {
+                    count
+                } else {
+                    capacity.saturating_mul(2)
+                };
+            }
+            code => return Err(error_from_return(code)),
+        }
+    }
+    Err(BackendError::InsufficientSize)
+}
+
+/// Our `u32` for a value NVML gives as a C `int` that cannot meaningfully be negative.
+fn non_negative(value: i32, what: &str) -> Result<u32> {
+    u32::try_from(value)
+        .map_err(|_| BackendError::Other(format!("NVML returned a negative {what}: {value}")))
+}
+
+/// Rejects NVLink indices NVML does not have, before asking it.
+fn check_link(link: u32) -> Result<()> {
+    if link < NVLINK_MAX_LINKS {
+        Ok(())
+    } else {
+        Err(BackendError::InvalidArgument)
+    }
+}
+
+impl GpuBackend for NvmlBackend {
+    // ---- System ----
+
+    fn driver_version(&self) -> Result<String> {
+        self.system_string(
+            &self.lib().nvmlSystemGetDriverVersion,
+            sys::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE,
+        )
+    }
+
+    fn nvml_version(&self) -> Result<String> {
+        self.system_string(
+            &self.lib().nvmlSystemGetNVMLVersion,
+            sys::NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE,
+        )
+    }
+
+    fn cuda_driver_version(&self) -> Result<i32> {
+        let lib = self.lib();
+        let func = symbol(&lib.nvmlSystemGetCudaDriverVersion_v2)
+            .or_else(|_| symbol(&lib.nvmlSystemGetCudaDriverVersion))?;
+        let mut version = 0;
+        // SAFETY: the library's own entry point with a writable out-pointer.
+        check(unsafe { func(&mut version) })?;
+        Ok(version)
+    }
+
+    fn device_count(&self) -> Result<u32> {
+        self.nvml.device_count().map_err(error_from_wrapper)
+    }
+
+    /// NVML cannot tell CUDA's ordinal order; this backend says
+    /// [`BackendError::NotSupported`].
+    fn cuda_device_order(&self) -> Result<Vec<String>> {
+        Err(BackendError::NotSupported)
+    }
+
+    // ---- Identity and configuration ----
+
+    fn name(&self, id: DeviceId) -> Result<String> {
+        self.device_string(
+            id,
+            &self.lib().nvmlDeviceGetName,
+            sys::NVML_DEVICE_NAME_V2_BUFFER_SIZE,
+        )
+    }
+
+    fn uuid(&self, id: DeviceId) -> Result<String> {
+        self.device_string(
+            id,
+            &self.lib().nvmlDeviceGetUUID,
+            sys::NVML_DEVICE_UUID_V2_BUFFER_SIZE,
+        )
+    }
+
+    fn serial(&self, id: DeviceId) -> Result<String> {
+        self.device_string(
+            id,
+            &self.lib().nvmlDeviceGetSerial,
+            sys::NVML_DEVICE_SERIAL_BUFFER_SIZE,
+        )
+    }
+
+    fn pci_info(&self, id: DeviceId) -> Result<PciInfo> {
+        let handle = self.handle(id)?;
+        let lib = self.lib();
+        let func = symbol(&lib.nvmlDeviceGetPciInfo_v3)
+            .or_else(|_| symbol(&lib.nvmlDeviceGetPciInfo_v2))
+            .or_else(|_| symbol(&lib.nvmlDeviceGetPciInfo))?;
+        // SAFETY: `nvmlPciInfo_t` is plain old data; all zeroes is a valid value.
+        let mut pci: sys::nvmlPciInfo_t = unsafe { mem::zeroed() };
+        // SAFETY: a live handle and a writable struct of the type the signature names.
+        check(unsafe { func(handle, &mut pci) })?;
+        conv::pci_from_nvml(&pci)
+    }
+
+    fn minor_number(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetMinorNumber))
+    }
+
+    fn vbios_version(&self, id: DeviceId) -> Result<String> {
+        self.device_string(
+            id,
+            &self.lib().nvmlDeviceGetVbiosVersion,
+            sys::NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE,
+        )
+    }
+
+    fn board_part_number(&self, id: DeviceId) -> Result<String> {
+        self.device_string(
+            id,
+            &self.lib().nvmlDeviceGetBoardPartNumber,
+            sys::NVML_DEVICE_PART_NUMBER_BUFFER_SIZE,
+        )
+    }
+
+    fn architecture(&self, id: DeviceId) -> Result<Architecture> {
+        // Read as NVML's number: nvml-wrapper's enum folds codes it does not know into one.
+        let code: sys::nvmlDeviceArchitecture_t = query_one!(self, id, nvmlDeviceGetArchitecture);
+        Ok(Architecture::from_nvml(code))
+    }
+
+    fn brand(&self, id: DeviceId) -> Result<Brand> {
+        // Read as NVML's number: nvml-wrapper's enum rejects codes it does not know.
+        let code: sys::nvmlBrandType_t = query_one!(self, id, nvmlDeviceGetBrand);
+        Ok(Brand::from_nvml(code))
+    }
+
+    fn max_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
+        self.with_device(id, |d| d.max_clock_info(conv::clock_to_wrapper(clock)))
+    }
+
+    fn num_fans(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.num_fans())
+    }
+
+    fn temperature_threshold(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<u32> {
+        self.with_device(id, |d| {
+            d.temperature_threshold(conv::threshold_to_wrapper(threshold))
+        })
+    }
+
+    fn power_management_mode(&self, id: DeviceId) -> Result<bool> {
+        conv::enable_state(query_one!(self, id, nvmlDeviceGetPowerManagementMode))
+    }
+
+    fn power_management_limit(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.power_management_limit())
+    }
+
+    fn power_management_limit_constraints(&self, id: DeviceId) -> Result<PowerLimits> {
+        let limits = self.with_device(id, |d| d.power_management_limit_constraints())?;
+        Ok(PowerLimits {
+            min_mw: limits.min_limit,
+            max_mw: limits.max_limit,
+        })
+    }
+
+    fn enforced_power_limit(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.enforced_power_limit())
+    }
+
+    fn max_pcie_link_generation(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.max_pcie_link_gen())
+    }
+
+    fn max_pcie_link_width(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.max_pcie_link_width())
+    }
+
+    fn nvlink_state(&self, id: DeviceId, link: u32) -> Result<bool> {
+        check_link(link)?;
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetNvLinkState)?;
+        let mut state: sys::nvmlEnableState_t = 0;
+        // SAFETY: a live handle, an in-range link and a writable out-pointer.
+        check(unsafe { func(handle, link, &mut state) })?;
+        conv::enable_state(state)
+    }
+
+    fn display_mode(&self, id: DeviceId) -> Result<bool> {
+        conv::enable_state(query_one!(self, id, nvmlDeviceGetDisplayMode))
+    }
+
+    fn display_active(&self, id: DeviceId) -> Result<bool> {
+        conv::enable_state(query_one!(self, id, nvmlDeviceGetDisplayActive))
+    }
+
+    fn persistence_mode(&self, id: DeviceId) -> Result<bool> {
+        conv::enable_state(query_one!(self, id, nvmlDeviceGetPersistenceMode))
+    }
+
+    fn ecc_mode(&self, id: DeviceId) -> Result<CurrentPending<bool>> {
+        let (current, pending) = query_two!(self, id, nvmlDeviceGetEccMode);
+        Ok(CurrentPending {
+            current: conv::enable_state(current)?,
+            pending: conv::enable_state(pending)?,
+        })
+    }
+
+    fn compute_mode(&self, id: DeviceId) -> Result<ComputeMode> {
+        conv::compute_mode_from_nvml(query_one!(self, id, nvmlDeviceGetComputeMode))
+    }
+
+    fn cuda_compute_capability(&self, id: DeviceId) -> Result<ComputeCapability> {
+        let cc = self.with_device(id, |d| d.cuda_compute_capability())?;
+        Ok(ComputeCapability {
+            major: non_negative(cc.major, "compute capability")?,
+            minor: non_negative(cc.minor, "compute capability")?,
+        })
+    }
+
+    /// `nvmlDeviceGetDriverModel_v2`, or the original `nvmlDeviceGetDriverModel` on drivers
+    /// without it. Read raw: nvml-wrapper offers this query on Windows only, and a stand-in
+    /// library may answer it on Linux too.
+    fn driver_model(&self, id: DeviceId) -> Result<CurrentPending<DriverModel>> {
+        let handle = self.handle(id)?;
+        let lib = self.lib();
+        let func = symbol(&lib.nvmlDeviceGetDriverModel_v2)
+            .or_else(|_| symbol(&lib.nvmlDeviceGetDriverModel))?;
+        let mut current: sys::nvmlDriverModel_t = 0;
+        let mut pending: sys::nvmlDriverModel_t = 0;
+        // SAFETY: a live handle and two writable out-pointers.
+        check(unsafe { func(handle, &mut current, &mut pending) })?;
+        Ok(CurrentPending {
+            current: conv::driver_model_from_nvml(current)?,
+            pending: conv::driver_model_from_nvml(pending)?,
+        })
+    }
+
+    fn mig_mode(&self, id: DeviceId) -> Result<CurrentPending<bool>> {
+        let mode = self.with_device(id, |d| d.mig_mode())?;
+        Ok(CurrentPending {
+            current: conv::enable_state(mode.current)?,
+            pending: conv::enable_state(mode.pending)?,
+        })
+    }
+
+    fn max_mig_device_count(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.mig_device_count())
+    }
+
+    /// Empty when MIG is off; otherwise every slot below `nvmlDeviceGetMaxMigDeviceCount` (at
+    /// most 64) whose handle lookup succeeds. Empty slots (`NVML_ERROR_NOT_FOUND`) are skipped;
+    /// any other error is the answer.
+    fn mig_device_indices(&self, id: DeviceId) -> Result<Vec<u32>> {
+        if !self.mig_mode(id)?.current {
+            return Ok(Vec::new());
+        }
+        let max = self.max_mig_device_count(id)?.min(MIG_SLOTS_MAX);
+        let parent = self.handle(id)?;
+        let mut indices = Vec::new();
+        for index in 0..max {
+            match self.mig_handle(parent, index) {
+                Ok(_) => indices.push(index),
+                Err(BackendError::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(indices)
+    }
+
+    fn gpu_instance_id(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetGpuInstanceId))
+    }
+
+    fn compute_instance_id(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetComputeInstanceId))
+    }
+
+    // ---- Readings that change over time ----
+
+    /// `nvmlDeviceGetMemoryInfo_v2` (with `reserved`), falling back to the v1 call (without)
+    /// when the library lacks v2, or it answers not supported or a struct-version mismatch.
+    fn memory_info(&self, id: DeviceId) -> Result<MemoryInfo> {
+        let handle = self.handle(id)?;
+        let lib = self.lib();
+        let v2 = symbol(&lib.nvmlDeviceGetMemoryInfo_v2).and_then(|func| {
+            let mut memory = sys::nvmlMemory_v2_t {
+                version: MEMORY_V2_VERSION,
+                total: 0,
+                reserved: 0,
+                free: 0,
+                used: 0,
+            };
+            // SAFETY: a live handle and a writable, versioned v2 struct.
+            check(unsafe { func(handle, &mut memory) })?;
+            Ok(conv::memory_from_v2(&memory))
+        });
+        match v2 {
+            Err(BackendError::FunctionNotFound | BackendError::NotSupported) => {}
+            Err(BackendError::Unknown(nvml_codes::ARGUMENT_VERSION_MISMATCH)) => {}
+            answer => return answer,
+        }
+        let func = symbol(&lib.nvmlDeviceGetMemoryInfo)?;
+        let mut memory = sys::nvmlMemory_t {
+            total: 0,
+            free: 0,
+            used: 0,
+        };
+        // SAFETY: a live handle and a writable v1 struct.
+        check(unsafe { func(handle, &mut memory) })?;
+        Ok(conv::memory_from_v1(&memory))
+    }
+
+    fn bar1_memory_info(&self, id: DeviceId) -> Result<Bar1MemoryInfo> {
+        let info = self.with_device(id, |d| d.bar1_memory_info())?;
+        Ok(conv::bar1_from_wrapper(&info))
+    }
+
+    fn utilization_rates(&self, id: DeviceId) -> Result<Utilization> {
+        let util = self.with_device(id, |d| d.utilization_rates())?;
+        Ok(conv::utilization_from_wrapper(&util))
+    }
+
+    fn encoder_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
+        let util = self.with_device(id, |d| d.encoder_utilization())?;
+        Ok(conv::codec_from_wrapper(&util))
+    }
+
+    fn decoder_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
+        let util = self.with_device(id, |d| d.decoder_utilization())?;
+        Ok(conv::codec_from_wrapper(&util))
+    }
+
+    fn clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
+        self.with_device(id, |d| d.clock_info(conv::clock_to_wrapper(clock)))
+    }
+
+    fn fan_speed(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetFanSpeed))
+    }
+
+    fn fan_speed_of(&self, id: DeviceId, fan: u32) -> Result<u32> {
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetFanSpeed_v2)?;
+        let mut speed: c_uint = 0;
+        // SAFETY: a live handle and a writable out-pointer; NVML checks the fan index itself.
+        check(unsafe { func(handle, fan, &mut speed) })?;
+        Ok(speed)
+    }
+
+    fn temperature(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.temperature(TemperatureSensor::Gpu))
+    }
+
+    fn power_usage(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.power_usage())
+    }
+
+    fn total_energy_consumption(&self, id: DeviceId) -> Result<u64> {
+        self.with_device(id, |d| d.total_energy_consumption())
+    }
+
+    fn performance_state(&self, id: DeviceId) -> Result<u32> {
+        // Read as NVML's number, which is the trait's answer (32 for unknown).
+        let state: sys::nvmlPstates_t = query_one!(self, id, nvmlDeviceGetPerformanceState);
+        Ok(state)
+    }
+
+    fn current_pcie_link_generation(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.current_pcie_link_gen())
+    }
+
+    fn current_pcie_link_width(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.current_pcie_link_width())
+    }
+
+    fn pcie_throughput(&self, id: DeviceId, direction: PcieDirection) -> Result<u32> {
+        self.with_device(id, |d| d.pcie_throughput(conv::pcie_to_wrapper(direction)))
+    }
+
+    /// The field values `NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX` and `_RX` with the link as
+    /// scope, in one `nvmlDeviceGetFieldValues` call. Each field's own return code is its
+    /// error.
+    fn nvlink_throughput(&self, id: DeviceId, link: u32) -> Result<NvLinkCounters> {
+        check_link(link)?;
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetFieldValues)?;
+        // SAFETY: `nvmlFieldValue_t` is plain old data; all zeroes is a valid value.
+        let mut values: [sys::nvmlFieldValue_t; 2] = unsafe { mem::zeroed() };
+        values[0].fieldId = sys::field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+        values[1].fieldId = sys::field_id::NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+        for value in &mut values {
+            value.scopeId = link;
+        }
+        // SAFETY: a live handle and an array of exactly as many entries as the count passed.
+        check(unsafe { func(handle, values.len() as i32, values.as_mut_ptr()) })?;
+        Ok(NvLinkCounters {
+            tx_kib: conv::field_value_u64(&values[0])?,
+            rx_kib: conv::field_value_u64(&values[1])?,
+        })
+    }
+
+    fn ecc_errors(&self, id: DeviceId, kind: EccErrorKind, counter: EccCounter) -> Result<u64> {
+        self.with_device(id, |d| {
+            d.total_ecc_errors(
+                conv::ecc_kind_to_wrapper(kind),
+                conv::ecc_counter_to_wrapper(counter),
+            )
+        })
+    }
+
+    /// `nvmlDeviceGetCurrentClocksEventReasons`, or the older
+    /// `nvmlDeviceGetCurrentClocksThrottleReasons` on drivers without it; the whole mask,
+    /// including bits this version does not name.
+    fn clock_event_reasons(&self, id: DeviceId) -> Result<u64> {
+        let handle = self.handle(id)?;
+        let lib = self.lib();
+        let func = symbol(&lib.nvmlDeviceGetCurrentClocksEventReasons)
+            .or_else(|_| symbol(&lib.nvmlDeviceGetCurrentClocksThrottleReasons))?;
+        let mut reasons = 0;
+        // SAFETY: a live handle and a writable out-pointer.
+        check(unsafe { func(handle, &mut reasons) })?;
+        Ok(reasons)
+    }
+
+    fn compute_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
+        self.processes(id, ProcessKind::Compute)
+    }
+
+    fn graphics_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
+        self.processes(id, ProcessKind::Graphics)
+    }
+
+    /// `nvmlDeviceGetProcessUtilization` with `since_us` as the last-seen timestamp. No samples
+    /// (`NVML_ERROR_NOT_FOUND`) is an empty list.
+    fn process_utilization(
+        &self,
+        id: DeviceId,
+        since_us: u64,
+    ) -> Result<Vec<ProcessUtilizationSample>> {
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetProcessUtilization)?;
+        let empty = sys::nvmlProcessUtilizationSample_t {
+            pid: 0,
+            timeStamp: 0,
+            smUtil: 0,
+            memUtil: 0,
+            encUtil: 0,
+            decUtil: 0,
+        };
+        let samples = read_list(empty, |count, samples| {
+            // SAFETY: `read_list` passes a writable count and either a null buffer with a count
+            // of 0 or a buffer of exactly `*count` entries.
+            unsafe { func(handle, samples, count, since_us) }
+        });
+        match samples {
+            Ok(samples) => Ok(samples.iter().map(conv::process_sample_from_nvml).collect()),
+            Err(BackendError::NotFound) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    const SUCCESS: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_SUCCESS;
+    const INSUFFICIENT_SIZE: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+
+    #[test]
+    fn a_missing_library_is_library_not_found() {
+        let result = NvmlBackend::with_library("/nonexistent/libnvidia-ml.so.1");
+        assert!(
+            matches!(result, Err(BackendError::LibraryNotFound)),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn the_environment_setting_names_the_library() {
+        let result = NvmlBackend::from_setting(Some("/nonexistent/libnvidia-ml.so.1".into()));
+        assert!(
+            matches!(result, Err(BackendError::LibraryNotFound)),
+            "{result:?}"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_library_that_is_not_nvml_is_function_not_found() {
+        // The C library loads on every Linux system and has no `nvmlInit_v2`.
+        let result = NvmlBackend::with_library("libc.so.6");
+        assert!(
+            matches!(result, Err(BackendError::FunctionNotFound)),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn memory_v2_version_matches_nvml_struct_version() {
+        assert_eq!(MEMORY_V2_VERSION, 40 | (2 << 24));
+    }
+
+    /// A stand-in for one NVML list call: it holds `len` entries (which may change between calls,
+    /// as a process list does) and follows the count protocol.
+    fn fake_list(lens: &[u32]) -> impl FnMut(&mut c_uint, *mut u32) -> sys::nvmlReturn_t + '_ {
+        let calls = RefCell::new(0usize);
+        move |count, buffer| {
+            let call = {
+                let mut c = calls.borrow_mut();
+                *c += 1;
+                *c - 1
+            };
+            let len = lens[call.min(lens.len() - 1)];
+            if buffer.is_null() || *count < len {
+                let was_zero = *count == 0;
+                *count = len;
+                return if len == 0 && was_zero {
+                    SUCCESS
+                } else {
+                    INSUFFICIENT_SIZE
+                };
+            }
+            for i in 0..len {
+                // SAFETY: the caller passed a buffer of at least `*count >= len` entries.
+                unsafe { *buffer.add(i as usize) = 100 + i };
+            }
+            *count = len;
+            SUCCESS
+        }
+    }
+
+    #[test]
+    fn an_empty_list_is_one_call() {
+        assert_eq!(read_list(0u32, fake_list(&[0])), Ok(vec![]));
+    }
+
+    #[test]
+    fn a_list_is_sized_then_read() {
+        assert_eq!(read_list(0u32, fake_list(&[3])), Ok(vec![100, 101, 102]));
+    }
+
+    #[test]
+    fn a_list_that_grows_within_the_headroom_fits() {
+        assert_eq!(
+            read_list(0u32, fake_list(&[2, 5])),
+            Ok(vec![100, 101, 102, 103, 104])
+        );
+    }
+
+    #[test]
+    fn a_list_that_outgrows_the_headroom_is_asked_for_again() {
+        assert_eq!(
+            read_list(0u32, fake_list(&[1, 40, 41])).map(|v| v.len()),
+            Ok(41)
+        );
+    }
+
+    #[test]
+    fn a_list_that_keeps_growing_gives_up() {
+        assert_eq!(
+            read_list(0u32, fake_list(&[1, 100, 200, 400, 800, 1600])),
+            Err(BackendError::InsufficientSize)
+        );
+    }
+
+    #[test]
+    fn a_list_that_shrinks_is_truncated() {
+        assert_eq!(read_list(0u32, fake_list(&[4, 1])), Ok(vec![100]));
+    }
+
+    #[test]
+    fn list_errors_are_kept() {
+        let mut gpu_lost = |_: &mut c_uint, _: *mut u32| 15;
+        assert_eq!(read_list(0u32, &mut gpu_lost), Err(BackendError::GpuLost));
+        let mut not_found = |_: &mut c_uint, _: *mut u32| 6;
+        assert_eq!(read_list(0u32, &mut not_found), Err(BackendError::NotFound));
+    }
+
+    #[test]
+    fn an_absurd_count_is_refused_not_allocated() {
+        let mut huge = |count: &mut c_uint, _: *mut u32| {
+            *count = u32::MAX;
+            INSUFFICIENT_SIZE
+        };
+        assert!(matches!(
+            read_list(0u32, &mut huge),
+            Err(BackendError::Other(_))
+        ));
+    }
+
+    #[test]
+    fn links_past_the_nvml_maximum_are_invalid() {
+        assert_eq!(check_link(0), Ok(()));
+        assert_eq!(check_link(17), Ok(()));
+        assert_eq!(check_link(18), Err(BackendError::InvalidArgument));
+        assert_eq!(check_link(u32::MAX), Err(BackendError::InvalidArgument));
+    }
+}

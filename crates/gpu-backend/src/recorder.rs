@@ -1,0 +1,322 @@
+//! The recorder: asks any backend everything, and writes the answers down as a [`Fixture`].
+//!
+//! [`capture_system`], [`capture_static`] and [`capture_dynamic`] each ask every query once;
+//! [`snapshot`] uses them for one full reading of every device, and [`record`] for N frames at an
+//! interval. Recording a [`crate::ReplayBackend`] gives its fixture back, value for value.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::backend::GpuBackend;
+use crate::error::BackendError;
+use crate::fixture::*;
+use crate::host::HostSource;
+use crate::types::*;
+
+/// The system-wide answers.
+pub fn capture_system(backend: &dyn GpuBackend) -> SystemAnswers {
+    SystemAnswers {
+        driver_version: backend.driver_version().into(),
+        nvml_version: backend.nvml_version().into(),
+        cuda_driver_version: backend.cuda_driver_version().into(),
+        device_count: backend.device_count().into(),
+        cuda_device_order: backend.cuda_device_order().into(),
+    }
+}
+
+fn links<T: PartialEq>(mut f: impl FnMut(u32) -> Result<T, BackendError>) -> Vec<Answer<T>> {
+    let mut list: Vec<Answer<T>> = (0..NVLINK_MAX_LINKS).map(|l| f(l).into()).collect();
+    trim_link_answers(&mut list);
+    list
+}
+
+/// Every static answer about one device, each query asked once.
+pub fn capture_static(b: &dyn GpuBackend, id: DeviceId) -> DeviceStatic {
+    DeviceStatic {
+        name: b.name(id).into(),
+        uuid: b.uuid(id).into(),
+        serial: b.serial(id).into(),
+        pci_info: b.pci_info(id).into(),
+        minor_number: b.minor_number(id).into(),
+        vbios_version: b.vbios_version(id).into(),
+        board_part_number: b.board_part_number(id).into(),
+        architecture: b.architecture(id).into(),
+        brand: b.brand(id).into(),
+        max_clocks: PerClock::from_fn(|c| b.max_clock(id, c).into()),
+        num_fans: b.num_fans(id).into(),
+        temperature_slowdown: b
+            .temperature_threshold(id, TemperatureThreshold::Slowdown)
+            .into(),
+        temperature_shutdown: b
+            .temperature_threshold(id, TemperatureThreshold::Shutdown)
+            .into(),
+        power_management_mode: b.power_management_mode(id).into(),
+        power_management_limit: b.power_management_limit(id).into(),
+        power_management_limit_constraints: b.power_management_limit_constraints(id).into(),
+        enforced_power_limit: b.enforced_power_limit(id).into(),
+        max_pcie_link_generation: b.max_pcie_link_generation(id).into(),
+        max_pcie_link_width: b.max_pcie_link_width(id).into(),
+        nvlink_state: links(|l| b.nvlink_state(id, l)),
+        display_mode: b.display_mode(id).into(),
+        display_active: b.display_active(id).into(),
+        persistence_mode: b.persistence_mode(id).into(),
+        ecc_mode: b.ecc_mode(id).into(),
+        compute_mode: b.compute_mode(id).into(),
+        cuda_compute_capability: b.cuda_compute_capability(id).into(),
+        driver_model: b.driver_model(id).into(),
+        mig_mode: b.mig_mode(id).into(),
+        max_mig_device_count: b.max_mig_device_count(id).into(),
+        mig_device_indices: b.mig_device_indices(id).into(),
+        gpu_instance_id: b.gpu_instance_id(id).into(),
+        compute_instance_id: b.compute_instance_id(id).into(),
+    }
+}
+
+/// Every changing answer about one device, each query asked once. `num_fans` is the device's
+/// static answer, which says how many fans to ask about.
+pub fn capture_dynamic(b: &dyn GpuBackend, id: DeviceId, num_fans: &Answer<u32>) -> DeviceDynamic {
+    let fans = match num_fans {
+        Answer::Ok(n) => *n,
+        Answer::Err(_) => 0,
+    };
+    DeviceDynamic {
+        memory_info: b.memory_info(id).into(),
+        bar1_memory_info: b.bar1_memory_info(id).into(),
+        utilization_rates: b.utilization_rates(id).into(),
+        encoder_utilization: b.encoder_utilization(id).into(),
+        decoder_utilization: b.decoder_utilization(id).into(),
+        clocks: PerClock::from_fn(|c| b.clock(id, c).into()),
+        fan_speed: b.fan_speed(id).into(),
+        fan_speeds: (0..fans).map(|f| b.fan_speed_of(id, f).into()).collect(),
+        temperature: b.temperature(id).into(),
+        power_usage: b.power_usage(id).into(),
+        total_energy_consumption: b.total_energy_consumption(id).into(),
+        performance_state: b.performance_state(id).into(),
+        current_pcie_link_generation: b.current_pcie_link_generation(id).into(),
+        current_pcie_link_width: b.current_pcie_link_width(id).into(),
+        pcie_tx_throughput: b.pcie_throughput(id, PcieDirection::Tx).into(),
+        pcie_rx_throughput: b.pcie_throughput(id, PcieDirection::Rx).into(),
+        nvlink_throughput: links(|l| b.nvlink_throughput(id, l)),
+        ecc_errors: EccCounts {
+            volatile_corrected: b
+                .ecc_errors(id, EccErrorKind::Corrected, EccCounter::Volatile)
+                .into(),
+            volatile_uncorrected: b
+                .ecc_errors(id, EccErrorKind::Uncorrected, EccCounter::Volatile)
+                .into(),
+            aggregate_corrected: b
+                .ecc_errors(id, EccErrorKind::Corrected, EccCounter::Aggregate)
+                .into(),
+            aggregate_uncorrected: b
+                .ecc_errors(id, EccErrorKind::Uncorrected, EccCounter::Aggregate)
+                .into(),
+        },
+        clock_event_reasons: b.clock_event_reasons(id).into(),
+        compute_processes: b.compute_processes(id).into(),
+        graphics_processes: b.graphics_processes(id).into(),
+        process_utilization: b.process_utilization(id, 0).into(),
+    }
+}
+
+/// The static answers of every device: each physical GPU, then the MIG devices its
+/// `mig_device_indices` names. `device_count` is the system answer already asked.
+pub fn capture_all_static(
+    b: &dyn GpuBackend,
+    device_count: &Answer<u32>,
+) -> BTreeMap<DeviceId, DeviceStatic> {
+    let mut devices = BTreeMap::new();
+    let count = device_count.ok().copied().unwrap_or(0);
+    for parent in 0..count {
+        let st = capture_static(b, DeviceId::Gpu(parent));
+        let children = st.mig_device_indices.ok().cloned().unwrap_or_default();
+        devices.insert(DeviceId::Gpu(parent), st);
+        for index in children {
+            let id = DeviceId::Mig { parent, index };
+            devices.insert(id, capture_static(b, id));
+        }
+    }
+    devices
+}
+
+/// One full reading of everything a backend can tell: the system, and every device's static and
+/// changing answers. Each query is asked once per device.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// System-wide answers.
+    pub system: SystemAnswers,
+    /// Static answers per device.
+    pub statics: BTreeMap<DeviceId, DeviceStatic>,
+    /// Changing answers per device.
+    pub dynamics: BTreeMap<DeviceId, DeviceDynamic>,
+}
+
+/// Takes a [`Snapshot`].
+pub fn snapshot(b: &dyn GpuBackend) -> Snapshot {
+    let system = capture_system(b);
+    let statics = capture_all_static(b, &system.device_count);
+    let dynamics = statics
+        .iter()
+        .map(|(&id, st)| (id, capture_dynamic(b, id, &st.num_fans)))
+        .collect();
+    Snapshot {
+        system,
+        statics,
+        dynamics,
+    }
+}
+
+/// Decides when each frame is taken and what time it carries.
+pub trait Timeline {
+    /// Waits until frame `index` is due (and, for a replay, moves the replay to it).
+    fn wait_for_frame(&mut self, index: usize);
+    /// Milliseconds since frame 0 was due.
+    fn elapsed_ms(&self) -> u64;
+}
+
+/// Frames at a fixed interval of wall time.
+#[derive(Debug, Clone)]
+pub struct WallTimeline {
+    start: Option<Instant>,
+    interval: Duration,
+}
+
+impl WallTimeline {
+    /// Frames `interval` apart, starting with the first call.
+    pub fn new(interval: Duration) -> WallTimeline {
+        WallTimeline {
+            start: None,
+            interval,
+        }
+    }
+}
+
+impl Timeline for WallTimeline {
+    fn wait_for_frame(&mut self, index: usize) {
+        let start = *self.start.get_or_insert_with(Instant::now);
+        let due = start + self.interval.saturating_mul(index as u32);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.start
+            .map(|s| s.elapsed().as_millis() as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// Steps a [`crate::ReplayBackend`] through its own frames, carrying their recorded times.
+#[derive(Debug)]
+pub struct ReplayTimeline<'a> {
+    backend: &'a crate::ReplayBackend,
+}
+
+impl<'a> ReplayTimeline<'a> {
+    /// Steps `backend` (which should have a manual clock).
+    pub fn new(backend: &'a crate::ReplayBackend) -> ReplayTimeline<'a> {
+        ReplayTimeline { backend }
+    }
+}
+
+impl Timeline for ReplayTimeline<'_> {
+    fn wait_for_frame(&mut self, index: usize) {
+        self.backend.set_frame(index);
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.backend.frame().t_ms
+    }
+}
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// How many frames.
+    pub frames: usize,
+    /// The fixture's description.
+    pub meta: Meta,
+    /// NVML entry points the driver lacks, if known (see [`Fixture::nvml_missing_functions`]).
+    pub nvml_missing_functions: Vec<String>,
+}
+
+/// Records `options.frames` frames from `backend` and `host` into a fixture.
+///
+/// Static answers are asked once, before the first frame; each frame asks every changing query
+/// once per device. Host facts are kept for every PID seen on a GPU: its static facts when it is
+/// first seen, and its changing facts in every later frame in which it is alive. `progress` is
+/// called after each frame with (frames done, frames asked). If `stop` becomes true the
+/// recording ends early with the frames taken so far (at least one).
+pub fn record(
+    backend: &dyn GpuBackend,
+    host: &dyn HostSource,
+    timeline: &mut dyn Timeline,
+    options: RecordOptions,
+    stop: Option<&AtomicBool>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Fixture {
+    let wanted = options.frames.max(1);
+    timeline.wait_for_frame(0);
+    let system = capture_system(backend);
+    let devices = capture_all_static(backend, &system.device_count);
+    let machine = host.machine();
+    let mut host_static = HostStatic {
+        hostname: machine.hostname,
+        cpu_count: machine.cpu_count,
+        memory_total: machine.memory_total,
+        swap_total: machine.swap_total,
+        processes: BTreeMap::new(),
+    };
+    let mut tracked: BTreeSet<u32> = BTreeSet::new();
+    let mut frames = Vec::with_capacity(wanted);
+    for index in 0..wanted {
+        if index > 0 {
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                break;
+            }
+            timeline.wait_for_frame(index);
+        }
+        let t_ms = timeline.elapsed_ms();
+        let dynamics: BTreeMap<DeviceId, DeviceDynamic> = devices
+            .iter()
+            .map(|(&id, st)| (id, capture_dynamic(backend, id, &st.num_fans)))
+            .collect();
+        for dy in dynamics.values() {
+            for list in [&dy.compute_processes, &dy.graphics_processes] {
+                if let Answer::Ok(procs) = list {
+                    tracked.extend(procs.iter().map(|p| p.pid));
+                }
+            }
+        }
+        let mut host_frame = host.sample();
+        for &pid in &tracked {
+            if let std::collections::btree_map::Entry::Vacant(slot) =
+                host_static.processes.entry(pid)
+            {
+                if let Some(facts) = host.process(pid) {
+                    slot.insert(facts);
+                }
+            }
+            if let Some(sample) = host.process_sample(pid) {
+                host_frame.processes.insert(pid, sample);
+            }
+        }
+        frames.push(Frame {
+            t_ms,
+            devices: dynamics,
+            host: host_frame,
+        });
+        progress(frames.len(), wanted);
+    }
+    Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta: options.meta,
+        system,
+        nvml_missing_functions: options.nvml_missing_functions,
+        devices,
+        host: host_static,
+        frames,
+    }
+}

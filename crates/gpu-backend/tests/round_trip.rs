@@ -1,0 +1,173 @@
+//! Recording a replay of a fixture gives the fixture back, value for value; and every answer a
+//! fixture holds comes back through the trait.
+
+mod common;
+
+use std::sync::Arc;
+
+use gpu_backend::host::ReplayHost;
+use gpu_backend::recorder::{record, RecordOptions, ReplayTimeline};
+use gpu_backend::{Fixture, ReplayBackend};
+use proptest::prelude::*;
+
+fn record_replay(fixture: &Fixture) -> Fixture {
+    let replay = Arc::new(ReplayBackend::new(fixture.clone()));
+    let host = ReplayHost::new(replay.clone());
+    let mut timeline = ReplayTimeline::new(&replay);
+    let options = RecordOptions {
+        frames: fixture.frames.len(),
+        meta: fixture.meta.clone(),
+        nvml_missing_functions: fixture.nvml_missing_functions.clone(),
+    };
+    record(
+        &*replay,
+        &host,
+        &mut timeline,
+        options,
+        None,
+        &mut |_, _| {},
+    )
+}
+
+/// Compares two fixtures and, if they differ, names the first JSON path where they do.
+fn assert_same(name: &str, got: &Fixture, want: &Fixture) {
+    if got == want {
+        return;
+    }
+    let g = serde_json::to_value(got).unwrap();
+    let w = serde_json::to_value(want).unwrap();
+    panic!(
+        "{name}: recording differs from the fixture at {}",
+        first_difference(&g, &w, "$")
+    );
+}
+
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> String {
+    use serde_json::Value::*;
+    match (a, b) {
+        (Object(x), Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if v != w => return first_difference(v, w, &format!("{path}.{k}")),
+                    None => return format!("{path}.{k} (only in the recording)"),
+                    _ => {}
+                }
+            }
+            format!("{path} (keys differ)")
+        }
+        (Array(x), Array(y)) if x.len() == y.len() => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                if v != w {
+                    return first_difference(v, w, &format!("{path}[{i}]"));
+                }
+            }
+            path.to_string()
+        }
+        _ => format!("{path}: recorded {a}, fixture has {b}"),
+    }
+}
+
+#[test]
+fn recording_a_replay_gives_every_fixture_back() {
+    for (name, fixture) in common::all_fixtures() {
+        assert_same(&name, &record_replay(&fixture), &fixture);
+    }
+}
+
+/// Turns the answer at `index` (counting the `{"ok": ...}` objects of a fixture's JSON in
+/// document order) into the error `err`.
+fn replace_answer(v: &mut serde_json::Value, index: &mut usize, err: &serde_json::Value) -> bool {
+    use serde_json::Value::*;
+    match v {
+        Object(map) => {
+            if map.len() == 1 && map.contains_key("ok") {
+                if *index == 0 {
+                    map.clear();
+                    map.insert("err".into(), err.clone());
+                    return true;
+                }
+                *index -= 1;
+            }
+            map.values_mut().any(|c| replace_answer(c, index, err))
+        }
+        Array(items) => items.iter_mut().any(|c| replace_answer(c, index, err)),
+        _ => false,
+    }
+}
+
+fn error_strategy() -> impl Strategy<Value = serde_json::Value> {
+    prop_oneof![
+        Just(serde_json::json!("not_supported")),
+        Just(serde_json::json!("no_permission")),
+        Just(serde_json::json!("gpu_lost")),
+        Just(serde_json::json!("function_not_found")),
+        Just(serde_json::json!("timeout")),
+        (0i32..1000).prop_map(|c| serde_json::json!({ "unknown": c })),
+    ]
+}
+
+/// The scenario fixtures, read once for all proptest cases.
+fn fixtures() -> &'static [(String, Fixture)] {
+    static ALL: std::sync::OnceLock<Vec<(String, Fixture)>> = std::sync::OnceLock::new();
+    ALL.get_or_init(common::all_fixtures)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever answers of a real scenario turn into whatever errors, recording a replay of the
+    /// result still gives it back (fixtures that the change makes inconsistent are skipped).
+    #[test]
+    fn any_answers_turned_into_errors_still_round_trip(
+        which in 0usize..6,
+        picks in proptest::collection::vec((any::<proptest::sample::Index>(), error_strategy()), 1..12),
+    ) {
+        let fixtures = fixtures();
+        let (name, base) = &fixtures[which % fixtures.len()];
+        let mut json = serde_json::to_value(base).unwrap();
+        let total = count_answers(&json);
+        for (at, err) in &picks {
+            let mut i = at.index(total);
+            replace_answer(&mut json, &mut i, err);
+        }
+        let text = json.to_string();
+        let changed = Fixture::from_json_str(&text, name);
+        prop_assume!(changed.is_ok());
+        let changed = changed.unwrap();
+        let got = record_replay(&changed);
+        prop_assert!(got == changed, "{}", {
+            let g = serde_json::to_value(&got).unwrap();
+            let w = serde_json::to_value(&changed).unwrap();
+            first_difference(&g, &w, "$")
+        });
+    }
+}
+
+fn count_answers(v: &serde_json::Value) -> usize {
+    use serde_json::Value::*;
+    match v {
+        Object(map) => {
+            let own = usize::from(map.len() == 1 && map.contains_key("ok"));
+            own + map.values().map(count_answers).sum::<usize>()
+        }
+        Array(items) => items.iter().map(count_answers).sum(),
+        _ => 0,
+    }
+}
+
+#[test]
+fn a_snapshot_asks_no_query_twice_for_the_same_device() {
+    for (name, fixture) in common::all_fixtures() {
+        let replay = ReplayBackend::new(fixture);
+        replay.count_calls(true);
+        let snap = gpu_backend::recorder::snapshot(&replay);
+        let counts = replay.take_call_counts();
+        assert!(
+            counts.repeated().is_empty(),
+            "{name}: asked twice: {:?}",
+            counts.repeated()
+        );
+        assert_eq!(snap.statics.len(), replay.fixture().devices.len(), "{name}");
+        assert!(counts.total() > 0);
+    }
+}

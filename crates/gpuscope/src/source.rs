@@ -1,0 +1,158 @@
+//! Where the GPU answers come from: the real NVML, a fixture file, or the demo fixture built
+//! into the binary.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use gpu_backend::host::{HostSource, ReplayHost};
+use gpu_backend::{BackendError, Fixture, GpuBackend, ReplayBackend, ReplayClock};
+
+/// The demo fixture: an 8-GPU H100 SXM box with NVLink and training jobs.
+pub const DEMO_FIXTURE: &str = include_str!("../../../fixtures/h100-sxm-8gpu.json");
+
+/// Options that choose the source of GPU answers; shared by every command.
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// Replay a fixture file instead of asking the real GPUs.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "GPUSCOPE_FIXTURE",
+        conflicts_with = "demo"
+    )]
+    pub fixture: Option<PathBuf>,
+
+    /// Replay the demo fixture built into gpuscope (an 8-GPU H100 box), which needs no GPU.
+    /// `--demo=auto` uses the real GPUs when there is a driver, and the demo otherwise.
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "always")]
+    pub demo: Option<DemoMode>,
+
+    /// With --fixture or --demo: serve this frame of the recording only, instead of replaying
+    /// it on wall time.
+    #[arg(long, value_name = "N")]
+    pub frame: Option<usize>,
+
+    /// Path of the NVML library to load (default: the system's libnvidia-ml.so.1).
+    #[arg(long, value_name = "PATH", env = "GPUSCOPE_NVML_LIB")]
+    pub nvml_lib: Option<PathBuf>,
+}
+
+/// When to replay the built-in demo fixture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoMode {
+    /// Always.
+    Always,
+    /// Only when no NVIDIA driver can be reached.
+    Auto,
+}
+
+/// An opened source: the backend, the host facts that go with it, and a name for people.
+pub struct Source {
+    /// The GPU answers.
+    pub backend: Arc<dyn GpuBackend>,
+    /// The host facts about GPU processes.
+    pub host: Arc<dyn HostSource>,
+    /// `nvml`, `demo` or `fixture <path>`.
+    pub label: String,
+}
+
+impl SourceArgs {
+    /// Opens the chosen source. A fixture replays on wall time, looping.
+    pub fn open(&self) -> Result<Source> {
+        if self.frame.is_some() && self.fixture.is_none() && self.demo.is_none() {
+            return Err(UsageError("--frame needs --fixture or --demo".into()).into());
+        }
+        if self.demo == Some(DemoMode::Always) {
+            return demo(self.frame);
+        }
+        if let Some(path) = &self.fixture {
+            let fixture = Fixture::load(path).map_err(|e| UsageError(e.to_string()))?;
+            return replay(fixture, format!("fixture {}", path.display()), self.frame);
+        }
+        match open_nvml(self.nvml_lib.as_ref()) {
+            Err(NvmlOpenError::NoDriver(e)) if self.demo == Some(DemoMode::Auto) => {
+                eprintln!(
+                    "gpuscope: no NVIDIA driver here ({e}); showing the built-in demo fixture"
+                );
+                demo(self.frame)
+            }
+            Err(NvmlOpenError::NoDriver(e)) => {
+                let what = match &self.nvml_lib {
+                    Some(p) => format!("the NVML library at {}", p.display()),
+                    None => "the NVIDIA driver's NVML library (libnvidia-ml.so.1)".to_string(),
+                };
+                anyhow::bail!(
+                    "cannot reach the GPUs: {what} could not be used ({e}).\n\
+                     No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
+                     machine, or `--fixture FILE` to replay a recording."
+                )
+            }
+            Err(NvmlOpenError::Other(e)) => Err(e).context("cannot initialise NVML"),
+            Ok(source) => Ok(source),
+        }
+    }
+}
+
+fn demo(frame: Option<usize>) -> Result<Source> {
+    let fixture = Fixture::from_json_str(DEMO_FIXTURE, "<built-in demo fixture>")?;
+    replay(fixture, "demo".into(), frame)
+}
+
+/// A mistake in what the user asked for: reported with exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+enum NvmlOpenError {
+    /// No driver or library: the machine has no usable NVIDIA GPU.
+    NoDriver(BackendError),
+    /// NVML is there but failed.
+    Other(BackendError),
+}
+
+fn replay(fixture: Fixture, label: String, frame: Option<usize>) -> Result<Source> {
+    let clock = match frame {
+        None => ReplayClock::wall(true),
+        Some(n) if n < fixture.frames.len() => ReplayClock::Manual(n.into()),
+        Some(n) => {
+            return Err(UsageError(format!(
+                "--frame {n} is out of range: the recording has frames 0 to {}",
+                fixture.frames.len() - 1
+            ))
+            .into())
+        }
+    };
+    let backend = Arc::new(ReplayBackend::with_clock(fixture, clock));
+    let host = Arc::new(ReplayHost::new(backend.clone()));
+    Ok(Source {
+        backend,
+        host,
+        label,
+    })
+}
+
+fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
+    use gpu_backend::nvml::NvmlBackend;
+    let opened = match lib {
+        Some(path) => NvmlBackend::with_library(path),
+        None => NvmlBackend::new(),
+    };
+    let backend = opened.map_err(|e| match e {
+        BackendError::LibraryNotFound | BackendError::DriverNotLoaded => NvmlOpenError::NoDriver(e),
+        other => NvmlOpenError::Other(other),
+    })?;
+    Ok(Source {
+        backend: Arc::new(backend),
+        host: Arc::new(gpu_backend::host::LiveHost::new()),
+        label: "nvml".into(),
+    })
+}

@@ -1,0 +1,203 @@
+//! `gpuscope snapshot` end to end, through the binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn gpuscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .output()
+        .expect("gpuscope runs")
+}
+
+fn fixture(stem: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../fixtures/{stem}.json"))
+        .display()
+        .to_string()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = gpuscope(args);
+    assert!(
+        out.status.success(),
+        "gpuscope {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+#[test]
+fn demo_json_lists_every_device_with_na_as_null() {
+    let v = json(&["snapshot", "--demo", "--json"]);
+    assert_eq!(v["schema"], "gpuscope.snapshot/1");
+    assert_eq!(v["driver_version"], "590.48.01");
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 8);
+    let procs: usize = devices
+        .iter()
+        .map(|d| d["processes"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(procs, 64, "the demo box runs 64 GPU processes");
+    for d in devices {
+        assert_eq!(d["name"], "NVIDIA H100 80GB HBM3");
+        // H100 SXM has no fans: N/A is null, not 0, and not an error.
+        assert!(d["fan_speed_percent"].is_null());
+        assert_eq!(d["errors"].as_array().unwrap().len(), 0, "{d}");
+        let used = d["memory_used_bytes"].as_u64().unwrap();
+        let total = d["memory_total_bytes"].as_u64().unwrap();
+        assert!(used <= total);
+        for p in d["processes"].as_array().unwrap() {
+            assert!(
+                p["user"].is_string(),
+                "host facts come from the fixture: {p}"
+            );
+            assert_eq!(p["type"], "C");
+        }
+    }
+}
+
+#[test]
+fn mig_devices_follow_their_parent_with_instance_ids() {
+    let v = json(&[
+        "snapshot",
+        "--fixture",
+        &fixture("h100-mig"),
+        "--json",
+        "--frame",
+        "5",
+    ]);
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices[0]["id"], "0");
+    assert_eq!(devices[0]["mig_mode"], true);
+    let migs: Vec<&Value> = devices
+        .iter()
+        .filter(|d| !d["mig_index"].is_null())
+        .collect();
+    assert_eq!(migs.len(), 4);
+    for m in &migs {
+        assert_eq!(m["index"], 0);
+        assert!(m["gpu_instance_id"].is_u64());
+        assert!(m["uuid"].as_str().unwrap().starts_with("MIG-"));
+        // Temperature is a property of the whole GPU: N/A on a MIG device.
+        assert!(m["temperature_celsius"].is_null());
+    }
+    let in_instances: usize = migs
+        .iter()
+        .map(|m| m["processes"].as_array().unwrap().len())
+        .sum();
+    assert!(in_instances > 0, "processes run inside the instances");
+    // NVML lists them on the parent too; the snapshot shows each one once, in its instance.
+    assert!(devices[0]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["gpu_instance_id"].is_null()));
+}
+
+#[test]
+fn wddm_process_memory_is_null() {
+    let v = json(&[
+        "snapshot",
+        "--fixture",
+        &fixture("windows-wddm"),
+        "--json",
+        "--frame",
+        "0",
+    ]);
+    let procs = v["devices"][0]["processes"].as_array().unwrap();
+    assert!(!procs.is_empty());
+    assert!(procs.iter().all(|p| p["used_memory_bytes"].is_null()));
+    assert!(procs.iter().any(|p| p["type"] == "C+G"));
+}
+
+#[test]
+fn a_lost_gpu_reports_its_errors_and_the_others_still_answer() {
+    let v = json(&[
+        "snapshot",
+        "--fixture",
+        &fixture("gpu-lost"),
+        "--json",
+        "--frame",
+        "29",
+    ]);
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 4);
+    let lost = &devices[2];
+    assert!(lost["memory_used_bytes"].is_null());
+    let errors = lost["errors"].as_array().unwrap();
+    assert!(errors
+        .iter()
+        .any(|e| e["field"] == "memory_info" && e["error"].as_str().unwrap().contains("lost")));
+    // Static identity was recorded before the loss and still shows.
+    assert_eq!(lost["name"], "Tesla T4");
+    for (i, d) in devices.iter().enumerate().filter(|(i, _)| *i != 2) {
+        assert!(d["memory_used_bytes"].is_u64(), "GPU {i} still answers");
+        assert!(d["errors"].as_array().unwrap().is_empty(), "GPU {i}");
+    }
+}
+
+#[test]
+fn text_table_shows_every_gpu_and_na() {
+    let out = gpuscope(&["snapshot", "--demo", "--frame", "3"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.matches("NVIDIA H100 80GB HBM3").count(), 8, "{text}");
+    assert!(text.contains("N/A"), "fans show as N/A: {text}");
+    assert!(text.contains("Command"));
+}
+
+#[test]
+fn no_driver_says_so_and_points_at_demo() {
+    let out = gpuscope(&["snapshot", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the GPUs"), "{err}");
+    assert!(err.contains("--demo"), "{err}");
+}
+
+#[test]
+fn demo_auto_falls_back_to_the_demo_without_a_driver() {
+    let out = gpuscope(&[
+        "snapshot",
+        "--demo=auto",
+        "--json",
+        "--nvml-lib",
+        "/nonexistent/libnvidia-ml.so.1",
+    ]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["source"], "demo");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("demo fixture"));
+}
+
+#[test]
+fn a_broken_fixture_is_a_usage_error_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("gpuscope-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"schema_version\": 1, \"meta\": 3}").unwrap();
+    let out = gpuscope(&["snapshot", "--fixture", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json"), "{err}");
+    assert!(err.contains("meta"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_frame_out_of_range_is_a_usage_error() {
+    let out = gpuscope(&["snapshot", "--demo", "--frame", "100000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("out of range"));
+}
+
+#[test]
+fn an_unknown_flag_is_a_usage_error() {
+    let out = gpuscope(&["snapshot", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,350 @@
+//! Helpers shared by the scenario generators: a small deterministic PRNG, unit constants, and
+//! builders for device answers that start from "not supported" and are filled in per scenario.
+
+use gpu_backend::fixture::{
+    trim_link_answers, DeviceDynamic, DeviceStatic, EccCounts, HostProcess, HostProcessSample,
+};
+use gpu_backend::{
+    Answer, BackendError, Bar1MemoryInfo, MemoryInfo, NvLinkCounters, PciInfo, PerClock,
+    ProcessInfo, ProcessUtilizationSample,
+};
+
+/// Bytes in a MiB.
+pub const MIB: u64 = 1024 * 1024;
+/// Bytes in a GiB.
+pub const GIB: u64 = 1024 * MIB;
+/// Recording start of every scenario: 2026-11-01T10:00:00Z, seconds since the Unix epoch.
+pub const START_S: u64 = 1_793_527_200;
+/// Recording start in microseconds since the Unix epoch.
+pub const START_US: u64 = START_S * 1_000_000;
+/// Time between frames, ms.
+pub const FRAME_MS: u64 = 1000;
+
+/// NVML clock event reason bits (`nvmlClocksEventReason*`).
+pub mod reasons {
+    /// The GPU is idle.
+    pub const GPU_IDLE: u64 = 0x1;
+    /// Software power cap.
+    pub const SW_POWER_CAP: u64 = 0x4;
+}
+
+/// A small deterministic PRNG (SplitMix64); no dependency, same numbers on every machine.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in `[lo, hi]` (integers).
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+
+    /// Uniform in `[lo, hi)` (floats).
+    pub fn rangef(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+
+    /// `value` plus or minus up to `spread`, clamped to `[lo, hi]`.
+    pub fn jitter(&mut self, value: f64, spread: f64, lo: f64, hi: f64) -> f64 {
+        (value + self.rangef(-spread, spread)).clamp(lo, hi)
+    }
+
+    /// A UUID-shaped string with the given prefix (`GPU` or `MIG`).
+    pub fn uuid(&mut self, prefix: &str) -> String {
+        let a = self.next_u64();
+        let b = self.next_u64();
+        format!(
+            "{prefix}-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xffff,
+            b >> 48,
+            b & 0xffff_ffff_ffff
+        )
+    }
+}
+
+/// Shorthand for an `ok` answer.
+pub fn ok<T>(v: T) -> Answer<T> {
+    Answer::Ok(v)
+}
+
+/// Shorthand for a `not_supported` answer.
+pub fn ns<T>() -> Answer<T> {
+    Answer::Err(BackendError::NotSupported)
+}
+
+/// Shorthand for a `function_not_found` answer.
+pub fn fnf<T>() -> Answer<T> {
+    Answer::Err(BackendError::FunctionNotFound)
+}
+
+/// An answer of the same error for every clock domain.
+pub fn per_clock<T: Clone>(a: Answer<T>) -> PerClock<Answer<T>> {
+    PerClock::from_fn(|_| a.clone())
+}
+
+/// Clocks in MHz for graphics, SM, memory, video.
+pub fn clocks(graphics: u32, sm: u32, memory: u32, video: u32) -> PerClock<Answer<u32>> {
+    PerClock {
+        graphics: ok(graphics),
+        sm: ok(sm),
+        memory: ok(memory),
+        video: ok(video),
+    }
+}
+
+/// ECC counts that all answer the same.
+pub fn ecc_all(a: Answer<u64>) -> EccCounts {
+    EccCounts {
+        volatile_corrected: a.clone(),
+        volatile_uncorrected: a.clone(),
+        aggregate_corrected: a.clone(),
+        aggregate_uncorrected: a,
+    }
+}
+
+/// PCI info from a bus id of the form `00000000:BB:DD.0`.
+pub fn pci(bus: u32, device: u32, pci_device_id: u32, pci_subsystem_id: u32) -> PciInfo {
+    PciInfo {
+        bus_id: format!("00000000:{bus:02X}:{device:02X}.0"),
+        domain: 0,
+        bus,
+        device,
+        pci_device_id,
+        pci_subsystem_id,
+    }
+}
+
+/// A device whose every static query answers `not_supported`; scenarios fill in the rest.
+pub fn static_unsupported() -> DeviceStatic {
+    DeviceStatic {
+        name: ns(),
+        uuid: ns(),
+        serial: ns(),
+        pci_info: ns(),
+        minor_number: ns(),
+        vbios_version: ns(),
+        board_part_number: ns(),
+        architecture: ns(),
+        brand: ns(),
+        max_clocks: per_clock(ns()),
+        num_fans: ns(),
+        temperature_slowdown: ns(),
+        temperature_shutdown: ns(),
+        power_management_mode: ns(),
+        power_management_limit: ns(),
+        power_management_limit_constraints: ns(),
+        enforced_power_limit: ns(),
+        max_pcie_link_generation: ns(),
+        max_pcie_link_width: ns(),
+        nvlink_state: Vec::new(),
+        display_mode: ns(),
+        display_active: ns(),
+        persistence_mode: ns(),
+        ecc_mode: ns(),
+        compute_mode: ns(),
+        cuda_compute_capability: ns(),
+        driver_model: ns(),
+        mig_mode: ns(),
+        max_mig_device_count: ns(),
+        mig_device_indices: ns(),
+        gpu_instance_id: ns(),
+        compute_instance_id: ns(),
+    }
+}
+
+/// A frame of a device whose every changing query answers `not_supported`.
+pub fn dynamic_unsupported() -> DeviceDynamic {
+    dynamic_all(BackendError::NotSupported)
+}
+
+/// A frame of a device whose every changing query answers `e` (e.g. a lost GPU).
+pub fn dynamic_all(e: BackendError) -> DeviceDynamic {
+    fn a<T>(e: &BackendError) -> Answer<T> {
+        Answer::Err(e.clone())
+    }
+    let mut links = vec![a(&e)];
+    trim_link_answers(&mut links);
+    DeviceDynamic {
+        memory_info: a(&e),
+        bar1_memory_info: a(&e),
+        utilization_rates: a(&e),
+        encoder_utilization: a(&e),
+        decoder_utilization: a(&e),
+        clocks: per_clock(a(&e)),
+        fan_speed: a(&e),
+        fan_speeds: Vec::new(),
+        temperature: a(&e),
+        power_usage: a(&e),
+        total_energy_consumption: a(&e),
+        performance_state: a(&e),
+        current_pcie_link_generation: a(&e),
+        current_pcie_link_width: a(&e),
+        pcie_tx_throughput: a(&e),
+        pcie_rx_throughput: a(&e),
+        nvlink_throughput: links,
+        ecc_errors: ecc_all(a(&e)),
+        clock_event_reasons: a(&e),
+        compute_processes: a(&e),
+        graphics_processes: a(&e),
+        process_utilization: a(&e),
+    }
+}
+
+/// Frame-buffer memory with `used = used`, `free = total - used - reserved`.
+pub fn memory(total: u64, reserved: Option<u64>, used: u64) -> MemoryInfo {
+    let free = total
+        .saturating_sub(used)
+        .saturating_sub(reserved.unwrap_or(0));
+    MemoryInfo {
+        total,
+        free,
+        used,
+        reserved,
+    }
+}
+
+/// BAR1 memory.
+pub fn bar1(total: u64, used: u64) -> Bar1MemoryInfo {
+    Bar1MemoryInfo {
+        total,
+        free: total.saturating_sub(used),
+        used,
+    }
+}
+
+/// A process outside MIG.
+pub fn proc_info(pid: u32, used: Option<u64>) -> ProcessInfo {
+    ProcessInfo {
+        pid,
+        used_gpu_memory: used,
+        gpu_instance_id: None,
+        compute_instance_id: None,
+    }
+}
+
+/// A process sample at frame `frame`: taken a little before the frame's time.
+pub fn util_sample(
+    pid: u32,
+    frame: usize,
+    offset_us: u64,
+    sm: u32,
+    memory: u32,
+    encoder: u32,
+    decoder: u32,
+) -> ProcessUtilizationSample {
+    ProcessUtilizationSample {
+        pid,
+        timestamp_us: frame_time_us(frame).saturating_sub(offset_us),
+        sm,
+        memory,
+        encoder,
+        decoder,
+    }
+}
+
+/// Microseconds since the Unix epoch at frame `frame`.
+pub fn frame_time_us(frame: usize) -> u64 {
+    START_US + frame as u64 * FRAME_MS * 1000
+}
+
+/// NVLink counters for `n` active links (untrimmed lists of 18 values stay 18 long).
+pub fn nvlink_counters(counters: &[(u64, u64)]) -> Vec<Answer<NvLinkCounters>> {
+    let mut list: Vec<Answer<NvLinkCounters>> = counters
+        .iter()
+        .map(|&(tx_kib, rx_kib)| ok(NvLinkCounters { tx_kib, rx_kib }))
+        .collect();
+    trim_link_answers(&mut list);
+    list
+}
+
+/// Host-process facts.
+pub fn host_proc(
+    name: &str,
+    cmdline: &[&str],
+    user: &str,
+    ppid: u32,
+    start_time_s: u64,
+) -> HostProcess {
+    HostProcess {
+        name: name.to_string(),
+        cmdline: cmdline.iter().map(|s| s.to_string()).collect(),
+        user: Some(user.to_string()),
+        ppid: Some(ppid),
+        start_time_s: Some(start_time_s),
+    }
+}
+
+/// A changing host-process sample.
+pub fn host_sample(cpu_percent: f64, rss: u64, status: &str) -> HostProcessSample {
+    HostProcessSample {
+        cpu_percent: round1(cpu_percent),
+        rss,
+        status: status.to_string(),
+    }
+}
+
+/// Rounds to one decimal place, so the JSON stays short and round-trips exactly.
+pub fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// Rounds to two decimal places.
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// A load average that follows `target` (number of busy CPUs) with the kernel's decay factors.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadAvg([f64; 3]);
+
+impl LoadAvg {
+    /// Starts at the given averages.
+    pub fn new(start: [f64; 3]) -> LoadAvg {
+        LoadAvg(start)
+    }
+
+    /// Advances one second toward `target` and returns the rounded averages.
+    pub fn step(&mut self, target: f64) -> [f64; 3] {
+        for (v, secs) in self.0.iter_mut().zip([60.0f64, 300.0, 900.0]) {
+            let k = (-1.0 / secs).exp();
+            *v = *v * k + target * (1.0 - k);
+        }
+        [round2(self.0[0]), round2(self.0[1]), round2(self.0[2])]
+    }
+}
+
+/// Smooth warm-up from `from` to `to` over `frames` frames starting at `start` (linear ramp).
+pub fn ramp(frame: usize, start: usize, frames: usize, from: f64, to: f64) -> f64 {
+    if frame <= start {
+        return from;
+    }
+    let done = (frame - start) as f64 / frames.max(1) as f64;
+    if done >= 1.0 {
+        to
+    } else {
+        from + (to - from) * done
+    }
+}

@@ -1,0 +1,557 @@
+//! `h100-sxm-8gpu`: an 8x H100 80GB HBM3 SXM (HGX) box running a distributed training job and a
+//! mix of smaller jobs: 64 GPU processes, NVLink traffic, no fans.
+
+use std::collections::BTreeMap;
+
+use gpu_backend::fixture::{
+    DeviceDynamic, DeviceStatic, Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION,
+};
+use gpu_backend::{
+    Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
+    DeviceId, Fixture, PowerLimits, ProcessUtilizationSample, Utilization,
+};
+
+use super::common::*;
+
+pub const STEM: &str = "h100-sxm-8gpu";
+const FRAMES: usize = 30;
+const GPUS: u32 = 8;
+
+/// Values of the H100 80GB HBM3 from utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt.
+pub mod h100 {
+    use super::MIB;
+    pub const NAME: &str = "NVIDIA H100 80GB HBM3";
+    pub const DRIVER: &str = "590.48.01";
+    pub const NVML: &str = "13.590.48.01";
+    pub const CUDA: i32 = 13010;
+    pub const PCI_DEVICE_ID: u32 = 0x2330_10DE;
+    pub const PCI_SUBSYSTEM_ID: u32 = 0x16C1_10DE;
+    pub const VBIOS: &str = "96.00.A5.00.01";
+    pub const BOARD_PART: &str = "692-2G520-0200-000";
+    pub const MEM_TOTAL: u64 = 81559 * MIB;
+    pub const MEM_RESERVED: u64 = 479 * MIB;
+    pub const BAR1_TOTAL: u64 = 131072 * MIB;
+    pub const MAX_GRAPHICS: u32 = 1980;
+    pub const MAX_MEMORY: u32 = 2619;
+    pub const MAX_VIDEO: u32 = 1545;
+    pub const IDLE_GRAPHICS: u32 = 345;
+    pub const IDLE_VIDEO: u32 = 765;
+    pub const POWER_LIMIT_MW: u32 = 700_000;
+    pub const POWER_MIN_MW: u32 = 200_000;
+    /// T.Limit 87 °C (idle: 41 °C current + 46 °C margin) plus the dump's -2 / -8 °C offsets.
+    pub const SLOWDOWN_C: u32 = 89;
+    pub const SHUTDOWN_C: u32 = 95;
+    /// `nvlink -s`: 18 links at 26.562 GB/s.
+    pub const NVLINKS: usize = 18;
+    pub const ENCODER_PERIOD_US: u32 = 167_000;
+}
+
+/// Static answers of one H100 SXM at `bus`.
+pub fn h100_static(
+    uuid: String,
+    serial: String,
+    bus: u32,
+    device: u32,
+    minor: u32,
+) -> DeviceStatic {
+    let mut s = static_unsupported();
+    s.name = ok(h100::NAME.to_string());
+    s.uuid = ok(uuid);
+    s.serial = ok(serial);
+    s.pci_info = ok(pci(
+        bus,
+        device,
+        h100::PCI_DEVICE_ID,
+        h100::PCI_SUBSYSTEM_ID,
+    ));
+    s.minor_number = ok(minor);
+    s.vbios_version = ok(h100::VBIOS.to_string());
+    s.board_part_number = ok(h100::BOARD_PART.to_string());
+    s.architecture = ok(Architecture::Hopper);
+    s.brand = ok(Brand::Nvidia);
+    s.max_clocks = clocks(
+        h100::MAX_GRAPHICS,
+        h100::MAX_GRAPHICS,
+        h100::MAX_MEMORY,
+        h100::MAX_VIDEO,
+    );
+    s.temperature_slowdown = ok(h100::SLOWDOWN_C);
+    s.temperature_shutdown = ok(h100::SHUTDOWN_C);
+    s.power_management_mode = ok(true);
+    s.power_management_limit = ok(h100::POWER_LIMIT_MW);
+    s.power_management_limit_constraints = ok(PowerLimits {
+        min_mw: h100::POWER_MIN_MW,
+        max_mw: h100::POWER_LIMIT_MW,
+    });
+    s.enforced_power_limit = ok(h100::POWER_LIMIT_MW);
+    s.max_pcie_link_generation = ok(5);
+    s.max_pcie_link_width = ok(16);
+    s.nvlink_state = vec![ok(true); h100::NVLINKS];
+    // nvidia-smi 590 shows "Display Attached: Yes" (the display-mode query) and "Display
+    // Active: Disabled".
+    s.display_mode = ok(true);
+    s.display_active = ok(false);
+    s.persistence_mode = ok(true);
+    s.ecc_mode = ok(CurrentPending {
+        current: true,
+        pending: true,
+    });
+    s.compute_mode = ok(ComputeMode::Default);
+    s.cuda_compute_capability = ok(ComputeCapability { major: 9, minor: 0 });
+    s.mig_mode = ok(CurrentPending {
+        current: false,
+        pending: false,
+    });
+    s.max_mig_device_count = ok(7);
+    s.mig_device_indices = ok(Vec::new());
+    s
+}
+
+/// A job's process on one GPU.
+struct Proc {
+    pid: u32,
+    gpu: u32,
+    /// GPU memory at the first frame and after warm-up, bytes.
+    mem_from: u64,
+    mem_to: u64,
+    /// Frames the warm-up takes (0: steady from the start).
+    warm_frames: usize,
+    /// Typical SM share, percent (0: no samples, an idle context).
+    sm: f64,
+    /// Typical host CPU use, percent of one CPU, and resident memory, bytes.
+    cpu: f64,
+    rss: u64,
+}
+
+pub fn build() -> Fixture {
+    let mut rng = Rng::new(0x4810_0580);
+    let buses: [u32; 8] = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB];
+    let uuids: Vec<String> = (0..GPUS).map(|_| rng.uuid("GPU")).collect();
+
+    let mut devices = BTreeMap::new();
+    for g in 0..GPUS {
+        let serial = format!(
+            "16542230{:05}",
+            10417 + rng.range(0, 900) * 7 + u64::from(g)
+        );
+        devices.insert(
+            DeviceId::Gpu(g),
+            h100_static(uuids[g as usize].clone(), serial, buses[g as usize], 0, g),
+        );
+    }
+
+    // --- processes -------------------------------------------------------------------------
+    let mut procs: Vec<Proc> = Vec::new();
+    let mut host_procs = BTreeMap::new();
+    let s = START_S;
+    // The launchers (torchrun 40100 and 40300, raylet 31000, jupyter-lab 22000, the
+    // dask-cuda-worker nanny 33000) hold no GPU context, so they appear only as parents.
+    let mut ray_pid = 31120u32;
+    for g in 0..GPUS {
+        let gi = g as u64;
+        let rank = g.to_string();
+        // 1. Training rank (alice), warming up during the recording.
+        let pid = 40117 + g;
+        let mem_to = (61_440 + rng.range(0, 1_500)) * MIB;
+        procs.push(Proc {
+            pid,
+            gpu: g,
+            mem_from: (2_100 + rng.range(0, 200)) * MIB,
+            mem_to,
+            warm_frames: 12 + (g as usize % 3),
+            sm: 80.0,
+            cpu: 140.0,
+            rss: 21 * GIB + rng.range(0, 2048) * MIB,
+        });
+        host_procs.insert(
+            pid,
+            host_proc(
+                "python3",
+                &[
+                    "/home/alice/.venv/bin/python3",
+                    "-u",
+                    "train.py",
+                    "--config",
+                    "configs/llama-8b-sft.yaml",
+                    &format!("--local-rank={rank}"),
+                ],
+                "alice",
+                40100,
+                s - 38,
+            ),
+        );
+        // 2. Evaluation rank of a second, smaller torchrun job.
+        let pid = 40317 + g;
+        procs.push(Proc {
+            pid,
+            gpu: g,
+            mem_from: 0,
+            mem_to: (2_250 + rng.range(0, 500)) * MIB,
+            warm_frames: 0,
+            sm: 5.0,
+            cpu: 95.0,
+            rss: 6 * GIB + rng.range(0, 1024) * MIB,
+        });
+        host_procs.insert(
+            pid,
+            host_proc(
+                "python3",
+                &[
+                    "/home/alice/.venv/bin/python3",
+                    "-u",
+                    "eval.py",
+                    "--ckpt",
+                    "runs/sft-0412/step-6000",
+                    &format!("--local-rank={rank}"),
+                ],
+                "alice",
+                40300,
+                s - 608,
+            ),
+        );
+        // 3. Inference server, one per GPU (svc-infer).
+        let pid = 2841 + g;
+        procs.push(Proc {
+            pid,
+            gpu: g,
+            mem_from: 0,
+            mem_to: (3_600 + rng.range(0, 600)) * MIB,
+            warm_frames: 0,
+            sm: 4.0,
+            cpu: 12.0,
+            rss: 3 * GIB + rng.range(0, 512) * MIB,
+        });
+        host_procs.insert(
+            pid,
+            host_proc(
+                "tritonserver",
+                &[
+                    "/opt/tritonserver/bin/tritonserver",
+                    "--model-repository=/srv/models",
+                    &format!("--http-port={}", 8000 + 10 * g),
+                    &format!("--grpc-port={}", 8001 + 10 * g),
+                    &format!("--metrics-port={}", 8002 + 10 * g),
+                ],
+                "svc-infer",
+                1,
+                s - 259_200 + gi * 3,
+            ),
+        );
+        // 4. A notebook kernel (carol), mostly idle.
+        let pid = 22140 + 7 * g;
+        procs.push(Proc {
+            pid,
+            gpu: g,
+            mem_from: 0,
+            mem_to: (620 + rng.range(0, 700)) * MIB,
+            warm_frames: 0,
+            sm: 0.0,
+            cpu: 0.5,
+            rss: 2 * GIB + rng.range(0, 1024) * MIB,
+        });
+        let kernel = format!(
+            "/home/carol/.local/share/jupyter/runtime/kernel-{:08x}.json",
+            rng.next_u64() >> 32
+        );
+        host_procs.insert(
+            pid,
+            host_proc(
+                "python3",
+                &[
+                    "/opt/conda/bin/python3",
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    &kernel,
+                ],
+                "carol",
+                22000,
+                s - 7_200 + gi * 311,
+            ),
+        );
+        // 5. A dask-cuda worker (bob).
+        let pid = 33021 + g;
+        procs.push(Proc {
+            pid,
+            gpu: g,
+            mem_from: 0,
+            mem_to: (1_030 + rng.range(0, 200)) * MIB,
+            warm_frames: 0,
+            sm: 2.0,
+            cpu: 35.0,
+            rss: 4 * GIB + rng.range(0, 1024) * MIB,
+        });
+        host_procs.insert(
+            pid,
+            host_proc(
+                "python",
+                &[
+                    "/home/bob/miniconda3/envs/rapids/bin/python",
+                    "-c",
+                    "from distributed.nanny import Nanny; Nanny.run()",
+                    &format!("--name=dask-gpu-{g}"),
+                ],
+                "bob",
+                33000,
+                s - 3_640,
+            ),
+        );
+        // 6. A LoRA fine-tune (eve), one per GPU.
+        let pid = 45120 + g;
+        procs.push(Proc {
+            pid,
+            gpu: g,
+            mem_from: 0,
+            mem_to: (2_700 + rng.range(0, 700)) * MIB,
+            warm_frames: 0,
+            sm: 10.0,
+            cpu: 100.0,
+            rss: 5 * GIB + rng.range(0, 1024) * MIB,
+        });
+        host_procs.insert(
+            pid,
+            host_proc(
+                "python",
+                &[
+                    "/home/eve/venvs/peft/bin/python",
+                    "finetune_lora.py",
+                    "--base",
+                    "mistral-7b",
+                    &format!("--device=cuda:{g}"),
+                ],
+                "eve",
+                44990,
+                s - 1_200 + gi * 17,
+            ),
+        );
+        // 7. Ray rollout workers (bob): three on GPUs 0-3, one on 4-7.
+        let workers = if g < 4 { 3 } else { 1 };
+        for _ in 0..workers {
+            let pid = ray_pid;
+            ray_pid += 1;
+            procs.push(Proc {
+                pid,
+                gpu: g,
+                mem_from: 0,
+                mem_to: (1_100 + rng.range(0, 500)) * MIB,
+                warm_frames: 0,
+                sm: 1.5,
+                cpu: 60.0,
+                rss: 3 * GIB + rng.range(0, 1024) * MIB,
+            });
+            host_procs.insert(
+                pid,
+                host_proc(
+                    "ray::RolloutWorker",
+                    &["ray::RolloutWorker"],
+                    "bob",
+                    31000,
+                    s - 1_790 + u64::from(pid % 7),
+                ),
+            );
+        }
+    }
+    debug_assert_eq!(procs.len(), 64);
+
+    // --- frames ----------------------------------------------------------------------------
+    let mut temps: Vec<f64> = (0..GPUS).map(|_| rng.rangef(44.0, 48.0)).collect();
+    let mut energy: Vec<u64> = (0..GPUS)
+        .map(|_| 9_800_000_000 + rng.range(0, 400_000_000))
+        .collect();
+    let mut links: Vec<Vec<(u64, u64)>> = (0..GPUS)
+        .map(|_| {
+            (0..h100::NVLINKS)
+                .map(|_| {
+                    let base = 3_100_000_000 + rng.range(0, 60_000_000);
+                    (base, base + rng.range(0, 2_000_000))
+                })
+                .collect()
+        })
+        .collect();
+    let mut mem_now: Vec<u64> = procs
+        .iter()
+        .map(|p| {
+            if p.warm_frames > 0 {
+                p.mem_from
+            } else {
+                p.mem_to
+            }
+        })
+        .collect();
+    let mut rss_now: Vec<u64> = procs.iter().map(|p| p.rss).collect();
+    let mut load = LoadAvg::new([22.4, 17.9, 11.2]);
+    let mut frames = Vec::new();
+
+    for f in 0..FRAMES {
+        let mut devs = BTreeMap::new();
+        let mut host_samples = BTreeMap::new();
+        let mut host_cpu_sum = 0.0;
+        for g in 0..GPUS {
+            let gi = g as usize;
+            let mut compute = Vec::new();
+            let mut samples: Vec<ProcessUtilizationSample> = Vec::new();
+            let mut sm_sum = 0.0;
+            let mut mem_util_sum = 0.0;
+            for (i, p) in procs.iter().enumerate().filter(|(_, p)| p.gpu == g) {
+                // Memory: training ranks grow in 2 MiB allocator blocks until warmed up.
+                if p.warm_frames > 0 {
+                    let target = ramp(f, 0, p.warm_frames, p.mem_from as f64, p.mem_to as f64);
+                    let noisy = if f < p.warm_frames {
+                        target * rng.rangef(0.97, 1.0)
+                    } else {
+                        target
+                    };
+                    let blocks = (noisy / (2 * MIB) as f64) as u64 * 2 * MIB;
+                    mem_now[i] = blocks.max(mem_now[i]).min(p.mem_to);
+                } else if rng.unit() < 0.15 {
+                    mem_now[i] = (mem_now[i] as i64
+                        + (rng.range(0, 4) as i64 - 2) * (2 * MIB) as i64)
+                        as u64;
+                }
+                compute.push(proc_info(p.pid, Some(mem_now[i])));
+                // SM share.
+                let sm = if p.warm_frames > 0 {
+                    ramp(f, 1, 9, 25.0, p.sm) + rng.rangef(-4.0, 4.0)
+                } else {
+                    p.sm * rng.rangef(0.4, 1.6)
+                };
+                if p.sm > 0.0 && sm >= 0.5 {
+                    let sm_u = sm.round().clamp(1.0, 100.0) as u32;
+                    let mem_u = (sm * rng.rangef(0.45, 0.65)).round() as u32;
+                    sm_sum += f64::from(sm_u);
+                    mem_util_sum += f64::from(mem_u);
+                    samples.push(util_sample(
+                        p.pid,
+                        f,
+                        rng.range(40_000, 900_000),
+                        sm_u,
+                        mem_u,
+                        0,
+                        0,
+                    ));
+                }
+                // Host side.
+                let busy = p.cpu * rng.rangef(0.7, 1.3);
+                if p.warm_frames > 0 && f < p.warm_frames {
+                    rss_now[i] += rng.range(40, 160) * MIB;
+                }
+                host_cpu_sum += busy;
+                let status = if busy > 50.0 { "running" } else { "sleeping" };
+                host_samples.insert(p.pid, host_sample(busy, rss_now[i], status));
+            }
+            let util = sm_sum.min(100.0);
+            let mem_util = mem_util_sum.min(100.0);
+            let used: u64 = compute
+                .iter()
+                .filter_map(|p| p.used_gpu_memory)
+                .sum::<u64>()
+                + 20 * MIB;
+            // Power follows utilization; the board caps at its 700 W limit.
+            let power_w = (95.0 + util * 5.9 + rng.rangef(-12.0, 12.0)).clamp(70.0, 699.0);
+            let capped = power_w > 680.0;
+            let power_mw = (power_w * 1000.0) as u32;
+            temps[gi] += (36.0 + power_w / 700.0 * 30.0 - temps[gi]) * 0.25;
+            energy[gi] += u64::from(power_mw); // mW x 1 s = mJ
+            let graphics = if util < 2.0 {
+                h100::IDLE_GRAPHICS
+            } else if capped {
+                1_830 + 15 * rng.range(0, 6) as u32
+            } else {
+                h100::MAX_GRAPHICS
+            };
+            let video = if util < 2.0 {
+                h100::IDLE_VIDEO
+            } else {
+                h100::MAX_VIDEO
+            };
+            for l in links[gi].iter_mut() {
+                let per_s = util / 100.0 * rng.rangef(7.5e9, 10.5e9) / 1024.0;
+                l.0 += per_s as u64;
+                l.1 += (per_s * rng.rangef(0.96, 1.04)) as u64;
+            }
+            let mut dy: DeviceDynamic = dynamic_unsupported();
+            dy.memory_info = ok(memory(h100::MEM_TOTAL, Some(h100::MEM_RESERVED), used));
+            dy.bar1_memory_info = ok(bar1(h100::BAR1_TOTAL, used + MIB));
+            dy.utilization_rates = ok(Utilization {
+                gpu: util.round() as u32,
+                memory: mem_util.round() as u32,
+            });
+            dy.encoder_utilization = ok(CodecUtilization {
+                utilization: 0,
+                sampling_period_us: h100::ENCODER_PERIOD_US,
+            });
+            dy.decoder_utilization = ok(CodecUtilization {
+                utilization: 0,
+                sampling_period_us: h100::ENCODER_PERIOD_US,
+            });
+            dy.clocks = clocks(graphics, graphics, h100::MAX_MEMORY, video);
+            dy.temperature = ok(temps[gi].round() as u32);
+            dy.power_usage = ok(power_mw);
+            dy.total_energy_consumption = ok(energy[gi]);
+            dy.performance_state = ok(0);
+            dy.current_pcie_link_generation = ok(5);
+            dy.current_pcie_link_width = ok(16);
+            dy.pcie_tx_throughput = ok(rng.range(2_400, 9_800) as u32);
+            dy.pcie_rx_throughput = ok(rng.range(5_200, 21_000) as u32);
+            dy.nvlink_throughput = nvlink_counters(&links[gi]);
+            dy.ecc_errors = ecc_all(ok(0));
+            dy.clock_event_reasons = ok(if capped { reasons::SW_POWER_CAP } else { 0 });
+            dy.compute_processes = ok(compute);
+            dy.graphics_processes = ok(Vec::new());
+            samples.sort_by_key(|s| s.pid);
+            dy.process_utilization = ok(samples);
+            devs.insert(DeviceId::Gpu(g), dy);
+        }
+        // The launchers and other host work keep a few more CPUs busy.
+        host_cpu_sum += rng.rangef(150.0, 250.0);
+        let busy_cpus = host_cpu_sum / 100.0 + 6.0;
+        let rss_total: u64 = rss_now.iter().sum();
+        frames.push(Frame {
+            t_ms: f as u64 * FRAME_MS,
+            devices: devs,
+            host: HostFrame {
+                cpu_percent: Some(round1(busy_cpus / 224.0 * 100.0)),
+                memory_used: Some(212 * GIB + rss_total),
+                swap_used: Some(0),
+                load_average: Some(load.step(busy_cpus)),
+                processes: host_samples,
+            },
+        });
+    }
+
+    Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta: Meta {
+            name: STEM.to_string(),
+            description: "An 8x H100 80GB HBM3 SXM (HGX) server: an 8-rank torchrun training job \
+                          warming up alongside evaluation, inference, notebook, Dask, LoRA and Ray \
+                          jobs (64 GPU processes in all), with 18 active NVLinks per GPU and no fans."
+                .to_string(),
+            source: "Device values (name, PCI ids, VBIOS, board part number, memory total and \
+                     reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
+                     range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
+                     shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
+                     (a single-GPU VM); the 8-GPU topology, UUIDs, serials, processes, host and \
+                     the frames are synthesised around those values."
+                .to_string(),
+            recorded_at: None,
+        },
+        system: SystemAnswers {
+            driver_version: ok(h100::DRIVER.to_string()),
+            nvml_version: ok(h100::NVML.to_string()),
+            cuda_driver_version: ok(h100::CUDA),
+            device_count: ok(GPUS),
+            cuda_device_order: ok(uuids),
+        },
+        nvml_missing_functions: Vec::new(),
+        devices,
+        host: HostStatic {
+            hostname: Some("hgx-h100-07".to_string()),
+            cpu_count: Some(224),
+            memory_total: Some(2048 * GIB),
+            swap_total: Some(8 * GIB),
+            processes: host_procs,
+        },
+        frames,
+    }
+}

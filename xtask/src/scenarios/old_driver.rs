@@ -1,0 +1,261 @@
+//! `old-driver`: a GeForce GTX 1660 Ti under driver 418.43 (CUDA 10.1), too old to know the
+//! board's name, without the `_v2`/`_v3` process calls, the v2 memory call, MIG, architecture and
+//! per-fan calls.
+
+use std::collections::BTreeMap;
+
+use gpu_backend::fixture::{Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION};
+use gpu_backend::{
+    Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture, PowerLimits,
+    Utilization,
+};
+
+use super::common::*;
+
+pub const STEM: &str = "old-driver";
+const FRAMES: usize = 36;
+const UUID: &str = "GPU-304a277d-3545-63b8-3a36-dfde3c992989";
+const TRAIN: u32 = 3127;
+const TRAIN_START: usize = 6;
+
+/// NVML entry points that libnvidia-ml 418.43 does not export (all came with R450 or later).
+const MISSING: [&str; 15] = [
+    "nvmlDeviceGetArchitecture",
+    "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetFanSpeed_v2",
+    "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetGraphicsRunningProcesses_v2",
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetNumFans",
+    "nvmlDeviceIsMigDeviceHandle",
+    "nvmlDeviceGetMPSComputeRunningProcesses_v3",
+];
+
+pub fn build() -> Fixture {
+    let mut rng = Rng::new(0x1660_0418);
+    let mut s = static_unsupported();
+    s.name = ok("Graphics Device".to_string());
+    s.uuid = ok(UUID.to_string());
+    s.pci_info = ok(pci(0x43, 0x00, 0x2184_10DE, 0x3FC8_1458));
+    s.minor_number = ok(0);
+    s.vbios_version = ok("90.16.25.00.4C".to_string());
+    s.architecture = fnf();
+    s.brand = ok(Brand::GeForce);
+    s.max_clocks = clocks(2145, 2145, 4001, 1950);
+    s.num_fans = fnf();
+    s.temperature_slowdown = ok(93);
+    s.temperature_shutdown = ok(96);
+    s.power_management_mode = ok(true);
+    s.power_management_limit = ok(130_000);
+    s.power_management_limit_constraints = ok(PowerLimits {
+        min_mw: 70_000,
+        max_mw: 130_000,
+    });
+    s.enforced_power_limit = ok(130_000);
+    s.max_pcie_link_generation = ok(3);
+    s.max_pcie_link_width = ok(16);
+    s.display_mode = ok(false);
+    s.display_active = ok(false);
+    s.persistence_mode = ok(false);
+    s.compute_mode = ok(ComputeMode::Default);
+    s.cuda_compute_capability = ok(ComputeCapability { major: 7, minor: 5 });
+    s.mig_mode = fnf();
+    s.max_mig_device_count = fnf();
+    s.mig_device_indices = fnf();
+    s.gpu_instance_id = fnf();
+    s.compute_instance_id = fnf();
+    let mut devices = BTreeMap::new();
+    devices.insert(DeviceId::Gpu(0), s);
+
+    let mut host_procs = BTreeMap::new();
+    host_procs.insert(
+        TRAIN,
+        host_proc(
+            "python3",
+            &[
+                "/home/lena/venv/bin/python3",
+                "train.py",
+                "--model",
+                "resnet50",
+                "--batch-size",
+                "48",
+                "--epochs",
+                "30",
+            ],
+            "lena",
+            3090,
+            START_S + TRAIN_START as u64,
+        ),
+    );
+
+    let mut temp: f64 = 40.0;
+    let mut rss = 0;
+    let mut load = LoadAvg::new([0.08, 0.05, 0.01]);
+    let mut frames = Vec::new();
+    for f in 0..FRAMES {
+        let on = f >= TRAIN_START;
+        let mut dy = dynamic_unsupported();
+        let mut host = BTreeMap::new();
+        let (used, procs, samples);
+        if on {
+            let mib = (ramp(f, TRAIN_START, 10, 301.0, 4_087.0) as u64) / 2 * 2;
+            used = mib * MIB;
+            procs = vec![proc_info(TRAIN, Some(used))];
+            let sm = if f < TRAIN_START + 3 {
+                rng.range(20, 60)
+            } else {
+                rng.range(90, 99)
+            } as u32;
+            samples = vec![util_sample(
+                TRAIN,
+                f,
+                rng.range(60_000, 800_000),
+                sm,
+                sm / 2,
+                0,
+                0,
+            )];
+            rss = (rss.max(1_900 * MIB) + rng.range(10, 90) * MIB).min(5_200 * MIB);
+            host.insert(TRAIN, host_sample(rng.rangef(95.0, 190.0), rss, "running"));
+        } else {
+            used = 0;
+            procs = Vec::new();
+            samples = Vec::new();
+        }
+        let busy = on && f >= TRAIN_START + 2;
+        let power_w = if busy {
+            rng.jitter(121.0, 8.0, 20.0, 130.0)
+        } else if on {
+            62.0
+        } else {
+            rng.jitter(8.93, 0.3, 5.0, 20.0)
+        };
+        temp += ((if busy {
+            68.0
+        } else if on {
+            46.0
+        } else {
+            40.0
+        }) - temp)
+            * 0.2;
+        // Fan stop below 50 °C, then the curve of a typical two-fan GTX 1660 Ti.
+        let fan = if temp < 50.0 {
+            0
+        } else {
+            (30.0 + (temp - 50.0) * 1.2).round() as u32
+        };
+        let graphics = if busy {
+            1_890 + 15 * rng.range(0, 4) as u32
+        } else if on {
+            1_365
+        } else {
+            300
+        };
+        dy.memory_info = ok(memory(5912 * MIB, None, used));
+        dy.bar1_memory_info = ok(bar1(256 * MIB, if on { 6 * MIB } else { 2 * MIB }));
+        dy.utilization_rates = ok(if busy {
+            Utilization {
+                gpu: rng.range(93, 99) as u32,
+                memory: rng.range(38, 52) as u32,
+            }
+        } else if on {
+            Utilization { gpu: 31, memory: 9 }
+        } else {
+            Utilization { gpu: 0, memory: 1 }
+        });
+        dy.encoder_utilization = ok(CodecUtilization {
+            utilization: 0,
+            sampling_period_us: 167_000,
+        });
+        dy.decoder_utilization = ok(CodecUtilization {
+            utilization: 0,
+            sampling_period_us: 167_000,
+        });
+        dy.clocks = if on {
+            clocks(graphics, graphics, 3_801, 1_695)
+        } else {
+            clocks(300, 300, 405, 540)
+        };
+        dy.fan_speed = ok(fan);
+        dy.temperature = ok(temp.round() as u32);
+        dy.power_usage = ok((power_w * 1000.0) as u32);
+        dy.performance_state = ok(if on { 2 } else { 8 });
+        dy.current_pcie_link_generation = ok(if on { 3 } else { 1 });
+        dy.current_pcie_link_width = ok(16);
+        dy.pcie_tx_throughput = ok(if on {
+            1000 * rng.range(4, 15) as u32
+        } else {
+            0
+        });
+        dy.pcie_rx_throughput = ok(if on {
+            1000 * rng.range(60, 190) as u32
+        } else {
+            0
+        });
+        dy.ecc_errors = ecc_all(ns());
+        dy.clock_event_reasons = ok(if on { 0 } else { reasons::GPU_IDLE });
+        dy.compute_processes = ok(procs);
+        dy.graphics_processes = ok(Vec::new());
+        dy.process_utilization = ok(samples);
+        let mut devs = BTreeMap::new();
+        devs.insert(DeviceId::Gpu(0), dy);
+        let busy_cpus = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.05;
+        frames.push(Frame {
+            t_ms: f as u64 * FRAME_MS,
+            devices: devs,
+            host: HostFrame {
+                cpu_percent: Some(round1(busy_cpus / 32.0 * 100.0)),
+                memory_used: Some(5 * GIB + 220 * MIB + rss),
+                swap_used: Some(0),
+                load_average: Some(load.step(busy_cpus)),
+                processes: host,
+            },
+        });
+    }
+
+    Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta: Meta {
+            name: STEM.to_string(),
+            description: "A GeForce GTX 1660 Ti under driver 418.43 (CUDA 10.1), which names it \
+                          \"Graphics Device\" and lacks the _v2/_v3 process calls, memory info v2, \
+                          the architecture, MIG and per-fan calls; a training run starts on the \
+                          idle card at frame 6."
+                .to_string(),
+            source: "Values (name, UUID, PCI ids, VBIOS, memory total, BAR1, idle clocks and max \
+                     clocks, power 8.93 W idle and limits 130 W / 70-130 W, thresholds 96/93 °C, \
+                     fan 0 %, N/A fields, driver 418.43 / CUDA 10.1) from \
+                     shared/reference-dumps/telegraf__gtx-1660-ti.xml (idle); the training \
+                     process, load figures, host and frames are synthesised."
+                .to_string(),
+            recorded_at: None,
+        },
+        system: SystemAnswers {
+            driver_version: ok("418.43".to_string()),
+            nvml_version: ok("10.418.43".to_string()),
+            cuda_driver_version: ok(10010),
+            device_count: ok(1),
+            cuda_device_order: ns(),
+        },
+        nvml_missing_functions: {
+            let mut v: Vec<String> = MISSING.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        },
+        devices,
+        host: HostStatic {
+            hostname: Some("tr-workstation".to_string()),
+            cpu_count: Some(32),
+            memory_total: Some(64 * GIB),
+            swap_total: Some(2 * GIB),
+            processes: host_procs,
+        },
+        frames,
+    }
+}

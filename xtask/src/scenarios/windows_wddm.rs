@@ -1,0 +1,330 @@
+//! `windows-wddm`: a Windows 11 desktop with a GeForce RTX 2080 SUPER under the WDDM driver model,
+//! where per-process GPU memory is not available and two ffmpeg NVENC encodes start.
+
+use std::collections::BTreeMap;
+
+use gpu_backend::fixture::{Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION};
+use gpu_backend::{
+    Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
+    DeviceId, DriverModel, Fixture, PowerLimits, Utilization,
+};
+
+use super::common::*;
+
+pub const STEM: &str = "windows-wddm";
+const FRAMES: usize = 36;
+
+/// The C+G desktop apps of the dump: PID, full image path.
+const DESKTOP_APPS: [(u32, &str); 10] = [
+    (2056, r"C:\Windows\System32\dwm.exe"),
+    (
+        4680,
+        r"C:\Program Files\NVIDIA Corporation\NVIDIA GeForce Experience\NVIDIA Share.exe",
+    ),
+    (12332, r"C:\Windows\explorer.exe"),
+    (
+        12444,
+        r"C:\Windows\SystemApps\MicrosoftWindows.Client.CBS_cw5n1h2txyewy\TextInputHost.exe",
+    ),
+    (
+        14160,
+        r"C:\Windows\SystemApps\MicrosoftWindows.Client.CBS_cw5n1h2txyewy\SearchHost.exe",
+    ),
+    (
+        14184,
+        r"C:\Windows\SystemApps\Microsoft.Windows.StartMenuExperienceHost_cw5n1h2txyewy\StartMenuExperienceHost.exe",
+    ),
+    (
+        15076,
+        r"C:\Windows\SystemApps\ShellExperienceHost_cw5n1h2txyewy\ShellExperienceHost.exe",
+    ),
+    (
+        16280,
+        r"C:\Program Files\Controller Companion\ControllerCompanion.exe",
+    ),
+    (20372, r"C:\Program Files\NZXT CAM\NZXT CAM.exe"),
+    (
+        24804,
+        r"C:\Windows\ImmersiveControlPanel\SystemSettings.exe",
+    ),
+];
+const FFMPEG: &str = r"C:\Users\utku\AppData\Local\Microsoft\WinGet\Packages\Gyan.FFmpeg_Microsoft.Winget.Source_8wekyb3d8bbwe\ffmpeg-8.1.1-full_build\bin\ffmpeg.exe";
+/// The two ffmpeg encodes (compute only) and the frames they start at.
+const ENCODES: [(u32, usize); 2] = [(25704, 5), (26660, 7)];
+const USER: &str = r"DESKTOP-7K2M9QF\utku";
+
+pub fn build() -> Fixture {
+    let mut rng = Rng::new(0x2080_5910);
+    let uuid = rng.uuid("GPU");
+    let mut s = static_unsupported();
+    s.name = ok("NVIDIA GeForce RTX 2080 SUPER".to_string());
+    s.uuid = ok(uuid.clone());
+    s.pci_info = ok(pci(0x0C, 0x00, 0x1E81_10DE, 0x4005_1458));
+    s.vbios_version = ok("90.04.7a.40.73".to_string());
+    s.architecture = ok(Architecture::Turing);
+    s.brand = ok(Brand::GeForce);
+    s.max_clocks = clocks(2145, 2145, 7751, 1950);
+    s.num_fans = ok(1);
+    s.temperature_slowdown = ok(97);
+    s.temperature_shutdown = ok(100);
+    s.power_management_mode = ok(true);
+    s.power_management_limit = ok(250_000);
+    s.power_management_limit_constraints = ok(PowerLimits {
+        min_mw: 105_000,
+        max_mw: 350_000,
+    });
+    s.enforced_power_limit = ok(250_000);
+    s.max_pcie_link_generation = ok(3);
+    s.max_pcie_link_width = ok(16);
+    // "Display Attached: Yes", "Display Active: Disabled" as nvidia-smi 591.86 reported them.
+    s.display_mode = ok(true);
+    s.display_active = ok(false);
+    s.compute_mode = ok(ComputeMode::Default);
+    s.cuda_compute_capability = ok(ComputeCapability { major: 7, minor: 5 });
+    s.driver_model = ok(CurrentPending {
+        current: DriverModel::Wddm,
+        pending: DriverModel::Wddm,
+    });
+    let mut devices = BTreeMap::new();
+    devices.insert(DeviceId::Gpu(0), s);
+
+    let st = START_S;
+    let mut host_procs = BTreeMap::new();
+    for (i, &(pid, path)) in DESKTOP_APPS.iter().enumerate() {
+        let name = path.rsplit('\\').next().unwrap_or(path);
+        let (user, ppid, started) = match pid {
+            2056 => (r"Window Manager\DWM-1", 1024, st - 93_400),
+            12332 => (USER, 11904, st - 93_350),
+            _ => (USER, 1188, st - 93_300 + 40 * i as u64),
+        };
+        host_procs.insert(pid, host_proc(name, &[path], user, ppid, started));
+    }
+    for &(pid, start) in &ENCODES {
+        host_procs.insert(
+            pid,
+            host_proc(
+                "ffmpeg.exe",
+                &[
+                    FFMPEG,
+                    "-hide_banner",
+                    "-f",
+                    "lavfi",
+                    "-i",
+                    "testsrc2=size=1920x1080:rate=120",
+                    "-c:v",
+                    "h264_nvenc",
+                    "-preset",
+                    "p4",
+                    "-f",
+                    "null",
+                    "-",
+                ],
+                USER,
+                21044,
+                st + start as u64,
+            ),
+        );
+    }
+
+    let mut temp: f64 = 40.0;
+    let mut energy: u64 = 4_112_900_000;
+    let mut frames = Vec::new();
+    for f in 0..FRAMES {
+        let running: Vec<u32> = ENCODES
+            .iter()
+            .filter(|(_, s)| f >= *s)
+            .map(|(p, _)| *p)
+            .collect();
+        let n = running.len();
+        // Idle figures from the dump's idle state, load figures from its load state.
+        let (
+            used_mib,
+            gpu_u,
+            mem_u,
+            enc_u,
+            power_w,
+            target_t,
+            fan,
+            pstate,
+            gclk,
+            mclk,
+            vclk,
+            tx,
+            rx,
+        ) = match n {
+            0 => (
+                702,
+                0,
+                0,
+                0,
+                38.9,
+                40.0,
+                38,
+                8,
+                300,
+                405,
+                540,
+                rng.range(2_500, 3_200),
+                rng.range(30, 90),
+            ),
+            1 => (
+                999,
+                4,
+                2,
+                50 + rng.range(0, 4),
+                74.0,
+                43.0,
+                37,
+                2,
+                2055,
+                7500,
+                1905,
+                rng.range(55_000, 68_000),
+                rng.range(560_000, 640_000),
+            ),
+            _ => (
+                1296,
+                7,
+                3,
+                100,
+                97.5,
+                45.0,
+                38,
+                2,
+                2055,
+                7500,
+                1905,
+                rng.range(110_000, 130_000),
+                rng.range(1_150_000, 1_260_000),
+            ),
+        };
+        let power = rng.jitter(power_w, 1.5, 10.0, 250.0);
+        temp += (target_t - temp) * 0.35;
+        let power_mw = (power * 1000.0) as u32;
+        energy += u64::from(power_mw);
+        let desktop: Vec<_> = DESKTOP_APPS
+            .iter()
+            .map(|&(pid, _)| proc_info(pid, None))
+            .collect();
+        let mut compute = desktop.clone();
+        compute.extend(running.iter().map(|&pid| proc_info(pid, None)));
+        compute.sort_by_key(|p| p.pid);
+        let samples: Vec<_> = running
+            .iter()
+            .map(|&pid| {
+                util_sample(
+                    pid,
+                    f,
+                    rng.range(60_000, 700_000),
+                    rng.range(3, 7) as u32,
+                    rng.range(1, 2) as u32,
+                    if n == 1 { 99 } else { rng.range(45, 99) as u32 },
+                    0,
+                )
+            })
+            .collect();
+        let mut dy = dynamic_unsupported();
+        dy.memory_info = ok(memory(
+            8192 * MIB,
+            Some(205 * MIB),
+            used_mib * MIB + rng.range(0, 3) * MIB,
+        ));
+        dy.bar1_memory_info = ok(bar1(256 * MIB, 229 * MIB));
+        dy.utilization_rates = ok(Utilization {
+            gpu: gpu_u,
+            memory: mem_u,
+        });
+        dy.encoder_utilization = ok(CodecUtilization {
+            utilization: enc_u as u32,
+            sampling_period_us: 167_000,
+        });
+        dy.decoder_utilization = ok(CodecUtilization {
+            utilization: 0,
+            sampling_period_us: 167_000,
+        });
+        dy.clocks = clocks(gclk, gclk, mclk, vclk);
+        dy.fan_speed = ok(fan);
+        dy.fan_speeds = vec![ok(fan)];
+        dy.temperature = ok(temp.round() as u32);
+        dy.power_usage = ok(power_mw);
+        dy.total_energy_consumption = ok(energy);
+        dy.performance_state = ok(pstate);
+        dy.current_pcie_link_generation = ok(3);
+        dy.current_pcie_link_width = ok(16);
+        dy.pcie_tx_throughput = ok(tx as u32);
+        dy.pcie_rx_throughput = ok(rx as u32);
+        dy.ecc_errors = ecc_all(ns());
+        dy.clock_event_reasons = ok(if n == 0 { reasons::GPU_IDLE } else { 0 });
+        dy.compute_processes = ok(compute);
+        dy.graphics_processes = ok(desktop);
+        dy.process_utilization = ok(samples);
+        let mut devs = BTreeMap::new();
+        devs.insert(DeviceId::Gpu(0), dy);
+
+        let mut host = BTreeMap::new();
+        for &(pid, _) in &DESKTOP_APPS {
+            let (cpu, rss) = match pid {
+                2056 => (rng.rangef(0.5, 4.0), 182 * MIB),
+                12332 => (rng.rangef(0.0, 1.5), 246 * MIB),
+                20372 => (rng.rangef(0.5, 2.5), 311 * MIB),
+                _ => (rng.rangef(0.0, 0.4), (40 + u64::from(pid % 97)) * MIB),
+            };
+            host.insert(pid, host_sample(cpu, rss, "running"));
+        }
+        for &pid in &running {
+            host.insert(
+                pid,
+                host_sample(rng.rangef(160.0, 240.0), 268 * MIB, "running"),
+            );
+        }
+        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0;
+        frames.push(Frame {
+            t_ms: f as u64 * FRAME_MS,
+            devices: devs,
+            host: HostFrame {
+                cpu_percent: Some(round1(busy / 16.0 * 100.0)),
+                memory_used: Some(9 * GIB + host.values().map(|h| h.rss).sum::<u64>()),
+                swap_used: Some(1_350 * MIB),
+                // Windows has no load average.
+                load_average: None,
+                processes: host,
+            },
+        });
+    }
+
+    Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta: Meta {
+            name: STEM.to_string(),
+            description: "A Windows 11 desktop with a GeForce RTX 2080 SUPER in the WDDM driver \
+                          model: ten C+G desktop apps whose GPU memory is not available, then two \
+                          ffmpeg NVENC encodes (compute) start and drive the encoder to 100 %."
+                .to_string(),
+            source: "Values (name, PCI ids, bus id, VBIOS, memory total/reserved, BAR1, clocks \
+                     and max clocks, power 250 W and 105-350 W, thresholds 100/97 °C, fan 38 %, \
+                     idle and load figures, process PIDs and image paths, driver 591.86 / \
+                     CUDA 13.1) from shared/reference-dumps/\
+                     utku__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt; the UUID, \
+                     host facts and the frames are synthesised."
+                .to_string(),
+            recorded_at: None,
+        },
+        system: SystemAnswers {
+            driver_version: ok("591.86".to_string()),
+            nvml_version: ok("13.591.86".to_string()),
+            cuda_driver_version: ok(13010),
+            device_count: ok(1),
+            cuda_device_order: ok(vec![uuid]),
+        },
+        nvml_missing_functions: Vec::new(),
+        devices,
+        host: HostStatic {
+            hostname: Some("DESKTOP-7K2M9QF".to_string()),
+            cpu_count: Some(16),
+            memory_total: Some(32 * GIB),
+            swap_total: Some(4 * GIB + 768 * MIB),
+            processes: host_procs,
+        },
+        frames,
+    }
+}
