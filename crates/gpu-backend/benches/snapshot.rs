@@ -34,6 +34,16 @@ fn snapshot(c: &mut Criterion) {
         c.bench_function(&format!("snapshot/{stem}"), |b| {
             b.iter(|| black_box(recorder::snapshot(black_box(&backend))))
         });
+
+        // The floor to compare with: the same owned answers cloned straight out of the
+        // fixture, with no trait calls at all.
+        let fixture = backend.fixture().clone();
+        c.bench_function(&format!("clone-answers/{stem}"), |b| {
+            b.iter(|| {
+                let f = black_box(&fixture);
+                black_box((f.system.clone(), f.devices.clone(), f.frames[10].devices.clone()))
+            })
+        });
     }
 }
 
