@@ -1,5 +1,7 @@
 //! Project workflows that plain cargo cannot do. Run as `cargo xtask <command>`.
 
+mod bench_oneshot;
+mod import_smi;
 mod record;
 mod scenarios;
 
@@ -23,6 +25,11 @@ enum Command {
         #[arg(long, default_value = "fixtures")]
         out_dir: PathBuf,
     },
+    /// Turns `nvidia-smi -q -x` output into a one-frame fixture.
+    ImportSmi(import_smi::Args),
+    /// Times one-shot snapshots of gpuscope, `nvitop -1` and `gpustat --json` over the same
+    /// fake NVML library (see docs/benchmarks.md).
+    BenchOneshot(bench_oneshot::Args),
     /// Records a fixture from the real NVML (needs an NVIDIA GPU and driver). Ctrl+C stops early
     /// and keeps the frames recorded so far.
     RecordFixture {
@@ -51,6 +58,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::GenFixtures { out_dir } => scenarios::write_all(&out_dir),
+        Command::ImportSmi(args) => import_smi::run(args),
+        Command::BenchOneshot(args) => bench_oneshot::run(args),
         Command::RecordFixture {
             out,
             frames,
