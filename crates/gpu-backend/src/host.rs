@@ -197,3 +197,46 @@ mod live {
         }
     }
 }
+
+#[cfg(all(test, feature = "host-live"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_host_reads_a_real_child_process() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        let host = LiveHost::new();
+        let facts = host.process(child.id());
+        let sample = host.process_sample(child.id());
+        child.kill().ok();
+        child.wait().ok();
+        let facts = facts.expect("the child is visible");
+        assert_eq!(facts.name, "sleep");
+        assert_eq!(facts.cmdline, vec!["sleep".to_string(), "30".to_string()]);
+        assert_eq!(facts.ppid, Some(std::process::id()));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let start = facts.start_time_s.expect("start time");
+        assert!(
+            start <= now && now - start < 120,
+            "started just now: {start} vs {now}"
+        );
+        assert!(facts.user.is_some());
+        assert!(sample.expect("a sample").rss > 0);
+    }
+
+    #[test]
+    fn live_host_answers_none_for_a_pid_that_does_not_exist() {
+        let host = LiveHost::new();
+        // PIDs are below 2^22 on Linux.
+        assert!(host.process(u32::MAX - 7).is_none());
+        assert!(host.process_sample(u32::MAX - 7).is_none());
+        let machine = host.machine();
+        assert!(machine.memory_total.unwrap_or(0) > 0);
+    }
+}

@@ -320,3 +320,55 @@ pub fn record(
         frames,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::host::ReplayHost;
+    use crate::ReplayBackend;
+
+    fn load(stem: &str) -> Fixture {
+        let path = format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"));
+        Fixture::load(path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_recording_with_the_frames_taken_so_far() {
+        let fixture = load("gpu-lost");
+        let replay = Arc::new(ReplayBackend::new(fixture.clone()));
+        let host = ReplayHost::new(replay.clone());
+        let stop = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let recorded = record(
+            &*replay,
+            &host,
+            &mut ReplayTimeline::new(&replay),
+            RecordOptions {
+                frames: 20,
+                meta: fixture.meta.clone(),
+                nvml_missing_functions: vec![],
+            },
+            Some(&stop),
+            &mut |done, total| {
+                seen.push((done, total));
+                if done == 3 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            },
+        );
+        assert_eq!(seen, vec![(1, 20), (2, 20), (3, 20)]);
+        assert_eq!(recorded.frames.len(), 3);
+        assert_eq!(recorded.frames[..], fixture.frames[..3]);
+        assert!(recorded.validate().is_ok());
+    }
+
+    #[test]
+    fn wall_timeline_spaces_frames_by_the_interval() {
+        let mut t = WallTimeline::new(Duration::from_millis(20));
+        t.wait_for_frame(0);
+        t.wait_for_frame(3);
+        assert!(t.elapsed_ms() >= 60, "frame 3 is due 60 ms after frame 0");
+    }
+}

@@ -381,3 +381,151 @@ impl GpuBackend for ReplayBackend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::Answer;
+
+    fn load(stem: &str) -> Fixture {
+        let path = format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"));
+        Fixture::load(path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn frames_at(times: &[u64]) -> Vec<Frame> {
+        let base = load("old-driver").frames[0].clone();
+        times
+            .iter()
+            .map(|&t_ms| Frame {
+                t_ms,
+                ..base.clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn wall_time_picks_the_last_frame_whose_time_has_come() {
+        let frames = frames_at(&[0, 1000, 2000, 3000]);
+        let at = |ms| frame_at(&frames, Duration::from_millis(ms), false);
+        assert_eq!(at(0), 0);
+        assert_eq!(at(999), 0);
+        assert_eq!(at(1000), 1);
+        assert_eq!(at(2500), 2);
+        // Without looping the last frame stays.
+        assert_eq!(at(60_000), 3);
+    }
+
+    #[test]
+    fn wall_time_loops_after_the_last_frame_plus_one_interval() {
+        let frames = frames_at(&[0, 1000, 2000, 3000]);
+        let at = |ms| frame_at(&frames, Duration::from_millis(ms), true);
+        assert_eq!(at(3999), 3);
+        assert_eq!(at(4000), 0);
+        assert_eq!(at(5500), 1);
+        assert_eq!(at(4000 * 10 + 2000), 2);
+    }
+
+    #[test]
+    fn manual_clock_steps_and_wraps() {
+        let f = load("old-driver");
+        let n = f.frames.len();
+        let r = ReplayBackend::new(f);
+        assert_eq!(r.frame_index(), 0);
+        assert_eq!(r.step(), 1);
+        r.set_frame(n + 100);
+        assert_eq!(r.frame_index(), n - 1, "set_frame clamps to the last frame");
+        assert_eq!(r.step(), 0, "stepping past the last frame wraps");
+    }
+
+    #[test]
+    fn an_unknown_device_is_not_found() {
+        let r = ReplayBackend::new(load("old-driver"));
+        assert_eq!(r.name(DeviceId::Gpu(7)), Err(BackendError::NotFound));
+        assert_eq!(
+            r.memory_info(DeviceId::Mig {
+                parent: 0,
+                index: 0
+            }),
+            Err(BackendError::NotFound)
+        );
+    }
+
+    #[test]
+    fn links_beyond_a_trimmed_list_answer_as_its_last_entry() {
+        let f = load("h100-sxm-8gpu");
+        let r = ReplayBackend::new(f);
+        let gpu = DeviceId::Gpu(0);
+        for link in 0..NVLINK_MAX_LINKS {
+            assert_eq!(r.nvlink_state(gpu, link), Ok(true), "link {link}");
+            assert!(r.nvlink_throughput(gpu, link).is_ok());
+        }
+        assert_eq!(
+            r.nvlink_state(gpu, NVLINK_MAX_LINKS),
+            Err(BackendError::InvalidArgument)
+        );
+
+        // A GPU without NVLink has an empty list: every link is not supported.
+        let r = ReplayBackend::new(load("old-driver"));
+        assert_eq!(
+            r.nvlink_state(DeviceId::Gpu(0), 3),
+            Err(BackendError::NotSupported)
+        );
+    }
+
+    #[test]
+    fn a_fan_beyond_num_fans_is_an_invalid_argument() {
+        let f = load("geforce-desktop");
+        let fans = f.devices[&DeviceId::Gpu(0)].num_fans.get().unwrap();
+        let r = ReplayBackend::new(f);
+        assert!(r.fan_speed_of(DeviceId::Gpu(0), fans - 1).is_ok());
+        assert_eq!(
+            r.fan_speed_of(DeviceId::Gpu(0), fans),
+            Err(BackendError::InvalidArgument)
+        );
+    }
+
+    #[test]
+    fn process_samples_are_served_newer_than_the_callers_timestamp() {
+        let f = load("h100-sxm-8gpu");
+        let gpu = DeviceId::Gpu(0);
+        let Answer::Ok(all) = f.frames[5].devices[&gpu].process_utilization.clone() else {
+            panic!("the 8-GPU scenario records process samples");
+        };
+        assert!(all.len() >= 2);
+        let r = ReplayBackend::new(f);
+        r.set_frame(5);
+        assert_eq!(r.process_utilization(gpu, 0).unwrap(), all);
+        let newest = all.iter().map(|s| s.timestamp_us).max().unwrap();
+        let oldest = all.iter().map(|s| s.timestamp_us).min().unwrap();
+        assert!(r.process_utilization(gpu, newest).unwrap().is_empty());
+        let newer = r.process_utilization(gpu, oldest).unwrap();
+        assert!(newer.iter().all(|s| s.timestamp_us > oldest));
+        assert_eq!(
+            newer.len(),
+            all.iter().filter(|s| s.timestamp_us > oldest).count()
+        );
+    }
+
+    #[test]
+    fn call_counts_tell_queries_apart_by_argument() {
+        let r = ReplayBackend::new(load("old-driver"));
+        let gpu = DeviceId::Gpu(0);
+        r.count_calls(true);
+        let _ = r.clock(gpu, ClockType::Graphics);
+        let _ = r.clock(gpu, ClockType::Memory);
+        assert!(r.take_call_counts().repeated().is_empty());
+        let _ = r.clock(gpu, ClockType::Sm);
+        let _ = r.clock(gpu, ClockType::Sm);
+        let counts = r.take_call_counts();
+        assert_eq!(counts.total(), 2);
+        assert_eq!(counts.repeated().len(), 1);
+        assert_eq!(counts.repeated()[0].0.query, "clock");
+        r.count_calls(false);
+        let _ = r.clock(gpu, ClockType::Sm);
+        assert_eq!(
+            r.take_call_counts().total(),
+            0,
+            "counting off counts nothing"
+        );
+    }
+}
