@@ -41,7 +41,11 @@ fn snapshot(c: &mut Criterion) {
         c.bench_function(&format!("clone-answers/{stem}"), |b| {
             b.iter(|| {
                 let f = black_box(&fixture);
-                black_box((f.system.clone(), f.devices.clone(), f.frames[10].devices.clone()))
+                black_box((
+                    f.system.clone(),
+                    f.devices.clone(),
+                    f.frames[10].devices.clone(),
+                ))
             })
         });
     }
