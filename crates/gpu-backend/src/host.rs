@@ -35,6 +35,13 @@ pub trait HostSource: Send + Sync {
     fn process(&self, pid: u32) -> Option<HostProcess>;
     /// What changes about a process, now.
     fn process_sample(&self, pid: u32) -> Option<HostProcessSample>;
+    /// The host's "now", milliseconds since the Unix epoch: the wall clock for a live host, the
+    /// recorded time of the current frame for a replay. Running times are measured to it.
+    fn now_unix_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
 }
 
 /// Serves a fixture's host facts, following the frame of a [`ReplayBackend`].
@@ -81,6 +88,25 @@ impl HostSource for ReplayHost {
 
     fn process_sample(&self, pid: u32) -> Option<HostProcessSample> {
         self.backend.frame().host.processes.get(&pid).cloned()
+    }
+
+    /// `meta.recorded_at` plus the current frame's `t_ms`; the wall clock when the fixture does
+    /// not say when it was recorded.
+    fn now_unix_ms(&self) -> u64 {
+        let recorded = self
+            .backend
+            .fixture()
+            .meta
+            .recorded_at
+            .as_deref()
+            .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        match recorded {
+            Some(start) => start.as_millis() as u64 + self.backend.frame().t_ms,
+            None => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        }
     }
 }
 
@@ -228,6 +254,18 @@ mod tests {
         );
         assert!(facts.user.is_some());
         assert!(sample.expect("a sample").rss > 0);
+    }
+
+    #[test]
+    fn replay_now_is_the_recording_time_of_the_current_frame() {
+        let path = format!("{}/../../fixtures/old-driver.json", env!("CARGO_MANIFEST_DIR"));
+        let fixture = crate::Fixture::load(path).unwrap();
+        let backend = Arc::new(ReplayBackend::new(fixture));
+        let host = ReplayHost::new(backend.clone());
+        // The scenario says it was recorded at 2026-11-01T10:00:00Z.
+        assert_eq!(host.now_unix_ms(), 1_793_527_200_000);
+        backend.set_frame(3);
+        assert_eq!(host.now_unix_ms(), 1_793_527_200_000 + backend.frame().t_ms);
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub const MIB: u64 = 1024 * 1024;
 pub const GIB: u64 = 1024 * MIB;
 /// Recording start of every scenario: 2026-11-01T10:00:00Z, seconds since the Unix epoch.
 pub const START_S: u64 = 1_793_527_200;
+/// The same instant in RFC 3339, kept as each scenario's `meta.recorded_at` (replay derives the
+/// host's "now", and so process running times, from it).
+pub const RECORDED_AT: &str = "2026-11-01T10:00:00Z";
 /// Recording start in microseconds since the Unix epoch.
 pub const START_US: u64 = START_S * 1_000_000;
 /// Time between frames, ms.

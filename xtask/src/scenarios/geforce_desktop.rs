@@ -308,7 +308,7 @@ pub fn build() -> Fixture {
                      CUDA 11.2) from shared/reference-dumps/a0s-exporter__nvidia-smi-3.xml; \
                      gnome-shell, Blender, the host and the frames are synthesised."
                 .to_string(),
-            recorded_at: None,
+            recorded_at: Some(RECORDED_AT.to_string()),
         },
         system: SystemAnswers {
             driver_version: ok("460.27.04".to_string()),

@@ -265,7 +265,7 @@ pub fn build() -> Fixture {
                      shared/reference-dumps/telegraf__tesla-t4.xml; the other three GPUs, the \
                      workers, host and frames are synthesised."
                 .to_string(),
-            recorded_at: None,
+            recorded_at: Some(RECORDED_AT.to_string()),
         },
         system: SystemAnswers {
             driver_version: ok("515.105.01".to_string()),

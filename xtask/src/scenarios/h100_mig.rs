@@ -308,7 +308,7 @@ pub fn build() -> Fixture {
                      shared/reference-dumps/utku__linux-x86_64__nvidia-h100-mig__590.48.01.txt; \
                      UUIDs, serial, the GI 3 process, the host and the frames are synthesised."
                 .to_string(),
-            recorded_at: None,
+            recorded_at: Some(RECORDED_AT.to_string()),
         },
         system: SystemAnswers {
             driver_version: ok(h100::DRIVER.to_string()),

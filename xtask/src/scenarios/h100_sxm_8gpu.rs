@@ -534,7 +534,7 @@ pub fn build() -> Fixture {
                      (a single-GPU VM); the 8-GPU topology, UUIDs, serials, processes, host and \
                      the frames are synthesised around those values."
                 .to_string(),
-            recorded_at: None,
+            recorded_at: Some(RECORDED_AT.to_string()),
         },
         system: SystemAnswers {
             driver_version: ok(h100::DRIVER.to_string()),

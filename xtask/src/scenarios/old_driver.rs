@@ -234,7 +234,7 @@ pub fn build() -> Fixture {
                      shared/reference-dumps/telegraf__gtx-1660-ti.xml (idle); the training \
                      process, load figures, host and frames are synthesised."
                 .to_string(),
-            recorded_at: None,
+            recorded_at: Some(RECORDED_AT.to_string()),
         },
         system: SystemAnswers {
             driver_version: ok("418.43".to_string()),

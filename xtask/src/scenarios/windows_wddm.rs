@@ -307,7 +307,7 @@ pub fn build() -> Fixture {
                      utku__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt; the UUID, \
                      host facts and the frames are synthesised."
                 .to_string(),
-            recorded_at: None,
+            recorded_at: Some(RECORDED_AT.to_string()),
         },
         system: SystemAnswers {
             driver_version: ok("591.86".to_string()),
