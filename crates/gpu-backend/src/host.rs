@@ -258,7 +258,10 @@ mod tests {
 
     #[test]
     fn replay_now_is_the_recording_time_of_the_current_frame() {
-        let path = format!("{}/../../fixtures/old-driver.json", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/../../fixtures/old-driver.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let fixture = crate::Fixture::load(path).unwrap();
         let backend = Arc::new(ReplayBackend::new(fixture));
         let host = ReplayHost::new(backend.clone());

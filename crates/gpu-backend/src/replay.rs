@@ -116,10 +116,16 @@ impl ReplayBackend {
 
     /// The index of the frame served now.
     pub fn frame_index(&self) -> usize {
+        self.position().0
+    }
+
+    /// The frame served now, and how many whole loops of a looping wall-clock replay came
+    /// before it (always 0 on a manual clock).
+    fn position(&self) -> (usize, u64) {
         let frames = &self.fixture.frames;
         match &self.clock {
-            ReplayClock::Manual(i) => i.load(Ordering::Relaxed).min(frames.len() - 1),
-            ReplayClock::Wall { start, looping } => frame_at(frames, start.elapsed(), *looping),
+            ReplayClock::Manual(i) => (i.load(Ordering::Relaxed).min(frames.len() - 1), 0),
+            ReplayClock::Wall { start, looping } => position_at(frames, start.elapsed(), *looping),
         }
     }
 
@@ -200,25 +206,33 @@ impl ReplayBackend {
     }
 }
 
-/// The frame shown `elapsed` after the start of replay.
-fn frame_at(frames: &[Frame], elapsed: Duration, looping: bool) -> usize {
+/// How long one loop of a looping replay lasts: until the last frame plus one typical interval.
+fn loop_period_ms(frames: &[Frame]) -> u64 {
+    let last = frames.len() - 1;
+    let step = if last > 0 {
+        (frames[last].t_ms / last as u64).max(1)
+    } else {
+        1000
+    };
+    frames[last].t_ms + step
+}
+
+/// The frame shown `elapsed` after the start of replay, and how many whole loops came before.
+fn position_at(frames: &[Frame], elapsed: Duration, looping: bool) -> (usize, u64) {
     let last = frames.len() - 1;
     let mut t = elapsed.as_millis() as u64;
+    let mut loops = 0;
     if looping {
-        // One loop lasts until the last frame plus one typical interval.
-        let step = if last > 0 {
-            (frames[last].t_ms / last as u64).max(1)
-        } else {
-            1000
-        };
-        let period = frames[last].t_ms + step;
+        let period = loop_period_ms(frames);
+        loops = t / period;
         t %= period;
     }
     // The last frame whose time has come.
-    frames
+    let index = frames
         .partition_point(|f| f.t_ms <= t)
         .saturating_sub(1)
-        .min(last)
+        .min(last);
+    (index, loops)
 }
 
 macro_rules! static_answers {
@@ -371,11 +385,26 @@ impl GpuBackend for ReplayBackend {
         id: DeviceId,
         since_us: u64,
     ) -> Result<Vec<ProcessUtilizationSample>> {
-        match &self.dynamic("process_utilization", id)?.process_utilization {
+        // In a looping wall-clock replay each loop moves the sample timestamps on by one loop's
+        // length, so that time keeps going forward for a caller that asks for samples newer than
+        // the last it saw.
+        self.note("process_utilization", Some(id));
+        let (index, loops) = self.position();
+        let frame = &self.fixture.frames[index];
+        let shift = loops * loop_period_ms(&self.fixture.frames) * 1000;
+        match &frame
+            .devices
+            .get(&id)
+            .ok_or(BackendError::NotFound)?
+            .process_utilization
+        {
             crate::fixture::Answer::Ok(samples) => Ok(samples
                 .iter()
+                .map(|s| ProcessUtilizationSample {
+                    timestamp_us: s.timestamp_us + shift,
+                    ..*s
+                })
                 .filter(|s| s.timestamp_us > since_us)
-                .copied()
                 .collect()),
             crate::fixture::Answer::Err(e) => Err(e.clone()),
         }
@@ -406,7 +435,7 @@ mod tests {
     #[test]
     fn wall_time_picks_the_last_frame_whose_time_has_come() {
         let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| frame_at(&frames, Duration::from_millis(ms), false);
+        let at = |ms| position_at(&frames, Duration::from_millis(ms), false).0;
         assert_eq!(at(0), 0);
         assert_eq!(at(999), 0);
         assert_eq!(at(1000), 1);
@@ -418,11 +447,25 @@ mod tests {
     #[test]
     fn wall_time_loops_after_the_last_frame_plus_one_interval() {
         let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| frame_at(&frames, Duration::from_millis(ms), true);
+        let at = |ms| position_at(&frames, Duration::from_millis(ms), true).0;
         assert_eq!(at(3999), 3);
         assert_eq!(at(4000), 0);
         assert_eq!(at(5500), 1);
         assert_eq!(at(4000 * 10 + 2000), 2);
+    }
+
+    #[test]
+    fn each_loop_is_counted_so_sample_times_keep_going_forward() {
+        let frames = frames_at(&[0, 1000, 2000, 3000]);
+        let at = |ms| position_at(&frames, Duration::from_millis(ms), true);
+        assert_eq!(at(500), (0, 0));
+        assert_eq!(at(4500), (0, 1));
+        assert_eq!(at(3 * 4000 + 3500), (3, 3));
+        assert_eq!(loop_period_ms(&frames), 4000);
+        assert_eq!(
+            position_at(&frames, Duration::from_secs(100), false),
+            (3, 0)
+        );
     }
 
     #[test]
