@@ -1,10 +1,1111 @@
 //! `cargo xtask import-smi`: turns `nvidia-smi -q -x` output into a one-frame fixture.
+//!
+//! A bug reporter's `nvidia-smi -q -x > dump.xml` becomes a fixture that every gpuscope layer
+//! (and, through fake-nvml, any NVML client) can replay. The dump is read into a small element
+//! tree ([`xml`]) and each NVML answer is taken from the element nvidia-smi printed it in,
+//! converted to NVML's units (MiB to bytes, W to mW). What nvidia-smi printed as `N/A`,
+//! `[Not Supported]` and the like, and what the dump does not hold at all, becomes the matching
+//! error answer (`not_supported` unless the text names another error). See docs/testing.md for
+//! what an import cannot know.
+
+mod xml;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use gpu_backend::fixture::{
+    DeviceDynamic, DeviceStatic, EccCounts, Frame, HostFrame, HostProcess, HostProcessSample,
+    HostStatic, Meta, SystemAnswers, SCHEMA_VERSION,
+};
+use gpu_backend::{
+    Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeMode,
+    CurrentPending, DeviceId, DriverModel, Fixture, MemoryInfo, PciInfo, PerClock, PowerLimits,
+    ProcessInfo, Utilization,
+};
+
+use xml::{Element, XmlError};
 
 /// Command-line arguments.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The output of `nvidia-smi -q -x` to import.
+    #[arg(value_name = "DUMP.xml")]
+    pub dump: PathBuf,
+    /// The fixture file to write.
+    #[arg(long, value_name = "FIXTURE.json")]
+    pub out: PathBuf,
+    /// Scenario name kept in the fixture (default: the dump's file stem).
+    #[arg(long)]
+    pub name: Option<String>,
+}
 
 /// Runs the import.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("import-smi is not implemented yet")
+pub fn run(args: Args) -> Result<()> {
+    let origin = args.dump.display().to_string();
+    let bytes = std::fs::read(&args.dump).with_context(|| format!("cannot read {origin}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let file_name = args
+        .dump
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| origin.clone());
+    let name = args.name.clone().unwrap_or_else(|| stem_of(&args.dump));
+    let fixture = import_str(&text, &origin, &file_name, &name)?;
+    if let Err((path, message)) = fixture.validate() {
+        bail!(
+            "{origin}: the imported fixture does not validate at `{path}`: {message} \
+             (this is a bug in import-smi; please report it with the dump)"
+        );
+    }
+    std::fs::write(&args.out, fixture.to_json_pretty() + "\n")
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    let gpus = fixture.physical_ids().count();
+    let migs = fixture.devices.len() - gpus;
+    println!(
+        "wrote {} ({gpus} GPU(s), {migs} MIG device(s), one frame)",
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "imported".into())
+}
+
+/// Imports the text of an `nvidia-smi -q -x` dump. `origin` names the dump in errors,
+/// `file_name` is kept in `meta.source`, `name` becomes `meta.name`.
+///
+/// Fails, naming `origin`, on text that is not XML or whose root element is not
+/// `<nvidia_smi_log>`. Never panics.
+pub fn import_str(text: &str, origin: &str, file_name: &str, name: &str) -> Result<Fixture> {
+    const EXPECTED: &str = "expected the XML output of `nvidia-smi -q -x` (root element \
+                            <nvidia_smi_log>)";
+    let doc = match xml::parse(text, "nvidia_smi_log") {
+        Ok(d) => d,
+        Err(e @ (XmlError::WrongRoot { .. } | XmlError::NotXml { .. } | XmlError::Empty)) => {
+            bail!("{origin}: not nvidia-smi XML: {e}; {EXPECTED}")
+        }
+        Err(e @ XmlError::Malformed { .. }) => {
+            bail!("{origin}: cannot read the nvidia-smi XML: {e}; {EXPECTED}")
+        }
+    };
+    Ok(build(&doc, file_name, name))
+}
+
+// ---- Values as nvidia-smi prints them ----
+
+/// The error that a placeholder nvidia-smi prints instead of a value stands for.
+fn placeholder(text: &str) -> Option<BackendError> {
+    let t = text.trim();
+    let inner = t
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(t)
+        .trim()
+        .to_ascii_lowercase();
+    let e = match inner.as_str() {
+        "n/a" | "na" | "not supported" | "unsupported" | "not available" => {
+            BackendError::NotSupported
+        }
+        "insufficient permissions" | "insufficient permission" | "no permission" => {
+            BackendError::NoPermission
+        }
+        "unknown error" => BackendError::Unknown(gpu_backend::error::nvml_codes::UNKNOWN),
+        "gpu is lost" | "gpu lost" => BackendError::GpuLost,
+        "not found" => BackendError::NotFound,
+        "function not found" => BackendError::FunctionNotFound,
+        "timeout" | "timed out" => BackendError::Timeout,
+        "uninitialized" => BackendError::Uninitialized,
+        "driver not loaded" => BackendError::DriverNotLoaded,
+        s if s.contains("deprecated") || s.starts_with("not available in wddm") => {
+            BackendError::NotSupported
+        }
+        _ => return None,
+    };
+    Some(e)
+}
+
+type R<T> = Result<T, BackendError>;
+
+/// The trimmed text of an element: missing elements and placeholders are errors.
+fn text(e: Option<&Element>) -> R<&str> {
+    let e = e.ok_or(BackendError::NotSupported)?;
+    match placeholder(e.value()) {
+        Some(err) => Err(err),
+        None => Ok(e.value()),
+    }
+}
+
+fn unreadable(t: &str, what: &str) -> BackendError {
+    BackendError::Other(format!("nvidia-smi printed {t:?}, expected {what}"))
+}
+
+/// A number followed by one of `units` (case-insensitive), scaled by the unit's factor.
+fn number(e: Option<&Element>, units: &[(&str, f64)], what: &str) -> R<f64> {
+    let t = text(e)?;
+    if t.is_empty() {
+        return Err(BackendError::NotSupported);
+    }
+    let split = t
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .map(|(i, _)| i)
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit = unit.trim();
+    let value: f64 = num.parse().map_err(|_| unreadable(t, what))?;
+    let factor = units
+        .iter()
+        .find(|(u, _)| u.eq_ignore_ascii_case(unit))
+        .map(|&(_, f)| f)
+        .ok_or_else(|| unreadable(t, what))?;
+    let v = value * factor;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(unreadable(t, what))
+    }
+}
+
+fn to_u32(v: f64, what: &str) -> R<u32> {
+    let r = v.round();
+    if (0.0..=f64::from(u32::MAX)).contains(&r) {
+        Ok(r as u32)
+    } else {
+        Err(BackendError::Other(format!(
+            "{v} is out of range for {what}"
+        )))
+    }
+}
+
+fn to_u64(v: f64, what: &str) -> R<u64> {
+    let r = v.round();
+    // 2^64 as f64; anything at or above it does not fit.
+    if (0.0..18_446_744_073_709_551_616.0).contains(&r) {
+        Ok(r as u64)
+    } else {
+        Err(BackendError::Other(format!(
+            "{v} is out of range for {what}"
+        )))
+    }
+}
+
+const MIB_F: f64 = 1024.0 * 1024.0;
+
+/// Memory: bytes from `N MiB`.
+fn bytes(e: Option<&Element>) -> R<u64> {
+    let units = [
+        ("MiB", MIB_F),
+        ("GiB", 1024.0 * MIB_F),
+        ("KiB", 1024.0),
+        ("B", 1.0),
+    ];
+    to_u64(number(e, &units, "a size in MiB")?, "bytes")
+}
+
+fn mhz(e: Option<&Element>) -> R<u32> {
+    to_u32(
+        number(e, &[("MHz", 1.0), ("GHz", 1000.0)], "a clock in MHz")?,
+        "MHz",
+    )
+}
+
+fn percent(e: Option<&Element>) -> R<u32> {
+    to_u32(
+        number(e, &[("%", 1.0), ("", 1.0)], "a percentage")?,
+        "percent",
+    )
+}
+
+fn milliwatts(e: Option<&Element>) -> R<u32> {
+    to_u32(
+        number(e, &[("W", 1000.0), ("mW", 1.0)], "a power in W")?,
+        "mW",
+    )
+}
+
+fn celsius(e: Option<&Element>) -> R<u32> {
+    to_u32(number(e, &[("C", 1.0)], "a temperature in C")?, "degrees C")
+}
+
+fn kb_per_s(e: Option<&Element>) -> R<u32> {
+    to_u32(
+        number(
+            e,
+            &[("KB/s", 1.0), ("MB/s", 1000.0)],
+            "a throughput in KB/s",
+        )?,
+        "KB/s",
+    )
+}
+
+fn integer(e: Option<&Element>) -> R<u32> {
+    let v = number(e, &[("", 1.0), ("x", 1.0)], "an integer")?;
+    if v.fract() != 0.0 {
+        return Err(unreadable(text(e).unwrap_or(""), "an integer"));
+    }
+    to_u32(v, "an integer")
+}
+
+fn count(e: Option<&Element>) -> R<u64> {
+    let v = number(e, &[("", 1.0)], "a count")?;
+    to_u64(v, "a count")
+}
+
+fn string(e: Option<&Element>) -> R<String> {
+    text(e).map(str::to_string)
+}
+
+fn boolean(e: Option<&Element>) -> R<bool> {
+    let t = text(e)?;
+    match t.to_ascii_lowercase().as_str() {
+        "enabled" | "yes" | "supported" | "active" | "on" => Ok(true),
+        "disabled" | "no" | "not active" | "off" => Ok(false),
+        "" => Err(BackendError::NotSupported),
+        _ => Err(unreadable(t, "Enabled or Disabled")),
+    }
+}
+
+fn pair<T>(current: R<T>, pending: R<T>) -> Answer<CurrentPending<T>> {
+    Answer::from(
+        current.and_then(|current| pending.map(|pending| CurrentPending { current, pending })),
+    )
+}
+
+/// The first of `names` that `parent` has, so that a renamed element is read from whichever
+/// name this version of nvidia-smi used.
+fn first<'a>(parent: Option<&'a Element>, names: &[&str]) -> Option<&'a Element> {
+    let p = parent?;
+    names.iter().find_map(|n| p.child(n))
+}
+
+fn at<'a>(e: &'a Element, path: &[&str]) -> Option<&'a Element> {
+    e.at(path)
+}
+
+/// `0000:00:03.0` (old nvidia-smi) becomes NVML's `00000000:00:03.0`.
+fn normalise_bus_id(id: &str) -> String {
+    let id = id.trim();
+    match id.split_once(':') {
+        Some((domain, rest))
+            if domain.len() < 8 && domain.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            format!("{domain:0>8}:{rest}")
+        }
+        _ => id.to_string(),
+    }
+}
+
+fn hex(e: Option<&Element>) -> R<u32> {
+    let t = text(e)?;
+    let digits = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    u32::from_str_radix(digits, 16).map_err(|_| unreadable(t, "a hexadecimal number"))
+}
+
+/// Domain, bus and device parsed from a bus id `DDDDDDDD:BB:DD.F`.
+fn bus_id_parts(id: &str) -> Option<(u32, u32, u32)> {
+    let (domain, rest) = id.split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let device = rest.split('.').next()?;
+    Some((
+        u32::from_str_radix(domain, 16).ok()?,
+        u32::from_str_radix(bus, 16).ok()?,
+        u32::from_str_radix(device, 16).ok()?,
+    ))
+}
+
+fn pci_info(g: &Element) -> R<PciInfo> {
+    let pci = g.child("pci");
+    let bus_id = match pci.and_then(|p| p.child("pci_bus_id")) {
+        Some(e) => text(Some(e))?.to_string(),
+        None => g
+            .attr("id")
+            .map(str::to_string)
+            .ok_or(BackendError::NotSupported)?,
+    };
+    let bus_id = normalise_bus_id(&bus_id);
+    let parsed = bus_id_parts(&bus_id);
+    let part = |name: &str, from_id: Option<u32>| -> R<u32> {
+        match pci.and_then(|p| p.child(name)) {
+            Some(e) => hex(Some(e)),
+            None => from_id.ok_or_else(|| unreadable(&bus_id, "a PCI bus id")),
+        }
+    };
+    Ok(PciInfo {
+        domain: part("pci_domain", parsed.map(|p| p.0))?,
+        bus: part("pci_bus", parsed.map(|p| p.1))?,
+        device: part("pci_device", parsed.map(|p| p.2))?,
+        pci_device_id: hex(first(pci, &["pci_device_id"]))?,
+        pci_subsystem_id: hex(first(pci, &["pci_sub_system_id", "pci_subsystem_id"]))?,
+        bus_id,
+    })
+}
+
+fn architecture(e: Option<&Element>) -> R<Architecture> {
+    let t = text(e)?;
+    let lower = t.to_ascii_lowercase();
+    Ok(match lower.as_str() {
+        "kepler" => Architecture::Kepler,
+        "maxwell" => Architecture::Maxwell,
+        "pascal" => Architecture::Pascal,
+        "volta" => Architecture::Volta,
+        "turing" => Architecture::Turing,
+        "ampere" => Architecture::Ampere,
+        "ada" | "ada lovelace" => Architecture::Ada,
+        "hopper" => Architecture::Hopper,
+        "blackwell" => Architecture::Blackwell,
+        _ => return Err(unreadable(t, "an architecture name")),
+    })
+}
+
+fn brand(e: Option<&Element>) -> R<Brand> {
+    let t = text(e)?;
+    let lower = t.to_ascii_lowercase();
+    Ok(match lower.as_str() {
+        "unknown" => Brand::Unknown,
+        "quadro" => Brand::Quadro,
+        "tesla" => Brand::Tesla,
+        "nvs" => Brand::Nvs,
+        "grid" => Brand::Grid,
+        "geforce" => Brand::GeForce,
+        "titan" => Brand::Titan,
+        "nvidia virtual applications" => Brand::Other(7),
+        "nvidia virtual pc" => Brand::Other(8),
+        "nvidia rtx virtual workstation" => Brand::Other(9),
+        "nvidia virtual compute server" => Brand::Other(10),
+        "nvidia cloud gaming" => Brand::Other(11),
+        "quadro rtx" => Brand::QuadroRtx,
+        "nvidia rtx" => Brand::NvidiaRtx,
+        "nvidia" => Brand::Nvidia,
+        "geforce rtx" => Brand::GeForceRtx,
+        "titan rtx" => Brand::TitanRtx,
+        _ => return Err(unreadable(t, "a product brand")),
+    })
+}
+
+fn compute_mode(e: Option<&Element>) -> R<ComputeMode> {
+    let t = text(e)?;
+    Ok(match t.to_ascii_lowercase().replace(' ', "_").as_str() {
+        "default" => ComputeMode::Default,
+        "exclusive_thread" => ComputeMode::ExclusiveThread,
+        "prohibited" => ComputeMode::Prohibited,
+        "exclusive_process" => ComputeMode::ExclusiveProcess,
+        _ => return Err(unreadable(t, "a compute mode")),
+    })
+}
+
+fn driver_model(e: Option<&Element>) -> R<DriverModel> {
+    let t = text(e)?;
+    Ok(match t.to_ascii_lowercase().as_str() {
+        "wddm" => DriverModel::Wddm,
+        "wdm" | "tcc" => DriverModel::Wdm,
+        "mcdm" => DriverModel::Mcdm,
+        _ => return Err(unreadable(t, "WDDM, TCC or MCDM")),
+    })
+}
+
+fn pstate(e: Option<&Element>) -> R<u32> {
+    let t = text(e)?;
+    if t.eq_ignore_ascii_case("unknown") {
+        return Ok(32);
+    }
+    t.strip_prefix('P')
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|&n| n <= 15)
+        .ok_or_else(|| unreadable(t, "a performance state P0..P15"))
+}
+
+/// `"12.2"` as CUDA's integer encoding 12020.
+fn cuda_version(e: Option<&Element>) -> R<i32> {
+    let t = text(e)?;
+    let (major, minor) = t.split_once('.').unwrap_or((t, "0"));
+    let major: i32 = major
+        .trim()
+        .parse()
+        .map_err(|_| unreadable(t, "a CUDA version"))?;
+    let minor: i32 = minor
+        .trim()
+        .parse()
+        .map_err(|_| unreadable(t, "a CUDA version"))?;
+    if !(0..=100_000).contains(&major) || !(0..=99).contains(&minor) {
+        return Err(unreadable(t, "a CUDA version"));
+    }
+    Ok(major * 1000 + minor * 10)
+}
+
+fn per_clock(parent: Option<&Element>) -> PerClock<Answer<u32>> {
+    PerClock {
+        graphics: mhz(first(parent, &["graphics_clock"])).into(),
+        sm: mhz(first(parent, &["sm_clock"])).into(),
+        memory: mhz(first(parent, &["mem_clock", "memory_clock"])).into(),
+        video: mhz(first(parent, &["video_clock"])).into(),
+    }
+}
+
+/// NVML clock event reason bits, by the name nvidia-smi gives the reason.
+const REASONS: &[(&str, u64)] = &[
+    ("gpu_idle", 0x1),
+    ("applications_clocks_setting", 0x2),
+    ("sw_power_cap", 0x4),
+    ("hw_slowdown", 0x8),
+    ("sync_boost", 0x10),
+    ("sw_thermal_slowdown", 0x20),
+    ("hw_thermal_slowdown", 0x40),
+    ("hw_power_brake_slowdown", 0x80),
+    ("display_clocks_setting", 0x100),
+    ("unknown", 0x8000_0000_0000_0000),
+];
+
+fn clock_event_reasons(g: &Element) -> R<u64> {
+    let Some(list) = first(
+        Some(g),
+        &["clocks_event_reasons", "clocks_throttle_reasons"],
+    ) else {
+        return Err(BackendError::NotSupported);
+    };
+    let mut mask = 0u64;
+    let mut known = false;
+    let mut error = None;
+    for c in &list.children {
+        let reason = c
+            .name
+            .strip_prefix("clocks_event_reason_")
+            .or_else(|| c.name.strip_prefix("clocks_throttle_reason_"));
+        let Some(bit) = reason.and_then(|r| REASONS.iter().find(|(n, _)| *n == r)) else {
+            continue;
+        };
+        match text(Some(c)).map(|t| t.to_ascii_lowercase()) {
+            Ok(t) if t == "active" => {
+                mask |= bit.1;
+                known = true;
+            }
+            Ok(t) if t == "not active" => known = true,
+            Ok(_) => {}
+            Err(e) => error = error.or(Some(e)),
+        }
+    }
+    if known {
+        Ok(mask)
+    } else {
+        Err(error.unwrap_or(BackendError::NotSupported))
+    }
+}
+
+/// The total of one ECC counter group: `single_bit/total` and `double_bit/total` in old dumps,
+/// the sum of the `sram_*`/`dram_*` counters in new ones.
+fn ecc_total(group: Option<&Element>, corrected: bool) -> R<u64> {
+    let group = group.ok_or(BackendError::NotSupported)?;
+    let old = if corrected {
+        "single_bit"
+    } else {
+        "double_bit"
+    };
+    if let Some(total) = group.child(old).and_then(|b| b.child("total")) {
+        return count(Some(total));
+    }
+    let mut sum: Option<u64> = None;
+    let mut error = None;
+    for c in &group.children {
+        let uncorrectable = c.name.contains("uncorrectable");
+        let correctable = !uncorrectable && c.name.ends_with("_correctable");
+        if corrected != correctable || (!corrected && !uncorrectable) {
+            continue;
+        }
+        match count(Some(c)) {
+            Ok(n) => sum = Some(sum.unwrap_or(0).saturating_add(n)),
+            Err(e) => error = error.or(Some(e)),
+        }
+    }
+    sum.ok_or(error.unwrap_or(BackendError::NotSupported))
+}
+
+fn ecc_counts(errors: Option<&Element>, volatile: &[&str], aggregate: &[&str]) -> EccCounts {
+    let v = first(errors, volatile);
+    let a = first(errors, aggregate);
+    EccCounts {
+        volatile_corrected: ecc_total(v, true).into(),
+        volatile_uncorrected: ecc_total(v, false).into(),
+        aggregate_corrected: ecc_total(a, true).into(),
+        aggregate_uncorrected: ecc_total(a, false).into(),
+    }
+}
+
+fn memory_info(fb: Option<&Element>) -> R<MemoryInfo> {
+    let fb = fb.ok_or(BackendError::NotSupported)?;
+    Ok(MemoryInfo {
+        total: bytes(fb.child("total"))?,
+        free: bytes(fb.child("free"))?,
+        used: bytes(fb.child("used"))?,
+        reserved: bytes(fb.child("reserved")).ok(),
+    })
+}
+
+fn bar1_info(bar1: Option<&Element>) -> R<Bar1MemoryInfo> {
+    let bar1 = bar1.ok_or(BackendError::NotSupported)?;
+    Ok(Bar1MemoryInfo {
+        total: bytes(bar1.child("total"))?,
+        free: bytes(bar1.child("free"))?,
+        used: bytes(bar1.child("used"))?,
+    })
+}
+
+// ---- Processes ----
+
+/// One `<process_info>`.
+#[derive(Debug, Clone)]
+struct SmiProcess {
+    pid: u32,
+    compute: bool,
+    graphics: bool,
+    name: String,
+    used: Option<u64>,
+    gpu_instance_id: Option<u32>,
+    compute_instance_id: Option<u32>,
+}
+
+impl SmiProcess {
+    fn info(&self) -> ProcessInfo {
+        ProcessInfo {
+            pid: self.pid,
+            used_gpu_memory: self.used,
+            gpu_instance_id: self.gpu_instance_id,
+            compute_instance_id: self.compute_instance_id,
+        }
+    }
+}
+
+/// The processes of a GPU, or the error its process list stands for (no `<processes>`).
+fn processes(g: &Element, notes: &mut Vec<String>) -> R<Vec<SmiProcess>> {
+    let list = g.child("processes").ok_or(BackendError::NotSupported)?;
+    if list.children.is_empty() {
+        // Empty, "None" or "No running processes found".
+        return match placeholder(list.value()) {
+            Some(e) => Err(e),
+            None => Ok(Vec::new()),
+        };
+    }
+    let mut out = Vec::new();
+    for p in list.children_named("process_info") {
+        let Ok(pid) = integer(p.child("pid")) else {
+            notes.push(format!(
+                "a process without a readable pid ({:?}) was left out",
+                p.child("pid").map(Element::value).unwrap_or("missing")
+            ));
+            continue;
+        };
+        let kind = p
+            .child("type")
+            .map(|t| t.value().to_ascii_uppercase())
+            .unwrap_or_default();
+        let graphics = kind.contains('G');
+        // "C", "C+G", "M", "M+C": anything that is not graphics-only is a compute context.
+        let compute = kind.contains('C') || kind.contains('M') || !graphics;
+        let used = bytes(p.child("used_memory")).ok();
+        out.push(SmiProcess {
+            pid,
+            compute,
+            graphics,
+            name: p
+                .child("process_name")
+                .map(|n| n.value().to_string())
+                .unwrap_or_default(),
+            used,
+            gpu_instance_id: integer(p.child("gpu_instance_id")).ok(),
+            compute_instance_id: integer(p.child("compute_instance_id")).ok(),
+        });
+    }
+    Ok(out)
+}
+
+type Lists = (Answer<Vec<ProcessInfo>>, Answer<Vec<ProcessInfo>>);
+
+fn lists<'a>(procs: &R<Vec<SmiProcess>>, keep: impl Fn(&SmiProcess) -> bool + 'a) -> Lists {
+    match procs {
+        Ok(ps) => (
+            Answer::Ok(
+                ps.iter()
+                    .filter(|p| p.compute && keep(p))
+                    .map(SmiProcess::info)
+                    .collect(),
+            ),
+            Answer::Ok(
+                ps.iter()
+                    .filter(|p| p.graphics && keep(p))
+                    .map(SmiProcess::info)
+                    .collect(),
+            ),
+        ),
+        Err(e) => (Answer::Err(e.clone()), Answer::Err(e.clone())),
+    }
+}
+
+/// The executable name in what nvidia-smi printed as the process name (a path, often with
+/// arguments on Linux).
+fn executable_name(printed: &str) -> String {
+    let printed = printed.trim();
+    let program = if printed.contains('\\') {
+        printed
+    } else {
+        printed.split_whitespace().next().unwrap_or("")
+    };
+    program
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(program)
+        .to_string()
+}
+
+// ---- Devices ----
+
+/// A MIG device of a dump.
+struct SmiMig {
+    index: u32,
+    gi: R<u32>,
+    ci: R<u32>,
+    element: Element,
+}
+
+fn mig_devices(g: &Element) -> Vec<SmiMig> {
+    let Some(list) = g.child("mig_devices") else {
+        return Vec::new();
+    };
+    let mut out: Vec<SmiMig> = Vec::new();
+    for (position, m) in list.children_named("mig_device").enumerate() {
+        let mut index = integer(m.child("index")).unwrap_or(position as u32);
+        // Slots must be distinct; a dump that repeats one gets the next free slot.
+        while out.iter().any(|o| o.index == index) {
+            index = index.saturating_add(1);
+        }
+        out.push(SmiMig {
+            index,
+            gi: integer(m.child("gpu_instance_id")),
+            ci: integer(m.child("compute_instance_id")),
+            element: m.clone(),
+        });
+    }
+    out.sort_by_key(|m| m.index);
+    out
+}
+
+/// What nvidia-smi does not show for a MIG device answers `not_supported`.
+fn ns<T>() -> Answer<T> {
+    Answer::Err(BackendError::NotSupported)
+}
+
+fn unsupported_static() -> DeviceStatic {
+    DeviceStatic {
+        name: ns(),
+        uuid: ns(),
+        serial: ns(),
+        pci_info: ns(),
+        minor_number: ns(),
+        vbios_version: ns(),
+        board_part_number: ns(),
+        architecture: ns(),
+        brand: ns(),
+        max_clocks: PerClock::from_fn(|_| ns()),
+        num_fans: ns(),
+        temperature_slowdown: ns(),
+        temperature_shutdown: ns(),
+        power_management_mode: ns(),
+        power_management_limit: ns(),
+        power_management_limit_constraints: ns(),
+        enforced_power_limit: ns(),
+        max_pcie_link_generation: ns(),
+        max_pcie_link_width: ns(),
+        nvlink_state: Vec::new(),
+        display_mode: ns(),
+        display_active: ns(),
+        persistence_mode: ns(),
+        ecc_mode: ns(),
+        compute_mode: ns(),
+        cuda_compute_capability: ns(),
+        driver_model: ns(),
+        mig_mode: ns(),
+        max_mig_device_count: ns(),
+        mig_device_indices: ns(),
+        gpu_instance_id: ns(),
+        compute_instance_id: ns(),
+    }
+}
+
+fn unsupported_dynamic() -> DeviceDynamic {
+    DeviceDynamic {
+        memory_info: ns(),
+        bar1_memory_info: ns(),
+        utilization_rates: ns(),
+        encoder_utilization: ns(),
+        decoder_utilization: ns(),
+        clocks: PerClock::from_fn(|_| ns()),
+        fan_speed: ns(),
+        fan_speeds: Vec::new(),
+        temperature: ns(),
+        power_usage: ns(),
+        total_energy_consumption: ns(),
+        performance_state: ns(),
+        current_pcie_link_generation: ns(),
+        current_pcie_link_width: ns(),
+        pcie_tx_throughput: ns(),
+        pcie_rx_throughput: ns(),
+        nvlink_throughput: Vec::new(),
+        ecc_errors: EccCounts {
+            volatile_corrected: ns(),
+            volatile_uncorrected: ns(),
+            aggregate_corrected: ns(),
+            aggregate_uncorrected: ns(),
+        },
+        clock_event_reasons: ns(),
+        compute_processes: ns(),
+        graphics_processes: ns(),
+        process_utilization: ns(),
+    }
+}
+
+/// The MIG slots NVML would report: `MIG_SLOTS` covers every MIG-capable GPU so far (A100,
+/// H100, B200 have 7 slots).
+const MIG_SLOTS: u32 = 7;
+
+fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
+    let power = first(Some(g), &["gpu_power_readings", "power_readings"]);
+    let temp = g.child("temperature");
+    let link = at(g, &["pci", "pci_gpu_link_info"]);
+    let mig_mode = pair(
+        boolean(at(g, &["mig_mode", "current_mig"])),
+        boolean(at(g, &["mig_mode", "pending_mig"])),
+    );
+    let highest = migs
+        .iter()
+        .map(|m| m.index.saturating_add(1))
+        .max()
+        .unwrap_or(0);
+    let (max_mig, indices) = match (&mig_mode, migs.is_empty()) {
+        (_, false) => (
+            Answer::Ok(MIG_SLOTS.max(highest)),
+            Answer::Ok(migs.iter().map(|m| m.index).collect()),
+        ),
+        // MIG mode known (on with no instance, or off): a MIG-capable GPU with no slot in use.
+        (Answer::Ok(_), true) => (Answer::Ok(MIG_SLOTS), Answer::Ok(Vec::new())),
+        (Answer::Err(e), true) => (Answer::Err(e.clone()), Answer::Err(e.clone())),
+    };
+    let fan = percent(g.child("fan_speed"));
+    DeviceStatic {
+        name: string(g.child("product_name")).into(),
+        uuid: string(g.child("uuid")).into(),
+        serial: string(g.child("serial")).into(),
+        pci_info: pci_info(g).into(),
+        minor_number: integer(g.child("minor_number")).into(),
+        vbios_version: string(g.child("vbios_version")).into(),
+        board_part_number: string(g.child("board_part_number")).into(),
+        architecture: architecture(g.child("product_architecture")).into(),
+        brand: brand(g.child("product_brand")).into(),
+        max_clocks: per_clock(g.child("max_clocks")),
+        num_fans: fan.map(|_| 1).into(),
+        temperature_slowdown: celsius(first(temp, &["gpu_temp_slow_threshold"])).into(),
+        temperature_shutdown: celsius(first(temp, &["gpu_temp_max_threshold"])).into(),
+        power_management_mode: boolean(first(power, &["power_management"])).into(),
+        power_management_limit: milliwatts(first(power, &["requested_power_limit", "power_limit"]))
+            .into(),
+        power_management_limit_constraints: milliwatts(first(power, &["min_power_limit"]))
+            .and_then(|min_mw| {
+                milliwatts(first(power, &["max_power_limit"]))
+                    .map(|max_mw| PowerLimits { min_mw, max_mw })
+            })
+            .into(),
+        enforced_power_limit: milliwatts(first(
+            power,
+            &["current_power_limit", "enforced_power_limit"],
+        ))
+        .into(),
+        max_pcie_link_generation: integer(link.and_then(|l| l.at(&["pcie_gen", "max_link_gen"])))
+            .into(),
+        max_pcie_link_width: integer(link.and_then(|l| l.at(&["link_widths", "max_link_width"])))
+            .into(),
+        nvlink_state: Vec::new(),
+        display_mode: boolean(g.child("display_mode")).into(),
+        display_active: boolean(g.child("display_active")).into(),
+        persistence_mode: boolean(g.child("persistence_mode")).into(),
+        ecc_mode: pair(
+            boolean(at(g, &["ecc_mode", "current_ecc"])),
+            boolean(at(g, &["ecc_mode", "pending_ecc"])),
+        ),
+        compute_mode: compute_mode(g.child("compute_mode")).into(),
+        cuda_compute_capability: Answer::Err(BackendError::NotSupported),
+        driver_model: pair(
+            driver_model(at(g, &["driver_model", "current_dm"])),
+            driver_model(at(g, &["driver_model", "pending_dm"])),
+        ),
+        mig_mode,
+        max_mig_device_count: max_mig,
+        mig_device_indices: indices,
+        gpu_instance_id: Answer::Err(BackendError::NotSupported),
+        compute_instance_id: Answer::Err(BackendError::NotSupported),
+    }
+}
+
+fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) -> DeviceDynamic {
+    let power = first(Some(g), &["gpu_power_readings", "power_readings"]);
+    let util = g.child("utilization");
+    let pci = g.child("pci");
+    let link = pci.and_then(|p| p.child("pci_gpu_link_info"));
+    let fan = percent(g.child("fan_speed"));
+    let codec = |name: &str| -> Answer<CodecUtilization> {
+        percent(first(util, &[name]))
+            .map(|utilization| CodecUtilization {
+                utilization,
+                // nvidia-smi does not print the sampling period.
+                sampling_period_us: 0,
+            })
+            .into()
+    };
+    let (compute, graphics) = lists(procs, |_| true);
+    DeviceDynamic {
+        memory_info: memory_info(g.child("fb_memory_usage")).into(),
+        bar1_memory_info: bar1_info(g.child("bar1_memory_usage")).into(),
+        utilization_rates: percent(first(util, &["gpu_util"]))
+            .and_then(|gpu| {
+                percent(first(util, &["memory_util"])).map(|memory| Utilization { gpu, memory })
+            })
+            .into(),
+        encoder_utilization: codec("encoder_util"),
+        decoder_utilization: codec("decoder_util"),
+        clocks: per_clock(g.child("clocks")),
+        fan_speed: fan.clone().into(),
+        fan_speeds: match st.num_fans {
+            Answer::Ok(_) => vec![fan.into()],
+            Answer::Err(_) => Vec::new(),
+        },
+        temperature: celsius(at(g, &["temperature", "gpu_temp"])).into(),
+        power_usage: milliwatts(first(
+            power,
+            &["power_draw", "average_power_draw", "instant_power_draw"],
+        ))
+        .into(),
+        total_energy_consumption: Answer::Err(BackendError::NotSupported),
+        performance_state: pstate(g.child("performance_state")).into(),
+        current_pcie_link_generation: integer(
+            link.and_then(|l| l.at(&["pcie_gen", "current_link_gen"])),
+        )
+        .into(),
+        current_pcie_link_width: integer(
+            link.and_then(|l| l.at(&["link_widths", "current_link_width"])),
+        )
+        .into(),
+        pcie_tx_throughput: kb_per_s(first(pci, &["tx_util"])).into(),
+        pcie_rx_throughput: kb_per_s(first(pci, &["rx_util"])).into(),
+        nvlink_throughput: Vec::new(),
+        ecc_errors: ecc_counts(g.child("ecc_errors"), &["volatile"], &["aggregate"]),
+        clock_event_reasons: clock_event_reasons(g).into(),
+        compute_processes: compute,
+        graphics_processes: graphics,
+        process_utilization: Answer::Err(BackendError::NotSupported),
+    }
+}
+
+fn mig_static(m: &SmiMig) -> DeviceStatic {
+    let mut s = unsupported_static();
+    // Newer nvidia-smi versions may print these for a MIG device; older ones do not.
+    s.name = string(m.element.child("product_name").or(m.element.child("name"))).into();
+    s.uuid = string(m.element.child("uuid")).into();
+    s.gpu_instance_id = m.gi.clone().into();
+    s.compute_instance_id = m.ci.clone().into();
+    s
+}
+
+fn mig_dynamic(m: &SmiMig, procs: &R<Vec<SmiProcess>>) -> DeviceDynamic {
+    let mut d = unsupported_dynamic();
+    d.memory_info = memory_info(m.element.child("fb_memory_usage")).into();
+    d.bar1_memory_info = bar1_info(m.element.child("bar1_memory_usage")).into();
+    d.ecc_errors = ecc_counts(
+        m.element.child("ecc_error_count"),
+        &["volatile_count", "volatile"],
+        &["aggregate_count", "aggregate"],
+    );
+    let (gi, ci) = (m.gi.clone().ok(), m.ci.clone().ok());
+    let (compute, graphics) = lists(procs, |p| {
+        gi.is_some() && p.gpu_instance_id == gi && p.compute_instance_id == ci
+    });
+    d.compute_processes = compute;
+    d.graphics_processes = graphics;
+    d
+}
+
+fn dtd_name(doctype: Option<&str>) -> String {
+    let Some(d) = doctype else {
+        return "no DOCTYPE".into();
+    };
+    let inline = d.contains('[');
+    let version = d.find("nvsmi_device_v").map(|i| {
+        d[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect::<String>()
+    });
+    match (version, inline) {
+        (Some(v), true) => format!("inline DTD {v}"),
+        (Some(v), false) => format!("DTD {v}"),
+        (None, true) => "inline DTD".into(),
+        (None, false) => "DOCTYPE without a DTD version".into(),
+    }
+}
+
+fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
+    let log = &doc.root;
+    let gpus: Vec<&Element> = log.children_named("gpu").collect();
+    let mut notes = Vec::new();
+    let mut devices = BTreeMap::new();
+    let mut dynamics = BTreeMap::new();
+    let mut host_procs: BTreeMap<u32, HostProcess> = BTreeMap::new();
+    let mut gpu_names = Vec::new();
+    for (i, g) in gpus.iter().enumerate() {
+        let index = i as u32;
+        let migs = mig_devices(g);
+        let procs = processes(g, &mut notes);
+        if let Ok(ps) = &procs {
+            for p in ps {
+                host_procs.entry(p.pid).or_insert_with(|| HostProcess {
+                    name: executable_name(&p.name),
+                    cmdline: if p.name.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![p.name.clone()]
+                    },
+                    user: None,
+                    ppid: None,
+                    start_time_s: None,
+                });
+            }
+        }
+        let st = physical_static(g, &migs);
+        let dy = physical_dynamic(g, &st, &procs);
+        gpu_names.push(
+            st.name
+                .ok()
+                .cloned()
+                .unwrap_or_else(|| "unnamed GPU".into()),
+        );
+        devices.insert(DeviceId::Gpu(index), st);
+        dynamics.insert(DeviceId::Gpu(index), dy);
+        for m in &migs {
+            let id = DeviceId::Mig {
+                parent: index,
+                index: m.index,
+            };
+            devices.insert(id, mig_static(m));
+            dynamics.insert(id, mig_dynamic(m, &procs));
+        }
+    }
+    let host_frame = HostFrame {
+        processes: host_procs
+            .keys()
+            .map(|&pid| {
+                (
+                    pid,
+                    HostProcessSample {
+                        cpu_percent: 0.0,
+                        rss: 0,
+                        status: "unknown".into(),
+                    },
+                )
+            })
+            .collect(),
+        ..HostFrame::default()
+    };
+    let uuids: Vec<String> = devices
+        .iter()
+        .filter(|(id, _)| !id.is_mig())
+        .filter_map(|(_, st)| st.uuid.ok().cloned())
+        .collect();
+    let cuda_device_order = if uuids.len() == gpus.len() && !gpus.is_empty() {
+        Answer::Ok(uuids)
+    } else {
+        Answer::Err(BackendError::NotSupported)
+    };
+
+    let driver = string(log.child("driver_version"));
+    let mut description = format!(
+        "Imported by `cargo xtask import-smi` from `nvidia-smi -q -x` output: {} GPU(s){}",
+        gpus.len(),
+        if gpu_names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", gpu_names.join(", "))
+        }
+    );
+    if let Ok(d) = &driver {
+        description.push_str(&format!(", driver {d}"));
+    }
+    if let Ok(t) = text(log.child("timestamp")) {
+        description.push_str(&format!(
+            ", taken {}",
+            t.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    description.push_str(
+        ". One frame; what nvidia-smi printed as N/A or did not print answers not_supported; \
+         no host facts beyond process names.",
+    );
+    if let Ok(attached) = integer(log.child("attached_gpus")) {
+        if attached as usize != gpus.len() {
+            description.push_str(&format!(
+                " The dump says attached_gpus = {attached} but holds {} <gpu> element(s) \
+                 (trimmed), so device_count is {}.",
+                gpus.len(),
+                gpus.len()
+            ));
+        }
+    }
+    // Without `<reserved>` the dump comes from a driver whose NVML has only the v1 memory call
+    // (nvidia-smi printed v1's `used`, which includes the reserved memory).
+    let mut missing = Vec::new();
+    let memory: Vec<&MemoryInfo> = dynamics
+        .values()
+        .filter_map(|d| d.memory_info.ok())
+        .collect();
+    if !memory.is_empty() && memory.iter().all(|m| m.reserved.is_none()) {
+        missing.push("nvmlDeviceGetMemoryInfo_v2".to_string());
+    }
+    for n in &notes {
+        description.push_str(&format!(" Note: {n}."));
+    }
+
+    Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta: Meta {
+            name: name.to_string(),
+            description,
+            source: format!(
+                "nvidia-smi -q -x dump {file_name} ({})",
+                dtd_name(doc.doctype.as_deref())
+            ),
+            recorded_at: None,
+        },
+        system: SystemAnswers {
+            driver_version: driver.into(),
+            nvml_version: string(log.child("nvml_version")).into(),
+            cuda_driver_version: cuda_version(log.child("cuda_version")).into(),
+            device_count: Answer::Ok(gpus.len() as u32),
+            cuda_device_order,
+        },
+        nvml_missing_functions: missing,
+        devices,
+        host: HostStatic {
+            processes: host_procs,
+            ..HostStatic::default()
+        },
+        frames: vec![Frame {
+            t_ms: 0,
+            devices: dynamics,
+            host: host_frame,
+        }],
+    }
 }

@@ -4,6 +4,7 @@ mod bench_oneshot;
 mod import_smi;
 mod record;
 mod scenarios;
+mod tidy;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

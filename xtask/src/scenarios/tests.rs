@@ -8,7 +8,7 @@ use gpu_backend::{
     Answer, Architecture, BackendError, Brand, ClockType, DeviceId, DriverModel, Fixture,
 };
 
-use super::common::MIB;
+use super::common::{MIB, RECORDED_AT};
 use super::*;
 
 fn scenario(stem: &str) -> Fixture {
@@ -33,7 +33,7 @@ fn the_six_scenarios_exist_with_their_names() {
         .iter()
         .map(|(s, f)| {
             assert_eq!(f.meta.name, *s);
-            assert!(f.meta.recorded_at.is_none());
+            assert_eq!(f.meta.recorded_at.as_deref(), Some(RECORDED_AT));
             assert!(!f.meta.description.is_empty() && f.meta.source.contains("reference-dumps"));
             *s
         })

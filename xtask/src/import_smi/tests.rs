@@ -1,0 +1,962 @@
+//! Tests of `import-smi` against the real dumps of shared/reference-dumps.
+//!
+//! The expected values are read from the XML text by the small string helpers below, which
+//! share no code with the importer (no XML parser, no unit conversion of the importer's), or
+//! were transcribed by hand from the dumps.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gpu_backend::host::ReplayHost;
+use gpu_backend::recorder::{record, RecordOptions, ReplayTimeline};
+use gpu_backend::{Answer, BackendError, DeviceId, DriverModel, Fixture, ReplayBackend};
+use proptest::prelude::*;
+
+use super::import_str;
+
+const MIB: u64 = 1024 * 1024;
+
+fn dumps_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference-dumps")
+}
+
+/// Every `.xml` file of the reference dumps, as (file name, text). Fails if there are none.
+fn xml_dumps() -> Vec<(String, String)> {
+    let dir = dumps_dir();
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; the reference dumps (shared/reference-dumps, next to the workspace) are \
+             needed by these tests",
+            dir.display()
+        )
+    });
+    let mut out: Vec<(String, String)> = entries
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "xml"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (name, text)
+        })
+        .collect();
+    out.sort();
+    assert!(
+        out.len() >= 11,
+        "expected the 11 XML dumps in {}, found {}",
+        dir.display(),
+        out.len()
+    );
+    out
+}
+
+fn import(name: &str, text: &str) -> Fixture {
+    let f = import_str(text, name, name, "test").unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    f.validate()
+        .unwrap_or_else(|(p, m)| panic!("{name}: invalid at {p}: {m}"));
+    f
+}
+
+fn dump(name: &str) -> Fixture {
+    let (_, text) = xml_dumps()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no dump {name}"));
+    import(name, &text)
+}
+
+// ---- Independent readers of the XML text (no XML parser) ----
+
+/// The contents of every `<tag ...>...</tag>` in `s` (not nested in each other).
+fn blocks<'a>(s: &'a str, tag: &str) -> Vec<&'a str> {
+    let open = format!("<{tag}");
+    let close = format!("</{tag}>");
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(i) = rest.find(&open) {
+        let after = &rest[i + open.len()..];
+        // `<gpu` must not match `<gpu_temp>`: the name ends at '>' or whitespace.
+        if !after.starts_with('>') && !after.starts_with(' ') {
+            rest = after;
+            continue;
+        }
+        let Some(gt) = after.find('>') else { break };
+        let body = &after[gt + 1..];
+        let Some(end) = body.find(&close) else { break };
+        out.push(&body[..end]);
+        rest = &body[end + close.len()..];
+    }
+    out
+}
+
+/// The trimmed text of the first `<tag>value</tag>` in `s`.
+fn value(s: &str, tag: &str) -> Option<String> {
+    blocks(s, tag).first().map(|v| v.trim().to_string())
+}
+
+/// `s` without its `<tag>...</tag>` blocks.
+fn without(s: &str, tag: &str) -> String {
+    let mut out = s.to_string();
+    for b in blocks(s, tag) {
+        out = out.replacen(b, "", 1);
+    }
+    out
+}
+
+/// The `id` attribute of each `<gpu id="...">`.
+fn gpu_ids(s: &str) -> Vec<String> {
+    s.split("<gpu id=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// What the test takes as "no value": nvidia-smi's placeholders.
+fn is_placeholder(v: &str) -> bool {
+    v.is_empty()
+        || v == "N/A"
+        || v.starts_with('[')
+        || v.contains("deprecated")
+        || v.starts_with("Not available")
+}
+
+/// The number before the unit in `"123 MiB"`, `"67.03 W"`, `"53 %"`.
+fn leading_number(v: &str) -> f64 {
+    v.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a number with a unit: {v:?}"))
+}
+
+/// Checks an answer against a value printed in the XML, scaled by `factor`.
+fn check_num<T>(what: &str, got: &Answer<T>, printed: Option<String>, factor: f64)
+where
+    T: Copy + Into<f64> + std::fmt::Debug,
+{
+    match printed {
+        Some(v) if !is_placeholder(&v) => {
+            let want = (leading_number(&v) * factor).round();
+            match got {
+                Answer::Ok(n) => assert_eq!((*n).into(), want, "{what}: XML says {v:?}"),
+                Answer::Err(e) => panic!("{what}: XML says {v:?} but the fixture has {e:?}"),
+            }
+        }
+        other => assert!(got.is_err(), "{what}: XML says {other:?}, fixture {got:?}"),
+    }
+}
+
+fn check_u64(what: &str, got: Option<u64>, printed: Option<String>, factor: f64) {
+    let answer = match got {
+        Some(n) => Answer::Ok(n as f64),
+        None => Answer::Err(BackendError::NotSupported),
+    };
+    check_num(what, &answer, printed, factor);
+}
+
+fn pad_bus_id(id: &str) -> String {
+    let (domain, rest) = id.split_once(':').expect("bus id with a domain");
+    format!(
+        "{}{domain}:{rest}",
+        "0".repeat(8usize.saturating_sub(domain.len()))
+    )
+}
+
+/// For every GPU of every dump: the fixture's answers equal what the XML text says.
+#[test]
+fn every_gpu_of_every_dump_matches_its_xml() {
+    for (file, text) in xml_dumps() {
+        let f = import(&file, &text);
+        let gpus = blocks(&text, "gpu");
+        assert_eq!(f.physical_ids().count(), gpus.len(), "{file}: GPU count");
+        assert_eq!(
+            f.system.device_count,
+            Answer::Ok(gpus.len() as u32),
+            "{file}"
+        );
+        let driver = value(&text, "driver_version");
+        assert_eq!(f.system.driver_version.ok(), driver.as_ref(), "{file}");
+        match value(&text, "cuda_version") {
+            Some(v) => {
+                let (major, minor) = v.split_once('.').unwrap();
+                let want =
+                    major.parse::<i32>().unwrap() * 1000 + minor.parse::<i32>().unwrap() * 10;
+                assert_eq!(f.system.cuda_driver_version, Answer::Ok(want), "{file}");
+            }
+            None => assert!(f.system.cuda_driver_version.is_err(), "{file}"),
+        }
+        let ids = gpu_ids(&text);
+        for (i, g) in gpus.iter().enumerate() {
+            let at = |what: &str| format!("{file} GPU {i} {what}");
+            let id = DeviceId::Gpu(i as u32);
+            let st = &f.devices[&id];
+            let dy = &f.frames[0].devices[&id];
+            let top = without(&without(g, "mig_devices"), "processes");
+
+            assert_eq!(
+                st.name.ok(),
+                value(&top, "product_name").as_ref(),
+                "{}",
+                at("name")
+            );
+            assert_eq!(st.uuid.ok(), value(&top, "uuid").as_ref(), "{}", at("uuid"));
+            match (value(&top, "pci_bus_id"), &st.pci_info) {
+                (Some(bus), Answer::Ok(pci)) => {
+                    assert_eq!(pci.bus_id, pad_bus_id(&bus), "{}", at("bus id"));
+                    assert_eq!(pci.bus_id, pad_bus_id(&ids[i]), "{}", at("gpu id"));
+                    assert_eq!(pci.bus_id.len(), 16, "{}", at("bus id form"));
+                }
+                (None, answer) => assert!(answer.is_err(), "{}", at("no <pci>")),
+                (Some(bus), answer) => panic!("{}: XML {bus}, fixture {answer:?}", at("bus id")),
+            }
+
+            let fb = blocks(&top, "fb_memory_usage");
+            let fb = fb.first().copied().unwrap_or("");
+            let mem = dy.memory_info.ok();
+            check_u64(
+                &at("memory total"),
+                mem.map(|m| m.total),
+                value(fb, "total"),
+                MIB as f64,
+            );
+            check_u64(
+                &at("memory used"),
+                mem.map(|m| m.used),
+                value(fb, "used"),
+                MIB as f64,
+            );
+
+            let util = blocks(&top, "utilization");
+            let util = util.first().copied().unwrap_or("");
+            let u = &dy.utilization_rates;
+            let gpu_util = value(util, "gpu_util");
+            let mem_util = value(util, "memory_util");
+            if gpu_util.as_deref().is_some_and(|v| !is_placeholder(v)) {
+                check_num(
+                    &at("gpu util"),
+                    &Answer::Ok(u.ok().map(|u| u.gpu).unwrap_or(999)),
+                    gpu_util,
+                    1.0,
+                );
+                check_num(
+                    &at("mem util"),
+                    &Answer::Ok(u.ok().map(|u| u.memory).unwrap_or(999)),
+                    mem_util,
+                    1.0,
+                );
+            } else {
+                assert!(u.is_err(), "{}", at("utilization"));
+            }
+            check_num(
+                &at("encoder util"),
+                &dy.encoder_utilization
+                    .clone()
+                    .get()
+                    .map(|c| c.utilization)
+                    .into(),
+                value(util, "encoder_util"),
+                1.0,
+            );
+
+            check_num(
+                &at("temperature"),
+                &dy.temperature,
+                value(&top, "gpu_temp"),
+                1.0,
+            );
+            check_num(
+                &at("slowdown"),
+                &st.temperature_slowdown,
+                value(&top, "gpu_temp_slow_threshold"),
+                1.0,
+            );
+            check_num(
+                &at("shutdown"),
+                &st.temperature_shutdown,
+                value(&top, "gpu_temp_max_threshold"),
+                1.0,
+            );
+
+            let power = blocks(&top, "gpu_power_readings")
+                .into_iter()
+                .chain(blocks(&top, "power_readings"))
+                .next()
+                .unwrap_or("");
+            let draw = value(power, "power_draw").or_else(|| value(power, "average_power_draw"));
+            check_num(&at("power draw"), &dy.power_usage, draw, 1000.0);
+            let limit =
+                value(power, "requested_power_limit").or_else(|| value(power, "power_limit"));
+            check_num(
+                &at("power limit"),
+                &st.power_management_limit,
+                limit,
+                1000.0,
+            );
+            let enforced = value(power, "current_power_limit")
+                .or_else(|| value(power, "enforced_power_limit"));
+            check_num(
+                &at("enforced limit"),
+                &st.enforced_power_limit,
+                enforced,
+                1000.0,
+            );
+
+            let fan = value(&top, "fan_speed");
+            check_num(&at("fan"), &dy.fan_speed, fan.clone(), 1.0);
+            match fan.as_deref() {
+                Some(v) if !is_placeholder(v) => {
+                    assert_eq!(st.num_fans, Answer::Ok(1), "{}", at("num fans"));
+                    assert_eq!(dy.fan_speeds, vec![dy.fan_speed.clone()], "{}", at("fans"));
+                }
+                _ => assert!(dy.fan_speeds.is_empty(), "{}", at("fans")),
+            }
+
+            let clocks = blocks(&top, "clocks");
+            let clocks = clocks.first().copied().unwrap_or("");
+            check_num(
+                &at("graphics clock"),
+                &dy.clocks.graphics,
+                value(clocks, "graphics_clock"),
+                1.0,
+            );
+            check_num(
+                &at("sm clock"),
+                &dy.clocks.sm,
+                value(clocks, "sm_clock"),
+                1.0,
+            );
+            check_num(
+                &at("mem clock"),
+                &dy.clocks.memory,
+                value(clocks, "mem_clock"),
+                1.0,
+            );
+            check_num(
+                &at("video clock"),
+                &dy.clocks.video,
+                value(clocks, "video_clock"),
+                1.0,
+            );
+            let max = blocks(&top, "max_clocks");
+            let max = max.first().copied().unwrap_or("");
+            check_num(
+                &at("max graphics"),
+                &st.max_clocks.graphics,
+                value(max, "graphics_clock"),
+                1.0,
+            );
+            check_num(
+                &at("max memory"),
+                &st.max_clocks.memory,
+                value(max, "mem_clock"),
+                1.0,
+            );
+
+            // MIG children.
+            let migs = blocks(g, "mig_device");
+            let children: Vec<DeviceId> = f
+                .devices
+                .keys()
+                .copied()
+                .filter(|d| d.is_mig() && d.physical_index() == i as u32)
+                .collect();
+            assert_eq!(children.len(), migs.len(), "{}", at("MIG count"));
+            for (m, child) in migs.iter().zip(&children) {
+                let cst = &f.devices[child];
+                let cdy = &f.frames[0].devices[child];
+                check_num(
+                    &at("GI"),
+                    &cst.gpu_instance_id,
+                    value(m, "gpu_instance_id"),
+                    1.0,
+                );
+                check_num(
+                    &at("CI"),
+                    &cst.compute_instance_id,
+                    value(m, "compute_instance_id"),
+                    1.0,
+                );
+                let fb = blocks(m, "fb_memory_usage");
+                let fb = fb.first().copied().unwrap_or("");
+                let mem = cdy.memory_info.ok();
+                check_u64(
+                    &at("MIG total"),
+                    mem.map(|m| m.total),
+                    value(fb, "total"),
+                    MIB as f64,
+                );
+                check_u64(
+                    &at("MIG used"),
+                    mem.map(|m| m.used),
+                    value(fb, "used"),
+                    MIB as f64,
+                );
+                let bar1 = blocks(m, "bar1_memory_usage");
+                let bar1 = bar1.first().copied().unwrap_or("");
+                let b = cdy.bar1_memory_info.ok();
+                check_u64(
+                    &at("MIG bar1"),
+                    b.map(|b| b.total),
+                    value(bar1, "total"),
+                    MIB as f64,
+                );
+            }
+            match st.mig_device_indices.ok() {
+                Some(slots) => assert_eq!(slots.len(), migs.len(), "{}", at("slots")),
+                None => assert!(migs.is_empty(), "{}", at("slots")),
+            }
+
+            // Processes.
+            let procs = blocks(g, "process_info");
+            if !g.contains("<processes") {
+                assert!(dy.compute_processes.is_err() && dy.graphics_processes.is_err());
+                continue;
+            }
+            let compute = dy.compute_processes.ok().expect("compute list");
+            let graphics = dy.graphics_processes.ok().expect("graphics list");
+            let mut want_c = 0;
+            let mut want_g = 0;
+            for p in &procs {
+                let pid: u32 = value(p, "pid").unwrap().parse().unwrap();
+                let kind = value(p, "type").unwrap();
+                let printed = value(p, "used_memory");
+                for (list, is_in, count) in [
+                    (&compute, kind.contains('C'), &mut want_c),
+                    (&graphics, kind.contains('G'), &mut want_g),
+                ] {
+                    if !is_in {
+                        continue;
+                    }
+                    *count += 1;
+                    let entry = list
+                        .iter()
+                        .find(|e| e.pid == pid)
+                        .unwrap_or_else(|| panic!("{}: pid {pid} ({kind}) missing", at("process")));
+                    check_u64(
+                        &at(&format!("pid {pid} memory")),
+                        entry.used_gpu_memory,
+                        printed.clone(),
+                        MIB as f64,
+                    );
+                }
+                let host = &f.host.processes[&pid];
+                assert_eq!(
+                    host.cmdline.first(),
+                    value(p, "process_name").as_ref().filter(|n| !n.is_empty())
+                );
+                assert!(f.frames[0].host.processes.contains_key(&pid));
+            }
+            assert_eq!(compute.len(), want_c, "{}", at("compute count"));
+            assert_eq!(graphics.len(), want_g, "{}", at("graphics count"));
+        }
+    }
+}
+
+/// Values transcribed by hand from the dumps (not from the importer).
+#[test]
+fn transcribed_values_of_some_dumps() {
+    let a100 = dump("telegraf__a100-sxm4-v12.xml");
+    let g = &a100.devices[&DeviceId::Gpu(0)];
+    assert_eq!(g.name, Answer::Ok("NVIDIA A100-SXM4-80GB".into()));
+    assert_eq!(g.mig_device_indices, Answer::Ok(vec![0, 1, 2, 3]));
+    assert_eq!(g.power_management_limit, Answer::Ok(500_000));
+    assert_eq!(
+        g.power_management_limit_constraints
+            .ok()
+            .map(|c| (c.min_mw, c.max_mw)),
+        Some((100_000, 500_000))
+    );
+    assert_eq!(a100.system.cuda_driver_version, Answer::Ok(12020));
+    assert_eq!(a100.system.device_count, Answer::Ok(1));
+    assert!(a100.meta.description.contains("attached_gpus = 4"));
+    for (slot, gi) in [(0, 3), (1, 4), (2, 5), (3, 6)] {
+        let id = DeviceId::Mig {
+            parent: 0,
+            index: slot,
+        };
+        assert_eq!(a100.devices[&id].gpu_instance_id, Answer::Ok(gi));
+        assert_eq!(a100.devices[&id].compute_instance_id, Answer::Ok(0));
+        let m = a100.frames[0].devices[&id]
+            .memory_info
+            .ok()
+            .copied()
+            .unwrap();
+        assert_eq!((m.total, m.used), (19968 * MIB, 12 * MIB));
+    }
+    let d = &a100.frames[0].devices[&DeviceId::Gpu(0)];
+    assert_eq!(d.power_usage, Answer::Ok(67_030));
+    assert_eq!(d.temperature, Answer::Ok(27));
+    assert_eq!(d.pcie_tx_throughput, Answer::Ok(4000));
+    assert_eq!(
+        d.memory_info.ok().map(|m| m.reserved),
+        Some(Some(869 * MIB))
+    );
+
+    let pro = dump("telegraf__pro-6000-maxq-blackwell-v13.xml");
+    let d = &pro.frames[0].devices[&DeviceId::Gpu(0)];
+    assert_eq!(d.power_usage, Answer::Ok(3_970));
+    assert_eq!(d.fan_speed, Answer::Ok(30));
+    assert_eq!(d.performance_state, Answer::Ok(8));
+    let c = d.compute_processes.ok().unwrap();
+    assert_eq!(
+        (c[0].pid, c[0].used_gpu_memory),
+        (116_860, Some(65_710 * MIB))
+    );
+    assert_eq!(pro.host.processes[&116_860].name, "llama-server");
+    let s = &pro.devices[&DeviceId::Gpu(0)];
+    assert_eq!(s.display_mode, Answer::Err(BackendError::NotSupported));
+    assert_eq!(
+        s.temperature_slowdown,
+        Answer::Err(BackendError::NotSupported)
+    );
+    assert_eq!(pro.system.cuda_driver_version, Answer::Ok(13010));
+
+    let grid = dump("rai-nvidia-smi__example2.xml");
+    let s = &grid.devices[&DeviceId::Gpu(0)];
+    assert_eq!(s.pci_info.ok().unwrap().bus_id, "00000000:00:03.0");
+    assert_eq!(s.name, Answer::Ok("GRID K520".into()));
+    assert!(grid.system.cuda_driver_version.is_err());
+    assert!(grid.meta.source.contains("inline DTD nvsmi_device_v7"));
+    let d = &grid.frames[0].devices[&DeviceId::Gpu(0)];
+    assert_eq!(d.clocks.video, Answer::Err(BackendError::NotSupported));
+    assert_eq!(d.clock_event_reasons, Answer::Ok(0x1));
+
+    let t4 = dump("telegraf__tesla_t4.xml");
+    let s = &t4.devices[&DeviceId::Gpu(0)];
+    assert_eq!(
+        s.driver_model.ok().map(|m| (m.current, m.pending)),
+        Some((DriverModel::Wddm, DriverModel::Wddm))
+    );
+    let d = &t4.frames[0].devices[&DeviceId::Gpu(0)];
+    let (c, g) = (
+        d.compute_processes.ok().unwrap(),
+        d.graphics_processes.ok().unwrap(),
+    );
+    assert_eq!((c.len(), g.len()), (15, 15));
+    assert!(c.iter().chain(g).all(|p| p.used_gpu_memory.is_none()));
+
+    let v100 = dump("pai__nvidia_smi_retired_pages.xml");
+    let e = &v100.frames[0].devices[&DeviceId::Gpu(0)].ecc_errors;
+    assert_eq!(
+        (
+            &e.volatile_corrected,
+            &e.volatile_uncorrected,
+            &e.aggregate_corrected,
+            &e.aggregate_uncorrected
+        ),
+        (
+            &Answer::Ok(1),
+            &Answer::Ok(1),
+            &Answer::Ok(291),
+            &Answer::Ok(7627)
+        )
+    );
+
+    // Dumps without `<reserved>` memory come from drivers with only the v1 memory call.
+    assert!(a100.nvml_missing_functions.is_empty());
+    assert_eq!(v100.nvml_missing_functions, ["nvmlDeviceGetMemoryInfo_v2"]);
+    let v100_mem = v100.frames[0].devices[&DeviceId::Gpu(0)]
+        .memory_info
+        .ok()
+        .copied()
+        .unwrap();
+    assert_eq!((v100_mem.total, v100_mem.reserved), (32480 * MIB, None));
+
+    let sample = dump("pai__nvidia_smi_sample.xml");
+    assert_eq!(sample.system.device_count, Answer::Ok(2));
+    assert!(sample.meta.description.contains("attached_gpus = 6"));
+
+    let old = dump("telegraf__gtx-1660-ti.xml");
+    assert!(old.meta.source.contains("no DOCTYPE"));
+    assert_eq!(
+        old.devices[&DeviceId::Gpu(0)].name,
+        Answer::Ok("Graphics Device".into())
+    );
+
+    let gt730 = dump("pai__nvidia_smi_outdated_gpu.xml");
+    let d = &gt730.frames[0].devices[&DeviceId::Gpu(0)];
+    assert!(d.memory_info.is_err() && d.utilization_rates.is_err() && d.compute_processes.is_err());
+}
+
+fn record_replay(fixture: &Fixture) -> Fixture {
+    let replay = Arc::new(ReplayBackend::new(fixture.clone()));
+    let host = ReplayHost::new(replay.clone());
+    let mut timeline = ReplayTimeline::new(&replay);
+    let options = RecordOptions {
+        frames: fixture.frames.len(),
+        meta: fixture.meta.clone(),
+        nvml_missing_functions: fixture.nvml_missing_functions.clone(),
+    };
+    record(
+        &*replay,
+        &host,
+        &mut timeline,
+        options,
+        None,
+        &mut |_, _| {},
+    )
+}
+
+#[test]
+fn every_dump_imports_validates_and_round_trips_through_replay_and_recording() {
+    for (file, text) in xml_dumps() {
+        let f = import(&file, &text);
+        let back = Fixture::from_json_str(&f.to_json_pretty(), &file)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(back, f, "{file}: JSON round trip");
+        assert_eq!(record_replay(&f), f, "{file}: recording its replay differs");
+    }
+}
+
+/// A MIG GPU with processes inside instances, C+G processes, WDDM memory and every placeholder.
+const SYNTHETIC: &str = r#"<?xml version="1.0" ?>
+<nvidia_smi_log>
+  <driver_version>590.48.01</driver_version>
+  <cuda_version>13.1</cuda_version>
+  <attached_gpus>1</attached_gpus>
+  <gpu id="0000:00:09.0">
+    <product_name>NVIDIA H100 80GB HBM3</product_name>
+    <uuid>GPU-00000000-0000-0000-0000-000000000000</uuid>
+    <serial>[Insufficient Permissions]</serial>
+    <vbios_version>[Unknown Error]</vbios_version>
+    <board_part_number>[GPU is lost]</board_part_number>
+    <minor_number>[Not Supported]</minor_number>
+    <mig_mode><current_mig>Enabled</current_mig><pending_mig>Enabled</pending_mig></mig_mode>
+    <mig_devices>
+      <mig_device><index>0</index><gpu_instance_id>2</gpu_instance_id><compute_instance_id>0</compute_instance_id>
+        <fb_memory_usage><total>40448 MiB</total><reserved>0 MiB</reserved><used>39 MiB</used><free>40409 MiB</free></fb_memory_usage>
+        <bar1_memory_usage><total>24739 MiB</total><used>0 MiB</used><free>24739 MiB</free></bar1_memory_usage>
+      </mig_device>
+      <mig_device><index>1</index><gpu_instance_id>3</gpu_instance_id><compute_instance_id>0</compute_instance_id>
+        <fb_memory_usage><total>20096 MiB</total><used>17 MiB</used><free>20079 MiB</free></fb_memory_usage>
+      </mig_device>
+    </mig_devices>
+    <pci><pci_bus>00</pci_bus><pci_device>09</pci_device><pci_domain>0000</pci_domain>
+      <pci_device_id>233010DE</pci_device_id><pci_bus_id>0000:00:09.0</pci_bus_id><pci_sub_system_id>16C110DE</pci_sub_system_id></pci>
+    <fan_speed>N/A</fan_speed>
+    <processes>
+      <process_info><gpu_instance_id>2</gpu_instance_id><compute_instance_id>0</compute_instance_id>
+        <pid>21198</pid><type>C</type><process_name>./gpu_burn -m 20%</process_name><used_memory>7484 MiB</used_memory></process_info>
+      <process_info><gpu_instance_id>3</gpu_instance_id><compute_instance_id>0</compute_instance_id>
+        <pid>21230</pid><type>C+G</type><process_name>C:\Program Files\App\app.exe</process_name><used_memory>Not available in WDDM driver model</used_memory></process_info>
+      <process_info><pid>oops</pid><type>C</type></process_info>
+    </processes>
+  </gpu>
+</nvidia_smi_log>"#;
+
+#[test]
+fn mig_processes_go_to_their_instance_and_to_the_parent() {
+    let f = import("synthetic.xml", SYNTHETIC);
+    let frame = &f.frames[0];
+    let parent = &frame.devices[&DeviceId::Gpu(0)];
+    let pids = |a: &Answer<Vec<gpu_backend::ProcessInfo>>| -> Vec<u32> {
+        a.ok().unwrap().iter().map(|p| p.pid).collect()
+    };
+    assert_eq!(pids(&parent.compute_processes), [21198, 21230]);
+    assert_eq!(pids(&parent.graphics_processes), [21230]);
+    let m0 = &frame.devices[&DeviceId::Mig {
+        parent: 0,
+        index: 0,
+    }];
+    let m1 = &frame.devices[&DeviceId::Mig {
+        parent: 0,
+        index: 1,
+    }];
+    assert_eq!(pids(&m0.compute_processes), [21198]);
+    assert_eq!(pids(&m0.graphics_processes), Vec::<u32>::new());
+    assert_eq!(pids(&m1.compute_processes), [21230]);
+    assert_eq!(pids(&m1.graphics_processes), [21230]);
+    let burn = m0.compute_processes.ok().unwrap()[0];
+    assert_eq!(burn.used_gpu_memory, Some(7484 * MIB));
+    assert_eq!(
+        (burn.gpu_instance_id, burn.compute_instance_id),
+        (Some(2), Some(0))
+    );
+    let app = m1.compute_processes.ok().unwrap()[0];
+    assert_eq!(app.used_gpu_memory, None);
+    assert_eq!(f.host.processes[&21198].name, "gpu_burn");
+    assert_eq!(f.host.processes[&21198].cmdline, ["./gpu_burn -m 20%"]);
+    assert_eq!(f.host.processes[&21230].name, "app.exe");
+    assert_eq!(frame.host.processes[&21230].status, "unknown");
+    assert!(f.meta.description.contains("without a readable pid"));
+    assert_eq!(m1.memory_info.ok().unwrap().reserved, None);
+    assert!(m1.bar1_memory_info.is_err());
+
+    let s = &f.devices[&DeviceId::Gpu(0)];
+    assert_eq!(s.serial, Answer::Err(BackendError::NoPermission));
+    assert_eq!(s.vbios_version, Answer::Err(BackendError::Unknown(999)));
+    assert_eq!(s.board_part_number, Answer::Err(BackendError::GpuLost));
+    assert_eq!(s.minor_number, Answer::Err(BackendError::NotSupported));
+    assert_eq!(s.pci_info.ok().unwrap().bus_id, "00000000:00:09.0");
+    assert_eq!(s.pci_info.ok().unwrap().pci_device_id, 0x2330_10DE);
+    assert_eq!(s.mig_device_indices, Answer::Ok(vec![0, 1]));
+    assert_eq!(
+        f.devices[&DeviceId::Mig {
+            parent: 0,
+            index: 1
+        }]
+            .gpu_instance_id,
+        Answer::Ok(3)
+    );
+    assert_eq!(
+        f.system.nvml_version,
+        Answer::Err(BackendError::NotSupported)
+    );
+    assert_eq!(f.system.cuda_driver_version, Answer::Ok(13010));
+    assert_eq!(record_replay(&f), f);
+}
+
+#[test]
+fn what_is_not_nvidia_smi_xml_is_refused_naming_the_file() {
+    let cases = [
+        ("empty.xml", ""),
+        ("text.xml", "nvidia-smi says hello"),
+        (
+            "other-root.xml",
+            "<?xml version=\"1.0\"?><config><a/></config>",
+        ),
+        ("broken.xml", "<nvidia_smi_log><gpu></nvidia_smi_log>"),
+        ("cut.xml", "<nvidia_smi_log><gpu id=\"1\">"),
+        ("json.xml", "{\"gpu\": 1}"),
+    ];
+    for (name, text) in cases {
+        let e = import_str(text, name, name, "x")
+            .expect_err(name)
+            .to_string();
+        assert!(e.starts_with(name), "{e}");
+        assert!(
+            e.contains("nvidia-smi -q -x") && e.contains("<nvidia_smi_log>"),
+            "{e}"
+        );
+    }
+    let e = import_str("<config/>", "f.xml", "f.xml", "x")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("root element is <config>"), "{e}");
+    // The text captures next to the XML dumps are not XML.
+    for entry in std::fs::read_dir(dumps_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "txt") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let origin = path.display().to_string();
+            let e = import_str(&text, &origin, "t", "x")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&origin) && e.contains("not XML"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn the_command_writes_a_loadable_fixture_and_fails_on_bad_input() {
+    let dir = std::env::temp_dir().join(format!("import-smi-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("a100.json");
+    super::run(super::Args {
+        dump: dumps_dir().join("telegraf__a100-sxm4-v12.xml"),
+        out: out.clone(),
+        name: None,
+    })
+    .unwrap();
+    let f = Fixture::load(&out).unwrap();
+    assert_eq!(f.meta.name, "telegraf__a100-sxm4-v12");
+    assert_eq!(f.devices.len(), 5);
+    let bad = dir.join("bad.xml");
+    std::fs::write(&bad, "<html></html>").unwrap();
+    let e = super::run(super::Args {
+        dump: bad.clone(),
+        out: dir.join("bad.json"),
+        name: Some("bad".into()),
+    })
+    .unwrap_err();
+    assert!(format!("{e:#}").contains(&bad.display().to_string()));
+    assert!(!dir.join("bad.json").exists());
+    let missing = super::run(super::Args {
+        dump: dir.join("missing.xml"),
+        out: dir.join("m.json"),
+        name: None,
+    });
+    assert!(missing.is_err());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+// ---- Property tests: nothing panics, and whatever imports validates ----
+
+fn check_never_panics(text: &str) {
+    if let Ok(f) = import_str(text, "prop.xml", "prop.xml", "prop") {
+        if let Err((p, m)) = f.validate() {
+            panic!("imported but invalid at {p}: {m}\n{text}");
+        }
+    }
+}
+
+const TAGS: &[&str] = &[
+    "nvidia_smi_log",
+    "gpu",
+    "driver_version",
+    "cuda_version",
+    "attached_gpus",
+    "product_name",
+    "product_brand",
+    "product_architecture",
+    "uuid",
+    "pci",
+    "pci_bus_id",
+    "pci_device_id",
+    "pci_sub_system_id",
+    "pci_domain",
+    "fb_memory_usage",
+    "total",
+    "used",
+    "free",
+    "reserved",
+    "utilization",
+    "gpu_util",
+    "memory_util",
+    "fan_speed",
+    "temperature",
+    "gpu_temp",
+    "clocks",
+    "max_clocks",
+    "graphics_clock",
+    "power_readings",
+    "power_draw",
+    "mig_mode",
+    "current_mig",
+    "mig_devices",
+    "mig_device",
+    "index",
+    "gpu_instance_id",
+    "compute_instance_id",
+    "processes",
+    "process_info",
+    "pid",
+    "type",
+    "used_memory",
+    "process_name",
+    "ecc_errors",
+    "volatile",
+    "single_bit",
+    "performance_state",
+    "clocks_event_reasons",
+    "clocks_event_reason_gpu_idle",
+];
+
+const VALUES: &[&str] = &[
+    "N/A",
+    "[Not Supported]",
+    "[Insufficient Permissions]",
+    "[Unknown Error]",
+    "[GPU is lost]",
+    "12 MiB",
+    "-5 C",
+    "67.03 W",
+    "1e309 W",
+    "99999999999999999999 MiB",
+    "P8",
+    "Unknown",
+    "16x",
+    "C+G",
+    "G",
+    "Enabled",
+    "Disabled",
+    "Active",
+    "0000:00:03.0",
+    "ZZ",
+    "3",
+    "0",
+    "4294967296",
+    "12.2",
+    "Not available in WDDM driver model",
+    "&amp;",
+    "",
+    "None",
+    "-1",
+];
+
+fn element() -> impl Strategy<Value = String> {
+    let leaf = (prop::sample::select(TAGS), prop::sample::select(VALUES))
+        .prop_map(|(t, v)| format!("<{t}>{v}</{t}>"));
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        (
+            prop::sample::select(TAGS),
+            prop::collection::vec(inner, 0..6),
+        )
+            .prop_map(|(t, kids)| format!("<{t}>{}</{t}>", kids.concat()))
+    })
+}
+
+fn real_dump_texts() -> &'static [(String, String)] {
+    static ALL: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    ALL.get_or_init(xml_dumps)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        check_never_panics(&String::from_utf8_lossy(&bytes));
+    }
+
+    #[test]
+    fn arbitrary_strings_never_panic(s in ".{0,256}") {
+        check_never_panics(&s);
+        check_never_panics(&format!("<nvidia_smi_log>{s}</nvidia_smi_log>"));
+    }
+
+    #[test]
+    fn xml_ish_documents_never_panic(kids in prop::collection::vec(element(), 0..4)) {
+        check_never_panics(&format!("<nvidia_smi_log>{}</nvidia_smi_log>", kids.concat()));
+        check_never_panics(&format!("<nvidia_smi_log><gpu id=\"x\">{}</gpu></nvidia_smi_log>", kids.concat()));
+    }
+
+    #[test]
+    fn mangled_real_dumps_never_panic(
+        which in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        cut in any::<bool>(),
+        junk in prop::sample::select(VALUES),
+    ) {
+        let dumps = real_dump_texts();
+        let (_, text) = &dumps[which.index(dumps.len())];
+        let mut pos = at.index(text.len().max(1));
+        while !text.is_char_boundary(pos) {
+            pos -= 1;
+        }
+        if cut {
+            check_never_panics(&text[..pos]);
+        } else {
+            check_never_panics(&format!("{}{junk}{}", &text[..pos], &text[pos..]));
+        }
+    }
+
+    /// Replacing any value of a real dump with any placeholder or odd value still imports into
+    /// a valid fixture (a value never breaks the document).
+    #[test]
+    fn any_value_of_a_real_dump_may_be_anything(
+        which in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        junk in prop::sample::select(VALUES),
+    ) {
+        let dumps = real_dump_texts();
+        let (name, text) = &dumps[which.index(dumps.len())];
+        // The n-th `>value<` of the document.
+        let spots: Vec<(usize, usize)> = text
+            .match_indices('>')
+            .filter_map(|(i, _)| {
+                let rest = &text[i + 1..];
+                let end = rest.find('<')?;
+                let v = &rest[..end];
+                (!v.trim().is_empty() && !v.contains('\n')).then_some((i + 1, i + 1 + end))
+            })
+            .collect();
+        prop_assume!(!spots.is_empty());
+        let (s, e) = spots[at.index(spots.len())];
+        let junk = junk.replace('&', "&amp;");
+        let mangled = format!("{}{junk}{}", &text[..s], &text[e..]);
+        let f = import_str(&mangled, name, name, "prop");
+        prop_assert!(f.is_ok(), "{name}: {:?}", f.err());
+        let f = f.unwrap();
+        prop_assert!(f.validate().is_ok());
+    }
+}

@@ -1,0 +1,102 @@
+//! Invariants of the source tree, checked by ordinary tests (`cargo test -p xtask`).
+//!
+//! * Every Rust file opens with a `//!` comment (or `#![doc = ...]`) that says what it is for.
+//! * No `dbg!` anywhere.
+//! * No `.unwrap()` or `.expect(` in library and program code outside test modules: anything
+//!   that comes from outside (backend, files, environment, user input) is handled as an error.
+//!   Tests, benches and examples may unwrap.
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    fn workspace() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name == "target" || name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    fn all_rust_files() -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        rust_files(&workspace().join("crates"), &mut files);
+        rust_files(&workspace().join("xtask"), &mut files);
+        files.sort();
+        assert!(files.len() > 20, "found the sources");
+        files
+    }
+
+    /// Library and program code: under a `src/` directory, and not a test-only file.
+    fn is_product_code(path: &Path) -> bool {
+        let text = path.to_string_lossy();
+        text.contains("/src/")
+            && !text.contains("/tests/")
+            && !text.ends_with("/tests.rs")
+            && !text.contains("/benches/")
+            && !text.contains("/examples/")
+    }
+
+    #[test]
+    fn every_rust_file_says_what_it_is_for() {
+        let bad: Vec<String> = all_rust_files()
+            .into_iter()
+            .filter(|p| {
+                let text = std::fs::read_to_string(p).unwrap_or_default();
+                let first = text.lines().next().unwrap_or("");
+                !(first.starts_with("//!") || first.starts_with("#![doc"))
+            })
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(bad.is_empty(), "files without a //! opening comment: {bad:#?}");
+    }
+
+    #[test]
+    fn no_dbg_macros() {
+        let needle = ["dbg", "!("].concat();
+        let bad: Vec<String> = all_rust_files()
+            .into_iter()
+            .filter(|p| std::fs::read_to_string(p).unwrap_or_default().contains(&needle))
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(bad.is_empty(), "dbg! left in: {bad:#?}");
+    }
+
+    #[test]
+    fn no_unwrap_or_expect_outside_tests() {
+        let unwrap = [".unw", "rap()"].concat();
+        let expect = [".exp", "ect("].concat();
+        let mut bad = Vec::new();
+        for path in all_rust_files().into_iter().filter(|p| is_product_code(p)) {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            // Everything from the first test module on is test code.
+            let cut = ["#[cfg(test)]", "#[cfg(all(test"]
+                .iter()
+                .filter_map(|m| text.find(m))
+                .min()
+                .unwrap_or(text.len());
+            let product = &text[..cut];
+            for (i, line) in product.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if code.contains(&unwrap) || code.contains(&expect) {
+                    bad.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "unwrap/expect outside tests:\n{}", bad.join("\n"));
+    }
+}
