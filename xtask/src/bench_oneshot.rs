@@ -1,10 +1,468 @@
 //! `cargo xtask bench-oneshot`: one-shot snapshot tools timed over the same fake NVML library.
+//!
+//! Builds `gpuscope` and fake-nvml in release mode, cuts one frame of an 8-GPU fixture (by
+//! default frame 0 of fixtures/h100-sxm-8gpu.json, which has 64 GPU processes; one frame keeps
+//! the fake library's own start-up, which parses the fixture, small and the same for every
+//! tool), makes a virtualenv with nvitop and gpustat, and then runs, interleaved, N times each:
+//!
+//! * `gpuscope snapshot --json --nvml-lib <fake>`
+//! * `nvitop -1`
+//! * `gpustat --json`
+//! * two floors: `true` (spawning a process) and `python -c pass` (starting the interpreter the
+//!   Python tools run on)
+//!
+//! every one with the same environment (`LD_LIBRARY_PATH` at the fake library, the fixture, the
+//! frame pinned). Each run is reaped with `wait4`, which gives its user and system CPU time; its
+//! peak resident set size is the kernel's `VmHWM`, read when it stops at its exit under ptrace
+//! (see [`time_once`]); wall time is measured around spawn and reap. Prints the medians as a
+//! markdown table (see docs/benchmarks.md).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use gpu_backend::Fixture;
+
+/// The client versions installed in the virtualenv.
+const PIP_PINS: &[&str] = &["nvidia-ml-py==13.615.71", "nvitop==1.7.2", "gpustat==1.1.1"];
 
 /// Command-line arguments.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Timed runs of each command (after one warm-up run each).
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+    /// The fixture to cut one frame from.
+    #[arg(long, default_value = "fixtures/h100-sxm-8gpu.json")]
+    fixture: PathBuf,
+    /// The frame to cut.
+    #[arg(long, default_value_t = 0)]
+    frame: usize,
+    /// Where the library, the cut fixture and the virtualenv go (default:
+    /// `<target dir>/bench-oneshot`). The virtualenv is kept between runs.
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+    /// The Python that makes the virtualenv.
+    #[arg(long, default_value = "python3")]
+    python: PathBuf,
+}
+
+/// One command to time.
+struct Tool {
+    label: &'static str,
+    program: PathBuf,
+    args: Vec<OsString>,
+}
+
+/// What `wait4` and the clock said about one run.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    wall: Duration,
+    cpu: Duration,
+    max_rss_kib: u64,
+}
 
 /// Runs the benchmark.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("bench-oneshot is not implemented yet")
+pub fn run(args: Args) -> Result<()> {
+    ensure!(args.runs > 0, "--runs must be at least 1");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask has no parent directory")?
+        .to_path_buf();
+    let target = target_dir(&root)?;
+    let work = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| target.join("bench-oneshot"));
+    std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
+
+    eprintln!("== building gpuscope and fake-nvml (release)");
+    let status = Command::new(cargo())
+        .current_dir(&root)
+        .args(["build", "--release", "--quiet", "-p", "gpuscope", "-p"])
+        .arg("fake-nvml")
+        .status()
+        .context("cannot run cargo")?;
+    ensure!(status.success(), "cargo build failed");
+    let release = target.join("release");
+    let lib = fake_nvml::install(
+        &release.join(fake_nvml::CDYLIB_FILE_NAME),
+        &work.join("lib"),
+    )
+    .context("cannot install the fake library")?;
+
+    let fixture_path = root.join(&args.fixture);
+    let (cut, devices, processes) = cut_fixture(&fixture_path, args.frame)?;
+    let cut_path = work.join("oneshot-fixture.json");
+    std::fs::write(&cut_path, cut.to_json_pretty())
+        .with_context(|| format!("cannot write {}", cut_path.display()))?;
+    eprintln!(
+        "== fixture: frame {} of {} ({devices} devices, {processes} GPU processes) -> {}",
+        args.frame,
+        args.fixture.display(),
+        cut_path.display()
+    );
+
+    let venv = work.join("venv");
+    make_venv(&args.python, &venv)?;
+
+    let tools = vec![
+        Tool {
+            label: "`gpuscope snapshot --json`",
+            program: release.join("gpuscope"),
+            args: vec![
+                "snapshot".into(),
+                "--json".into(),
+                "--nvml-lib".into(),
+                lib.nvml.clone().into_os_string(),
+            ],
+        },
+        Tool {
+            label: "`nvitop -1`",
+            program: venv.join("bin/nvitop"),
+            args: vec!["-1".into()],
+        },
+        Tool {
+            label: "`gpustat --json`",
+            program: venv.join("bin/gpustat"),
+            args: vec!["--json".into()],
+        },
+        Tool {
+            label: "floor: `true`",
+            program: "true".into(),
+            args: vec![],
+        },
+        Tool {
+            label: "floor: `python -c pass`",
+            program: venv.join("bin/python"),
+            args: vec!["-c".into(), "pass".into()],
+        },
+    ];
+    let env: Vec<(&str, OsString)> = vec![
+        ("LD_LIBRARY_PATH", lib.dir.clone().into_os_string()),
+        (
+            "GPUSCOPE_FAKE_NVML_FIXTURE",
+            cut_path.clone().into_os_string(),
+        ),
+        ("GPUSCOPE_FAKE_NVML_FRAME", "0".into()),
+    ];
+
+    // Each tool must work, and see every GPU and process, before it is timed.
+    eprintln!("== checking each tool's output");
+    check_outputs(&tools, &env, devices, &cut)?;
+
+    eprintln!("== timing: {} runs of each, interleaved", args.runs);
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); tools.len()];
+    for round in 0..=args.runs {
+        for (tool, record) in tools.iter().zip(&mut runs) {
+            let r = time_once(tool, &env)?;
+            // Round 0 is the warm-up.
+            if round > 0 {
+                record.push(r);
+            }
+        }
+    }
+
+    println!("{}", table(&tools, &runs));
+    let gpuscope = median(runs[0].iter().map(|r| r.wall.as_secs_f64()));
+    let nvitop = median(runs[1].iter().map(|r| r.wall.as_secs_f64()));
+    let rss = median(runs[0].iter().map(|r| r.max_rss_kib as f64)) / 1024.0;
+    println!();
+    println!(
+        "gpuscope vs `nvitop -1`, median wall time: {:.1}x faster (target: at least 20x: {})",
+        nvitop / gpuscope,
+        if nvitop / gpuscope >= 20.0 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    println!(
+        "gpuscope median peak RSS: {rss:.1} MiB (target: at most 6 MB: {})",
+        if rss * 1024.0 * 1024.0 <= 6e6 {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    Ok(())
+}
+
+fn cargo() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// Cargo's target directory for the workspace at `root`.
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let out = Command::new(cargo())
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run cargo metadata")?;
+    ensure!(out.status.success(), "cargo metadata failed");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("cargo metadata printed no JSON")?;
+    let dir = meta["target_directory"]
+        .as_str()
+        .context("cargo metadata gave no target_directory")?;
+    Ok(PathBuf::from(dir))
+}
+
+/// Frame `frame` of the fixture alone, at time 0; with its device and GPU process counts.
+fn cut_fixture(path: &Path, frame: usize) -> Result<(Fixture, usize, usize)> {
+    let mut f = Fixture::load(path)?;
+    ensure!(
+        frame < f.frames.len(),
+        "{} has frames 0 to {}",
+        path.display(),
+        f.frames.len() - 1
+    );
+    let mut one = f.frames.swap_remove(frame);
+    one.t_ms = 0;
+    f.frames = vec![one];
+    let processes = f.frames[0]
+        .devices
+        .values()
+        .map(|d| {
+            let mut pids = std::collections::BTreeSet::new();
+            for list in [&d.compute_processes, &d.graphics_processes] {
+                if let gpu_backend::Answer::Ok(ps) = list {
+                    pids.extend(ps.iter().map(|p| p.pid));
+                }
+            }
+            pids.len()
+        })
+        .sum();
+    let devices = f.devices.len();
+    Ok((f, devices, processes))
+}
+
+/// Makes the virtualenv with [`PIP_PINS`] unless it already has them.
+fn make_venv(python: &Path, venv: &Path) -> Result<()> {
+    let stamp = venv.join("bench-oneshot-pins.txt");
+    let want = PIP_PINS.join("\n");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == want) {
+        return Ok(());
+    }
+    eprintln!("== virtualenv with {}", PIP_PINS.join(" "));
+    if !venv.join("bin/python").is_file() {
+        let status = Command::new(python)
+            .arg("-m")
+            .arg("venv")
+            .arg(venv)
+            .status()
+            .with_context(|| format!("cannot run {}", python.display()))?;
+        ensure!(
+            status.success(),
+            "`{} -m venv` failed (on Debian: apt-get install python3-venv)",
+            python.display()
+        );
+    }
+    let status = Command::new(venv.join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(PIP_PINS)
+        .status()
+        .context("cannot run pip")?;
+    ensure!(status.success(), "pip install failed");
+    std::fs::write(&stamp, want)?;
+    Ok(())
+}
+
+/// Runs each tool once with its output captured, and checks that it saw every device (and, for
+/// the JSON tools, every process).
+fn check_outputs(
+    tools: &[Tool],
+    env: &[(&str, OsString)],
+    devices: usize,
+    cut: &Fixture,
+) -> Result<()> {
+    let physical = cut
+        .devices
+        .keys()
+        .filter(|id| matches!(id, gpu_backend::DeviceId::Gpu(_)))
+        .count();
+    for tool in tools.iter().take(3) {
+        let out = Command::new(&tool.program)
+            .args(&tool.args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot run {}", tool.program.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!(
+                "{} failed ({}):\n{stdout}{}",
+                tool.label,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let seen = match tool.label {
+            l if l.contains("gpuscope") => {
+                let v: serde_json::Value = serde_json::from_str(&stdout)?;
+                v["devices"].as_array().map_or(0, Vec::len)
+            }
+            l if l.contains("gpustat") => {
+                let v: serde_json::Value = serde_json::from_str(&stdout)?;
+                v["gpus"].as_array().map_or(0, Vec::len)
+            }
+            // nvitop -1 prints one row per GPU, each with the GPU's index and name.
+            _ => stdout.lines().filter(|l| l.contains("H100")).count(),
+        };
+        let want = if tool.label.contains("nvitop") || tool.label.contains("gpustat") {
+            physical
+        } else {
+            devices
+        };
+        ensure!(
+            seen == want,
+            "{} showed {seen} devices, the fixture has {want}:\n{stdout}",
+            tool.label
+        );
+    }
+    Ok(())
+}
+
+/// Spawns the tool with its output thrown away, reads its peak RSS just before it exits, and
+/// reaps it with `wait4` for its CPU time.
+///
+/// The peak RSS is the kernel's high-water mark of the program's own address space (`VmHWM`),
+/// read while the process is stopped at its exit under ptrace (`PTRACE_O_TRACEEXIT`): the
+/// `ru_maxrss` that `wait4` gives would also count the RSS of this process at the fork, which
+/// exec carries over. The child asks to be traced itself, so it stops only at its exec and at
+/// its exit; signals are passed on.
+fn time_once(tool: &Tool, env: &[(&str, OsString)]) -> Result<Run> {
+    use std::os::unix::process::CommandExt;
+
+    let mut cmd = Command::new(&tool.program);
+    cmd.args(&tool.args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: the closure runs in the forked child before exec and calls only ptrace, which is
+    // async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run {}", tool.program.display()))?;
+    let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
+    let mut hwm_kib = None;
+    let mut first_stop = true;
+    let (status, usage) = loop {
+        let (status, usage) = wait4(pid)?;
+        if !libc::WIFSTOPPED(status) {
+            break (status, usage);
+        }
+        let mut signal = libc::WSTOPSIG(status);
+        if first_stop && signal == libc::SIGTRAP {
+            // Stopped at exec: from now on, stop at the exit too; kill it if we die.
+            first_stop = false;
+            let options = libc::PTRACE_O_TRACEEXIT | libc::PTRACE_O_EXITKILL;
+            // SAFETY: `pid` is our traced, stopped child.
+            unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, options) };
+            signal = 0;
+        } else if status >> 8 == (libc::SIGTRAP | (libc::PTRACE_EVENT_EXIT << 8)) {
+            hwm_kib = read_hwm_kib(pid);
+            signal = 0;
+        }
+        // SAFETY: `pid` is our traced, stopped child; `signal` is the one it stopped with (or 0).
+        unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0, signal) };
+    };
+    let wall = start.elapsed();
+    drop(child);
+    ensure!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{} failed (wait status {status})",
+        tool.label
+    );
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    Ok(Run {
+        wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        max_rss_kib: hwm_kib.with_context(|| format!("no VmHWM of {} at its exit", tool.label))?,
+    })
+}
+
+/// `wait4` on our child, retried on EINTR.
+fn wait4(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our own child, never waited on through std; `status` and `usage`
+        // are valid, writable out-parameters.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            return Ok((status, usage));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            bail!("wait4 failed: {e}");
+        }
+    }
+}
+
+/// `VmHWM` of a live process, in KiB.
+fn read_hwm_kib(pid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The medians as a markdown table, with each tool's wall time relative to gpuscope's.
+fn table(tools: &[Tool], runs: &[Vec<Run>]) -> String {
+    let base = median(runs[0].iter().map(|r| r.wall.as_secs_f64()));
+    let mut s = String::from(
+        "| command | runs | wall, median (min-max) | vs gpuscope | user+sys CPU, median | \
+         peak RSS, median |\n|---|---|---|---|---|---|\n",
+    );
+    for (tool, rs) in tools.iter().zip(runs) {
+        let wall = median(rs.iter().map(|r| r.wall.as_secs_f64()));
+        let min = rs.iter().map(|r| r.wall).min().unwrap_or_default();
+        let max = rs.iter().map(|r| r.wall).max().unwrap_or_default();
+        let cpu = median(rs.iter().map(|r| r.cpu.as_secs_f64()));
+        let rss = median(rs.iter().map(|r| r.max_rss_kib as f64)) / 1024.0;
+        s += &format!(
+            "| {} | {} | {:.1} ms ({:.1}-{:.1}) | {:.1}x | {:.1} ms | {:.1} MiB |\n",
+            tool.label,
+            rs.len(),
+            wall * 1e3,
+            min.as_secs_f64() * 1e3,
+            max.as_secs_f64() * 1e3,
+            wall / base,
+            cpu * 1e3,
+            rss,
+        );
+    }
+    s.trim_end().to_string()
 }

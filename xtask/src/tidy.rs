@@ -62,7 +62,10 @@ mod tests {
             })
             .map(|p| p.display().to_string())
             .collect();
-        assert!(bad.is_empty(), "files without a //! opening comment: {bad:#?}");
+        assert!(
+            bad.is_empty(),
+            "files without a //! opening comment: {bad:#?}"
+        );
     }
 
     #[test]
@@ -70,7 +73,11 @@ mod tests {
         let needle = ["dbg", "!("].concat();
         let bad: Vec<String> = all_rust_files()
             .into_iter()
-            .filter(|p| std::fs::read_to_string(p).unwrap_or_default().contains(&needle))
+            .filter(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap_or_default()
+                    .contains(&needle)
+            })
             .map(|p| p.display().to_string())
             .collect();
         assert!(bad.is_empty(), "dbg! left in: {bad:#?}");
@@ -97,6 +104,10 @@ mod tests {
                 }
             }
         }
-        assert!(bad.is_empty(), "unwrap/expect outside tests:\n{}", bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "unwrap/expect outside tests:\n{}",
+            bad.join("\n")
+        );
     }
 }

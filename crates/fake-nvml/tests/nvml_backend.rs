@@ -1,15 +1,21 @@
 //! gpuscope's own NVML backend (on nvml-wrapper), loaded over the installed library, records
-//! back exactly what the fixture holds: system answers, every static answer of every device,
-//! and every changing answer in every frame.
+//! back exactly what the fixture holds: `gpu_backend::recorder::record` over `NvmlBackend`, with
+//! a timeline that steps the library's frames by hand, gives the fixture back value for value
+//! (system answers, every static answer of every device, every changing answer in every frame,
+//! and the frames' times), with two exceptions that NVML cannot know: the CUDA device order
+//! (libcuda's; the NVML backend answers not supported) and the host facts (the host's; they are
+//! served from the fixture by `ReplayHost`, on the same frame).
 
 #![cfg(target_os = "linux")]
 
 mod common;
 
 use std::ffi::c_uint;
+use std::sync::Arc;
 
-use gpu_backend::recorder::{capture_dynamic, capture_static, capture_system};
-use gpu_backend::{all_device_ids, Fixture, GpuBackend, NvmlBackend};
+use gpu_backend::host::ReplayHost;
+use gpu_backend::recorder::{record, RecordOptions, ReplayTimeline, Timeline};
+use gpu_backend::{Fixture, NvmlBackend, ReplayBackend};
 use libloading::{Library, Symbol};
 
 use common::*;
@@ -25,6 +31,30 @@ fn installed() -> &'static std::path::Path {
     })
 }
 
+/// Moves the loaded fake library and a replay of the same fixture (for the host facts) to each
+/// frame, and carries the fixture's frame times.
+struct FakeTimeline<'a> {
+    set_frame: Symbol<'a, unsafe extern "C" fn(c_uint) -> c_uint>,
+    replay: ReplayTimeline<'a>,
+}
+
+impl Timeline for FakeTimeline<'_> {
+    fn wait_for_frame(&mut self, index: usize) {
+        let index_c = c_uint::try_from(index).expect("frame index");
+        // SAFETY: `fakeNvmlSetFrame` takes a frame number and returns an NVML code.
+        assert_eq!(
+            unsafe { (self.set_frame)(index_c) },
+            0,
+            "fakeNvmlSetFrame({index})"
+        );
+        self.replay.wait_for_frame(index);
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        self.replay.elapsed_ms()
+    }
+}
+
 fn check_round_trip(fixture: &Fixture, tag: &str) {
     let so = installed();
     let path = write_temp(fixture, tag);
@@ -32,37 +62,37 @@ fn check_round_trip(fixture: &Fixture, tag: &str) {
 
     let backend = NvmlBackend::with_library(so).expect("the NVML backend inits over fake-nvml");
     // The same file is the same loaded library: step its frames by hand.
+    // SAFETY: loading the library the backend has already loaded runs no new initialisers.
     let handle = unsafe { Library::new(so) }.expect("dlopen");
-    let set_frame: Symbol<unsafe extern "C" fn(c_uint) -> c_uint> =
-        unsafe { handle.get(b"fakeNvmlSetFrame") }.expect("fakeNvmlSetFrame");
-
-    let mut system = capture_system(&backend);
-    // The CUDA order comes from libcuda, which the NVML backend does not ask (yet); the CUDA
-    // side of this library is tested in abi.rs.
-    system.cuda_device_order = fixture.system.cuda_device_order.clone();
-    assert_eq!(system, fixture.system, "system answers");
-    let mut ids = all_device_ids(&backend).expect("device ids");
-    ids.sort();
-    assert_eq!(ids, fixture.devices.keys().copied().collect::<Vec<_>>());
-    for &id in &ids {
-        assert_eq!(
-            capture_static(&backend, id),
-            fixture.devices[&id],
-            "static answers of device {id}"
-        );
-    }
-    for (i, frame) in fixture.frames.iter().enumerate() {
-        assert_eq!(unsafe { set_frame(i as c_uint) }, 0);
-        for &id in &ids {
-            let num_fans = backend.num_fans(id).into();
-            assert_eq!(
-                capture_dynamic(&backend, id, &num_fans),
-                frame.devices[&id],
-                "changing answers of device {id} in frame {i}"
-            );
-        }
-    }
+    // SAFETY: the symbol has this signature (see the crate's README).
+    let set_frame = unsafe { handle.get(b"fakeNvmlSetFrame") }.expect("fakeNvmlSetFrame");
+    let replay = Arc::new(ReplayBackend::new(fixture.clone()));
+    let host = ReplayHost::new(replay.clone());
+    let mut timeline = FakeTimeline {
+        set_frame,
+        replay: ReplayTimeline::new(&replay),
+    };
+    let options = RecordOptions {
+        frames: fixture.frames.len(),
+        meta: fixture.meta.clone(),
+        nvml_missing_functions: fixture.nvml_missing_functions.clone(),
+    };
+    let mut recorded = record(
+        &backend,
+        &host,
+        &mut timeline,
+        options,
+        None,
+        &mut |_, _| {},
+    );
     drop(backend);
+    assert_eq!(
+        recorded.system.cuda_device_order,
+        gpu_backend::Answer::Err(gpu_backend::BackendError::NotSupported),
+        "{tag}: the NVML backend does not ask libcuda for the CUDA order"
+    );
+    recorded.system.cuda_device_order = fixture.system.cuda_device_order.clone();
+    assert_same(tag, &recorded, fixture);
 }
 
 #[test]

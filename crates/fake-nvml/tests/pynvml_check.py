@@ -52,8 +52,9 @@ def error_code(err):
 
 
 class Checker:
-    def __init__(self, fixture):
+    def __init__(self, fixture, client="pynvml"):
         self.fixture = fixture
+        self.client = client
         self.missing = set(fixture["nvml_missing_functions"])
         self.checks = 0
         self.failures = []
@@ -70,12 +71,12 @@ class Checker:
         else:
             want = ("err", error_code(answer["err"]))
         if got != want:
-            self.failures.append(f"{what}: pynvml gave {got!r}, the fixture says {want!r}")
+            self.failures.append(f"{what}: {self.client} gave {got!r}, the fixture says {want!r}")
 
     def equal(self, what, got, want):
         self.checks += 1
         if got != want:
-            self.failures.append(f"{what}: pynvml gave {got!r}, the fixture says {want!r}")
+            self.failures.append(f"{what}: {self.client} gave {got!r}, the fixture says {want!r}")
 
 
 def text(v):
@@ -140,23 +141,22 @@ def want_processes(answer_list):
     ]
 
 
-def main():
-    path = os.environ.get("GPUSCOPE_FAKE_NVML_FIXTURE")
-    if not path:
-        sys.exit("set GPUSCOPE_FAKE_NVML_FIXTURE to the fixture JSON file")
-    with open(path) as f:
-        fixture = json.load(f)
-    lib = os.environ.get("FAKE_NVML_LIB")
-    if lib:
-        # Load by path instead of LD_LIBRARY_PATH.
-        pynvml.nvmlLib = ctypes.CDLL(lib)
+def device_handles(fixture):
+    """Handles of every device of the fixture: physical by index, MIG by slot under the parent."""
+    handles = {}
+    for key in fixture["devices"]:
+        if ":" in key:
+            parent, slot = (int(x) for x in key.split(":"))
+            handles[key] = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(
+                pynvml.nvmlDeviceGetHandleByIndex(parent), slot
+            )
+        else:
+            handles[key] = pynvml.nvmlDeviceGetHandleByIndex(int(key))
+    return handles
 
-    c = Checker(fixture)
-    pynvml.nvmlInit()
-    fake = pynvml.nvmlLib
-    if not hasattr(fake, "fakeNvmlSetFrame"):
-        sys.exit("the loaded libnvidia-ml.so.1 is not fake-nvml (no fakeNvmlSetFrame)")
 
+def check_system(c, fixture, handles):
+    """The system answers and every device's name and UUID."""
     system = fixture["system"]
     c.answer("device count", system["device_count"], pynvml.nvmlDeviceGetCount)
     c.answer(
@@ -169,75 +169,98 @@ def main():
         system["cuda_driver_version"],
         pynvml.nvmlSystemGetCudaDriverVersion,
     )
-
-    # Handles of every device of the fixture: physical by index, MIG by slot under the parent.
-    handles = {}
-    for key in fixture["devices"]:
-        if ":" in key:
-            parent, slot = (int(x) for x in key.split(":"))
-            handles[key] = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(
-                pynvml.nvmlDeviceGetHandleByIndex(parent), slot
-            )
-        else:
-            handles[key] = pynvml.nvmlDeviceGetHandleByIndex(int(key))
-
     for key, st in fixture["devices"].items():
         h = handles[key]
         c.answer(f"device {key} name", st["name"], lambda: text(pynvml.nvmlDeviceGetName(h)))
         c.answer(f"device {key} uuid", st["uuid"], lambda: text(pynvml.nvmlDeviceGetUUID(h)))
 
-    for index, frame in enumerate(fixture["frames"]):
+
+def check_frame(c, fixture, handles, index):
+    """Every changing answer of every device in frame `index`, which the library must serve now."""
+    for key, dy in fixture["frames"][index]["devices"].items():
+        h = handles[key]
+        where = f"frame {index} device {key}"
+        mem = dy["memory_info"]
+        if "nvmlDeviceGetMemoryInfo_v2" in c.missing:
+            c.answer(
+                f"{where} memory v2",
+                {"err": "function_not_found"},
+                lambda: pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2),
+            )
+        else:
+            c.answer(
+                f"{where} memory v2",
+                mem,
+                lambda: (lambda m: (m.total, m.free, m.used, m.reserved))(
+                    pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
+                ),
+                lambda m: (m["total"], m["free"], m["used"], m["reserved"] or 0),
+            )
+        c.answer(
+            f"{where} memory v1",
+            mem,
+            lambda: (lambda m: (m.total, m.free, m.used))(pynvml.nvmlDeviceGetMemoryInfo(h)),
+            lambda m: (m["total"], m["free"], m["used"] + (m["reserved"] or 0)),
+        )
+        c.answer(
+            f"{where} utilization",
+            dy["utilization_rates"],
+            lambda: (lambda u: (u.gpu, u.memory))(pynvml.nvmlDeviceGetUtilizationRates(h)),
+            lambda u: (u["gpu"], u["memory"]),
+        )
+        c.answer(
+            f"{where} temperature",
+            dy["temperature"],
+            lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+        )
+        c.answer(f"{where} power", dy["power_usage"], lambda: pynvml.nvmlDeviceGetPowerUsage(h))
+        c.answer(
+            f"{where} compute processes",
+            dy["compute_processes"],
+            lambda: processes("Compute", h, c.missing),
+            want_processes,
+        )
+        c.answer(
+            f"{where} graphics processes",
+            dy["graphics_processes"],
+            lambda: processes("Graphics", h, c.missing),
+            want_processes,
+        )
+
+
+def load_fixture():
+    """The fixture that GPUSCOPE_FAKE_NVML_FIXTURE names; with FAKE_NVML_LIB set, pynvml loads
+    the library from that path instead of searching LD_LIBRARY_PATH."""
+    path = os.environ.get("GPUSCOPE_FAKE_NVML_FIXTURE")
+    if not path:
+        sys.exit("set GPUSCOPE_FAKE_NVML_FIXTURE to the fixture JSON file")
+    with open(path) as f:
+        fixture = json.load(f)
+    lib = os.environ.get("FAKE_NVML_LIB")
+    if lib:
+        pynvml.nvmlLib = ctypes.CDLL(lib)
+    return fixture
+
+
+def fake_library():
+    """The loaded libnvidia-ml.so.1 (after nvmlInit), which must be fake-nvml."""
+    fake = pynvml.nvmlLib
+    if not hasattr(fake, "fakeNvmlSetFrame"):
+        sys.exit("the loaded libnvidia-ml.so.1 is not fake-nvml (no fakeNvmlSetFrame)")
+    return fake
+
+
+def main():
+    fixture = load_fixture()
+    c = Checker(fixture)
+    pynvml.nvmlInit()
+    fake = fake_library()
+    handles = device_handles(fixture)
+    check_system(c, fixture, handles)
+    for index in range(len(fixture["frames"])):
         if fake.fakeNvmlSetFrame(ctypes.c_uint(index)) != 0:
             sys.exit(f"fakeNvmlSetFrame({index}) failed")
-        for key, dy in frame["devices"].items():
-            h = handles[key]
-            where = f"frame {index} device {key}"
-            mem = dy["memory_info"]
-            if "nvmlDeviceGetMemoryInfo_v2" in c.missing:
-                c.answer(
-                    f"{where} memory v2",
-                    {"err": "function_not_found"},
-                    lambda: pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2),
-                )
-            else:
-                c.answer(
-                    f"{where} memory v2",
-                    mem,
-                    lambda: (lambda m: (m.total, m.free, m.used, m.reserved))(
-                        pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
-                    ),
-                    lambda m: (m["total"], m["free"], m["used"], m["reserved"] or 0),
-                )
-            c.answer(
-                f"{where} memory v1",
-                mem,
-                lambda: (lambda m: (m.total, m.free, m.used))(pynvml.nvmlDeviceGetMemoryInfo(h)),
-                lambda m: (m["total"], m["free"], m["used"] + (m["reserved"] or 0)),
-            )
-            c.answer(
-                f"{where} utilization",
-                dy["utilization_rates"],
-                lambda: (lambda u: (u.gpu, u.memory))(pynvml.nvmlDeviceGetUtilizationRates(h)),
-                lambda u: (u["gpu"], u["memory"]),
-            )
-            c.answer(
-                f"{where} temperature",
-                dy["temperature"],
-                lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
-            )
-            c.answer(f"{where} power", dy["power_usage"], lambda: pynvml.nvmlDeviceGetPowerUsage(h))
-            c.answer(
-                f"{where} compute processes",
-                dy["compute_processes"],
-                lambda: processes("Compute", h, c.missing),
-                want_processes,
-            )
-            c.answer(
-                f"{where} graphics processes",
-                dy["graphics_processes"],
-                lambda: processes("Graphics", h, c.missing),
-                want_processes,
-            )
+        check_frame(c, fixture, handles, index)
 
     pynvml.nvmlShutdown()
     name = fixture["meta"]["name"]

@@ -115,7 +115,7 @@ pub use live::LiveHost;
 
 #[cfg(feature = "host-live")]
 mod live {
-    use std::sync::Mutex;
+    use std::sync::{Mutex, OnceLock};
 
     use sysinfo::{
         MemoryRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users,
@@ -124,10 +124,12 @@ mod live {
     use super::*;
 
     /// Host facts of this machine, read with sysinfo. Only the PIDs asked for are read, never the
-    /// whole process table.
+    /// whole process table; the user list is read the first time a live process is looked up.
     pub struct LiveHost {
         sys: Mutex<System>,
-        users: Users,
+        /// Read on first use: listing users loads the system's NSS modules, which a one-shot
+        /// snapshot with no live GPU process never needs.
+        users: OnceLock<Users>,
     }
 
     impl std::fmt::Debug for LiveHost {
@@ -147,7 +149,7 @@ mod live {
         pub fn new() -> LiveHost {
             LiveHost {
                 sys: Mutex::new(System::new()),
-                users: Users::new_with_refreshed_list(),
+                users: OnceLock::new(),
             }
         }
 
@@ -207,7 +209,11 @@ mod live {
                     .collect(),
                 user: p
                     .user_id()
-                    .and_then(|uid| users.get_user_by_id(uid))
+                    .and_then(|uid| {
+                        users
+                            .get_or_init(Users::new_with_refreshed_list)
+                            .get_user_by_id(uid)
+                    })
                     .map(|u| u.name().to_string()),
                 ppid: p.parent().map(|p| p.as_u32()),
                 start_time_s: Some(p.start_time()),

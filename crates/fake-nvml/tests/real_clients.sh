@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Real NVML clients against every fixture: installs the fake libnvidia-ml.so.1 in a temporary
+# directory, makes a throwaway virtualenv with pinned pynvml (nvidia-ml-py) and nvitop, and runs
+# real_clients.py, which checks that both report what each fixtures/*.json holds.
+#
+#   bash crates/fake-nvml/tests/real_clients.sh [--prebuilt] [FIXTURE.json...]
+#
+# Uses the debug build of fake-nvml in cargo's target directory: built (`cargo build -p
+# fake-nvml`) unless --prebuilt says that the last cargo command built it already (as
+# `cargo test --workspace` does; .ci/run uses this to avoid a second build with other features).
+# Environment:
+#   REAL_CLIENTS_VENV  reuse (or create) the virtualenv at this path instead of a temporary one.
+# Needs python3 with venv and pip access to PyPI; as root on Debian, installs python3-venv with
+# apt-get when `python3 -m venv` does not work.
+# Exits non-zero on any mismatch; the last line is
+#   real-clients: F fixtures, N values checked, M mismatches
+set -euo pipefail
+
+# The client versions this check was written and tested against.
+PINS=(nvidia-ml-py==13.615.71 nvitop==1.7.2)
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+cd "$root"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/real-clients.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+prebuilt=0
+if [ "${1:-}" = --prebuilt ]; then
+    prebuilt=1
+    shift
+fi
+if [ $prebuilt = 0 ]; then
+    echo "== building fake-nvml (debug)"
+    cargo build --quiet --locked -p fake-nvml --lib
+fi
+target_dir="$(cargo metadata --format-version 1 --no-deps --locked |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+lib="$target_dir/debug/libfake_nvml.so"
+if [ $prebuilt = 1 ]; then
+    # `cargo test` leaves the cdylib in deps/ (where fake-nvml's own tests find it).
+    if [ -f "$target_dir/debug/deps/libfake_nvml.so" ]; then
+        lib="$target_dir/debug/deps/libfake_nvml.so"
+    elif [ ! -f "$lib" ]; then
+        echo "== no prebuilt fake-nvml in $target_dir/debug: building it (debug)"
+        cargo build --quiet --locked -p fake-nvml --lib
+    fi
+fi
+[ -f "$lib" ] || { echo "real-clients: no $lib after the build" >&2; exit 1; }
+mkdir -p "$work/lib"
+cp "$lib" "$work/lib/libnvidia-ml.so.1"
+for name in libnvidia-ml.so libcuda.so.1 libcuda.so; do
+    ln -s libnvidia-ml.so.1 "$work/lib/$name"
+done
+
+venv="${REAL_CLIENTS_VENV:-$work/venv}"
+make_venv() {
+    [ -x "$venv/bin/python" ] && return 0
+    rm -rf "$venv"
+    python3 -m venv "$venv" 2>/dev/null && return 0
+    rm -rf "$venv"
+    # Debian ships venv (and ensurepip) separately.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "== python3 -m venv does not work: installing python3-venv"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        /usr/bin/python3 -m venv "$venv" && return 0
+    fi
+    echo "real-clients: cannot make a virtualenv (install python3-venv)" >&2
+    return 1
+}
+echo "== virtualenv with ${PINS[*]}"
+make_venv
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}"
+
+if [ $# -eq 0 ]; then
+    set -- fixtures/*.json
+fi
+echo "== pynvml and nvitop over $# fixtures"
+"$venv/bin/python" "$here/real_clients.py" --lib-dir "$work/lib" "$@"

@@ -1,0 +1,184 @@
+//! `cargo xtask record-fixture` end to end: the built xtask binary records from fake-nvml
+//! (installed as `libnvidia-ml.so.1`, frame pinned with `GPUSCOPE_FAKE_NVML_FRAME`) and writes a
+//! fixture whose every frame equals that frame of the scenario fixture it served. Left out of the
+//! comparison, because NVML cannot know them: the CUDA device order (libcuda's), the host facts
+//! (this machine's, read live), the frame times (wall time) and the description. Also: with no
+//! driver it says so plainly and fails.
+
+#![cfg(target_os = "linux")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gpu_backend::{Answer, BackendError, Fixture};
+
+const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xtask-record-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// fake-nvml's cdylib (built as a dependency of xtask), installed once per test process.
+fn fake_library() -> &'static Path {
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test exe");
+        let lib = fake_nvml::find_cdylib(&exe)
+            .expect("fake-nvml's cdylib next to the test (built as xtask's dependency)");
+        fake_nvml::install(&lib, &temp_dir("lib"))
+            .expect("install")
+            .nvml
+    })
+}
+
+fn record(args: &[&std::ffi::OsStr], fixture: Option<(&Path, usize)>) -> Output {
+    let mut cmd = Command::new(XTASK);
+    cmd.arg("record-fixture")
+        .args(args)
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .env_remove("GPUSCOPE_FAKE_NVML_FIXTURE")
+        .env_remove("GPUSCOPE_FAKE_NVML_FRAME");
+    if let Some((path, frame)) = fixture {
+        cmd.env("GPUSCOPE_FAKE_NVML_FIXTURE", path)
+            .env("GPUSCOPE_FAKE_NVML_FRAME", frame.to_string());
+    }
+    cmd.output().expect("run xtask")
+}
+
+fn scenario_fixtures() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(workspace().join("fixtures"))
+        .expect("fixtures/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no fixtures in fixtures/");
+    paths
+}
+
+#[test]
+fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
+    let lib = fake_library();
+    let out_dir = temp_dir("out");
+    for path in scenario_fixtures() {
+        let want = Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let stem = path
+            .file_stem()
+            .expect("stem")
+            .to_string_lossy()
+            .into_owned();
+        // A frame from the middle: for gpu-lost, one where a GPU is already lost.
+        let frame = want.frames.len() / 2;
+        let out = out_dir.join(format!("{stem}.json"));
+        let run = record(
+            &[
+                "--out".as_ref(),
+                out.as_os_str(),
+                "--frames".as_ref(),
+                "3".as_ref(),
+                "--interval".as_ref(),
+                "10ms".as_ref(),
+                "--nvml-lib".as_ref(),
+                lib.as_os_str(),
+            ],
+            Some((&path, frame)),
+        );
+        assert!(
+            run.status.success(),
+            "{stem}: record-fixture failed: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let got = Fixture::load(&out).unwrap_or_else(|e| panic!("{e}"));
+
+        assert_eq!(
+            got.meta.name, stem,
+            "{stem}: the name defaults to the file stem"
+        );
+        assert!(
+            got.meta.source.contains(&*lib.to_string_lossy()),
+            "{stem}: the source names the library: {}",
+            got.meta.source
+        );
+        // The NVML backend does not ask libcuda.
+        assert_eq!(
+            got.system.cuda_device_order,
+            Answer::Err(BackendError::NotSupported),
+            "{stem}"
+        );
+        let mut system = got.system.clone();
+        system.cuda_device_order = want.system.cuda_device_order.clone();
+        assert_eq!(system, want.system, "{stem}: system answers");
+        assert_eq!(got.devices, want.devices, "{stem}: static answers");
+        // fake-nvml exports every probed symbol (a function the fixture lists as missing
+        // answers NVML_ERROR_FUNCTION_NOT_FOUND instead), so the symbol probe finds none missing.
+        assert_eq!(got.nvml_missing_functions, Vec::<String>::new(), "{stem}");
+        assert_eq!(got.frames.len(), 3, "{stem}: frames");
+        for (i, f) in got.frames.iter().enumerate() {
+            assert!(
+                f.devices == want.frames[frame].devices,
+                "{stem}: recorded frame {i} differs from frame {frame} of the fixture"
+            );
+        }
+    }
+}
+
+#[test]
+fn record_fixture_without_a_driver_says_so_and_fails() {
+    let out = temp_dir("nodriver").join("never.json");
+    let run = record(
+        &[
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--frames".as_ref(),
+            "1".as_ref(),
+            "--nvml-lib".as_ref(),
+            "/nonexistent/libnvidia-ml.so.1".as_ref(),
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "it must fail: {stderr}");
+    assert!(
+        stderr.contains("no NVIDIA driver here"),
+        "the message says there is no driver: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked"),
+        "no panic, a plain message: {stderr}"
+    );
+    assert!(!out.exists(), "no fixture is written");
+}
+
+#[test]
+fn record_fixture_with_a_broken_fake_fixture_says_no_driver() {
+    // fake-nvml answers NVML_ERROR_DRIVER_NOT_LOADED when its fixture cannot be read: what a
+    // machine with the library but no loaded driver looks like.
+    let dir = temp_dir("broken");
+    let broken = dir.join("broken.json");
+    std::fs::write(&broken, "{ not json").expect("write");
+    let out = dir.join("never.json");
+    let run = record(
+        &[
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--frames".as_ref(),
+            "1".as_ref(),
+            "--nvml-lib".as_ref(),
+            fake_library().as_os_str(),
+        ],
+        Some((&broken, 0)),
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "it must fail: {stderr}");
+    assert!(stderr.contains("no NVIDIA driver here"), "{stderr}");
+    assert!(!out.exists(), "no fixture is written");
+}
