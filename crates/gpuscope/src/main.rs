@@ -49,7 +49,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Snapshot { source, json } => {
             let src = source.open()?;
-            let view = snapshot::take(&*src.backend, &*src.host, src.label);
+            let view = snapshot::take(&src.collector, src.label);
             let text = if json {
                 serde_json::to_string_pretty(&view)? + "\n"
             } else {

@@ -4,13 +4,11 @@
 //! answer that failed for another reason is `null` too, with the failure listed in the device's
 //! `errors`.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use gpu_backend::fixture::{Answer, DeviceDynamic, DeviceStatic};
-use gpu_backend::host::HostSource;
-use gpu_backend::recorder;
-use gpu_backend::{BackendError, DeviceId, GpuBackend, ProcessInfo};
+use gpu_backend::DeviceId;
+use gpu_devices::{DeviceSnapshot, Na};
+use gpu_processes::{GpuProcess, ProcessCollector};
 use serde::Serialize;
 
 /// Version of the JSON document's shape.
@@ -39,7 +37,7 @@ pub struct SnapshotView {
 #[derive(Debug, Serialize, PartialEq)]
 pub struct FieldError {
     /// Which query.
-    pub field: &'static str,
+    pub field: String,
     /// What the backend said.
     pub error: String,
 }
@@ -47,6 +45,9 @@ pub struct FieldError {
 /// One device.
 #[derive(Debug, Serialize)]
 pub struct DeviceView {
+    /// The device, for joining processes; not printed.
+    #[serde(skip)]
+    pub device: DeviceId,
     /// `"3"` or `"3:1"`.
     pub id: String,
     /// Index of the physical GPU.
@@ -91,76 +92,50 @@ pub struct ProcessView {
     pub used_memory_bytes: Option<u64>,
     pub gpu_instance_id: Option<u32>,
     pub compute_instance_id: Option<u32>,
+    /// SM utilization from the driver's samples.
+    pub sm_utilization_percent: Option<u32>,
     pub user: Option<String>,
     pub name: Option<String>,
+    /// The command line, shell-escaped.
     pub command: Option<String>,
+    /// CPU use, percent of one CPU.
+    pub cpu_percent: Option<f64>,
+    /// Resident host memory, bytes.
+    pub host_memory_bytes: Option<u64>,
+    /// How long the process has run.
+    pub running_time_seconds: Option<u64>,
 }
 
-/// Collects N/A-aware values, noting failures that are not "not available".
-struct Reader<'a> {
-    errors: &'a mut Vec<FieldError>,
-}
-
-impl Reader<'_> {
-    fn get<T: Clone>(&mut self, field: &'static str, answer: &Answer<T>) -> Option<T> {
-        match answer {
-            Answer::Ok(v) => Some(v.clone()),
-            Answer::Err(e) => {
-                self.note(field, e);
-                None
-            }
-        }
+/// The value, noting a failure that is not "not available" under `field`.
+fn keep<T: Clone>(errors: &mut Vec<FieldError>, field: &str, value: &Na<T>) -> Option<T> {
+    if let Na::Failed(e) = value {
+        errors.push(FieldError {
+            field: field.to_string(),
+            error: e.to_string(),
+        });
     }
-
-    fn note(&mut self, field: &'static str, e: &BackendError) {
-        if !e.is_not_available() {
-            self.errors.push(FieldError {
-                field,
-                error: e.to_string(),
-            });
-        }
-    }
+    value.value().cloned()
 }
 
-/// Takes a snapshot of every device: each backend query once per device, and each PID looked up
-/// on the host once.
-pub fn take(backend: &dyn GpuBackend, host: &dyn HostSource, source: String) -> SnapshotView {
-    let snap = recorder::snapshot(backend);
+/// Takes a snapshot of every device and its processes: each backend query once per device, and
+/// each PID looked up on the host once.
+pub fn take(collector: &ProcessCollector, source: String) -> SnapshotView {
+    let ctx = collector.context();
     let mut errors = Vec::new();
-    let mut r = Reader {
-        errors: &mut errors,
-    };
-    let driver_version = r.get("driver_version", &snap.system.driver_version);
-    let nvml_version = r.get("nvml_version", &snap.system.nvml_version);
-    let cuda_driver_version = r
-        .get("cuda_driver_version", &snap.system.cuda_driver_version)
-        .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
-    if let Answer::Err(e) = &snap.system.device_count {
-        r.note("device_count", e);
-    }
-    let mut hosts: BTreeMap<u32, Option<gpu_backend::fixture::HostProcess>> = BTreeMap::new();
-    let mut devices: Vec<DeviceView> = snap
-        .statics
-        .iter()
-        .filter_map(|(id, st)| {
-            let dy = snap.dynamics.get(id)?;
-            Some(device_view(*id, st, dy, host, &mut hosts))
-        })
-        .collect();
-    // With MIG on, NVML lists a process both on the GPU and on its instance: keep it only on the
-    // instance, where it runs.
-    let parents: Vec<u32> = devices
-        .iter()
-        .filter(|d| d.mig_index.is_some())
-        .map(|d| d.index)
-        .collect();
-    for d in devices.iter_mut() {
-        if d.mig_index.is_none() && parents.contains(&d.index) {
-            d.processes.retain(|p| p.gpu_instance_id.is_none());
+    let driver_version = keep(&mut errors, "driver_version", &ctx.driver_version());
+    let nvml_version = keep(&mut errors, "nvml_version", &ctx.nvml_version());
+    let cuda_driver_version = keep(
+        &mut errors,
+        "cuda_driver_version",
+        &ctx.cuda_driver_version(),
+    );
+    let snap = collector.take_all();
+    let mut devices: Vec<DeviceView> = snap.devices.iter().map(device_view).collect();
+    for p in &snap.processes {
+        if let Some(d) = devices.iter_mut().find(|d| d.device == p.device) {
+            d.processes.push(process_view(p));
         }
     }
-    // Physical devices in index order, each followed by its MIG devices.
-    devices.sort_by_key(|d| (d.index, d.mig_index.map_or(0, |m| m + 1)));
     SnapshotView {
         schema: JSON_SCHEMA,
         source,
@@ -172,104 +147,75 @@ pub fn take(backend: &dyn GpuBackend, host: &dyn HostSource, source: String) -> 
     }
 }
 
-fn device_view(
-    id: DeviceId,
-    st: &DeviceStatic,
-    dy: &DeviceDynamic,
-    host: &dyn HostSource,
-    hosts: &mut BTreeMap<u32, Option<gpu_backend::fixture::HostProcess>>,
-) -> DeviceView {
-    let mut errors = Vec::new();
-    let mut r = Reader {
-        errors: &mut errors,
-    };
-    let memory = r.get("memory_info", &dy.memory_info);
-    let util = r.get("utilization_rates", &dy.utilization_rates);
-    let clocks = &dy.clocks;
-    let mut view = DeviceView {
-        id: id.to_string(),
-        index: id.physical_index(),
-        mig_index: match id {
+fn device_view(d: &DeviceSnapshot) -> DeviceView {
+    let errors: Vec<FieldError> = d
+        .errors
+        .iter()
+        .map(|e| FieldError {
+            field: e.field.clone(),
+            error: e.error.to_string(),
+        })
+        .collect();
+    let memory = d.memory.value().copied();
+    let util = d.utilization.value().copied();
+    DeviceView {
+        device: d.id,
+        id: d.id.to_string(),
+        index: d.id.physical_index(),
+        mig_index: match d.id {
             DeviceId::Mig { index, .. } => Some(index),
             DeviceId::Gpu(_) => None,
         },
-        name: r.get("name", &st.name),
-        uuid: r.get("uuid", &st.uuid),
-        bus_id: r.get("pci_info", &st.pci_info).map(|p| p.bus_id),
+        name: d.name.value().cloned(),
+        uuid: d.uuid.value().cloned(),
+        bus_id: d.pci.value().map(|p| p.bus_id.clone()),
         memory_total_bytes: memory.map(|m| m.total),
         memory_used_bytes: memory.map(|m| m.used),
         memory_free_bytes: memory.map(|m| m.free),
         gpu_utilization_percent: util.map(|u| u.gpu),
         memory_utilization_percent: util.map(|u| u.memory),
-        encoder_utilization_percent: r
-            .get("encoder_utilization", &dy.encoder_utilization)
-            .map(|c| c.utilization),
-        decoder_utilization_percent: r
-            .get("decoder_utilization", &dy.decoder_utilization)
-            .map(|c| c.utilization),
-        temperature_celsius: r.get("temperature", &dy.temperature),
-        fan_speed_percent: r.get("fan_speed", &dy.fan_speed),
-        power_usage_watts: r
-            .get("power_usage", &dy.power_usage)
-            .map(|mw| f64::from(mw) / 1000.0),
-        power_limit_watts: r
-            .get("enforced_power_limit", &st.enforced_power_limit)
-            .map(|mw| f64::from(mw) / 1000.0),
-        performance_state: r
-            .get("performance_state", &dy.performance_state)
-            .filter(|&p| p <= 15)
+        encoder_utilization_percent: d.encoder.value().map(|c| c.utilization),
+        decoder_utilization_percent: d.decoder.value().map(|c| c.utilization),
+        temperature_celsius: d.temperature.value().copied(),
+        fan_speed_percent: d.fan_speed.value().copied(),
+        power_usage_watts: d.power_usage.value().map(|&mw| f64::from(mw) / 1000.0),
+        power_limit_watts: d
+            .enforced_power_limit
+            .value()
+            .map(|&mw| f64::from(mw) / 1000.0),
+        performance_state: d
+            .performance_state
+            .value()
+            .filter(|&&p| p <= 15)
             .map(|p| format!("P{p}")),
-        graphics_clock_mhz: r.get("clock.graphics", &clocks.graphics),
-        sm_clock_mhz: r.get("clock.sm", &clocks.sm),
-        memory_clock_mhz: r.get("clock.memory", &clocks.memory),
-        persistence_mode: r.get("persistence_mode", &st.persistence_mode),
-        display_active: r.get("display_active", &st.display_active),
-        mig_mode: r.get("mig_mode", &st.mig_mode).map(|m| m.current),
-        gpu_instance_id: r.get("gpu_instance_id", &st.gpu_instance_id),
-        compute_instance_id: r.get("compute_instance_id", &st.compute_instance_id),
+        graphics_clock_mhz: d.clocks.graphics.value().copied(),
+        sm_clock_mhz: d.clocks.sm.value().copied(),
+        memory_clock_mhz: d.clocks.memory.value().copied(),
+        persistence_mode: d.persistence_mode.value().copied(),
+        display_active: d.display_active.value().copied(),
+        mig_mode: d.mig_mode.value().map(|m| m.current),
+        gpu_instance_id: d.gpu_instance_id.value().copied(),
+        compute_instance_id: d.compute_instance_id.value().copied(),
         processes: Vec::new(),
-        errors: Vec::new(),
-    };
-    let compute = r
-        .get("compute_processes", &dy.compute_processes)
-        .unwrap_or_default();
-    let graphics = r
-        .get("graphics_processes", &dy.graphics_processes)
-        .unwrap_or_default();
-    view.processes = merge_processes(&compute, &graphics)
-        .into_iter()
-        .map(|(p, kind)| {
-            let facts = hosts.entry(p.pid).or_insert_with(|| host.process(p.pid));
-            ProcessView {
-                pid: p.pid,
-                kind,
-                used_memory_bytes: p.used_gpu_memory,
-                gpu_instance_id: p.gpu_instance_id,
-                compute_instance_id: p.compute_instance_id,
-                user: facts.as_ref().and_then(|f| f.user.clone()),
-                name: facts.as_ref().map(|f| f.name.clone()),
-                command: facts.as_ref().map(|f| f.cmdline.join(" ")),
-            }
-        })
-        .collect();
-    view.errors = errors;
-    view
+        errors,
+    }
 }
 
-/// Merges compute and graphics lists: a PID in both is one `C+G` entry (memory from the compute
-/// entry, as NVML reports the same context in both). Order: as first seen.
-fn merge_processes(
-    compute: &[ProcessInfo],
-    graphics: &[ProcessInfo],
-) -> Vec<(ProcessInfo, &'static str)> {
-    let mut out: Vec<(ProcessInfo, &'static str)> = compute.iter().map(|p| (*p, "C")).collect();
-    for g in graphics {
-        match out.iter_mut().find(|(p, _)| p.pid == g.pid) {
-            Some(entry) => entry.1 = "C+G",
-            None => out.push((*g, "G")),
-        }
+fn process_view(p: &GpuProcess) -> ProcessView {
+    ProcessView {
+        pid: p.pid,
+        kind: p.kind.as_str(),
+        used_memory_bytes: p.gpu_memory,
+        gpu_instance_id: p.gpu_instance_id,
+        compute_instance_id: p.compute_instance_id,
+        sm_utilization_percent: p.utilization.sm,
+        user: p.host.user.clone(),
+        name: p.host.name.clone(),
+        command: p.host.command.clone(),
+        cpu_percent: p.host.cpu_percent,
+        host_memory_bytes: p.host.rss,
+        running_time_seconds: p.host.running_time_s,
     }
-    out
 }
 
 fn na<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -346,7 +292,11 @@ pub fn render_text(s: &SnapshotView) -> String {
             mig,
         );
         for (error, fields) in group_errors(&d.errors) {
-            let _ = writeln!(out, "      error: {error} ({})", fields.join(", "));
+            let what = match fields.len() {
+                0..=4 => fields.join(", "),
+                n => format!("{} and {} more", fields[..3].join(", "), n - 3),
+            };
+            let _ = writeln!(out, "      error: {error} ({what})");
         }
     }
     let procs: Vec<(&DeviceView, &ProcessView)> = s
@@ -391,8 +341,8 @@ fn group_errors(errors: &[FieldError]) -> Vec<(&str, Vec<&str>)> {
     let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
     for e in errors {
         match groups.iter_mut().find(|(msg, _)| *msg == e.error) {
-            Some((_, fields)) => fields.push(e.field),
-            None => groups.push((&e.error, vec![e.field])),
+            Some((_, fields)) => fields.push(&e.field),
+            None => groups.push((&e.error, vec![&e.field])),
         }
     }
     groups

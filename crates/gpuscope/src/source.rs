@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 use clap::Args;
-use gpu_backend::host::{HostSource, ReplayHost};
-use gpu_backend::{BackendError, Fixture, GpuBackend, ReplayBackend, ReplayClock};
+use gpu_backend::{BackendError, Fixture, ReplayBackend, ReplayClock};
+use gpu_devices::Context;
+use gpu_processes::ProcessCollector;
 
 /// The demo fixture: an 8-GPU H100 SXM box with NVLink and training jobs.
 pub const DEMO_FIXTURE: &str = include_str!("../../../fixtures/h100-sxm-8gpu.json");
@@ -48,12 +49,10 @@ pub enum DemoMode {
     Auto,
 }
 
-/// An opened source: the backend, the host facts that go with it, and a name for people.
+/// An opened source: the devices with their processes and host facts, and a name for people.
 pub struct Source {
-    /// The GPU answers.
-    pub backend: Arc<dyn GpuBackend>,
-    /// The host facts about GPU processes.
-    pub host: Arc<dyn HostSource>,
+    /// Devices, processes and the host facts that go with them.
+    pub collector: ProcessCollector,
     /// `nvml`, `demo` or `fixture <path>`.
     pub label: String,
 }
@@ -132,12 +131,8 @@ fn replay(fixture: Fixture, label: String, frame: Option<usize>) -> Result<Sourc
         }
     };
     let backend = Arc::new(ReplayBackend::with_clock(fixture, clock));
-    let host = Arc::new(ReplayHost::new(backend.clone()));
-    Ok(Source {
-        backend,
-        host,
-        label,
-    })
+    let collector = ProcessCollector::from_replay(backend).context("cannot replay the fixture")?;
+    Ok(Source { collector, label })
 }
 
 fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
@@ -150,9 +145,15 @@ fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
         BackendError::LibraryNotFound | BackendError::DriverNotLoaded => NvmlOpenError::NoDriver(e),
         other => NvmlOpenError::Other(other),
     })?;
+    // The snapshot shows no CUDA ordinals, so the context does not ask libcuda for them.
+    let context = Context::from_backend(Arc::new(backend)).map_err(|e| {
+        NvmlOpenError::Other(match e {
+            gpu_devices::Error::Backend { source, .. } => source,
+            other => BackendError::Other(other.to_string()),
+        })
+    })?;
     Ok(Source {
-        backend: Arc::new(backend),
-        host: Arc::new(gpu_backend::host::LiveHost::new()),
+        collector: ProcessCollector::new(context, Arc::new(gpu_backend::host::LiveHost::new())),
         label: "nvml".into(),
     })
 }

@@ -132,7 +132,7 @@ fn a_lost_gpu_reports_its_errors_and_the_others_still_answer() {
     let errors = lost["errors"].as_array().unwrap();
     assert!(errors
         .iter()
-        .any(|e| e["field"] == "memory_info" && e["error"].as_str().unwrap().contains("lost")));
+        .any(|e| e["field"] == "memory" && e["error"].as_str().unwrap().contains("lost")));
     // Static identity was recorded before the loss and still shows.
     assert_eq!(lost["name"], "Tesla T4");
     for (i, d) in devices.iter().enumerate().filter(|(i, _)| *i != 2) {

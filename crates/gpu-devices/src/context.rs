@@ -1,0 +1,735 @@
+//! [`Context`]: an open backend and the devices it reports.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend, ReplayClock};
+
+use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::libcuda::{self, LibcudaReport};
+use crate::na::Na;
+use crate::snapshot::{DeviceSnapshot, SystemSnapshot};
+
+/// The environment variable that makes [`Context::open`] serve a fixture instead of NVML.
+pub const FIXTURE_ENV_VAR: &str = "GPUSCOPE_FIXTURE";
+
+/// An open backend and the devices it reports. Cheap to clone (one `Arc`); every [`Device`]
+/// holds one.
+///
+/// The identity of the devices (count, UUIDs, PCI bus ids, MIG layout) is read once when the
+/// context is made and used to find devices; every metric is asked of the backend when it is
+/// read.
+///
+/// ```
+/// use gpu_devices::Context;
+///
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-mig.json");
+/// let ctx = Context::from_fixture(path)?;
+/// assert_eq!(ctx.device_count(), 1);
+/// assert_eq!(ctx.mig_device_count(), 4);
+/// let gpu = ctx.device(0)?;
+/// assert!(gpu.is_mig_mode_enabled());
+/// assert_eq!(ctx.leaf_devices().len(), 4);
+/// assert!(ctx.device(1).is_err());
+/// # Ok::<(), gpu_devices::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) backend: Arc<dyn GpuBackend>,
+    pub(crate) inventory: Inventory,
+    pub(crate) cuda_source: CudaOrderSource,
+    pub(crate) cuda_order: OnceLock<CudaOrder>,
+    pub(crate) libcuda: OnceLock<std::result::Result<LibcudaReport, String>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("devices", &self.inner.inventory.gpus.len())
+            .field("cuda_source", &self.inner.cuda_source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Context`] with options: [`Context::builder`].
+#[derive(Clone)]
+pub struct ContextBuilder {
+    backend: Arc<dyn GpuBackend>,
+    cuda_source: CudaOrderSource,
+}
+
+impl ContextBuilder {
+    /// Where CUDA's default (FASTEST_FIRST) order comes from. The default for a builder is
+    /// [`CudaOrderSource::Backend`].
+    pub fn cuda_order_source(mut self, source: CudaOrderSource) -> ContextBuilder {
+        self.cuda_source = source;
+        self
+    }
+
+    /// Reads the devices' identity and makes the context.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the backend cannot say how many GPUs there are.
+    pub fn build(self) -> Result<Context> {
+        let inventory = Inventory::read(&*self.backend)?;
+        Ok(Context {
+            inner: Arc::new(Inner {
+                backend: self.backend,
+                inventory,
+                cuda_source: self.cuda_source,
+                cuda_order: OnceLock::new(),
+                libcuda: OnceLock::new(),
+            }),
+        })
+    }
+}
+
+impl Context {
+    /// The real GPUs, or the fixture named by the environment variable `GPUSCOPE_FIXTURE`.
+    ///
+    /// * With `GPUSCOPE_FIXTURE` set (and not empty): that fixture, replayed on the wall clock and
+    ///   looping; CUDA's order is the fixture's.
+    /// * Otherwise: NVML (`gpu_backend::NvmlBackend::from_env`, which honours
+    ///   `GPUSCOPE_NVML_LIB`); CUDA's order is asked of libcuda in a child process
+    ///   ([`CudaOrderSource::LibCuda`], honouring `GPUSCOPE_CUDA_LIB`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fixture`] for a fixture that cannot be read, [`Error::Backend`] when NVML cannot
+    /// be loaded or initialised, [`Error::NoNvml`] in a build without the `nvml` feature.
+    pub fn open() -> Result<Context> {
+        match std::env::var_os(FIXTURE_ENV_VAR) {
+            Some(path) if !path.is_empty() => {
+                let fixture = Fixture::load(Path::new(&path))?;
+                let backend = ReplayBackend::with_clock(fixture, ReplayClock::wall(true));
+                Context::from_backend(Arc::new(backend))
+            }
+            _ => Context::open_nvml(),
+        }
+    }
+
+    #[cfg(feature = "nvml")]
+    fn open_nvml() -> Result<Context> {
+        let backend = gpu_backend::NvmlBackend::from_env().map_err(|source| Error::Backend {
+            doing: "opening NVML",
+            source,
+        })?;
+        let library = std::env::var_os(libcuda::LIBRARY_ENV_VAR)
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from);
+        Context::builder(Arc::new(backend))
+            .cuda_order_source(CudaOrderSource::LibCuda { library })
+            .build()
+    }
+
+    #[cfg(not(feature = "nvml"))]
+    fn open_nvml() -> Result<Context> {
+        Err(Error::NoNvml)
+    }
+
+    /// A context on any backend. CUDA's order is the backend's answer to `cuda_device_order`,
+    /// else PCI bus order ([`CudaOrderSource::Backend`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] when the backend cannot say how many GPUs there are.
+    pub fn from_backend(backend: Arc<dyn GpuBackend>) -> Result<Context> {
+        Context::builder(backend).build()
+    }
+
+    /// A context on a fixture file, replayed from frame 0 on a manual clock (use
+    /// [`Context::from_backend`] with your own `Arc<ReplayBackend>` to move the frame).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fixture`] when the file cannot be read, or [`Error::Backend`] as for
+    /// [`Context::from_backend`].
+    pub fn from_fixture(path: impl AsRef<Path>) -> Result<Context> {
+        let fixture = Fixture::load(path)?;
+        Context::from_backend(Arc::new(ReplayBackend::new(fixture)))
+    }
+
+    /// A builder, to choose options such as [`ContextBuilder::cuda_order_source`].
+    pub fn builder(backend: Arc<dyn GpuBackend>) -> ContextBuilder {
+        ContextBuilder {
+            backend,
+            cuda_source: CudaOrderSource::Backend,
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn GpuBackend> {
+        &self.inner.backend
+    }
+
+    // ---- System ----
+
+    /// Version of the installed NVIDIA display driver, e.g. `"535.54.03"`.
+    pub fn driver_version(&self) -> Na<String> {
+        self.inner.backend.driver_version().into()
+    }
+
+    /// Version of the NVML library, e.g. `"12.535.54.03"`.
+    pub fn nvml_version(&self) -> Na<String> {
+        self.inner.backend.nvml_version().into()
+    }
+
+    /// The highest CUDA version the driver supports, as text: `"12.2"` (`"12.2.1"` with a
+    /// revision).
+    pub fn cuda_driver_version(&self) -> Na<String> {
+        Na::from(self.inner.backend.cuda_driver_version()).map(cuda_version_text)
+    }
+
+    /// The version of the CUDA runtime (libcudart) this machine would load, as text, when the
+    /// context asks libcuda ([`CudaOrderSource::LibCuda`]) and a runtime is found; N/A
+    /// otherwise (a fixture does not record one).
+    pub fn cuda_runtime_version(&self) -> Na<String> {
+        match self.libcuda_report() {
+            Some(Ok(report)) => Na::from(report.runtime_version).map(cuda_version_text),
+            _ => Na::NotAvailable,
+        }
+    }
+
+    // ---- Physical devices ----
+
+    /// Number of physical GPUs.
+    pub fn device_count(&self) -> u32 {
+        self.inner.inventory.gpus.len() as u32
+    }
+
+    /// True when there is at least one GPU.
+    pub fn is_available(&self) -> bool {
+        self.device_count() > 0
+    }
+
+    /// Every physical GPU, by NVML index.
+    pub fn devices(&self) -> Vec<Device> {
+        (0..self.device_count())
+            .map(|i| self.make(DeviceId::Gpu(i)))
+            .collect()
+    }
+
+    /// The physical GPU of an NVML index.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchGpu`]: "no GPU with index 9: this machine has 8 GPUs (0-7)".
+    pub fn device(&self, index: u32) -> Result<Device> {
+        if index < self.device_count() {
+            Ok(self.make(DeviceId::Gpu(index)))
+        } else {
+            Err(Error::NoSuchGpu {
+                index,
+                count: self.device_count(),
+            })
+        }
+    }
+
+    /// The devices of these ids (physical or MIG), in order (nvitop's `from_indices`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::device_by_id`], for the first id that names no device.
+    pub fn devices_from_ids(&self, ids: impl IntoIterator<Item = DeviceId>) -> Result<Vec<Device>> {
+        ids.into_iter().map(|id| self.device_by_id(id)).collect()
+    }
+
+    /// The device of an id, physical or MIG.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchGpu`] or [`Error::NoSuchMigDevice`].
+    pub fn device_by_id(&self, id: DeviceId) -> Result<Device> {
+        match id {
+            DeviceId::Gpu(i) => self.device(i),
+            DeviceId::Mig { parent, index } => self.mig_device(parent, index),
+        }
+    }
+
+    /// The device (physical or MIG) whose UUID is `uuid`, or starts with it: `GPU-18ef14e9`,
+    /// `MIG-d184f67c-...`, or the hex part alone. The old MIG form
+    /// `MIG-GPU-<uuid>/<gpu instance>/<compute instance>` is understood too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UuidNotFound`], or [`Error::AmbiguousUuid`] for a prefix of several UUIDs.
+    pub fn device_by_uuid(&self, uuid: &str) -> Result<Device> {
+        let inv = &self.inner.inventory;
+        if let Some(rest) = uuid.strip_prefix("MIG-GPU-") {
+            return cuda::resolve_old_mig_form(inv, rest)
+                .map(|id| self.make(id))
+                .ok_or_else(|| Error::UuidNotFound(uuid.to_string()));
+        }
+        inv.find_uuid(uuid).map(|id| self.make(id))
+    }
+
+    /// The physical GPU at a PCI bus id, in NVML's form (`00000000:18:00.0`) or a shorter one
+    /// (`0000:18:00.0`, `18:00.0`), case-insensitively.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BusIdNotFound`].
+    pub fn device_by_bus_id(&self, bus_id: &str) -> Result<Device> {
+        let wanted = parse_bus_id(bus_id);
+        self.inner
+            .inventory
+            .gpus
+            .iter()
+            .find(|g| wanted.is_some() && g.pci_key == wanted)
+            .map(|g| self.make(DeviceId::Gpu(g.index)))
+            .ok_or_else(|| Error::BusIdNotFound(bus_id.to_string()))
+    }
+
+    // ---- MIG devices ----
+
+    /// Number of MIG devices over all GPUs.
+    pub fn mig_device_count(&self) -> u32 {
+        self.inner
+            .inventory
+            .gpus
+            .iter()
+            .map(|g| g.migs.len() as u32)
+            .sum()
+    }
+
+    /// Every MIG device, GPU by GPU.
+    pub fn mig_devices(&self) -> Vec<Device> {
+        self.inner
+            .inventory
+            .gpus
+            .iter()
+            .flat_map(|g| g.migs.iter().map(|m| m.id))
+            .map(|id| self.make(id))
+            .collect()
+    }
+
+    /// The MIG device at MIG index `index` of GPU `parent`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchGpu`] or [`Error::NoSuchMigDevice`].
+    pub fn mig_device(&self, parent: u32, index: u32) -> Result<Device> {
+        let gpu = self
+            .inner
+            .inventory
+            .gpus
+            .get(parent as usize)
+            .ok_or(Error::NoSuchGpu {
+                index: parent,
+                count: self.device_count(),
+            })?;
+        let id = DeviceId::Mig { parent, index };
+        if gpu.migs.iter().any(|m| m.id == id) {
+            Ok(self.make(id))
+        } else {
+            Err(Error::NoSuchMigDevice {
+                parent,
+                index,
+                available: gpu.migs.iter().map(|m| mig_index(m.id)).collect(),
+            })
+        }
+    }
+
+    /// Every physical GPU and, after each, its MIG devices.
+    pub fn all_devices(&self) -> Vec<Device> {
+        let mut out = Vec::new();
+        for g in &self.inner.inventory.gpus {
+            out.push(self.make(DeviceId::Gpu(g.index)));
+            out.extend(g.migs.iter().map(|m| self.make(m.id)));
+        }
+        out
+    }
+
+    /// The devices work runs on: the MIG devices of a GPU in MIG mode, the GPU itself otherwise
+    /// (nvitop's leaf devices).
+    pub fn leaf_devices(&self) -> Vec<Device> {
+        let mut out = Vec::new();
+        for g in &self.inner.inventory.gpus {
+            if g.mig_enabled {
+                out.extend(g.migs.iter().map(|m| self.make(m.id)));
+            } else {
+                out.push(self.make(DeviceId::Gpu(g.index)));
+            }
+        }
+        out
+    }
+
+    // ---- CUDA ----
+
+    /// Physical GPUs (NVML indices) in CUDA's order of the given kind.
+    pub fn cuda_order(&self, order: CudaDeviceOrder) -> Vec<u32> {
+        match order {
+            CudaDeviceOrder::FastestFirst => self.fastest_first().physical.clone(),
+            CudaDeviceOrder::PciBusId => self.inner.inventory.pci_order(),
+        }
+    }
+
+    /// Where the FASTEST_FIRST order came from, and why earlier sources were passed over.
+    pub fn cuda_order_origin(&self) -> &CudaOrder {
+        self.fastest_first()
+    }
+
+    /// `CUDA_VISIBLE_DEVICES` (`None`: unset) as the devices CUDA would show, in CUDA ordinal
+    /// order, with CUDA's order from `CUDA_DEVICE_ORDER` in the environment. See
+    /// [`Context::parse_cuda_visible_devices_with`].
+    pub fn parse_cuda_visible_devices(&self, value: Option<&str>) -> Vec<DeviceId> {
+        self.parse_cuda_visible_devices_with(value, CudaDeviceOrder::from_env())
+    }
+
+    /// `CUDA_VISIBLE_DEVICES` (`None`: unset) as the devices CUDA would show, in CUDA ordinal
+    /// order, following CUDA's rules (as nvitop's `parse_cuda_visible_devices`):
+    ///
+    /// * entries are ordinals into CUDA's `order`, GPU UUIDs (`GPU-...`, full or a unique
+    ///   prefix), MIG UUIDs (`MIG-...`) or `MIG-GPU-<uuid>/<gpu instance>/<compute instance>`;
+    /// * the list stops at the first entry that is invalid, out of range, ambiguous, or of
+    ///   another kind than the first (ordinals and UUIDs do not mix);
+    /// * a repeated entry makes the whole value invalid (no devices);
+    /// * unset means every GPU; the empty string means none;
+    /// * CUDA shows at most one MIG device: the first MIG device named, or else the first MIG
+    ///   device of the first named GPU in MIG mode (GPUs in MIG mode without MIG devices are
+    ///   skipped).
+    ///
+    /// ```
+    /// use gpu_backend::DeviceId;
+    /// use gpu_devices::{Context, CudaDeviceOrder::PciBusId};
+    ///
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-sxm-8gpu.json");
+    /// let ctx = Context::from_fixture(path)?;
+    /// assert_eq!(ctx.parse_cuda_visible_devices_with(Some("6,5"), PciBusId), [DeviceId::Gpu(6), DeviceId::Gpu(5)]);
+    /// assert_eq!(ctx.parse_cuda_visible_devices_with(Some("0,0"), PciBusId), []);
+    /// assert_eq!(ctx.parse_cuda_visible_devices_with(Some("0,abc,1"), PciBusId), [DeviceId::Gpu(0)]);
+    /// assert_eq!(ctx.parse_cuda_visible_devices_with(None, PciBusId).len(), 8);
+    /// # Ok::<(), gpu_devices::Error>(())
+    /// ```
+    pub fn parse_cuda_visible_devices_with(
+        &self,
+        value: Option<&str>,
+        order: CudaDeviceOrder,
+    ) -> Vec<DeviceId> {
+        cuda::parse(&self.inner.inventory, &self.cuda_order(order), value)
+    }
+
+    /// [`Context::parse_cuda_visible_devices`] as a comma-separated list of UUIDs, with
+    /// `CUDA_DEVICE_ORDER` from the environment.
+    pub fn normalize_cuda_visible_devices(&self, value: Option<&str>) -> String {
+        self.normalize_cuda_visible_devices_with(value, CudaDeviceOrder::from_env())
+    }
+
+    /// [`Context::parse_cuda_visible_devices_with`] as a comma-separated list of UUIDs (a
+    /// device whose UUID cannot be read is left out).
+    pub fn normalize_cuda_visible_devices_with(
+        &self,
+        value: Option<&str>,
+        order: CudaDeviceOrder,
+    ) -> String {
+        let ids = self.parse_cuda_visible_devices_with(value, order);
+        cuda::normalize(&self.inner.inventory, &ids)
+    }
+
+    /// The devices CUDA shows under `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` of the
+    /// environment, in CUDA ordinal order (nvitop's `Device.cuda.all()`).
+    pub fn cuda_devices(&self) -> Vec<CudaDevice> {
+        self.cuda_devices_for(
+            cuda::visible_devices_from_env().as_deref(),
+            CudaDeviceOrder::from_env(),
+        )
+    }
+
+    /// The devices CUDA would show for this `CUDA_VISIBLE_DEVICES` value and order.
+    pub fn cuda_devices_for(&self, value: Option<&str>, order: CudaDeviceOrder) -> Vec<CudaDevice> {
+        self.parse_cuda_visible_devices_with(value, order)
+            .into_iter()
+            .enumerate()
+            .map(|(i, id)| CudaDevice::new(i as u32, self.make(id)))
+            .collect()
+    }
+
+    /// Number of devices CUDA shows under the environment's settings.
+    pub fn cuda_device_count(&self) -> u32 {
+        self.cuda_devices().len() as u32
+    }
+
+    /// The device of CUDA ordinal `index` under the environment's settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchCudaDevice`].
+    pub fn cuda_device(&self, index: u32) -> Result<CudaDevice> {
+        let all = self.cuda_devices();
+        let count = all.len() as u32;
+        all.into_iter()
+            .nth(index as usize)
+            .ok_or(Error::NoSuchCudaDevice { index, count })
+    }
+
+    // ---- Snapshots ----
+
+    /// Everything about the system and every device (physical, then its MIG devices), each
+    /// backend query asked once per device (nvitop's `oneshot` over all devices).
+    ///
+    /// ```
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-sxm-8gpu.json");
+    /// let snap = gpu_devices::Context::from_fixture(path)?.snapshot_all();
+    /// assert_eq!(snap.devices.len(), 8);
+    /// assert!(snap.errors().next().is_none());
+    /// let json = serde_json::to_value(&snap).unwrap();
+    /// assert!(json["devices"][0]["fan_speed"].is_null());
+    /// # Ok::<(), gpu_devices::Error>(())
+    /// ```
+    pub fn snapshot_all(&self) -> SystemSnapshot {
+        // The recorder's calls in the recorder's order (the system; every device's static
+        // answers, each GPU followed by the MIG devices they name; every device's changing
+        // answers), converting each device as soon as its answers are in rather than through the
+        // recorder's maps.
+        let b = &*self.inner.backend;
+        let system = recorder::capture_system(b);
+        let count = system.device_count.ok().copied().unwrap_or(0);
+        let mut statics = Vec::with_capacity(count as usize);
+        for parent in 0..count {
+            let st = recorder::capture_static(b, DeviceId::Gpu(parent));
+            let children = st.mig_device_indices.ok().cloned().unwrap_or_default();
+            statics.push((DeviceId::Gpu(parent), st));
+            for index in children {
+                let id = DeviceId::Mig { parent, index };
+                statics.push((id, recorder::capture_static(b, id)));
+            }
+        }
+        let devices = statics
+            .into_iter()
+            .map(|(id, st)| {
+                let dy = recorder::capture_dynamic(b, id, &st.num_fans);
+                DeviceSnapshot::from_answers(id, st, dy)
+            })
+            .collect();
+        SystemSnapshot::from_parts(system, devices)
+    }
+
+    // ---- Internal ----
+
+    pub(crate) fn make(&self, id: DeviceId) -> Device {
+        Device::new(self.clone(), id)
+    }
+
+    fn fastest_first(&self) -> &CudaOrder {
+        self.inner.cuda_order.get_or_init(|| {
+            cuda::resolve_fastest_first(
+                &self.inner.inventory,
+                &*self.inner.backend,
+                &self.inner.cuda_source,
+                || self.libcuda_report(),
+            )
+        })
+    }
+
+    fn libcuda_report(&self) -> Option<&std::result::Result<LibcudaReport, String>> {
+        match &self.inner.cuda_source {
+            CudaOrderSource::LibCuda { library } => Some(self.inner.libcuda.get_or_init(|| {
+                libcuda::query(library.as_deref(), libcuda::DEFAULT_TIMEOUT)
+                    .map_err(|e| e.to_string())
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// "12.2" for 12020, "12.2.1" for 12021.
+pub(crate) fn cuda_version_text(v: i32) -> String {
+    let (major, minor, rev) = (v / 1000, (v % 1000) / 10, v % 10);
+    if rev == 0 {
+        format!("{major}.{minor}")
+    } else {
+        format!("{major}.{minor}.{rev}")
+    }
+}
+
+fn mig_index(id: DeviceId) -> u32 {
+    match id {
+        DeviceId::Mig { index, .. } => index,
+        DeviceId::Gpu(i) => i,
+    }
+}
+
+/// (domain, bus, device, function) of a PCI bus id text, as numbers.
+pub(crate) fn parse_bus_id(text: &str) -> Option<[u32; 4]> {
+    let text = text.trim();
+    let (head, function) = text.rsplit_once('.')?;
+    let parts: Vec<&str> = head.split(':').collect();
+    let hex = |s: &str| {
+        if s.is_empty() || s.len() > 8 {
+            None
+        } else {
+            u32::from_str_radix(s, 16).ok()
+        }
+    };
+    let (domain, bus, device) = match parts.as_slice() {
+        [d, b, s] => (hex(d)?, hex(b)?, hex(s)?),
+        [b, s] => (0, hex(b)?, hex(s)?),
+        _ => return None,
+    };
+    Some([domain, bus, device, hex(function)?])
+}
+
+/// What the context knows of the devices' identity, read once.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inventory {
+    pub(crate) gpus: Vec<GpuEntry>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct GpuEntry {
+    pub(crate) index: u32,
+    pub(crate) uuid: Option<String>,
+    pub(crate) pci_key: Option<[u32; 4]>,
+    pub(crate) mig_enabled: bool,
+    pub(crate) migs: Vec<MigEntry>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct MigEntry {
+    pub(crate) id: DeviceId,
+    pub(crate) uuid: Option<String>,
+    pub(crate) gpu_instance_id: Option<u32>,
+    pub(crate) compute_instance_id: Option<u32>,
+}
+
+impl Inventory {
+    fn read(b: &dyn GpuBackend) -> Result<Inventory> {
+        let count = b.device_count().map_err(|source| Error::Backend {
+            doing: "counting GPUs",
+            source,
+        })?;
+        let mut gpus = Vec::with_capacity(count as usize);
+        for index in 0..count {
+            let id = DeviceId::Gpu(index);
+            let mig_enabled = b.mig_mode(id).is_ok_and(|m| m.current);
+            let migs = b
+                .mig_device_indices(id)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|mi| {
+                    let mid = DeviceId::Mig {
+                        parent: index,
+                        index: mi,
+                    };
+                    MigEntry {
+                        id: mid,
+                        uuid: b.uuid(mid).ok(),
+                        gpu_instance_id: b.gpu_instance_id(mid).ok(),
+                        compute_instance_id: b.compute_instance_id(mid).ok(),
+                    }
+                })
+                .collect();
+            gpus.push(GpuEntry {
+                index,
+                uuid: b.uuid(id).ok(),
+                pci_key: b.pci_info(id).ok().and_then(|p| parse_bus_id(&p.bus_id)),
+                mig_enabled,
+                migs,
+            });
+        }
+        Ok(Inventory { gpus })
+    }
+
+    /// Every (id, UUID) pair known.
+    pub(crate) fn uuids(&self) -> impl Iterator<Item = (DeviceId, &str)> {
+        self.gpus.iter().flat_map(|g| {
+            g.uuid
+                .as_deref()
+                .map(|u| (DeviceId::Gpu(g.index), u))
+                .into_iter()
+                .chain(
+                    g.migs
+                        .iter()
+                        .filter_map(|m| m.uuid.as_deref().map(|u| (m.id, u))),
+                )
+        })
+    }
+
+    /// The UUID of a device, if known.
+    pub(crate) fn uuid_of(&self, id: DeviceId) -> Option<&str> {
+        let g = self.gpus.get(id.physical_index() as usize)?;
+        match id {
+            DeviceId::Gpu(_) => g.uuid.as_deref(),
+            DeviceId::Mig { .. } => g.migs.iter().find(|m| m.id == id)?.uuid.as_deref(),
+        }
+    }
+
+    /// The device whose UUID is, or starts with, `text` (with or without its `GPU-`/`MIG-`
+    /// prefix); an exact match wins over prefixes.
+    pub(crate) fn find_uuid(&self, text: &str) -> Result<DeviceId> {
+        let wanted = text.trim().to_ascii_lowercase();
+        if wanted.is_empty() || wanted == "gpu-" || wanted == "mig-" {
+            return Err(Error::UuidNotFound(text.to_string()));
+        }
+        let has_prefix = wanted.starts_with("gpu-") || wanted.starts_with("mig-");
+        let mut matches = Vec::new();
+        for (id, uuid) in self.uuids() {
+            let lower = uuid.to_ascii_lowercase();
+            let candidate = if has_prefix {
+                lower.as_str()
+            } else {
+                strip_uuid_prefix(&lower)
+            };
+            if candidate == wanted {
+                return Ok(id);
+            }
+            if candidate.starts_with(&wanted) {
+                matches.push((id, uuid.to_string()));
+            }
+        }
+        match matches.len() {
+            0 => Err(Error::UuidNotFound(text.to_string())),
+            1 => Ok(matches[0].0),
+            _ => Err(Error::AmbiguousUuid {
+                prefix: text.to_string(),
+                matches: matches.into_iter().map(|(_, u)| u).collect(),
+            }),
+        }
+    }
+
+    /// Physical GPUs in PCI bus order; GPUs whose bus id is unknown come last, by NVML index.
+    pub(crate) fn pci_order(&self) -> Vec<u32> {
+        let mut v: Vec<(Option<[u32; 4]>, u32)> =
+            self.gpus.iter().map(|g| (g.pci_key, g.index)).collect();
+        v.sort_by_key(|&(key, index)| (key.is_none(), key, index));
+        v.into_iter().map(|(_, i)| i).collect()
+    }
+}
+
+/// `GPU-abc` and `MIG-abc` without their prefix.
+pub(crate) fn strip_uuid_prefix(uuid: &str) -> &str {
+    for p in ["GPU-", "MIG-", "gpu-", "mig-"] {
+        if let Some(rest) = uuid.strip_prefix(p) {
+            return rest;
+        }
+    }
+    uuid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_ids_parse_in_nvml_and_cuda_forms() {
+        assert_eq!(parse_bus_id("00000000:18:00.0"), Some([0, 0x18, 0, 0]));
+        assert_eq!(parse_bus_id("0000:DB:00.1"), Some([0, 0xdb, 0, 1]));
+        assert_eq!(parse_bus_id("db:1f.0"), Some([0, 0xdb, 0x1f, 0]));
+        assert_eq!(parse_bus_id("nonsense"), None);
+        assert_eq!(parse_bus_id("1:2:3:4.0"), None);
+    }
+
+    #[test]
+    fn cuda_versions_print_like_nvitop() {
+        assert_eq!(cuda_version_text(12020), "12.2");
+        assert_eq!(cuda_version_text(12021), "12.2.1");
+        assert_eq!(cuda_version_text(13010), "13.1");
+    }
+}

@@ -1,0 +1,312 @@
+//! The multi-section text view of a device, as igpu prints one: identity, GPU MEMORY,
+//! GPU UTILIZATION (with bars), PCI INFO, GPU CLOCK, POWER INFO, PROCESSES.
+
+use std::fmt::{self, Display, Formatter};
+
+use gpu_backend::ComputeMode;
+
+use crate::na::{Na, NA_TEXT};
+use crate::snapshot::DeviceSnapshot;
+use crate::units::MIB;
+
+/// One section of the view; [`DeviceSnapshot::section`] shows one alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// Index, name, serial, UUID, BIOS version.
+    Identity,
+    /// Total, used and free memory with percents.
+    Memory,
+    /// P-state, temperature, and bars for GPU, memory and fan.
+    Utilization,
+    /// Bus, bus id, device ids, link generation and width.
+    Pci,
+    /// Current and maximum clocks.
+    Clocks,
+    /// Power management, draw and limits.
+    Power,
+    /// The processes table.
+    Processes,
+}
+
+impl Section {
+    /// Every section, in the order the full view shows them.
+    pub const ALL: [Section; 7] = [
+        Section::Identity,
+        Section::Memory,
+        Section::Utilization,
+        Section::Pci,
+        Section::Clocks,
+        Section::Power,
+        Section::Processes,
+    ];
+}
+
+/// Width of a utilization bar, in characters between the brackets.
+const BAR_WIDTH: usize = 25;
+
+/// `[|||||||||||              ]` for 44%; N/A for a missing value.
+pub fn utilization_bar(percent: Option<f64>) -> String {
+    match percent {
+        Some(p) => {
+            let filled = ((p.clamp(0.0, 100.0) / 100.0) * BAR_WIDTH as f64).round() as usize;
+            format!(
+                "[{}{}] {p:6.2}%",
+                "|".repeat(filled),
+                " ".repeat(BAR_WIDTH - filled)
+            )
+        }
+        None => format!("[{}] {NA_TEXT:>7}", " ".repeat(BAR_WIDTH)),
+    }
+}
+
+/// The name nvidia-smi gives a compute mode.
+pub fn compute_mode_name(mode: ComputeMode) -> &'static str {
+    match mode {
+        ComputeMode::Default => "Default",
+        ComputeMode::ExclusiveThread => "Exclusive Thread",
+        ComputeMode::Prohibited => "Prohibited",
+        ComputeMode::ExclusiveProcess => "Exclusive Process",
+    }
+}
+
+/// `Enabled` / `Disabled` / `N/A`, as nvitop shows on/off settings.
+pub fn enabled_text(v: &Na<bool>) -> &'static str {
+    match v {
+        Na::Value(true) => "Enabled",
+        Na::Value(false) => "Disabled",
+        _ => NA_TEXT,
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:10.2} MiB", bytes as f64 / MIB as f64)
+}
+
+fn watts(mw: &Na<u32>) -> String {
+    match mw {
+        Na::Value(v) => format!("{:.2} W", f64::from(*v) / 1000.0),
+        _ => NA_TEXT.to_string(),
+    }
+}
+
+impl DeviceSnapshot {
+    /// One section of the multi-section view.
+    pub fn section(&self, section: Section) -> impl Display + '_ {
+        SectionView {
+            snapshot: self,
+            section,
+        }
+    }
+
+    fn write_section(&self, f: &mut Formatter<'_>, section: Section) -> fmt::Result {
+        match section {
+            Section::Identity => {
+                writeln!(f, "INDEX        : {}", self.id)?;
+                if let Some(c) = self.cuda_index {
+                    writeln!(f, "CUDA INDEX   : {c}")?;
+                }
+                writeln!(f, "BOARD NAME   : {}", self.name)?;
+                writeln!(f, "SERIAL       : {}", self.serial)?;
+                writeln!(f, "UUID         : {}", self.uuid)?;
+                writeln!(f, "BIOS VERSION : {}", self.vbios_version)
+            }
+            Section::Memory => {
+                writeln!(f, "GPU MEMORY:")?;
+                match self.memory.value() {
+                    Some(m) if m.total > 0 => {
+                        let pct = |v: u64| 100.0 * v as f64 / m.total as f64;
+                        writeln!(f, "    Total : {} ({:6.2}%)", mib(m.total), 100.0)?;
+                        writeln!(f, "    Used  : {} ({:6.2}%)", mib(m.used), pct(m.used))?;
+                        writeln!(f, "    Free  : {} ({:6.2}%)", mib(m.free), pct(m.free))
+                    }
+                    _ => {
+                        writeln!(f, "    Total : {NA_TEXT}")?;
+                        writeln!(f, "    Used  : {NA_TEXT}")?;
+                        writeln!(f, "    Free  : {NA_TEXT}")
+                    }
+                }
+            }
+            Section::Utilization => {
+                writeln!(f, "GPU UTILIZATION:")?;
+                let pstate = self.performance_state.clone().map(|p| {
+                    if p == 32 {
+                        "Unknown".to_string()
+                    } else {
+                        format!("P{p}")
+                    }
+                });
+                writeln!(f, "    Performance : {pstate}")?;
+                writeln!(
+                    f,
+                    "    Temperature : {}",
+                    self.temperature.clone().map(|t| format!("{t}C"))
+                )?;
+                let bar = |v: Na<u32>| utilization_bar(v.into_option().map(f64::from));
+                writeln!(f, "    Graphics    : {}", bar(self.gpu_utilization()))?;
+                writeln!(f, "    Memory      : {}", bar(self.memory_utilization()))?;
+                writeln!(f, "    Fan         : {}", bar(self.fan_speed.clone()))
+            }
+            Section::Pci => {
+                writeln!(f, "PCI INFO:")?;
+                let p = self.pci.value();
+                let hex2 = |v: u32| format!("{v:02X}");
+                let hex8 = |v: u32| format!("{v:08X}");
+                let or_na = |v: Option<String>| v.unwrap_or_else(|| NA_TEXT.to_string());
+                writeln!(f, "    Bus           : {}", or_na(p.map(|p| hex2(p.bus))))?;
+                writeln!(
+                    f,
+                    "    Bus ID        : {}",
+                    or_na(p.map(|p| p.bus_id.clone()))
+                )?;
+                writeln!(
+                    f,
+                    "    Device        : {}",
+                    or_na(p.map(|p| hex2(p.device)))
+                )?;
+                writeln!(
+                    f,
+                    "    Device ID     : {}",
+                    or_na(p.map(|p| hex8(p.pci_device_id)))
+                )?;
+                writeln!(
+                    f,
+                    "    Sub-System ID : {}",
+                    or_na(p.map(|p| hex8(p.pci_subsystem_id)))
+                )?;
+                writeln!(
+                    f,
+                    "    Generation    : {} (Max: {})",
+                    self.pcie_link_generation, self.max_pcie_link_generation
+                )?;
+                let x = |v: &Na<u32>| v.clone().map(|w| format!("{w}x"));
+                writeln!(
+                    f,
+                    "    Link Width    : {} (Max: {})",
+                    x(&self.pcie_link_width),
+                    x(&self.max_pcie_link_width)
+                )
+            }
+            Section::Clocks => {
+                writeln!(f, "GPU CLOCK:")?;
+                let mhz = |v: &Na<u32>| v.clone().map(|c| format!("{c} MHz"));
+                let (c, m) = (&self.clocks, &self.max_clocks);
+                writeln!(
+                    f,
+                    "    Graphics : {} (Max: {})",
+                    mhz(&c.graphics),
+                    mhz(&m.graphics)
+                )?;
+                writeln!(f, "    SM       : {} (Max: {})", mhz(&c.sm), mhz(&m.sm))?;
+                writeln!(
+                    f,
+                    "    Memory   : {} (Max: {})",
+                    mhz(&c.memory),
+                    mhz(&m.memory)
+                )?;
+                writeln!(
+                    f,
+                    "    Video    : {} (Max: {})",
+                    mhz(&c.video),
+                    mhz(&m.video)
+                )
+            }
+            Section::Power => {
+                writeln!(f, "POWER INFO:")?;
+                let management = match &self.power_management_mode {
+                    Na::Value(true) => "Supported",
+                    Na::Value(false) => "Disabled",
+                    _ => NA_TEXT,
+                };
+                let limits = self.power_limit_constraints.value();
+                writeln!(f, "    Management : {management}")?;
+                writeln!(f, "    Draw       : {}", watts(&self.power_usage))?;
+                writeln!(f, "    Limit      : {}", watts(&self.power_limit))?;
+                writeln!(
+                    f,
+                    "    Min Limit  : {}",
+                    watts(&limits.map(|l| l.min_mw).into())
+                )?;
+                writeln!(
+                    f,
+                    "    Max Limit  : {}",
+                    watts(&limits.map(|l| l.max_mw).into())
+                )
+            }
+            Section::Processes => {
+                writeln!(f, "PROCESSES:")?;
+                match self.processes() {
+                    Na::Value(list) if list.is_empty() => writeln!(f, "    No running processes"),
+                    Na::Value(list) => {
+                        writeln!(
+                            f,
+                            "    {:<8} | {:<4} | {:>10} | {:>3} | {:>3}",
+                            "PID", "TYPE", "GPU MEM", "GI", "CI"
+                        )?;
+                        for p in list {
+                            let mem = match p.used_gpu_memory {
+                                Na::Value(b) => crate::units::bytes2human(b),
+                                _ => NA_TEXT.to_string(),
+                            };
+                            writeln!(
+                                f,
+                                "    {:<8} | {:<4} | {:>10} | {:>3} | {:>3}",
+                                p.pid,
+                                p.kind.as_str(),
+                                mem,
+                                p.gpu_instance_id,
+                                p.compute_instance_id
+                            )?;
+                        }
+                        Ok(())
+                    }
+                    _ => writeln!(f, "    {NA_TEXT}"),
+                }
+            }
+        }
+    }
+}
+
+struct SectionView<'a> {
+    snapshot: &'a DeviceSnapshot,
+    section: Section,
+}
+
+impl Display for SectionView<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        self.snapshot.write_section(f, self.section)
+    }
+}
+
+/// The full multi-section view, sections separated by a blank line.
+impl Display for DeviceSnapshot {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        for (i, s) in Section::ALL.into_iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            self.write_section(f, s)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_fill_in_proportion() {
+        assert_eq!(
+            utilization_bar(Some(44.0)),
+            "[|||||||||||              ]  44.00%"
+        );
+        assert_eq!(
+            utilization_bar(Some(100.0)),
+            format!("[{}] 100.00%", "|".repeat(25))
+        );
+        assert_eq!(
+            utilization_bar(None),
+            format!("[{}]     N/A", " ".repeat(25))
+        );
+    }
+}

@@ -1,0 +1,982 @@
+//! Snapshots: every metric of a device (or of the system), each backend query asked once, as
+//! plain serialisable data; and the value types the device getters share with them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gpu_backend::fixture::{DeviceDynamic, DeviceStatic, EccCounts, SystemAnswers};
+use gpu_backend::recorder::Snapshot as RawSnapshot;
+use gpu_backend::{
+    Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeCapability,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, MemoryInfo, NvLinkCounters, PciInfo,
+    PerClock, PowerLimits, ProcessInfo, ProcessUtilizationSample, Utilization,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::context::cuda_version_text;
+use crate::na::Na;
+use crate::units::bytes2human;
+
+/// Current (or maximum) clocks, MHz.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClockInfos {
+    /// Graphics (shader) clock.
+    pub graphics: Na<u32>,
+    /// SM clock.
+    pub sm: Na<u32>,
+    /// Memory clock.
+    pub memory: Na<u32>,
+    /// Video encoder/decoder clock.
+    pub video: Na<u32>,
+}
+
+/// Current and maximum clocks together (nvitop's `ClockSpeedInfos`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClockSpeedInfos {
+    /// Current clocks.
+    pub current: ClockInfos,
+    /// Maximum clocks.
+    pub max: ClockInfos,
+}
+
+/// Utilization rates, percent (nvitop's `UtilizationRates`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UtilizationRates {
+    /// Time a kernel was running.
+    pub gpu: Na<u32>,
+    /// Time device memory was read or written.
+    pub memory: Na<u32>,
+    /// Encoder.
+    pub encoder: Na<u32>,
+    /// Decoder.
+    pub decoder: Na<u32>,
+}
+
+/// A transmit / receive rate pair, KiB/s (nvitop's `ThroughputInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ThroughputInfo {
+    /// Transmitted, KiB/s.
+    pub tx: Na<u64>,
+    /// Received, KiB/s.
+    pub rx: Na<u64>,
+}
+
+impl ThroughputInfo {
+    /// `tx` as text: `12MiB/s`.
+    pub fn tx_human(&self) -> Na<String> {
+        self.tx.clone().map(kib_rate_human)
+    }
+
+    /// `rx` as text: `12MiB/s`.
+    pub fn rx_human(&self) -> Na<String> {
+        self.rx.clone().map(kib_rate_human)
+    }
+}
+
+/// A rate in KiB/s as text: `bytes2human(kib * 1024) + "/s"`.
+pub fn kib_rate_human(kib_per_s: u64) -> String {
+    format!("{}/s", bytes2human(kib_per_s.saturating_mul(1024)))
+}
+
+/// ECC error counts.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EccErrors {
+    /// Corrected since the driver loaded.
+    pub volatile_corrected: Na<u64>,
+    /// Uncorrected since the driver loaded.
+    pub volatile_uncorrected: Na<u64>,
+    /// Corrected over the device's life.
+    pub aggregate_corrected: Na<u64>,
+    /// Uncorrected over the device's life.
+    pub aggregate_uncorrected: Na<u64>,
+}
+
+/// Which contexts a process holds on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProcessKind {
+    /// A compute context (`C`).
+    #[serde(rename = "C")]
+    Compute,
+    /// A graphics context (`G`).
+    #[serde(rename = "G")]
+    Graphics,
+    /// Both (`C+G`).
+    #[serde(rename = "C+G")]
+    ComputeGraphics,
+}
+
+impl ProcessKind {
+    /// `C`, `G` or `C+G`, as nvidia-smi and nvitop print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessKind::Compute => "C",
+            ProcessKind::Graphics => "G",
+            ProcessKind::ComputeGraphics => "C+G",
+        }
+    }
+}
+
+/// A process on a device, from the device's compute and graphics lists merged by PID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceProcess {
+    /// Process id (host PID namespace).
+    pub pid: u32,
+    /// Compute, graphics or both.
+    pub kind: ProcessKind,
+    /// GPU memory used, bytes; N/A where the driver cannot tell (WDDM, MIG without privileges).
+    pub used_gpu_memory: Na<u64>,
+    /// GPU instance id on a MIG device.
+    pub gpu_instance_id: Na<u32>,
+    /// Compute instance id on a MIG device.
+    pub compute_instance_id: Na<u32>,
+}
+
+/// Merges a device's compute and graphics process lists by PID, ordered by PID. N/A only when
+/// both lists are; a failure of both is kept.
+pub fn merge_processes(
+    compute: &Na<Vec<ProcessInfo>>,
+    graphics: &Na<Vec<ProcessInfo>>,
+) -> Na<Vec<DeviceProcess>> {
+    if let (Na::Failed(e), Na::Failed(_) | Na::NotAvailable) | (Na::NotAvailable, Na::Failed(e)) =
+        (compute, graphics)
+    {
+        return Na::Failed(e.clone());
+    }
+    if compute.is_na() && graphics.is_na() {
+        return Na::NotAvailable;
+    }
+    let mut by_pid: BTreeMap<u32, DeviceProcess> = BTreeMap::new();
+    for (list, kind) in [
+        (compute, ProcessKind::Compute),
+        (graphics, ProcessKind::Graphics),
+    ] {
+        for p in list.value().into_iter().flatten() {
+            by_pid
+                .entry(p.pid)
+                .and_modify(|e| {
+                    if e.kind != kind {
+                        e.kind = ProcessKind::ComputeGraphics;
+                    }
+                    if let (Na::NotAvailable, Some(m)) = (&e.used_gpu_memory, p.used_gpu_memory) {
+                        e.used_gpu_memory = Na::Value(m);
+                    }
+                })
+                .or_insert(DeviceProcess {
+                    pid: p.pid,
+                    kind,
+                    used_gpu_memory: p.used_gpu_memory.into(),
+                    gpu_instance_id: p.gpu_instance_id.into(),
+                    compute_instance_id: p.compute_instance_id.into(),
+                });
+        }
+    }
+    Na::Value(by_pid.into_values().collect())
+}
+
+/// A field of a snapshot whose value is missing because the backend failed unexpectedly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// The field, as named in the snapshot (`memory`, `clocks.sm`, `nvlink_counters[3]`, ...).
+    pub field: String,
+    /// What the backend answered.
+    pub error: BackendError,
+}
+
+/// Used percent of a total, rounded to one decimal as nvitop does; N/A for a zero total.
+pub fn used_percent(used: u64, total: u64) -> Na<f64> {
+    if total == 0 {
+        return Na::NotAvailable;
+    }
+    Na::Value((1000.0 * used as f64 / total as f64).round() / 10.0)
+}
+
+/// `"<used> / <total>"` in human units, `N/A` for a missing side (nvitop's `memory_usage`).
+pub fn usage_text(used: &Na<u64>, total: &Na<u64>) -> String {
+    format!(
+        "{} / {}",
+        used.clone().map(bytes2human),
+        total.clone().map(bytes2human)
+    )
+}
+
+/// `"<usage>W / <limit>W"`, from milliwatts, `N/A` for a missing side (nvitop's
+/// `power_status`).
+pub fn power_status_text(usage_mw: &Na<u32>, limit_mw: &Na<u32>) -> String {
+    let w = |v: &Na<u32>| {
+        v.clone()
+            .map(|mw| format!("{}W", (f64::from(mw) / 1000.0).round_ties_even() as u64))
+    };
+    format!("{} / {}", w(usage_mw), w(limit_mw))
+}
+
+/// NVLink throughput per link, KiB/s, from two readings of the cumulative counters taken
+/// `elapsed` apart. A link missing in either reading, a counter that went backwards (reset), or
+/// a zero interval gives N/A for that link.
+pub fn nvlink_throughput_between(
+    before: &[Na<NvLinkCounters>],
+    after: &[Na<NvLinkCounters>],
+    elapsed: Duration,
+) -> Vec<ThroughputInfo> {
+    let secs = elapsed.as_secs_f64();
+    let rate = |a: u64, b: u64| -> Na<u64> {
+        if secs <= 0.0 || b < a {
+            Na::NotAvailable
+        } else {
+            Na::Value(((b - a) as f64 / secs).round() as u64)
+        }
+    };
+    after
+        .iter()
+        .enumerate()
+        .map(|(link, now)| {
+            let then = before.get(link).cloned().unwrap_or_default();
+            match (&then, now) {
+                (Na::Value(a), Na::Value(b)) => ThroughputInfo {
+                    tx: rate(a.tx_kib, b.tx_kib),
+                    rx: rate(a.rx_kib, b.rx_kib),
+                },
+                (Na::Failed(e), _) | (_, Na::Failed(e)) => ThroughputInfo {
+                    tx: Na::Failed(e.clone()),
+                    rx: Na::Failed(e.clone()),
+                },
+                _ => ThroughputInfo::default(),
+            }
+        })
+        .collect()
+}
+
+/// The mean over links of per-link throughputs; N/A when no link has a value.
+pub fn mean_throughput(links: &[ThroughputInfo]) -> ThroughputInfo {
+    let mean = |pick: fn(&ThroughputInfo) -> &Na<u64>| -> Na<u64> {
+        let values: Vec<u64> = links
+            .iter()
+            .filter_map(|l| pick(l).value().copied())
+            .collect();
+        if values.is_empty() {
+            Na::NotAvailable
+        } else {
+            Na::Value(values.iter().sum::<u64>() / values.len() as u64)
+        }
+    };
+    ThroughputInfo {
+        tx: mean(|l| &l.tx),
+        rx: mean(|l| &l.rx),
+    }
+}
+
+/// Every metric of one device at one moment, each backend query asked once (nvitop's
+/// `as_snapshot` / `oneshot`). Plain data: fields are public, N/A values are [`Na`], JSON
+/// `null`. Derived forms (human text, percents) are methods.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSnapshot {
+    /// The device: `"3"` for GPU 3, `"3:1"` for its MIG slot 1.
+    pub id: DeviceId,
+    /// The CUDA ordinal, when the snapshot was taken through a [`crate::CudaDevice`].
+    pub cuda_index: Option<u32>,
+    /// Product name.
+    pub name: Na<String>,
+    /// `GPU-...` or `MIG-...`.
+    pub uuid: Na<String>,
+    /// Board serial number.
+    pub serial: Na<String>,
+    /// PCI identity.
+    pub pci: Na<PciInfo>,
+    /// Minor number of `/dev/nvidiaN`.
+    pub minor_number: Na<u32>,
+    /// VBIOS version.
+    pub vbios_version: Na<String>,
+    /// Board part number.
+    pub board_part_number: Na<String>,
+    /// Architecture.
+    pub architecture: Na<Architecture>,
+    /// Brand.
+    pub brand: Na<Brand>,
+    /// Frame-buffer memory, bytes.
+    pub memory: Na<MemoryInfo>,
+    /// BAR1 memory, bytes.
+    pub bar1_memory: Na<Bar1MemoryInfo>,
+    /// GPU and memory utilization, percent.
+    pub utilization: Na<Utilization>,
+    /// Encoder utilization.
+    pub encoder: Na<CodecUtilization>,
+    /// Decoder utilization.
+    pub decoder: Na<CodecUtilization>,
+    /// Current clocks, MHz.
+    pub clocks: ClockInfos,
+    /// Maximum clocks, MHz.
+    pub max_clocks: ClockInfos,
+    /// Number of fans.
+    pub num_fans: Na<u32>,
+    /// Intended fan speed, percent.
+    pub fan_speed: Na<u32>,
+    /// Intended speed of each fan, percent.
+    pub fan_speeds: Vec<Na<u32>>,
+    /// Core temperature, °C.
+    pub temperature: Na<u32>,
+    /// Slowdown threshold, °C.
+    pub temperature_slowdown: Na<u32>,
+    /// Shutdown threshold, °C.
+    pub temperature_shutdown: Na<u32>,
+    /// Whether power management (and so power readings) is enabled.
+    pub power_management_mode: Na<bool>,
+    /// Power draw, mW.
+    pub power_usage: Na<u32>,
+    /// Power-management (software) limit, mW.
+    pub power_limit: Na<u32>,
+    /// The limit in force, mW.
+    pub enforced_power_limit: Na<u32>,
+    /// Range the limit may be set in, mW.
+    pub power_limit_constraints: Na<PowerLimits>,
+    /// Energy since the driver loaded, mJ.
+    pub total_energy_consumption: Na<u64>,
+    /// Current PCIe generation.
+    pub pcie_link_generation: Na<u32>,
+    /// Highest PCIe generation.
+    pub max_pcie_link_generation: Na<u32>,
+    /// Current PCIe width, lanes.
+    pub pcie_link_width: Na<u32>,
+    /// Widest PCIe link, lanes.
+    pub max_pcie_link_width: Na<u32>,
+    /// PCIe transmit throughput, KiB/s.
+    pub pcie_tx_throughput: Na<u32>,
+    /// PCIe receive throughput, KiB/s.
+    pub pcie_rx_throughput: Na<u32>,
+    /// Whether each NVLink is active, link 0 up to the last link that answers.
+    pub nvlink_state: Vec<Na<bool>>,
+    /// Cumulative NVLink data counters of the same links, KiB.
+    pub nvlink_counters: Vec<Na<NvLinkCounters>>,
+    /// A display is connected.
+    pub display_mode: Na<bool>,
+    /// A display is initialised.
+    pub display_active: Na<bool>,
+    /// Persistence mode.
+    pub persistence_mode: Na<bool>,
+    /// Windows driver model, current and pending.
+    pub driver_model: Na<CurrentPending<DriverModel>>,
+    /// Performance state: 0 (P0) to 15; 32 is unknown.
+    pub performance_state: Na<u32>,
+    /// ECC mode, current and pending.
+    pub ecc_mode: Na<CurrentPending<bool>>,
+    /// ECC error counts.
+    pub ecc_errors: EccErrors,
+    /// Compute mode.
+    pub compute_mode: Na<ComputeMode>,
+    /// CUDA compute capability.
+    pub cuda_compute_capability: Na<ComputeCapability>,
+    /// MIG mode, current and pending.
+    pub mig_mode: Na<CurrentPending<bool>>,
+    /// Most MIG devices the GPU can hold.
+    pub max_mig_device_count: Na<u32>,
+    /// MIG slots in use (physical GPUs).
+    pub mig_device_indices: Na<Vec<u32>>,
+    /// GPU instance id (MIG devices).
+    pub gpu_instance_id: Na<u32>,
+    /// Compute instance id (MIG devices).
+    pub compute_instance_id: Na<u32>,
+    /// Clock event (throttle) reasons, NVML's bit mask.
+    pub clock_event_reasons: Na<u64>,
+    /// Processes with a compute context.
+    pub compute_processes: Na<Vec<ProcessInfo>>,
+    /// Processes with a graphics context.
+    pub graphics_processes: Na<Vec<ProcessInfo>>,
+    /// Per-process utilization samples the driver held.
+    pub process_utilization: Na<Vec<ProcessUtilizationSample>>,
+    /// The fields whose value is missing because the backend failed unexpectedly (not the
+    /// "cannot tell" answers, which are plain N/A).
+    pub errors: Vec<FieldError>,
+}
+
+/// Turns answers into [`Na`]s, noting unexpected failures.
+struct Collect {
+    errors: Vec<FieldError>,
+}
+
+impl Collect {
+    #[inline(always)]
+    fn take<T>(&mut self, field: &'static str, a: Answer<T>) -> Na<T> {
+        self.take_with(a, || field.to_string())
+    }
+
+    /// As `take`, naming the field only when it is needed (an unexpected failure).
+    #[inline(always)]
+    fn take_with<T>(&mut self, a: Answer<T>, field: impl FnOnce() -> String) -> Na<T> {
+        let na = Na::from(a);
+        if let Na::Failed(e) = &na {
+            self.errors.push(FieldError {
+                field: field(),
+                error: e.clone(),
+            });
+        }
+        na
+    }
+
+    fn clocks(&mut self, prefix: &'static str, c: PerClock<Answer<u32>>) -> ClockInfos {
+        let PerClock {
+            graphics,
+            sm,
+            memory,
+            video,
+        } = c;
+        ClockInfos {
+            graphics: self.take_with(graphics, || format!("{prefix}.graphics")),
+            sm: self.take_with(sm, || format!("{prefix}.sm")),
+            memory: self.take_with(memory, || format!("{prefix}.memory")),
+            video: self.take_with(video, || format!("{prefix}.video")),
+        }
+    }
+
+    /// A trimmed per-link list (see the fixture format) expanded to `n` links.
+    fn links<T: Clone>(
+        &mut self,
+        field: &'static str,
+        mut list: Vec<Answer<T>>,
+        n: usize,
+    ) -> Vec<Na<T>> {
+        let fill = if list.len() < n {
+            Some(
+                list.last()
+                    .cloned()
+                    .unwrap_or(Answer::Err(BackendError::NotSupported)),
+            )
+        } else {
+            list.truncate(n);
+            None
+        };
+        // A plain map collects in place, reusing the list's allocation.
+        let mut out: Vec<Na<T>> = list.into_iter().map(Na::from).collect();
+        if let Some(a) = fill {
+            out.resize_with(n, || Na::from(a.clone()));
+        }
+        self.note_failures(field, &out);
+        out
+    }
+
+    /// Notes the failures of a list's entries, as `field[i]`.
+    fn note_failures<T>(&mut self, field: &'static str, list: &[Na<T>]) {
+        for (i, v) in list.iter().enumerate() {
+            if let Na::Failed(e) = v {
+                self.errors.push(FieldError {
+                    field: format!("{field}[{i}]"),
+                    error: e.clone(),
+                });
+            }
+        }
+    }
+}
+
+impl DeviceSnapshot {
+    /// The snapshot of device `id` from its static and changing answers, as the recorder
+    /// captures them (`gpu_backend::recorder::capture_static` / `capture_dynamic`).
+    #[inline]
+    pub fn from_answers(id: DeviceId, st: DeviceStatic, dy: DeviceDynamic) -> DeviceSnapshot {
+        // Every answer is taken apart by name, so that a query added to the recorder does not
+        // compile until it has a place here.
+        let DeviceStatic {
+            name,
+            uuid,
+            serial,
+            pci_info,
+            minor_number,
+            vbios_version,
+            board_part_number,
+            architecture,
+            brand,
+            max_clocks,
+            num_fans,
+            temperature_slowdown,
+            temperature_shutdown,
+            power_management_mode,
+            power_management_limit,
+            power_management_limit_constraints,
+            enforced_power_limit,
+            max_pcie_link_generation,
+            max_pcie_link_width,
+            nvlink_state,
+            display_mode,
+            display_active,
+            persistence_mode,
+            ecc_mode,
+            compute_mode,
+            cuda_compute_capability,
+            driver_model,
+            mig_mode,
+            max_mig_device_count,
+            mig_device_indices,
+            gpu_instance_id,
+            compute_instance_id,
+        } = st;
+        let DeviceDynamic {
+            memory_info,
+            bar1_memory_info,
+            utilization_rates,
+            encoder_utilization,
+            decoder_utilization,
+            clocks,
+            fan_speed,
+            fan_speeds,
+            temperature,
+            power_usage,
+            total_energy_consumption,
+            performance_state,
+            current_pcie_link_generation,
+            current_pcie_link_width,
+            pcie_tx_throughput,
+            pcie_rx_throughput,
+            nvlink_throughput,
+            ecc_errors,
+            clock_event_reasons,
+            compute_processes,
+            graphics_processes,
+            process_utilization,
+        } = dy;
+        let mut c = Collect { errors: Vec::new() };
+        // NVLink lists hold links up to the last one that answers.
+        let links = nvlink_state
+            .iter()
+            .rposition(|a| !a.is_err())
+            .map_or(0, |i| i + 1);
+        let process_utilization = match process_utilization {
+            // NVML's "not found" here means "no samples yet".
+            Answer::Err(BackendError::NotFound) => Na::Value(Vec::new()),
+            other => c.take("process_utilization", other),
+        };
+        let EccCounts {
+            volatile_corrected,
+            volatile_uncorrected,
+            aggregate_corrected,
+            aggregate_uncorrected,
+        } = ecc_errors;
+        let fan_speeds: Vec<Na<u32>> = fan_speeds.into_iter().map(Na::from).collect();
+        c.note_failures("fan_speeds", &fan_speeds);
+        DeviceSnapshot {
+            id,
+            cuda_index: None,
+            name: c.take("name", name),
+            uuid: c.take("uuid", uuid),
+            serial: c.take("serial", serial),
+            pci: c.take("pci", pci_info),
+            minor_number: c.take("minor_number", minor_number),
+            vbios_version: c.take("vbios_version", vbios_version),
+            board_part_number: c.take("board_part_number", board_part_number),
+            architecture: c.take("architecture", architecture),
+            brand: c.take("brand", brand),
+            memory: c.take("memory", memory_info),
+            bar1_memory: c.take("bar1_memory", bar1_memory_info),
+            utilization: c.take("utilization", utilization_rates),
+            encoder: c.take("encoder", encoder_utilization),
+            decoder: c.take("decoder", decoder_utilization),
+            clocks: c.clocks("clocks", clocks),
+            max_clocks: c.clocks("max_clocks", max_clocks),
+            num_fans: c.take("num_fans", num_fans),
+            fan_speed: c.take("fan_speed", fan_speed),
+            fan_speeds,
+            temperature: c.take("temperature", temperature),
+            temperature_slowdown: c.take("temperature_slowdown", temperature_slowdown),
+            temperature_shutdown: c.take("temperature_shutdown", temperature_shutdown),
+            power_management_mode: c.take("power_management_mode", power_management_mode),
+            power_usage: c.take("power_usage", power_usage),
+            power_limit: c.take("power_limit", power_management_limit),
+            enforced_power_limit: c.take("enforced_power_limit", enforced_power_limit),
+            power_limit_constraints: c.take(
+                "power_limit_constraints",
+                power_management_limit_constraints,
+            ),
+            total_energy_consumption: c.take("total_energy_consumption", total_energy_consumption),
+            pcie_link_generation: c.take("pcie_link_generation", current_pcie_link_generation),
+            max_pcie_link_generation: c.take("max_pcie_link_generation", max_pcie_link_generation),
+            pcie_link_width: c.take("pcie_link_width", current_pcie_link_width),
+            max_pcie_link_width: c.take("max_pcie_link_width", max_pcie_link_width),
+            pcie_tx_throughput: c.take("pcie_tx_throughput", pcie_tx_throughput),
+            pcie_rx_throughput: c.take("pcie_rx_throughput", pcie_rx_throughput),
+            nvlink_state: c.links("nvlink_state", nvlink_state, links),
+            nvlink_counters: c.links("nvlink_counters", nvlink_throughput, links),
+            display_mode: c.take("display_mode", display_mode),
+            display_active: c.take("display_active", display_active),
+            persistence_mode: c.take("persistence_mode", persistence_mode),
+            driver_model: c.take("driver_model", driver_model),
+            performance_state: c.take("performance_state", performance_state),
+            ecc_mode: c.take("ecc_mode", ecc_mode),
+            ecc_errors: EccErrors {
+                volatile_corrected: c.take("ecc_errors.volatile_corrected", volatile_corrected),
+                volatile_uncorrected: c
+                    .take("ecc_errors.volatile_uncorrected", volatile_uncorrected),
+                aggregate_corrected: c.take("ecc_errors.aggregate_corrected", aggregate_corrected),
+                aggregate_uncorrected: c
+                    .take("ecc_errors.aggregate_uncorrected", aggregate_uncorrected),
+            },
+            compute_mode: c.take("compute_mode", compute_mode),
+            cuda_compute_capability: c.take("cuda_compute_capability", cuda_compute_capability),
+            mig_mode: c.take("mig_mode", mig_mode),
+            max_mig_device_count: c.take("max_mig_device_count", max_mig_device_count),
+            mig_device_indices: c.take("mig_device_indices", mig_device_indices),
+            gpu_instance_id: c.take("gpu_instance_id", gpu_instance_id),
+            compute_instance_id: c.take("compute_instance_id", compute_instance_id),
+            clock_event_reasons: c.take("clock_event_reasons", clock_event_reasons),
+            compute_processes: c.take("compute_processes", compute_processes),
+            graphics_processes: c.take("graphics_processes", graphics_processes),
+            process_utilization,
+            errors: c.errors,
+        }
+    }
+
+    /// True for a MIG device.
+    pub fn is_mig_device(&self) -> bool {
+        self.id.is_mig()
+    }
+
+    /// PCI bus id, `00000000:18:00.0`.
+    pub fn bus_id(&self) -> Na<String> {
+        self.pci.clone().map(|p| p.bus_id)
+    }
+
+    /// Total memory, bytes.
+    pub fn memory_total(&self) -> Na<u64> {
+        self.memory.clone().map(|m| m.total)
+    }
+    /// Used memory, bytes.
+    pub fn memory_used(&self) -> Na<u64> {
+        self.memory.clone().map(|m| m.used)
+    }
+    /// Free memory, bytes.
+    pub fn memory_free(&self) -> Na<u64> {
+        self.memory.clone().map(|m| m.free)
+    }
+    /// Total memory as text.
+    pub fn memory_total_human(&self) -> Na<String> {
+        self.memory_total().map(bytes2human)
+    }
+    /// Used memory as text.
+    pub fn memory_used_human(&self) -> Na<String> {
+        self.memory_used().map(bytes2human)
+    }
+    /// Free memory as text.
+    pub fn memory_free_human(&self) -> Na<String> {
+        self.memory_free().map(bytes2human)
+    }
+    /// Used over total memory, percent, one decimal.
+    pub fn memory_percent(&self) -> Na<f64> {
+        self.memory
+            .clone()
+            .and_then(|m| used_percent(m.used, m.total))
+    }
+    /// `"<used> / <total>"`.
+    pub fn memory_usage(&self) -> String {
+        usage_text(&self.memory_used(), &self.memory_total())
+    }
+
+    /// Total BAR1 memory, bytes.
+    pub fn bar1_memory_total(&self) -> Na<u64> {
+        self.bar1_memory.clone().map(|m| m.total)
+    }
+    /// Used BAR1 memory, bytes.
+    pub fn bar1_memory_used(&self) -> Na<u64> {
+        self.bar1_memory.clone().map(|m| m.used)
+    }
+    /// Free BAR1 memory, bytes.
+    pub fn bar1_memory_free(&self) -> Na<u64> {
+        self.bar1_memory.clone().map(|m| m.free)
+    }
+    /// Total BAR1 memory as text.
+    pub fn bar1_memory_total_human(&self) -> Na<String> {
+        self.bar1_memory_total().map(bytes2human)
+    }
+    /// Used BAR1 memory as text.
+    pub fn bar1_memory_used_human(&self) -> Na<String> {
+        self.bar1_memory_used().map(bytes2human)
+    }
+    /// Free BAR1 memory as text.
+    pub fn bar1_memory_free_human(&self) -> Na<String> {
+        self.bar1_memory_free().map(bytes2human)
+    }
+    /// Used over total BAR1 memory, percent, one decimal.
+    pub fn bar1_memory_percent(&self) -> Na<f64> {
+        self.bar1_memory
+            .clone()
+            .and_then(|m| used_percent(m.used, m.total))
+    }
+    /// `"<used> / <total>"` of BAR1.
+    pub fn bar1_memory_usage(&self) -> String {
+        usage_text(&self.bar1_memory_used(), &self.bar1_memory_total())
+    }
+
+    /// GPU, memory, encoder and decoder utilization.
+    pub fn utilization_rates(&self) -> UtilizationRates {
+        UtilizationRates {
+            gpu: self.gpu_utilization(),
+            memory: self.memory_utilization(),
+            encoder: self.encoder_utilization(),
+            decoder: self.decoder_utilization(),
+        }
+    }
+    /// GPU utilization, percent.
+    pub fn gpu_utilization(&self) -> Na<u32> {
+        self.utilization.clone().map(|u| u.gpu)
+    }
+    /// Memory (bandwidth) utilization, percent.
+    pub fn memory_utilization(&self) -> Na<u32> {
+        self.utilization.clone().map(|u| u.memory)
+    }
+    /// Encoder utilization, percent.
+    pub fn encoder_utilization(&self) -> Na<u32> {
+        self.encoder.clone().map(|u| u.utilization)
+    }
+    /// Decoder utilization, percent.
+    pub fn decoder_utilization(&self) -> Na<u32> {
+        self.decoder.clone().map(|u| u.utilization)
+    }
+
+    /// Current and maximum clocks.
+    pub fn clock_speed_infos(&self) -> ClockSpeedInfos {
+        ClockSpeedInfos {
+            current: self.clocks.clone(),
+            max: self.max_clocks.clone(),
+        }
+    }
+
+    /// `"<usage>W / <limit>W"`.
+    pub fn power_status(&self) -> String {
+        power_status_text(&self.power_usage, &self.power_limit)
+    }
+
+    /// PCIe throughput, KiB/s.
+    pub fn pcie_throughput(&self) -> ThroughputInfo {
+        ThroughputInfo {
+            tx: self.pcie_tx_throughput.clone().map(u64::from),
+            rx: self.pcie_rx_throughput.clone().map(u64::from),
+        }
+    }
+    /// PCIe transmit throughput as text.
+    pub fn pcie_tx_throughput_human(&self) -> Na<String> {
+        self.pcie_throughput().tx_human()
+    }
+    /// PCIe receive throughput as text.
+    pub fn pcie_rx_throughput_human(&self) -> Na<String> {
+        self.pcie_throughput().rx_human()
+    }
+
+    /// Number of NVLinks that answer.
+    pub fn nvlink_link_count(&self) -> u32 {
+        self.nvlink_state.iter().filter(|s| s.is_value()).count() as u32
+    }
+
+    /// NVLink throughput per link, KiB/s, since an `earlier` snapshot of the same device taken
+    /// `elapsed` before this one.
+    pub fn nvlink_throughput_since(
+        &self,
+        earlier: &DeviceSnapshot,
+        elapsed: Duration,
+    ) -> Vec<ThroughputInfo> {
+        nvlink_throughput_between(&earlier.nvlink_counters, &self.nvlink_counters, elapsed)
+    }
+
+    /// Volatile uncorrected ECC errors.
+    pub fn total_volatile_uncorrected_ecc_errors(&self) -> Na<u64> {
+        self.ecc_errors.volatile_uncorrected.clone()
+    }
+
+    /// Current driver model.
+    pub fn current_driver_model(&self) -> Na<DriverModel> {
+        self.driver_model.clone().map(|m| m.current)
+    }
+
+    /// True when MIG mode is on now.
+    pub fn is_mig_mode_enabled(&self) -> bool {
+        self.mig_mode.value().is_some_and(|m| m.current)
+    }
+
+    /// The processes on the device, compute and graphics merged by PID.
+    pub fn processes(&self) -> Na<Vec<DeviceProcess>> {
+        merge_processes(&self.compute_processes, &self.graphics_processes)
+    }
+}
+
+/// Everything about the system and all its devices at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemSnapshot {
+    /// Driver version.
+    pub driver_version: Na<String>,
+    /// NVML version.
+    pub nvml_version: Na<String>,
+    /// Highest CUDA version the driver supports, `"12.2"`.
+    pub cuda_driver_version: Na<String>,
+    /// Number of physical GPUs.
+    pub device_count: Na<u32>,
+    /// The backend's CUDA order (UUIDs), if it has one.
+    pub cuda_device_order: Na<Vec<String>>,
+    /// Every device: each physical GPU, then its MIG devices.
+    pub devices: Vec<DeviceSnapshot>,
+    /// System fields missing because the backend failed unexpectedly.
+    pub system_errors: Vec<FieldError>,
+}
+
+impl SystemSnapshot {
+    /// The snapshot of the recorder's full reading.
+    pub fn from_recorder(raw: RawSnapshot) -> SystemSnapshot {
+        let mut dynamics = raw.dynamics;
+        let mut devices = Vec::with_capacity(raw.statics.len());
+        for (id, st) in raw.statics {
+            if let Some(dy) = dynamics.remove(&id) {
+                devices.push(DeviceSnapshot::from_answers(id, st, dy));
+            }
+        }
+        // Each GPU, then its MIG devices.
+        devices.sort_by_key(|d| match d.id {
+            DeviceId::Gpu(i) => (i, 0, 0),
+            DeviceId::Mig { parent, index } => (parent, 1, index),
+        });
+        SystemSnapshot::from_parts(raw.system, devices)
+    }
+
+    /// The snapshot of the system answers and the devices' snapshots.
+    pub fn from_parts(system: SystemAnswers, devices: Vec<DeviceSnapshot>) -> SystemSnapshot {
+        let mut c = Collect { errors: Vec::new() };
+        let s = system;
+        let driver_version = c.take("driver_version", s.driver_version);
+        let nvml_version = c.take("nvml_version", s.nvml_version);
+        let cuda_driver_version = c
+            .take("cuda_driver_version", s.cuda_driver_version)
+            .map(cuda_version_text);
+        let device_count = c.take("device_count", s.device_count);
+        let cuda_device_order = c.take("cuda_device_order", s.cuda_device_order);
+        SystemSnapshot {
+            driver_version,
+            nvml_version,
+            cuda_driver_version,
+            device_count,
+            cuda_device_order,
+            devices,
+            system_errors: c.errors,
+        }
+    }
+
+    /// Every unexpected failure: the system's, then each device's, with the device.
+    pub fn errors(&self) -> impl Iterator<Item = (Option<DeviceId>, &FieldError)> {
+        self.system_errors.iter().map(|e| (None, e)).chain(
+            self.devices
+                .iter()
+                .flat_map(|d| d.errors.iter().map(move |e| (Some(d.id), e))),
+        )
+    }
+
+    /// The snapshot of one device.
+    pub fn device(&self, id: DeviceId) -> Option<&DeviceSnapshot> {
+        self.devices.iter().find(|d| d.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvlink_rates_come_from_two_readings() {
+        let c = |tx, rx| {
+            Na::Value(NvLinkCounters {
+                tx_kib: tx,
+                rx_kib: rx,
+            })
+        };
+        let before = vec![c(1000, 2000), c(500, 500), Na::NotAvailable];
+        let after = vec![c(3000, 2000), c(400, 900), c(1, 1)];
+        let r = nvlink_throughput_between(&before, &after, Duration::from_secs(2));
+        assert_eq!(r[0].tx, Na::Value(1000));
+        assert_eq!(r[0].rx, Na::Value(0));
+        assert_eq!(r[1].tx, Na::NotAvailable, "a counter that went back");
+        assert_eq!(r[1].rx, Na::Value(200));
+        assert_eq!(r[2], ThroughputInfo::default());
+        let m = mean_throughput(&r);
+        assert_eq!(m.tx, Na::Value(1000));
+        assert_eq!(m.rx, Na::Value(100));
+        assert!(
+            nvlink_throughput_between(&before, &after, Duration::ZERO)[0]
+                .tx
+                .is_na()
+        );
+    }
+
+    #[test]
+    fn trimmed_link_lists_expand_and_note_failures() {
+        let c = NvLinkCounters {
+            tx_kib: 1,
+            rx_kib: 2,
+        };
+        let mut col = Collect { errors: Vec::new() };
+        let out = col.links(
+            "nvlink_counters",
+            vec![Answer::Ok(c), Answer::Err(BackendError::GpuLost)],
+            4,
+        );
+        assert_eq!(out[0], Na::Value(c));
+        assert!(out[1..]
+            .iter()
+            .all(|v| *v == Na::Failed(BackendError::GpuLost)));
+        assert_eq!(
+            col.errors
+                .iter()
+                .map(|e| e.field.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "nvlink_counters[1]",
+                "nvlink_counters[2]",
+                "nvlink_counters[3]"
+            ]
+        );
+        let mut col = Collect { errors: Vec::new() };
+        let out: Vec<Na<bool>> = col.links("nvlink_state", Vec::new(), 2);
+        assert_eq!(out, [Na::NotAvailable, Na::NotAvailable]);
+        assert!(col.errors.is_empty());
+        let out = col.links("nvlink_state", vec![Answer::Ok(true); 5], 3);
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn percents_and_status_texts() {
+        assert_eq!(used_percent(1, 3), Na::Value(33.3));
+        assert_eq!(used_percent(1, 0), Na::NotAvailable);
+        assert_eq!(
+            power_status_text(&Na::Value(681_194), &Na::Value(700_000)),
+            "681W / 700W"
+        );
+        assert_eq!(
+            power_status_text(&Na::NotAvailable, &Na::NotAvailable),
+            "N/A / N/A"
+        );
+        assert_eq!(
+            usage_text(&Na::Value(1024), &Na::NotAvailable),
+            "1KiB / N/A"
+        );
+        assert_eq!(kib_rate_human(2790), "3MiB/s");
+    }
+
+    #[test]
+    fn processes_merge_by_pid() {
+        let p = |pid, mem: Option<u64>| ProcessInfo {
+            pid,
+            used_gpu_memory: mem,
+            gpu_instance_id: None,
+            compute_instance_id: None,
+        };
+        let merged = merge_processes(
+            &Na::Value(vec![p(2, Some(5)), p(1, None)]),
+            &Na::Value(vec![p(2, None), p(3, Some(7))]),
+        );
+        let merged = merged.into_option().unwrap();
+        assert_eq!(
+            merged.iter().map(|p| (p.pid, p.kind)).collect::<Vec<_>>(),
+            [
+                (1, ProcessKind::Compute),
+                (2, ProcessKind::ComputeGraphics),
+                (3, ProcessKind::Graphics)
+            ]
+        );
+        assert_eq!(merged[1].used_gpu_memory, Na::Value(5));
+        assert_eq!(
+            merge_processes(&Na::NotAvailable, &Na::Failed(BackendError::GpuLost)),
+            Na::Failed(BackendError::GpuLost)
+        );
+        assert_eq!(
+            merge_processes(&Na::NotAvailable, &Na::NotAvailable),
+            Na::NotAvailable
+        );
+    }
+}

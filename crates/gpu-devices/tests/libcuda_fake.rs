@@ -1,0 +1,81 @@
+//! CUDA's order asked of a libcuda: fake-nvml's shared library, installed as `libcuda.so.1`,
+//! serving a fixture whose FASTEST_FIRST order differs from NVML's. One test in its own binary,
+//! because it sets the process's environment.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gpu_backend::{Answer, BackendError, DeviceId, ReplayBackend};
+use gpu_devices::{libcuda, Context, CudaDeviceOrder, CudaOrderOrigin, CudaOrderSource};
+
+#[test]
+fn libcuda_is_asked_in_a_child_and_its_order_wins() {
+    let exe = std::env::current_exe().expect("test exe");
+    let Some(lib) = fake_nvml::find_cdylib(&exe) else {
+        panic!(
+            "no {} near {}: cargo builds it as a dev-dependency",
+            fake_nvml::CDYLIB_FILE_NAME,
+            exe.display()
+        );
+    };
+    let dir = std::env::temp_dir().join(format!("gpu-devices-libcuda-{}", std::process::id()));
+    let installed = fake_nvml::install(&lib, &dir).expect("install the fake library");
+
+    // The 8-GPU fixture, with CUDA's order reversed.
+    let mut f = common::fixture("h100-sxm-8gpu");
+    let uuids: Vec<String> = f
+        .physical_ids()
+        .map(|id| match &f.devices[&id].uuid {
+            Answer::Ok(u) => u.clone(),
+            Answer::Err(e) => panic!("{e}"),
+        })
+        .collect();
+    let mut reversed = uuids.clone();
+    reversed.reverse();
+    f.system.cuda_device_order = Answer::Ok(reversed);
+    let path = dir.join("reversed.json");
+    std::fs::write(&path, f.to_json_pretty()).expect("write the fixture");
+
+    // SAFETY: this binary has one test and no other thread reads the environment.
+    std::env::set_var(fake_nvml::FIXTURE_ENV, &path);
+    // The child unsets this before cuInit, so libcuda lists every GPU.
+    std::env::set_var("CUDA_VISIBLE_DEVICES", "1");
+
+    let report = libcuda::query(Some(&installed.cuda), Duration::from_secs(20)).expect("query");
+    let got: Vec<String> = report
+        .devices
+        .iter()
+        .map(|d| format!("GPU-{}", d.uuid.as_deref().unwrap_or("?")))
+        .collect();
+    let mut expect = uuids.clone();
+    expect.reverse();
+    assert_eq!(got, expect);
+    assert_eq!(report.driver_version, Some(13010));
+    assert!(report.devices.iter().all(|d| d.bus_id.is_some()));
+    // This process has no CUDA state and its environment is as it was.
+    assert_eq!(std::env::var("CUDA_VISIBLE_DEVICES").as_deref(), Ok("1"));
+    assert_eq!(std::env::var_os("CUDA_DEVICE_ORDER"), None);
+
+    // A context whose backend has no order of its own takes libcuda's.
+    f.system.cuda_device_order = Answer::Err(BackendError::NotSupported);
+    let ctx = Context::builder(Arc::new(ReplayBackend::new(f)))
+        .cuda_order_source(CudaOrderSource::LibCuda {
+            library: Some(installed.cuda.clone()),
+        })
+        .build()
+        .unwrap();
+    assert_eq!(ctx.cuda_order_origin().origin, CudaOrderOrigin::LibCuda);
+    assert_eq!(
+        ctx.cuda_order(CudaDeviceOrder::FastestFirst),
+        [7, 6, 5, 4, 3, 2, 1, 0]
+    );
+    assert_eq!(
+        ctx.parse_cuda_visible_devices_with(Some("0"), CudaDeviceOrder::FastestFirst),
+        [DeviceId::Gpu(7)]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,390 @@
+//! Collecting GPU processes: devices and their processes in one pass, per-process utilization
+//! since the last refresh, and the host join.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use gpu_backend::host::{HostSource, ReplayHost};
+use gpu_backend::{
+    BackendError, DeviceId, Fixture, ProcessUtilizationSample, ReplayBackend, ReplayClock,
+};
+use gpu_devices::units::{bytes2human, timedelta2human};
+use gpu_devices::{Context, Device, DeviceSnapshot, Na};
+use serde::Serialize;
+
+use crate::ns;
+use crate::process::{GpuProcess, HostProcess, ProcessUtilization};
+
+/// A device's process query that failed with more than "not available".
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessQueryError {
+    /// The device.
+    pub device: DeviceId,
+    /// What the backend said.
+    pub error: BackendError,
+}
+
+/// Devices and their processes at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Snapshots {
+    /// The devices asked for, in the order asked.
+    pub devices: Vec<DeviceSnapshot>,
+    /// One entry per (PID, device), in device order, then by PID. With MIG on, a process is
+    /// listed on the MIG device it runs in, not also on the GPU.
+    pub processes: Vec<GpuProcess>,
+    /// Devices whose process lists failed with more than "not available"; the processes of the
+    /// other devices still come.
+    pub errors: Vec<ProcessQueryError>,
+    /// How many distinct PIDs were looked up on the host.
+    pub host_lookups: usize,
+}
+
+/// Keeps, per device, the newest per-process utilization sample seen, so that each refresh
+/// counts only the samples since the one before.
+#[derive(Debug, Default)]
+pub struct UtilizationTracker {
+    last_seen_us: Mutex<HashMap<DeviceId, u64>>,
+}
+
+impl UtilizationTracker {
+    /// A tracker that has seen nothing.
+    pub fn new() -> UtilizationTracker {
+        UtilizationTracker::default()
+    }
+
+    /// The per-process utilization of `device` from `samples`, counting only samples newer than
+    /// the newest seen at the previous call: samples over 100% or not newer are dropped, and of
+    /// several samples of one PID the newest counts.
+    pub fn update(
+        &self,
+        device: DeviceId,
+        samples: &[ProcessUtilizationSample],
+    ) -> HashMap<u32, ProcessUtilization> {
+        let mut last_seen = self.last_seen_us.lock().unwrap_or_else(|p| p.into_inner());
+        let since = last_seen.get(&device).copied().unwrap_or(0);
+        let mut newest: HashMap<u32, (u64, ProcessUtilization)> = HashMap::new();
+        let mut max_seen = since;
+        for s in samples {
+            let over = [s.sm, s.memory, s.encoder, s.decoder]
+                .iter()
+                .any(|&v| v > 100);
+            if s.timestamp_us <= since || over {
+                continue;
+            }
+            max_seen = max_seen.max(s.timestamp_us);
+            if newest.get(&s.pid).is_none_or(|(t, _)| *t < s.timestamp_us) {
+                let util = ProcessUtilization {
+                    sm: Some(s.sm),
+                    memory: Some(s.memory),
+                    encoder: Some(s.encoder),
+                    decoder: Some(s.decoder),
+                };
+                newest.insert(s.pid, (s.timestamp_us, util));
+            }
+        }
+        last_seen.insert(device, max_seen);
+        newest.into_iter().map(|(pid, (_, u))| (pid, u)).collect()
+    }
+}
+
+/// Collects devices and their processes, joined with host facts.
+pub struct ProcessCollector {
+    context: Context,
+    host: Arc<dyn HostSource>,
+    tracker: UtilizationTracker,
+}
+
+impl std::fmt::Debug for ProcessCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessCollector").finish_non_exhaustive()
+    }
+}
+
+impl ProcessCollector {
+    /// A collector over the devices of `context`, with host facts from `host`.
+    pub fn new(context: Context, host: Arc<dyn HostSource>) -> ProcessCollector {
+        ProcessCollector {
+            context,
+            host,
+            tracker: UtilizationTracker::new(),
+        }
+    }
+
+    /// The real GPUs with this machine's host facts, or, when `GPUSCOPE_FIXTURE` names a fixture,
+    /// that fixture with its recorded host facts (replayed on wall time, looping).
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::open`], or a fixture that cannot be read.
+    pub fn open() -> gpu_devices::Result<ProcessCollector> {
+        match std::env::var_os(gpu_devices::FIXTURE_ENV_VAR) {
+            Some(path) if !path.is_empty() => ProcessCollector::from_fixture(path, None),
+            _ => Ok(ProcessCollector::new(
+                Context::open()?,
+                Arc::new(gpu_backend::host::LiveHost::new()),
+            )),
+        }
+    }
+
+    /// A fixture, with its recorded host facts: on wall time, looping, or pinned to `frame`.
+    ///
+    /// # Errors
+    ///
+    /// The fixture cannot be read.
+    pub fn from_fixture(
+        path: impl AsRef<Path>,
+        frame: Option<usize>,
+    ) -> gpu_devices::Result<ProcessCollector> {
+        let fixture = Fixture::load(path)?;
+        ProcessCollector::from_replay(Arc::new(replay(fixture, frame)))
+    }
+
+    /// A replayed fixture, with the host facts recorded in it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::from_backend`]: the fixture cannot say how many GPUs there are.
+    pub fn from_replay(backend: Arc<ReplayBackend>) -> gpu_devices::Result<ProcessCollector> {
+        let host = Arc::new(ReplayHost::new(backend.clone()));
+        let context = Context::from_backend(backend)?;
+        Ok(ProcessCollector::new(context, host))
+    }
+
+    /// The devices' context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The host facts processes are joined with.
+    pub fn host(&self) -> &Arc<dyn HostSource> {
+        &self.host
+    }
+
+    /// Snapshots of `devices` and of their processes, in one pass: each device's queries asked
+    /// once (its process lists and samples come with its snapshot), and each PID looked up on the
+    /// host once however many devices it uses. Only the PIDs on the GPUs are read from the host,
+    /// never the whole process table.
+    pub fn take_snapshots(&self, devices: &[Device]) -> Snapshots {
+        let snapshots: Vec<DeviceSnapshot> = devices.iter().map(Device::snapshot).collect();
+        self.join(snapshots)
+    }
+
+    /// [`ProcessCollector::take_snapshots`] of every physical and MIG device.
+    pub fn take_all(&self) -> Snapshots {
+        self.take_snapshots(&self.context.all_devices())
+    }
+
+    /// The processes of device snapshots already taken, joined with host facts.
+    pub fn join(&self, devices: Vec<DeviceSnapshot>) -> Snapshots {
+        let mut errors = Vec::new();
+        let mig_parents: Vec<u32> = devices
+            .iter()
+            .filter(|d| d.id.is_mig())
+            .map(|d| d.id.physical_index())
+            .collect();
+        let mut gpu_side = Vec::new();
+        for dev in &devices {
+            let list = match dev.processes() {
+                Na::Value(list) => list,
+                Na::NotAvailable => continue,
+                Na::Failed(error) => {
+                    errors.push(ProcessQueryError {
+                        device: dev.id,
+                        error,
+                    });
+                    continue;
+                }
+            };
+            if list.is_empty() {
+                continue;
+            }
+            let samples = dev
+                .process_utilization
+                .value()
+                .map_or(&[][..], Vec::as_slice);
+            let util = self.tracker.update(dev.id, samples);
+            let on_instances = !dev.id.is_mig() && mig_parents.contains(&dev.id.physical_index());
+            let total = dev.memory.value().map(|m| m.total);
+            for p in list {
+                if on_instances && p.gpu_instance_id.is_value() {
+                    continue;
+                }
+                let u = util.get(&p.pid).copied().unwrap_or_default();
+                gpu_side.push((dev.id, total, p, u));
+            }
+        }
+
+        let now_ms = self.host.now_unix_ms();
+        let memory_total = self.host.machine().memory_total;
+        let mut hosts: BTreeMap<u32, HostProcess> = BTreeMap::new();
+        for (_, _, p, _) in &gpu_side {
+            hosts
+                .entry(p.pid)
+                .or_insert_with(|| self.host_process(p.pid, now_ms, memory_total));
+        }
+        let host_lookups = hosts.len();
+        let processes = gpu_side
+            .into_iter()
+            .map(|(device, total, p, utilization)| {
+                let gpu_memory = p.used_gpu_memory.value().copied();
+                GpuProcess {
+                    pid: p.pid,
+                    device,
+                    kind: p.kind,
+                    gpu_memory,
+                    gpu_memory_percent: match (gpu_memory, total) {
+                        (Some(used), Some(total)) if total > 0 => {
+                            Some(used as f64 * 100.0 / total as f64)
+                        }
+                        _ => None,
+                    },
+                    gpu_memory_human: gpu_memory.map(bytes2human),
+                    gpu_instance_id: p.gpu_instance_id.value().copied(),
+                    compute_instance_id: p.compute_instance_id.value().copied(),
+                    utilization,
+                    host: hosts.get(&p.pid).cloned().unwrap_or_default(),
+                }
+            })
+            .collect();
+        Snapshots {
+            devices,
+            processes,
+            errors,
+            host_lookups,
+        }
+    }
+
+    /// Host facts of one PID, N/A where they cannot be read.
+    fn host_process(&self, pid: u32, now_ms: u64, memory_total: Option<u64>) -> HostProcess {
+        let Some(facts) = self.host.process(pid) else {
+            return HostProcess::default();
+        };
+        let sample = self.host.process_sample(pid);
+        let running_time_s = facts
+            .start_time_s
+            .map(|start| (now_ms / 1000).saturating_sub(start));
+        let rss = sample.as_ref().map(|s| s.rss);
+        HostProcess {
+            visible: true,
+            command: Some(shell_join(&facts.cmdline)),
+            user: facts.user,
+            name: Some(facts.name),
+            cmdline: Some(facts.cmdline),
+            cpu_percent: sample.as_ref().map(|s| s.cpu_percent),
+            rss,
+            memory_percent: match (rss, memory_total) {
+                (Some(r), Some(t)) if t > 0 => Some(r as f64 * 100.0 / t as f64),
+                _ => None,
+            },
+            create_time_s: facts.start_time_s,
+            running_time_s,
+            running_time_human: running_time_s
+                .map(|s| timedelta2human(std::time::Duration::from_secs(s))),
+            status: sample.map(|s| s.status),
+            ppid: facts.ppid,
+            ns_pid: ns::innermost_pid(pid).filter(|&inner| inner != pid),
+        }
+    }
+}
+
+fn replay(fixture: Fixture, frame: Option<usize>) -> ReplayBackend {
+    let clock = match frame {
+        Some(n) => ReplayClock::Manual(n.into()),
+        None => ReplayClock::wall(true),
+    };
+    ReplayBackend::with_clock(fixture, clock)
+}
+
+/// Joins a command line into one shell-escaped string (what nvitop calls `command`): an argument
+/// of only safe characters (letters, digits and `@%+=:,./-_`) stays as it is, any other is put
+/// in single quotes, as Python's `shlex.quote` does.
+pub fn shell_join(args: &[String]) -> String {
+    args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+fn quote(arg: &str) -> std::borrow::Cow<'_, str> {
+    let safe = |c: char| c.is_alphanumeric() || "@%+=:,./-_".contains(c);
+    if !arg.is_empty() && arg.chars().all(safe) {
+        std::borrow::Cow::Borrowed(arg)
+    } else {
+        std::borrow::Cow::Owned(format!("'{}'", arg.replace('\'', "'\"'\"'")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(pid: u32, t: u64, sm: u32) -> ProcessUtilizationSample {
+        ProcessUtilizationSample {
+            pid,
+            timestamp_us: t,
+            sm,
+            memory: 1,
+            encoder: 0,
+            decoder: 0,
+        }
+    }
+
+    #[test]
+    fn only_samples_newer_than_the_last_refresh_count() {
+        let gpu = DeviceId::Gpu(0);
+        let tracker = UtilizationTracker::new();
+        let first = tracker.update(
+            gpu,
+            &[
+                sample(10, 100, 40),
+                sample(10, 300, 55),  // the newest sample of pid 10 counts
+                sample(11, 200, 101), // over 100%: dropped
+                sample(12, 250, 7),
+            ],
+        );
+        assert_eq!(first.len(), 2);
+        assert_eq!(first[&10].sm, Some(55));
+        assert_eq!(first[&12].sm, Some(7));
+        assert!(!first.contains_key(&11));
+        // The same samples again: nothing is newer than what was seen.
+        assert!(tracker
+            .update(gpu, &[sample(10, 300, 55), sample(12, 250, 7)])
+            .is_empty());
+        // A newer one counts; another device has its own clock.
+        assert_eq!(tracker.update(gpu, &[sample(12, 301, 9)])[&12].sm, Some(9));
+        assert_eq!(
+            tracker.update(DeviceId::Gpu(1), &[sample(12, 1, 3)])[&12].sm,
+            Some(3)
+        );
+    }
+
+    #[test]
+    fn commands_are_shell_escaped() {
+        let args: Vec<String> = [
+            "python3",
+            "-c",
+            "import os; print(1)",
+            "it's",
+            "",
+            "--model-repository=/srv/models",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let cmd = shell_join(&args);
+        // A shell (here: an independent parser of shell words) gets the same arguments back.
+        assert_eq!(shlex::split(&cmd).unwrap(), args);
+        assert_eq!(
+            cmd,
+            "python3 -c 'import os; print(1)' 'it'\"'\"'s' '' --model-repository=/srv/models"
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever the arguments (without NUL, which no command line can hold), a shell gets
+        /// them back from the joined command.
+        #[test]
+        fn any_command_line_survives_the_round_trip(args in proptest::collection::vec("[^\\x00]{0,12}", 0..6)) {
+            let cmd = shell_join(&args);
+            proptest::prop_assert_eq!(shlex::split(&cmd), Some(args));
+        }
+    }
+}

@@ -1,0 +1,10 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod collect;
+pub mod ns;
+mod process;
+
+pub use collect::{shell_join, ProcessCollector, ProcessQueryError, Snapshots, UtilizationTracker};
+pub use gpu_devices::ProcessKind;
+pub use process::{GpuProcess, HostProcess, ProcessUtilization};

@@ -1,0 +1,80 @@
+//! What one GPU process is: the GPU side (per device) and the host side (per PID).
+
+use gpu_backend::DeviceId;
+use gpu_devices::ProcessKind;
+use serde::{Deserialize, Serialize};
+
+/// Per-process utilization from the driver's samples, percent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProcessUtilization {
+    /// SM (streaming multiprocessor) utilization.
+    pub sm: Option<u32>,
+    /// Memory-bandwidth utilization.
+    pub memory: Option<u32>,
+    /// Encoder utilization.
+    pub encoder: Option<u32>,
+    /// Decoder utilization.
+    pub decoder: Option<u32>,
+}
+
+/// A process as the host sees it. Every field is N/A (`None`) when the process could not be
+/// read: it ended between the GPU's list and the look-up, it lives in another PID namespace, or
+/// the caller may not read it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostProcess {
+    /// Whether the host could see the process at all.
+    pub visible: bool,
+    /// Owner's user name.
+    pub user: Option<String>,
+    /// Executable name.
+    pub name: Option<String>,
+    /// Command line, one entry per argument.
+    pub cmdline: Option<Vec<String>>,
+    /// The command line as one shell-escaped string, ready to paste into a shell.
+    pub command: Option<String>,
+    /// CPU use, percent of one CPU.
+    pub cpu_percent: Option<f64>,
+    /// Resident memory, bytes.
+    pub rss: Option<u64>,
+    /// Resident memory, percent of the host's physical memory.
+    pub memory_percent: Option<f64>,
+    /// Start time, seconds since the Unix epoch.
+    pub create_time_s: Option<u64>,
+    /// How long the process has run, seconds.
+    pub running_time_s: Option<u64>,
+    /// The running time for people (`"3:04:05"`, `"2 days"`).
+    pub running_time_human: Option<String>,
+    /// Process state (`running`, `sleeping`, ...).
+    pub status: Option<String>,
+    /// Parent PID.
+    pub ppid: Option<u32>,
+    /// The PID in the innermost PID namespace of the process (its PID inside its container),
+    /// when that differs from the host PID and the kernel tells it.
+    pub ns_pid: Option<u32>,
+}
+
+/// One process on one device, with its host facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuProcess {
+    /// Process id, as the driver sees it (the host's PID namespace).
+    pub pid: u32,
+    /// The device (physical GPU or MIG device).
+    pub device: DeviceId,
+    /// Compute, graphics or both.
+    #[serde(rename = "type")]
+    pub kind: ProcessKind,
+    /// GPU memory used, bytes; N/A where the driver cannot tell (WDDM, MIG without privileges).
+    pub gpu_memory: Option<u64>,
+    /// GPU memory used, percent of the device's memory.
+    pub gpu_memory_percent: Option<f64>,
+    /// The GPU memory for people (`"1.5GiB"`).
+    pub gpu_memory_human: Option<String>,
+    /// GPU-instance id (MIG).
+    pub gpu_instance_id: Option<u32>,
+    /// Compute-instance id (MIG).
+    pub compute_instance_id: Option<u32>,
+    /// Utilization from the driver's per-process samples since the last refresh.
+    pub utilization: ProcessUtilization,
+    /// Host facts, shared by every device the PID uses.
+    pub host: HostProcess,
+}

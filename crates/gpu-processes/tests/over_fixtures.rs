@@ -1,0 +1,304 @@
+//! Processes over the scenario fixtures: MIG attribution, WDDM N/A memory, C+G, a vanished
+//! process, a process whose host facts cannot be read, and the one-look-up-per-PID rule.
+
+use std::sync::Arc;
+
+use gpu_backend::fixture::Answer;
+use gpu_backend::host::{HostSource, LiveHost};
+use gpu_backend::{DeviceId, Fixture, ReplayBackend};
+use gpu_devices::Context;
+use gpu_processes::{GpuProcess, ProcessCollector, ProcessKind, Snapshots};
+
+fn load(stem: &str) -> Fixture {
+    let path = format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"));
+    Fixture::load(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn collector_at(f: Fixture, frame: usize) -> (Arc<ReplayBackend>, ProcessCollector) {
+    let backend = Arc::new(ReplayBackend::new(f));
+    backend.set_frame(frame);
+    let collector = ProcessCollector::from_replay(backend.clone()).unwrap();
+    (backend, collector)
+}
+
+fn snapshot_at(f: Fixture, frame: usize) -> Snapshots {
+    collector_at(f, frame).1.take_all()
+}
+
+fn find(s: &Snapshots, pid: u32) -> &GpuProcess {
+    s.processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .unwrap_or_else(|| {
+            panic!(
+                "pid {pid} in {:?}",
+                s.processes.iter().map(|p| p.pid).collect::<Vec<_>>()
+            )
+        })
+}
+
+#[test]
+fn mig_processes_are_attributed_to_their_instance_once() {
+    let f = load("h100-mig");
+    let frame = 10;
+    let s = snapshot_at(f.clone(), frame);
+    // Every process that runs in an instance is listed on that instance, not on the parent.
+    for p in &s.processes {
+        if let Some(gi) = p.gpu_instance_id {
+            assert!(p.device.is_mig(), "pid {} listed on the parent", p.pid);
+            let st = &f.devices[&p.device];
+            assert_eq!(
+                st.gpu_instance_id,
+                Answer::Ok(gi),
+                "pid {} on the wrong instance",
+                p.pid
+            );
+        }
+    }
+    let burn = find(&s, 21198);
+    assert_eq!(
+        burn.device,
+        DeviceId::Mig {
+            parent: 0,
+            index: 0
+        }
+    );
+    assert_eq!(burn.gpu_instance_id, Some(2));
+    assert_eq!(burn.compute_instance_id, Some(0));
+    assert_eq!(burn.gpu_memory, Some(7484 * 1024 * 1024));
+    let total = f.frames[frame].devices[&burn.device]
+        .memory_info
+        .ok()
+        .unwrap()
+        .total;
+    let pct = burn.gpu_memory_percent.unwrap();
+    assert!((pct - 7484.0 * 1048576.0 * 100.0 / total as f64).abs() < 1e-9);
+    assert_eq!(s.processes.iter().filter(|p| p.pid == 21198).count(), 1);
+}
+
+#[test]
+fn wddm_process_memory_is_na_and_the_rest_still_comes() {
+    let s = snapshot_at(load("windows-wddm"), 5);
+    assert!(!s.processes.is_empty());
+    for p in &s.processes {
+        assert_eq!(p.gpu_memory, None);
+        assert_eq!(p.gpu_memory_percent, None);
+        assert_eq!(p.gpu_memory_human, None);
+        assert!(p.host.visible);
+        assert!(p.host.name.is_some());
+    }
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+}
+
+#[test]
+fn a_process_in_both_lists_is_one_c_plus_g_entry() {
+    let f = load("geforce-desktop");
+    // Find a frame and PID where the same PID is in the compute and graphics lists.
+    let (frame, id, pid) = f
+        .frames
+        .iter()
+        .enumerate()
+        .find_map(|(i, fr)| {
+            fr.devices.iter().find_map(|(&id, dy)| {
+                let c = dy.compute_processes.ok()?;
+                let g = dy.graphics_processes.ok()?;
+                c.iter()
+                    .find(|p| g.iter().any(|q| q.pid == p.pid))
+                    .map(|p| (i, id, p.pid))
+            })
+        })
+        .expect("the desktop scenario has a C+G process");
+    let s = snapshot_at(f, frame);
+    let entries: Vec<&GpuProcess> = s
+        .processes
+        .iter()
+        .filter(|p| p.pid == pid && p.device == id)
+        .collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].kind, ProcessKind::ComputeGraphics);
+    assert_eq!(entries[0].kind.as_str(), "C+G");
+    assert!(s.processes.iter().any(|p| p.kind == ProcessKind::Graphics));
+    assert!(s.processes.iter().any(|p| p.kind == ProcessKind::Compute));
+}
+
+#[test]
+fn a_process_that_vanished_before_the_host_look_up_has_na_host_fields() {
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    let victim = f.frames[frame].devices[&DeviceId::Gpu(3)]
+        .compute_processes
+        .ok()
+        .unwrap()[0]
+        .pid;
+    f.frames[frame].host.processes.remove(&victim);
+    let s = snapshot_at(f, frame);
+    let gone = find(&s, victim);
+    assert!(!gone.host.visible);
+    assert_eq!(gone.host.user, None);
+    assert_eq!(gone.host.command, None);
+    assert_eq!(gone.host.running_time_s, None);
+    // Its GPU side and every other process are still there.
+    assert!(gone.gpu_memory.is_some());
+    assert_eq!(s.processes.len(), 64);
+    assert_eq!(s.processes.iter().filter(|p| p.host.visible).count(), 63);
+}
+
+#[test]
+fn a_process_whose_owner_cannot_be_read_keeps_its_other_facts() {
+    let mut f = load("h100-sxm-8gpu");
+    let pid = *f.host.processes.keys().next().unwrap();
+    let facts = f.host.processes.get_mut(&pid).unwrap();
+    facts.user = None;
+    facts.start_time_s = None;
+    let s = snapshot_at(f, 2);
+    let p = find(&s, pid);
+    assert!(p.host.visible);
+    assert_eq!(p.host.user, None);
+    assert_eq!(p.host.running_time_human, None);
+    assert!(p.host.command.is_some());
+}
+
+#[test]
+fn host_facts_are_those_of_the_recording() {
+    let f = load("h100-sxm-8gpu");
+    let frame = 7;
+    let pid = 40117;
+    let facts = f.host.processes[&pid].clone();
+    let sample = f.frames[frame].host.processes[&pid].clone();
+    let recorded_at_s = 1_793_527_200 + f.frames[frame].t_ms / 1000;
+    let s = snapshot_at(f, frame);
+    let p = find(&s, pid);
+    assert_eq!(p.host.user, facts.user);
+    assert_eq!(p.host.cmdline.as_ref(), Some(&facts.cmdline));
+    assert_eq!(p.host.ppid, facts.ppid);
+    assert_eq!(p.host.cpu_percent, Some(sample.cpu_percent));
+    assert_eq!(p.host.rss, Some(sample.rss));
+    assert_eq!(
+        p.host.running_time_s,
+        Some(recorded_at_s - facts.start_time_s.unwrap())
+    );
+    assert_eq!(p.host.status.as_deref(), Some(sample.status.as_str()));
+    let cmd = p.host.command.as_deref().unwrap();
+    assert!(
+        cmd.starts_with("/home/alice/.venv/bin/python3 -u train.py"),
+        "{cmd}"
+    );
+}
+
+#[test]
+fn each_pid_is_looked_up_once_and_only_gpu_pids_are_read() {
+    let f = load("h100-sxm-8gpu");
+    let pids: std::collections::BTreeSet<u32> = f.frames[3]
+        .devices
+        .values()
+        .flat_map(|d| d.compute_processes.ok().cloned().unwrap_or_default())
+        .map(|p| p.pid)
+        .collect();
+    let s = snapshot_at(f, 3);
+    assert_eq!(s.host_lookups, pids.len());
+}
+
+#[test]
+fn a_lost_gpu_reports_its_error_and_the_other_gpus_still_list_processes() {
+    let s = snapshot_at(load("gpu-lost"), 25);
+    assert!(s
+        .errors
+        .iter()
+        .any(|e| e.device == DeviceId::Gpu(2) && e.error == gpu_backend::BackendError::GpuLost));
+    assert!(s.processes.iter().all(|p| p.device != DeviceId::Gpu(2)));
+    assert!(s.processes.iter().any(|p| p.device == DeviceId::Gpu(3)));
+}
+
+#[test]
+fn utilization_comes_from_the_samples_since_the_last_refresh() {
+    let (backend, collector) = collector_at(load("h100-sxm-8gpu"), 5);
+    let first = collector.take_all();
+    assert!(first.processes.iter().any(|p| p.utilization.sm.is_some()));
+    // The same frame again: no sample is newer than those already seen.
+    let again = collector.take_all();
+    assert!(again.processes.iter().all(|p| p.utilization.sm.is_none()));
+    // The next frame brings new samples.
+    backend.set_frame(6);
+    let next = collector.take_all();
+    assert!(next.processes.iter().any(|p| p.utilization.sm.is_some()));
+}
+
+#[test]
+fn a_snapshot_asks_each_query_once_per_device() {
+    let (backend, collector) = collector_at(load("h100-sxm-8gpu"), 9);
+    backend.count_calls(true);
+    let s = collector.take_all();
+    let counts = backend.take_call_counts();
+    assert_eq!(s.devices.len(), 8);
+    assert_eq!(s.processes.len(), 64);
+    assert!(counts.repeated().is_empty(), "{:?}", counts.repeated());
+    // Exactly the calls of a bare device snapshot: processes cost no extra backend query.
+    let raw = Arc::new(ReplayBackend::new(backend.fixture().as_ref().clone()));
+    raw.set_frame(9);
+    raw.count_calls(true);
+    let _ = gpu_backend::recorder::snapshot(&*raw);
+    let system = [
+        "driver_version",
+        "nvml_version",
+        "cuda_driver_version",
+        "device_count",
+        "cuda_device_order",
+    ];
+    let device_calls = |c: &gpu_backend::CallCounts| {
+        c.by_query
+            .iter()
+            .filter(|(k, _)| !system.contains(&k.query))
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    };
+    assert_eq!(device_calls(&counts), device_calls(&raw.take_call_counts()));
+}
+
+/// A live test: a real child process, named in a fixture's GPU process list, gets its host
+/// facts from this machine (sysinfo), not from the fixture.
+#[test]
+fn live_host_facts_of_a_real_child_process() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep runs");
+    let pid = child.id();
+    let mut f = load("old-driver");
+    let frame = 10;
+    if let Answer::Ok(list) = &mut f.frames[frame]
+        .devices
+        .get_mut(&DeviceId::Gpu(0))
+        .unwrap()
+        .compute_processes
+    {
+        list.push(gpu_backend::ProcessInfo {
+            pid,
+            used_gpu_memory: Some(512 << 20),
+            gpu_instance_id: None,
+            compute_instance_id: None,
+        });
+    }
+    let backend = Arc::new(ReplayBackend::new(f));
+    backend.set_frame(frame);
+    let host: Arc<dyn HostSource> = Arc::new(LiveHost::new());
+    let collector = ProcessCollector::new(Context::from_backend(backend).unwrap(), host);
+    let s = collector.take_all();
+    child.kill().ok();
+    child.wait().ok();
+    let p = find(&s, pid);
+    assert!(p.host.visible);
+    assert_eq!(p.host.name.as_deref(), Some("sleep"));
+    let cmdline = p.host.cmdline.clone().unwrap();
+    assert_eq!(cmdline[0], "sleep");
+    assert_eq!(cmdline[1], "30");
+    assert_eq!(p.host.ppid, Some(std::process::id()));
+    let me = std::env::var("USER").ok();
+    if let Some(me) = me {
+        assert_eq!(p.host.user.as_deref(), Some(me.as_str()));
+    } else {
+        assert!(p.host.user.is_some());
+    }
+    let running = p.host.running_time_s.expect("running time");
+    assert!(running < 120, "the child started just now: {running} s");
+    assert_eq!(p.gpu_memory, Some(512 << 20));
+}
