@@ -35,6 +35,13 @@ pub trait HostSource: Send + Sync {
     fn process(&self, pid: u32) -> Option<HostProcess>;
     /// What changes about a process, now.
     fn process_sample(&self, pid: u32) -> Option<HostProcessSample>;
+    /// The PID of `pid` inside the innermost PID namespace it belongs to (its PID inside its
+    /// container), where the host can tell. `None` by default, and for replayed fixtures, which
+    /// do not record it.
+    fn namespace_pid(&self, pid: u32) -> Option<u32> {
+        let _ = pid;
+        None
+    }
     /// The host's "now", milliseconds since the Unix epoch: the wall clock for a live host, the
     /// recorded time of the current frame for a replay. Running times are measured to it.
     fn now_unix_ms(&self) -> u64 {
@@ -112,6 +119,13 @@ impl HostSource for ReplayHost {
 
 #[cfg(feature = "host-live")]
 pub use live::LiveHost;
+
+/// The last PID of the `NSpid:` line of a `/proc/<pid>/status` text: the process's PID in the
+/// innermost PID namespace it belongs to.
+pub fn parse_nspid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
 
 #[cfg(feature = "host-live")]
 mod live {
@@ -220,6 +234,12 @@ mod live {
             })
         }
 
+        /// From the `NSpid:` line of `/proc/<pid>/status` (Linux 4.1 and later).
+        fn namespace_pid(&self, pid: u32) -> Option<u32> {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            parse_nspid(&status)
+        }
+
         fn process_sample(&self, pid: u32) -> Option<HostProcessSample> {
             self.with_process(pid, |p| HostProcessSample {
                 cpu_percent: f64::from(p.cpu_usage()),
@@ -240,6 +260,15 @@ mod tests {
             .arg("30")
             .spawn()
             .expect("sleep runs");
+        // The child is ours as soon as it is spawned, but it is `sleep` only once it has
+        // exec'd: wait for that (bounded), as a real GPU process has long since.
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        for _ in 0..200 {
+            if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep")) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let host = LiveHost::new();
         let facts = host.process(child.id());
         let sample = host.process_sample(child.id());
@@ -275,6 +304,21 @@ mod tests {
         assert_eq!(host.now_unix_ms(), 1_793_527_200_000);
         backend.set_frame(3);
         assert_eq!(host.now_unix_ms(), 1_793_527_200_000 + backend.frame().t_ms);
+    }
+
+    #[test]
+    fn the_innermost_namespace_pid_is_the_last_on_the_nspid_line() {
+        assert_eq!(
+            parse_nspid("Name:\tpython\nNSpid:\t48213\t7\nNSpgid:\t1\n"),
+            Some(7)
+        );
+        assert_eq!(parse_nspid("NSpid:\t1234\n"), Some(1234));
+        assert_eq!(parse_nspid("Name:\tx\n"), None);
+        assert_eq!(parse_nspid("NSpid:\tgarbage\n"), None);
+        assert_eq!(parse_nspid("NSpid:\n"), None);
+        let host = LiveHost::new();
+        assert!(host.namespace_pid(std::process::id()).is_some());
+        assert_eq!(host.namespace_pid(u32::MAX - 3), None);
     }
 
     #[test]

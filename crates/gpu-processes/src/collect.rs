@@ -13,7 +13,6 @@ use gpu_devices::units::{bytes2human, timedelta2human};
 use gpu_devices::{Context, Device, DeviceSnapshot, Na};
 use serde::Serialize;
 
-use crate::ns;
 use crate::process::{GpuProcess, HostProcess, ProcessUtilization};
 
 /// A device's process query that failed with more than "not available".
@@ -283,7 +282,7 @@ impl ProcessCollector {
                 .map(|s| timedelta2human(std::time::Duration::from_secs(s))),
             status: sample.map(|s| s.status),
             ppid: facts.ppid,
-            ns_pid: ns::innermost_pid(pid).filter(|&inner| inner != pid),
+            ns_pid: self.host.namespace_pid(pid).filter(|&inner| inner != pid),
         }
     }
 }

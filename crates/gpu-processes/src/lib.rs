@@ -2,7 +2,6 @@
 #![warn(missing_docs)]
 
 mod collect;
-pub mod ns;
 mod process;
 
 pub use collect::{shell_join, ProcessCollector, ProcessQueryError, Snapshots, UtilizationTracker};

@@ -263,6 +263,15 @@ fn live_host_facts_of_a_real_child_process() {
         .spawn()
         .expect("sleep runs");
     let pid = child.id();
+    // The child is ours as soon as it is spawned, but it is `sleep` only once it has
+    // exec'd: wait for that (bounded), as a real GPU process has long since.
+    let cmdline = format!("/proc/{}/cmdline", child.id());
+    for _ in 0..200 {
+        if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep")) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let mut f = load("old-driver");
     let frame = 10;
     if let Answer::Ok(list) = &mut f.frames[frame]
