@@ -1,5 +1,6 @@
 //! Project workflows that plain cargo cannot do. Run as `cargo xtask <command>`.
 
+mod bench_export;
 mod bench_oneshot;
 mod import_smi;
 mod record;
@@ -31,6 +32,9 @@ enum Command {
     /// Times one-shot snapshots of gpuscope, `nvitop -1` and `gpustat --json` over the same
     /// fake NVML library (see docs/benchmarks.md).
     BenchOneshot(bench_oneshot::Args),
+    /// Load on `gpuscope export`: scrapes per second, latency, CPU and RSS (see
+    /// docs/benchmarks.md).
+    BenchExport(bench_export::Args),
     /// Records a fixture from the real NVML (needs an NVIDIA GPU and driver). Ctrl+C stops early
     /// and keeps the frames recorded so far.
     RecordFixture {
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::GenFixtures { out_dir } => scenarios::write_all(&out_dir),
         Command::ImportSmi(args) => import_smi::run(args),
         Command::BenchOneshot(args) => bench_oneshot::run(args),
+        Command::BenchExport(args) => bench_export::run(args),
         Command::RecordFixture {
             out,
             frames,

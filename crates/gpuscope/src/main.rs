@@ -1,7 +1,12 @@
 //! gpuscope: watch and choose NVIDIA GPUs.
 
+mod export;
+mod info;
+mod record;
+mod select;
 mod snapshot;
 mod source;
+mod top;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -28,6 +33,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The interactive process viewer.
+    Top(top::Args),
+    /// A readable multi-section view of one device, or all.
+    Info(info::Args),
+    /// Choose devices by free memory, utilization and more; prints a CUDA_VISIBLE_DEVICES value.
+    Select(select::Args),
+    /// Record memory use (and more) over time until Ctrl+C, then save a plot.
+    Record(record::Args),
+    /// Serve Prometheus metrics for the host, every device and (optionally) every GPU process.
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,11 +72,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             write_stdout(&text)
         }
+        Command::Top(args) => top::run(args),
+        Command::Info(args) => info::run(args),
+        Command::Select(args) => select::run(args),
+        Command::Record(args) => record::run(args),
+        Command::Export(args) => export::run(args),
     }
 }
 
 /// Writes to stdout; a closed pipe (`gpuscope snapshot | head`) is not an error.
-fn write_stdout(text: &str) -> anyhow::Result<()> {
+pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

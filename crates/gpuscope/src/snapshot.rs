@@ -120,6 +120,16 @@ fn keep<T: Clone>(errors: &mut Vec<FieldError>, field: &str, value: &Na<T>) -> O
 /// Takes a snapshot of every device and its processes: each backend query once per device, and
 /// each PID looked up on the host once.
 pub fn take(collector: &ProcessCollector, source: String) -> SnapshotView {
+    take_devices(collector, source, &collector.context().all_devices())
+}
+
+/// [`take`] of some devices only (`gpuscope info INDEX --json`): the same document, with
+/// `devices` holding just these, in the order given.
+pub fn take_devices(
+    collector: &ProcessCollector,
+    source: String,
+    devices: &[gpu_devices::Device],
+) -> SnapshotView {
     let ctx = collector.context();
     let mut errors = Vec::new();
     let driver_version = keep(&mut errors, "driver_version", &ctx.driver_version());
@@ -129,7 +139,7 @@ pub fn take(collector: &ProcessCollector, source: String) -> SnapshotView {
         "cuda_driver_version",
         &ctx.cuda_driver_version(),
     );
-    let snap = collector.take_all();
+    let snap = collector.take_snapshots(devices);
     let mut devices: Vec<DeviceView> = snap.devices.iter().map(device_view).collect();
     for p in &snap.processes {
         if let Some(d) = devices.iter_mut().find(|d| d.device == p.device) {

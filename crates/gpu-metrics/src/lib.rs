@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod clock;
+mod collector;
+mod error;
+#[cfg(feature = "plot")]
+mod plot;
+mod recorder;
+mod sink;
+mod stats;
+mod worker;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use collector::{
+    CollectorBuilder, Daemon, DaemonOptions, Metrics, ResourceMetricCollector, Sampler, TagGuard,
+};
+pub use error::{Error, Result};
+#[cfg(feature = "plot")]
+pub use plot::{plot, PlotFormat, PlotOptions};
+pub use recorder::{DeviceLabel, DeviceMetric, Keep, Record, Recorder, Sample};
+pub use sink::{CsvSink, NdjsonSink, SampleSink};
+pub use stats::Stats;

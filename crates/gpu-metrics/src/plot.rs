@@ -1,0 +1,213 @@
+//! gpulink's `MemoryPlotter`: a recording drawn over time, one line per device with its total as
+//! a dashed reference line, as PNG or SVG (feature `plot`).
+//!
+//! Text is drawn with a font embedded in the binary (Ubuntu Light, shipped by the
+//! `epaint_default_fonts` crate) through plotters' `ab_glyph` backend, so plots render the same on
+//! a headless machine with no fonts installed.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::recorder::{DeviceMetric, Record};
+
+/// The image formats a plot can be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotFormat {
+    /// A PNG bitmap.
+    Png,
+    /// An SVG drawing.
+    Svg,
+}
+
+impl PlotFormat {
+    /// The format a file name asks for by its extension (`.png` or `.svg`, any case).
+    pub fn from_path(path: &Path) -> Option<PlotFormat> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "png" => Some(PlotFormat::Png),
+            "svg" => Some(PlotFormat::Svg),
+            _ => None,
+        }
+    }
+}
+
+/// How a plot looks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotOptions {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// The caption; default: `GPU <metric>`.
+    pub title: Option<String>,
+}
+
+impl Default for PlotOptions {
+    fn default() -> Self {
+        PlotOptions {
+            width: 1280,
+            height: 720,
+            title: None,
+        }
+    }
+}
+
+const FONT: &str = "sans-serif";
+
+fn register_font() -> Result<(), String> {
+    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            plotters::style::register_font(
+                FONT,
+                FontStyle::Normal,
+                epaint_default_fonts::UBUNTU_LIGHT,
+            )
+            .map_err(|_| "the embedded font could not be loaded".to_string())
+        })
+        .clone()
+}
+
+/// Draws `records` (as a [`crate::Recorder`] gives them) into `path`, PNG or SVG by its
+/// extension: the metric over elapsed time, one coloured line per device, named in the legend,
+/// and for memory each distinct total as a dashed line. Axes are in human units (MiB or GiB;
+/// seconds, minutes or hours).
+///
+/// # Errors
+///
+/// [`Error::Plot`]: the extension is neither `.png` nor `.svg`, or drawing or writing failed.
+pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -> Result<()> {
+    let path = path.as_ref();
+    let fail = |message: String| Error::Plot {
+        path: path.to_path_buf(),
+        message,
+    };
+    let format = PlotFormat::from_path(path)
+        .ok_or_else(|| fail("the file name must end in .png or .svg".into()))?;
+    register_font().map_err(fail)?;
+    let size = (options.width.max(200), options.height.max(150));
+    let drawn = match format {
+        PlotFormat::Png => {
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            draw(&root, records, options).and_then(|()| root.present().map_err(|e| e.to_string()))
+        }
+        PlotFormat::Svg => {
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            draw(&root, records, options).and_then(|()| root.present().map_err(|e| e.to_string()))
+        }
+    };
+    drawn.map_err(fail)
+}
+
+/// Picks a unit for values up to `max` of `metric`: (divisor, unit name).
+fn value_unit(metric: DeviceMetric, max: f64) -> (f64, &'static str) {
+    match metric {
+        DeviceMetric::MemoryUsed if max >= 1024.0 * 1024.0 * 1024.0 => {
+            (1024.0 * 1024.0 * 1024.0, "GiB")
+        }
+        DeviceMetric::MemoryUsed => (1024.0 * 1024.0, "MiB"),
+        DeviceMetric::GpuUtilization | DeviceMetric::MemoryUtilization => (1.0, "%"),
+        DeviceMetric::Temperature => (1.0, "°C"),
+        DeviceMetric::PowerUsage => (1.0, "W"),
+    }
+}
+
+/// Picks a unit for durations up to `max` seconds: (divisor, unit name).
+fn time_unit(max: f64) -> (f64, &'static str) {
+    if max >= 3.0 * 3600.0 {
+        (3600.0, "h")
+    } else if max >= 3.0 * 60.0 {
+        (60.0, "min")
+    } else {
+        (1.0, "s")
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    records: &[Record],
+    options: &PlotOptions,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    let metric = records
+        .first()
+        .map_or(DeviceMetric::MemoryUsed, |r| r.metric);
+    let t_max = records
+        .iter()
+        .flat_map(|r| r.samples.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max);
+    let v_max = records
+        .iter()
+        .flat_map(|r| r.samples.iter().map(|p| p.1).chain(r.reference))
+        .fold(0.0f64, f64::max);
+    let (vdiv, vunit) = value_unit(metric, v_max);
+    let (tdiv, tunit) = time_unit(t_max);
+    let x_end = (t_max / tdiv).max(1e-3);
+    let y_end = (v_max / vdiv * 1.05).max(1.0);
+    let title = options
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("GPU {}", metric.title()));
+
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 28))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0.0..x_end, 0.0..y_end)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("time ({tunit})"))
+        .y_desc(format!("{} ({vunit})", metric.title()))
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .draw()
+        .map_err(err)?;
+
+    let mut totals: Vec<f64> = Vec::new();
+    for r in records {
+        if let Some(t) = r.reference {
+            if metric == DeviceMetric::MemoryUsed && !totals.contains(&t) {
+                totals.push(t);
+            }
+        }
+    }
+    for total in &totals {
+        let y = total / vdiv;
+        let label = format!("total {y:.1} {vunit}");
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, y), (x_end, y)],
+                10,
+                6,
+                BLACK.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(label)
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK.stroke_width(2)));
+    }
+    for (i, r) in records.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let points = r.samples.iter().map(|&(t, v)| (t / tdiv, v / vdiv));
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .map_err(err)?
+            .label(r.device.to_string())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}

@@ -1,0 +1,435 @@
+//! gpulink's `MemoryRecorder`, generalised: one metric of every device over time, running
+//! aggregates in constant memory, samples streamed to a file as they come.
+
+use std::fmt;
+use std::sync::Arc;
+
+use gpu_backend::DeviceId;
+use gpu_devices::{Device, Na};
+use serde::Serialize;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::Result;
+use crate::sink::SampleSink;
+use crate::stats::Stats;
+
+/// What a [`Recorder`] records of each device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceMetric {
+    /// Frame-buffer memory used, bytes (with the total kept as a reference).
+    MemoryUsed,
+    /// GPU utilization, percent.
+    GpuUtilization,
+    /// Memory-bandwidth utilization, percent.
+    MemoryUtilization,
+    /// Core temperature, °C.
+    Temperature,
+    /// Power draw, watts.
+    PowerUsage,
+}
+
+impl DeviceMetric {
+    /// The metric's name in files: `memory_used`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceMetric::MemoryUsed => "memory_used",
+            DeviceMetric::GpuUtilization => "gpu_utilization",
+            DeviceMetric::MemoryUtilization => "memory_utilization",
+            DeviceMetric::Temperature => "temperature",
+            DeviceMetric::PowerUsage => "power_usage",
+        }
+    }
+
+    /// The metric for people: `memory used`.
+    pub fn title(self) -> &'static str {
+        match self {
+            DeviceMetric::MemoryUsed => "memory used",
+            DeviceMetric::GpuUtilization => "gpu utilization",
+            DeviceMetric::MemoryUtilization => "memory utilization",
+            DeviceMetric::Temperature => "temperature",
+            DeviceMetric::PowerUsage => "power usage",
+        }
+    }
+
+    /// The unit values are recorded in: `B`, `%`, `C` or `W`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            DeviceMetric::MemoryUsed => "B",
+            DeviceMetric::GpuUtilization | DeviceMetric::MemoryUtilization => "%",
+            DeviceMetric::Temperature => "C",
+            DeviceMetric::PowerUsage => "W",
+        }
+    }
+
+    /// The value of `device` now, and the reference it is measured against (the total, for
+    /// memory). Each call asks the backend one query.
+    pub fn read(self, device: &Device) -> (Option<f64>, Option<f64>) {
+        let f = |v: Na<u32>| v.into_option().map(f64::from);
+        match self {
+            DeviceMetric::MemoryUsed => match device.memory_info().into_option() {
+                Some(m) => (Some(m.used as f64), Some(m.total as f64)),
+                None => (None, None),
+            },
+            DeviceMetric::GpuUtilization => (f(device.gpu_utilization()), Some(100.0)),
+            DeviceMetric::MemoryUtilization => (f(device.memory_utilization()), Some(100.0)),
+            DeviceMetric::Temperature => (f(device.temperature()), None),
+            DeviceMetric::PowerUsage => (
+                device
+                    .power_usage()
+                    .into_option()
+                    .map(|mw| f64::from(mw) / 1000.0),
+                device
+                    .power_limit()
+                    .into_option()
+                    .map(|mw| f64::from(mw) / 1000.0),
+            ),
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceMetric {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let all = [
+            DeviceMetric::MemoryUsed,
+            DeviceMetric::GpuUtilization,
+            DeviceMetric::MemoryUtilization,
+            DeviceMetric::Temperature,
+            DeviceMetric::PowerUsage,
+        ];
+        all.into_iter().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<_> = all.iter().map(|m| m.name()).collect();
+            format!("unknown metric {s:?}: expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// Which samples a [`Recorder`] keeps in memory (for plots and [`Record::samples`]).
+///
+/// The aggregates (min, mean, max, count) are always kept, in constant memory; the file sink,
+/// if any, always gets every sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every sample: 16 bytes per device per sample, growing without bound (at 1 Hz, 8 GPUs:
+    /// 4.6 MB a day).
+    All,
+    /// At most this many points per device: when full, every other point is dropped and from
+    /// then on every other sample is kept, so the points stay evenly spread over the whole
+    /// recording (16 bytes per device per point, fixed). The default, with 2048 points.
+    Bounded(usize),
+    /// No samples; aggregates only.
+    None,
+}
+
+impl Default for Keep {
+    fn default() -> Self {
+        Keep::Bounded(2048)
+    }
+}
+
+/// One reading of every device.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sample {
+    /// Seconds since the first stored sample of the recording.
+    pub elapsed_s: f64,
+    /// Seconds since the Unix epoch.
+    pub timestamp: f64,
+    /// One value per device, in the recorder's device order; `None` where N/A.
+    pub values: Vec<Option<f64>>,
+}
+
+/// A device as a recording names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceLabel {
+    /// The device.
+    pub id: DeviceId,
+    /// Its product name (`N/A` when unknown).
+    pub name: String,
+}
+
+impl fmt::Display for DeviceLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]", self.name, self.id)
+    }
+}
+
+/// What was recorded of one device (gpulink's record).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    /// The device.
+    pub device: DeviceLabel,
+    /// The metric.
+    pub metric: DeviceMetric,
+    /// The samples kept, `(elapsed seconds, value)`: all, an evenly spread subset, or none,
+    /// as [`Keep`] says.
+    pub samples: Vec<(f64, f64)>,
+    /// Aggregates over every sample recorded (N/A readings left out).
+    pub stats: Stats,
+    /// The reference the value is measured against (the memory total), as last read.
+    pub reference: Option<f64>,
+    /// Number of samples recorded.
+    pub len: u64,
+    /// Seconds from the first to the last sample.
+    pub duration: f64,
+    /// Samples per second over the recording (0 with fewer than two samples).
+    pub sampling_rate: f64,
+}
+
+impl Record {
+    /// gpulink's summary line: `NVIDIA TITAN RTX[0] -> memory used: min=1729.236992[MB] /
+    /// max=2315.79648[MB]` (memory in megabytes of 10^6 bytes; other metrics in their unit).
+    pub fn summary(&self) -> String {
+        let (scale, unit) = match self.metric {
+            DeviceMetric::MemoryUsed => (1e6, "MB"),
+            m => (1.0, m.unit()),
+        };
+        match self.stats.range() {
+            Some((min, max)) => format!(
+                "{} -> {}: min={}[{unit}] / max={}[{unit}]",
+                self.device,
+                self.metric.title(),
+                min / scale,
+                max / scale
+            ),
+            None => format!("{} -> {}: N/A", self.device, self.metric.title()),
+        }
+    }
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let human = |v: f64| match self.metric {
+            DeviceMetric::MemoryUsed => gpu_devices::units::bytes2human(v.max(0.0) as u64),
+            m => format!("{v:.1}{}", m.unit()),
+        };
+        writeln!(f, "{} {}", self.device, self.metric.title())?;
+        writeln!(
+            f,
+            "  samples: {} over {:.1}s ({:.2} per second)",
+            self.len, self.duration, self.sampling_rate
+        )?;
+        match (self.stats.range(), self.stats.mean()) {
+            (Some((min, max)), Some(mean)) => write!(
+                f,
+                "  min {} / mean {} / max {}",
+                human(min),
+                human(mean),
+                human(max)
+            )?,
+            _ => write!(f, "  no readings")?,
+        }
+        if let Some(r) = self.reference {
+            write!(f, " (of {})", human(r))?;
+        }
+        Ok(())
+    }
+}
+
+struct Track {
+    label: DeviceLabel,
+    stats: Stats,
+    reference: Option<f64>,
+    points: Vec<(f64, f64)>,
+}
+
+/// Records one metric of every device over time (gpulink's `MemoryRecorder`).
+///
+/// Memory stays flat however long it runs: aggregates are running ones, the samples kept in
+/// memory are bounded by [`Keep`], and each stored sample goes to the [`SampleSink`] (CSV or
+/// NDJSON) as it is taken.
+pub struct Recorder {
+    devices: Vec<Device>,
+    metric: DeviceMetric,
+    clock: Arc<dyn Clock>,
+    keep: Keep,
+    sinks: Vec<Box<dyn SampleSink>>,
+    tracks: Vec<Track>,
+    /// Clock reading of the first stored sample.
+    start: Option<std::time::Duration>,
+    last_elapsed: f64,
+    len: u64,
+    /// With [`Keep::Bounded`]: keep one sample in `stride`.
+    stride: u64,
+}
+
+impl fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recorder")
+            .field("metric", &self.metric)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// A recorder of `metric` on `devices`, on the system clock, keeping [`Keep::default`].
+    pub fn new(devices: Vec<Device>, metric: DeviceMetric) -> Recorder {
+        let tracks = devices
+            .iter()
+            .map(|d| Track {
+                label: DeviceLabel {
+                    id: d.id(),
+                    name: d.name().into_option().unwrap_or_else(|| "N/A".into()),
+                },
+                stats: Stats::default(),
+                reference: None,
+                points: Vec::new(),
+            })
+            .collect();
+        Recorder {
+            devices,
+            metric,
+            clock: Arc::new(SystemClock::new()),
+            keep: Keep::default(),
+            sinks: Vec::new(),
+            tracks,
+            start: None,
+            last_elapsed: 0.0,
+            len: 0,
+            stride: 1,
+        }
+    }
+
+    /// gpulink's `MemoryRecorder`: memory used of every physical device of `context`.
+    pub fn memory(context: &gpu_devices::Context) -> Recorder {
+        Recorder::new(context.devices(), DeviceMetric::MemoryUsed)
+    }
+
+    /// Reads time from `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Recorder {
+        self.clock = clock;
+        self
+    }
+
+    /// Keeps these samples in memory.
+    pub fn keep(mut self, keep: Keep) -> Recorder {
+        self.keep = keep;
+        self
+    }
+
+    /// Streams every stored sample to `sink` (as well as to any sink given before), which first
+    /// gets the header.
+    ///
+    /// # Errors
+    ///
+    /// Writing the header failed.
+    pub fn with_sink(mut self, mut sink: Box<dyn SampleSink>) -> Result<Recorder> {
+        let labels: Vec<DeviceLabel> = self.tracks.iter().map(|t| t.label.clone()).collect();
+        sink.begin(&labels, self.metric)?;
+        self.sinks.push(sink);
+        Ok(self)
+    }
+
+    /// The devices, as recordings name them.
+    pub fn labels(&self) -> Vec<DeviceLabel> {
+        self.tracks.iter().map(|t| t.label.clone()).collect()
+    }
+
+    /// Number of samples stored so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True before the first stored sample.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads every device once. With `store`, the sample is added to the records and written to
+    /// the sink; without, it is only returned (gpulink's `record(store=False)`).
+    ///
+    /// # Errors
+    ///
+    /// Writing to the sink failed (the sample is still in the records).
+    pub fn record(&mut self, store: bool) -> Result<Sample> {
+        let now = self.clock.elapsed();
+        let timestamp = self.clock.unix_time();
+        let mut values = Vec::with_capacity(self.devices.len());
+        let mut refs = Vec::with_capacity(self.devices.len());
+        for d in &self.devices {
+            let (v, r) = self.metric.read(d);
+            values.push(v);
+            refs.push(r);
+        }
+        let start = if store {
+            *self.start.get_or_insert(now)
+        } else {
+            self.start.unwrap_or(now)
+        };
+        let sample = Sample {
+            elapsed_s: now.saturating_sub(start).as_secs_f64(),
+            timestamp,
+            values,
+        };
+        if !store {
+            return Ok(sample);
+        }
+        let keep_point = self.keep_point();
+        for ((track, v), r) in self.tracks.iter_mut().zip(&sample.values).zip(refs) {
+            if let Some(v) = *v {
+                track.stats.add(v);
+                if keep_point {
+                    track.points.push((sample.elapsed_s, v));
+                }
+            }
+            if r.is_some() {
+                track.reference = r;
+            }
+        }
+        self.len += 1;
+        self.last_elapsed = sample.elapsed_s;
+        for sink in &mut self.sinks {
+            sink.write(&sample)?;
+        }
+        Ok(sample)
+    }
+
+    /// Whether the next stored sample is kept in memory, thinning the points when full.
+    fn keep_point(&mut self) -> bool {
+        match self.keep {
+            Keep::All => true,
+            Keep::None => false,
+            Keep::Bounded(max) => {
+                if !self.len.is_multiple_of(self.stride) {
+                    return false;
+                }
+                let max = max.max(2);
+                if self.tracks.iter().any(|t| t.points.len() >= max) {
+                    for t in &mut self.tracks {
+                        let mut i = 0;
+                        t.points.retain(|_| {
+                            i += 1;
+                            i % 2 == 1
+                        });
+                    }
+                    self.stride *= 2;
+                    return self.len.is_multiple_of(self.stride);
+                }
+                true
+            }
+        }
+    }
+
+    /// The records, one per device (gpulink's `get_records`).
+    pub fn records(&self) -> Vec<Record> {
+        let rate = if self.len > 1 && self.last_elapsed > 0.0 {
+            (self.len - 1) as f64 / self.last_elapsed
+        } else {
+            0.0
+        };
+        self.tracks
+            .iter()
+            .map(|t| Record {
+                device: t.label.clone(),
+                metric: self.metric,
+                samples: t.points.clone(),
+                stats: t.stats,
+                reference: t.reference,
+                len: self.len,
+                duration: self.last_elapsed,
+                sampling_rate: rate,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,91 @@
+//! Plots rendered from a recorded fixture: PNG and SVG files of the asked size, naming every
+//! device.
+#![cfg(feature = "plot")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gpu_backend::{Fixture, ReplayBackend};
+use gpu_devices::Context;
+use gpu_metrics::{plot, ManualClock, PlotOptions, Recorder};
+
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../fixtures/h100-sxm-8gpu.json"
+);
+
+/// The fixture, loaded once for all the tests of this file.
+fn fixture() -> Arc<Fixture> {
+    static F: std::sync::OnceLock<Arc<Fixture>> = std::sync::OnceLock::new();
+    F.get_or_init(|| Arc::new(Fixture::load(FIXTURE).unwrap()))
+        .clone()
+}
+
+fn records() -> Vec<gpu_metrics::Record> {
+    let backend = Arc::new(ReplayBackend::new(fixture()));
+    let ctx = Context::from_backend(backend.clone()).unwrap();
+    let clock = ManualClock::new(1_700_000_000.0);
+    let mut r = Recorder::memory(&ctx).with_clock(Arc::new(clock.clone()));
+    for f in 0..30 {
+        clock.set(Duration::from_secs(f as u64));
+        backend.set_frame(f);
+        r.record(true).unwrap();
+    }
+    r.records()
+}
+
+fn out_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpu-metrics-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG signature");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    (w, h)
+}
+
+#[test]
+fn png_and_svg_plots_have_the_size_asked_and_name_every_device() {
+    let records = records();
+    let dir = out_dir("plot");
+    let opts = PlotOptions {
+        width: 900,
+        height: 500,
+        title: None,
+    };
+    let png = dir.join("memory.png");
+    plot(&records, &png, &opts).unwrap();
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(png_size(&bytes), (900, 500));
+    assert!(bytes.len() > 10_000, "a drawn chart, not a blank image");
+
+    let svg = dir.join("memory.SVG");
+    plot(&records, &svg, &opts).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("width=\"900\"") && text.contains("height=\"500\""));
+    for r in &records {
+        let label = format!("{}[{}]", r.device.name, r.device.id);
+        assert!(text.contains(&label), "the legend names {label}");
+    }
+    // Human units: GiB on the value axis, and the total as a reference line.
+    assert!(text.contains("memory used (GiB)"));
+    assert!(text.contains("time (s)"));
+    // 85520809984 bytes is 79.6 GiB.
+    assert!(text.contains("total 79.6 GiB"), "the H100's memory total");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_unknown_extension_is_refused_with_the_file_named() {
+    let err = plot(&records(), "/tmp/memory.jpg", &PlotOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("/tmp/memory.jpg") && msg.contains(".png or .svg"),
+        "{msg}"
+    );
+}

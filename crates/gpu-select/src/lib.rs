@@ -1,0 +1,11 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod criteria;
+mod select;
+
+pub use criteria::{Criteria, Error, Size};
+pub use select::{
+    select_devices, select_from_snapshots, Candidate, Check, Constraint, Fate, Format, Outcome,
+    Pool, Selection,
+};

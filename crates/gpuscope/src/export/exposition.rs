@@ -1,0 +1,281 @@
+//! Encoding families as exposition text: the Prometheus text format 0.0.4 (what `curl`,
+//! `promtool check metrics` and older scrapers read) and OpenMetrics 1.0 (what Prometheus asks
+//! for), the latter through the prometheus-client crate's encoder.
+
+use std::fmt::Write as _;
+
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use super::families::{Family, Kind, Sample};
+
+/// The content type of the Prometheus text format.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The content type of OpenMetrics text.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Families in the Prometheus text format 0.0.4. Families without samples are left out.
+pub fn encode_text(families: &[Family]) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    for f in families.iter().filter(|f| !f.samples.is_empty()) {
+        let suffix = if f.kind == Kind::Counter {
+            "_total"
+        } else {
+            ""
+        };
+        let kind = match f.kind {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+        };
+        out.push_str("# HELP ");
+        out.push_str(f.name);
+        out.push_str(suffix);
+        out.push(' ');
+        escape_help(&mut out, f.help);
+        out.push_str("\n# TYPE ");
+        out.push_str(f.name);
+        out.push_str(suffix);
+        out.push(' ');
+        out.push_str(kind);
+        out.push('\n');
+        for s in &f.samples {
+            out.push_str(f.name);
+            out.push_str(suffix);
+            write_labels(&mut out, s);
+            out.push(' ');
+            write_value(&mut out, s.value);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn escape_help(out: &mut String, help: &str) {
+    for c in help.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn write_labels(out: &mut String, s: &Sample) {
+    if s.labels.is_empty() {
+        return;
+    }
+    out.push('{');
+    for (i, (name, value)) in s.labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(name);
+        out.push_str("=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push('}');
+}
+
+/// A value as Go's `strconv.FormatFloat(v, 'g', -1, 64)` would write it for Prometheus:
+/// integers without a fraction, others in the shortest form that reads back exactly.
+fn write_value(out: &mut String, v: f64) {
+    if v.is_nan() {
+        out.push_str("NaN");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        let _ = write!(out, "{}", v as i64);
+    } else {
+        let _ = write!(out, "{v}");
+    }
+}
+
+/// Families in OpenMetrics 1.0 text, ending with `# EOF`. Families without samples are left out.
+/// Takes the families by value: prometheus-client's collectors own what they encode.
+pub fn encode_openmetrics(mut families: Vec<Family>) -> Result<String, std::fmt::Error> {
+    families.retain(|f| !f.samples.is_empty());
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Collected(families)));
+    let mut out = String::with_capacity(64 * 1024);
+    prometheus_client::encoding::text::encode(&mut out, &registry)?;
+    Ok(out)
+}
+
+/// Families handed to prometheus-client's encoder.
+#[derive(Debug)]
+struct Collected(Vec<Family>);
+
+impl prometheus_client::collector::Collector for Collected {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for f in &self.0 {
+            // prometheus-client appends the unit to the name itself.
+            let (base, unit) = match f.unit {
+                Some(u) => (
+                    f.name
+                        .strip_suffix(u)
+                        .and_then(|b| b.strip_suffix('_'))
+                        .unwrap_or(f.name),
+                    Some(unit_of(u)),
+                ),
+                None => (f.name, None),
+            };
+            let kind = match f.kind {
+                Kind::Gauge => MetricType::Gauge,
+                Kind::Counter => MetricType::Counter,
+            };
+            let mut family = encoder.encode_descriptor(base, f.help, unit.as_ref(), kind)?;
+            for s in &f.samples {
+                let labels: Vec<(&str, &str)> =
+                    s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let metric = family.encode_family(&labels)?;
+                Value(f.kind, s.value).encode(metric)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn unit_of(unit: &str) -> Unit {
+    match unit {
+        "bytes" => Unit::Bytes,
+        "seconds" => Unit::Seconds,
+        "celsius" => Unit::Celsius,
+        "joules" => Unit::Joules,
+        other => Unit::Other(other.to_string()),
+    }
+}
+
+/// One value, encoded as its family's kind.
+#[derive(Debug)]
+struct Value(Kind, f64);
+
+impl EncodeMetric for Value {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self.0 {
+            Kind::Gauge => encoder.encode_gauge(&self.1),
+            Kind::Counter => encoder
+                .encode_counter::<prometheus_client::encoding::NoLabelSet, f64, f64>(&self.1, None),
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        match self.0 {
+            Kind::Gauge => MetricType::Gauge,
+            Kind::Counter => MetricType::Counter,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn family(kind: Kind, labels: Vec<(&'static str, String)>, value: f64) -> Family {
+        Family {
+            name: "gpuscope_test_bytes",
+            help: "A test \\ family.",
+            unit: Some("bytes"),
+            kind,
+            samples: vec![Sample { labels, value }],
+        }
+    }
+
+    #[test]
+    fn text_names_counters_total_and_escapes_labels() {
+        let text = encode_text(&[family(
+            Kind::Counter,
+            vec![("command", "a \"b\"\\c\nd".into())],
+            1.5,
+        )]);
+        assert_eq!(
+            text,
+            "# HELP gpuscope_test_bytes_total A test \\\\ family.\n\
+             # TYPE gpuscope_test_bytes_total counter\n\
+             gpuscope_test_bytes_total{command=\"a \\\"b\\\"\\\\c\\nd\"} 1.5\n"
+        );
+    }
+
+    #[test]
+    fn text_writes_integers_without_fraction() {
+        let text = encode_text(&[family(Kind::Gauge, vec![], 85899345920.0)]);
+        assert!(
+            text.ends_with("gpuscope_test_bytes 85899345920\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn openmetrics_has_unit_and_eof() {
+        let text = encode_openmetrics(vec![family(
+            Kind::Counter,
+            vec![("index", "0".into())],
+            2.0,
+        )])
+        .expect("encodes");
+        assert!(
+            text.contains("# TYPE gpuscope_test_bytes counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# UNIT gpuscope_test_bytes bytes\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gpuscope_test_bytes_total{index=\"0\"} 2.0\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    /// Reads back the value of the one label of a one-sample text exposition.
+    fn label_value_of(text: &str) -> String {
+        let line = text
+            .lines()
+            .find(|l| !l.starts_with('#'))
+            .expect("a sample");
+        let quoted = &line[line.find("=\"").expect("a label") + 2..line.rfind("\"}").expect("end")];
+        let mut out = String::new();
+        let mut chars = quoted.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some(c @ ('\\' | '"')) => out.push(c),
+                    other => panic!("bad escape {other:?} in {line}"),
+                },
+                '"' | '\n' => panic!("unescaped {c:?} in {line}"),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_label_value_reads_back(value in "(?s).*", v in proptest::num::f64::NORMAL) {
+            let text = encode_text(&[family(Kind::Gauge, vec![("command", value.clone())], v)]);
+            proptest::prop_assert_eq!(text.lines().count(), 3);
+            proptest::prop_assert_eq!(label_value_of(&text), value);
+            let written = text.lines().last().and_then(|l| l.rsplit(' ').next()).unwrap_or("");
+            proptest::prop_assert_eq!(written.parse::<f64>().ok(), Some(v));
+        }
+    }
+
+    #[test]
+    fn empty_families_are_left_out() {
+        let mut f = family(Kind::Gauge, vec![], 1.0);
+        f.samples.clear();
+        assert_eq!(encode_text(&[f.clone()]), "");
+        assert_eq!(encode_openmetrics(vec![f]).expect("encodes"), "# EOF\n");
+    }
+}

@@ -1,0 +1,537 @@
+//! The metric families of the exporter, computed from one sample of devices, processes and host
+//! facts. Names follow Prometheus conventions (base units, `_total` for counters); every name and
+//! label is listed in docs/exporter.md.
+
+use gpu_backend::host::HostMachine;
+use std::collections::HashMap;
+
+use gpu_backend::fixture::HostFrame;
+use gpu_backend::{BackendError, DeviceId};
+use gpu_devices::DeviceSnapshot;
+use gpu_processes::{GpuProcess, Snapshots};
+
+/// Whether a family is a gauge or a counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A value that goes up and down.
+    Gauge,
+    /// A cumulative value; its samples are named `<name>_total`.
+    Counter,
+}
+
+/// One metric family: its name, help, unit and samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// The name, unit suffix included, without the `_total` of a counter.
+    pub name: &'static str,
+    /// One sentence for `# HELP`.
+    pub help: &'static str,
+    /// The unit suffix of `name` (`bytes`, `ratio`, ...), for OpenMetrics' `# UNIT` line.
+    pub unit: Option<&'static str>,
+    /// Gauge or counter.
+    pub kind: Kind,
+    /// The labelled values; a value that is N/A has no sample.
+    pub samples: Vec<Sample>,
+}
+
+/// One labelled value of a family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Label names and values, in output order.
+    pub labels: Labels,
+    /// The value.
+    pub value: f64,
+}
+
+/// Label names and values.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// What the exporter publishes besides the devices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The `hostname` label of every sample.
+    pub hostname: String,
+    /// Publish per-process families.
+    pub processes: bool,
+    /// Give process samples a `command` label (command lines can hold secrets).
+    pub process_command: bool,
+}
+
+/// Everything one sample publishes.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    /// Devices and processes.
+    pub snapshots: &'a Snapshots,
+    /// Host totals.
+    pub machine: &'a HostMachine,
+    /// Host readings.
+    pub host: &'a HostFrame,
+    /// How long taking the sample took, seconds.
+    pub sample_duration_s: f64,
+    /// When the sample was taken, seconds since the Unix epoch.
+    pub sample_time_s: f64,
+}
+
+/// Builds families in a fixed order, skipping N/A values.
+struct Builder {
+    families: Vec<Family>,
+    by_name: HashMap<&'static str, usize>,
+}
+
+impl Builder {
+    /// The index of family `name`, declared on first use.
+    fn family(
+        &mut self,
+        name: &'static str,
+        unit: Option<&'static str>,
+        kind: Kind,
+        help: &'static str,
+    ) -> usize {
+        if let Some(&i) = self.by_name.get(name) {
+            return i;
+        }
+        self.by_name.insert(name, self.families.len());
+        self.families.push(Family {
+            name,
+            help,
+            unit,
+            kind,
+            samples: Vec::new(),
+        });
+        self.families.len() - 1
+    }
+
+    fn put(&mut self, family: usize, labels: &Labels, value: Option<f64>) {
+        if let Some(value) = value {
+            self.families[family].samples.push(Sample {
+                labels: labels.clone(),
+                value,
+            });
+        }
+    }
+}
+
+fn ratio(percent: Option<u32>) -> Option<f64> {
+    percent.map(|p| f64::from(p) / 100.0)
+}
+
+/// The families of one sample. Families with no sample are still listed (with their help), so
+/// that the set of families does not depend on the hardware; the encoders skip empty ones.
+pub fn build(inputs: &Inputs<'_>, options: &Options) -> Vec<Family> {
+    let mut b = Builder {
+        families: Vec::new(),
+        by_name: HashMap::new(),
+    };
+    let host_labels: Labels = vec![("hostname", options.hostname.clone())];
+    host_families(&mut b, inputs, &host_labels);
+    for d in &inputs.snapshots.devices {
+        let labels = device_labels(d, &options.hostname);
+        device_families(&mut b, d, &labels);
+    }
+    if options.processes {
+        let start = b.families.len();
+        process_descriptors(&mut b);
+        for p in &inputs.snapshots.processes {
+            let labels = process_labels(p, &inputs.snapshots.devices, options);
+            process_samples(&mut b, start, p, &labels);
+        }
+    }
+    b.families
+}
+
+fn host_families(b: &mut Builder, inputs: &Inputs<'_>, labels: &Labels) {
+    let m = inputs.machine;
+    let h = inputs.host;
+    let f = b.family(
+        "gpuscope_host_cpus",
+        None,
+        Kind::Gauge,
+        "Logical CPUs of the host.",
+    );
+    b.put(f, labels, m.cpu_count.map(f64::from));
+    let f = b.family(
+        "gpuscope_host_cpu_utilization_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Whole-host CPU use, as a ratio of all CPUs (1 is every CPU busy).",
+    );
+    b.put(f, labels, h.cpu_percent.map(|p| p / 100.0));
+    let f = b.family(
+        "gpuscope_host_memory_total_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "Physical memory of the host.",
+    );
+    b.put(f, labels, m.memory_total.map(|v| v as f64));
+    let f = b.family(
+        "gpuscope_host_memory_used_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "Physical memory in use on the host.",
+    );
+    b.put(f, labels, h.memory_used.map(|v| v as f64));
+    let f = b.family(
+        "gpuscope_host_swap_total_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "Swap space of the host.",
+    );
+    b.put(f, labels, m.swap_total.map(|v| v as f64));
+    let f = b.family(
+        "gpuscope_host_swap_used_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "Swap space in use on the host.",
+    );
+    b.put(f, labels, h.swap_used.map(|v| v as f64));
+    for (i, (name, help)) in [
+        ("gpuscope_host_load1", "Load average over 1 minute."),
+        ("gpuscope_host_load5", "Load average over 5 minutes."),
+        ("gpuscope_host_load15", "Load average over 15 minutes."),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let f = b.family(name, None, Kind::Gauge, help);
+        b.put(f, labels, h.load_average.map(|l| l[i]));
+    }
+    let f = b.family(
+        "gpuscope_exporter_sample_duration_seconds",
+        Some("seconds"),
+        Kind::Gauge,
+        "How long the exporter took to take the sample served now.",
+    );
+    b.put(f, labels, Some(inputs.sample_duration_s));
+    let f = b.family(
+        "gpuscope_exporter_sample_timestamp_seconds",
+        Some("seconds"),
+        Kind::Gauge,
+        "When the sample served now was taken, seconds since the Unix epoch.",
+    );
+    b.put(f, labels, Some(inputs.sample_time_s));
+}
+
+/// `hostname`, `index`, `uuid`, `name`, and for a MIG device `parent_index`,
+/// `gpu_instance_id` and `compute_instance_id`.
+fn device_labels(d: &DeviceSnapshot, hostname: &str) -> Labels {
+    let mut labels: Labels = vec![
+        ("hostname", hostname.to_string()),
+        ("index", d.id.to_string()),
+    ];
+    if let Some(uuid) = d.uuid.value() {
+        labels.push(("uuid", uuid.clone()));
+    }
+    if let Some(name) = d.name.value() {
+        labels.push(("name", name.clone()));
+    }
+    if let DeviceId::Mig { parent, .. } = d.id {
+        labels.push(("parent_index", parent.to_string()));
+        if let Some(gi) = d.gpu_instance_id.value() {
+            labels.push(("gpu_instance_id", gi.to_string()));
+        }
+        if let Some(ci) = d.compute_instance_id.value() {
+            labels.push(("compute_instance_id", ci.to_string()));
+        }
+    }
+    labels
+}
+
+/// A device is down when it answered "GPU is lost", or when its memory query failed.
+pub fn device_up(d: &DeviceSnapshot) -> bool {
+    let lost = d
+        .errors
+        .iter()
+        .any(|e| matches!(e.error, BackendError::GpuLost));
+    !lost && !matches!(d.memory, gpu_devices::Na::Failed(_))
+}
+
+fn with(labels: &Labels, name: &'static str, value: String) -> Labels {
+    let mut l = labels.clone();
+    l.push((name, value));
+    l
+}
+
+fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let f = b.family(
+        "gpuscope_device_up",
+        None,
+        Kind::Gauge,
+        "1 when the device answered its last sample, 0 when it is lost or its memory query failed.",
+    );
+    b.put(f, labels, Some(if device_up(d) { 1.0 } else { 0.0 }));
+    let f = b.family(
+        "gpuscope_device_failed_fields",
+        None,
+        Kind::Gauge,
+        "Fields of the last sample whose query failed unexpectedly (not the N/A answers).",
+    );
+    b.put(f, labels, Some(d.errors.len() as f64));
+
+    let util = d.utilization.value();
+    let f = b.family(
+        "gpuscope_device_utilization_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Fraction of the last sample period a kernel was running on the device.",
+    );
+    b.put(f, labels, ratio(util.map(|u| u.gpu)));
+    let f = b.family(
+        "gpuscope_device_memory_bandwidth_utilization_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Fraction of the last sample period device memory was read or written.",
+    );
+    b.put(f, labels, ratio(util.map(|u| u.memory)));
+    let f = b.family(
+        "gpuscope_device_encoder_utilization_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Video encoder utilization.",
+    );
+    b.put(f, labels, ratio(d.encoder.value().map(|c| c.utilization)));
+    let f = b.family(
+        "gpuscope_device_decoder_utilization_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Video decoder utilization.",
+    );
+    b.put(f, labels, ratio(d.decoder.value().map(|c| c.utilization)));
+
+    let mem = d.memory.value();
+    let f = b.family(
+        "gpuscope_device_memory_total_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "Frame-buffer memory of the device.",
+    );
+    b.put(f, labels, mem.map(|m| m.total as f64));
+    let f = b.family(
+        "gpuscope_device_memory_used_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "Frame-buffer memory in use.",
+    );
+    b.put(f, labels, mem.map(|m| m.used as f64));
+    let f = b.family(
+        "gpuscope_device_memory_free_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "Frame-buffer memory free.",
+    );
+    b.put(f, labels, mem.map(|m| m.free as f64));
+    let f = b.family(
+        "gpuscope_device_memory_used_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Frame-buffer memory in use, as a ratio of the total.",
+    );
+    b.put(
+        f,
+        labels,
+        mem.filter(|m| m.total > 0)
+            .map(|m| m.used as f64 / m.total as f64),
+    );
+
+    let f = b.family(
+        "gpuscope_device_clock_hertz",
+        Some("hertz"),
+        Kind::Gauge,
+        "Current clock of each domain (graphics, sm, memory, video).",
+    );
+    for (domain, v) in clock_domains(&d.clocks) {
+        b.put(f, &with(labels, "clock", domain.into()), v);
+    }
+    let f = b.family(
+        "gpuscope_device_clock_max_hertz",
+        Some("hertz"),
+        Kind::Gauge,
+        "Maximum clock of each domain (graphics, sm, memory, video).",
+    );
+    for (domain, v) in clock_domains(&d.max_clocks) {
+        b.put(f, &with(labels, "clock", domain.into()), v);
+    }
+
+    let f = b.family(
+        "gpuscope_device_fan_speed_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Intended fan speed, as a ratio of the maximum.",
+    );
+    b.put(f, labels, ratio(d.fan_speed.value().copied()));
+    let f = b.family(
+        "gpuscope_device_temperature_celsius",
+        Some("celsius"),
+        Kind::Gauge,
+        "Core temperature.",
+    );
+    b.put(f, labels, d.temperature.value().map(|&t| f64::from(t)));
+
+    let watts = |mw: Option<&u32>| mw.map(|&mw| f64::from(mw) / 1000.0);
+    let f = b.family(
+        "gpuscope_device_power_usage_watts",
+        Some("watts"),
+        Kind::Gauge,
+        "Power draw.",
+    );
+    b.put(f, labels, watts(d.power_usage.value()));
+    let f = b.family(
+        "gpuscope_device_power_limit_watts",
+        Some("watts"),
+        Kind::Gauge,
+        "Power-management limit.",
+    );
+    b.put(f, labels, watts(d.power_limit.value()));
+    let f = b.family(
+        "gpuscope_device_energy_consumption_joules",
+        Some("joules"),
+        Kind::Counter,
+        "Energy used since the driver was loaded.",
+    );
+    b.put(
+        f,
+        labels,
+        d.total_energy_consumption
+            .value()
+            .map(|&mj| mj as f64 / 1000.0),
+    );
+
+    let kib_s = |v: Option<&u32>| v.map(|&k| f64::from(k) * 1024.0);
+    let f = b.family(
+        "gpuscope_device_pcie_transmit_bytes_per_second",
+        Some("bytes_per_second"),
+        Kind::Gauge,
+        "PCIe transmit throughput over the last 20 ms the driver measured.",
+    );
+    b.put(f, labels, kib_s(d.pcie_tx_throughput.value()));
+    let f = b.family(
+        "gpuscope_device_pcie_receive_bytes_per_second",
+        Some("bytes_per_second"),
+        Kind::Gauge,
+        "PCIe receive throughput over the last 20 ms the driver measured.",
+    );
+    b.put(f, labels, kib_s(d.pcie_rx_throughput.value()));
+
+    let f = b.family(
+        "gpuscope_device_nvlink_transmit_bytes",
+        Some("bytes"),
+        Kind::Counter,
+        "Data transmitted on each NVLink link (use rate() for throughput).",
+    );
+    for (link, c) in d.nvlink_counters.iter().enumerate() {
+        let v = c.value().map(|c| c.tx_kib as f64 * 1024.0);
+        b.put(f, &with(labels, "link", link.to_string()), v);
+    }
+    let f = b.family(
+        "gpuscope_device_nvlink_receive_bytes",
+        Some("bytes"),
+        Kind::Counter,
+        "Data received on each NVLink link (use rate() for throughput).",
+    );
+    for (link, c) in d.nvlink_counters.iter().enumerate() {
+        let v = c.value().map(|c| c.rx_kib as f64 * 1024.0);
+        b.put(f, &with(labels, "link", link.to_string()), v);
+    }
+}
+
+fn clock_domains(c: &gpu_devices::ClockInfos) -> [(&'static str, Option<f64>); 4] {
+    let hz = |v: &gpu_devices::Na<u32>| v.value().map(|&mhz| f64::from(mhz) * 1e6);
+    [
+        ("graphics", hz(&c.graphics)),
+        ("sm", hz(&c.sm)),
+        ("memory", hz(&c.memory)),
+        ("video", hz(&c.video)),
+    ]
+}
+
+/// Process families, in the order `process_samples` fills them.
+const PROCESS_FAMILIES: [(&str, Option<&str>, &str); 8] = [
+    (
+        "gpuscope_process_gpu_memory_bytes",
+        Some("bytes"),
+        "GPU memory the process uses on the device.",
+    ),
+    (
+        "gpuscope_process_gpu_sm_utilization_ratio",
+        Some("ratio"),
+        "The process's share of the device's SMs since the previous sample.",
+    ),
+    (
+        "gpuscope_process_gpu_memory_bandwidth_utilization_ratio",
+        Some("ratio"),
+        "The process's share of device memory bandwidth since the previous sample.",
+    ),
+    (
+        "gpuscope_process_gpu_encoder_utilization_ratio",
+        Some("ratio"),
+        "The process's share of the video encoder since the previous sample.",
+    ),
+    (
+        "gpuscope_process_gpu_decoder_utilization_ratio",
+        Some("ratio"),
+        "The process's share of the video decoder since the previous sample.",
+    ),
+    (
+        "gpuscope_process_cpu_utilization_ratio",
+        Some("ratio"),
+        "CPU use of the process, as a ratio of one CPU (2 is two CPUs busy).",
+    ),
+    (
+        "gpuscope_process_resident_memory_bytes",
+        Some("bytes"),
+        "Resident host memory of the process.",
+    ),
+    (
+        "gpuscope_process_running_time_seconds",
+        Some("seconds"),
+        "How long the process has been running.",
+    ),
+];
+
+fn process_descriptors(b: &mut Builder) {
+    for (name, unit, help) in PROCESS_FAMILIES {
+        b.family(name, unit, Kind::Gauge, help);
+    }
+}
+
+/// `hostname`, the device's `index` and `uuid`, `pid`, `username` when known, and `command`
+/// only when asked for.
+fn process_labels(p: &GpuProcess, devices: &[DeviceSnapshot], options: &Options) -> Labels {
+    let mut labels: Labels = vec![
+        ("hostname", options.hostname.clone()),
+        ("index", p.device.to_string()),
+    ];
+    let uuid = devices
+        .iter()
+        .find(|d| d.id == p.device)
+        .and_then(|d| d.uuid.value());
+    if let Some(uuid) = uuid {
+        labels.push(("uuid", uuid.clone()));
+    }
+    labels.push(("pid", p.pid.to_string()));
+    if let Some(user) = &p.host.user {
+        labels.push(("username", user.clone()));
+    }
+    if options.process_command {
+        if let Some(command) = &p.host.command {
+            labels.push(("command", command.clone()));
+        }
+    }
+    labels
+}
+
+fn process_samples(b: &mut Builder, start: usize, p: &GpuProcess, labels: &Labels) {
+    let u = &p.utilization;
+    let values = [
+        p.gpu_memory.map(|v| v as f64),
+        ratio(u.sm),
+        ratio(u.memory),
+        ratio(u.encoder),
+        ratio(u.decoder),
+        p.host.cpu_percent.map(|c| c / 100.0),
+        p.host.rss.map(|v| v as f64),
+        p.host.running_time_s.map(|s| s as f64),
+    ];
+    for (i, v) in values.into_iter().enumerate() {
+        b.put(start + i, labels, v);
+    }
+}

@@ -1,0 +1,217 @@
+//! `gpuscope info [INDEX]`: the igpu-style readable view of one device (with its MIG devices),
+//! or of every device; `--json` gives the `gpuscope snapshot --json` document of the same
+//! devices (docs/info-json.md).
+
+use std::fmt::{self, Write as _};
+use std::str::FromStr;
+
+use gpu_devices::{Device, DeviceSnapshot, Na, Section};
+use gpu_processes::{GpuProcess, Snapshots};
+
+use crate::source::{SourceArgs, UsageError};
+
+/// Command-line arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    source: SourceArgs,
+
+    /// The GPU to show (its NVML index, as `nvidia-smi` numbers them; with its MIG devices), or
+    /// one MIG device as GPU:MIG (`0:1`). Every GPU when omitted.
+    #[arg(value_name = "INDEX")]
+    index: Option<Target>,
+
+    /// Print JSON (the document of `gpuscope snapshot --json`, for these devices only; see
+    /// docs/info-json.md).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Which device(s) to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A GPU and its MIG devices.
+    Gpu(u32),
+    /// One MIG device: (GPU index, MIG index).
+    Mig(u32, u32),
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Target, String> {
+        let number = |part: &str| {
+            part.parse::<u32>().map_err(|_| {
+                format!("{text:?} is not a device index: expected a GPU index such as 3, or GPU:MIG such as 0:1")
+            })
+        };
+        match text.split_once(':') {
+            None => Ok(Target::Gpu(number(text)?)),
+            Some((gpu, mig)) => Ok(Target::Mig(number(gpu)?, number(mig)?)),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Gpu(i) => write!(f, "{i}"),
+            Target::Mig(g, m) => write!(f, "{g}:{m}"),
+        }
+    }
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let src = args.source.open()?;
+    let ctx = src.collector.context();
+    let devices: Vec<Device> = match args.index {
+        None => ctx.all_devices(),
+        Some(Target::Gpu(i)) => {
+            let gpu = ctx.device(i).map_err(|e| UsageError(e.to_string()))?;
+            let mut list = vec![gpu.clone()];
+            if gpu.is_mig_mode_enabled() {
+                list.extend(gpu.mig_devices());
+            }
+            list
+        }
+        Some(Target::Mig(g, m)) => {
+            vec![ctx
+                .mig_device(g, m)
+                .map_err(|e| UsageError(e.to_string()))?]
+        }
+    };
+    if args.json {
+        let view = crate::snapshot::take_devices(&src.collector, src.label, &devices);
+        return crate::write_stdout(&(serde_json::to_string_pretty(&view)? + "\n"));
+    }
+    let snaps = src.collector.take_snapshots(&devices);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "gpuscope info ({})  driver {}  CUDA {}",
+        src.label,
+        ctx.driver_version(),
+        ctx.cuda_driver_version()
+    );
+    for d in &snaps.devices {
+        out.push_str(&render_device(d, &snaps));
+    }
+    crate::write_stdout(&out)
+}
+
+/// One device: gpu-devices' sections, then its processes joined with their host facts.
+fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
+    let mut out = String::new();
+    let title = if d.id.is_mig() {
+        format!("MIG DEVICE {}", d.id)
+    } else {
+        format!("GPU {}", d.id)
+    };
+    let _ = writeln!(
+        out,
+        "\n==== {title} {}",
+        "=".repeat(60 - title.len().min(55))
+    );
+    for section in Section::ALL {
+        if section != Section::Processes {
+            let _ = write!(out, "{}", d.section(section));
+            let _ = writeln!(out);
+        }
+    }
+    let _ = writeln!(out, "PROCESSES:");
+    let mine: Vec<&GpuProcess> = snaps
+        .processes
+        .iter()
+        .filter(|p| p.device == d.id)
+        .collect();
+    let mig_children = snaps
+        .devices
+        .iter()
+        .any(|c| c.id.is_mig() && c.id.physical_index() == d.id.physical_index());
+    match d.processes() {
+        _ if !d.id.is_mig() && mig_children => {
+            let _ = writeln!(out, "    (listed under its MIG devices below)");
+        }
+        Na::Value(list) if list.is_empty() => {
+            let _ = writeln!(out, "    No running processes");
+        }
+        Na::Value(_) => {
+            let _ = writeln!(
+                out,
+                "    {:>8}  {:<4}  {:>10}  {:<12}  COMMAND",
+                "PID", "TYPE", "GPU MEM", "USER"
+            );
+            for p in mine {
+                let _ = writeln!(
+                    out,
+                    "    {:>8}  {:<4}  {:>10}  {:<12}  {}",
+                    p.pid,
+                    p.kind.as_str(),
+                    p.gpu_memory_human.as_deref().unwrap_or("N/A"),
+                    p.host.user.as_deref().unwrap_or("N/A"),
+                    p.host
+                        .command
+                        .as_deref()
+                        .filter(|c| !c.is_empty())
+                        .or(p.host.name.as_deref())
+                        .unwrap_or("N/A"),
+                );
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "    N/A");
+        }
+    }
+    if !d.errors.is_empty() {
+        let _ = writeln!(out, "\nERRORS:");
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+        for e in &d.errors {
+            let msg = e.error.to_string();
+            match groups.iter_mut().find(|(m, _)| *m == msg) {
+                Some((_, fields)) => fields.push(&e.field),
+                None => groups.push((msg, vec![&e.field])),
+            }
+        }
+        for (msg, fields) in groups {
+            let what = match fields.len() {
+                0..=4 => fields.join(", "),
+                n => format!("{} and {} more", fields[..3].join(", "), n - 3),
+            };
+            let _ = writeln!(out, "    {msg} ({what})");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!("3".parse(), Ok(Target::Gpu(3)));
+        assert_eq!("0:1".parse(), Ok(Target::Mig(0, 1)));
+        for bad in ["", "x", "-1", "1:", ":1", "1:2:3", "GPU0"] {
+            let e = bad.parse::<Target>().unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn targets_round_trip(gpu in any::<u32>(), mig in proptest::option::of(any::<u32>())) {
+            let t = match mig {
+                Some(m) => Target::Mig(gpu, m),
+                None => Target::Gpu(gpu),
+            };
+            prop_assert_eq!(t.to_string().parse::<Target>(), Ok(t));
+        }
+
+        #[test]
+        fn any_text_parses_or_is_refused_without_panic(text in "\\PC{0,12}") {
+            let _ = text.parse::<Target>();
+        }
+    }
+}

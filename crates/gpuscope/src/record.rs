@@ -1,0 +1,194 @@
+//! `gpuscope record`: record memory (or another metric) of every device over time, gpulink-style:
+//! until Ctrl+C or for a set duration, streaming samples to CSV / NDJSON if asked, then save a
+//! plot and print one summary line per device.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use gpu_metrics::{
+    plot, CsvSink, DeviceMetric, NdjsonSink, PlotFormat, PlotOptions, Record, Recorder,
+};
+
+use crate::source::{SourceArgs, UsageError};
+
+/// Command-line arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    source: SourceArgs,
+
+    /// Where to save the plot; `.png` or `.svg`.
+    #[arg(short, long, value_name = "FILE", default_value = "memory.png")]
+    output: PathBuf,
+
+    /// Time between samples (`1s`, `100ms`, `2m`).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    interval: Duration,
+
+    /// Stop after this long (`30s`, `10m`) instead of waiting for Ctrl+C.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    duration: Option<Duration>,
+
+    /// Also write every sample to this CSV file as it is taken.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+
+    /// Also write every sample to this newline-delimited JSON file as it is taken.
+    #[arg(long, value_name = "FILE")]
+    ndjson: Option<PathBuf>,
+
+    /// What to record: memory_used, gpu_utilization, memory_utilization, temperature or
+    /// power_usage.
+    #[arg(long, value_name = "METRIC", default_value = "memory_used")]
+    metric: DeviceMetric,
+
+    /// Plot width in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 1280)]
+    width: u32,
+
+    /// Plot height in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 720)]
+    height: u32,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text)
+        .map_err(|e| format!("{e}: expected a duration such as 1s, 100ms or 2m, not {text:?}"))?;
+    if d.is_zero() {
+        return Err("the duration must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if PlotFormat::from_path(&args.output).is_none() {
+        return Err(UsageError(format!(
+            "-o {}: the plot's file name must end in .png or .svg",
+            args.output.display()
+        ))
+        .into());
+    }
+    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(UsageError(format!(
+                "-o {}: the folder {} does not exist",
+                args.output.display(),
+                dir.display()
+            ))
+            .into());
+        }
+    }
+    let src = args.source.open()?;
+    let devices = src.collector.context().devices();
+    if devices.is_empty() {
+        anyhow::bail!("no GPU to record ({})", src.label);
+    }
+    let mut recorder = Recorder::new(devices, args.metric);
+    if let Some(path) = &args.csv {
+        recorder = recorder.with_sink(Box::new(CsvSink::create(path)?))?;
+    }
+    if let Some(path) = &args.ndjson {
+        recorder = recorder.with_sink(Box::new(NdjsonSink::create(path)?))?;
+    }
+
+    let (tx, rx) = mpsc::channel();
+    ctrlc::set_handler(move || {
+        let _ = tx.send(());
+    })
+    .context("cannot install the Ctrl+C handler")?;
+
+    let progress = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let deadline = args.duration.map(|d| start + d);
+    let mut next = start;
+    loop {
+        let sample = recorder.record(true)?;
+        if progress {
+            show_progress(&recorder, &sample, args.metric);
+        }
+        next += args.interval;
+        let now = Instant::now();
+        if next < now {
+            // Sampling took longer than the interval: skip the ticks missed.
+            next = now;
+        }
+        if deadline.is_some_and(|d| next > d) {
+            break;
+        }
+        match rx.recv_timeout(next.saturating_duration_since(now)) {
+            Err(RecvTimeoutError::Timeout) => continue,
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    if progress {
+        eprint!("\r\x1b[K");
+    }
+
+    let records = recorder.records();
+    let options = PlotOptions {
+        width: args.width,
+        height: args.height,
+        title: None,
+    };
+    let plotted = plot(&records, &args.output, &options);
+    let text: String = records
+        .iter()
+        .map(|r: &Record| r.summary() + "\n")
+        .collect();
+    // The summary comes out even when the plot cannot be written: the recording is not lost.
+    crate::write_stdout(&text)?;
+    plotted?;
+    eprintln!(
+        "gpuscope: {} samples over {:.1}s; plot saved to {}",
+        recorder.len(),
+        records.first().map_or(0.0, |r| r.duration),
+        args.output.display()
+    );
+    Ok(())
+}
+
+/// One line on stderr, rewritten in place: samples, time, and the metric summed over devices.
+fn show_progress(recorder: &Recorder, sample: &gpu_metrics::Sample, metric: DeviceMetric) {
+    let values: Vec<f64> = sample.values.iter().flatten().copied().collect();
+    let now = match metric {
+        DeviceMetric::MemoryUsed => format!(
+            "{} used on {} GPUs",
+            gpu_devices::units::bytes2human(values.iter().sum::<f64>() as u64),
+            sample.values.len()
+        ),
+        m => {
+            let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+            format!(
+                "{} {mean:.1}{} (mean of {} GPUs)",
+                m.title(),
+                m.unit(),
+                sample.values.len()
+            )
+        }
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r\x1b[Krecording: {} samples, {}, {now}; Ctrl+C to stop",
+        recorder.len(),
+        gpu_devices::units::timedelta2human(Duration::from_secs_f64(sample.elapsed_s)),
+    );
+    let _ = err.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_parsed_for_people_and_zero_is_refused() {
+        assert_eq!(parse_duration("50ms"), Ok(Duration::from_millis(50)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("0s").unwrap_err().contains("more than zero"));
+        assert!(parse_duration("fast").unwrap_err().contains("\"fast\""));
+    }
+}

@@ -1,0 +1,319 @@
+//! `gpuscope select`: choose devices, nvisel-style, and print a value for
+//! `CUDA_VISIBLE_DEVICES`.
+//!
+//! The options are nvisel's (same long and short names); the differences are listed in the
+//! help of each option and in crates/gpu-select/README.md. Exit status: 0, or 4 when fewer
+//! devices than `--min-count` qualify (what was found is still printed), 2 for bad input, 1
+//! when the GPUs cannot be read.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+
+use anyhow::Context as _;
+use gpu_devices::units::bytes2human;
+use gpu_devices::{Context, CudaDeviceOrder, CudaOrderSource};
+use gpu_processes::ProcessCollector;
+use gpu_select::{Candidate, Criteria, Fate, Format, Outcome, Pool, Selection, Size};
+
+use crate::source::{SourceArgs, UsageError};
+
+/// Command-line arguments (nvisel's).
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    export CUDA_VISIBLE_DEVICES=\"$(gpuscope select -c 1 -f 10GiB)\"\n  \
+    gpuscope select -n 2 -O uuid\n  \
+    gpuscope select -0 -O uuid -c 2 -f 4GiB | xargs -0 -I {} echo {}\n  \
+    gpuscope select -i -S        # normalise CUDA_VISIBLE_DEVICES to ordinals")]
+pub struct Args {
+    #[command(flatten)]
+    source: SourceArgs,
+
+    /// Choose among the devices this CUDA_VISIBLE_DEVICES value shows (the environment's when
+    /// the value is omitted), and print their CUDA ordinals.
+    #[arg(short = 'i', long, value_name = "CUDA_VISIBLE_DEVICES", num_args = 0..=1)]
+    inherit: Option<Option<String>>,
+
+    /// Count the GPU memory of these users' processes as free; without a name, $USER.
+    #[arg(long = "account-as-free", visible_alias = "free-accounts", value_name = "USERNAME", num_args = 0..)]
+    account_as_free: Option<Vec<String>>,
+
+    /// Fewest devices to choose; exit with status 4 when fewer qualify.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 0)]
+    min_count: usize,
+
+    /// Most devices to choose (default: all that qualify).
+    #[arg(short = 'C', long, value_name = "N")]
+    max_count: Option<usize>,
+
+    /// Both --min-count N and --max-count N.
+    #[arg(short = 'n', long, value_name = "N")]
+    count: Option<usize>,
+
+    /// Least free memory, e.g. 4GiB, 5000M, or bytes.
+    #[arg(short = 'f', long, value_name = "SIZE", value_parser = parse_size)]
+    min_free_memory: Option<u64>,
+
+    /// Least total memory, e.g. 10GiB.
+    #[arg(short = 't', long, value_name = "SIZE", value_parser = parse_size)]
+    min_total_memory: Option<u64>,
+
+    /// Highest GPU utilization, percent. A device that cannot tell (a MIG device) does not
+    /// qualify.
+    #[arg(short = 'G', long, value_name = "RATE")]
+    max_gpu_utilization: Option<u32>,
+
+    /// Highest memory-bandwidth utilization, percent.
+    #[arg(short = 'M', long, value_name = "RATE")]
+    max_memory_utilization: Option<u32>,
+
+    /// Loosen every constraint by this many percent: --tolerance 20 accepts 4GiB free for
+    /// --min-free-memory 5GiB, and 70% for --max-gpu-utilization 50 (default: 0, strict).
+    #[arg(long, visible_alias = "tol", value_name = "TOL", default_value_t = 0)]
+    tolerance: u32,
+
+    /// How to name the devices: `index` or `uuid`. A chosen MIG device is always named by UUID.
+    #[arg(short = 'O', long, value_name = "FORMAT", value_enum, default_value_t = OutputFormat::Index)]
+    format: OutputFormat,
+
+    /// Separator between identifiers.
+    #[arg(short = 's', long, visible_alias = "separator", value_name = "SEP", default_value = ",", conflicts_with_all = ["newline", "null"])]
+    sep: String,
+
+    /// One identifier per line (the same as --sep $'\n').
+    #[arg(long, conflicts_with = "null")]
+    newline: bool,
+
+    /// Separate identifiers with NUL, and end with one (for `xargs -0`).
+    #[arg(short = '0', long)]
+    null: bool,
+
+    /// Keep the devices' own order instead of best first (most free memory, least utilization).
+    #[arg(short = 'S', long)]
+    no_sort: bool,
+
+    /// Also tell, on standard error, why each device was chosen or not.
+    #[arg(long)]
+    explain: bool,
+}
+
+/// The `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OutputFormat {
+    /// The index (the CUDA ordinal with --inherit).
+    Index,
+    /// The UUID.
+    Uuid,
+}
+
+/// A human size for clap: the error names the value and what is wrong with it.
+fn parse_size(text: &str) -> Result<u64, String> {
+    text.parse::<Size>()
+        .map(Size::bytes)
+        .map_err(|e| format!("{e} (examples: 4GiB, 5000M, 1073741824)"))
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let criteria = criteria(&args)?;
+    let src = args.source.open()?;
+    let pool;
+    let collector;
+    match &args.inherit {
+        None => {
+            collector = src.collector;
+            pool = Pool::All;
+        }
+        Some(value) => {
+            let value = match value {
+                Some(v) => Some(v.clone()),
+                None => gpu_devices::cuda::visible_devices_from_env(),
+            };
+            collector = cuda_aware(src.collector, &src.label)?;
+            pool = Pool::Cuda(
+                collector
+                    .context()
+                    .cuda_devices_for(value.as_deref(), CudaDeviceOrder::from_env()),
+            );
+        }
+    }
+    let selection = gpu_select::select_devices(&collector, pool, &criteria)
+        .map_err(|e| UsageError(e.to_string()))?;
+    let format = match args.format {
+        OutputFormat::Index => Format::Index,
+        OutputFormat::Uuid => Format::Uuid,
+    };
+    let ids = selection.identifiers(format, false);
+    if args.explain {
+        eprint!("{}", explain(&selection, &criteria));
+    }
+    let (sep, end) = if args.null {
+        ("\0", "\0")
+    } else if args.newline {
+        ("\n", "\n")
+    } else {
+        (args.sep.as_str(), "\n")
+    };
+    if !std::io::stdout().is_terminal() {
+        eprintln!("CUDA_VISIBLE_DEVICES=\"{}\"", ids.join(","));
+    }
+    crate::write_stdout(&(ids.join(sep) + end))?;
+    if selection.is_short() {
+        eprintln!(
+            "gpuscope: not enough devices found: {} qualify, --min-count is {}",
+            ids.len(),
+            criteria.min_count
+        );
+        std::process::exit(4);
+    }
+    Ok(())
+}
+
+/// The criteria the options ask for; a contradiction is a usage error.
+fn criteria(args: &Args) -> anyhow::Result<Criteria> {
+    let (min_count, max_count) = match args.count {
+        Some(n) => (n, Some(n)),
+        None => (args.min_count, args.max_count),
+    };
+    if let Some(max) = max_count {
+        if max < min_count {
+            return Err(UsageError(format!(
+                "--max-count {max} is below --min-count {min_count}"
+            ))
+            .into());
+        }
+    }
+    let free_accounts = match &args.account_as_free {
+        None => Vec::new(),
+        Some(users) if users.is_empty() => {
+            let user = std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .map_err(|_| {
+                    UsageError(
+                        "--account-as-free without a name needs $USER (or $LOGNAME) to be set"
+                            .into(),
+                    )
+                })?;
+            vec![user]
+        }
+        Some(users) => users.clone(),
+    };
+    Ok(Criteria {
+        min_count,
+        max_count,
+        min_free_memory: args.min_free_memory,
+        min_total_memory: args.min_total_memory,
+        max_gpu_utilization: args.max_gpu_utilization,
+        max_memory_utilization: args.max_memory_utilization,
+        tolerance: args.tolerance,
+        free_accounts,
+        sort: !args.no_sort,
+    })
+}
+
+/// On the real GPUs, a collector whose context asks libcuda for CUDA's order (as
+/// `Context::open` does), so that CUDA ordinals are CUDA's; a fixture keeps its recorded order.
+fn cuda_aware(collector: ProcessCollector, label: &str) -> anyhow::Result<ProcessCollector> {
+    if label != "nvml" {
+        return Ok(collector);
+    }
+    let library = std::env::var_os(gpu_devices::libcuda::LIBRARY_ENV_VAR)
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from);
+    let context = Context::builder(collector.context().backend().clone())
+        .cuda_order_source(CudaOrderSource::LibCuda { library })
+        .build()
+        .context("cannot read the GPUs")?;
+    Ok(ProcessCollector::new(context, collector.host().clone()))
+}
+
+/// Why each device was chosen or not, one line each.
+fn explain(s: &Selection, criteria: &Criteria) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<6} {:>11} {:>11} {:>4} {:>4}  verdict",
+        "device", "free", "total", "gpu", "mem"
+    );
+    for (pos, c) in s.candidates.iter().enumerate() {
+        let rank = s.selected.iter().position(|&i| i == pos);
+        let bytes = |v: Option<u64>| v.map_or_else(|| "N/A".to_string(), bytes2human);
+        let pct = |v: Option<u32>| v.map_or_else(|| "N/A".to_string(), |v| format!("{v}%"));
+        let _ = writeln!(
+            out,
+            "{:<6} {:>11} {:>11} {:>4} {:>4}  {}",
+            c.id.to_string(),
+            bytes(c.memory_free),
+            bytes(c.memory_total),
+            pct(c.gpu_utilization),
+            pct(c.memory_utilization),
+            verdict(c, rank, criteria)
+        );
+    }
+    out
+}
+
+fn verdict(c: &Candidate, rank: Option<usize>, criteria: &Criteria) -> String {
+    let limit = |k: &gpu_select::Check| match k.constraint {
+        gpu_select::Constraint::MinFreeMemory | gpu_select::Constraint::MinTotalMemory => {
+            format!(
+                "{} {} < {}",
+                k.constraint.as_str(),
+                k.value.map_or_else(|| "N/A".into(), bytes2human),
+                bytes2human(k.limit)
+            )
+        }
+        _ => format!(
+            "{} {} > {}%",
+            k.constraint.as_str(),
+            k.value.map_or_else(|| "N/A".into(), |v| format!("{v}%")),
+            k.limit
+        ),
+    };
+    let mut text = match c.fate {
+        Fate::Selected => format!("selected #{}", rank.map_or(0, |r| r + 1)),
+        Fate::Rejected => {
+            let failed: Vec<String> = c.failed().map(limit).collect();
+            format!("rejected: {}", failed.join(", "))
+        }
+        Fate::MigRule => "qualifies, but MIG devices and whole GPUs are not mixed, and CUDA shows one MIG device at most".into(),
+        Fate::OverMaxCount => format!(
+            "qualifies, but --max-count {} better devices were chosen",
+            criteria.max_count.unwrap_or(0)
+        ),
+    };
+    let tolerated: Vec<String> = c
+        .checks
+        .iter()
+        .filter(|k| k.outcome == Outcome::Tolerated)
+        .map(limit)
+        .collect();
+    if !tolerated.is_empty() && c.fate != Fate::Rejected {
+        let _ = write!(text, " (within tolerance: {})", tolerated.join(", "));
+    }
+    if c.memory_as_free > 0 {
+        let _ = write!(
+            text,
+            " ({} of free accounts counted as free)",
+            bytes2human(c.memory_as_free)
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text either parses to the bytes human2bytes gives, or is refused with a message
+        /// that quotes it.
+        #[test]
+        fn sizes_parse_or_name_the_bad_text(text in "\\PC{0,12}") {
+            match parse_size(&text) {
+                Ok(bytes) => prop_assert_eq!(Some(bytes), gpu_devices::units::human2bytes(&text).ok()),
+                Err(message) => prop_assert!(message.contains(&format!("{text:?}")), "{}", message),
+            }
+        }
+    }
+}

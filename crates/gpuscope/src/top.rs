@@ -1,0 +1,454 @@
+//! `gpuscope top`: the interactive process viewer.
+//!
+//! A sampler thread owns the collector and sends a sample every interval; the UI thread keeps
+//! the newest one, draws it (a pure function of state and terminal size, in `top/ui.rs`) and
+//! handles keys and clicks. The UI never calls the backend, so a slow driver cannot freeze it.
+
+mod app;
+mod input;
+mod sampler;
+mod signals;
+mod ui;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::TryRecvError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use gpu_devices::{Device, DeviceId};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event};
+use ratatui::crossterm::execute;
+use ratatui::layout::Rect;
+use ratatui::Terminal;
+
+use crate::source::{SourceArgs, UsageError};
+use app::{App, LayoutMode, Options, Screen};
+use input::Effect;
+
+/// Command-line arguments.
+#[derive(Debug, clap::Args)]
+#[command(after_help = keys_help())]
+pub struct Args {
+    #[command(flatten)]
+    source: SourceArgs,
+
+    /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 0.05 s to 1 h.
+    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+    interval: Duration,
+
+    /// Show only these devices: comma-separated ids, `2` for GPU 2 (with its MIG devices),
+    /// `0:1` for one MIG device.
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    only: Vec<String>,
+
+    /// Read-only: sending signals is turned off.
+    #[arg(long)]
+    readonly: bool,
+
+    /// No colours (also when the NO_COLOR environment variable is set).
+    #[arg(long)]
+    no_color: bool,
+
+    /// ASCII only: no block, line-drawing or other non-ASCII characters.
+    #[arg(long)]
+    ascii: bool,
+
+    /// Device panel layout; the `f` key switches it while running.
+    #[arg(long, value_enum, default_value = "auto")]
+    layout: LayoutArg,
+
+    /// Print the screen once, as plain text, and exit (width: the terminal's, else COLUMNS,
+    /// else 120).
+    #[arg(long, short = '1')]
+    once: bool,
+}
+
+/// The `--layout` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LayoutArg {
+    /// Full when the terminal has room, compact otherwise.
+    Auto,
+    /// One line per device.
+    Compact,
+    /// Two lines per device and history graphs.
+    Full,
+}
+
+fn keys_help() -> String {
+    let mut s = String::from("Keys:\n");
+    for (keys, what) in ui::KEYS {
+        s.push_str(&format!("  {keys:<22} {what}\n"));
+    }
+    s.push_str(
+        "\nSignals go to the tagged processes (or the selected one) after a y/n confirmation; \
+         with --fixture or --demo only to a local process whose command line is the recorded one.",
+    );
+    s
+}
+
+/// Parses `1`, `0.25`, `250ms`, `2s`, `1m` into a refresh interval.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration: write seconds (0.5) or 250ms, 2s, 1m"))?;
+    let secs = v * scale;
+    if !(0.05..=3600.0).contains(&secs) {
+        return Err(format!(
+            "{text:?}: the interval must be between 0.05 s and 1 hour"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The devices named by `--only` (all when empty), in the context's order.
+fn choose_devices(all: Vec<Device>, only: &[String]) -> Result<Vec<Device>> {
+    if only.is_empty() {
+        return Ok(all);
+    }
+    let mut wanted = Vec::new();
+    for text in only {
+        let id: DeviceId = text
+            .trim()
+            .parse()
+            .map_err(|e| UsageError(format!("--only: {e}")))?;
+        let known = all.iter().any(|d| d.id() == id);
+        if !known {
+            let ids: Vec<String> = all.iter().map(|d| d.id().to_string()).collect();
+            return Err(UsageError(format!(
+                "--only: there is no device {id}; the devices are {}",
+                ids.join(", ")
+            ))
+            .into());
+        }
+        wanted.push(id);
+    }
+    Ok(all
+        .into_iter()
+        .filter(|d| {
+            let id = d.id();
+            wanted.iter().any(|&w| {
+                w == id
+                    || (matches!(w, DeviceId::Gpu(_)) && id.physical_index() == w.physical_index())
+            })
+        })
+        .collect())
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let src = args.source.open()?;
+    let ctx = src.collector.context();
+    let devices = choose_devices(ctx.all_devices(), &args.only)?;
+    let opts = Options {
+        live: src.label == "nvml",
+        source_label: src.label.clone(),
+        readonly: args.readonly,
+        color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        ascii: args.ascii,
+        interval: args.interval,
+        driver_version: ctx.driver_version().into_option(),
+        cuda_version: ctx.cuda_driver_version().into_option(),
+    };
+    let mut app = App::new(opts);
+    app.layout = match args.layout {
+        LayoutArg::Auto => LayoutMode::Auto,
+        LayoutArg::Compact => LayoutMode::Compact,
+        LayoutArg::Full => LayoutMode::Full,
+    };
+    if args.once {
+        app.opts.color = false;
+        app.push_sample(sampler::sample(&src.collector, &devices));
+        let width = once_width();
+        return crate::write_stdout(&render_once(&mut app, width));
+    }
+    interactive(app, src.collector, devices)
+}
+
+fn once_width() -> u16 {
+    use std::io::IsTerminal as _;
+    if std::io::stdout().is_terminal() {
+        if let Ok((w, _)) = ratatui::crossterm::terminal::size() {
+            return w.max(40);
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|&w| w >= 40)
+        .unwrap_or(120)
+}
+
+/// The screen as plain text, as tall as it needs to be: every device and every process.
+fn render_once(app: &mut App, width: u16) -> String {
+    if app.layout == LayoutMode::Auto {
+        app.layout = if width >= 100 {
+            LayoutMode::Full
+        } else {
+            LayoutMode::Compact
+        };
+    }
+    let n = app.sample.as_ref().map_or(0, |s| s.snap.devices.len());
+    let dev_h = if app.layout == LayoutMode::Full {
+        3 * n + 3
+    } else {
+        n + 1
+    };
+    let height = 1 + dev_h + 1 + app.rows().len().max(1) + 1;
+    let height = u16::try_from(height).unwrap_or(u16::MAX);
+    let text = render_text(app, width, height);
+    // The last line is the key hints, which mean nothing on paper.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.pop();
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+/// Draws `app` on a `width` x `height` screen and returns its text, trailing spaces trimmed.
+fn render_text(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
+        Ok(t) => t,
+        Err(e) => match e {},
+    };
+    let drawn = terminal.draw(|f| ui::draw(f, app));
+    if let Err(e) = drawn {
+        match e {}
+    }
+    buffer_text(terminal.backend().buffer())
+}
+
+fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in area.y..area.y + area.height {
+        let mut line = String::new();
+        for x in area.x..area.x + area.width {
+            if let Some(c) = buf.cell((x, y)) {
+                line.push_str(c.symbol());
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Leaves raw mode, the alternate screen and mouse capture (on drop, and from the panic hook).
+struct TerminalGuard {
+    terminal: ratatui::DefaultTerminal,
+}
+
+fn restore_terminal() {
+    let _ = execute!(std::io::stdout(), DisableMouseCapture);
+    let _ = ratatui::try_restore();
+}
+
+impl TerminalGuard {
+    fn enter() -> Result<TerminalGuard> {
+        let terminal = ratatui::try_init().context("cannot set up the terminal")?;
+        // After ratatui's own hook, so that this one runs first: the terminal is restored before
+        // the panic message is printed.
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+        let guard = TerminalGuard { terminal };
+        execute!(std::io::stdout(), EnableMouseCapture).context("cannot capture the mouse")?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+        let _ = std::io::stdout().flush();
+    }
+}
+
+fn interactive(
+    mut app: App,
+    collector: gpu_processes::ProcessCollector,
+    devices: Vec<Device>,
+) -> Result<()> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdout().is_terminal() {
+        return Err(UsageError(
+            "gpuscope top needs a terminal; use `gpuscope top --once` to print the screen once"
+                .into(),
+        )
+        .into());
+    }
+    // SIGTERM or SIGHUP (the terminal closing) end the viewer cleanly, restoring the terminal.
+    // Should the UI thread not get round to it within a second, the process ends from here.
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || {
+            stop.store(true, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_secs(1));
+            let _ = ratatui::crossterm::terminal::disable_raw_mode();
+            std::process::exit(1);
+        })
+        .context("cannot install the signal handler")?;
+    }
+    let (sampler, rx) = sampler::Sampler::start(collector, devices, app.opts.interval)
+        .context("cannot start the sampler thread")?;
+    let tty = InputTty::open()?;
+    let mut guard = TerminalGuard::enter()?;
+    let mut dirty = true;
+    while !app.quit && !stop.load(Ordering::SeqCst) {
+        loop {
+            match rx.try_recv() {
+                Ok(sample) => {
+                    app.push_sample(sample);
+                    dirty = true;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => anyhow::bail!("the sampler thread stopped"),
+            }
+        }
+        if dirty {
+            guard.terminal.draw(|f| ui::draw(f, &app))?;
+            dirty = false;
+        }
+        match input_ready(&tty, 100) {
+            Input::HungUp => break,
+            Input::Timeout => {}
+            Input::Ready => {}
+        }
+        // Only what is already there: crossterm is never left waiting on the terminal, whose
+        // end it does not notice (it would read end-of-file forever).
+        while event::poll(Duration::ZERO)? {
+            let size = guard.terminal.size()?;
+            let area = Rect::new(0, 0, size.width, size.height);
+            match event::read()? {
+                Event::Key(k) => {
+                    let effect = input::key(&mut app, k, area);
+                    apply(&mut app, effect);
+                }
+                Event::Mouse(m) => input::mouse(&mut app, m, area),
+                _ => {}
+            }
+            dirty = true;
+        }
+    }
+    drop(guard);
+    drop(sampler);
+    Ok(())
+}
+
+/// The terminal the keys come from (as crossterm chooses it: stdin when it is a terminal, else
+/// /dev/tty).
+enum InputTty {
+    Stdin,
+    DevTty(std::fs::File),
+}
+
+impl InputTty {
+    fn open() -> Result<InputTty> {
+        use std::io::IsTerminal as _;
+        if std::io::stdin().is_terminal() {
+            return Ok(InputTty::Stdin);
+        }
+        let f = std::fs::File::open("/dev/tty").context("cannot open /dev/tty for the keys")?;
+        Ok(InputTty::DevTty(f))
+    }
+
+    fn fd(&self) -> libc::c_int {
+        use std::os::fd::AsRawFd as _;
+        match self {
+            InputTty::Stdin => libc::STDIN_FILENO,
+            InputTty::DevTty(f) => f.as_raw_fd(),
+        }
+    }
+}
+
+/// What waiting for the terminal gave.
+enum Input {
+    /// Something to read (or a signal such as a resize interrupted the wait).
+    Ready,
+    /// Nothing within the time.
+    Timeout,
+    /// The terminal is gone (hung up or closed).
+    HungUp,
+}
+
+/// Waits up to `timeout_ms` for input on the terminal.
+fn input_ready(tty: &InputTty, timeout_ms: i32) -> Input {
+    let mut fds = libc::pollfd {
+        fd: tty.fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let rc = unsafe { libc::poll(&mut fds, 1, timeout_ms) };
+    if rc < 0 {
+        return Input::Ready;
+    }
+    if fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        return Input::HungUp;
+    }
+    if rc == 0 {
+        Input::Timeout
+    } else {
+        Input::Ready
+    }
+}
+
+/// Carries out what an input asked for beyond the state change: signals and reading an
+/// environment.
+fn apply(app: &mut App, effect: Effect) {
+    match effect {
+        Effect::None => {}
+        Effect::OpenedDetail(pid) => {
+            app.detail_env = if app.opts.live {
+                signals::environment(pid)
+            } else {
+                Err("N/A (not recorded: this is a replay)".into())
+            };
+        }
+        Effect::Send(pending) => {
+            let mut messages = Vec::new();
+            for &pid in &pending.pids {
+                let msg = if app.opts.live {
+                    signals::send(pid, pending.sig, None)
+                } else {
+                    match app.host_facts(pid) {
+                        Some(facts) => signals::send(pid, pending.sig, Some(&facts)),
+                        None => format!(
+                            "PID {pid}: nothing recorded to check it against; {} not sent",
+                            pending.sig.name()
+                        ),
+                    }
+                };
+                messages.push(msg);
+            }
+            app.tagged.clear();
+            if matches!(app.screen, Screen::Detail(_)) {
+                app.screen = Screen::Main;
+            }
+            app.status = Some(messages.join("; "));
+        }
+    }
+}

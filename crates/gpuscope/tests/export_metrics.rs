@@ -1,0 +1,414 @@
+//! `gpuscope export` end to end: the binary on a free port, scraped over HTTP, every value
+//! checked against the fixture file it replays.
+
+mod export_support;
+
+use export_support::{fixture, fixture_json, get, Exporter};
+use serde_json::Value;
+
+fn ok(v: &Value) -> Option<&Value> {
+    v.get("ok")
+}
+
+fn ok_f64(v: &Value) -> Option<f64> {
+    ok(v).and_then(Value::as_f64)
+}
+
+#[test]
+fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
+    let frame = 5;
+    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "5"]);
+    let m = exp.scrape();
+    let fx = fixture_json("h100-sxm-8gpu");
+    let host = fx["host"]["hostname"].as_str().unwrap();
+    let devices = fx["devices"].as_object().unwrap();
+    assert_eq!(m.find("gpuscope_device_up", &[]).len(), devices.len());
+    for (index, st) in devices {
+        let dy = &fx["frames"][frame]["devices"][index];
+        let l = [("hostname", host), ("index", index.as_str())];
+        let up = m.find("gpuscope_device_up", &l);
+        assert_eq!(up.len(), 1, "GPU {index}");
+        assert_eq!(up[0].value, 1.0);
+        assert_eq!(
+            up[0].labels["uuid"],
+            ok(&st["uuid"]).unwrap().as_str().unwrap()
+        );
+        assert_eq!(
+            up[0].labels["name"],
+            ok(&st["name"]).unwrap().as_str().unwrap()
+        );
+        let mem = ok(&dy["memory_info"]).unwrap();
+        let check = |name: &str, want: Option<f64>| {
+            assert_eq!(m.value(name, &l), want, "{name} of GPU {index}");
+        };
+        check("gpuscope_device_memory_used_bytes", mem["used"].as_f64());
+        check("gpuscope_device_memory_free_bytes", mem["free"].as_f64());
+        check("gpuscope_device_memory_total_bytes", mem["total"].as_f64());
+        let util = ok(&dy["utilization_rates"]).unwrap();
+        check(
+            "gpuscope_device_utilization_ratio",
+            util["gpu"].as_f64().map(|p| p / 100.0),
+        );
+        check(
+            "gpuscope_device_memory_bandwidth_utilization_ratio",
+            util["memory"].as_f64().map(|p| p / 100.0),
+        );
+        check(
+            "gpuscope_device_temperature_celsius",
+            ok_f64(&dy["temperature"]),
+        );
+        check(
+            "gpuscope_device_power_usage_watts",
+            ok_f64(&dy["power_usage"]).map(|mw| mw / 1000.0),
+        );
+        check(
+            "gpuscope_device_power_limit_watts",
+            ok_f64(&st["power_management_limit"]).map(|mw| mw / 1000.0),
+        );
+        check(
+            "gpuscope_device_pcie_receive_bytes_per_second",
+            ok_f64(&dy["pcie_rx_throughput"]).map(|k| k * 1024.0),
+        );
+        check(
+            "gpuscope_device_energy_consumption_joules_total",
+            ok_f64(&dy["total_energy_consumption"]).map(|mj| mj / 1000.0),
+        );
+        // SXM boards have no fans: N/A is left out, not published as 0.
+        assert!(dy["fan_speed"].get("err").is_some());
+        check("gpuscope_device_fan_speed_ratio", None);
+        let sm = [("index", index.as_str()), ("clock", "sm")];
+        assert_eq!(
+            m.value("gpuscope_device_clock_hertz", &sm),
+            ok_f64(&dy["clocks"]["sm"]).map(|mhz| mhz * 1e6)
+        );
+        let links = dy["nvlink_throughput"].as_array().unwrap();
+        assert!(!links.is_empty());
+        for (link, c) in links.iter().enumerate() {
+            let link = link.to_string();
+            let ll = [("index", index.as_str()), ("link", link.as_str())];
+            assert_eq!(
+                m.value("gpuscope_device_nvlink_transmit_bytes_total", &ll),
+                ok(c).and_then(|c| c["tx_kib"].as_f64()).map(|k| k * 1024.0),
+                "link {link} of GPU {index}"
+            );
+        }
+    }
+    let host_frame = &fx["frames"][frame]["host"];
+    assert_eq!(
+        m.value("gpuscope_host_memory_used_bytes", &[("hostname", host)]),
+        host_frame["memory_used"].as_f64()
+    );
+    assert_eq!(
+        m.value("gpuscope_host_load1", &[]),
+        host_frame["load_average"][0].as_f64()
+    );
+    // No process families unless asked.
+    assert!(m.find("gpuscope_process_gpu_memory_bytes", &[]).is_empty());
+    assert_eq!(
+        m.types["gpuscope_device_nvlink_transmit_bytes_total"],
+        "counter"
+    );
+    assert_eq!(m.types["gpuscope_device_memory_used_bytes"], "gauge");
+}
+
+#[test]
+fn processes_are_published_with_pid_and_user_and_no_command_by_default() {
+    let frame = 5;
+    let exp = Exporter::start(&[
+        "--fixture",
+        &fixture("h100-sxm-8gpu"),
+        "--frame",
+        "5",
+        "--processes",
+    ]);
+    let m = exp.scrape();
+    let fx = fixture_json("h100-sxm-8gpu");
+    let mut expected = 0;
+    for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
+        for p in ok(&dy["compute_processes"]).unwrap().as_array().unwrap() {
+            expected += 1;
+            let pid = p["pid"].to_string();
+            let l = [("index", index.as_str()), ("pid", pid.as_str())];
+            let found = m.find("gpuscope_process_gpu_memory_bytes", &l);
+            assert_eq!(found.len(), 1, "pid {pid} on GPU {index}");
+            assert_eq!(Some(found[0].value), p["used_gpu_memory"].as_f64());
+            let user = fx["host"]["processes"][&pid]["user"].as_str().unwrap();
+            assert_eq!(found[0].labels["username"], user);
+            assert!(!found[0].labels.contains_key("command"));
+            let rss = fx["frames"][frame]["host"]["processes"][&pid]["rss"].as_f64();
+            assert_eq!(m.value("gpuscope_process_resident_memory_bytes", &l), rss);
+        }
+    }
+    assert_eq!(expected, 64);
+    assert_eq!(
+        m.find("gpuscope_process_gpu_memory_bytes", &[]).len(),
+        expected
+    );
+    assert!(!m.samples.iter().any(|s| s.labels.contains_key("command")));
+}
+
+#[test]
+fn process_command_label_is_there_only_when_asked() {
+    let exp = Exporter::start(&[
+        "--fixture",
+        &fixture("h100-sxm-8gpu"),
+        "--frame",
+        "5",
+        "--processes",
+        "--process-command",
+    ]);
+    let m = exp.scrape();
+    let fx = fixture_json("h100-sxm-8gpu");
+    let samples = m.find("gpuscope_process_gpu_memory_bytes", &[]);
+    assert_eq!(samples.len(), 64);
+    for s in samples {
+        let pid = &s.labels["pid"];
+        let cmdline: Vec<&str> = fx["host"]["processes"][pid]["cmdline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let command = &s.labels["command"];
+        assert!(
+            command.starts_with(cmdline[0]) && cmdline.iter().all(|a| command.contains(a)),
+            "pid {pid}: {command:?} vs {cmdline:?}"
+        );
+    }
+}
+
+#[test]
+fn mig_devices_carry_parent_and_instance_ids() {
+    let exp = Exporter::start(&["--fixture", &fixture("h100-mig"), "--frame", "3"]);
+    let m = exp.scrape();
+    let fx = fixture_json("h100-mig");
+    let mut migs = 0;
+    for (index, st) in fx["devices"].as_object().unwrap() {
+        let up = m.find("gpuscope_device_up", &[("index", index.as_str())]);
+        assert_eq!(up.len(), 1, "device {index}");
+        let labels = &up[0].labels;
+        match index.split_once(':') {
+            Some((parent, _)) => {
+                migs += 1;
+                assert_eq!(labels["parent_index"], parent);
+                assert_eq!(
+                    labels["gpu_instance_id"],
+                    ok(&st["gpu_instance_id"]).unwrap().to_string()
+                );
+                assert_eq!(
+                    labels["compute_instance_id"],
+                    ok(&st["compute_instance_id"]).unwrap().to_string()
+                );
+                let used = ok(&fx["frames"][3]["devices"][index]["memory_info"])
+                    .and_then(|m| m["used"].as_f64());
+                assert_eq!(
+                    m.value(
+                        "gpuscope_device_memory_used_bytes",
+                        &[("index", index.as_str())]
+                    ),
+                    used
+                );
+            }
+            None => assert!(!labels.contains_key("parent_index")),
+        }
+    }
+    assert_eq!(migs, 4);
+}
+
+#[test]
+fn a_lost_gpu_is_down_and_the_others_still_answer() {
+    let frame = 20;
+    let exp = Exporter::start(&["--fixture", &fixture("gpu-lost"), "--frame", "20"]);
+    let m = exp.scrape();
+    let fx = fixture_json("gpu-lost");
+    let mut lost = 0;
+    for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
+        let l = [("index", index.as_str())];
+        let is_lost = dy["memory_info"]["err"] == "gpu_lost";
+        let up = m.value("gpuscope_device_up", &l);
+        if is_lost {
+            lost += 1;
+            assert_eq!(up, Some(0.0), "GPU {index}");
+            assert!(m.value("gpuscope_device_failed_fields", &l).unwrap() > 0.0);
+            assert_eq!(m.value("gpuscope_device_memory_used_bytes", &l), None);
+            assert_eq!(m.value("gpuscope_device_temperature_celsius", &l), None);
+        } else {
+            assert_eq!(up, Some(1.0), "GPU {index}");
+            assert_eq!(m.value("gpuscope_device_failed_fields", &l), Some(0.0));
+            assert_eq!(
+                m.value("gpuscope_device_memory_used_bytes", &l),
+                ok(&dy["memory_info"]).and_then(|m| m["used"].as_f64())
+            );
+        }
+    }
+    assert_eq!(lost, 1);
+}
+
+#[test]
+fn hostname_comes_from_the_fixture_or_the_flag() {
+    let fx = fixture_json("geforce-desktop");
+    let recorded = fx["host"]["hostname"].as_str().unwrap();
+    let exp = Exporter::start(&["--fixture", &fixture("geforce-desktop"), "--frame", "0"]);
+    let m = exp.scrape();
+    assert!(!m.samples.is_empty());
+    assert!(m.samples.iter().all(|s| s.labels["hostname"] == recorded));
+    // A desktop board has fans: its fan speed is published.
+    let fan = ok_f64(&fx["frames"][0]["devices"]["0"]["fan_speed"]).unwrap();
+    assert_eq!(
+        m.value("gpuscope_device_fan_speed_ratio", &[("index", "0")]),
+        Some(fan / 100.0)
+    );
+    drop(exp);
+
+    let exp = Exporter::start(&[
+        "--fixture",
+        &fixture("geforce-desktop"),
+        "--hostname",
+        "node-b",
+    ]);
+    let m = exp.scrape();
+    assert!(m.samples.iter().all(|s| s.labels["hostname"] == "node-b"));
+}
+
+#[test]
+fn openmetrics_is_served_to_those_who_ask_with_the_same_samples() {
+    let exp = Exporter::start(&["--demo", "--frame", "2", "--processes"]);
+    let text = exp.get("/metrics");
+    assert_eq!(
+        text.headers["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let om = get(
+        &exp.addr,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    );
+    assert!(om.headers["content-type"].starts_with("application/openmetrics-text"));
+    assert!(om.body.ends_with("# EOF\n"));
+    let samples = |body: &str| -> Vec<String> {
+        let mut v: Vec<String> = body
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            // The timestamp of the sample may differ between two scrapes; values are compared
+            // as numbers, since OpenMetrics writes `12.0` where the text format writes `12`.
+            .filter(|l| !l.starts_with("gpuscope_exporter_"))
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').unwrap();
+                format!("{series} {}", value.parse::<f64>().unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(samples(&text.body), samples(&om.body));
+    assert!(om
+        .body
+        .contains("# UNIT gpuscope_device_memory_used_bytes bytes\n"));
+}
+
+#[test]
+fn samples_follow_the_replay_when_no_frame_is_pinned() {
+    let exp = Exporter::start(&["--demo", "--interval", "100ms"]);
+    let first = exp
+        .scrape()
+        .value("gpuscope_exporter_sample_timestamp_seconds", &[])
+        .unwrap();
+    let mut later = first;
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        later = exp
+            .scrape()
+            .value("gpuscope_exporter_sample_timestamp_seconds", &[])
+            .unwrap();
+        if later > first {
+            break;
+        }
+    }
+    assert!(later > first, "the sampler did not take a new sample");
+}
+
+#[test]
+fn the_root_page_links_to_metrics_and_other_paths_are_404() {
+    let exp = Exporter::start(&["--demo", "--frame", "0"]);
+    let root = exp.get("/");
+    assert_eq!(root.status, 200);
+    assert!(root.body.contains("href=\"/metrics\""));
+    assert_eq!(exp.get("/nope").status, 404);
+    assert_eq!(exp.get("/metrics?x=1").status, 200);
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    for (args, what) in [
+        (&["--listen", "localhost"][..], "--listen"),
+        (&["--interval", "soon"][..], "--interval"),
+        (&["--interval", "1ms"][..], "--interval"),
+        (&["--hostname", ""][..], "--hostname"),
+        (&["--process-command"][..], "--processes"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+            .args(["export", "--demo"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(what), "{args:?}: {stderr}");
+    }
+}
+
+/// Metric names (`gpuscope_...`) in a text.
+fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("gpuscope_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        names.insert(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[test]
+fn every_published_family_is_documented_and_the_dashboard_uses_only_published_ones() {
+    // Between them these publish every family: NVLink and processes on the H100 box, fans on
+    // the desktop.
+    let mut published = std::collections::BTreeSet::new();
+    for args in [
+        &["--demo", "--frame", "3", "--processes"][..],
+        &["--fixture", &fixture("geforce-desktop"), "--frame", "3"][..],
+    ] {
+        let exp = Exporter::start(args);
+        published.extend(exp.scrape().types.into_keys());
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/exporter.md")).unwrap();
+    let documented = metric_names(&doc);
+    let undocumented: Vec<_> = published.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in docs/exporter.md: {undocumented:?}"
+    );
+
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("docs/grafana-dashboard.json")).unwrap(),
+    )
+    .expect("the dashboard is JSON");
+    let mut exprs = String::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            exprs.push_str(target["expr"].as_str().unwrap());
+            exprs.push('\n');
+        }
+    }
+    let used = metric_names(&exprs);
+    assert!(used.len() >= 15, "{used:?}");
+    let unknown: Vec<_> = used.difference(&published).collect();
+    assert!(
+        unknown.is_empty(),
+        "the dashboard uses unpublished {unknown:?}"
+    );
+}

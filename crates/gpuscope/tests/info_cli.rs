@@ -1,0 +1,325 @@
+//! `gpuscope info` end to end, through the binary: the sections, the values of the fixture,
+//! MIG devices, N/A, a lost GPU, errors; and the JSON, which is `gpuscope snapshot --json`'s
+//! document, checked field by field against docs/snapshot-json.md.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(stem: &str) -> String {
+    root()
+        .join(format!("fixtures/{stem}.json"))
+        .display()
+        .to_string()
+}
+
+fn fixture_json(stem: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture(stem)).unwrap()).unwrap()
+}
+
+fn gpuscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .output()
+        .expect("gpuscope runs")
+}
+
+fn ok_text(args: &[&str]) -> String {
+    let out = gpuscope(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "gpuscope {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The text of one device's block, from its `==== <title>` line to the next.
+fn block<'a>(text: &'a str, title: &str) -> &'a str {
+    let start = text
+        .find(&format!("==== {title} ="))
+        .unwrap_or_else(|| panic!("no block {title}: {text}"));
+    let rest = &text[start + 5..];
+    let end = rest.find("\n==== ").map_or(rest.len(), |e| e + 1);
+    &rest[..end]
+}
+
+const SECTIONS: [&str; 7] = [
+    "INDEX        :",
+    "GPU MEMORY:",
+    "GPU UTILIZATION:",
+    "PCI INFO:",
+    "GPU CLOCK:",
+    "POWER INFO:",
+    "PROCESSES:",
+];
+
+#[test]
+fn one_gpu_shows_every_section_with_the_fixture_values_and_its_processes() {
+    let fx = fixture_json("h100-sxm-8gpu");
+    let text = ok_text(&["info", "--demo", "--frame", "5", "3"]);
+    assert_eq!(text.matches("==== GPU").count(), 1, "only GPU 3: {text}");
+    let b = block(&text, "GPU 3");
+    for s in SECTIONS {
+        assert!(b.contains(s), "{s} missing: {b}");
+    }
+    let uuid = fx["devices"]["3"]["uuid"]["ok"].as_str().unwrap();
+    assert!(b.contains(&format!("UUID         : {uuid}")), "{b}");
+    let mem = &fx["frames"][5]["devices"]["3"]["memory_info"]["ok"];
+    let mib = |k: &str| format!("{:.2} MiB", mem[k].as_u64().unwrap() as f64 / 1048576.0);
+    let line = |label: &str| {
+        b.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap()
+    };
+    assert!(line("Free  :").contains(&mib("free")), "{b}");
+    assert!(line("Used  :").contains(&mib("used")), "{b}");
+    let util = fx["frames"][5]["devices"]["3"]["utilization_rates"]["ok"]["gpu"]
+        .as_u64()
+        .unwrap();
+    assert!(b.contains(&format!("{util}.00%")), "{b}");
+
+    // Every process of GPU 3 at frame 5, with its user and command from the host facts.
+    let procs = fx["frames"][5]["devices"]["3"]["compute_processes"]["ok"]
+        .as_array()
+        .unwrap();
+    assert!(!procs.is_empty());
+    for p in procs {
+        let pid = p["pid"].as_u64().unwrap().to_string();
+        let host = &fx["host"]["processes"][&pid];
+        let line = b
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(pid.as_str()))
+            .unwrap_or_else(|| panic!("no line for PID {pid}: {b}"));
+        assert!(line.contains(host["user"].as_str().unwrap()), "{line}");
+        assert!(line.contains(host["name"].as_str().unwrap()), "{line}");
+        let gpu_mem = format!("{}MiB", p["used_gpu_memory"].as_u64().unwrap() >> 20);
+        assert!(line.contains(&gpu_mem), "{line} lacks {gpu_mem}");
+    }
+}
+
+#[test]
+fn without_an_index_every_gpu_is_shown() {
+    let text = ok_text(&["info", "--demo", "--frame", "5"]);
+    for i in 0..8 {
+        block(&text, &format!("GPU {i}"));
+    }
+    assert_eq!(text.matches("GPU MEMORY:").count(), 8);
+}
+
+#[test]
+fn an_index_that_does_not_exist_is_a_usage_error() {
+    let out = gpuscope(&["info", "--demo", "9"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("no GPU with index 9: this machine has 8 GPUs (0-7)"),
+        "{err}"
+    );
+    for bad in ["x", "-1", "1:2:3"] {
+        let out = gpuscope(&["info", "--demo", "--", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(String::from_utf8(out.stderr).unwrap().contains(bad));
+    }
+    let out = gpuscope(&["info", "--fixture", &fixture("h100-mig"), "0:7"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("no MIG device with index 7"));
+}
+
+#[test]
+fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
+    let fx = fixture_json("h100-mig");
+    let text = ok_text(&[
+        "info",
+        "--fixture",
+        &fixture("h100-mig"),
+        "--frame",
+        "20",
+        "0",
+    ]);
+    let parent = block(&text, "GPU 0");
+    assert!(parent.contains("listed under its MIG devices"), "{parent}");
+    for mig in ["0:0", "0:1", "0:2", "0:3"] {
+        let b = block(&text, &format!("MIG DEVICE {mig}"));
+        let uuid = fx["devices"][mig]["uuid"]["ok"].as_str().unwrap();
+        assert!(b.contains(uuid), "{b}");
+        let procs = fx["frames"][20]["devices"][mig]["compute_processes"]["ok"]
+            .as_array()
+            .unwrap();
+        if procs.is_empty() {
+            assert!(b.contains("No running processes"), "{b}");
+        }
+        for p in procs {
+            let pid = p["pid"].as_u64().unwrap().to_string();
+            assert!(
+                b.lines()
+                    .any(|l| l.split_whitespace().next() == Some(pid.as_str())),
+                "{pid} not under {mig}: {b}"
+            );
+            assert!(!parent.contains(&pid), "{pid} also under the parent");
+        }
+    }
+    // One MIG device alone.
+    let text = ok_text(&[
+        "info",
+        "--fixture",
+        &fixture("h100-mig"),
+        "--frame",
+        "20",
+        "0:1",
+    ]);
+    assert_eq!(text.matches("==== ").count(), 1);
+    assert!(text.contains("21230"), "{text}");
+}
+
+#[test]
+fn process_memory_the_driver_cannot_tell_is_na() {
+    let text = ok_text(&[
+        "info",
+        "--fixture",
+        &fixture("windows-wddm"),
+        "--frame",
+        "0",
+    ]);
+    let b = block(&text, "GPU 0");
+    let procs: Vec<&str> = b
+        .lines()
+        .skip_while(|l| !l.contains("PID"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(procs.len() >= 5, "{b}");
+    for line in procs {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[1], "C+G", "{line}");
+        assert_eq!(cols[2], "N/A", "{line}");
+    }
+}
+
+#[test]
+fn a_lost_gpu_says_so_and_the_others_still_show() {
+    let fx = fixture_json("gpu-lost");
+    let text = ok_text(&["info", "--fixture", &fixture("gpu-lost"), "--frame", "31"]);
+    let lost = block(&text, "GPU 2");
+    assert!(lost.contains("Total : N/A"), "{lost}");
+    assert!(lost.contains("ERRORS:") && lost.contains("lost"), "{lost}");
+    for i in ["0", "1", "3"] {
+        let b = block(&text, &format!("GPU {i}"));
+        let free = fx["frames"][31]["devices"][i]["memory_info"]["ok"]["free"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            b.contains(&format!("{:.2} MiB", free as f64 / 1048576.0)),
+            "{b}"
+        );
+        assert!(!b.contains("ERRORS:"), "{b}");
+    }
+}
+
+fn json(args: &[&str]) -> Value {
+    serde_json::from_str(&ok_text(args)).expect("stdout is JSON")
+}
+
+#[test]
+fn info_json_is_the_snapshot_document_of_those_devices() {
+    let snap = json(&["snapshot", "--demo", "--frame", "5", "--json"]);
+    let info = json(&["info", "--demo", "--frame", "5", "3", "--json"]);
+    assert_eq!(info["schema"], "gpuscope.snapshot/1");
+    assert_eq!(info["driver_version"], snap["driver_version"]);
+    let devices = info["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(devices[0], snap["devices"][3]);
+
+    let mig = json(&[
+        "info",
+        "--fixture",
+        &fixture("h100-mig"),
+        "--frame",
+        "20",
+        "0",
+        "--json",
+    ]);
+    let ids: Vec<&str> = mig["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["0", "0:0", "0:1", "0:2", "0:3"]);
+    let all = json(&[
+        "info",
+        "--fixture",
+        &fixture("gpu-lost"),
+        "--frame",
+        "31",
+        "--json",
+    ]);
+    let lost = &all["devices"][2];
+    assert!(lost["memory_free_bytes"].is_null());
+    assert!(!lost["errors"].as_array().unwrap().is_empty());
+}
+
+/// The field names of a documentation table under `heading`: the backticked names of the
+/// first column.
+fn documented(doc: &str, heading: &str) -> BTreeSet<String> {
+    let start = doc.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+    let section = &doc[start + heading.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            let first = l.split('|').nth(1).unwrap_or("");
+            first
+                .split(',')
+                .map(|f| f.trim().trim_matches('`').to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn keys(v: &Value) -> BTreeSet<String> {
+    v.as_object().unwrap().keys().cloned().collect()
+}
+
+/// docs/snapshot-json.md lists every field, and nothing else, of `snapshot --json` and of
+/// `info --json`: a field added, renamed or dropped without the document fails here.
+#[test]
+fn snapshot_and_info_json_have_exactly_the_documented_fields() {
+    let doc = std::fs::read_to_string(root().join("docs/snapshot-json.md")).unwrap();
+    let top = documented(&doc, "## Top level");
+    let device = documented(&doc, "## `devices[]`");
+    let process = documented(&doc, "## `devices[].processes[]`");
+    assert!(top.contains("schema") && device.contains("memory_free_bytes"));
+    for args in [
+        &["snapshot", "--demo", "--frame", "5", "--json"][..],
+        &["info", "--demo", "--frame", "5", "--json", "0"][..],
+        &[
+            "snapshot",
+            "--fixture",
+            &fixture("geforce-desktop"),
+            "--json",
+        ][..],
+    ] {
+        let v = json(args);
+        assert_eq!(keys(&v), top, "{args:?}");
+        for d in v["devices"].as_array().unwrap() {
+            assert_eq!(keys(d), device, "{args:?}");
+            for p in d["processes"].as_array().unwrap() {
+                assert_eq!(keys(p), process, "{args:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""A real Prometheus scrapes a fleet of three `gpuscope export` hosts.
+
+Starts three exporters on loopback ports, each replaying a different fixture pinned to one
+frame (three "hosts" with distinct --hostname), starts a private Prometheus (own config, own
+temporary TSDB, own loopback port; never the Debian service) scraping them every second, and
+checks through Prometheus's HTTP query API that every device of every host is there with the
+values of its fixture file. Also runs `promtool check metrics` on each exporter's text
+exposition and requires no warnings.
+
+Usage: python3 crates/gpuscope/tests/prometheus_fleet.py [--bin PATH]
+
+Installs the Debian package `prometheus` when promtool/prometheus are missing and we are root.
+When they are still missing, fails under CI (env CI set) and skips otherwise, saying why.
+Prints one summary line: `prometheus-fleet: 3 hosts, N devices, N checks, N failures`.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+# (fixture stem, pinned frame, hostname label)
+HOSTS = [
+    ("h100-sxm-8gpu", 5, "fleet-a"),
+    ("h100-mig", 3, "fleet-b"),
+    ("geforce-desktop", 7, "fleet-c"),
+]
+
+children = []
+checks = 0
+failures = []
+
+
+def check(ok, what):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5, accept=None):
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def query(prom, expr):
+    url = f"http://{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    answer = json.loads(http_get(url))
+    if answer.get("status") != "success":
+        raise RuntimeError(f"query {expr!r}: {answer}")
+    return answer["data"]["result"]
+
+
+def values(prom, expr):
+    """The result of an instant query as {frozenset(labels): float}."""
+    return {
+        frozenset((k, v) for k, v in r["metric"].items() if k != "__name__"): float(r["value"][1])
+        for r in query(prom, expr)
+    }
+
+
+def scalar(prom, expr):
+    result = query(prom, expr)
+    return float(result[0]["value"][1]) if result else None
+
+
+def ensure_prometheus():
+    if shutil.which("prometheus") and shutil.which("promtool"):
+        return True
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "prometheus"],
+            check=False,
+            env=env,
+        )
+    return bool(shutil.which("prometheus") and shutil.which("promtool"))
+
+
+def cleanup(*_):
+    for p in children:
+        if p.poll() is None:
+            p.terminate()
+    for p in children:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def on_signal(signum, _frame):
+    cleanup()
+    sys.exit(128 + signum)
+
+
+def start_exporter(binary, stem, frame, hostname, log):
+    port = free_port()
+    p = subprocess.Popen(
+        [
+            binary, "export",
+            "--fixture", os.path.join(ROOT, "fixtures", f"{stem}.json"),
+            "--frame", str(frame),
+            "--hostname", hostname,
+            "--processes",
+            "--listen", f"127.0.0.1:{port}",
+            "--interval", "1s",
+        ],
+        stdout=log, stderr=log,
+    )
+    children.append(p)
+    return f"127.0.0.1:{port}"
+
+
+def wait_for(what, fn, timeout=60):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except Exception as e:  # The server is not up yet.
+            last = e
+        time.sleep(0.25)
+    raise RuntimeError(f"timed out waiting for {what}: {last}")
+
+
+def ok(answer):
+    return answer.get("ok") if isinstance(answer, dict) else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=None, help="the gpuscope binary (default: target/debug)")
+    args = ap.parse_args()
+
+    if not ensure_prometheus():
+        msg = "prometheus-fleet: prometheus/promtool are not installed (Debian package `prometheus`)"
+        if os.environ.get("CI"):
+            print(msg, file=sys.stderr)
+            return 1
+        print(msg + "; skipped (CI is unset)")
+        return 0
+
+    binary = args.bin
+    if binary is None:
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+        binary = os.path.join(target, "debug", "gpuscope")
+        subprocess.run(["cargo", "build", "--quiet", "-p", "gpuscope"], cwd=ROOT, check=True)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    tmp = tempfile.mkdtemp(prefix="gpuscope-fleet-")
+    log = open(os.path.join(tmp, "processes.log"), "w")
+    try:
+        fixtures = {}
+        targets = {}
+        for stem, frame, hostname in HOSTS:
+            with open(os.path.join(ROOT, "fixtures", f"{stem}.json")) as f:
+                fixtures[hostname] = (json.load(f), frame)
+            targets[hostname] = start_exporter(binary, stem, frame, hostname, log)
+        for hostname, addr in targets.items():
+            wait_for(f"exporter {hostname}", lambda a=addr: http_get(f"http://{a}/metrics"))
+
+        prom = f"127.0.0.1:{free_port()}"
+        config = os.path.join(tmp, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: gpuscope\n    static_configs:\n"
+                    "      - targets: [" + ", ".join(f"'{a}'" for a in targets.values()) + "]\n")
+        children.append(subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={config}",
+                f"--storage.tsdb.path={os.path.join(tmp, 'tsdb')}",
+                f"--web.listen-address={prom}",
+                "--log.level=warn",
+            ],
+            stdout=log, stderr=log,
+        ))
+
+        def all_up():
+            t = json.loads(http_get(f"http://{prom}/api/v1/targets"))["data"]["activeTargets"]
+            return len(t) == len(targets) and all(x["health"] == "up" for x in t)
+
+        wait_for("Prometheus to scrape every exporter", all_up)
+        expected_devices = sum(len(fx["devices"]) for fx, _ in fixtures.values())
+        wait_for(
+            "every device in Prometheus",
+            lambda: scalar(prom, "count(gpuscope_device_up)") == expected_devices,
+        )
+
+        # Prometheus's own view of the scrapes.
+        ups = values(prom, 'up{job="gpuscope"}')
+        check(len(ups) == 3 and all(v == 1.0 for v in ups.values()), f"up of the targets: {ups}")
+
+        fleet_used = 0
+        for hostname, (fx, frame) in fixtures.items():
+            h = f'hostname="{hostname}"'
+            check(
+                scalar(prom, f"count(gpuscope_device_up{{{h}}})") == len(fx["devices"]),
+                f"{hostname}: device count",
+            )
+            dyn = fx["frames"][frame]["devices"]
+            for index, st in fx["devices"].items():
+                sel = f'{h},index="{index}"'
+                d = dyn[index]
+                up = values(prom, f"gpuscope_device_up{{{sel}}}")
+                check(list(up.values()) == [1.0], f"{hostname} {index}: up {up}")
+                labels = dict(next(iter(up))) if up else {}
+                check(labels.get("uuid") == ok(st["uuid"]), f"{hostname} {index}: uuid")
+                check(labels.get("name") == ok(st["name"]), f"{hostname} {index}: name")
+                if ":" in index:
+                    parent = index.split(":")[0]
+                    check(labels.get("parent_index") == parent, f"{hostname} {index}: parent")
+                    check(
+                        labels.get("gpu_instance_id") == str(ok(st["gpu_instance_id"])),
+                        f"{hostname} {index}: GPU instance id",
+                    )
+                mem = ok(d["memory_info"])
+                used = scalar(prom, f"gpuscope_device_memory_used_bytes{{{sel}}}")
+                check(used == mem["used"], f"{hostname} {index}: memory used {used} != {mem['used']}")
+                total = scalar(prom, f"gpuscope_device_memory_total_bytes{{{sel}}}")
+                check(total == mem["total"], f"{hostname} {index}: memory total")
+                if ":" not in index:
+                    fleet_used += mem["used"]
+                for metric, answer, scale in [
+                    ("gpuscope_device_temperature_celsius", d.get("temperature"), 1),
+                    ("gpuscope_device_power_usage_watts", d.get("power_usage"), 1000),
+                    ("gpuscope_device_fan_speed_ratio", d.get("fan_speed"), 100),
+                ]:
+                    got = scalar(prom, f"{metric}{{{sel}}}")
+                    want = ok(answer) if answer is not None else None
+                    want = None if want is None else want / scale
+                    # N/A is absent in Prometheus, not 0.
+                    check(got == want, f"{hostname} {index}: {metric} {got} != {want}")
+
+        # The fleet's memory: physical GPUs only (a MIG device's memory is part of its GPU's).
+        got = scalar(prom, "sum(gpuscope_device_memory_used_bytes{parent_index=''})")
+        check(got == fleet_used, f"fleet memory used {got} != {fleet_used}")
+
+        # Processes of the 8-GPU host: one series each, GPU memory summing to the fixture's.
+        fx, frame = fixtures["fleet-a"]
+        procs = [p for d in fx["frames"][frame]["devices"].values()
+                 for p in ok(d["compute_processes"]) or []]
+        got = scalar(prom, 'count(gpuscope_process_gpu_memory_bytes{hostname="fleet-a"})')
+        check(got == len(procs), f"fleet-a process count {got} != {len(procs)}")
+        got = scalar(prom, 'sum(gpuscope_process_gpu_memory_bytes{hostname="fleet-a"})')
+        want = sum(p["used_gpu_memory"] for p in procs)
+        check(got == want, f"fleet-a process memory {got} != {want}")
+        got = scalar(prom, 'count(gpuscope_process_gpu_memory_bytes{command!=""})')
+        check(got is None, "no command label without --process-command")
+
+        # promtool reads each text exposition without a warning.
+        for hostname, addr in targets.items():
+            text = http_get(f"http://{addr}/metrics")
+            r = subprocess.run(["promtool", "check", "metrics"], input=text,
+                               capture_output=True, text=True)
+            out = (r.stdout + r.stderr).strip()
+            check(r.returncode == 0 and out == "", f"promtool check metrics on {hostname}: {out}")
+    finally:
+        cleanup()
+        log.close()
+        if failures:
+            with open(os.path.join(tmp, "processes.log")) as f:
+                sys.stderr.write(f.read()[-4000:])
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    devices = sum(len(fx["devices"]) for fx, _ in fixtures.values())
+    print(f"prometheus-fleet: {len(HOSTS)} hosts, {devices} devices, {checks} checks, "
+          f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

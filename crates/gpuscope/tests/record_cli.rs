@@ -1,0 +1,303 @@
+//! `gpuscope record` end to end, through the binary: Ctrl+C (SIGINT) writes the plot and the
+//! summary, kill -9 leaves a CSV of whole samples, `--duration` stops by itself, and bad input
+//! exits 2.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn fixture_path() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/h100-sxm-8gpu.json")
+        .display()
+        .to_string()
+}
+
+fn fixture_json() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture_path()).unwrap()).unwrap()
+}
+
+/// A fresh folder for one test's files.
+fn out_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpuscope-record-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    c.args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_NVML_LIB");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    command(args).output().expect("gpuscope runs")
+}
+
+fn spawn_recording(csv: &Path, png: &Path) -> Child {
+    command(&[
+        "record",
+        "--fixture",
+        &fixture_path(),
+        "--interval",
+        "50ms",
+        "--csv",
+        csv.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("gpuscope runs")
+}
+
+/// Waits until `path` holds at least `n` complete lines (newline-terminated).
+fn wait_for_lines(child: &mut Child, path: &Path, n: usize) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let lines = std::fs::read(path)
+            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+            .unwrap_or(0);
+        if lines >= n {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("gpuscope ended early with {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {lines} lines after {WAIT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, sig: libc::c_int) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with a PID of our own child and a valid signal number.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "gpuscope did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every memory-used value the fixture holds for GPU `gpu`.
+fn fixture_values(json: &Value, gpu: usize) -> Vec<u64> {
+    json["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f["devices"][gpu.to_string()]["memory_info"]["ok"]["used"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The data lines of a CSV written by `record`: each `(elapsed_s, values per GPU)`.
+fn csv_rows(text: &str) -> Vec<(f64, Vec<u64>)> {
+    text.lines()
+        .skip(1)
+        .map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            assert_eq!(cells.len(), 10, "a whole sample: {line:?}");
+            let values = cells[2..].iter().map(|c| c.parse().unwrap()).collect();
+            (cells[0].parse().unwrap(), values)
+        })
+        .collect()
+}
+
+/// Parses `NAME[i] -> memory used: min=X[MB] / max=Y[MB]`.
+fn parse_summary(line: &str) -> (String, usize, f64, f64) {
+    let (dev, rest) = line.split_once(" -> memory used: min=").expect(line);
+    let (min, rest) = rest.split_once("[MB] / max=").expect(line);
+    let max = rest.strip_suffix("[MB]").expect(line);
+    let (name, index) = dev.strip_suffix(']').unwrap().rsplit_once('[').unwrap();
+    (
+        name.to_string(),
+        index.parse().unwrap(),
+        min.parse().unwrap(),
+        max.parse().unwrap(),
+    )
+}
+
+fn is_png(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n") && b.len() > 10_000)
+}
+
+#[test]
+fn ctrl_c_saves_the_plot_and_prints_one_summary_line_per_device() {
+    let dir = out_dir("sigint");
+    let (csv, png) = (dir.join("memory.csv"), dir.join("memory.png"));
+    let mut child = spawn_recording(&csv, &png);
+    wait_for_lines(&mut child, &csv, 6);
+    signal(&child, libc::SIGINT);
+    let status = wait_exit(&mut child);
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(is_png(&png), "the plot is written");
+    assert!(stderr.contains("plot saved to"), "{stderr}");
+
+    // One line per device in gpulink's format, whose min and max are those of the samples
+    // written to the CSV (in megabytes of 10^6 bytes).
+    let rows = csv_rows(&std::fs::read_to_string(&csv).unwrap());
+    let json = fixture_json();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 8, "{stdout}");
+    for (i, line) in lines.iter().enumerate() {
+        let (name, index, min, max) = parse_summary(line);
+        assert_eq!(index, i);
+        assert_eq!(name, json["devices"][i.to_string()]["name"]["ok"]);
+        let col: Vec<u64> = rows.iter().map(|r| r.1[i]).collect();
+        assert_eq!(min, *col.iter().min().unwrap() as f64 / 1e6, "{line}");
+        assert_eq!(max, *col.iter().max().unwrap() as f64 / 1e6, "{line}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn kill_9_leaves_a_csv_of_whole_samples_but_the_last_at_most() {
+    let dir = out_dir("kill9");
+    let (csv, png) = (dir.join("memory.csv"), dir.join("memory.png"));
+    let mut child = spawn_recording(&csv, &png);
+    // The header and at least 8 samples, all on disk while the recording runs.
+    wait_for_lines(&mut child, &csv, 9);
+    signal(&child, libc::SIGKILL);
+    let status = wait_exit(&mut child);
+    assert!(!status.success());
+    assert!(!png.exists(), "killed before it could plot");
+
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..=end],
+        None => "",
+    };
+    let partial = &text[complete.len()..];
+    let rows = csv_rows(complete);
+    assert!(rows.len() >= 8, "{} samples", rows.len());
+    // At most the sample being written is cut short, and nothing else is lost.
+    assert!(!partial.contains('\n'));
+    let json = fixture_json();
+    for gpu in 0..8 {
+        let known = fixture_values(&json, gpu);
+        for (t, values) in &rows {
+            assert!(
+                known.contains(&values[gpu]),
+                "GPU {gpu} at {t}s: {} is a value of the fixture",
+                values[gpu]
+            );
+        }
+    }
+    assert!(
+        rows.windows(2).all(|w| w[0].0 < w[1].0),
+        "time goes forward"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn duration_stops_by_itself_with_svg_and_ndjson() {
+    let dir = out_dir("duration");
+    let (nd, svg) = (dir.join("memory.ndjson"), dir.join("memory.svg"));
+    let out = run(&[
+        "record",
+        "--demo",
+        "--frame",
+        "7",
+        "--interval",
+        "20ms",
+        "--duration",
+        "200ms",
+        "--ndjson",
+        nd.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let json = fixture_json();
+    let name = json["devices"]["0"]["name"]["ok"].as_str().unwrap();
+    for i in 0..8 {
+        assert!(text.contains(&format!("{name}[{i}]")));
+    }
+    // Frame 7 only: min and max are that frame's value.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let summaries: BTreeMap<usize, (f64, f64)> = stdout
+        .lines()
+        .map(|l| {
+            let (_, i, min, max) = parse_summary(l);
+            (i, (min, max))
+        })
+        .collect();
+    let used = fixture_values(&json, 3)[7] as f64 / 1e6;
+    assert_eq!(summaries[&3], (used, used));
+    let lines: Vec<Value> = std::fs::read_to_string(&nd)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["metric"], "memory_used");
+    // 200 ms at 20 ms: about ten samples, however busy the machine (ticks can be skipped).
+    assert!(
+        (2..=12).contains(&(lines.len() - 1)),
+        "{} samples",
+        lines.len() - 1
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_input_exits_2_and_says_what_is_wrong() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["record", "--demo", "-o", "memory.jpg"], ".png or .svg"),
+        (&["record", "--demo", "--interval", "0s"], "more than zero"),
+        (&["record", "--demo", "--metric", "speed"], "unknown metric"),
+        (
+            &["record", "--demo", "-o", "/nonexistent-gpuscope/m.png"],
+            "does not exist",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,346 @@
+//! `gpuscope select` end to end, through the binary: the printed value, separators, exit
+//! codes. Expected devices are worked out from the fixture files, read here as plain JSON.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn fixture(stem: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../fixtures/{stem}.json"))
+        .display()
+        .to_string()
+}
+
+fn run_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    cmd.arg("select")
+        .args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env_remove("CUDA_DEVICE_ORDER");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("gpuscope runs")
+}
+
+fn run(args: &[&str]) -> Output {
+    run_with(args, &[])
+}
+
+/// Stdout of a run that must succeed.
+fn stdout(args: &[&str]) -> String {
+    let out = run(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "gpuscope select {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The demo box at frame 5, with `args`.
+fn demo(args: &[&str]) -> String {
+    let mut all = vec!["--demo", "--frame", "5"];
+    all.extend_from_slice(args);
+    stdout(&all)
+}
+
+/// One GPU of a fixture at a frame, as the file has it.
+#[derive(Debug, Clone)]
+struct Gpu {
+    index: String,
+    uuid: String,
+    free: Option<u64>,
+    gpu: Option<u64>,
+}
+
+fn gpus(stem: &str, frame: usize) -> Vec<Gpu> {
+    let fx: Value = serde_json::from_str(&std::fs::read_to_string(fixture(stem)).unwrap()).unwrap();
+    let n = fx["system"]["device_count"]["ok"].as_u64().unwrap();
+    (0..n)
+        .map(|i| {
+            let id = i.to_string();
+            let d = &fx["frames"][frame]["devices"][&id];
+            Gpu {
+                uuid: fx["devices"][&id]["uuid"]["ok"].as_str().unwrap().into(),
+                free: d["memory_info"]["ok"]["free"].as_u64(),
+                gpu: d["utilization_rates"]["ok"]["gpu"].as_u64(),
+                index: id,
+            }
+        })
+        .collect()
+}
+
+/// The GPUs passing `keep`, most free memory first.
+fn best_first(gpus: &[Gpu], keep: impl Fn(&Gpu) -> bool) -> Vec<Gpu> {
+    let mut v: Vec<Gpu> = gpus.iter().filter(|g| keep(g)).cloned().collect();
+    v.sort_by_key(|g| std::cmp::Reverse(g.free));
+    v
+}
+
+fn indices(gpus: &[Gpu]) -> String {
+    gpus.iter()
+        .map(|g| g.index.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[test]
+fn prints_every_gpu_most_free_memory_first() {
+    let want = indices(&best_first(&gpus("h100-sxm-8gpu", 5), |_| true));
+    assert_eq!(demo(&[]), want + "\n");
+}
+
+#[test]
+fn counts_cap_and_name_the_best() {
+    let best = best_first(&gpus("h100-sxm-8gpu", 5), |_| true);
+    assert_eq!(demo(&["-n", "2"]), indices(&best[..2]) + "\n");
+    assert_eq!(demo(&["--max-count", "3"]), indices(&best[..3]) + "\n");
+    assert_eq!(demo(&["-C", "0"]), "\n");
+    let uuids: Vec<&str> = best[..2].iter().map(|g| g.uuid.as_str()).collect();
+    assert_eq!(demo(&["-n", "2", "-O", "uuid"]), uuids.join(",") + "\n");
+}
+
+#[test]
+fn memory_and_utilization_limits_filter() {
+    let all = gpus("h100-sxm-8gpu", 5);
+    let gib44 = 44u64 << 30;
+    let want = best_first(&all, |g| g.free >= Some(gib44));
+    assert!(
+        !want.is_empty() && want.len() < all.len(),
+        "the limit splits"
+    );
+    assert_eq!(demo(&["-f", "44GiB"]), indices(&want) + "\n");
+    assert_eq!(
+        demo(&["--min-free-memory", &gib44.to_string()]),
+        indices(&want) + "\n"
+    );
+
+    let want = best_first(&all, |g| g.gpu <= Some(70));
+    assert!(
+        !want.is_empty() && want.len() < all.len(),
+        "the limit splits"
+    );
+    assert_eq!(demo(&["-G", "70"]), indices(&want) + "\n");
+
+    // Every H100 has 80 GB: 80GB passes, 90GB passes none.
+    assert_eq!(demo(&["-t", "80GB", "-n", "1"]).trim().len(), 1);
+    assert_eq!(demo(&["--min-total-memory", "90GB"]), "\n");
+    // Memory-bandwidth utilization is at most 50% at frame 5.
+    assert_eq!(demo(&["-M", "50"]).trim().split(',').count(), 8);
+    assert_eq!(demo(&["-M", "0"]), "\n");
+}
+
+#[test]
+fn tolerance_loosens_and_sorts_the_strict_first() {
+    let all = gpus("h100-sxm-8gpu", 5);
+    let gib44 = 44u64 << 30;
+    let loose = gib44 as f64 * 0.9;
+    let strict = best_first(&all, |g| g.free >= Some(gib44));
+    let within = best_first(&all, |g| {
+        g.free < Some(gib44) && g.free.is_some_and(|f| f as f64 >= loose)
+    });
+    assert!(!within.is_empty());
+    let want = indices(&[strict, within].concat());
+    assert_eq!(
+        demo(&["-f", "44GiB", "--tolerance", "10"]),
+        want.clone() + "\n"
+    );
+    assert_eq!(demo(&["-f", "44GiB", "--tol", "10"]), want + "\n");
+}
+
+#[test]
+fn separators() {
+    let best = best_first(&gpus("h100-sxm-8gpu", 5), |_| true);
+    let ids: Vec<&str> = best[..3].iter().map(|g| g.index.as_str()).collect();
+    assert_eq!(demo(&["-n", "3", "--sep", ":"]), ids.join(":") + "\n");
+    assert_eq!(demo(&["-n", "3", "-s", " "]), ids.join(" ") + "\n");
+    assert_eq!(demo(&["-n", "3", "--newline"]), ids.join("\n") + "\n");
+    assert_eq!(demo(&["-n", "3", "-0"]), ids.join("\0") + "\0");
+    assert_eq!(demo(&["-n", "3", "--null"]), ids.join("\0") + "\0");
+    let both = run(&["--demo", "--newline", "--null"]);
+    assert_eq!(both.status.code(), Some(2));
+}
+
+#[test]
+fn no_sort_keeps_index_order() {
+    assert_eq!(demo(&["--no-sort"]), "0,1,2,3,4,5,6,7\n");
+    assert_eq!(demo(&["-S", "-n", "2"]), "0,1\n");
+}
+
+#[test]
+fn the_value_for_cuda_visible_devices_is_echoed_on_stderr() {
+    let out = run(&["--demo", "--frame", "5", "-n", "2", "--sep", " "]);
+    let value = String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .replace(' ', ",");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&format!("CUDA_VISIBLE_DEVICES=\"{value}\"")),
+        "{err}"
+    );
+}
+
+#[test]
+fn inherit_chooses_among_the_visible_devices_and_prints_cuda_ordinals() {
+    let all = gpus("h100-sxm-8gpu", 5);
+    // CUDA device 0 is GPU 3, 1 is GPU 5: the freer comes first.
+    let want = if all[5].free > all[3].free {
+        "1,0"
+    } else {
+        "0,1"
+    };
+    assert_eq!(demo(&["-i", "3,5"]), format!("{want}\n"));
+    assert_eq!(
+        demo(&["--inherit", "3,5", "-n", "1", "-O", "uuid"]).trim(),
+        {
+            let g = if want == "1,0" { &all[5] } else { &all[3] };
+            g.uuid.clone()
+        }
+    );
+    // From the environment when the value is omitted.
+    let out = run_with(
+        &["--demo", "--frame", "5", "-i", "-S"],
+        &[("CUDA_VISIBLE_DEVICES", "7,1")],
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "0,1\n");
+    // Unset: every GPU, in CUDA's order; empty: none.
+    assert_eq!(demo(&["-i", "-S"]).trim().split(',').count(), 8);
+    let out = run_with(
+        &["--demo", "--frame", "5", "-i"],
+        &[("CUDA_VISIBLE_DEVICES", "")],
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
+    // A UUID prefix normalises to its ordinal (nvisel -i -S).
+    let prefix = &all[6].uuid[..12];
+    assert_eq!(demo(&["-i", prefix, "-S"]), "0\n");
+}
+
+/// geforce-desktop at frame 39: GPU 0 has 4068474880 bytes free, GPU 1 5479858176; alex runs
+/// the miner (2883 MiB) and the desktop on GPU 0.
+#[test]
+fn accounts_as_free() {
+    let base = ["--fixture", &fixture("geforce-desktop"), "--frame", "39"];
+    let with = |extra: &[&str]| stdout(&[&base[..], extra].concat());
+    assert_eq!(with(&["-f", "5GiB"]), "1\n");
+    let both: BTreeSet<String> = with(&["-f", "5GiB", "--account-as-free", "alex"])
+        .trim()
+        .split(',')
+        .map(String::from)
+        .collect();
+    assert_eq!(both, ["0".to_string(), "1".to_string()].into());
+    assert_eq!(with(&["-f", "5GiB", "--free-accounts", "nobody"]), "1\n");
+    // Without a name, $USER.
+    let out = run_with(
+        &[&base[..], &["-f", "5GiB", "--account-as-free"]].concat(),
+        &[("USER", "alex")],
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim().len(), 3);
+}
+
+#[test]
+fn mig_devices_are_printed_by_uuid() {
+    let fx: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("h100-mig")).unwrap()).unwrap();
+    let frame = &fx["frames"][20]["devices"];
+    // The MIG device with the most free memory.
+    let best = ["0:0", "0:1", "0:2", "0:3"]
+        .into_iter()
+        .max_by_key(|id| frame[*id]["memory_info"]["ok"]["free"].as_u64())
+        .unwrap();
+    let uuid = fx["devices"][best]["uuid"]["ok"].as_str().unwrap();
+    let base = ["--fixture", &fixture("h100-mig"), "--frame", "20"];
+    assert_eq!(stdout(&base), format!("{uuid}\n"));
+    assert_eq!(
+        stdout(&[&base[..], &["-O", "index"]].concat()),
+        format!("{uuid}\n")
+    );
+    // Two cannot be had: the one is printed, and the status says short.
+    let out = run(&[&base[..], &["-c", "2"]].concat());
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{uuid}\n"));
+}
+
+#[test]
+fn a_lost_gpu_comes_last_and_fails_any_limit() {
+    let base = ["--fixture", &fixture("gpu-lost"), "--frame", "31"];
+    let all = stdout(&base);
+    assert_eq!(all.trim().split(',').next_back(), Some("2"), "{all}");
+    let limited = stdout(&[&base[..], &["-f", "1"]].concat());
+    assert_eq!(limited.trim().split(',').count(), 3);
+    assert!(!limited.contains('2'), "{limited}");
+}
+
+#[test]
+fn nothing_qualifies() {
+    // Nothing asked for at least: an empty value, success.
+    let out = run(&["--demo", "--frame", "5", "-f", "1TiB"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
+    // At least one asked for: status 4, and it says why.
+    let out = run(&["--demo", "--frame", "5", "-f", "1TiB", "-c", "1"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("not enough devices"));
+    // More than the machine has: all are printed, status 4.
+    let out = run(&["--demo", "--frame", "5", "-c", "9"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .split(',')
+            .count(),
+        8
+    );
+}
+
+#[test]
+fn bad_input_exits_2_and_names_it() {
+    for (args, needle) in [
+        (&["-f", "8 gigs"][..], "8 gigs"),
+        (&["--min-total-memory", "lots"][..], "lots"),
+        (
+            &["-c", "3", "-C", "1"][..],
+            "--max-count 1 is below --min-count 3",
+        ),
+        (&["-G", "-5"][..], "-5"),
+        (&["-O", "serial"][..], "serial"),
+        (&["--tolerance", "x"][..], "x"),
+    ] {
+        let out = run(&[&["--demo"][..], args].concat());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = run(&["--fixture", "/no/such/file.json"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn explain_tells_why() {
+    let out = run(&["--demo", "--frame", "5", "-f", "44GiB", "--explain"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    let all = gpus("h100-sxm-8gpu", 5);
+    for g in &all {
+        let line = err
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&g.index))
+            .unwrap_or_else(|| panic!("no line for GPU {}: {err}", g.index));
+        if g.free >= Some(44 << 30) {
+            assert!(line.contains("selected"), "{line}");
+        } else {
+            assert!(line.contains("rejected: min-free-memory"), "{line}");
+        }
+    }
+}

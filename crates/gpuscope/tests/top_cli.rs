@@ -1,0 +1,199 @@
+//! `gpuscope top` through the binary, without a terminal: `--once`, options and bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn gpuscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .env("COLUMNS", "140")
+        .output()
+        .expect("gpuscope runs")
+}
+
+fn fixture(stem: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../fixtures/{stem}.json"))
+        .display()
+        .to_string()
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = gpuscope(args);
+    assert!(
+        out.status.success(),
+        "gpuscope {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// (device, PID) of every process row of a `--once` screen: rows start with two mark
+/// characters, then the device and the PID.
+fn process_rows(screen: &str) -> Vec<(String, u32)> {
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in screen.lines() {
+        if line.contains("PID") && line.contains("COMMAND") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || line.len() < 3 {
+            continue;
+        }
+        let mut words = line[2..].split_whitespace();
+        if let (Some(dev), Some(pid)) = (words.next(), words.next()) {
+            if let Ok(pid) = pid.parse() {
+                rows.push((dev.to_string(), pid));
+            }
+        }
+    }
+    rows
+}
+
+/// (device, PID) of every process of `gpuscope snapshot --json` over the same source.
+fn snapshot_processes(args: &[&str]) -> Vec<(String, u32)> {
+    let mut all = vec!["snapshot", "--json"];
+    all.extend_from_slice(args);
+    let v: Value = serde_json::from_str(&stdout_of(&all)).expect("JSON");
+    let mut out = Vec::new();
+    for d in v["devices"].as_array().expect("devices") {
+        for p in d["processes"].as_array().expect("processes") {
+            out.push((
+                d["id"].as_str().expect("id").to_string(),
+                p["pid"].as_u64().expect("pid") as u32,
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn once_prints_every_device_and_every_process_of_the_demo() {
+    let screen = stdout_of(&["top", "--demo", "--frame", "5", "--once"]);
+    assert!(screen.starts_with("gpuscope top (demo)"), "{screen}");
+    for i in 0..8 {
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.starts_with(&format!("{i}    NVIDIA H100 80GB HBM3"))),
+            "GPU {i} missing:\n{screen}"
+        );
+    }
+    let mut rows = process_rows(&screen);
+    // Largest GPU memory first by default.
+    assert!(!rows.is_empty());
+    rows.sort();
+    assert_eq!(
+        rows,
+        snapshot_processes(&["--demo", "--frame", "5"]),
+        "{screen}"
+    );
+    // Plain text: no escape sequences, no key hints.
+    assert!(!screen.contains('\x1b'));
+    assert!(!screen.contains("q quit"));
+    assert!(screen.lines().all(|l| l.chars().count() <= 140));
+}
+
+#[test]
+fn once_honours_only_and_ascii() {
+    let screen = stdout_of(&[
+        "top", "--demo", "--frame", "5", "--once", "--only", "0,3", "--ascii",
+    ]);
+    assert!(screen.is_ascii(), "{screen}");
+    let devices: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("NVIDIA H100"))
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(devices, ["0", "3"]);
+    let mut rows = process_rows(&screen);
+    rows.sort();
+    let want: Vec<(String, u32)> = snapshot_processes(&["--demo", "--frame", "5"])
+        .into_iter()
+        .filter(|(d, _)| d == "0" || d == "3")
+        .collect();
+    assert_eq!(rows, want);
+}
+
+#[test]
+fn once_shows_mig_devices_and_their_processes() {
+    let f = fixture("h100-mig");
+    let screen = stdout_of(&["top", "--fixture", &f, "--frame", "20", "--once"]);
+    for id in ["0:0", "0:1", "0:2", "0:3"] {
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.starts_with(&format!(" {id} NVIDIA H100"))),
+            "{id} missing:\n{screen}"
+        );
+    }
+    assert!(screen.contains("MIG On"));
+    let mut rows = process_rows(&screen);
+    rows.sort();
+    assert_eq!(
+        rows,
+        snapshot_processes(&["--fixture", &f, "--frame", "20"])
+    );
+    // `--only 0:1` keeps that MIG device alone.
+    let screen = stdout_of(&[
+        "top",
+        "--fixture",
+        &f,
+        "--frame",
+        "20",
+        "--once",
+        "--only",
+        "0:1",
+    ]);
+    assert!(!screen.contains(" 0:0 "), "{screen}");
+    assert!(process_rows(&screen).iter().all(|(d, _)| d == "0:1"));
+}
+
+#[test]
+fn bad_options_are_usage_errors() {
+    for (args, says) in [
+        (vec!["--only", "9"], "no device 9; the devices are 0, 1"),
+        (vec!["--only", "x"], "--only"),
+        (vec!["--interval", "0"], "between 0.05 s and 1 hour"),
+        (vec!["--interval", "fast"], "not a duration"),
+    ] {
+        let mut all = vec!["top", "--demo", "--once"];
+        all.extend_from_slice(&args);
+        let out = gpuscope(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn without_a_terminal_it_says_to_use_once() {
+    let out = gpuscope(&["top", "--demo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--once"));
+}
+
+#[test]
+fn help_lists_the_keys_and_options() {
+    let help = stdout_of(&["top", "--help"]);
+    for want in [
+        "Keys:",
+        "SIGTERM",
+        "filter",
+        "tree view",
+        "--readonly",
+        "--interval",
+        "--only",
+        "--once",
+        "--ascii",
+        "--no-color",
+    ] {
+        assert!(help.contains(want), "{want} missing:\n{help}");
+    }
+}

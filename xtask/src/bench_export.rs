@@ -1,0 +1,373 @@
+//! `cargo xtask bench-export`: load on `gpuscope export`.
+//!
+//! Builds `gpuscope` in release mode, cuts frame 0 of fixtures/h100-sxm-8gpu.json (8 GPUs, 64
+//! GPU processes) into a one-frame fixture, so that the exporter does not also hold a 30-frame
+//! recording in memory (a real deployment holds none), and starts `gpuscope export --fixture
+//! <cut> --processes --interval 1s`. Each sample is taken and encoded afresh as with real GPUs.
+//! It then measures, one phase after the other:
+//!
+//! 1. idle: no scrapes for `--idle`; the exporter's CPU (utime + stime from `/proc/<pid>/stat`)
+//!    over that time, as a share of one core;
+//! 2. paced: `--clients` threads, each on its own kept-alive connection, scraping `/metrics`
+//!    as Prometheus asks for it (OpenMetrics) at a total of `--rate` scrapes per second for
+//!    `--duration`; latency from sending a request to having read the whole answer;
+//! 3. flat out: the same clients scraping back to back for `--flat-out`: the most scrapes per
+//!    second, and the latency at that load.
+//!
+//! For each phase it reports scrapes per second, p50 / p99 / max latency, the exporter's CPU
+//! and its resident set size at the start and end of the phase (`VmRSS`), so that growth shows.
+//! For comparison it also gives the RSS of `gpuscope export --demo --processes`, which holds the
+//! whole 30-frame recording.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Command-line arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// Total scrapes per second in the paced phase.
+    #[arg(long, default_value_t = 200)]
+    rate: u32,
+    /// Length of the paced phase.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Length of the flat-out phase.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    flat_out: Duration,
+    /// Length of the idle phase.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    idle: Duration,
+    /// The gpuscope binary (default: build it in release mode).
+    #[arg(long, value_name = "PATH")]
+    bin: Option<PathBuf>,
+}
+
+/// What one phase measured.
+struct Phase {
+    name: &'static str,
+    seconds: f64,
+    latencies: Vec<Duration>,
+    errors: usize,
+    cpu_share: f64,
+    rss_start_kib: u64,
+    rss_end_kib: u64,
+}
+
+/// Runs the benchmark and prints a markdown table.
+pub fn run(args: Args) -> Result<()> {
+    let bin = match args.bin.clone() {
+        Some(b) => b,
+        None => build_release()?,
+    };
+    let cut = cut_fixture()?;
+    let fixture_arg = cut.display().to_string();
+    let mut demo = start(&bin, &["--demo"])?;
+    std::thread::sleep(Duration::from_secs(3));
+    let demo_rss = rss_kib(demo.pid);
+    let _ = demo.child.kill();
+    let _ = demo.child.wait();
+    let load_before = load_average();
+    let mut exporter = start(&bin, &["--fixture", &fixture_arg])?;
+    let result = phases(&args, &exporter);
+    let _ = exporter.child.kill();
+    let _ = exporter.child.wait();
+    let phases = result?;
+    println!(
+        "gpuscope export --fixture <frame 0 of h100-sxm-8gpu> --processes --interval 1s: \
+         8 GPUs, 64 processes, {} clients\n",
+        args.clients
+    );
+    println!("| phase | scrapes/s | p50 | p99 | max | errors | exporter CPU (one core) | RSS start → end |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for p in &phases {
+        let mut l = p.latencies.clone();
+        l.sort();
+        let pick = |q: usize| -> String {
+            if l.is_empty() {
+                "-".into()
+            } else {
+                ms(l[(l.len() * q / 100).min(l.len() - 1)])
+            }
+        };
+        println!(
+            "| {} | {:.1} | {} | {} | {} | {} | {:.2}% | {:.1} → {:.1} MiB |",
+            p.name,
+            l.len() as f64 / p.seconds,
+            pick(50),
+            pick(99),
+            l.last().map_or("-".into(), |d| ms(*d)),
+            p.errors,
+            p.cpu_share * 100.0,
+            p.rss_start_kib as f64 / 1024.0,
+            p.rss_end_kib as f64 / 1024.0,
+        );
+    }
+    println!(
+        "\nMachine load average (1 min) before: {load_before}, after: {}",
+        load_average()
+    );
+    println!(
+        "\nFor comparison, `gpuscope export --demo --processes` (the whole 30-frame recording \
+         in memory) after 3 s: RSS {:.1} MiB",
+        demo_rss? as f64 / 1024.0
+    );
+    Ok(())
+}
+
+/// Frame 0 of fixtures/h100-sxm-8gpu.json alone, written under the target directory.
+fn cut_fixture() -> Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut f = gpu_backend::Fixture::load(root.join("fixtures/h100-sxm-8gpu.json"))?;
+    let mut one = f.frames.swap_remove(0);
+    one.t_ms = 0;
+    f.frames = vec![one];
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let dir = target.join("bench-export");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("h100-sxm-8gpu-frame0.json");
+    std::fs::write(&path, f.to_json_pretty())?;
+    Ok(path)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn build_release() -> Result<PathBuf> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--quiet", "-p", "gpuscope"])
+        .status()
+        .context("cannot run cargo build")?;
+    if !status.success() {
+        bail!("cargo build --release -p gpuscope failed");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    Ok(target.join("release/gpuscope"))
+}
+
+struct Exporter {
+    child: Child,
+    addr: String,
+    pid: u32,
+}
+
+fn start(bin: &Path, source: &[&str]) -> Result<Exporter> {
+    let mut child = Command::new(bin)
+        .arg("export")
+        .args(source)
+        .args(["--processes", "--interval", "1s"])
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", bin.display()))?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .context("the exporter did not say where it listens")?;
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            let addr = rest.split('/').next().unwrap_or_default().to_string();
+            let pid = child.id();
+            return Ok(Exporter { child, addr, pid });
+        }
+    }
+}
+
+fn phases(args: &Args, e: &Exporter) -> Result<Vec<Phase>> {
+    // Let the first samples settle.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut out = Vec::new();
+
+    let (cpu0, rss0) = (cpu_seconds(e.pid)?, rss_kib(e.pid)?);
+    let t0 = Instant::now();
+    std::thread::sleep(args.idle);
+    let secs = t0.elapsed().as_secs_f64();
+    out.push(Phase {
+        name: "idle, 1 s interval",
+        seconds: secs,
+        latencies: Vec::new(),
+        errors: 0,
+        cpu_share: (cpu_seconds(e.pid)? - cpu0) / secs,
+        rss_start_kib: rss0,
+        rss_end_kib: rss_kib(e.pid)?,
+    });
+
+    let per_client = Duration::from_secs_f64(args.clients as f64 / f64::from(args.rate.max(1)));
+    out.push(load(
+        "paced",
+        e,
+        args.clients,
+        args.duration,
+        Some(per_client),
+    )?);
+    out.push(load("flat out", e, args.clients, args.flat_out, None)?);
+    Ok(out)
+}
+
+fn load(
+    name: &'static str,
+    e: &Exporter,
+    clients: usize,
+    duration: Duration,
+    period: Option<Duration>,
+) -> Result<Phase> {
+    let (cpu0, rss0) = (cpu_seconds(e.pid)?, rss_kib(e.pid)?);
+    let start = Instant::now();
+    let end = start + duration;
+    let handles: Vec<_> = (0..clients)
+        .map(|i| {
+            let addr = e.addr.clone();
+            // Spread the clients' start times over one period.
+            let offset = period.map_or(Duration::ZERO, |p| p * i as u32 / clients as u32);
+            std::thread::spawn(move || client(&addr, start + offset, end, period))
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for h in handles {
+        match h.join() {
+            Ok((l, n)) => {
+                latencies.extend(l);
+                errors += n;
+            }
+            Err(_) => errors += 1,
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok(Phase {
+        name,
+        seconds: secs,
+        latencies,
+        errors,
+        cpu_share: (cpu_seconds(e.pid)? - cpu0) / secs,
+        rss_start_kib: rss0,
+        rss_end_kib: rss_kib(e.pid)?,
+    })
+}
+
+/// Scrapes until `end`, every `period` from `first` (or back to back); latencies and errors.
+fn client(
+    addr: &str,
+    first: Instant,
+    end: Instant,
+    period: Option<Duration>,
+) -> (Vec<Duration>, usize) {
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    let mut conn: Option<BufReader<TcpStream>> = None;
+    let mut next = first;
+    let mut body = Vec::new();
+    while Instant::now() < end {
+        if let Some(p) = period {
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            next += p;
+        }
+        if conn.is_none() {
+            conn = TcpStream::connect(addr).ok().map(|s| {
+                let _ = s.set_nodelay(true);
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                BufReader::with_capacity(256 * 1024, s)
+            });
+        }
+        let Some(s) = conn.as_mut() else {
+            errors += 1;
+            continue;
+        };
+        let t = Instant::now();
+        match scrape(s, &mut body) {
+            Ok(()) => latencies.push(t.elapsed()),
+            Err(_) => {
+                errors += 1;
+                conn = None;
+            }
+        }
+    }
+    (latencies, errors)
+}
+
+/// One kept-alive scrape, as Prometheus asks.
+fn scrape(s: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> std::io::Result<()> {
+    s.get_mut().write_all(
+        b"GET /metrics HTTP/1.1\r\nHost: bench\r\nAccept: application/openmetrics-text;\
+          version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n",
+    )?;
+    let mut len = None;
+    let mut line = String::new();
+    let mut first = true;
+    loop {
+        line.clear();
+        if s.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::other("closed"));
+        }
+        if first && !line.starts_with("HTTP/1.1 200") {
+            return Err(std::io::Error::other(format!("answer: {line}")));
+        }
+        first = false;
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length: ") {
+            len = v.trim().parse::<usize>().ok();
+        }
+    }
+    let len = len.ok_or_else(|| std::io::Error::other("no Content-Length"))?;
+    body.resize(len, 0);
+    s.read_exact(body)
+}
+
+/// The 1-minute load average of the machine.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split(' ').next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// User plus system CPU time of a process, seconds.
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after = stat
+        .rsplit_once(") ")
+        .map(|(_, a)| a)
+        .context("odd /proc/pid/stat")?;
+    let fields: Vec<&str> = after.split(' ').collect();
+    let ticks: f64 = fields
+        .get(11)
+        .and_then(|u| u.parse::<f64>().ok())
+        .zip(fields.get(12).and_then(|s| s.parse::<f64>().ok()))
+        .map(|(u, s)| u + s)
+        .context("no utime/stime in /proc/pid/stat")?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Ok(ticks / hz)
+}
+
+/// Resident set size of a process, KiB.
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS in /proc/pid/status")
+}
