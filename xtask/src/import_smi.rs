@@ -697,78 +697,12 @@ fn mig_devices(g: &Element) -> Vec<SmiMig> {
     out
 }
 
-/// What nvidia-smi does not show for a MIG device answers `not_supported`.
-fn ns<T>() -> Answer<T> {
-    Answer::Err(BackendError::NotSupported)
-}
-
 fn unsupported_static() -> DeviceStatic {
-    DeviceStatic {
-        name: ns(),
-        uuid: ns(),
-        serial: ns(),
-        pci_info: ns(),
-        minor_number: ns(),
-        vbios_version: ns(),
-        board_part_number: ns(),
-        architecture: ns(),
-        brand: ns(),
-        max_clocks: PerClock::from_fn(|_| ns()),
-        num_fans: ns(),
-        temperature_slowdown: ns(),
-        temperature_shutdown: ns(),
-        power_management_mode: ns(),
-        power_management_limit: ns(),
-        power_management_limit_constraints: ns(),
-        enforced_power_limit: ns(),
-        max_pcie_link_generation: ns(),
-        max_pcie_link_width: ns(),
-        nvlink_state: Vec::new(),
-        display_mode: ns(),
-        display_active: ns(),
-        persistence_mode: ns(),
-        ecc_mode: ns(),
-        compute_mode: ns(),
-        cuda_compute_capability: ns(),
-        driver_model: ns(),
-        mig_mode: ns(),
-        max_mig_device_count: ns(),
-        mig_device_indices: ns(),
-        gpu_instance_id: ns(),
-        compute_instance_id: ns(),
-    }
+    DeviceStatic::all_failing(&BackendError::NotSupported)
 }
 
 fn unsupported_dynamic() -> DeviceDynamic {
-    DeviceDynamic {
-        memory_info: ns(),
-        bar1_memory_info: ns(),
-        utilization_rates: ns(),
-        encoder_utilization: ns(),
-        decoder_utilization: ns(),
-        clocks: PerClock::from_fn(|_| ns()),
-        fan_speed: ns(),
-        fan_speeds: Vec::new(),
-        temperature: ns(),
-        power_usage: ns(),
-        total_energy_consumption: ns(),
-        performance_state: ns(),
-        current_pcie_link_generation: ns(),
-        current_pcie_link_width: ns(),
-        pcie_tx_throughput: ns(),
-        pcie_rx_throughput: ns(),
-        nvlink_throughput: Vec::new(),
-        ecc_errors: EccCounts {
-            volatile_corrected: ns(),
-            volatile_uncorrected: ns(),
-            aggregate_corrected: ns(),
-            aggregate_uncorrected: ns(),
-        },
-        clock_event_reasons: ns(),
-        compute_processes: ns(),
-        graphics_processes: ns(),
-        process_utilization: ns(),
-    }
+    DeviceDynamic::all_failing(&BackendError::NotSupported)
 }
 
 /// The MIG slots NVML would report: `MIG_SLOTS` covers every MIG-capable GPU so far (A100,

@@ -103,11 +103,6 @@ pub fn fnf<T>() -> Answer<T> {
     Answer::Err(BackendError::FunctionNotFound)
 }
 
-/// An answer of the same error for every clock domain.
-pub fn per_clock<T: Clone>(a: Answer<T>) -> PerClock<Answer<T>> {
-    PerClock::from_fn(|_| a.clone())
-}
-
 /// Clocks in MHz for graphics, SM, memory, video.
 pub fn clocks(graphics: u32, sm: u32, memory: u32, video: u32) -> PerClock<Answer<u32>> {
     PerClock {
@@ -142,40 +137,7 @@ pub fn pci(bus: u32, device: u32, pci_device_id: u32, pci_subsystem_id: u32) -> 
 
 /// A device whose every static query answers `not_supported`; scenarios fill in the rest.
 pub fn static_unsupported() -> DeviceStatic {
-    DeviceStatic {
-        name: ns(),
-        uuid: ns(),
-        serial: ns(),
-        pci_info: ns(),
-        minor_number: ns(),
-        vbios_version: ns(),
-        board_part_number: ns(),
-        architecture: ns(),
-        brand: ns(),
-        max_clocks: per_clock(ns()),
-        num_fans: ns(),
-        temperature_slowdown: ns(),
-        temperature_shutdown: ns(),
-        power_management_mode: ns(),
-        power_management_limit: ns(),
-        power_management_limit_constraints: ns(),
-        enforced_power_limit: ns(),
-        max_pcie_link_generation: ns(),
-        max_pcie_link_width: ns(),
-        nvlink_state: Vec::new(),
-        display_mode: ns(),
-        display_active: ns(),
-        persistence_mode: ns(),
-        ecc_mode: ns(),
-        compute_mode: ns(),
-        cuda_compute_capability: ns(),
-        driver_model: ns(),
-        mig_mode: ns(),
-        max_mig_device_count: ns(),
-        mig_device_indices: ns(),
-        gpu_instance_id: ns(),
-        compute_instance_id: ns(),
-    }
+    DeviceStatic::all_failing(&BackendError::NotSupported)
 }
 
 /// A frame of a device whose every changing query answers `not_supported`.
@@ -185,35 +147,7 @@ pub fn dynamic_unsupported() -> DeviceDynamic {
 
 /// A frame of a device whose every changing query answers `e` (e.g. a lost GPU).
 pub fn dynamic_all(e: BackendError) -> DeviceDynamic {
-    fn a<T>(e: &BackendError) -> Answer<T> {
-        Answer::Err(e.clone())
-    }
-    let mut links = vec![a(&e)];
-    trim_link_answers(&mut links);
-    DeviceDynamic {
-        memory_info: a(&e),
-        bar1_memory_info: a(&e),
-        utilization_rates: a(&e),
-        encoder_utilization: a(&e),
-        decoder_utilization: a(&e),
-        clocks: per_clock(a(&e)),
-        fan_speed: a(&e),
-        fan_speeds: Vec::new(),
-        temperature: a(&e),
-        power_usage: a(&e),
-        total_energy_consumption: a(&e),
-        performance_state: a(&e),
-        current_pcie_link_generation: a(&e),
-        current_pcie_link_width: a(&e),
-        pcie_tx_throughput: a(&e),
-        pcie_rx_throughput: a(&e),
-        nvlink_throughput: links,
-        ecc_errors: ecc_all(a(&e)),
-        clock_event_reasons: a(&e),
-        compute_processes: a(&e),
-        graphics_processes: a(&e),
-        process_utilization: a(&e),
-    }
+    DeviceDynamic::all_failing(&e)
 }
 
 /// Frame-buffer memory with `used = used`, `free = total - used - reserved`.
