@@ -321,6 +321,28 @@ pub fn record(
     }
 }
 
+/// Records a replay of `fixture`, frame by frame, with its own host facts and times. The
+/// recorder's guarantee is that this gives `fixture` back; it also puts a hand-edited fixture
+/// into the form the recorder writes (trimmed link lists and so on).
+pub fn rerecord(fixture: &Fixture) -> Fixture {
+    let replay = std::sync::Arc::new(crate::ReplayBackend::new(fixture.clone()));
+    let host = crate::host::ReplayHost::new(replay.clone());
+    let options = RecordOptions {
+        frames: fixture.frames.len(),
+        meta: fixture.meta.clone(),
+        nvml_missing_functions: fixture.nvml_missing_functions.clone(),
+    };
+    let mut timeline = ReplayTimeline::new(&replay);
+    record(
+        &*replay,
+        &host,
+        &mut timeline,
+        options,
+        None,
+        &mut |_, _| {},
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

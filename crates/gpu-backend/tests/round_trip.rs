@@ -3,67 +3,17 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use gpu_backend::host::ReplayHost;
-use gpu_backend::recorder::{record, RecordOptions, ReplayTimeline};
 use gpu_backend::{Fixture, ReplayBackend};
 use proptest::prelude::*;
 
 fn record_replay(fixture: &Fixture) -> Fixture {
-    let replay = Arc::new(ReplayBackend::new(fixture.clone()));
-    let host = ReplayHost::new(replay.clone());
-    let mut timeline = ReplayTimeline::new(&replay);
-    let options = RecordOptions {
-        frames: fixture.frames.len(),
-        meta: fixture.meta.clone(),
-        nvml_missing_functions: fixture.nvml_missing_functions.clone(),
-    };
-    record(
-        &*replay,
-        &host,
-        &mut timeline,
-        options,
-        None,
-        &mut |_, _| {},
-    )
+    gpu_backend::recorder::rerecord(fixture)
 }
 
 /// Compares two fixtures and, if they differ, names the first JSON path where they do.
 fn assert_same(name: &str, got: &Fixture, want: &Fixture) {
-    if got == want {
-        return;
-    }
-    let g = serde_json::to_value(got).unwrap();
-    let w = serde_json::to_value(want).unwrap();
-    panic!(
-        "{name}: recording differs from the fixture at {}",
-        first_difference(&g, &w, "$")
-    );
-}
-
-fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> String {
-    use serde_json::Value::*;
-    match (a, b) {
-        (Object(x), Object(y)) => {
-            for (k, v) in x {
-                match y.get(k) {
-                    Some(w) if v != w => return first_difference(v, w, &format!("{path}.{k}")),
-                    None => return format!("{path}.{k} (only in the recording)"),
-                    _ => {}
-                }
-            }
-            format!("{path} (keys differ)")
-        }
-        (Array(x), Array(y)) if x.len() == y.len() => {
-            for (i, (v, w)) in x.iter().zip(y).enumerate() {
-                if v != w {
-                    return first_difference(v, w, &format!("{path}[{i}]"));
-                }
-            }
-            path.to_string()
-        }
-        _ => format!("{path}: recorded {a}, fixture has {b}"),
+    if let Some(at) = got.first_difference(want) {
+        panic!("{name}: recording differs from the fixture at {at}");
     }
 }
 
@@ -135,11 +85,7 @@ proptest! {
         prop_assume!(changed.is_ok());
         let changed = changed.unwrap();
         let got = record_replay(&changed);
-        prop_assert!(got == changed, "{}", {
-            let g = serde_json::to_value(&got).unwrap();
-            let w = serde_json::to_value(&changed).unwrap();
-            first_difference(&g, &w, "$")
-        });
+        prop_assert!(got == changed, "{}", got.first_difference(&changed).unwrap_or_default());
     }
 }
 
@@ -170,4 +116,18 @@ fn a_snapshot_asks_no_query_twice_for_the_same_device() {
         assert_eq!(snap.statics.len(), replay.fixture().devices.len(), "{name}");
         assert!(counts.total() > 0);
     }
+}
+
+#[test]
+fn first_difference_names_the_path_and_both_values() {
+    let (_, a) = common::all_fixtures().remove(0);
+    assert_eq!(a.first_difference(&a), None);
+    let mut b = a.clone();
+    b.frames[2].t_ms += 1;
+    let at = a.first_difference(&b).expect("they differ");
+    assert!(at.starts_with("$.frames[2].t_ms: "), "{at}");
+    assert!(
+        at.contains(&format!("{} vs {}", a.frames[2].t_ms, b.frames[2].t_ms)),
+        "{at}"
+    );
 }

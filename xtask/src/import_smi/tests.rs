@@ -5,11 +5,8 @@
 //! were transcribed by hand from the dumps.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use gpu_backend::host::ReplayHost;
-use gpu_backend::recorder::{record, RecordOptions, ReplayTimeline};
-use gpu_backend::{Answer, BackendError, DeviceId, DriverModel, Fixture, ReplayBackend};
+use gpu_backend::{Answer, BackendError, DeviceId, DriverModel, Fixture};
 use proptest::prelude::*;
 
 use super::import_str;
@@ -578,22 +575,7 @@ fn transcribed_values_of_some_dumps() {
 }
 
 fn record_replay(fixture: &Fixture) -> Fixture {
-    let replay = Arc::new(ReplayBackend::new(fixture.clone()));
-    let host = ReplayHost::new(replay.clone());
-    let mut timeline = ReplayTimeline::new(&replay);
-    let options = RecordOptions {
-        frames: fixture.frames.len(),
-        meta: fixture.meta.clone(),
-        nvml_missing_functions: fixture.nvml_missing_functions.clone(),
-    };
-    record(
-        &*replay,
-        &host,
-        &mut timeline,
-        options,
-        None,
-        &mut |_, _| {},
-    )
+    gpu_backend::recorder::rerecord(fixture)
 }
 
 #[test]

@@ -318,42 +318,9 @@ mod gpu_backend_env {
     pub const FRAME: &str = "GPUSCOPE_FAKE_NVML_FRAME";
 }
 
-/// Asserts that a recording equals a fixture; if not, names the first JSON path where they
-/// differ.
+/// Fails the test with the first JSON path at which `got` (recorded) differs from `want`.
 pub fn assert_same(name: &str, got: &Fixture, want: &Fixture) {
-    if got == want {
-        return;
-    }
-    let g = serde_json::to_value(got).expect("a fixture serialises");
-    let w = serde_json::to_value(want).expect("a fixture serialises");
-    panic!(
-        "{name}: recording differs from the fixture at {}",
-        first_difference(&g, &w, "$")
-    );
-}
-
-/// The first JSON path at which `a` (recorded) and `b` (the fixture) differ.
-pub fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> String {
-    use serde_json::Value::*;
-    match (a, b) {
-        (Object(x), Object(y)) => {
-            for (k, v) in x {
-                match y.get(k) {
-                    Some(w) if v != w => return first_difference(v, w, &format!("{path}.{k}")),
-                    None => return format!("{path}.{k} (only in the recording)"),
-                    _ => {}
-                }
-            }
-            format!("{path} (keys differ)")
-        }
-        (Array(x), Array(y)) if x.len() == y.len() => {
-            for (i, (v, w)) in x.iter().zip(y).enumerate() {
-                if v != w {
-                    return first_difference(v, w, &format!("{path}[{i}]"));
-                }
-            }
-            path.to_string()
-        }
-        _ => format!("{path}: recorded {a}, fixture has {b}"),
+    if let Some(at) = got.first_difference(want) {
+        panic!("{name}: recording differs from the fixture at {at}");
     }
 }
