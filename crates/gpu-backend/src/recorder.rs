@@ -119,24 +119,35 @@ pub fn capture_dynamic(b: &dyn GpuBackend, id: DeviceId, num_fans: &Answer<u32>)
     }
 }
 
-/// The static answers of every device: each physical GPU, then the MIG devices its
-/// `mig_device_indices` names. `device_count` is the system answer already asked.
+/// The static answers of every device, in the order they are asked: each physical GPU, then the
+/// MIG devices its `mig_device_indices` names. `device_count` is the system answer already
+/// asked.
+pub fn capture_statics_in_order(
+    b: &dyn GpuBackend,
+    device_count: &Answer<u32>,
+) -> Vec<(DeviceId, DeviceStatic)> {
+    let count = device_count.ok().copied().unwrap_or(0);
+    let mut devices = Vec::with_capacity(count as usize);
+    for parent in 0..count {
+        let st = capture_static(b, DeviceId::Gpu(parent));
+        let children = st.mig_device_indices.ok().cloned().unwrap_or_default();
+        devices.push((DeviceId::Gpu(parent), st));
+        for index in children {
+            let id = DeviceId::Mig { parent, index };
+            devices.push((id, capture_static(b, id)));
+        }
+    }
+    devices
+}
+
+/// [`capture_statics_in_order`], keyed by device.
 pub fn capture_all_static(
     b: &dyn GpuBackend,
     device_count: &Answer<u32>,
 ) -> BTreeMap<DeviceId, DeviceStatic> {
-    let mut devices = BTreeMap::new();
-    let count = device_count.ok().copied().unwrap_or(0);
-    for parent in 0..count {
-        let st = capture_static(b, DeviceId::Gpu(parent));
-        let children = st.mig_device_indices.ok().cloned().unwrap_or_default();
-        devices.insert(DeviceId::Gpu(parent), st);
-        for index in children {
-            let id = DeviceId::Mig { parent, index };
-            devices.insert(id, capture_static(b, id));
-        }
-    }
-    devices
+    capture_statics_in_order(b, device_count)
+        .into_iter()
+        .collect()
 }
 
 /// One full reading of everything a backend can tell: the system, and every device's static and

@@ -490,18 +490,7 @@ impl Context {
         // recorder's maps.
         let b = &*self.inner.backend;
         let system = recorder::capture_system(b);
-        let count = system.device_count.ok().copied().unwrap_or(0);
-        let mut statics = Vec::with_capacity(count as usize);
-        for parent in 0..count {
-            let st = recorder::capture_static(b, DeviceId::Gpu(parent));
-            let children = st.mig_device_indices.ok().cloned().unwrap_or_default();
-            statics.push((DeviceId::Gpu(parent), st));
-            for index in children {
-                let id = DeviceId::Mig { parent, index };
-                statics.push((id, recorder::capture_static(b, id)));
-            }
-        }
-        let devices = statics
+        let devices = recorder::capture_statics_in_order(b, &system.device_count)
             .into_iter()
             .map(|(id, st)| {
                 let dy = recorder::capture_dynamic(b, id, &st.num_fans);
