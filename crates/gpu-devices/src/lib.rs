@@ -9,6 +9,7 @@ pub mod error;
 pub mod libcuda;
 pub mod na;
 pub mod snapshot;
+pub mod text;
 pub mod units;
 
 use std::sync::Mutex;
