@@ -263,14 +263,17 @@ impl ProcessCollector {
         let running_time_s = facts
             .start_time_s
             .map(|start| (now_ms / 1000).saturating_sub(start));
-        let rss = sample.as_ref().map(|s| s.rss);
+        let rss = sample.as_ref().and_then(|s| s.rss);
+        // An unknown command line (an imported nvidia-smi dump names only the executable, if
+        // that) is N/A, never "".
+        let cmdline = Some(facts.cmdline).filter(|c| !c.is_empty());
         HostProcess {
             visible: true,
-            command: Some(shell_join(&facts.cmdline)),
-            user: facts.user,
-            name: Some(facts.name),
-            cmdline: Some(facts.cmdline),
-            cpu_percent: sample.as_ref().map(|s| s.cpu_percent),
+            command: cmdline.as_deref().map(shell_join),
+            user: facts.user.filter(|u| !u.is_empty()),
+            name: facts.name.filter(|n| !n.is_empty()),
+            cmdline,
+            cpu_percent: sample.as_ref().and_then(|s| s.cpu_percent),
             rss,
             memory_percent: match (rss, memory_total) {
                 (Some(r), Some(t)) if t > 0 => Some(r as f64 * 100.0 / t as f64),
@@ -280,7 +283,7 @@ impl ProcessCollector {
             running_time_s,
             running_time_human: running_time_s
                 .map(|s| timedelta2human(std::time::Duration::from_secs(s))),
-            status: sample.map(|s| s.status),
+            status: sample.and_then(|s| s.status).filter(|s| !s.is_empty()),
             ppid: facts.ppid,
             ns_pid: self.host.namespace_pid(pid).filter(|&inner| inner != pid),
         }

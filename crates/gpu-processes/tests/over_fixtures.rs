@@ -171,13 +171,15 @@ fn host_facts_are_those_of_the_recording() {
     assert_eq!(p.host.user, facts.user);
     assert_eq!(p.host.cmdline.as_ref(), Some(&facts.cmdline));
     assert_eq!(p.host.ppid, facts.ppid);
-    assert_eq!(p.host.cpu_percent, Some(sample.cpu_percent));
-    assert_eq!(p.host.rss, Some(sample.rss));
+    assert!(sample.cpu_percent.is_some() && sample.rss.is_some());
+    assert_eq!(p.host.cpu_percent, sample.cpu_percent);
+    assert_eq!(p.host.rss, sample.rss);
     assert_eq!(
         p.host.running_time_s,
         Some(recorded_at_s - facts.start_time_s.unwrap())
     );
-    assert_eq!(p.host.status.as_deref(), Some(sample.status.as_str()));
+    assert_eq!(p.host.status.as_deref(), Some("running"));
+    assert_eq!(p.host.status, sample.status);
     let cmd = p.host.command.as_deref().unwrap();
     assert!(
         cmd.starts_with("/home/alice/.venv/bin/python3 -u train.py"),
@@ -310,4 +312,38 @@ fn live_host_facts_of_a_real_child_process() {
     let running = p.host.running_time_s.expect("running time");
     assert!(running < 120, "the child started just now: {running} s");
     assert_eq!(p.gpu_memory, Some(512 << 20));
+}
+
+/// Regression: host facts that are not known (an imported `nvidia-smi -q -x` dump has none
+/// beyond the process name) came out as CPU 0.0, RSS 0 and name "": they are N/A.
+#[test]
+fn unknown_host_facts_are_na_not_zero_or_empty() {
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    for facts in f.host.processes.values_mut() {
+        facts.name = None;
+        facts.cmdline = Vec::new();
+    }
+    for sample in f.frames[frame].host.processes.values_mut() {
+        sample.cpu_percent = None;
+        sample.rss = None;
+        sample.status = None;
+    }
+    // And a name recorded as "" is no name either.
+    let pid = 40117;
+    f.host.processes.get_mut(&pid).unwrap().name = Some(String::new());
+    let s = snapshot_at(f, frame);
+    assert!(!s.processes.is_empty());
+    for p in &s.processes {
+        assert!(p.host.visible, "{}", p.pid);
+        assert_eq!(p.host.name, None, "{}", p.pid);
+        assert_eq!(p.host.cmdline, None, "{}", p.pid);
+        assert_eq!(p.host.command, None, "{}", p.pid);
+        assert_eq!(p.host.cpu_percent, None, "{}", p.pid);
+        assert_eq!(p.host.rss, None, "{}", p.pid);
+        assert_eq!(p.host.memory_percent, None, "{}", p.pid);
+        assert_eq!(p.host.status, None, "{}", p.pid);
+    }
+    // What is known still comes.
+    assert!(find(&s, pid).host.user.is_some());
 }
