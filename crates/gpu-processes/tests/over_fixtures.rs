@@ -209,6 +209,121 @@ fn a_lost_gpu_reports_its_error_and_the_other_gpus_still_list_processes() {
         .any(|e| e.device == DeviceId::Gpu(2) && e.error == gpu_backend::BackendError::GpuLost));
     assert!(s.processes.iter().all(|p| p.device != DeviceId::Gpu(2)));
     assert!(s.processes.iter().any(|p| p.device == DeviceId::Gpu(3)));
+    // Its processes are unknown, not none.
+    assert_eq!(s.unknown_processes, [DeviceId::Gpu(2)]);
+    let e = s.processes_of(DeviceId::Gpu(2)).unwrap_err();
+    assert_eq!(e.error, gpu_backend::BackendError::GpuLost);
+    assert!(s
+        .processes_of(DeviceId::Gpu(3))
+        .is_ok_and(|l| !l.is_empty()));
+}
+
+/// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
+/// container), NOT_SUPPORTED or FUNCTION_NOT_FOUND read as "no processes". It is unknown, with
+/// its reason, and the other devices' processes still come.
+#[test]
+fn a_process_list_that_cannot_be_read_is_unknown_not_empty() {
+    use gpu_backend::BackendError;
+    for error in [
+        BackendError::NoPermission,
+        BackendError::NotSupported,
+        BackendError::FunctionNotFound,
+        BackendError::Unknown(999),
+    ] {
+        let mut f = load("h100-sxm-8gpu");
+        let frame = 4;
+        let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(3)).unwrap();
+        d.compute_processes = Answer::Err(error.clone());
+        d.graphics_processes = Answer::Err(error.clone());
+        let s = snapshot_at(f, frame);
+        assert_eq!(s.unknown_processes, [DeviceId::Gpu(3)], "{error:?}");
+        let e = s.processes_of(DeviceId::Gpu(3)).unwrap_err();
+        assert_eq!((e.query.as_str(), &e.error), ("compute_processes", &error));
+        let reasons: Vec<(&str, &BackendError)> = s
+            .errors_of(DeviceId::Gpu(3))
+            .map(|e| (e.query.as_str(), &e.error))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("compute_processes", &error),
+                ("graphics_processes", &error)
+            ]
+        );
+        assert!(s.processes.iter().all(|p| p.device != DeviceId::Gpu(3)));
+        assert!(s
+            .processes_of(DeviceId::Gpu(4))
+            .is_ok_and(|l| !l.is_empty()));
+    }
+}
+
+/// When one list is read and the other fails, the processes read are listed and the failure
+/// is reported beside them; a list the device does not support (graphics on a MIG device) is
+/// not a failure.
+#[test]
+fn one_list_failing_keeps_the_processes_of_the_other_and_reports_it() {
+    use gpu_backend::BackendError;
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(3)).unwrap();
+    d.graphics_processes = Answer::Err(BackendError::NoPermission);
+    let s = snapshot_at(f, frame);
+    assert!(s.unknown_processes.is_empty());
+    assert!(s
+        .processes_of(DeviceId::Gpu(3))
+        .is_ok_and(|l| !l.is_empty()));
+    let reasons: Vec<(DeviceId, &str, &BackendError)> = s
+        .errors
+        .iter()
+        .map(|e| (e.device, e.query.as_str(), &e.error))
+        .collect();
+    assert_eq!(
+        reasons,
+        [(
+            DeviceId::Gpu(3),
+            "graphics_processes",
+            &BackendError::NoPermission
+        )]
+    );
+
+    // h100-mig: every MIG device answers not_supported for graphics, and that is no failure.
+    let s = snapshot_at(load("h100-mig"), 10);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.unknown_processes.is_empty());
+}
+
+/// Regression: host facts that are not known (an imported `nvidia-smi -q -x` dump has none
+/// beyond the process name) came out as CPU 0.0, RSS 0 and name "": they are N/A.
+#[test]
+fn unknown_host_facts_are_na_not_zero_or_empty() {
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    for facts in f.host.processes.values_mut() {
+        facts.name = None;
+        facts.cmdline = Vec::new();
+    }
+    for sample in f.frames[frame].host.processes.values_mut() {
+        sample.cpu_percent = None;
+        sample.rss = None;
+        sample.status = None;
+    }
+    // And a name recorded as "" is no name either.
+    let pid = 40117;
+    f.host.processes.get_mut(&pid).unwrap().name = Some(String::new());
+    let s = snapshot_at(f, frame);
+    assert!(!s.processes.is_empty());
+    for p in &s.processes {
+        assert!(p.host.visible, "{}", p.pid);
+        assert_eq!(p.host.name, None, "{}", p.pid);
+        assert_eq!(p.host.cmdline, None, "{}", p.pid);
+        assert_eq!(p.host.command, None, "{}", p.pid);
+        assert_eq!(p.host.cpu_percent, None, "{}", p.pid);
+        assert_eq!(p.host.rss, None, "{}", p.pid);
+        assert_eq!(p.host.memory_percent, None, "{}", p.pid);
+        assert_eq!(p.host.status, None, "{}", p.pid);
+    }
+    // What is known still comes.
+    assert!(find(&s, pid).host.user.is_some());
 }
 
 #[test]
@@ -312,38 +427,4 @@ fn live_host_facts_of_a_real_child_process() {
     let running = p.host.running_time_s.expect("running time");
     assert!(running < 120, "the child started just now: {running} s");
     assert_eq!(p.gpu_memory, Some(512 << 20));
-}
-
-/// Regression: host facts that are not known (an imported `nvidia-smi -q -x` dump has none
-/// beyond the process name) came out as CPU 0.0, RSS 0 and name "": they are N/A.
-#[test]
-fn unknown_host_facts_are_na_not_zero_or_empty() {
-    let mut f = load("h100-sxm-8gpu");
-    let frame = 4;
-    for facts in f.host.processes.values_mut() {
-        facts.name = None;
-        facts.cmdline = Vec::new();
-    }
-    for sample in f.frames[frame].host.processes.values_mut() {
-        sample.cpu_percent = None;
-        sample.rss = None;
-        sample.status = None;
-    }
-    // And a name recorded as "" is no name either.
-    let pid = 40117;
-    f.host.processes.get_mut(&pid).unwrap().name = Some(String::new());
-    let s = snapshot_at(f, frame);
-    assert!(!s.processes.is_empty());
-    for p in &s.processes {
-        assert!(p.host.visible, "{}", p.pid);
-        assert_eq!(p.host.name, None, "{}", p.pid);
-        assert_eq!(p.host.cmdline, None, "{}", p.pid);
-        assert_eq!(p.host.command, None, "{}", p.pid);
-        assert_eq!(p.host.cpu_percent, None, "{}", p.pid);
-        assert_eq!(p.host.rss, None, "{}", p.pid);
-        assert_eq!(p.host.memory_percent, None, "{}", p.pid);
-        assert_eq!(p.host.status, None, "{}", p.pid);
-    }
-    // What is known still comes.
-    assert!(find(&s, pid).host.user.is_some());
 }

@@ -264,12 +264,7 @@ pub fn select_devices(
         Pool::Cuda(devices) => devices.iter().map(CudaDevice::snapshot).collect(),
     };
     let snapshots = if criteria.free_accounts.is_empty() {
-        Snapshots {
-            devices: snapshots,
-            processes: Vec::new(),
-            errors: Vec::new(),
-            host_lookups: 0,
-        }
+        Snapshots::without_processes(snapshots)
     } else {
         collector.join(snapshots)
     };

@@ -461,12 +461,7 @@ fn mixed_machine() -> Snapshots {
             .into_iter()
             .filter(|d| d.id.physical_index() > 0),
     );
-    Snapshots {
-        devices,
-        processes: Vec::new(),
-        errors: Vec::new(),
-        host_lookups: 0,
-    }
+    Snapshots::without_processes(devices)
 }
 
 #[test]
