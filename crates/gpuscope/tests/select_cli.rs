@@ -268,14 +268,36 @@ fn mig_devices_are_printed_by_uuid() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{uuid}\n"));
 }
 
+/// Regression: `select` on gpu-lost.json at a late frame (GPU 2 is lost from frame 15) printed
+/// GPU 2, last, whenever no memory limit was given. It is never printed, with or without
+/// limits, and `--explain` says why.
 #[test]
-fn a_lost_gpu_comes_last_and_fails_any_limit() {
-    let base = ["--fixture", &fixture("gpu-lost"), "--frame", "31"];
-    let all = stdout(&base);
-    assert_eq!(all.trim().split(',').next_back(), Some("2"), "{all}");
-    let limited = stdout(&[&base[..], &["-f", "1"]].concat());
-    assert_eq!(limited.trim().split(',').count(), 3);
-    assert!(!limited.contains('2'), "{limited}");
+fn select_never_chooses_a_lost_gpu_and_explain_says_why() {
+    for frame in ["15", "20", "31"] {
+        let base = ["--fixture", &fixture("gpu-lost"), "--frame", frame];
+        for extra in [&[][..], &["-n", "1"], &["-S"], &["-f", "1"], &["-c", "4"]] {
+            let out = run(&[&base[..], extra].concat());
+            let printed = String::from_utf8(out.stdout).unwrap();
+            let ids: Vec<&str> = printed.trim().split(',').collect();
+            assert!(!ids.contains(&"2"), "frame {frame} {extra:?}: {printed}");
+            let want = if extra == ["-n", "1"] { 1 } else { 3 };
+            assert_eq!(ids.len(), want, "frame {frame} {extra:?}: {printed}");
+            // Four asked, three usable: short, exit 4.
+            let short = extra == ["-c", "4"];
+            assert_eq!(out.status.code(), Some(if short { 4 } else { 0 }));
+        }
+        let out = run(&[&base[..], &["-n", "1", "--explain"]].concat());
+        let err = String::from_utf8(out.stderr).unwrap();
+        let line = err
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("2"))
+            .unwrap_or_else(|| panic!("no line for GPU 2: {err}"));
+        assert!(line.contains("refused: lost ("), "{line}");
+        assert!(line.contains("N/A"), "{line}");
+    }
+    // Before the loss, GPU 2 is chosen like any other.
+    let before = stdout(&["--fixture", &fixture("gpu-lost"), "--frame", "0"]);
+    assert!(before.trim().split(',').any(|id| id == "2"), "{before}");
 }
 
 #[test]
