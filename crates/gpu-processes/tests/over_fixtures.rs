@@ -428,3 +428,84 @@ fn live_host_facts_of_a_real_child_process() {
     assert!(running < 120, "the child started just now: {running} s");
     assert_eq!(p.gpu_memory, Some(512 << 20));
 }
+
+fn gpu_lost() -> &'static Fixture {
+    static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
+    FIXTURE.get_or_init(|| load("gpu-lost"))
+}
+
+/// What a process list answers in a property test: the recorded list (`None`) or an error.
+fn list_answer() -> impl proptest::strategy::Strategy<Value = Option<gpu_backend::BackendError>> {
+    use gpu_backend::BackendError;
+    proptest::option::of(proptest::sample::select(vec![
+        BackendError::NoPermission,
+        BackendError::NotSupported,
+        BackendError::FunctionNotFound,
+        BackendError::GpuLost,
+        BackendError::Unknown(999),
+    ]))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever each device's compute and graphics lists answer: its processes are unknown
+    /// exactly when neither list was read; every list that failed is reported with its query
+    /// and error, except `not_supported` beside a list that was read; and the processes of the
+    /// lists read are all listed, those of the others not.
+    #[test]
+    fn a_failed_process_list_never_reads_as_no_processes(
+        answers in proptest::collection::vec((list_answer(), list_answer()), 4)
+    ) {
+        use std::collections::BTreeSet;
+        let frame = 5;
+        let mut f = gpu_lost().clone();
+        let recorded = f.frames[frame].devices.clone();
+        for (i, (compute, graphics)) in answers.iter().enumerate() {
+            let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(i as u32)).unwrap();
+            if let Some(e) = compute {
+                d.compute_processes = Answer::Err(e.clone());
+            }
+            if let Some(e) = graphics {
+                d.graphics_processes = Answer::Err(e.clone());
+            }
+        }
+        let s = snapshot_at(f, frame);
+        for (i, (compute, graphics)) in answers.iter().enumerate() {
+            let id = DeviceId::Gpu(i as u32);
+            let unknown = compute.is_some() && graphics.is_some();
+            proptest::prop_assert_eq!(s.unknown_processes.contains(&id), unknown);
+            let mut want_errors = Vec::new();
+            let mut want_pids = BTreeSet::new();
+            for (query, answer, list) in [
+                ("compute_processes", compute, &recorded[&id].compute_processes),
+                ("graphics_processes", graphics, &recorded[&id].graphics_processes),
+            ] {
+                match answer {
+                    None => want_pids.extend(list.ok().unwrap().iter().map(|p| p.pid)),
+                    Some(e) if unknown || *e != gpu_backend::BackendError::NotSupported => {
+                        want_errors.push((query, e.clone()));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let got_errors: Vec<(&str, gpu_backend::BackendError)> = s
+                .errors_of(id)
+                .map(|e| (e.query.as_str(), e.error.clone()))
+                .collect();
+            proptest::prop_assert_eq!(got_errors, want_errors);
+            match s.processes_of(id) {
+                Ok(list) => {
+                    proptest::prop_assert!(!unknown);
+                    let got: BTreeSet<u32> = list.iter().map(|p| p.pid).collect();
+                    proptest::prop_assert_eq!(got, want_pids);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(unknown);
+                    proptest::prop_assert_eq!(e.query.as_str(), "compute_processes");
+                    proptest::prop_assert_eq!(Some(&e.error), compute.as_ref());
+                }
+            }
+        }
+    }
+}

@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod edited_fixture;
+use edited_fixture::EditedFixture;
+
 fn fixture(stem: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(format!("../../fixtures/{stem}.json"))
@@ -365,4 +368,32 @@ fn explain_tells_why() {
             assert!(line.contains("rejected: min-free-memory"), "{line}");
         }
     }
+}
+
+/// Regression: a GPU whose memory cannot be read (here: no permission at frame 5) was chosen
+/// when no memory limit was given. It is never printed, and `--explain` says why.
+#[test]
+fn select_never_chooses_a_gpu_whose_memory_cannot_be_read() {
+    let fx = EditedFixture::new("gpu-lost", "select-memory", |fx| {
+        fx["frames"][5]["devices"]["1"]["memory_info"] =
+            serde_json::json!({"err": "no_permission"});
+        fx["frames"][5]["devices"]["3"]["memory_info"] = serde_json::json!({"err": "timeout"});
+    });
+    let out = run(&["--fixture", &fx.path(), "--frame", "5", "--explain"]);
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let ids: BTreeSet<&str> = printed.trim().split(',').collect();
+    assert_eq!(ids, BTreeSet::from(["0", "2"]), "{printed}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    let line = |id: &str| {
+        err.lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("no line for GPU {id}: {err}"))
+            .to_string()
+    };
+    assert!(line("1").contains("refused: memory: N/A ("), "{err}");
+    assert!(
+        line("3").contains("refused: memory: N/A (timed out"),
+        "{err}"
+    );
 }
