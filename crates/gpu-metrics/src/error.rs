@@ -25,6 +25,9 @@ pub enum Error {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The GPUs could not be opened (for a default collector).
+    #[error("cannot open the GPUs: {0}")]
+    Open(gpu_devices::Error),
     /// The background thread could not be started.
     #[error("cannot start the background thread: {0}")]
     Spawn(std::io::Error),
