@@ -483,11 +483,12 @@ impl ResourceMetricCollector {
     }
 
     /// Stops the collection `tag` (the innermost one when `None`) and every one nested in it.
-    /// When no tag is left, the background sampling stops (and its thread is joined).
+    /// When no tag is left, the background sampling stops (and its thread is joined). With
+    /// `None` and no tag active it does nothing, as nvitop's.
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchTag`] when `tag` is not active; [`Error::NotStarted`] when none is.
+    /// [`Error::NoSuchTag`] when `tag` is not active.
     pub fn deactivate(&self, tag: Option<&str>) -> Result<&Self> {
         let sampler = {
             let mut state = self.lock();
@@ -780,7 +781,8 @@ impl<'a> Ancestry<'a> {
 
 fn position(stack: &[Buffer], tag: Option<&str>) -> Result<usize> {
     match tag {
-        None if stack.is_empty() => Err(Error::NotStarted),
+        // Nothing to stop or reset: a no-op, as nvitop's.
+        None if stack.is_empty() => Ok(0),
         None => Ok(stack.len() - 1),
         Some(t) => stack
             .iter()

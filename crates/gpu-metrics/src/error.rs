@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// What can go wrong while collecting, recording or plotting.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// `collect()` or `reset()` was called with no tag active.
+    /// `collect()` was called with no tag active.
     #[error("no metric collection is active: call activate(tag) (or scope(tag)) first")]
     NotStarted,
     /// A tag that is already active was activated again.

@@ -399,6 +399,39 @@ fn the_metric_tables_name_exactly_what_is_emitted() {
     assert_eq!(m["t/cuda:0 (gpu:3)/power_usage (W)/max"], mw / 1000.0);
 }
 
+/// nvitop's `activate` example as it reads:
+///
+/// ```python
+/// collector.activate(tag='train')  # key prefix -> 'train'
+/// collector.activate(tag='batch')  # key prefix -> 'train/batch'
+/// collector.deactivate()           # key prefix -> 'train'
+/// collector.deactivate()           # the collector has been stopped
+/// collector.activate(tag='test')   # key prefix -> 'test'
+/// ```
+#[test]
+fn the_seed_activate_example_gives_its_prefixes() {
+    let (s, c) = setup(&[1]);
+    c.activate("train").unwrap();
+    assert_eq!(c.prefix().as_deref(), Some("train"));
+    c.activate("batch").unwrap();
+    assert_eq!(c.prefix().as_deref(), Some("train/batch"));
+    c.deactivate(None).unwrap();
+    assert_eq!(c.prefix().as_deref(), Some("train"));
+    c.deactivate(None).unwrap();
+    assert_eq!(c.prefix(), None);
+    assert!(matches!(c.collect(), Err(Error::NotStarted)));
+    // Stopping or resetting a stopped collector does nothing, as nvitop's.
+    c.deactivate(None).unwrap();
+    c.reset(None).unwrap();
+    c.activate("test").unwrap();
+    assert_eq!(c.prefix().as_deref(), Some("test"));
+    s.clock.settle();
+    assert!(c
+        .collect()
+        .unwrap()
+        .contains_key("test/cuda:0 (gpu:3)/memory_used (MiB)/mean"));
+}
+
 #[test]
 fn deactivating_an_outer_tag_removes_the_inner_ones_and_tags_are_checked() {
     let (s, c) = setup(&[1]);
