@@ -1,5 +1,6 @@
 //! gpuscope: watch and choose NVIDIA GPUs.
 
+mod args;
 mod export;
 mod info;
 mod record;

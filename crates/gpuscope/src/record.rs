@@ -12,6 +12,7 @@ use gpu_metrics::{
     plot, CsvSink, DeviceMetric, NdjsonSink, PlotFormat, PlotOptions, Record, Recorder,
 };
 
+use crate::args;
 use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments.
@@ -24,12 +25,14 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE", default_value = "memory.png")]
     output: PathBuf,
 
-    /// Time between samples (`1s`, `100ms`, `2m`).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    /// Time between samples: seconds (`2`, `0.5`) or with a unit (`100ms`, `2s`, `1m`);
+    /// 10ms to 1h.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::duration(args::RECORD_INTERVAL))]
     interval: Duration,
 
-    /// Stop after this long (`30s`, `10m`) instead of waiting for Ctrl+C.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Stop after this long (`30s`, `10m`, `2h`) instead of waiting for Ctrl+C; 10ms to 30
+    /// days.
+    #[arg(long, value_name = "DURATION", value_parser = args::duration(args::RECORD_DURATION))]
     duration: Option<Duration>,
 
     /// Also write every sample to this CSV file as it is taken.
@@ -45,22 +48,13 @@ pub struct Args {
     #[arg(long, value_name = "METRIC", default_value = "memory_used")]
     metric: DeviceMetric,
 
-    /// Plot width in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 1280)]
+    /// Plot width in pixels, 200 to 7680.
+    #[arg(long, value_name = "PX", default_value_t = 1280, value_parser = args::whole::<u32>(args::PLOT_WIDTH))]
     width: u32,
 
-    /// Plot height in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 720)]
+    /// Plot height in pixels, 150 to 4320.
+    #[arg(long, value_name = "PX", default_value_t = 720, value_parser = args::whole::<u32>(args::PLOT_HEIGHT))]
     height: u32,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(text)
-        .map_err(|e| format!("{e}: expected a duration such as 1s, 100ms or 2m, not {text:?}"))?;
-    if d.is_zero() {
-        return Err("the duration must be more than zero".into());
-    }
-    Ok(d)
 }
 
 /// Runs the command.
@@ -178,17 +172,4 @@ fn show_progress(recorder: &Recorder, sample: &gpu_metrics::Sample, metric: Devi
         gpu_devices::units::timedelta2human(Duration::from_secs_f64(sample.elapsed_s)),
     );
     let _ = err.flush();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_are_parsed_for_people_and_zero_is_refused() {
-        assert_eq!(parse_duration("50ms"), Ok(Duration::from_millis(50)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("0s").unwrap_err().contains("more than zero"));
-        assert!(parse_duration("fast").unwrap_err().contains("\"fast\""));
-    }
 }

@@ -287,7 +287,10 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
 fn bad_input_exits_2_and_says_what_is_wrong() {
     let cases: [(&[&str], &str); 4] = [
         (&["record", "--demo", "-o", "memory.jpg"], ".png or .svg"),
-        (&["record", "--demo", "--interval", "0s"], "more than zero"),
+        (
+            &["record", "--demo", "--interval", "0s"],
+            "--interval <DURATION>': must be between 10ms and 1h",
+        ),
         (&["record", "--demo", "--metric", "speed"], "unknown metric"),
         (
             &["record", "--demo", "-o", "/nonexistent-gpuscope/m.png"],
