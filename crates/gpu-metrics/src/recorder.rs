@@ -148,9 +148,12 @@ pub struct DeviceLabel {
     pub name: String,
 }
 
+/// `NVIDIA H100 80GB HBM3[0]`: the name with its control characters escaped
+/// (`gpu_devices::text::escape_control`), as the summary, the CSV header and the plot's legend
+/// show it.
 impl fmt::Display for DeviceLabel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}[{}]", self.name, self.id)
+        write!(f, "{}[{}]", gpu_devices::text::Escaped(&self.name), self.id)
     }
 }
 

@@ -83,10 +83,7 @@ pub fn parse_duration(text: &str, bounds: DurationBounds) -> Result<Duration, St
         // Bare seconds. Checked as a float first: `Duration::from_secs_f64` panics on values it
         // cannot hold.
         let secs = t.parse::<f64>().map_err(|_| range())?;
-        if !secs.is_finite()
-            || secs < bounds.min.as_secs_f64()
-            || secs > bounds.max.as_secs_f64()
-        {
+        if !secs.is_finite() || secs < bounds.min.as_secs_f64() || secs > bounds.max.as_secs_f64() {
             return Err(range());
         }
         Duration::try_from_secs_f64(secs).map_err(|_| range())?
@@ -205,7 +202,12 @@ mod tests {
     fn sizes_are_bounded_by_one_pebibyte() {
         assert_eq!(parse_size("1PiB"), Ok(MAX_SIZE));
         assert_eq!(parse_size("4GiB"), Ok(4 << 30));
-        for text in ["1025TiB", "18446744073709551615", "99999999999999999999999", "2PiB"] {
+        for text in [
+            "1025TiB",
+            "18446744073709551615",
+            "99999999999999999999999",
+            "2PiB",
+        ] {
             let e = parse_size(text).unwrap_err();
             assert!(
                 e.contains("at most 1PiB") || e.contains("too large for 64 bits"),

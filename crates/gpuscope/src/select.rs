@@ -137,9 +137,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         OutputFormat::Index => Format::Index,
         OutputFormat::Uuid => Format::Uuid,
     };
-    let ids = selection.identifiers(format, false);
+    // A UUID comes from the driver or a fixture: shown escaped (a real one is unchanged).
+    let ids: Vec<String> = selection
+        .identifiers(format, false)
+        .iter()
+        .map(|id| gpu_devices::text::escape_control(id).into_owned())
+        .collect();
     if args.explain {
-        eprint!("{}", explain(&selection, &criteria));
+        eprint!("{}", crate::escape_lines(&explain(&selection, &criteria)));
     }
     let (sep, end) = if args.null {
         ("\0", "\0")
