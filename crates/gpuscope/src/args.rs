@@ -42,11 +42,18 @@ pub const EXPORT_INTERVAL: DurationBounds = DurationBounds {
 /// The largest memory size an option accepts: 1 PiB, far above any GPU's memory.
 pub const MAX_SIZE: u64 = 1 << 50;
 
-/// `record --width`, pixels: 200 to 7680 (8K; a PNG of 7680×4320 takes about 100 MB to draw).
-pub const PLOT_WIDTH: (u64, u64) = (200, 7680);
+/// `record --width`, pixels: 200 to 7680 (8K; a PNG of 7680×4320 takes about 100 MB to
+/// draw), gpu-metrics' plot bounds.
+pub const PLOT_WIDTH: (u64, u64) = (
+    gpu_metrics::PLOT_MIN_SIZE.0 as u64,
+    gpu_metrics::PLOT_MAX_SIZE.0 as u64,
+);
 
-/// `record --height`, pixels: 150 to 4320.
-pub const PLOT_HEIGHT: (u64, u64) = (150, 4320);
+/// `record --height`, pixels: 150 to 4320, gpu-metrics' plot bounds.
+pub const PLOT_HEIGHT: (u64, u64) = (
+    gpu_metrics::PLOT_MIN_SIZE.1 as u64,
+    gpu_metrics::PLOT_MAX_SIZE.1 as u64,
+);
 
 /// Device counts (`select -c/-C/-n`): 0 to 1024.
 pub const COUNT: (u64, u64) = (0, 1024);
