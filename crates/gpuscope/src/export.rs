@@ -95,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     eprintln!(
         "gpuscope: listening on http://{bound}/metrics ({}, every {})",
-        source.label,
+        gpu_devices::text::Escaped(&source.label),
         humantime::format_duration(interval)
     );
     server::serve(listener, shared).context("the HTTP server stopped")
