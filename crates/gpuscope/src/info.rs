@@ -5,6 +5,7 @@
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
+use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::{Device, DeviceSnapshot, Section};
 use gpu_processes::Snapshots;
 
@@ -90,9 +91,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let _ = writeln!(
         out,
         "gpuscope info ({})  driver {}  CUDA {}",
-        src.label,
-        ctx.driver_version(),
-        ctx.cuda_driver_version()
+        Escaped(&src.label),
+        Escaped(&ctx.driver_version().to_string()),
+        Escaped(&ctx.cuda_driver_version().to_string())
     );
     for d in &snaps.devices {
         out.push_str(&render_device(d, &snaps));
@@ -130,7 +131,7 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
         }
         // A process list that cannot be read is unknown, not empty.
         Err(e) => {
-            let _ = writeln!(out, "    N/A ({})", e.error);
+            let _ = writeln!(out, "    N/A ({})", Escaped(&e.error.to_string()));
         }
         Ok(mine) if mine.is_empty() => {
             let _ = writeln!(out, "    No running processes");
@@ -148,13 +149,15 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
                     p.pid,
                     p.kind.as_str(),
                     p.gpu_memory_human.as_deref().unwrap_or("N/A"),
-                    p.host.user.as_deref().unwrap_or("N/A"),
-                    p.host
-                        .command
-                        .as_deref()
-                        .filter(|c| !c.is_empty())
-                        .or(p.host.name.as_deref())
-                        .unwrap_or("N/A"),
+                    escape_control(p.host.user.as_deref().unwrap_or("N/A")),
+                    Escaped(
+                        p.host
+                            .command
+                            .as_deref()
+                            .filter(|c| !c.is_empty())
+                            .or(p.host.name.as_deref())
+                            .unwrap_or("N/A")
+                    ),
                 );
             }
         }
@@ -162,7 +165,12 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
     if snaps.processes_of(d.id).is_ok() {
         // One list read, the other not: say which is missing.
         for e in snaps.errors_of(d.id) {
-            let _ = writeln!(out, "    {}: N/A ({})", e.query, e.error);
+            let _ = writeln!(
+                out,
+                "    {}: N/A ({})",
+                e.query,
+                Escaped(&e.error.to_string())
+            );
         }
     }
     if !d.errors.is_empty() {
@@ -180,7 +188,7 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
                 0..=4 => fields.join(", "),
                 n => format!("{} and {} more", fields[..3].join(", "), n - 3),
             };
-            let _ = writeln!(out, "    {msg} ({what})");
+            let _ = writeln!(out, "    {} ({})", Escaped(&msg), escape_control(&what));
         }
     }
     out
