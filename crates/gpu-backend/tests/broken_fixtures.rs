@@ -139,7 +139,8 @@ fn fixture_time_that_overflows_is_refused_not_a_panic() {
 #[test]
 fn sizes_counts_and_timestamps_beyond_their_bounds_are_refused_with_their_path() {
     // Each number below was taken as is and could overflow the arithmetic done on it.
-    let cases: Vec<(&str, fn(&mut serde_json::Value), &str)> = vec![
+    type Case = (&'static str, fn(&mut serde_json::Value), &'static str);
+    let cases: Vec<Case> = vec![
         (
             "memory total",
             |v| v["frames"][1]["devices"]["0"]["memory_info"]["ok"]["total"] = u64::MAX.into(),
