@@ -16,6 +16,17 @@ pub const FIXTURE_ENV: &str = "GPUSCOPE_FAKE_NVML_FIXTURE";
 /// Without it, frames follow wall time from the first init, looping.
 pub const FRAME_ENV: &str = "GPUSCOPE_FAKE_NVML_FRAME";
 
+/// The environment variable that overrides the device count `nvmlDeviceGetCount[_v2]` answers
+/// (a `u32`), to test how clients treat a broken library that reports an absurd count. Only the
+/// count changes: handles past the fixture's devices still answer
+/// `NVML_ERROR_INVALID_ARGUMENT`.
+pub const DEVICE_COUNT_ENV: &str = "GPUSCOPE_FAKE_NVML_DEVICE_COUNT";
+
+/// The device count [`DEVICE_COUNT_ENV`] sets, if it is set to a `u32`.
+pub(crate) fn device_count_override() -> Option<u32> {
+    std::env::var(DEVICE_COUNT_ENV).ok()?.trim().parse().ok()
+}
+
 /// What NVML calls are served from.
 struct NvmlServed {
     backend: Arc<ReplayBackend>,

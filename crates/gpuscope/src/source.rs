@@ -137,8 +137,13 @@ fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
         _ => NvmlOpenError::Other(e.into()),
     })?;
     // The snapshot shows no CUDA ordinals, so the context does not ask libcuda for them.
-    let context =
-        Context::from_backend(Arc::new(backend)).map_err(|e| NvmlOpenError::Other(e.into()))?;
+    let context = Context::from_backend(Arc::new(backend)).map_err(|e| {
+        NvmlOpenError::Other(match e {
+            // Its Display already holds the source: the backend's error alone says it once.
+            gpu_devices::Error::Backend { source, .. } => source.into(),
+            other => other.into(),
+        })
+    })?;
     Ok(Source {
         collector: ProcessCollector::new(context, Arc::new(gpu_backend::host::LiveHost::new())),
         label: "nvml".into(),

@@ -344,3 +344,30 @@ proptest! {
         }
     }
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn nvml_device_count_that_is_absurd_is_refused_with_a_message() {
+    // An NVML device count of 4294967295 aborted in `Vec::with_capacity`; 100,000 cost 2 GB.
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_gpuscope"));
+    let lib = fake_nvml::find_cdylib(&exe).expect("fake-nvml's cdylib, built as a dev-dependency");
+    let dir = Scratch::new("nvml-count");
+    let installed = fake_nvml::install(&lib, &dir.0.join("lib")).expect("install fake-nvml");
+    for count in ["4294967295", "100000"] {
+        let out = Command::new(&exe)
+            .args(["snapshot", "--nvml-lib", installed.nvml.to_str().unwrap()])
+            .env_remove("GPUSCOPE_FIXTURE")
+            .env_remove("GPUSCOPE_NVML_LIB")
+            .env(fake_nvml::FIXTURE_ENV, fixture("old-driver"))
+            .env(fake_nvml::DEVICE_COUNT_ENV, count)
+            .output()
+            .expect("gpuscope runs");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{count}: {err}");
+        assert!(
+            err.contains(&format!("NVML reported {count} devices")),
+            "{err}"
+        );
+        assert!(err.contains("1024"), "names the bound: {err}");
+    }
+}
