@@ -267,3 +267,18 @@ fn fixture_from_dev_zero_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_million_levels_of_nesting_anywhere_are_refused_without_overflowing_the_stack() {
+    let deep = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+    for text in [
+        deep.clone(),
+        format!("{{\"a\": {deep}}}"),
+        format!("{{\"schema_version\": 1, \"meta\": {{\"name\": {deep}}}}}"),
+        format!("{{\"schema_version\": {deep}}}"),
+    ] {
+        let err = refuse(&text);
+        assert_eq!(err.file, FILE);
+        assert!(err.to_string().len() < 1000, "{err}");
+    }
+}
