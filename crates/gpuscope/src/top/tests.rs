@@ -580,4 +580,36 @@ fn once_is_bounded_whatever_the_width() {
     // Every process is there at this size.
     assert!(text.contains("64 of 64 shown"), "{text}");
     assert!(!text.contains("more processes, not shown"));
+    // A process list taller than the bound is cut, and the printout says so.
+    let sample = app.sample.as_mut().unwrap();
+    let procs = sample.snap.processes.clone();
+    for i in 1..10u32 {
+        sample
+            .snap
+            .processes
+            .extend(procs.iter().cloned().map(|mut p| {
+                p.pid += 100_000 * i;
+                p
+            }));
+    }
+    let text = super::render_once(&mut app, u16::MAX);
+    let lines = text.lines().count();
+    assert!(lines <= 501, "{lines} lines");
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("... and "), "{last}");
+    // Every process is either shown or counted.
+    let left_out: usize = last["... and ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let shown = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("> ")
+                || l.starts_with("  ") && l[2..].starts_with(|c: char| c.is_ascii_digit())
+        })
+        .count();
+    assert_eq!(shown + left_out, 640, "{text}");
 }

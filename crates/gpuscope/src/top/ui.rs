@@ -20,6 +20,7 @@ use super::app::{App, Column, LayoutMode, Ring, Row, Sample, Screen};
 /// The keys, for the help screen and `--help`.
 pub const KEYS: &[(&str, &str)] = &[
     ("q, Ctrl+C", "quit"),
+    ("Ctrl+Z", "suspend (fg resumes)"),
     ("?", "this help (any key closes it)"),
     ("Up/Down, j/k", "move the selection"),
     (
