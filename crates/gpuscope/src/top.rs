@@ -60,7 +60,8 @@ pub struct Args {
     layout: LayoutArg,
 
     /// Print the screen once, as plain text, and exit (width: the terminal's, else COLUMNS,
-    /// else 120).
+    /// else 120; at most 1000 columns and 500,000 cells: a longer process list is cut, and the
+    /// last line says how many processes were left out).
     #[arg(long, short = '1')]
     once: bool,
 }
@@ -84,8 +85,7 @@ fn keys_help() -> String {
     s.push_str(
         "\nSignals go to the tagged processes (or the selected one) after a y/n confirmation, and \
          only to a process whose start time and owner are still the ones shown. A replay \
-         (--fixture, --demo) never sends one: its processes are not this machine's.\n\
-         Ctrl+Z suspends the viewer (fg resumes it).",
+         (--fixture, --demo) never sends one: its processes are not this machine's.",
     );
     s
 }
@@ -321,6 +321,11 @@ fn interactive(
         if dirty {
             screen.terminal.draw(|f| ui::draw(f, &app))?;
             dirty = false;
+            // A test hook, in debug builds only: the panic exit path, tested in a terminal.
+            #[cfg(debug_assertions)]
+            if std::env::var_os("GPUSCOPE_TOP_TEST_PANIC").is_some() {
+                panic!("GPUSCOPE_TOP_TEST_PANIC is set: a panic, to test the terminal's restore");
+            }
         }
         match input_ready(&tty, 100) {
             Input::HungUp => break,

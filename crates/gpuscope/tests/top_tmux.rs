@@ -2,8 +2,9 @@
 //! screen, and tmux's pane flags tell the terminal's modes. The tests sort, filter, open the
 //! detail and help screens; terminate a process this test spawned through the UI (live NVML,
 //! served by fake-nvml) and check that a replay never signals one; end the viewer with `q` and
-//! every quitting signal, also while its sampler is stuck in a hung driver call, suspend it and
-//! resume it, and check each time that the terminal was restored. tmux is required in CI
+//! every quitting signal, also while its sampler is stuck in a hung driver call, and a panic
+//! (a test hook of debug builds); suspend it and resume it; and check each time that the
+//! terminal was restored. tmux is required in CI
 //! (.ci/run installs it); elsewhere the tests say why they skip.
 
 use std::path::{Path, PathBuf};
@@ -554,4 +555,31 @@ fn quitting_never_waits_on_a_stuck_sampler() {
         let _ = std::fs::remove_file(&hang);
         let _ = std::fs::remove_file(&waiting);
     }
+}
+
+#[test]
+fn a_panic_restores_the_terminal_before_its_message() {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipping: the panic test hook is in debug builds only");
+        return;
+    }
+    let Some(t) = Tmux::new("panic") else {
+        return;
+    };
+    t.start(
+        &shell_command_env("GPUSCOPE_TOP_TEST_PANIC=1", "--demo"),
+        100,
+        30,
+    );
+    let s = t.wait_text(":end");
+    assert!(s.contains("exit=101"), "{s}");
+    // The message is on the shell's screen, not lost with the alternate one.
+    assert!(s.contains("GPUSCOPE_TOP_TEST_PANIC is set"), "{s}");
+    for mode in ["icanon", "echo", "isig"] {
+        assert!(
+            s.split_whitespace().any(|w| w == mode),
+            "terminal mode {mode} not restored:\n{s}"
+        );
+    }
+    assert_shell_modes(&t, "a panic");
 }

@@ -133,8 +133,15 @@ impl Screen {
             suspended: false,
         };
         enter()?;
-        screen.terminal.clear()?;
+        screen.repaint()?;
         Ok(screen)
+    }
+
+    /// Clears the screen and forgets what was drawn, so the next draw paints everything. Not
+    /// `Terminal::clear`, which asks the terminal where its cursor is and waits for the answer.
+    fn repaint(&mut self) -> std::io::Result<()> {
+        let area = bounded(self.terminal.size()?);
+        self.terminal.resize(area)
     }
 
     /// True when the modes were left by someone else (the panic hook, for a panic on another
@@ -158,8 +165,7 @@ impl Screen {
         leave(true);
         enter()?;
         self.suspended = false;
-        fit(&mut self.terminal)?;
-        self.terminal.clear()
+        self.repaint()
     }
 }
 
