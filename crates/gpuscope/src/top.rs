@@ -291,6 +291,7 @@ fn interactive(
     let tty = InputTty::open()?;
     let mut screen = terminal::Screen::enter().context("cannot set up the terminal")?;
     let mut dirty = true;
+    let mut area = terminal::fit(&mut screen.terminal)?;
     while !app.quit {
         for sig in signals.try_iter() {
             match sig {
@@ -317,14 +318,19 @@ fn interactive(
                 Err(TryRecvError::Disconnected) => anyhow::bail!("the sampler thread stopped"),
             }
         }
-        let area = terminal::fit(&mut screen.terminal)?;
-        if dirty {
-            screen.terminal.draw(|f| ui::draw(f, &app))?;
-            dirty = false;
-            // A test hook, in debug builds only: the panic exit path, tested in a terminal.
-            #[cfg(debug_assertions)]
-            if std::env::var_os("GPUSCOPE_TOP_TEST_PANIC").is_some() {
-                panic!("GPUSCOPE_TOP_TEST_PANIC is set: a panic, to test the terminal's restore");
+        // After a suspend, nothing is written until SIGCONT's event has entered the modes again.
+        if !screen.suspended() {
+            area = terminal::fit(&mut screen.terminal)?;
+            if dirty {
+                screen.terminal.draw(|f| ui::draw(f, &app))?;
+                dirty = false;
+                // A test hook, in debug builds only: the panic exit path, tested in a terminal.
+                #[cfg(debug_assertions)]
+                if std::env::var_os("GPUSCOPE_TOP_TEST_PANIC").is_some() {
+                    panic!(
+                        "GPUSCOPE_TOP_TEST_PANIC is set: a panic, to test the terminal's restore"
+                    );
+                }
             }
         }
         match input_ready(&tty, 100) {

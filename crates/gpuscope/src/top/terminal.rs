@@ -144,6 +144,11 @@ impl Screen {
         self.terminal.resize(area)
     }
 
+    /// True between [`Screen::suspend`] and [`Screen::reenter`].
+    pub fn suspended(&self) -> bool {
+        self.suspended
+    }
+
     /// True when the modes were left by someone else (the panic hook, for a panic on another
     /// thread): the viewer must stop drawing.
     pub fn left_elsewhere(&self) -> bool {
