@@ -34,8 +34,9 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
-    /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 0.05 s to 1 h.
-    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+    /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 50ms to 1h.
+    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s",
+          value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
     interval: Duration,
 
     /// Show only these devices: comma-separated ids, `2` for GPU 2 (with its MIG devices),
@@ -88,31 +89,6 @@ fn keys_help() -> String {
          (--fixture, --demo) never sends one: its processes are not this machine's.",
     );
     s
-}
-
-/// Parses `1`, `0.25`, `250ms`, `2s`, `1m` into a refresh interval.
-fn parse_interval(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration: write seconds (0.5) or 250ms, 2s, 1m"))?;
-    let secs = v * scale;
-    if !(0.05..=3600.0).contains(&secs) {
-        return Err(format!(
-            "{text:?}: the interval must be between 0.05 s and 1 hour"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// The devices named by `--only` (all when empty), in the context's order.
