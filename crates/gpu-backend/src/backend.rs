@@ -53,7 +53,8 @@ macro_rules! declare_backend_traits {
         ///     }
         /// }
         ///
-        /// let b = OneGpu;
+        /// // Used as any backend is: through the trait.
+        /// let b: &dyn GpuBackend = &OneGpu;
         /// assert_eq!(b.device_count(), Ok(1));
         /// assert!(b.name(gpu_backend::DeviceId::Gpu(0)).is_err());
         /// ```
