@@ -104,6 +104,9 @@ macro_rules! for_each_query {
             static value fn power_management_limit(id: DeviceId) -> (u32) => power_management_limit
                 [nvml: nvmlDeviceGetPowerManagementLimit, unit: "mW", mig: no, abi: plain,
                  doc: "Power-management limit, mW."];
+            static value fn power_management_default_limit(id: DeviceId) -> (u32) => power_management_default_limit
+                [nvml: nvmlDeviceGetPowerManagementDefaultLimit, unit: "mW", mig: no, abi: plain,
+                 doc: "Default power-management limit (the limit the board starts with), mW."];
             static value fn power_management_limit_constraints(id: DeviceId) -> (PowerLimits) => power_management_limit_constraints
                 [nvml: nvmlDeviceGetPowerManagementLimitConstraints, unit: "mW", mig: no, abi: custom,
                  doc: "Range the power-management limit may be set in, mW."];

@@ -213,6 +213,12 @@ impl Device {
     pub fn memory_free(&self) -> Na<u64> {
         self.memory_info().map(|m| m.free)
     }
+    /// Memory reserved by the driver and firmware, bytes (N/A where only NVML's v1 memory
+    /// call answers).
+    pub fn memory_reserved(&self) -> Na<u64> {
+        self.memory_info()
+            .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value))
+    }
     /// Total memory as text, `81559MiB`.
     pub fn memory_total_human(&self) -> Na<String> {
         self.memory_total().map(bytes2human)
@@ -369,6 +375,8 @@ impl Device {
         power_usage -> u32 = power_usage;
         /// Power-management (software) limit, mW.
         power_limit -> u32 = power_management_limit;
+        /// Default power-management limit (the limit the board starts with), mW.
+        power_default_limit -> u32 = power_management_default_limit;
         /// The power limit in force, mW.
         enforced_power_limit -> u32 = enforced_power_limit;
         /// Range the power limit may be set in, mW.

@@ -323,6 +323,8 @@ pub struct DeviceSnapshot {
     pub power_usage: Na<u32>,
     /// Power-management (software) limit, mW.
     pub power_limit: Na<u32>,
+    /// Default power-management limit (the limit the board starts with), mW.
+    pub power_default_limit: Na<u32>,
     /// The limit in force, mW.
     pub enforced_power_limit: Na<u32>,
     /// Range the limit may be set in, mW.
@@ -487,6 +489,7 @@ impl DeviceSnapshot {
             temperature_shutdown,
             power_management_mode,
             power_management_limit,
+            power_management_default_limit,
             power_management_limit_constraints,
             enforced_power_limit,
             max_pcie_link_generation,
@@ -576,6 +579,7 @@ impl DeviceSnapshot {
             power_management_mode: c.take("power_management_mode", power_management_mode),
             power_usage: c.take("power_usage", power_usage),
             power_limit: c.take("power_limit", power_management_limit),
+            power_default_limit: c.take("power_default_limit", power_management_default_limit),
             enforced_power_limit: c.take("enforced_power_limit", enforced_power_limit),
             power_limit_constraints: c.take(
                 "power_limit_constraints",
@@ -640,6 +644,13 @@ impl DeviceSnapshot {
     /// Free memory, bytes.
     pub fn memory_free(&self) -> Na<u64> {
         self.memory.clone().map(|m| m.free)
+    }
+    /// Memory reserved by the driver and firmware, bytes (N/A where only NVML's v1 memory
+    /// call answers).
+    pub fn memory_reserved(&self) -> Na<u64> {
+        self.memory
+            .clone()
+            .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value))
     }
     /// Total memory as text.
     pub fn memory_total_human(&self) -> Na<String> {

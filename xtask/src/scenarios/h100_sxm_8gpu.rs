@@ -84,6 +84,7 @@ pub fn h100_static(
         max_mw: h100::POWER_LIMIT_MW,
     });
     s.enforced_power_limit = ok(h100::POWER_LIMIT_MW);
+    s.power_management_default_limit = ok(h100::POWER_LIMIT_MW);
     s.max_pcie_link_generation = ok(5);
     s.max_pcie_link_width = ok(16);
     s.nvlink_state = vec![ok(true); h100::NVLINKS];
