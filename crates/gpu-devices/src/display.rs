@@ -1,5 +1,9 @@
 //! The multi-section text view of a device, as igpu prints one: identity, GPU MEMORY,
 //! GPU UTILIZATION (with bars), PCI INFO, GPU CLOCK, POWER INFO, PROCESSES.
+//!
+//! Text that comes from the backend (names, serials, UUIDs, versions, bus ids) is shown with
+//! its control characters escaped ([`crate::text::escape_control`]), so the view is safe to
+//! print on a terminal whatever the driver or a fixture says.
 
 use std::fmt::{self, Display, Formatter};
 
@@ -7,6 +11,7 @@ use gpu_backend::ComputeMode;
 
 use crate::na::{Na, NA_TEXT};
 use crate::snapshot::DeviceSnapshot;
+use crate::text::escape_control;
 use crate::units::MIB;
 
 /// One section of the view; [`DeviceSnapshot::section`] shows one alone.
@@ -78,6 +83,11 @@ pub fn enabled_text(v: &Na<bool>) -> &'static str {
     }
 }
 
+/// Outside text as the view shows it: N/A, or the value with control characters escaped.
+fn outside(v: &Na<String>) -> String {
+    escape_control(&v.to_string()).into_owned()
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:10.2} MiB", bytes as f64 / MIB as f64)
 }
@@ -105,10 +115,10 @@ impl DeviceSnapshot {
                 if let Some(c) = self.cuda_index {
                     writeln!(f, "CUDA INDEX   : {c}")?;
                 }
-                writeln!(f, "BOARD NAME   : {}", self.name)?;
-                writeln!(f, "SERIAL       : {}", self.serial)?;
-                writeln!(f, "UUID         : {}", self.uuid)?;
-                writeln!(f, "BIOS VERSION : {}", self.vbios_version)
+                writeln!(f, "BOARD NAME   : {}", outside(&self.name))?;
+                writeln!(f, "SERIAL       : {}", outside(&self.serial))?;
+                writeln!(f, "UUID         : {}", outside(&self.uuid))?;
+                writeln!(f, "BIOS VERSION : {}", outside(&self.vbios_version))
             }
             Section::Memory => {
                 writeln!(f, "GPU MEMORY:")?;
@@ -161,7 +171,7 @@ impl DeviceSnapshot {
                 writeln!(
                     f,
                     "    Bus ID        : {}",
-                    or_na(p.map(|p| p.bus_id.clone()))
+                    or_na(p.map(|p| escape_control(&p.bus_id).into_owned()))
                 )?;
                 writeln!(
                     f,

@@ -17,13 +17,15 @@ pub enum Error {
     /// A tag was empty or held a `/`.
     #[error("invalid tag {0:?}: a tag is a non-empty name without '/'")]
     InvalidTag(String),
-    /// Writing samples to a file failed.
-    #[error("cannot write {}: {source}", path.display())]
+    /// Writing samples to a file failed. The message says what the system said (like the other
+    /// variants, the reason is in the message, not a separate `source`, so that reporters that
+    /// print the chain do not print it twice).
+    #[error("cannot write {}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// What the system said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The background thread could not be started.
     #[error("cannot start the background thread: {0}")]

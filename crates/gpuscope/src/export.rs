@@ -29,9 +29,10 @@ pub struct Args {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9445")]
     listen: String,
 
-    /// Time between samples (`1s`, `500ms`, `2m`); a scrape serves the latest sample.
-    #[arg(long, value_name = "DUR", default_value = "1s")]
-    interval: String,
+    /// Time between samples: seconds (`2`, `0.5`) or with a unit (`500ms`, `1s`, `2m`); 50ms
+    /// (faster only burns CPU) to 1h. A scrape serves the latest sample.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::args::duration(crate::args::EXPORT_INTERVAL))]
+    interval: Duration,
 
     /// Publish per-process metrics (GPU memory, utilization, CPU, RSS, running time).
     #[arg(long)]
@@ -47,9 +48,6 @@ pub struct Args {
     hostname: Option<String>,
 }
 
-/// Shortest interval accepted: sampling faster than this only burns CPU.
-const MIN_INTERVAL: Duration = Duration::from_millis(50);
-
 /// Runs the command: serves until killed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let listen: SocketAddr = args.listen.parse().map_err(|e| {
@@ -58,20 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.listen
         ))
     })?;
-    let interval = humantime::parse_duration(&args.interval).map_err(|e| {
-        UsageError(format!(
-            "--interval {:?}: {e}; expected a duration such as 1s or 500ms",
-            args.interval
-        ))
-    })?;
-    if interval < MIN_INTERVAL {
-        return Err(UsageError(format!(
-            "--interval {:?} is too short: at least {}ms",
-            args.interval,
-            MIN_INTERVAL.as_millis()
-        ))
-        .into());
-    }
+    let interval = args.interval;
     if args.hostname.as_deref() == Some("") {
         return Err(UsageError("--hostname must not be empty".into()).into());
     }
@@ -110,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     eprintln!(
         "gpuscope: listening on http://{bound}/metrics ({}, every {})",
-        source.label,
+        gpu_devices::text::Escaped(&source.label),
         humantime::format_duration(interval)
     );
     server::serve(listener, shared).context("the HTTP server stopped")

@@ -1,5 +1,6 @@
 //! gpuscope: watch and choose NVIDIA GPUs.
 
+mod args;
 mod export;
 mod info;
 mod record;
@@ -50,7 +51,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("gpuscope: {e:#}");
+            // The message can echo outside text (a fixture's or the driver's error text, a
+            // device or process name): control characters are escaped, our own line breaks
+            // kept.
+            eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}")));
             if e.downcast_ref::<source::UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -86,5 +90,28 @@ pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
+    }
+}
+
+/// `text` with every control character escaped ([`gpu_devices::text::escape_control`]) except
+/// its line breaks, for text of several lines that holds outside text: error messages, the
+/// explanation of `select`.
+pub(crate) fn escape_lines(text: &str) -> String {
+    text.split('\n')
+        .map(gpu_devices::text::escape_control)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_lines;
+
+    #[test]
+    fn escape_lines_keeps_line_breaks_and_escapes_the_rest() {
+        assert_eq!(
+            escape_lines("fixture x.json:\n  bad \u{1b}]0;T\u{7}\r"),
+            "fixture x.json:\n  bad \\x1b]0;T\\x07\\x0d"
+        );
     }
 }
