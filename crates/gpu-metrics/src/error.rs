@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// What can go wrong while collecting, recording or plotting.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// `collect()` or `reset()` was called with no tag active.
+    /// `collect()` was called with no tag active.
     #[error("no metric collection is active: call activate(tag) (or scope(tag)) first")]
     NotStarted,
     /// A tag that is already active was activated again.
@@ -27,6 +27,9 @@ pub enum Error {
         /// What the system said.
         error: std::io::Error,
     },
+    /// The GPUs could not be opened (for a default collector).
+    #[error("cannot open the GPUs: {0}")]
+    Open(gpu_devices::Error),
     /// The background thread could not be started.
     #[error("cannot start the background thread: {0}")]
     Spawn(std::io::Error),

@@ -11,9 +11,10 @@ mod sink;
 mod stats;
 mod worker;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, SystemClock, Waiter};
 pub use collector::{
-    CollectorBuilder, Daemon, DaemonOptions, Metrics, ResourceMetricCollector, Sampler, TagGuard,
+    collect_in_background, CollectorBuilder, Daemon, DaemonOptions, DeviceMetricSpec, Metrics,
+    ProcessMetricSpec, ResourceMetricCollector, TagGuard,
 };
 pub use error::{Error, Result};
 #[cfg(feature = "plot")]

@@ -5,6 +5,7 @@ mod export;
 mod info;
 mod record;
 mod select;
+mod shell;
 mod snapshot;
 mod source;
 mod top;
@@ -18,7 +19,7 @@ use crate::source::SourceArgs;
 
 /// Watch and choose NVIDIA GPUs.
 #[derive(Parser)]
-#[command(name = "gpuscope", version, about, long_about = None)]
+#[command(name = "gpuscope", version, about, long_about = None, after_help = shell::DEFAULT_COMMAND_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,11 +45,24 @@ enum Command {
     Record(record::Args),
     /// Serve Prometheus metrics for the host, every device and (optionally) every GPU process.
     Export(export::Args),
+    /// Print a completion script for a shell, e.g. `gpuscope completions bash >
+    /// ~/.local/share/bash-completion/completions/gpuscope`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let args: Vec<_> = std::env::args_os().collect();
+    let result = match shell::man_dir(&args) {
+        Some(dir) => shell::man_pages(&dir),
+        None => run(Cli::parse_from(shell::with_default_command(
+            args,
+            shell::on_terminal(),
+        ))),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // The message can echo outside text (a fixture's or the driver's error text, a
@@ -81,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Select(args) => select::run(args),
         Command::Record(args) => record::run(args),
         Command::Export(args) => export::run(args),
+        Command::Completions { shell } => shell::completions(shell),
     }
 }
 
