@@ -23,39 +23,44 @@ use crate::snapshot::{
 use crate::units::bytes2human;
 
 /// Declares metrics both types answer: a plain row `getter -> T = query / field;` asks the
-/// backend's `query` live and clones the snapshot's `field`; a full row gives both bodies.
+/// backend's `query` live and clones the snapshot's `field`.
 macro_rules! fields {
     ($(
         $(#[doc = $doc:literal])*
         $getter:ident -> $ty:ty = $query:ident / $field:ident;
     )*) => {
-        impl Device {
+        fields_with! {
+            pairs: plain_field_pairs;
             $(
                 $(#[doc = $doc])*
-                pub fn $getter(&self) -> $ty {
-                    self.backend().$query(self.id()).into()
+                $getter -> $ty {
+                    live: |d| d.backend().$query(d.id()).into(),
+                    snapshot: |s| s.$field.clone(),
                 }
             )*
-        }
-        impl DeviceSnapshot {
-            $(
-                $(#[doc = $doc])*
-                pub fn $getter(&self) -> $ty {
-                    self.$field.clone()
-                }
-            )*
-        }
-
-        /// Each plain field as (name, live answer, snapshot answer), for the test below.
-        #[cfg(test)]
-        fn plain_field_pairs(d: &Device, s: &DeviceSnapshot) -> Vec<(&'static str, String, String)> {
-            vec![$((stringify!($getter), format!("{:?}", d.$getter()), format!("{:?}", s.$getter()))),*]
         }
     };
 }
 
-/// Declares metrics both types answer, each with its live and its snapshot body.
+/// Declares metrics both types answer, each with its live and its snapshot body. With
+/// `pairs: NAME;` first, it also writes the test helper `NAME` that reads every such metric
+/// both ways.
 macro_rules! fields_with {
+    (pairs: $pairs:ident; $(
+        $(#[doc = $doc:literal])*
+        $getter:ident -> $ty:ty { live: |$d:ident| $live:expr, snapshot: |$s:ident| $snap:expr $(,)? }
+    )*) => {
+        fields_with! {$(
+            $(#[doc = $doc])*
+            $getter -> $ty { live: |$d| $live, snapshot: |$s| $snap }
+        )*}
+
+        /// Each field as (name, live answer, snapshot answer), for the test below.
+        #[cfg(test)]
+        fn $pairs(d: &Device, s: &DeviceSnapshot) -> Vec<(&'static str, String, String)> {
+            vec![$((stringify!($getter), format!("{:?}", d.$getter()), format!("{:?}", s.$getter()))),*]
+        }
+    };
     ($(
         $(#[doc = $doc:literal])*
         $getter:ident -> $ty:ty { live: |$d:ident| $live:expr, snapshot: |$s:ident| $snap:expr $(,)? }
@@ -78,42 +83,20 @@ macro_rules! fields_with {
                 }
             )*
         }
-
-        /// Each computed field as (name, live answer, snapshot answer), for the test below.
-        #[cfg(test)]
-        fn computed_field_pairs(
-            d: &Device,
-            s: &DeviceSnapshot,
-        ) -> Vec<(&'static str, String, String)> {
-            vec![$((stringify!($getter), format!("{:?}", d.$getter()), format!("{:?}", s.$getter()))),*]
-        }
     };
 }
 
-/// Declares what is computed from the fields, once, for both types.
+/// Declares what is computed from the fields, once, for both types: the same body serves a
+/// live device and a snapshot, through the accessors they share.
 macro_rules! derived {
     ($(
         $(#[doc = $doc:literal])*
         $name:ident -> $ty:ty = |$d:ident| $body:expr;
     )*) => {
-        impl Device {
-            $(
-                $(#[doc = $doc])*
-                pub fn $name(&self) -> $ty {
-                    let $d = self;
-                    $body
-                }
-            )*
-        }
-        impl DeviceSnapshot {
-            $(
-                $(#[doc = $doc])*
-                pub fn $name(&self) -> $ty {
-                    let $d = self;
-                    $body
-                }
-            )*
-        }
+        fields_with! {$(
+            $(#[doc = $doc])*
+            $name -> $ty { live: |$d| $body, snapshot: |$d| $body }
+        )*}
     };
 }
 
@@ -207,6 +190,7 @@ fields! {
 }
 
 fields_with! {
+    pairs: computed_field_pairs;
     /// Current clocks, MHz (nvitop's `clock_infos` / `clocks`).
     clock_infos -> ClockInfos {
         live: |d| ClockInfos::from_fn(|c| d.backend().clock(d.id(), c).into()),
