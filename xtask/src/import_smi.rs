@@ -24,7 +24,7 @@ use gpu_backend::fixture::{
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeMode,
     CurrentPending, DeviceId, DriverModel, Fixture, MemoryInfo, PciInfo, PerClock, PowerLimits,
-    ProcessInfo, Utilization,
+    ProcessInfo, RemappedRows, Utilization,
 };
 
 use xml::{Element, XmlError};
@@ -124,9 +124,8 @@ fn placeholder(text: &str) -> Option<BackendError> {
         "timeout" | "timed out" => BackendError::Timeout,
         "uninitialized" => BackendError::Uninitialized,
         "driver not loaded" => BackendError::DriverNotLoaded,
-        s if s.contains("deprecated") || s.starts_with("not available in wddm") => {
-            BackendError::NotSupported
-        }
+        s if s.contains("deprecated") => BackendError::Deprecated,
+        s if s.starts_with("not available in wddm") => BackendError::NotSupported,
         _ => return None,
     };
     Some(e)
@@ -310,6 +309,49 @@ fn hex(e: Option<&Element>) -> R<u32> {
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
     u32::from_str_radix(digits, 16).map_err(|_| unreadable(t, "a hexadecimal number"))
+}
+
+/// The page addresses of one retirement cause (`multiple_single_bit_retirement` or
+/// `double_bit_retirement`): `retired_count` must agree with the addresses listed.
+fn retired_pages(cause: Option<&Element>) -> R<Vec<u64>> {
+    let cause = cause.ok_or(BackendError::NotSupported)?;
+    let n = count(cause.child("retired_count"))?;
+    let list = cause.child("retired_pagelist");
+    let addresses = list
+        .into_iter()
+        .flat_map(|l| l.children_named("retired_page"))
+        .map(|p| {
+            let t = text(p.child("retired_page_address"))?;
+            let digits = t
+                .strip_prefix("0x")
+                .or_else(|| t.strip_prefix("0X"))
+                .unwrap_or(t);
+            u64::from_str_radix(digits, 16).map_err(|_| unreadable(t, "a page address"))
+        })
+        .collect::<R<Vec<u64>>>()?;
+    if addresses.len() as u64 != n {
+        return Err(BackendError::Other(format!(
+            "nvidia-smi printed {n} retired pages but listed {} addresses",
+            addresses.len()
+        )));
+    }
+    Ok(addresses)
+}
+
+/// Remapped rows, from `remapped_rows` (N/A before Ampere).
+fn remapped_rows(e: Option<&Element>) -> R<RemappedRows> {
+    let e = e.ok_or(BackendError::NotSupported)?;
+    if e.child("remapped_row_corr").is_none() {
+        // `<remapped_rows>N/A</remapped_rows>`, or a placeholder.
+        text(Some(e))?;
+        return Err(BackendError::NotSupported);
+    }
+    Ok(RemappedRows {
+        correctable: integer(e.child("remapped_row_corr"))?,
+        uncorrectable: integer(e.child("remapped_row_unc"))?,
+        pending: boolean(e.child("remapped_row_pending"))?,
+        failure: boolean(e.child("remapped_row_failure"))?,
+    })
 }
 
 /// Domain, bus and device parsed from a bus id `DDDDDDDD:BB:DD.F`.
@@ -740,12 +782,18 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
         minor_number: integer(g.child("minor_number")).into(),
         vbios_version: string(g.child("vbios_version")).into(),
         board_part_number: string(g.child("board_part_number")).into(),
+        inforom_image_version: string(at(g, &["inforom_version", "img_version"])).into(),
+        // nvidia-smi prints neither.
+        memory_bus_width: Answer::Err(BackendError::NotSupported),
+        supported_clock_event_reasons: Answer::Err(BackendError::NotSupported),
         architecture: architecture(g.child("product_architecture")).into(),
         brand: brand(g.child("product_brand")).into(),
         max_clocks: per_clock(g.child("max_clocks")),
         num_fans: fan.map(|_| 1).into(),
         temperature_slowdown: celsius(first(temp, &["gpu_temp_slow_threshold"])).into(),
         temperature_shutdown: celsius(first(temp, &["gpu_temp_max_threshold"])).into(),
+        temperature_gpu_max: celsius(first(temp, &["gpu_temp_max_gpu_threshold"])).into(),
+        temperature_memory_max: celsius(first(temp, &["gpu_temp_max_mem_threshold"])).into(),
         power_management_mode: boolean(first(power, &["power_management"])).into(),
         power_management_limit: milliwatts(first(power, &["requested_power_limit", "power_limit"]))
             .into(),
@@ -840,6 +888,16 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
         nvlink_throughput: Vec::new(),
         ecc_errors: ecc_counts(g.child("ecc_errors"), &["volatile"], &["aggregate"]),
         clock_event_reasons: clock_event_reasons(g).into(),
+        pcie_replay_counter: integer(first(pci, &["replay_counter"])).into(),
+        retired_pages_single_bit: retired_pages(at(
+            g,
+            &["retired_pages", "multiple_single_bit_retirement"],
+        ))
+        .into(),
+        retired_pages_double_bit: retired_pages(at(g, &["retired_pages", "double_bit_retirement"]))
+            .into(),
+        retired_pages_pending: boolean(at(g, &["retired_pages", "pending_retirement"])).into(),
+        remapped_rows: remapped_rows(g.child("remapped_rows")).into(),
         compute_processes: compute,
         graphics_processes: graphics,
         process_utilization: Answer::Err(BackendError::NotSupported),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use gpu_backend::{
     BackendError, ClockType, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
-    GpuBackend, PcieDirection, ProcessInfo, ReplayBackend, TemperatureThreshold,
+    GpuBackend, PcieDirection, ProcessInfo, ReplayBackend, RetirementCause, TemperatureThreshold,
 };
 
 use crate::abi::*;
@@ -493,15 +493,17 @@ nvml_api! {
         }
         put(temp, ctx.b.temperature(id)?)
     }
-    /// `nvmlDeviceGetTemperatureThreshold`: 0 shutdown, 1 slowdown; the other thresholds NVML
-    /// knows answer `NVML_ERROR_NOT_SUPPORTED`.
+    /// `nvmlDeviceGetTemperatureThreshold`: 0 shutdown, 1 slowdown, 2 memory max, 3 GPU max;
+    /// the other thresholds NVML knows answer `NVML_ERROR_NOT_SUPPORTED`.
     fn nvmlDeviceGetTemperatureThreshold(device: nvmlDevice_t, threshold: c_uint, temp: *mut c_uint) |ctx| {
         let id = ctx.dev(device)?;
         nn(temp)?;
         let which = match threshold {
             0 => TemperatureThreshold::Shutdown,
             1 => TemperatureThreshold::Slowdown,
-            2..=15 => return Err(Code(ret::NOT_SUPPORTED)),
+            2 => TemperatureThreshold::MemoryMax,
+            3 => TemperatureThreshold::GpuMax,
+            4..=15 => return Err(Code(ret::NOT_SUPPORTED)),
             _ => return Err(INVALID),
         };
         put(temp, ctx.b.temperature_threshold(id, which)?)
@@ -590,6 +592,31 @@ nvml_api! {
             _ => return Err(INVALID),
         };
         put(ecc_counts, ctx.b.ecc_errors(id, kind, counter)?)
+    }
+    /// `nvmlDeviceGetRetiredPages`: cause 0 multiple single-bit, 1 double-bit; the addresses
+    /// with the count protocol of the other lists.
+    fn nvmlDeviceGetRetiredPages(device: nvmlDevice_t, cause: c_uint, page_count: *mut c_uint, addresses: *mut c_ulonglong) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(page_count)?;
+        let cause = match cause {
+            0 => RetirementCause::SingleBit,
+            1 => RetirementCause::DoubleBit,
+            _ => return Err(INVALID),
+        };
+        put_list(page_count, addresses, &ctx.b.retired_pages(id, cause)?)
+    }
+    /// `nvmlDeviceGetRemappedRows`: correctable, uncorrectable, pending, failure.
+    fn nvmlDeviceGetRemappedRows(device: nvmlDevice_t, corr_rows: *mut c_uint, unc_rows: *mut c_uint, is_pending: *mut c_uint, failure_occurred: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(corr_rows)?;
+        nn(unc_rows)?;
+        nn(is_pending)?;
+        nn(failure_occurred)?;
+        let rows = ctx.b.remapped_rows(id)?;
+        put(corr_rows, rows.correctable)?;
+        put(unc_rows, rows.uncorrectable)?;
+        put(is_pending, c_uint::from(rows.pending))?;
+        put(failure_occurred, c_uint::from(rows.failure))
     }
     /// `nvmlDeviceGetCudaComputeCapability`.
     fn nvmlDeviceGetCudaComputeCapability(device: nvmlDevice_t, major: *mut c_int, minor: *mut c_int) |ctx| {

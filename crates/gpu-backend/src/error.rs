@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 /// What a backend answered instead of a value.
 ///
 /// Each variant keeps what NVML said, so nothing is lost between the driver and the layers
-/// above. Four of them mean "cannot tell" rather than a failure:
+/// above. Five of them mean "cannot tell" rather than a failure:
 /// [`BackendError::NotSupported`], [`BackendError::NoPermission`],
-/// [`BackendError::FunctionNotFound`] and a fixture's [`BackendError::NotRecorded`];
+/// [`BackendError::FunctionNotFound`], [`BackendError::Deprecated`] and a fixture's
+/// [`BackendError::NotRecorded`];
 /// [`BackendError::is_not_available`] groups them so that the upper layers can turn them into
 /// N/A values and keep going.
 ///
@@ -52,6 +53,10 @@ pub enum BackendError {
     /// NVML_ERROR_INVALID_ARGUMENT (2): an argument was out of range (e.g. a fan or link index).
     #[error("invalid argument")]
     InvalidArgument,
+    /// NVML_ERROR_DEPRECATED (26): the driver no longer provides the query (nvidia-smi prints
+    /// "Requested functionality has been deprecated"). Shown as N/A.
+    #[error("deprecated by this driver")]
+    Deprecated,
     /// Not an NVML code: the fixture being replayed has no answer for this query (it was
     /// recorded before the query existed, or the field was left out). Shown as N/A, like
     /// [`BackendError::NotSupported`], but kept apart from it: the device may well support the
@@ -92,6 +97,7 @@ pub mod nvml_codes {
     pub const MEMORY: i32 = 20;
     pub const NO_DATA: i32 = 21;
     pub const ARGUMENT_VERSION_MISMATCH: i32 = 25;
+    pub const DEPRECATED: i32 = 26;
     pub const UNKNOWN: i32 = 999;
 }
 
@@ -106,6 +112,7 @@ impl BackendError {
                 | BackendError::NoPermission
                 | BackendError::FunctionNotFound
                 | BackendError::NotRecorded
+                | BackendError::Deprecated
         )
     }
 
@@ -125,6 +132,7 @@ impl BackendError {
             DRIVER_NOT_LOADED => BackendError::DriverNotLoaded,
             LIBRARY_NOT_FOUND => BackendError::LibraryNotFound,
             INVALID_ARGUMENT => BackendError::InvalidArgument,
+            DEPRECATED => BackendError::Deprecated,
             other => BackendError::Unknown(other),
         }
     }
@@ -144,6 +152,7 @@ impl BackendError {
             BackendError::DriverNotLoaded => DRIVER_NOT_LOADED,
             BackendError::LibraryNotFound => LIBRARY_NOT_FOUND,
             BackendError::InvalidArgument => INVALID_ARGUMENT,
+            BackendError::Deprecated => DEPRECATED,
             BackendError::Unknown(code) => *code,
             BackendError::Other(_) => UNKNOWN,
         }
@@ -159,7 +168,7 @@ mod tests {
 
     #[test]
     fn nvml_codes_round_trip_for_every_named_error() {
-        for code in [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 999, 25, 17] {
+        for code in [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 999, 25, 17, 26] {
             assert_eq!(
                 BackendError::from_nvml_code(code).nvml_code(),
                 code,
@@ -169,11 +178,12 @@ mod tests {
     }
 
     #[test]
-    fn not_available_covers_exactly_the_four_na_kinds() {
+    fn not_available_covers_exactly_the_na_kinds() {
         assert!(BackendError::NotSupported.is_not_available());
         assert!(BackendError::NoPermission.is_not_available());
         assert!(BackendError::FunctionNotFound.is_not_available());
         assert!(BackendError::NotRecorded.is_not_available());
+        assert!(BackendError::Deprecated.is_not_available());
         assert!(!BackendError::GpuLost.is_not_available());
         assert!(!BackendError::Unknown(999).is_not_available());
     }

@@ -81,6 +81,15 @@ macro_rules! for_each_query {
             static value fn board_part_number(id: DeviceId) -> (String) => board_part_number
                 [nvml: nvmlDeviceGetBoardPartNumber, unit: "", mig: no, abi: string,
                  doc: "Board part number."];
+            static value fn inforom_image_version(id: DeviceId) -> (String) => inforom_image_version
+                [nvml: nvmlDeviceGetInforomImageVersion, unit: "", mig: no, abi: string,
+                 doc: "Version of the inforom image."];
+            static value fn memory_bus_width(id: DeviceId) -> (u32) => memory_bus_width
+                [nvml: nvmlDeviceGetMemoryBusWidth, unit: "bits", mig: no, abi: plain,
+                 doc: "Width of the memory bus, bits."];
+            static value fn supported_clock_event_reasons(id: DeviceId) -> (u64) => supported_clock_event_reasons
+                [nvml: nvmlDeviceGetSupportedClocksEventReasons, unit: "bit mask", mig: no, abi: plain,
+                 doc: "The clock event (throttle) reasons the device can report, NVML's bit mask."];
             static value fn architecture(id: DeviceId) -> (Architecture) => architecture
                 [nvml: nvmlDeviceGetArchitecture, unit: "", mig: no, abi: code,
                  doc: "Architecture."];
@@ -95,7 +104,9 @@ macro_rules! for_each_query {
                  doc: "Number of fans."];
             static split fn temperature_threshold(id: DeviceId, threshold: TemperatureThreshold) -> (u32)
                 => { TemperatureThreshold::Slowdown => temperature_slowdown,
-                     TemperatureThreshold::Shutdown => temperature_shutdown }
+                     TemperatureThreshold::Shutdown => temperature_shutdown,
+                     TemperatureThreshold::GpuMax => temperature_gpu_max,
+                     TemperatureThreshold::MemoryMax => temperature_memory_max }
                 [nvml: nvmlDeviceGetTemperatureThreshold, unit: "°C", mig: no, abi: custom,
                  doc: "A temperature threshold, °C."];
             static value fn power_management_mode(id: DeviceId) -> (bool) => power_management_mode
@@ -216,6 +227,20 @@ macro_rules! for_each_query {
             dynamic value fn clock_event_reasons(id: DeviceId) -> (u64) => clock_event_reasons
                 [nvml: nvmlDeviceGetCurrentClocksEventReasons, unit: "bit mask", mig: no, abi: plain,
                  doc: "Clock event (throttle) reasons, NVML's bit mask."];
+            dynamic value fn pcie_replay_counter(id: DeviceId) -> (u32) => pcie_replay_counter
+                [nvml: nvmlDeviceGetPcieReplayCounter, unit: "replays", mig: no, abi: plain,
+                 doc: "PCIe replays since the driver loaded."];
+            dynamic split fn retired_pages(id: DeviceId, cause: RetirementCause) -> (Vec<u64>)
+                => { RetirementCause::SingleBit => retired_pages_single_bit,
+                     RetirementCause::DoubleBit => retired_pages_double_bit }
+                [nvml: nvmlDeviceGetRetiredPages, unit: "addresses", mig: no, abi: custom,
+                 doc: "Addresses of the memory pages retired for one cause (Kepler to Turing; Ampere and newer remap rows instead)."];
+            dynamic value fn retired_pages_pending(id: DeviceId) -> (bool) => retired_pages_pending
+                [nvml: nvmlDeviceGetRetiredPagesPendingStatus, unit: "", mig: no, abi: enable,
+                 doc: "Whether a page retirement waits for the next reset."];
+            dynamic value fn remapped_rows(id: DeviceId) -> (RemappedRows) => remapped_rows
+                [nvml: nvmlDeviceGetRemappedRows, unit: "rows", mig: no, abi: custom,
+                 doc: "Remapped memory rows: correctable, uncorrectable, pending, failure (Ampere and newer)."];
             dynamic value fn compute_processes(id: DeviceId) -> (Vec<ProcessInfo>) => compute_processes
                 [nvml: nvmlDeviceGetComputeRunningProcesses_v3 "falls back to _v2 and v1", unit: "", mig: yes, abi: custom,
                  doc: "Processes with a compute context on the device."];

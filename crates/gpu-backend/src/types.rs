@@ -217,7 +217,71 @@ pub enum TemperatureThreshold {
     Slowdown,
     /// The temperature at which the GPU shuts down.
     Shutdown,
+    /// The highest GPU temperature the board is rated for (`NVML_TEMPERATURE_THRESHOLD_GPU_MAX`).
+    GpuMax,
+    /// The highest memory temperature (`NVML_TEMPERATURE_THRESHOLD_MEM_MAX`).
+    MemoryMax,
 }
+
+/// Why a memory page was retired (`nvmlPageRetirementCause_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetirementCause {
+    /// Multiple single-bit ECC errors.
+    SingleBit,
+    /// A double-bit ECC error.
+    DoubleBit,
+}
+
+/// Row remapping (`nvmlDeviceGetRemappedRows`; Ampere and newer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemappedRows {
+    /// Rows remapped for correctable errors.
+    pub correctable: u32,
+    /// Rows remapped for uncorrectable errors.
+    pub uncorrectable: u32,
+    /// A remapping is pending (applied at the next reset).
+    pub pending: bool,
+    /// A remapping failed (the GPU needs service).
+    pub failure: bool,
+}
+
+/// NVML's clock event (throttle) reason bits, with the names nvidia-smi gives them, in bit
+/// order.
+pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+];
+
+/// The names of the reasons set in an NVML clock event mask, in bit order; a set bit this
+/// version does not name is `bit_N`.
+pub fn clock_event_reason_names(mask: u64) -> Vec<String> {
+    (0..64)
+        .map(|b| 1u64 << b)
+        .filter(|bit| mask & bit != 0)
+        .map(|bit| {
+            CLOCK_EVENT_REASONS
+                .iter()
+                .find(|(b, _)| *b == bit)
+                .map_or_else(
+                    || format!("bit_{}", bit.trailing_zeros()),
+                    |(_, n)| (*n).to_string(),
+                )
+        })
+        .collect()
+}
+
+/// The clock event bits that mean the GPU is being slowed by its hardware: HW slowdown, HW
+/// thermal slowdown, HW power brake and SW thermal slowdown.
+pub const CLOCK_EVENT_ATTENTION_MASK: u64 = 0x8 | 0x20 | 0x40 | 0x80;
 
 /// Allowed range of the power-management limit, milliwatts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

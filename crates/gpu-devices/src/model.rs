@@ -10,8 +10,9 @@
 use gpu_backend::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, MemoryInfo,
-    NvLinkCounters, PciInfo, PcieDirection, PowerLimits, ProcessInfo, TemperatureThreshold,
-    Utilization, NVLINK_MAX_LINKS,
+    NvLinkCounters, PciInfo, PcieDirection, PowerLimits, ProcessInfo, RemappedRows,
+    RetirementCause, TemperatureThreshold, Utilization, CLOCK_EVENT_ATTENTION_MASK,
+    NVLINK_MAX_LINKS,
 };
 
 use crate::device::Device;
@@ -115,6 +116,19 @@ fields! {
     vbios_version -> Na<String> = vbios_version / vbios_version;
     /// Board part number.
     board_part_number -> Na<String> = board_part_number / board_part_number;
+    /// Inforom image version.
+    inforom_image_version -> Na<String> = inforom_image_version / inforom_image_version;
+    /// Memory bus width, bits.
+    memory_bus_width -> Na<u32> = memory_bus_width / memory_bus_width;
+    /// The clock event reasons the device can report, NVML's bit mask.
+    supported_clock_event_reasons -> Na<u64> =
+        supported_clock_event_reasons / supported_clock_event_reasons;
+    /// PCIe replays since the driver loaded.
+    pcie_replay_counter -> Na<u32> = pcie_replay_counter / pcie_replay_counter;
+    /// Whether a page retirement waits for the next reset.
+    retired_pages_pending -> Na<bool> = retired_pages_pending / retired_pages_pending;
+    /// Remapped memory rows.
+    remapped_rows -> Na<RemappedRows> = remapped_rows / remapped_rows;
     /// Architecture.
     architecture -> Na<Architecture> = architecture / architecture;
     /// Brand.
@@ -219,6 +233,26 @@ fields_with! {
         live: |d| d.backend().temperature_threshold(d.id(), TemperatureThreshold::Shutdown).into(),
         snapshot: |s| s.temperature_shutdown.clone(),
     }
+    /// Highest GPU temperature the board is rated for, °C.
+    temperature_gpu_max -> Na<u32> {
+        live: |d| d.backend().temperature_threshold(d.id(), TemperatureThreshold::GpuMax).into(),
+        snapshot: |s| s.temperature_gpu_max.clone(),
+    }
+    /// Highest memory temperature, °C.
+    temperature_memory_max -> Na<u32> {
+        live: |d| d.backend().temperature_threshold(d.id(), TemperatureThreshold::MemoryMax).into(),
+        snapshot: |s| s.temperature_memory_max.clone(),
+    }
+    /// Addresses of the pages retired for multiple single-bit ECC errors.
+    retired_pages_single_bit -> Na<Vec<u64>> {
+        live: |d| d.backend().retired_pages(d.id(), RetirementCause::SingleBit).into(),
+        snapshot: |s| s.retired_pages_single_bit.clone(),
+    }
+    /// Addresses of the pages retired for a double-bit ECC error.
+    retired_pages_double_bit -> Na<Vec<u64>> {
+        live: |d| d.backend().retired_pages(d.id(), RetirementCause::DoubleBit).into(),
+        snapshot: |s| s.retired_pages_double_bit.clone(),
+    }
     /// PCIe transmit throughput, KiB/s.
     pcie_tx_throughput -> Na<u64> {
         live: |d| Na::from(d.backend().pcie_throughput(d.id(), PcieDirection::Tx)).map(u64::from),
@@ -258,6 +292,36 @@ impl Device {
 }
 
 impl DeviceSnapshot {
+    /// Why the device needs attention, empty when nothing does: a page retirement or row
+    /// remap pending, a failed row remap, uncorrected ECC errors since the driver loaded, or
+    /// clocks held down by the hardware (HW slowdown, HW or SW thermal slowdown, HW power
+    /// brake; named as in [`gpu_backend::CLOCK_EVENT_REASONS`]). Values that are N/A raise
+    /// nothing.
+    pub fn attention(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.retired_pages_pending.value() == Some(&true) {
+            out.push("retired_page_pending".to_string());
+        }
+        if let Some(rows) = self.remapped_rows.value() {
+            if rows.pending {
+                out.push("row_remap_pending".to_string());
+            }
+            if rows.failure {
+                out.push("row_remap_failure".to_string());
+            }
+        }
+        let uncorrected = self.ecc_error(EccErrorKind::Uncorrected, EccCounter::Volatile);
+        if uncorrected.value().is_some_and(|n| *n > 0) {
+            out.push("uncorrected_ecc_errors".to_string());
+        }
+        if let Some(mask) = self.clock_event_reasons.value() {
+            out.extend(gpu_backend::clock_event_reason_names(
+                mask & CLOCK_EVENT_ATTENTION_MASK,
+            ));
+        }
+        out
+    }
+
     /// The device: `"3"` for GPU 3, `"3:1"` for its MIG slot 1.
     pub fn id(&self) -> DeviceId {
         self.id

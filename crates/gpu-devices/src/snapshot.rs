@@ -9,7 +9,7 @@ use gpu_backend::recorder::Snapshot as RawSnapshot;
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, MemoryInfo, NvLinkCounters, PciInfo,
-    PerClock, PowerLimits, ProcessInfo, ProcessUtilizationSample, Utilization,
+    PerClock, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
 };
 use serde::{Deserialize, Serialize};
 
@@ -287,6 +287,10 @@ pub struct DeviceSnapshot {
     pub vbios_version: Na<String>,
     /// Board part number.
     pub board_part_number: Na<String>,
+    /// Inforom image version.
+    pub inforom_image_version: Na<String>,
+    /// Memory bus width, bits.
+    pub memory_bus_width: Na<u32>,
     /// Architecture.
     pub architecture: Na<Architecture>,
     /// Brand.
@@ -317,6 +321,10 @@ pub struct DeviceSnapshot {
     pub temperature_slowdown: Na<u32>,
     /// Shutdown threshold, °C.
     pub temperature_shutdown: Na<u32>,
+    /// Highest GPU temperature the board is rated for, °C.
+    pub temperature_gpu_max: Na<u32>,
+    /// Highest memory temperature, °C.
+    pub temperature_memory_max: Na<u32>,
     /// Whether power management (and so power readings) is enabled.
     pub power_management_mode: Na<bool>,
     /// Power draw, mW.
@@ -377,6 +385,18 @@ pub struct DeviceSnapshot {
     pub compute_instance_id: Na<u32>,
     /// Clock event (throttle) reasons, NVML's bit mask.
     pub clock_event_reasons: Na<u64>,
+    /// The clock event reasons the device can report, NVML's bit mask.
+    pub supported_clock_event_reasons: Na<u64>,
+    /// PCIe replays since the driver loaded.
+    pub pcie_replay_counter: Na<u32>,
+    /// Addresses of the pages retired for multiple single-bit ECC errors.
+    pub retired_pages_single_bit: Na<Vec<u64>>,
+    /// Addresses of the pages retired for a double-bit ECC error.
+    pub retired_pages_double_bit: Na<Vec<u64>>,
+    /// Whether a page retirement waits for the next reset.
+    pub retired_pages_pending: Na<bool>,
+    /// Remapped memory rows.
+    pub remapped_rows: Na<RemappedRows>,
     /// Processes with a compute context.
     pub compute_processes: Na<Vec<ProcessInfo>>,
     /// Processes with a graphics context.
@@ -487,12 +507,17 @@ impl DeviceSnapshot {
             minor_number,
             vbios_version,
             board_part_number,
+            inforom_image_version,
+            memory_bus_width,
+            supported_clock_event_reasons,
             architecture,
             brand,
             max_clocks,
             num_fans,
             temperature_slowdown,
             temperature_shutdown,
+            temperature_gpu_max,
+            temperature_memory_max,
             power_management_mode,
             power_management_limit,
             power_management_default_limit,
@@ -534,6 +559,11 @@ impl DeviceSnapshot {
             nvlink_throughput,
             ecc_errors,
             clock_event_reasons,
+            pcie_replay_counter,
+            retired_pages_single_bit,
+            retired_pages_double_bit,
+            retired_pages_pending,
+            remapped_rows,
             compute_processes,
             graphics_processes,
             process_utilization,
@@ -567,6 +597,8 @@ impl DeviceSnapshot {
             minor_number: c.take("minor_number", minor_number),
             vbios_version: c.take("vbios_version", vbios_version),
             board_part_number: c.take("board_part_number", board_part_number),
+            inforom_image_version: c.take("inforom_image_version", inforom_image_version),
+            memory_bus_width: c.take("memory_bus_width", memory_bus_width),
             architecture: c.take("architecture", architecture),
             brand: c.take("brand", brand),
             memory: c.take("memory", memory_info),
@@ -582,6 +614,8 @@ impl DeviceSnapshot {
             temperature: c.take("temperature", temperature),
             temperature_slowdown: c.take("temperature_slowdown", temperature_slowdown),
             temperature_shutdown: c.take("temperature_shutdown", temperature_shutdown),
+            temperature_gpu_max: c.take("temperature_gpu_max", temperature_gpu_max),
+            temperature_memory_max: c.take("temperature_memory_max", temperature_memory_max),
             power_management_mode: c.take("power_management_mode", power_management_mode),
             power_usage: c.take("power_usage", power_usage),
             power_limit: c.take("power_limit", power_management_limit),
@@ -622,6 +656,15 @@ impl DeviceSnapshot {
             gpu_instance_id: c.take("gpu_instance_id", gpu_instance_id),
             compute_instance_id: c.take("compute_instance_id", compute_instance_id),
             clock_event_reasons: c.take("clock_event_reasons", clock_event_reasons),
+            supported_clock_event_reasons: c.take(
+                "supported_clock_event_reasons",
+                supported_clock_event_reasons,
+            ),
+            pcie_replay_counter: c.take("pcie_replay_counter", pcie_replay_counter),
+            retired_pages_single_bit: c.take("retired_pages_single_bit", retired_pages_single_bit),
+            retired_pages_double_bit: c.take("retired_pages_double_bit", retired_pages_double_bit),
+            retired_pages_pending: c.take("retired_pages_pending", retired_pages_pending),
+            remapped_rows: c.take("remapped_rows", remapped_rows),
             process_list_errors: [
                 ("compute_processes", &compute_processes),
                 ("graphics_processes", &graphics_processes),

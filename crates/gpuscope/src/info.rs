@@ -101,6 +101,115 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     crate::write_stdout(&out)
 }
 
+/// The HEALTH section of one device; N/A for what the device cannot tell.
+fn render_health(out: &mut String, h: &crate::snapshot::HealthView) {
+    fn na<T: fmt::Display>(v: Option<T>) -> String {
+        v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
+    }
+    fn list(v: &Option<Vec<String>>) -> String {
+        match v {
+            None => "N/A".to_string(),
+            Some(l) if l.is_empty() => "none".to_string(),
+            Some(l) => l.join(", "),
+        }
+    }
+    fn yes(v: Option<bool>) -> String {
+        na(v.map(|b| if b { "yes" } else { "no" }))
+    }
+    let pages = |v: &Option<Vec<String>>| match v {
+        None => "N/A".to_string(),
+        Some(l) if l.is_empty() => "0".to_string(),
+        Some(l) => format!("{} ({})", l.len(), l.join(", ")),
+    };
+    let attention = if h.needs_attention.is_empty() {
+        "no".to_string()
+    } else {
+        format!("YES: {}", h.needs_attention.join(", "))
+    };
+    let celsius = |v: Option<u32>| na(v.map(|c| format!("{c} C")));
+    let _ = writeln!(out, "HEALTH:");
+    let _ = writeln!(out, "    Needs attention  : {attention}");
+    let _ = writeln!(
+        out,
+        "    ECC mode         : current {}, pending {}",
+        na(h.ecc_mode_current.map(|b| if b { "on" } else { "off" })),
+        na(h.ecc_mode_pending.map(|b| if b { "on" } else { "off" }))
+    );
+    let _ = writeln!(
+        out,
+        "    ECC volatile     : corrected {}, uncorrected {}",
+        na(h.ecc_errors_volatile_corrected),
+        na(h.ecc_errors_volatile_uncorrected)
+    );
+    let _ = writeln!(
+        out,
+        "    ECC aggregate    : corrected {}, uncorrected {}",
+        na(h.ecc_errors_aggregate_corrected),
+        na(h.ecc_errors_aggregate_uncorrected)
+    );
+    let _ = writeln!(
+        out,
+        "    Retired pages    : single-bit {}, double-bit {}, pending {}",
+        pages(&h.retired_pages_single_bit),
+        pages(&h.retired_pages_double_bit),
+        yes(h.retired_pages_pending)
+    );
+    let _ = writeln!(
+        out,
+        "    Remapped rows    : correctable {}, uncorrectable {}, pending {}, failure {}",
+        na(h.remapped_rows_correctable),
+        na(h.remapped_rows_uncorrectable),
+        yes(h.remapped_rows_pending),
+        yes(h.remapped_rows_failure)
+    );
+    let _ = writeln!(out, "    PCIe replays     : {}", na(h.pcie_replay_counter));
+    let _ = writeln!(
+        out,
+        "    Clock events     : {}",
+        list(&h.clock_event_reasons)
+    );
+    let _ = writeln!(
+        out,
+        "    Supported events : {}",
+        list(&h.supported_clock_event_reasons)
+    );
+    let _ = writeln!(
+        out,
+        "    Temp thresholds  : shutdown {}, slowdown {}, GPU max {}, memory max {}",
+        celsius(h.temperature_shutdown_celsius),
+        celsius(h.temperature_slowdown_celsius),
+        celsius(h.temperature_gpu_max_celsius),
+        celsius(h.temperature_memory_max_celsius)
+    );
+    let _ = writeln!(
+        out,
+        "    Energy           : {}",
+        na(h.total_energy_consumption_millijoules
+            .map(|mj| format!("{:.3} kJ", mj as f64 / 1e6)))
+    );
+    let _ = writeln!(
+        out,
+        "    Power limits     : enforced {}, min {}, max {}",
+        na(h.power_enforced_limit_watts.map(|w| format!("{w:.2} W"))),
+        na(h.power_min_limit_watts.map(|w| format!("{w:.2} W"))),
+        na(h.power_max_limit_watts.map(|w| format!("{w:.2} W")))
+    );
+    let _ = writeln!(
+        out,
+        "    Versions         : VBIOS {}, inforom {}, part {}, serial {}",
+        Escaped(&na(h.vbios_version.as_deref())),
+        Escaped(&na(h.inforom_image_version.as_deref())),
+        Escaped(&na(h.board_part_number.as_deref())),
+        Escaped(&na(h.serial.as_deref()))
+    );
+    let _ = writeln!(
+        out,
+        "    Memory bus       : {}",
+        na(h.memory_bus_width_bits.map(|b| format!("{b} bits")))
+    );
+    let _ = writeln!(out);
+}
+
 /// One device: gpu-devices' sections, then its processes joined with their host facts.
 fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
     let mut out = String::new();
@@ -120,6 +229,7 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
             let _ = writeln!(out);
         }
     }
+    render_health(&mut out, &crate::snapshot::health_view(d));
     let _ = writeln!(out, "PROCESSES:");
     let mig_children = snaps
         .devices

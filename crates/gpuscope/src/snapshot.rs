@@ -80,12 +80,100 @@ pub struct DeviceView {
     pub mig_mode: Option<bool>,
     pub gpu_instance_id: Option<u32>,
     pub compute_instance_id: Option<u32>,
+    /// Health: ECC, retired pages, remapped rows, throttling, thresholds, versions.
+    pub health: HealthView,
     /// Processes with a context on this device; `None` (JSON `null`) when no process list
     /// could be read, with the reason in `errors`.
     pub processes: Option<Vec<ProcessView>>,
     /// Failures other than N/A, with the query that failed; and every process list that could
     /// not be read, whatever the reason.
     pub errors: Vec<FieldError>,
+}
+
+/// A device's health (docs/snapshot-json.md); every value `null` when N/A.
+#[derive(Debug, Serialize)]
+pub struct HealthView {
+    /// Why the device needs attention; empty when nothing does (`DeviceSnapshot::attention`).
+    pub needs_attention: Vec<String>,
+    pub serial: Option<String>,
+    pub vbios_version: Option<String>,
+    pub inforom_image_version: Option<String>,
+    pub board_part_number: Option<String>,
+    pub memory_bus_width_bits: Option<u32>,
+    pub ecc_mode_current: Option<bool>,
+    pub ecc_mode_pending: Option<bool>,
+    pub ecc_errors_volatile_corrected: Option<u64>,
+    pub ecc_errors_volatile_uncorrected: Option<u64>,
+    pub ecc_errors_aggregate_corrected: Option<u64>,
+    pub ecc_errors_aggregate_uncorrected: Option<u64>,
+    /// Addresses, `0x` and 16 hex digits as nvidia-smi prints them.
+    pub retired_pages_single_bit: Option<Vec<String>>,
+    pub retired_pages_double_bit: Option<Vec<String>>,
+    pub retired_pages_pending: Option<bool>,
+    pub remapped_rows_correctable: Option<u32>,
+    pub remapped_rows_uncorrectable: Option<u32>,
+    pub remapped_rows_pending: Option<bool>,
+    pub remapped_rows_failure: Option<bool>,
+    pub pcie_replay_counter: Option<u32>,
+    /// The reasons set now, by name (`gpu_backend::CLOCK_EVENT_REASONS`).
+    pub clock_event_reasons: Option<Vec<String>>,
+    /// The reasons the device can report, by name.
+    pub supported_clock_event_reasons: Option<Vec<String>>,
+    pub temperature_shutdown_celsius: Option<u32>,
+    pub temperature_slowdown_celsius: Option<u32>,
+    pub temperature_gpu_max_celsius: Option<u32>,
+    pub temperature_memory_max_celsius: Option<u32>,
+    pub total_energy_consumption_millijoules: Option<u64>,
+    pub fan_speeds_percent: Vec<Option<u32>>,
+    pub power_min_limit_watts: Option<f64>,
+    pub power_max_limit_watts: Option<f64>,
+    pub power_enforced_limit_watts: Option<f64>,
+}
+
+/// The health part of a device's view.
+pub fn health_view(d: &DeviceSnapshot) -> HealthView {
+    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
+    let addresses = |v: &Na<Vec<u64>>| {
+        v.value()
+            .map(|list| list.iter().map(|a| format!("{a:#018x}")).collect())
+    };
+    let reasons = |v: &Na<u64>| v.value().map(|&m| gpu_backend::clock_event_reason_names(m));
+    let ecc = &d.ecc_errors;
+    let rows = d.remapped_rows.value();
+    let limits = d.power_limit_constraints.value();
+    HealthView {
+        needs_attention: d.attention(),
+        serial: d.serial.value().cloned(),
+        vbios_version: d.vbios_version.value().cloned(),
+        inforom_image_version: d.inforom_image_version.value().cloned(),
+        board_part_number: d.board_part_number.value().cloned(),
+        memory_bus_width_bits: d.memory_bus_width.value().copied(),
+        ecc_mode_current: d.ecc_mode.value().map(|m| m.current),
+        ecc_mode_pending: d.ecc_mode.value().map(|m| m.pending),
+        ecc_errors_volatile_corrected: ecc.volatile_corrected.value().copied(),
+        ecc_errors_volatile_uncorrected: ecc.volatile_uncorrected.value().copied(),
+        ecc_errors_aggregate_corrected: ecc.aggregate_corrected.value().copied(),
+        ecc_errors_aggregate_uncorrected: ecc.aggregate_uncorrected.value().copied(),
+        retired_pages_single_bit: addresses(&d.retired_pages_single_bit),
+        retired_pages_double_bit: addresses(&d.retired_pages_double_bit),
+        retired_pages_pending: d.retired_pages_pending.value().copied(),
+        remapped_rows_correctable: rows.map(|r| r.correctable),
+        remapped_rows_uncorrectable: rows.map(|r| r.uncorrectable),
+        remapped_rows_pending: rows.map(|r| r.pending),
+        remapped_rows_failure: rows.map(|r| r.failure),
+        pcie_replay_counter: d.pcie_replay_counter.value().copied(),
+        clock_event_reasons: reasons(&d.clock_event_reasons),
+        supported_clock_event_reasons: reasons(&d.supported_clock_event_reasons),
+        temperature_shutdown_celsius: d.temperature_shutdown.value().copied(),
+        temperature_slowdown_celsius: d.temperature_slowdown.value().copied(),
+        temperature_gpu_max_celsius: d.temperature_gpu_max.value().copied(),
+        temperature_memory_max_celsius: d.temperature_memory_max.value().copied(),
+        total_energy_consumption_millijoules: d.total_energy_consumption.value().copied(),
+        fan_speeds_percent: d.fan_speeds.iter().map(|f| f.value().copied()).collect(),
+        power_min_limit_watts: watts(limits.map(|l| l.min_mw)),
+        power_max_limit_watts: watts(limits.map(|l| l.max_mw)),
+        power_enforced_limit_watts: watts(d.enforced_power_limit.value().copied()),
+    }
 }
 
 /// One process on one device.
@@ -228,6 +316,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         mig_mode: d.mig_mode.value().map(|m| m.current),
         gpu_instance_id: d.gpu_instance_id.value().copied(),
         compute_instance_id: d.compute_instance_id.value().copied(),
+        health: health_view(d),
         processes: Some(Vec::new()),
         errors,
     }

@@ -159,6 +159,126 @@ fn pad_bus_id(id: &str) -> String {
     )
 }
 
+/// For every GPU of every dump that carries them: the health values (retired pages with their
+/// addresses, remapped rows, PCIe replays, temperature thresholds, inforom version) in the
+/// imported fixture equal what the XML text says, read here without the importer's parser.
+#[test]
+fn health_values_of_every_dump_match_its_xml() {
+    let mut pages_seen = 0;
+    let mut rows_seen = 0;
+    for (file, text) in xml_dumps() {
+        let f = import(&file, &text);
+        for (i, g) in blocks(&text, "gpu").iter().enumerate() {
+            let at = |what: &str| format!("{file} GPU {i} {what}");
+            let id = DeviceId::Gpu(i as u32);
+            let st = &f.devices[&id];
+            let dy = &f.frames[0].devices[&id];
+            let top = without(&without(g, "mig_devices"), "processes");
+            let pci = blocks(&top, "pci").first().copied().unwrap_or("");
+            check_num(
+                &at("replay"),
+                &dy.pcie_replay_counter,
+                value(pci, "replay_counter"),
+                1.0,
+            );
+            let temp = blocks(&top, "temperature").first().copied().unwrap_or("");
+            check_num(
+                &at("gpu max"),
+                &st.temperature_gpu_max,
+                value(temp, "gpu_temp_max_gpu_threshold"),
+                1.0,
+            );
+            check_num(
+                &at("mem max"),
+                &st.temperature_memory_max,
+                value(temp, "gpu_temp_max_mem_threshold"),
+                1.0,
+            );
+            let inforom = blocks(&top, "inforom_version")
+                .first()
+                .copied()
+                .unwrap_or("");
+            match value(inforom, "img_version").filter(|v| !is_placeholder(v)) {
+                Some(v) => assert_eq!(st.inforom_image_version.ok(), Some(&v), "{}", at("inforom")),
+                None => assert!(st.inforom_image_version.is_err(), "{}", at("inforom")),
+            }
+            let retired = blocks(&top, "retired_pages").first().copied().unwrap_or("");
+            for (tag, got) in [
+                (
+                    "multiple_single_bit_retirement",
+                    &dy.retired_pages_single_bit,
+                ),
+                ("double_bit_retirement", &dy.retired_pages_double_bit),
+            ] {
+                let cause = blocks(retired, tag).first().copied().unwrap_or("");
+                match value(cause, "retired_count").filter(|v| !is_placeholder(v)) {
+                    Some(n) => {
+                        let want: Vec<u64> = blocks(cause, "retired_page_address")
+                            .iter()
+                            .map(|a| {
+                                u64::from_str_radix(a.trim().trim_start_matches("0x"), 16).unwrap()
+                            })
+                            .collect();
+                        assert_eq!(want.len(), n.parse::<usize>().unwrap(), "{}", at(tag));
+                        assert_eq!(got.ok(), Some(&want), "{}", at(tag));
+                        pages_seen += want.len();
+                    }
+                    None => assert!(got.is_err(), "{}", at(tag)),
+                }
+            }
+            match value(retired, "pending_retirement").filter(|v| !is_placeholder(v)) {
+                Some(v) => assert_eq!(
+                    dy.retired_pages_pending.ok(),
+                    Some(&(v == "Yes")),
+                    "{}",
+                    at("pending")
+                ),
+                None => assert!(dy.retired_pages_pending.is_err(), "{}", at("pending")),
+            }
+            let rows = blocks(&top, "remapped_rows").first().copied().unwrap_or("");
+            match value(rows, "remapped_row_corr") {
+                Some(corr) => {
+                    let r = dy
+                        .remapped_rows
+                        .ok()
+                        .unwrap_or_else(|| panic!("{}", at("rows")));
+                    assert_eq!(r.correctable.to_string(), corr, "{}", at("rows"));
+                    assert_eq!(
+                        Some(r.uncorrectable.to_string()),
+                        value(rows, "remapped_row_unc")
+                    );
+                    assert_eq!(
+                        Some(r.pending),
+                        value(rows, "remapped_row_pending").map(|v| v == "Yes")
+                    );
+                    assert_eq!(
+                        Some(r.failure),
+                        value(rows, "remapped_row_failure").map(|v| v == "Yes")
+                    );
+                    rows_seen += 1;
+                }
+                None => assert!(dy.remapped_rows.is_err(), "{}", at("rows")),
+            }
+        }
+    }
+    assert!(
+        pages_seen >= 2,
+        "no dump with retired page addresses was checked"
+    );
+    assert!(rows_seen >= 1, "no dump with remapped rows was checked");
+}
+
+/// Regression: nvidia-smi's "Requested functionality has been deprecated" was imported as
+/// not supported; it is NVML_ERROR_DEPRECATED.
+#[test]
+fn deprecated_placeholder_imports_as_deprecated() {
+    let f = dump("telegraf__pro-6000-maxq-blackwell-v13.xml");
+    assert_eq!(
+        f.devices[&DeviceId::Gpu(0)].display_mode,
+        Answer::Err(BackendError::Deprecated)
+    );
+}
+
 /// For every GPU of every dump: the fixture's answers equal what the XML text says.
 #[test]
 fn every_gpu_of_every_dump_matches_its_xml() {
@@ -509,7 +629,7 @@ fn transcribed_values_of_some_dumps() {
         Some("llama-server")
     );
     let s = &pro.devices[&DeviceId::Gpu(0)];
-    assert_eq!(s.display_mode, Answer::Err(BackendError::NotSupported));
+    assert_eq!(s.display_mode, Answer::Err(BackendError::Deprecated));
     assert_eq!(
         s.temperature_slowdown,
         Answer::Err(BackendError::NotSupported)

@@ -187,6 +187,8 @@ pub fn threshold_to_wrapper(threshold: TemperatureThreshold) -> wrapper::Tempera
     match threshold {
         TemperatureThreshold::Slowdown => wrapper::TemperatureThreshold::Slowdown,
         TemperatureThreshold::Shutdown => wrapper::TemperatureThreshold::Shutdown,
+        TemperatureThreshold::GpuMax => wrapper::TemperatureThreshold::GpuMax,
+        TemperatureThreshold::MemoryMax => wrapper::TemperatureThreshold::MemoryMax,
     }
 }
 

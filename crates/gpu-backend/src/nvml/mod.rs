@@ -28,7 +28,8 @@ use crate::types::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, MemoryInfo,
     NvLinkCounters, PciInfo, PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample,
-    TemperatureThreshold, Utilization, MAX_DEVICE_COUNT, MAX_FANS, NVLINK_MAX_LINKS,
+    RemappedRows, RetirementCause, TemperatureThreshold, Utilization, MAX_DEVICE_COUNT, MAX_FANS,
+    NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
 
@@ -71,6 +72,10 @@ type ProcessListFn = unsafe extern "C" fn(
 
 /// Calls a raw NVML device query that takes the device handle and one out-parameter, and yields
 /// what NVML wrote there. Returns early from the enclosing function on any error.
+/// The most retired pages believed from NVML per cause. NVML documents no maximum; a GPU is
+/// replaced long before it retires this many, and a larger count is refused as an error.
+const MAX_RETIRED_PAGES: c_uint = 4096;
+
 macro_rules! query_one {
     ($self:expr, $id:expr, $func:ident) => {{
         let handle = $self.handle($id)?;
@@ -601,6 +606,31 @@ impl GpuBackend for NvmlBackend {
         )
     }
 
+    fn inforom_image_version(&self, id: DeviceId) -> Result<String> {
+        self.device_string(
+            id,
+            &self.lib().nvmlDeviceGetInforomImageVersion,
+            sys::NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE,
+        )
+    }
+
+    fn memory_bus_width(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetMemoryBusWidth))
+    }
+
+    /// `nvmlDeviceGetSupportedClocksEventReasons`, or the older
+    /// `nvmlDeviceGetSupportedClocksThrottleReasons` on drivers without it.
+    fn supported_clock_event_reasons(&self, id: DeviceId) -> Result<u64> {
+        let handle = self.handle(id)?;
+        let lib = self.lib();
+        let func = symbol(&lib.nvmlDeviceGetSupportedClocksEventReasons)
+            .or_else(|_| symbol(&lib.nvmlDeviceGetSupportedClocksThrottleReasons))?;
+        let mut reasons = 0;
+        // SAFETY: a live handle and a writable out-pointer.
+        check(unsafe { func(handle, &mut reasons) })?;
+        Ok(reasons)
+    }
+
     fn architecture(&self, id: DeviceId) -> Result<Architecture> {
         // Read as NVML's number: nvml-wrapper's enum folds codes it does not know into one.
         let code: sys::nvmlDeviceArchitecture_t = query_one!(self, id, nvmlDeviceGetArchitecture);
@@ -904,6 +934,65 @@ impl GpuBackend for NvmlBackend {
         // SAFETY: a live handle and a writable out-pointer.
         check(unsafe { func(handle, &mut reasons) })?;
         Ok(reasons)
+    }
+
+    fn pcie_replay_counter(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetPcieReplayCounter))
+    }
+
+    /// `nvmlDeviceGetRetiredPages`: asked once for the count, then for the addresses (at most
+    /// [`MAX_RETIRED_PAGES`] believed).
+    fn retired_pages(&self, id: DeviceId, cause: RetirementCause) -> Result<Vec<u64>> {
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetRetiredPages)?;
+        let cause = match cause {
+            RetirementCause::SingleBit => {
+                sys::nvmlPageRetirementCause_enum_NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+            }
+            RetirementCause::DoubleBit => {
+                sys::nvmlPageRetirementCause_enum_NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+            }
+        };
+        let mut count: c_uint = 0;
+        // SAFETY: a live handle; a null address buffer with a count of 0 asks for the count.
+        let code = unsafe { func(handle, cause, &mut count, ptr::null_mut()) };
+        if code != sys::nvmlReturn_enum_NVML_SUCCESS
+            && code != sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE
+        {
+            check(code)?;
+        }
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        if count > MAX_RETIRED_PAGES {
+            return Err(BackendError::Other(format!(
+                "NVML reported {count} retired pages, more than the {MAX_RETIRED_PAGES} believed"
+            )));
+        }
+        let mut addresses = vec![0u64; count as usize];
+        // SAFETY: the buffer holds `count` addresses, the count passed.
+        check(unsafe { func(handle, cause, &mut count, addresses.as_mut_ptr()) })?;
+        addresses.truncate(count as usize);
+        Ok(addresses)
+    }
+
+    fn retired_pages_pending(&self, id: DeviceId) -> Result<bool> {
+        conv::enable_state(query_one!(self, id, nvmlDeviceGetRetiredPagesPendingStatus))
+    }
+
+    fn remapped_rows(&self, id: DeviceId) -> Result<RemappedRows> {
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetRemappedRows)?;
+        let (mut corr, mut unc, mut pending, mut failure): (c_uint, c_uint, c_uint, c_uint) =
+            (0, 0, 0, 0);
+        // SAFETY: a live handle and four writable out-pointers.
+        check(unsafe { func(handle, &mut corr, &mut unc, &mut pending, &mut failure) })?;
+        Ok(RemappedRows {
+            correctable: corr,
+            uncorrectable: unc,
+            pending: pending != 0,
+            failure: failure != 0,
+        })
     }
 
     fn compute_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
