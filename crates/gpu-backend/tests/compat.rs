@@ -42,6 +42,12 @@ fn all_not_recorded(v: &Value) -> bool {
     }
 }
 
+/// An object that is a record of fields, not an answer (`{"ok": ...}` / `{"err": ...}`).
+fn is_record(v: &Value) -> bool {
+    v.as_object()
+        .is_some_and(|o| !o.contains_key("ok") && !o.contains_key("err"))
+}
+
 /// Walks the frozen JSON (`raw`), what a replay of it records (`replayed`) and the current
 /// fixture (`current`) together: what the frozen file holds, the replay gives back and the
 /// current fixture holds too; what it lacks, the replay answers as "not recorded".
@@ -58,6 +64,13 @@ fn compare(raw: &Value, replayed: &Value, current: &Value, path: &str) {
                          not_recorded, not {pv}"
                     ),
                 }
+            }
+        }
+        // Frames: each one walked the same way, so a dynamic query added later is checked as
+        // "not recorded" there too.
+        (Value::Array(r), Value::Array(p)) if r.len() == p.len() && r.iter().all(is_record) => {
+            for (i, (rv, pv)) in r.iter().zip(p).enumerate() {
+                compare(rv, pv, &current[i], &format!("{path}[{i}]"));
             }
         }
         _ => {
