@@ -84,6 +84,10 @@ pub struct Criteria {
     /// used memory, lowest GPU then memory utilization, highest physical index); otherwise keep
     /// the order the devices were given in.
     pub sort: bool,
+    /// Skip devices that need attention (`DeviceSnapshot::attention`: a pending page
+    /// retirement or row remap, a failed row remap, uncorrected ECC errors since the driver
+    /// loaded, clocks held down by the hardware). The tolerance does not loosen it.
+    pub healthy: bool,
 }
 
 impl Default for Criteria {
@@ -98,6 +102,7 @@ impl Default for Criteria {
             tolerance: 0,
             free_accounts: Vec::new(),
             sort: true,
+            healthy: false,
         }
     }
 }
@@ -161,6 +166,12 @@ impl Criteria {
         users: impl IntoIterator<Item = S>,
     ) -> Criteria {
         self.free_accounts = users.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`Criteria::healthy`].
+    pub fn healthy(mut self, healthy: bool) -> Criteria {
+        self.healthy = healthy;
         self
     }
 

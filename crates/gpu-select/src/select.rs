@@ -48,6 +48,9 @@ pub enum Constraint {
     MaxGpuUtilization,
     /// [`Criteria::max_memory_utilization`].
     MaxMemoryUtilization,
+    /// [`Criteria::healthy`]: the value is the number of reasons the device needs attention
+    /// (named in [`Candidate::attention`]), the limit 0.
+    Healthy,
 }
 
 impl Constraint {
@@ -58,6 +61,7 @@ impl Constraint {
             Constraint::MinTotalMemory => "min-total-memory",
             Constraint::MaxGpuUtilization => "max-gpu-utilization",
             Constraint::MaxMemoryUtilization => "max-memory-utilization",
+            Constraint::Healthy => "healthy",
         }
     }
 }
@@ -178,6 +182,8 @@ pub struct Candidate {
     pub gpu_utilization: Option<u32>,
     /// Memory-bandwidth utilization, percent.
     pub memory_utilization: Option<u32>,
+    /// Why the device needs attention (`DeviceSnapshot::attention`); empty when nothing does.
+    pub attention: Vec<String>,
     /// Each constraint asked for, in the order of [`Constraint`].
     pub checks: Vec<Check>,
     /// Why it cannot be chosen at all, whatever the criteria; `None` for a usable device.
@@ -486,9 +492,23 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
             outcome: at_most(v, u64::from(max)),
         });
     }
+    let attention = d.attention();
+    if criteria.healthy {
+        checks.push(Check {
+            constraint: Constraint::Healthy,
+            value: Some(attention.len() as u64),
+            limit: 0,
+            outcome: if attention.is_empty() {
+                Outcome::Met
+            } else {
+                Outcome::Failed
+            },
+        });
+    }
     Candidate {
         id: d.id,
         cuda_index: d.cuda_index,
+        attention,
         uuid: d.uuid.value().cloned(),
         memory_free,
         memory_used,

@@ -592,6 +592,49 @@ fn a_device_whose_memory_cannot_be_read_is_never_chosen() {
         .starts_with("memory: N/A ("));
 }
 
+/// `healthy` skips exactly the GPUs that need attention (a pending retirement, a pending row
+/// remap, uncorrected ECC errors, HW slowdown), says why, and keeps the N/A ones.
+#[test]
+fn healthy_skips_the_gpus_that_need_attention_and_says_why() {
+    use gpu_backend::RemappedRows;
+    use gpu_devices::Na;
+    let mut snaps = collector("h100-sxm-8gpu", 5).take_all();
+    snaps.devices[1].retired_pages_pending = Na::Value(true);
+    snaps.devices[2].remapped_rows = Na::Value(RemappedRows {
+        correctable: 0,
+        uncorrectable: 1,
+        pending: true,
+        failure: false,
+    });
+    snaps.devices[3].ecc_errors.volatile_uncorrected = Na::Value(2);
+    snaps.devices[4].clock_event_reasons = Na::Value(0x8 | 0x4);
+    // Not a reason: SW power cap alone, and values the device cannot tell.
+    snaps.devices[5].clock_event_reasons = Na::Value(0x4);
+    snaps.devices[6].retired_pages_pending = Na::NotAvailable;
+    let all = chosen(&select_from_snapshots(&snaps, &Criteria::new()).unwrap());
+    assert_eq!(all.len(), 8, "{all:?}");
+    let s = select_from_snapshots(&snaps, &Criteria::new().healthy(true)).unwrap();
+    let mut got = chosen(&s);
+    got.sort();
+    assert_eq!(got, ["0", "5", "6", "7"]);
+    let why = |i: usize| {
+        s.candidates
+            .iter()
+            .find(|c| c.id == DeviceId::Gpu(i as u32))
+            .unwrap()
+    };
+    assert_eq!(why(1).fate, Fate::Rejected);
+    assert_eq!(why(1).attention, ["retired_page_pending"]);
+    assert_eq!(why(2).attention, ["row_remap_pending"]);
+    assert_eq!(why(3).attention, ["uncorrected_ecc_errors"]);
+    assert_eq!(why(4).attention, ["hw_slowdown"]);
+    let check = why(4)
+        .checks
+        .iter()
+        .find(|k| k.constraint == Constraint::Healthy);
+    assert_eq!(check.map(|k| k.outcome), Some(Outcome::Failed));
+}
+
 /// Under WDDM the driver cannot tell a process's memory: counting its user's memory as free
 /// adds nothing.
 #[test]

@@ -93,6 +93,12 @@ pub struct Args {
     #[arg(short = 'S', long)]
     no_sort: bool,
 
+    /// Skip GPUs that need attention: a page retirement or row remap pending, a failed row
+    /// remap, uncorrected ECC errors since the driver loaded, or clocks held down by the
+    /// hardware (HW slowdown, thermal slowdown, power brake).
+    #[arg(long)]
+    healthy: bool,
+
     /// Also tell, on standard error, why each device was chosen or not.
     #[arg(long)]
     explain: bool,
@@ -207,6 +213,7 @@ fn criteria(args: &Args) -> anyhow::Result<Criteria> {
         tolerance: args.tolerance,
         free_accounts,
         sort: !args.no_sort,
+        healthy: args.healthy,
     })
 }
 
@@ -254,6 +261,9 @@ fn explain(s: &Selection, criteria: &Criteria) -> String {
 
 fn verdict(c: &Candidate, rank: Option<usize>, criteria: &Criteria) -> String {
     let limit = |k: &gpu_select::Check| match k.constraint {
+        gpu_select::Constraint::Healthy => {
+            format!("needs attention ({})", c.attention.join(", "))
+        }
         gpu_select::Constraint::MinFreeMemory | gpu_select::Constraint::MinTotalMemory => {
             format!(
                 "{} {} < {}",

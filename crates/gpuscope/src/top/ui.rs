@@ -347,6 +347,16 @@ fn label(id: DeviceId) -> String {
     }
 }
 
+/// The device's label with `!` after it when it needs attention
+/// (`DeviceSnapshot::attention`).
+fn marked_label(d: &DeviceSnapshot) -> String {
+    if d.attention().is_empty() {
+        label(d.id)
+    } else {
+        format!("{}!", label(d.id))
+    }
+}
+
 fn na<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "N/A".into(), |v| v.to_string())
 }
@@ -379,7 +389,7 @@ fn device_compact(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Line<'static
     let w = width as usize;
     let name_w = (w / 5).clamp(8, 28);
     let name = fit(d.name.value().map_or("N/A", String::as_str), name_w);
-    let head = format!("{:<5}{:<name_w$} ", label(d.id), name);
+    let head = format!("{:<5}{:<name_w$} ", marked_label(d), name);
     if is_lost(d) {
         return Line::from(vec![
             Span::raw(head),
@@ -424,16 +434,24 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
             Span::styled("GPU is lost (fell off the bus)", theme.level(Some(100.0))),
         ])
     } else {
-        Line::raw(format!(
+        let mut spans = vec![Span::raw(format!(
             "{:<5}{name}  Bus {bus}  Fan {}  Temp {}  {}  Pwr {} / {}  MIG {}",
-            label(d.id),
+            marked_label(d),
             na(d.fan_speed.value().map(|f| format!("{f}%"))),
             na(d.temperature.value().map(|t| format!("{t}C"))),
             pstate(d),
             watts(d.power_usage.value()),
             watts(d.enforced_power_limit.value()),
             mig_mode(d),
-        ))
+        ))];
+        let attention = d.attention();
+        if !attention.is_empty() {
+            spans.push(Span::styled(
+                format!("  ! {}", attention.join(", ")),
+                theme.warn(),
+            ));
+        }
+        Line::from(spans)
     };
     let mem = d.memory.value();
     let mem_pct = mem.and_then(|m| pct(m.used, m.total));
