@@ -699,6 +699,7 @@ proptest! {
             tolerance,
             free_accounts: Vec::new(),
             sort,
+            healthy: false,
         };
         let col = collector(stem, frame);
         let devices = truth(stem, frame);
