@@ -305,6 +305,7 @@ fn snapshot_and_info_json_have_exactly_the_documented_fields() {
     let top = documented(&doc, "## Top level");
     let device = documented(&doc, "## `devices[]`");
     let process = documented(&doc, "## `devices[].processes[]`");
+    let health = documented(&doc, "## `devices[].health`");
     assert!(top.contains("schema") && device.contains("memory_free_bytes"));
     for args in [
         &["snapshot", "--demo", "--frame", "5", "--json"][..],
@@ -320,6 +321,7 @@ fn snapshot_and_info_json_have_exactly_the_documented_fields() {
         assert_eq!(keys(&v), top, "{args:?}");
         for d in v["devices"].as_array().unwrap() {
             assert_eq!(keys(d), device, "{args:?}");
+            assert_eq!(keys(&d["health"]), health, "{args:?}");
             for p in d["processes"].as_array().into_iter().flatten() {
                 assert_eq!(keys(p), process, "{args:?}");
             }
