@@ -38,6 +38,7 @@ ERROR_CODES = {
     "library_not_found": 12,
     "function_not_found": 13,
     "gpu_lost": 15,
+    "deprecated": 26,
 }
 NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
 NO_ID = 0xFFFFFFFF
@@ -181,6 +182,77 @@ def check_system(c, fixture, handles):
             st.get("power_management_default_limit", {"err": "not_recorded"}),
             lambda: pynvml.nvmlDeviceGetPowerManagementDefaultLimit(h),
         )
+        check_health_static(c, key, st, h)
+
+
+def recorded(answers, field):
+    """A fixture answer, or the not-recorded error of a fixture written before the query."""
+    return answers.get(field, {"err": "not_recorded"})
+
+
+def check_health_static(c, key, st, h):
+    """The health queries asked once: versions, bus width, thresholds, supported events."""
+    where = f"device {key}"
+    c.answer(
+        f"{where} inforom image version",
+        recorded(st, "inforom_image_version"),
+        lambda: text(pynvml.nvmlDeviceGetInforomImageVersion(h)),
+    )
+    c.answer(
+        f"{where} memory bus width",
+        recorded(st, "memory_bus_width"),
+        lambda: pynvml.nvmlDeviceGetMemoryBusWidth(h),
+    )
+    c.answer(
+        f"{where} supported clock event reasons",
+        recorded(st, "supported_clock_event_reasons"),
+        lambda: pynvml.nvmlDeviceGetSupportedClocksEventReasons(h),
+    )
+    for field, threshold in [
+        ("temperature_shutdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
+        ("temperature_slowdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+        ("temperature_gpu_max", pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
+        ("temperature_memory_max", pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
+    ]:
+        c.answer(
+            f"{where} {field}",
+            recorded(st, field),
+            lambda: pynvml.nvmlDeviceGetTemperatureThreshold(h, threshold),
+        )
+
+
+def check_health_frame(c, where, dy, h):
+    """The health queries asked at every frame: replays, retired pages, remapped rows, events."""
+    c.answer(
+        f"{where} PCIe replay counter",
+        recorded(dy, "pcie_replay_counter"),
+        lambda: pynvml.nvmlDeviceGetPcieReplayCounter(h),
+    )
+    for field, cause in [
+        ("retired_pages_single_bit", pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS),
+        ("retired_pages_double_bit", pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR),
+    ]:
+        c.answer(
+            f"{where} {field}",
+            recorded(dy, field),
+            lambda: list(pynvml.nvmlDeviceGetRetiredPages(h, cause)),
+        )
+    c.answer(
+        f"{where} retired pages pending",
+        recorded(dy, "retired_pages_pending"),
+        lambda: bool(pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h)),
+    )
+    c.answer(
+        f"{where} remapped rows",
+        recorded(dy, "remapped_rows"),
+        lambda: (lambda r: (r[0], r[1], bool(r[2]), bool(r[3])))(pynvml.nvmlDeviceGetRemappedRows(h)),
+        lambda r: (r["correctable"], r["uncorrectable"], r["pending"], r["failure"]),
+    )
+    c.answer(
+        f"{where} clock event reasons",
+        recorded(dy, "clock_event_reasons"),
+        lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h),
+    )
 
 
 def check_frame(c, fixture, handles, index):
@@ -222,6 +294,7 @@ def check_frame(c, fixture, handles, index):
             lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
         )
         c.answer(f"{where} power", dy["power_usage"], lambda: pynvml.nvmlDeviceGetPowerUsage(h))
+        check_health_frame(c, where, dy, h)
         c.answer(
             f"{where} compute processes",
             dy["compute_processes"],
