@@ -503,7 +503,7 @@ impl App {
             .iter()
             .find(|p| p.pid == pid)?;
         Some(FixtureHostProcess {
-            name: p.host.name.clone()?,
+            name: p.host.name.clone(),
             cmdline: p.host.cmdline.clone()?,
             user: p.host.user.clone(),
             ppid: p.host.ppid,

@@ -393,7 +393,7 @@ fn signals_reach_only_the_recorded_process_and_refusals_are_messages() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let facts = |cmd: &[&str]| gpu_backend::fixture::HostProcess {
-        name: "sleep".into(),
+        name: Some("sleep".into()),
         cmdline: cmd.iter().map(|s| s.to_string()).collect(),
         user: None,
         ppid: None,
