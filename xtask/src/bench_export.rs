@@ -250,11 +250,7 @@ type IdleSyscalls = (live::Syscalls, f64);
 
 /// The phases, and the idle system-call count with its length in seconds (when strace is
 /// there).
-fn phases(
-    args: &Args,
-    e: &Exporter,
-    pids: &[u32],
-) -> Result<(Vec<Phase>, Option<IdleSyscalls>)> {
+fn phases(args: &Args, e: &Exporter, pids: &[u32]) -> Result<(Vec<Phase>, Option<IdleSyscalls>)> {
     // Let the first samples settle.
     std::thread::sleep(Duration::from_secs(2));
     let mut out = Vec::new();
@@ -290,12 +286,7 @@ fn phases(
 }
 
 /// Attaches `strace -f -y` to the exporter for `window` and counts its system calls.
-fn trace_idle(
-    strace: &str,
-    pid: u32,
-    window: Duration,
-    pids: &[u32],
-) -> Result<IdleSyscalls> {
+fn trace_idle(strace: &str, pid: u32, window: Duration, pids: &[u32]) -> Result<IdleSyscalls> {
     let log = work_dir()?.join("strace-idle.log");
     let mut tracer = Command::new(strace)
         .args(["-f", "-y", "-qq", "-o"])

@@ -236,6 +236,9 @@ mod tests {
         let loaded = Fixture::load(&path);
         std::fs::remove_file(&path).ok();
         assert!(loaded.is_ok(), "{:?}", loaded.err());
-        assert!(adopt_pids(&mut f, &new[..1]).is_err(), "too few live processes");
+        assert!(
+            adopt_pids(&mut f, &new[..1]).is_err(),
+            "too few live processes"
+        );
     }
 }

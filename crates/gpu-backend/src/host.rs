@@ -287,6 +287,25 @@ pub fn parse_cmdline(raw: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// User names by uid from an `/etc/passwd` text (`name:password:uid:...`); lines that are not
+/// such entries are skipped, and of two entries for one uid the first counts (as getpwuid).
+pub fn parse_passwd(text: &str) -> std::collections::HashMap<u32, String> {
+    let mut users = std::collections::HashMap::new();
+    for line in text.lines() {
+        let mut fields = line.split(':');
+        let (Some(name), Some(_), Some(uid)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        if name.is_empty() || name.starts_with(['#', '+', '-']) {
+            continue;
+        }
+        if let Ok(uid) = uid.parse::<u32>() {
+            users.entry(uid).or_insert_with(|| name.to_string());
+        }
+    }
+    users
+}
+
 /// The executable name: the kernel's `comm`, or, when that was cut at 15 bytes, the file name
 /// of the first argument that it begins (as psutil does).
 pub fn process_name(comm: &str, cmdline: &[String]) -> Option<String> {
@@ -338,6 +357,8 @@ mod live {
         path: String,
         processes: HashMap<u32, Entry>,
         users: HashMap<u32, Option<String>>,
+        /// `/etc/passwd` by uid, read the first time a user is looked up.
+        passwd: Option<HashMap<u32, String>>,
         /// Busy and total ticks of all CPUs at the last [`HostSource::sample`].
         cpu: Option<(u64, u64)>,
     }
@@ -398,9 +419,14 @@ mod live {
         u64::try_from(v).ok().filter(|&v| v > 0)
     }
 
-    /// The name of user `uid` through the system's user database (NSS: /etc/passwd, LDAP, ...);
-    /// its number when it has no name (a container's user unknown to the host).
-    fn user_name(uid: u32) -> Option<String> {
+    /// The name of user `uid`: from `/etc/passwd` (read once, by the caller) when it is there,
+    /// else through the system's user database (NSS: LDAP, systemd, ...), which loads the NSS
+    /// modules into the process (some 600 KiB, and their start-up) only when needed; the uid's
+    /// number when it has no name (a container's user unknown to the host).
+    fn user_name(uid: u32, passwd: &HashMap<u32, String>) -> Option<String> {
+        if let Some(name) = passwd.get(&uid) {
+            return Some(name.clone());
+        }
         // SAFETY: a zeroed passwd is a valid out-parameter (plain pointers and integers).
         let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
         let mut buf: Vec<libc::c_char> = vec![0; 4096];
@@ -476,6 +502,7 @@ mod live {
                 path,
                 processes,
                 users,
+                passwd,
                 ..
             } = state;
             path.clear();
@@ -523,8 +550,19 @@ mod live {
                     .ok()
                     .map(|()| String::from_utf8_lossy(buf).into_owned());
                 let uid = status.as_deref().and_then(parse_status_uid);
-                let user =
-                    uid.and_then(|uid| users.entry(uid).or_insert_with(|| user_name(uid)).clone());
+                let user = uid.and_then(|uid| {
+                    users
+                        .entry(uid)
+                        .or_insert_with(|| {
+                            let passwd = passwd.get_or_insert_with(|| {
+                                std::fs::read_to_string("/etc/passwd")
+                                    .map(|t| parse_passwd(&t))
+                                    .unwrap_or_default()
+                            });
+                            user_name(uid, passwd)
+                        })
+                        .clone()
+                });
                 let facts = HostProcess {
                     name: process_name(&stat.comm, &cmdline),
                     cmdline,
@@ -814,6 +852,13 @@ mod tests {
             Some("python3.11-config-x")
         );
         assert_eq!(process_name("", &[]), None);
+        let passwd = parse_passwd(
+            "root:x:0:0:root:/root:/bin/bash\n# comment\nbad line\n+nis\n\
+             nobody:x:65534:65534::/:/usr/sbin/nologin\nshadow:x:0:0::/:/bin/sh\n",
+        );
+        assert_eq!(passwd.len(), 2);
+        assert_eq!(passwd[&0], "root", "the first entry of a uid counts");
+        assert_eq!(passwd[&65534], "nobody");
     }
 
     #[test]
