@@ -108,6 +108,28 @@ fn screen_lost_gpu() {
     insta::assert_snapshot!(text);
 }
 
+/// The 8-GPU recording at frame 25: GPU 3 in HW slowdown and GPU 5 waiting for a row remap
+/// after an uncorrectable ECC error are marked `!` with their reasons; the others are not.
+#[test]
+fn gpus_that_need_attention_are_marked_with_their_reasons() {
+    let app = app_over("h100-sxm-8gpu", 16..=25);
+    let text = render_text(&app, 160, 50);
+    let row = |gpu: &str| {
+        text.lines()
+            .find(|l| l.trim_start_matches('│').trim_start().starts_with(gpu))
+            .unwrap_or_else(|| panic!("no row for GPU {gpu}: {text}"))
+            .to_string()
+    };
+    assert!(row("3!").contains("! hw_slowdown"), "{text}");
+    assert!(
+        row("5!").contains("! row_remap_pending, uncorrected_ecc_errors"),
+        "{text}"
+    );
+    for gpu in ["0 ", "1 ", "2 ", "4 ", "6 ", "7 "] {
+        assert!(!row(gpu).contains('!'), "GPU {gpu}: {text}");
+    }
+}
+
 #[test]
 fn screen_tree() {
     let mut app = app_over("geforce-desktop", 0..=20);
