@@ -26,7 +26,9 @@ fn labels(host: &str, instance: &str, index: &str, extra: Value) -> Value {
 }
 
 /// (host, instance, device index, free GiB, utilization ratio)
-const DEVICES: &[(&str, &str, &str, u64, &str)] = &[
+type Dev = (&'static str, &'static str, &'static str, u64, &'static str);
+
+const DEVICES: &[Dev] = &[
     ("node-a", "10.0.0.1:9445", "0", 10, "0.9"),
     ("node-a", "10.0.0.1:9445", "1", 60, "0.05"),
     ("node-b", "10.0.0.2:9445", "0", 70, "0"),
@@ -86,7 +88,7 @@ fn replies() -> HashMap<String, Reply> {
             ],
         )),
     );
-    let family = |f: &dyn Fn(&(&str, &str, &str, u64, &str)) -> String| {
+    let family = |f: &dyn Fn(&Dev) -> String| {
         let series: Vec<(Value, String)> = DEVICES
             .iter()
             .map(|d| (labels(d.0, d.1, d.2, json!({})), f(d)))
