@@ -149,6 +149,98 @@ def ok(answer):
     return answer.get("ok") if isinstance(answer, dict) else None
 
 
+GIB = 1 << 30
+
+
+def fleet_view(binary, prom, fixtures):
+    """`snapshot --prometheus --json` and `select --prometheus` over the live fleet (issue 17);
+    returns the fleet as `snapshot --prometheus --json` printed it."""
+
+    def gpuscope(*argv):
+        r = subprocess.run([binary, *argv], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"gpuscope {' '.join(argv)}: exit {r.returncode}: {r.stderr}")
+        return r.stdout
+
+    fleet = json.loads(gpuscope("snapshot", "--prometheus", f"http://{prom}", "--json"))
+    hosts = {h["host"]: h for h in fleet["hosts"]}
+    check(sorted(hosts) == sorted(fixtures), f"fleet view hosts: {sorted(hosts)}")
+    check(fleet["errors"] == [], f"fleet view errors: {fleet['errors']}")
+    for hostname, (fx, frame) in fixtures.items():
+        h = hosts.get(hostname, {"devices": [], "state": None})
+        check(h["state"] == "up", f"fleet view {hostname}: state {h['state']}")
+        got = {d["id"]: d for d in h["devices"]}
+        check(sorted(got) == sorted(fx["devices"]), f"fleet view {hostname}: devices {sorted(got)}")
+        dyn = fx["frames"][frame]["devices"]
+        for index, st in fx["devices"].items():
+            d, f = got.get(index, {}), dyn[index]
+            mem = ok(f["memory_info"]) or {}
+            util = ok(f.get("utilization_rates")) or {}
+            power = ok(f.get("power_usage"))
+            want = {
+                "uuid": ok(st["uuid"]),
+                "name": ok(st["name"]),
+                "memory_total_bytes": mem.get("total"),
+                "memory_used_bytes": mem.get("used"),
+                "memory_free_bytes": mem.get("free"),
+                "gpu_utilization_percent": util.get("gpu"),
+                "temperature_celsius": ok(f.get("temperature")),
+                "fan_speed_percent": ok(f.get("fan_speed")),
+                "power_usage_watts": None if power is None else power / 1000,
+            }
+            for key, value in want.items():
+                check(d.get(key) == value,
+                      f"fleet view {hostname} {index}: {key} {d.get(key)!r} != {value!r}")
+            # Processes: those the exporter publishes for the device (a MIG-mode GPU's are on
+            # its MIG devices, a desktop's graphics processes too).
+            series = query(prom, f'gpuscope_process_gpu_memory_bytes{{hostname="{hostname}",index="{index}"}}')
+            want_pids = sorted(int(r["metric"]["pid"]) for r in series)
+            got_pids = [p["pid"] for p in d.get("processes", [])]
+            check(got_pids == want_pids, f"fleet view {hostname} {index}: pids {got_pids} != {want_pids}")
+
+    # select -n 2 -f 20GiB: the two whole GPUs of the fleet with the most free memory.
+    picked = gpuscope("select", "--prometheus", f"http://{prom}", "-n", "2", "-f", "20GiB").split()
+    picked = picked[0].split(",") if picked else []
+    whole = []
+    for hostname, (fx, frame) in fixtures.items():
+        mig_parents = {i.split(":")[0] for i in fx["devices"] if ":" in i}
+        for index in fx["devices"]:
+            if ":" in index or index in mig_parents:
+                continue
+            free = (ok(fx["frames"][frame]["devices"][index]["memory_info"]) or {}).get("free")
+            if free is not None and free >= 20 * GIB:
+                whole.append((free, f"{hostname}:{index}"))
+    whole.sort(reverse=True)
+    check(len(picked) == 2, f"select --prometheus -n 2 -f 20GiB: {picked}")
+    frees = {name: free for free, name in whole}
+    check(all(p in frees for p in picked), f"select picked a device below 20GiB: {picked}")
+    if len(picked) == 2 and all(p in frees for p in picked):
+        least = min(frees[p] for p in picked)
+        better = [n for f, n in whole if f > least and n not in picked]
+        check(not better, f"select left out devices with more free memory: {better} (picked {picked})")
+    return fleet
+
+
+def down_within(binary, prom, exporter, hostname, interval):
+    """Stops one exporter; the fleet view marks its host down within two scrape intervals."""
+    exporter.terminate()
+    exporter.wait(timeout=10)
+    stopped = time.monotonic()
+    state = None
+    while time.monotonic() - stopped < 10 * interval:
+        r = subprocess.run([binary, "snapshot", "--prometheus", f"http://{prom}", "--json"],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            state = {h["host"]: h["state"] for h in json.loads(r.stdout)["hosts"]}.get(hostname)
+            if state == "down":
+                break
+        time.sleep(0.1)
+    took = time.monotonic() - stopped
+    check(state == "down", f"fleet view: {hostname} stopped, state {state} after {took:.1f}s")
+    check(took <= 2 * interval, f"fleet view: {hostname} marked down after {took:.1f}s, "
+                                f"more than two scrape intervals ({2 * interval}s)")
+    print(f"prometheus-fleet: {hostname} stopped, marked down by the fleet view after {took:.2f}s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=None, help="the gpuscope binary (default: target/debug)")
@@ -279,6 +371,10 @@ def main():
                                capture_output=True, text=True)
             out = (r.stdout + r.stderr).strip()
             check(r.returncode == 0 and out == "", f"promtool check metrics on {hostname}: {out}")
+
+        # The fleet view over this Prometheus; then one exporter stops (the last one started).
+        fleet_view(binary, prom, fixtures)
+        down_within(binary, prom, children[len(HOSTS) - 1], HOSTS[-1][2], 1.0)
     finally:
         cleanup()
         log.close()
