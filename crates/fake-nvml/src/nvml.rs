@@ -91,6 +91,7 @@ fn call(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvml
         let Some(b) = state::nvml_backend() else {
             return Err(Code(ret::UNINITIALIZED));
         };
+        state::hang_while_asked();
         if b.fixture().nvml_missing_functions.iter().any(|f| f == name) {
             return Err(Code(ret::FUNCTION_NOT_FOUND));
         }

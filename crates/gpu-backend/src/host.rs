@@ -217,7 +217,7 @@ mod live {
         fn process(&self, pid: u32) -> Option<HostProcess> {
             let users = &self.users;
             self.with_process(pid, |p| HostProcess {
-                name: p.name().to_string_lossy().into_owned(),
+                name: Some(p.name().to_string_lossy().into_owned()).filter(|n| !n.is_empty()),
                 cmdline: p
                     .cmd()
                     .iter()
@@ -244,9 +244,9 @@ mod live {
 
         fn process_sample(&self, pid: u32) -> Option<HostProcessSample> {
             self.with_process(pid, |p| HostProcessSample {
-                cpu_percent: f64::from(p.cpu_usage()),
-                rss: p.memory(),
-                status: p.status().to_string().to_lowercase(),
+                cpu_percent: Some(f64::from(p.cpu_usage())),
+                rss: Some(p.memory()),
+                status: Some(p.status().to_string().to_lowercase()),
             })
         }
     }
@@ -277,7 +277,7 @@ mod tests {
         child.kill().ok();
         child.wait().ok();
         let facts = facts.expect("the child is visible");
-        assert_eq!(facts.name, "sleep");
+        assert_eq!(facts.name.as_deref(), Some("sleep"));
         assert_eq!(facts.cmdline, vec!["sleep".to_string(), "30".to_string()]);
         assert_eq!(facts.ppid, Some(std::process::id()));
         let now = std::time::SystemTime::now()
@@ -290,7 +290,7 @@ mod tests {
             "started just now: {start} vs {now}"
         );
         assert!(facts.user.is_some());
-        assert!(sample.expect("a sample").rss > 0);
+        assert!(sample.expect("a sample").rss.is_some_and(|r| r > 0));
     }
 
     #[test]

@@ -384,6 +384,12 @@ pub struct DeviceSnapshot {
     /// The fields whose value is missing because the backend failed unexpectedly (not the
     /// "cannot tell" answers, which are plain N/A).
     pub errors: Vec<FieldError>,
+    /// Why each process list that could not be read was not (`compute_processes`,
+    /// `graphics_processes`), with every error, including the "cannot tell" ones (no
+    /// permission, not supported) that the lists hold as plain N/A: a process list that cannot
+    /// be read is unknown, not empty, and callers say why (gpu-processes does).
+    #[serde(default)]
+    pub process_list_errors: Vec<FieldError>,
 }
 
 /// Turns answers into [`Na`]s, noting unexpected failures.
@@ -612,6 +618,19 @@ impl DeviceSnapshot {
             gpu_instance_id: c.take("gpu_instance_id", gpu_instance_id),
             compute_instance_id: c.take("compute_instance_id", compute_instance_id),
             clock_event_reasons: c.take("clock_event_reasons", clock_event_reasons),
+            process_list_errors: [
+                ("compute_processes", &compute_processes),
+                ("graphics_processes", &graphics_processes),
+            ]
+            .into_iter()
+            .filter_map(|(field, a)| match a {
+                Answer::Err(e) => Some(FieldError {
+                    field: field.to_string(),
+                    error: e.clone(),
+                }),
+                Answer::Ok(_) => None,
+            })
+            .collect(),
             compute_processes: c.take("compute_processes", compute_processes),
             graphics_processes: c.take("graphics_processes", graphics_processes),
             process_utilization,
@@ -946,6 +965,26 @@ mod tests {
             "1KiB / N/A"
         );
         assert_eq!(kib_rate_human(2790), "3MiB/s");
+    }
+
+    /// The process lists hold "cannot tell" answers as plain N/A, but a process list that
+    /// cannot be read must say why: `process_list_errors` keeps every reason.
+    #[test]
+    fn process_list_errors_keep_the_reasons_plain_na_drops() {
+        let st = DeviceStatic::all_failing(&BackendError::NotSupported);
+        let mut dy = DeviceDynamic::all_failing(&BackendError::NotSupported);
+        dy.compute_processes = Answer::Err(BackendError::NoPermission);
+        dy.graphics_processes = Answer::Ok(Vec::new());
+        let s = DeviceSnapshot::from_answers(DeviceId::Gpu(0), st, dy);
+        assert_eq!(s.compute_processes, Na::NotAvailable);
+        assert!(s.errors.iter().all(|e| e.field != "compute_processes"));
+        assert_eq!(
+            s.process_list_errors,
+            [FieldError {
+                field: "compute_processes".into(),
+                error: BackendError::NoPermission
+            }]
+        );
     }
 
     #[test]

@@ -171,13 +171,15 @@ fn host_facts_are_those_of_the_recording() {
     assert_eq!(p.host.user, facts.user);
     assert_eq!(p.host.cmdline.as_ref(), Some(&facts.cmdline));
     assert_eq!(p.host.ppid, facts.ppid);
-    assert_eq!(p.host.cpu_percent, Some(sample.cpu_percent));
-    assert_eq!(p.host.rss, Some(sample.rss));
+    assert!(sample.cpu_percent.is_some() && sample.rss.is_some());
+    assert_eq!(p.host.cpu_percent, sample.cpu_percent);
+    assert_eq!(p.host.rss, sample.rss);
     assert_eq!(
         p.host.running_time_s,
         Some(recorded_at_s - facts.start_time_s.unwrap())
     );
-    assert_eq!(p.host.status.as_deref(), Some(sample.status.as_str()));
+    assert_eq!(p.host.status.as_deref(), Some("running"));
+    assert_eq!(p.host.status, sample.status);
     let cmd = p.host.command.as_deref().unwrap();
     assert!(
         cmd.starts_with("/home/alice/.venv/bin/python3 -u train.py"),
@@ -207,6 +209,121 @@ fn a_lost_gpu_reports_its_error_and_the_other_gpus_still_list_processes() {
         .any(|e| e.device == DeviceId::Gpu(2) && e.error == gpu_backend::BackendError::GpuLost));
     assert!(s.processes.iter().all(|p| p.device != DeviceId::Gpu(2)));
     assert!(s.processes.iter().any(|p| p.device == DeviceId::Gpu(3)));
+    // Its processes are unknown, not none.
+    assert_eq!(s.unknown_processes, [DeviceId::Gpu(2)]);
+    let e = s.processes_of(DeviceId::Gpu(2)).unwrap_err();
+    assert_eq!(e.error, gpu_backend::BackendError::GpuLost);
+    assert!(s
+        .processes_of(DeviceId::Gpu(3))
+        .is_ok_and(|l| !l.is_empty()));
+}
+
+/// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
+/// container), NOT_SUPPORTED or FUNCTION_NOT_FOUND read as "no processes". It is unknown, with
+/// its reason, and the other devices' processes still come.
+#[test]
+fn a_process_list_that_cannot_be_read_is_unknown_not_empty() {
+    use gpu_backend::BackendError;
+    for error in [
+        BackendError::NoPermission,
+        BackendError::NotSupported,
+        BackendError::FunctionNotFound,
+        BackendError::Unknown(999),
+    ] {
+        let mut f = load("h100-sxm-8gpu");
+        let frame = 4;
+        let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(3)).unwrap();
+        d.compute_processes = Answer::Err(error.clone());
+        d.graphics_processes = Answer::Err(error.clone());
+        let s = snapshot_at(f, frame);
+        assert_eq!(s.unknown_processes, [DeviceId::Gpu(3)], "{error:?}");
+        let e = s.processes_of(DeviceId::Gpu(3)).unwrap_err();
+        assert_eq!((e.query.as_str(), &e.error), ("compute_processes", &error));
+        let reasons: Vec<(&str, &BackendError)> = s
+            .errors_of(DeviceId::Gpu(3))
+            .map(|e| (e.query.as_str(), &e.error))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("compute_processes", &error),
+                ("graphics_processes", &error)
+            ]
+        );
+        assert!(s.processes.iter().all(|p| p.device != DeviceId::Gpu(3)));
+        assert!(s
+            .processes_of(DeviceId::Gpu(4))
+            .is_ok_and(|l| !l.is_empty()));
+    }
+}
+
+/// When one list is read and the other fails, the processes read are listed and the failure
+/// is reported beside them; a list the device does not support (graphics on a MIG device) is
+/// not a failure.
+#[test]
+fn one_list_failing_keeps_the_processes_of_the_other_and_reports_it() {
+    use gpu_backend::BackendError;
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(3)).unwrap();
+    d.graphics_processes = Answer::Err(BackendError::NoPermission);
+    let s = snapshot_at(f, frame);
+    assert!(s.unknown_processes.is_empty());
+    assert!(s
+        .processes_of(DeviceId::Gpu(3))
+        .is_ok_and(|l| !l.is_empty()));
+    let reasons: Vec<(DeviceId, &str, &BackendError)> = s
+        .errors
+        .iter()
+        .map(|e| (e.device, e.query.as_str(), &e.error))
+        .collect();
+    assert_eq!(
+        reasons,
+        [(
+            DeviceId::Gpu(3),
+            "graphics_processes",
+            &BackendError::NoPermission
+        )]
+    );
+
+    // h100-mig: every MIG device answers not_supported for graphics, and that is no failure.
+    let s = snapshot_at(load("h100-mig"), 10);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.unknown_processes.is_empty());
+}
+
+/// Regression: host facts that are not known (an imported `nvidia-smi -q -x` dump has none
+/// beyond the process name) came out as CPU 0.0, RSS 0 and name "": they are N/A.
+#[test]
+fn unknown_host_facts_are_na_not_zero_or_empty() {
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    for facts in f.host.processes.values_mut() {
+        facts.name = None;
+        facts.cmdline = Vec::new();
+    }
+    for sample in f.frames[frame].host.processes.values_mut() {
+        sample.cpu_percent = None;
+        sample.rss = None;
+        sample.status = None;
+    }
+    // And a name recorded as "" is no name either.
+    let pid = 40117;
+    f.host.processes.get_mut(&pid).unwrap().name = Some(String::new());
+    let s = snapshot_at(f, frame);
+    assert!(!s.processes.is_empty());
+    for p in &s.processes {
+        assert!(p.host.visible, "{}", p.pid);
+        assert_eq!(p.host.name, None, "{}", p.pid);
+        assert_eq!(p.host.cmdline, None, "{}", p.pid);
+        assert_eq!(p.host.command, None, "{}", p.pid);
+        assert_eq!(p.host.cpu_percent, None, "{}", p.pid);
+        assert_eq!(p.host.rss, None, "{}", p.pid);
+        assert_eq!(p.host.memory_percent, None, "{}", p.pid);
+        assert_eq!(p.host.status, None, "{}", p.pid);
+    }
+    // What is known still comes.
+    assert!(find(&s, pid).host.user.is_some());
 }
 
 #[test]
@@ -310,4 +427,85 @@ fn live_host_facts_of_a_real_child_process() {
     let running = p.host.running_time_s.expect("running time");
     assert!(running < 120, "the child started just now: {running} s");
     assert_eq!(p.gpu_memory, Some(512 << 20));
+}
+
+fn gpu_lost() -> &'static Fixture {
+    static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
+    FIXTURE.get_or_init(|| load("gpu-lost"))
+}
+
+/// What a process list answers in a property test: the recorded list (`None`) or an error.
+fn list_answer() -> impl proptest::strategy::Strategy<Value = Option<gpu_backend::BackendError>> {
+    use gpu_backend::BackendError;
+    proptest::option::of(proptest::sample::select(vec![
+        BackendError::NoPermission,
+        BackendError::NotSupported,
+        BackendError::FunctionNotFound,
+        BackendError::GpuLost,
+        BackendError::Unknown(999),
+    ]))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever each device's compute and graphics lists answer: its processes are unknown
+    /// exactly when neither list was read; every list that failed is reported with its query
+    /// and error, except `not_supported` beside a list that was read; and the processes of the
+    /// lists read are all listed, those of the others not.
+    #[test]
+    fn a_failed_process_list_never_reads_as_no_processes(
+        answers in proptest::collection::vec((list_answer(), list_answer()), 4)
+    ) {
+        use std::collections::BTreeSet;
+        let frame = 5;
+        let mut f = gpu_lost().clone();
+        let recorded = f.frames[frame].devices.clone();
+        for (i, (compute, graphics)) in answers.iter().enumerate() {
+            let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(i as u32)).unwrap();
+            if let Some(e) = compute {
+                d.compute_processes = Answer::Err(e.clone());
+            }
+            if let Some(e) = graphics {
+                d.graphics_processes = Answer::Err(e.clone());
+            }
+        }
+        let s = snapshot_at(f, frame);
+        for (i, (compute, graphics)) in answers.iter().enumerate() {
+            let id = DeviceId::Gpu(i as u32);
+            let unknown = compute.is_some() && graphics.is_some();
+            proptest::prop_assert_eq!(s.unknown_processes.contains(&id), unknown);
+            let mut want_errors = Vec::new();
+            let mut want_pids = BTreeSet::new();
+            for (query, answer, list) in [
+                ("compute_processes", compute, &recorded[&id].compute_processes),
+                ("graphics_processes", graphics, &recorded[&id].graphics_processes),
+            ] {
+                match answer {
+                    None => want_pids.extend(list.ok().unwrap().iter().map(|p| p.pid)),
+                    Some(e) if unknown || *e != gpu_backend::BackendError::NotSupported => {
+                        want_errors.push((query, e.clone()));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let got_errors: Vec<(&str, gpu_backend::BackendError)> = s
+                .errors_of(id)
+                .map(|e| (e.query.as_str(), e.error.clone()))
+                .collect();
+            proptest::prop_assert_eq!(got_errors, want_errors);
+            match s.processes_of(id) {
+                Ok(list) => {
+                    proptest::prop_assert!(!unknown);
+                    let got: BTreeSet<u32> = list.iter().map(|p| p.pid).collect();
+                    proptest::prop_assert_eq!(got, want_pids);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(unknown);
+                    proptest::prop_assert_eq!(e.query.as_str(), "compute_processes");
+                    proptest::prop_assert_eq!(Some(&e.error), compute.as_ref());
+                }
+            }
+        }
+    }
 }

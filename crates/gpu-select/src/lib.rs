@@ -7,5 +7,5 @@ mod select;
 pub use criteria::{Criteria, Error, Size};
 pub use select::{
     select_devices, select_from_figures, select_from_snapshots, Candidate, Check, Constraint, Fate,
-    Figures, Format, Outcome, Pool, Selection,
+    Figures, Format, Outcome, Pool, Selection, Unusable,
 };

@@ -39,6 +39,12 @@ pub const EXPORT_INTERVAL: DurationBounds = DurationBounds {
     max: Duration::from_secs(3600),
 };
 
+/// `top --interval`: 50 ms (faster only burns CPU) to 1 hour.
+pub const TOP_INTERVAL: DurationBounds = DurationBounds {
+    min: Duration::from_millis(50),
+    max: Duration::from_secs(3600),
+};
+
 /// The largest memory size an option accepts: 1 PiB, far above any GPU's memory.
 pub const MAX_SIZE: u64 = 1 << 50;
 

@@ -78,8 +78,11 @@ pub struct DeviceView {
     pub mig_mode: Option<bool>,
     pub gpu_instance_id: Option<u32>,
     pub compute_instance_id: Option<u32>,
-    pub processes: Vec<ProcessView>,
-    /// Failures other than N/A, with the query that failed.
+    /// Processes with a context on this device; `None` (JSON `null`) when no process list
+    /// could be read, with the reason in `errors`.
+    pub processes: Option<Vec<ProcessView>>,
+    /// Failures other than N/A, with the query that failed; and every process list that could
+    /// not be read, whatever the reason.
     pub errors: Vec<FieldError>,
 }
 
@@ -142,10 +145,21 @@ pub fn take_devices(
     );
     let snap = collector.take_snapshots(devices);
     let mut devices: Vec<DeviceView> = snap.devices.iter().map(device_view).collect();
-    for p in &snap.processes {
-        if let Some(d) = devices.iter_mut().find(|d| d.device == p.device) {
-            d.processes.push(process_view(p));
+    for d in devices.iter_mut() {
+        // A process list that cannot be read is unknown (null), not empty, and says why.
+        for e in snap.errors_of(d.device) {
+            let entry = FieldError {
+                field: e.query.clone(),
+                error: e.error.to_string(),
+            };
+            if !d.errors.contains(&entry) {
+                d.errors.push(entry);
+            }
         }
+        d.processes = match snap.processes_of(d.device) {
+            Ok(list) => Some(list.into_iter().map(process_view).collect()),
+            Err(_) => None,
+        };
     }
     SnapshotView {
         schema: JSON_SCHEMA,
@@ -207,7 +221,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         mig_mode: d.mig_mode.value().map(|m| m.current),
         gpu_instance_id: d.gpu_instance_id.value().copied(),
         compute_instance_id: d.compute_instance_id.value().copied(),
-        processes: Vec::new(),
+        processes: Some(Vec::new()),
         errors,
     }
 }
@@ -325,11 +339,27 @@ pub fn render_text(s: &SnapshotView) -> String {
     let procs: Vec<(&DeviceView, &ProcessView)> = s
         .devices
         .iter()
-        .flat_map(|d| d.processes.iter().map(move |p| (d, p)))
+        .flat_map(|d| d.processes.iter().flatten().map(move |p| (d, p)))
         .collect();
     let _ = writeln!(out);
-    if procs.is_empty() {
+    let unknown = unknown_process_lists(s);
+    if procs.is_empty() && unknown.is_empty() {
         let _ = writeln!(out, "No running GPU processes.");
+        return out;
+    }
+    for (reason, ids) in &unknown {
+        if ids.len() == s.devices.len() {
+            let _ = writeln!(out, "Processes: N/A ({})", Escaped(reason));
+        } else {
+            let _ = writeln!(
+                out,
+                "Processes of GPU {}: N/A ({})",
+                ids.join(", "),
+                Escaped(reason)
+            );
+        }
+    }
+    if procs.is_empty() {
         return out;
     }
     let _ = writeln!(
@@ -358,6 +388,24 @@ pub fn render_text(s: &SnapshotView) -> String {
         );
     }
     out
+}
+
+/// The devices whose processes are unknown (`processes: null`), grouped by the reason their
+/// first process list gave, in first-seen order.
+fn unknown_process_lists(s: &SnapshotView) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for d in s.devices.iter().filter(|d| d.processes.is_none()) {
+        let reason = d
+            .errors
+            .iter()
+            .find(|e| e.field.ends_with("_processes"))
+            .map_or("unknown reason", |e| e.error.as_str());
+        match groups.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, ids)) => ids.push(d.id.clone()),
+            None => groups.push((reason.to_string(), vec![d.id.clone()])),
+        }
+    }
+    groups
 }
 
 /// Errors grouped by what was said, each with the queries that said it, in first-seen order.

@@ -226,7 +226,7 @@ pub fn host_proc(
     start_time_s: u64,
 ) -> HostProcess {
     HostProcess {
-        name: name.to_string(),
+        name: Some(name.to_string()),
         cmdline: cmdline.iter().map(|s| s.to_string()).collect(),
         user: Some(user.to_string()),
         ppid: Some(ppid),
@@ -237,9 +237,9 @@ pub fn host_proc(
 /// A changing host-process sample.
 pub fn host_sample(cpu_percent: f64, rss: u64, status: &str) -> HostProcessSample {
     HostProcessSample {
-        cpu_percent: round1(cpu_percent),
-        rss,
-        status: status.to_string(),
+        cpu_percent: Some(round1(cpu_percent)),
+        rss: Some(rss),
+        status: Some(status.to_string()),
     }
 }
 

@@ -280,13 +280,13 @@ pub fn build() -> Fixture {
                 host_sample(rng.rangef(90.0, 360.0), blender_rss, "running"),
             );
         }
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.3;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.3;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 8.0 * 100.0)),
-                memory_used: Some(3 * GIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(3 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
                 swap_used: Some(112 * MIB),
                 load_average: Some(load.step(busy)),
                 processes: host,

@@ -234,13 +234,13 @@ pub fn build() -> Fixture {
             XORG,
             host_sample(rng.rangef(0.0, 0.4), 61 * MIB, "sleeping"),
         );
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 1.5;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 1.5;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 48.0 * 100.0)),
-                memory_used: Some(21 * GIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(21 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
                 swap_used: Some(0),
                 load_average: Some(load.step(busy)),
                 processes: host,

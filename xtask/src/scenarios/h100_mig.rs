@@ -278,13 +278,15 @@ pub fn build() -> Fixture {
         dy.compute_processes = ok(all_procs);
         dy.graphics_processes = ok(Vec::new());
         devs.insert(DeviceId::Gpu(0), dy);
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.2;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.2;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 20.0 * 100.0)),
-                memory_used: Some(14 * GIB + 310 * MIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(
+                    14 * GIB + 310 * MIB + host.values().filter_map(|h| h.rss).sum::<u64>(),
+                ),
                 swap_used: Some(0),
                 load_average: Some(load.step(busy)),
                 processes: host,

@@ -205,7 +205,7 @@ pub fn build() -> Fixture {
         dy.process_utilization = ok(samples);
         let mut devs = BTreeMap::new();
         devs.insert(DeviceId::Gpu(0), dy);
-        let busy_cpus = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.05;
+        let busy_cpus = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.05;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,

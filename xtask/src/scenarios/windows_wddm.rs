@@ -277,13 +277,13 @@ pub fn build() -> Fixture {
                 host_sample(rng.rangef(160.0, 240.0), 268 * MIB, "running"),
             );
         }
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 16.0 * 100.0)),
-                memory_used: Some(9 * GIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(9 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
                 swap_used: Some(1_350 * MIB),
                 // Windows has no load average.
                 load_average: None,

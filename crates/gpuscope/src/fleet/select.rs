@@ -5,7 +5,7 @@
 //! tolerance, order and MIG rule are those of `gpuscope select` on one machine.
 
 use gpu_backend::DeviceId;
-use gpu_select::{Criteria, Figures, Selection};
+use gpu_select::{Criteria, Figures, Selection, Unusable};
 
 use super::model::{Fleet, FleetDevice, Host, HostState};
 
@@ -79,18 +79,25 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 })
                 .filter_map(|p| p.used_memory_bytes)
                 .fold(0u64, u64::saturating_add);
-            // A lost device's figures are not current.
-            let lost = d.up == Some(false);
+            // A lost device, or one whose memory is not exported, is never chosen.
+            let unusable = if d.up == Some(false) {
+                Some(Unusable::Lost)
+            } else if d.memory_free_bytes.is_none() {
+                Some(Unusable::MemoryUnreadable(None))
+            } else {
+                None
+            };
             figures.push(Figures {
                 id,
                 cuda_index: None,
                 uuid: d.uuid.clone(),
-                memory_total: d.memory_total_bytes.filter(|_| !lost),
-                memory_used: d.memory_used_bytes.filter(|_| !lost),
-                memory_free: d.memory_free_bytes.filter(|_| !lost),
+                memory_total: d.memory_total_bytes,
+                memory_used: d.memory_used_bytes,
+                memory_free: d.memory_free_bytes,
                 memory_as_free,
-                gpu_utilization: d.gpu_utilization_percent.filter(|_| !lost),
-                memory_utilization: d.memory_utilization_percent.filter(|_| !lost),
+                gpu_utilization: d.gpu_utilization_percent,
+                memory_utilization: d.memory_utilization_percent,
+                unusable,
             });
             names.push(format!("{}:{}", h.host, d.id));
         }
