@@ -8,6 +8,7 @@
 
 pub mod model;
 pub mod prom;
+pub mod remote;
 pub mod select;
 pub mod view;
 
@@ -40,8 +41,13 @@ pub const TIMEOUT: DurationBounds = DurationBounds {
 pub struct FleetArgs {
     /// Read every host's GPUs from this Prometheus server (which scrapes `gpuscope export` on
     /// each host) instead of this machine's GPUs, e.g. http://prometheus:9090.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with = "remote")]
     pub prometheus: Option<String>,
+
+    /// Read these gpuscope exporters directly (their /metrics), for a lab without Prometheus,
+    /// e.g. --remote http://node1:9445 http://node2:9445.
+    #[arg(long, value_name = "URL", num_args = 1..)]
+    pub remote: Vec<String>,
 
     /// Basic-auth user for the Prometheus server; the password comes from
     /// --prometheus-password-file or $GPUSCOPE_PROMETHEUS_PASSWORD.
@@ -69,17 +75,17 @@ pub struct FleetArgs {
 /// Options of the fleet's table.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ViewArgs {
-    /// With --prometheus: order by host, gpu (index), free-memory (most first)
+    /// With --prometheus or --remote: order by host, gpu (index), free-memory (most first)
     /// or utilization (least first).
     #[arg(long, value_enum, default_value_t = SortKey::Host)]
     pub sort: SortKey,
 
-    /// With --prometheus: keep what matches: host:NAME (host:gpu-* for a prefix),
+    /// With --prometheus or --remote: keep what matches: host:NAME (host:gpu-* for a prefix),
     /// gpu:ID, user:NAME, pid:N, state:up|down|stale, and words.
     #[arg(long, value_name = "TERMS", value_parser = FleetFilter::parse)]
     pub filter: Option<FleetFilter>,
 
-    /// With --prometheus: refresh the table every DURATION until Ctrl+C.
+    /// With --prometheus or --remote: refresh the table every DURATION until Ctrl+C.
     #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "2s", value_parser = args::duration(TIMEOUT))]
     pub watch: Option<Duration>,
 }
@@ -87,7 +93,7 @@ pub struct ViewArgs {
 impl FleetArgs {
     /// Whether a fleet source was asked for.
     pub fn is_set(&self) -> bool {
-        self.prometheus.is_some()
+        self.prometheus.is_some() || !self.remote.is_empty()
     }
 
     /// Opens the fleet source.
@@ -98,7 +104,12 @@ impl FleetArgs {
     /// password.
     pub fn open(&self) -> anyhow::Result<FleetSource> {
         let Some(url) = &self.prometheus else {
-            return Err(UsageError("no fleet source: give --prometheus URL".into()).into());
+            let remote = remote::Remote::new(&self.remote, self.prometheus_timeout)
+                .map_err(|e| UsageError(e.to_string()))?;
+            return Ok(FleetSource::Remote {
+                remote,
+                stale_after: self.stale_after.as_secs_f64(),
+            });
         };
         let basic_auth = match &self.prometheus_user {
             None => None,
@@ -149,6 +160,13 @@ pub enum FleetSource {
         /// Seconds after which a sample is stale.
         stale_after: f64,
     },
+    /// Exporters read directly (`--remote`).
+    Remote {
+        /// Their reader.
+        remote: remote::Remote,
+        /// Seconds after which a sample is stale.
+        stale_after: f64,
+    },
 }
 
 impl FleetSource {
@@ -165,6 +183,10 @@ impl FleetSource {
                 url,
                 stale_after,
             } => refresh_prometheus(client, url, *stale_after),
+            FleetSource::Remote {
+                remote,
+                stale_after,
+            } => Ok(remote.refresh(*stale_after)),
         }
     }
 }
@@ -239,7 +261,7 @@ pub fn render_json(fleet: &Fleet) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(fleet).context("cannot write the fleet as JSON")? + "\n")
 }
 
-/// `gpuscope snapshot --prometheus URL`: the fleet once, or every
+/// `gpuscope snapshot --prometheus URL` / `--remote URL...`: the fleet once, or every
 /// `--watch` interval.
 pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Result<()> {
     let source = fleet.open()?;

@@ -97,7 +97,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             if view.filter.is_some() || view.watch.is_some() || view.sort != Default::default() {
                 return Err(source::UsageError(
-                    "--sort, --filter and --watch go with --prometheus".into(),
+                    "--sort, --filter and --watch go with --prometheus or --remote".into(),
                 )
                 .into());
             }

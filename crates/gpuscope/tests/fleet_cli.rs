@@ -522,3 +522,79 @@ fn basic_auth_from_a_password_file_or_the_environment() {
     assert_eq!(out.status.code(), Some(2), "a CA file with no certificate");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[path = "export_support/mod.rs"]
+mod export_support;
+
+fn fixture(stem: &str) -> String {
+    format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn remote_reads_exporters_directly_and_an_unreachable_one_is_down() {
+    let a = export_support::Exporter::start(&[
+        "--fixture",
+        &fixture("h100-sxm-8gpu"),
+        "--frame",
+        "5",
+        "--hostname",
+        "lab-a",
+        "--processes",
+    ]);
+    let b = export_support::Exporter::start(&[
+        "--fixture",
+        &fixture("h100-mig"),
+        "--frame",
+        "3",
+        "--hostname",
+        "lab-b",
+    ]);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let urls = [
+        format!("http://{}", a.addr),
+        format!("http://{}", b.addr),
+        format!("http://{dead}"),
+    ];
+    let out = gpuscope(
+        &[
+            "snapshot", "--json", "--remote", &urls[0], &urls[1], &urls[2],
+        ],
+        &[],
+    );
+    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let fx: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("h100-sxm-8gpu")).unwrap()).unwrap();
+    let lab_a = host(&fleet, "lab-a");
+    assert_eq!(lab_a["state"], "up");
+    let devices = lab_a["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), fx["devices"].as_object().unwrap().len());
+    for d in devices {
+        let id = d["id"].as_str().unwrap();
+        assert_eq!(d["uuid"], fx["devices"][id]["uuid"]["ok"], "{id}");
+        let mem = &fx["frames"][5]["devices"][id]["memory_info"]["ok"];
+        assert_eq!(d["memory_used_bytes"], mem["used"], "{id}");
+        assert_eq!(d["memory_free_bytes"], mem["free"], "{id}");
+    }
+    assert!(devices
+        .iter()
+        .any(|d| !d["processes"].as_array().unwrap().is_empty()));
+    let lab_b = host(&fleet, "lab-b");
+    assert!(lab_b["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["mig_index"] == 1));
+    let down = host(&fleet, &format!("{}/metrics", urls[2]));
+    assert_eq!(down["state"], "down");
+    assert_eq!(fleet["errors"].as_array().unwrap().len(), 1);
+
+    let out = gpuscope(
+        &["select", "--remote", &urls[0], "-n", "1", "-O", "uuid"],
+        &[],
+    );
+    let uuid = ok(&out);
+    assert!(uuid.starts_with("GPU-"), "{uuid}");
+}

@@ -419,6 +419,19 @@ impl FleetBuilder {
         }
     }
 
+    /// Adds a host read directly (`--remote`) that could not be read: down, with no devices.
+    pub fn unreachable(&mut self, url: &str) {
+        self.hosts.push(Host {
+            host: url.to_string(),
+            instance: Some(url.to_string()),
+            job: None,
+            state: HostState::Down,
+            sample_age_seconds: None,
+            driver_version: None,
+            devices: Vec::new(),
+        });
+    }
+
     /// The fleet: each host's state from `up` and its sample's age (older than `stale_after`
     /// seconds is stale); hosts scraped in a gpuscope job that never served a sample are
     /// added, down or stale.
