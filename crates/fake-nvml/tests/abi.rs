@@ -95,6 +95,7 @@ fn a_missing_or_broken_fixture_fails_init_without_a_crash() {
     set_env(Some(&broken), None);
     assert_eq!(nvmlInit_v2(), ret::DRIVER_NOT_LOADED);
     let msg = fake_nvml::last_init_error().expect("a message");
+    let _ = std::fs::remove_file(&broken);
     assert!(msg.contains("meta"), "{msg}");
 
     let good = write_temp(&fixture(), "after-broken");

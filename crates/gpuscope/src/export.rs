@@ -114,7 +114,10 @@ impl Sampler {
         loop {
             std::thread::sleep(next.saturating_duration_since(Instant::now()));
             if let Err(e) = self.sample_once() {
-                eprintln!("gpuscope: cannot encode a sample: {e}");
+                eprintln!(
+                    "gpuscope: cannot encode a sample: {}",
+                    gpu_devices::text::Escaped(&e.to_string())
+                );
             }
             next += interval;
             // After a stall (a suspended machine, a slow NVML) start afresh instead of catching
