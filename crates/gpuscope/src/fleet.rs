@@ -256,39 +256,55 @@ fn refresh_prometheus(client: &Client, url: &str, stale_after: f64) -> anyhow::R
     Ok(b.finish(url.to_string(), stale_after, false))
 }
 
-/// The fleet's JSON (docs/fleet.md).
-pub fn render_json(fleet: &Fleet) -> anyhow::Result<String> {
-    Ok(serde_json::to_string_pretty(fleet).context("cannot write the fleet as JSON")? + "\n")
+/// Writes the fleet's JSON (docs/fleet.md) to stdout as it is encoded (a fleet's document is
+/// tens of MB: it is never held whole); a closed pipe is not an error.
+pub fn write_json(fleet: &Fleet) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, fleet)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other.context("cannot write the fleet as JSON")?),
+    }
 }
 
 /// `gpuscope snapshot --prometheus URL` / `--remote URL...`: the fleet once, or every
 /// `--watch` interval.
 pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Result<()> {
     let source = fleet.open()?;
-    let one = |source: &FleetSource| -> anyhow::Result<String> {
+    let one = |source: &FleetSource| -> anyhow::Result<Fleet> {
         let mut f = source.refresh()?;
         if let Some(filter) = &view.filter {
             filter.apply(&mut f);
         }
         view::sort(&mut f, view.sort);
-        if json {
-            render_json(&f)
-        } else {
-            Ok(view::render_text(&f, view.sort))
-        }
+        Ok(f)
     };
     let Some(every) = view.watch else {
-        return crate::write_stdout(&one(&source)?);
+        let f = one(&source)?;
+        return if json {
+            write_json(&f)
+        } else {
+            crate::write_stdout(&view::render_text(&f, view.sort))
+        };
     };
     loop {
         let started = std::time::Instant::now();
-        let text = match one(&source) {
-            Ok(text) => text,
+        match one(&source) {
+            Ok(f) if json => write_json(&f)?,
+            Ok(f) => crate::write_stdout(&format!(
+                "\x1b[H\x1b[2J{}",
+                view::render_text(&f, view.sort)
+            ))?,
             // A refresh that fails is shown, and the next one tried.
-            Err(e) => format!("gpuscope: {}\n", crate::escape_lines(&format!("{e:#}"))),
-        };
-        let clear = if json { "" } else { "\x1b[H\x1b[2J" };
-        crate::write_stdout(&format!("{clear}{text}"))?;
+            Err(e) => crate::write_stdout(&format!(
+                "gpuscope: {}\n",
+                crate::escape_lines(&format!("{e:#}"))
+            ))?,
+        }
         std::thread::sleep(every.saturating_sub(started.elapsed()));
     }
 }

@@ -369,12 +369,22 @@ impl Client {
             .call()
             .map_err(|e| QueryError::Transport(e.to_string()))?;
         let status = response.status().as_u16();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER_BYTES)
-            .read_to_string()
-            .map_err(|e| QueryError::Transport(e.to_string()))?;
+        // Read into a buffer of the announced size: a fleet's answer is tens of MB, and a
+        // growing buffer would briefly hold up to twice that.
+        let announced = response.body().content_length().unwrap_or(0);
+        let mut bytes =
+            Vec::with_capacity(usize::try_from(announced.min(MAX_ANSWER_BYTES)).unwrap_or(0));
+        std::io::Read::read_to_end(
+            &mut response
+                .body_mut()
+                .with_config()
+                .limit(MAX_ANSWER_BYTES)
+                .reader(),
+            &mut bytes,
+        )
+        .map_err(|e| QueryError::Transport(e.to_string()))?;
+        let body = String::from_utf8(bytes)
+            .map_err(|e| QueryError::Malformed(format!("the answer is not UTF-8: {e}")))?;
         let json = body.trim_start().starts_with('{');
         if status == 200 || (json && matches!(status, 400 | 422 | 503)) {
             Ok(body)

@@ -105,12 +105,12 @@ impl FleetFilter {
             .any(|t| matches!(t, Term::User(_) | Term::Pid(_)))
     }
 
-    fn device_matches(&self, h: &Host, d: &FleetDevice) -> bool {
+    fn device_matches(&self, host: &str, d: &FleetDevice) -> bool {
         self.terms.iter().all(|t| match t {
             Term::Device(id) => d.id == *id,
             Term::Text(w) => {
                 let hay = [
-                    Some(h.host.as_str()),
+                    Some(host),
                     d.name.as_deref(),
                     d.uuid.as_deref(),
                     Some(d.id.as_str()),
@@ -142,7 +142,7 @@ impl FleetFilter {
             if !self.host_matches(h) {
                 return false;
             }
-            let host = h.clone();
+            let host = h.host.clone();
             h.devices.retain_mut(|d| {
                 if !self.device_matches(&host, d) {
                     return false;
