@@ -263,9 +263,13 @@ impl FleetBuilder {
     }
 
     /// The host of a series, created when first seen. A series with no `instance` is one
-    /// exporter read directly (`--remote`): `fallback` names it.
+    /// exporter read directly (`--remote`), which `fallback` names, or else is told apart by
+    /// its `hostname`.
     fn host_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> usize {
-        let instance = s.label("instance").or(fallback).unwrap_or("");
+        // Without an instance (relabelled away, or a federated series), the hostname tells
+        // hosts apart.
+        let real = s.label("instance").or(fallback);
+        let instance = real.or_else(|| s.label("hostname")).unwrap_or("");
         if let Some(&i) = self.by_instance.get(instance) {
             if self.hosts[i].host == instance {
                 if let Some(name) = s.label("hostname") {
@@ -277,7 +281,7 @@ impl FleetBuilder {
         let name = s.label("hostname").unwrap_or(instance).to_string();
         self.hosts.push(Host {
             host: name,
-            instance: (!instance.is_empty()).then(|| instance.to_string()),
+            instance: real.map(str::to_string),
             job: s.label("job").map(str::to_string),
             state: HostState::Stale,
             sample_age_seconds: None,
@@ -475,8 +479,12 @@ impl FleetBuilder {
                 .map(|(up, _)| *up);
             host.state = match up {
                 Some(false) => HostState::Down,
-                // No `up` series: Prometheus no longer scrapes it; what is left is old.
-                None => HostState::Stale,
+                // No `up` series (Prometheus no longer scrapes it, or the series carry no
+                // instance to join on): the sample's age decides.
+                None => match host.sample_age_seconds {
+                    Some(age) if age <= stale_after => HostState::Up,
+                    _ => HostState::Stale,
+                },
                 Some(true) => match host.sample_age_seconds {
                     Some(age) if age <= stale_after => HostState::Up,
                     // Scraped but never served a sample time: fresh scrape, say up.
@@ -505,5 +513,88 @@ impl FleetBuilder {
             hosts: self.hosts,
             errors: self.errors,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn series<'a>(labels: &[(&'a str, &'a str)], t: f64, v: &'a str) -> Series<'a> {
+        Series {
+            metric: labels
+                .iter()
+                .map(|&(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v)))
+                .collect(),
+            value: (t, Cow::Borrowed(v)),
+        }
+    }
+
+    #[test]
+    fn series_without_an_instance_are_told_apart_by_hostname_and_judged_by_age() {
+        // Series relabelled without `instance` (federation): hosts by hostname, no `up` to
+        // join, so the sample's age decides.
+        let mut b = FleetBuilder::new();
+        b.sample_time(&series(&[("hostname", "a")], 100.0, "99"), None);
+        b.sample_time(&series(&[("hostname", "b")], 100.0, "10"), None);
+        for h in ["a", "b"] {
+            b.device(
+                DeviceField::MemoryFree,
+                &series(&[("hostname", h), ("index", "0")], 100.0, "5"),
+                None,
+            );
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let states: Vec<(&str, HostState, Option<&str>)> = f
+            .hosts
+            .iter()
+            .map(|h| (h.host.as_str(), h.state, h.instance.as_deref()))
+            .collect();
+        assert_eq!(
+            states,
+            [("a", HostState::Up, None), ("b", HostState::Stale, None)]
+        );
+        assert_eq!(f.hosts[0].devices[0].memory_free_bytes, Some(5));
+    }
+
+    #[test]
+    fn garbage_values_and_labels_are_left_out_not_a_panic() {
+        let mut b = FleetBuilder::new();
+        for (index, v) in [
+            ("0", "-1"),
+            ("1", "NaN"),
+            ("x", "1"),
+            ("2:y", "1"),
+            ("3", "1e30"),
+        ] {
+            b.device(
+                DeviceField::MemoryFree,
+                &series(&[("instance", "i"), ("index", index)], 1.0, v),
+                None,
+            );
+            b.device(
+                DeviceField::Temperature,
+                &series(&[("instance", "i"), ("index", index)], 1.0, v),
+                None,
+            );
+        }
+        b.process(
+            ProcessField::Memory,
+            &series(
+                &[("instance", "i"), ("index", "0"), ("pid", "-3")],
+                1.0,
+                "1",
+            ),
+            None,
+        );
+        let f = b.finish("x".into(), 30.0, false);
+        let d = &f.hosts[0].devices;
+        assert_eq!(d.len(), 3, "only good indices: {d:?}");
+        assert_eq!(d[0].memory_free_bytes, None);
+        assert_eq!(d[1].memory_free_bytes, None);
+        assert_eq!(d[2].memory_free_bytes, None, "1e30 bytes is beyond u64");
+        assert_eq!(d[2].temperature_celsius, None, "1e30 is no temperature");
+        assert!(d[0].processes.is_empty());
     }
 }
