@@ -749,6 +749,7 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
         power_management_mode: boolean(first(power, &["power_management"])).into(),
         power_management_limit: milliwatts(first(power, &["requested_power_limit", "power_limit"]))
             .into(),
+        power_management_default_limit: milliwatts(first(power, &["default_power_limit"])).into(),
         power_management_limit_constraints: milliwatts(first(power, &["min_power_limit"]))
             .and_then(|min_mw| {
                 milliwatts(first(power, &["max_power_limit"]))

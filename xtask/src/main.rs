@@ -4,6 +4,7 @@ mod bench_export;
 mod bench_fleet;
 mod bench_oneshot;
 mod import_smi;
+mod live;
 mod man;
 mod record;
 mod scenarios;

@@ -647,6 +647,9 @@ fn the_other_readings() {
             OK
         );
         assert_eq!((lo, hi), (100_000, 400_000));
+        // Exported from the query table's row, as every plain value is.
+        assert_eq!(nvmlDeviceGetPowerManagementDefaultLimit(h, &mut v), OK);
+        assert_eq!(v, 350_000);
         let (mut major, mut minor) = (0, 0);
         assert_eq!(
             nvmlDeviceGetCudaComputeCapability(h, &mut major, &mut minor),

@@ -61,6 +61,7 @@ pub struct DeviceView {
     pub memory_total_bytes: Option<u64>,
     pub memory_used_bytes: Option<u64>,
     pub memory_free_bytes: Option<u64>,
+    pub memory_reserved_bytes: Option<u64>,
     pub gpu_utilization_percent: Option<u32>,
     pub memory_utilization_percent: Option<u32>,
     pub encoder_utilization_percent: Option<u32>,
@@ -69,6 +70,7 @@ pub struct DeviceView {
     pub fan_speed_percent: Option<u32>,
     pub power_usage_watts: Option<f64>,
     pub power_limit_watts: Option<f64>,
+    pub power_default_limit_watts: Option<f64>,
     pub performance_state: Option<String>,
     pub graphics_clock_mhz: Option<u32>,
     pub sm_clock_mhz: Option<u32>,
@@ -197,6 +199,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         memory_total_bytes: memory.map(|m| m.total),
         memory_used_bytes: memory.map(|m| m.used),
         memory_free_bytes: memory.map(|m| m.free),
+        memory_reserved_bytes: memory.and_then(|m| m.reserved),
         gpu_utilization_percent: util.map(|u| u.gpu),
         memory_utilization_percent: util.map(|u| u.memory),
         encoder_utilization_percent: d.encoder.value().map(|c| c.utilization),
@@ -206,6 +209,10 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         power_usage_watts: d.power_usage.value().map(|&mw| f64::from(mw) / 1000.0),
         power_limit_watts: d
             .enforced_power_limit
+            .value()
+            .map(|&mw| f64::from(mw) / 1000.0),
+        power_default_limit_watts: d
+            .power_default_limit
             .value()
             .map(|&mw| f64::from(mw) / 1000.0),
         performance_state: d

@@ -205,6 +205,41 @@ fn an_unknown_flag_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+#[test]
+fn a_fixture_without_a_query_shows_it_as_na_and_null() {
+    // A fixture recorded before a query existed loads; the query is "not recorded": N/A in the
+    // table, null in JSON, and not an error.
+    let fx = EditedFixture::new("old-driver", "not-recorded", |v| {
+        v["devices"]["0"]
+            .as_object_mut()
+            .unwrap()
+            .remove("enforced_power_limit");
+        for frame in v["frames"].as_array_mut().unwrap() {
+            frame["devices"]["0"]
+                .as_object_mut()
+                .unwrap()
+                .remove("memory_info");
+        }
+    });
+    let path = fx.path();
+
+    let out = json(&["snapshot", "--json", "--fixture", &path]);
+    let d = &out["devices"][0];
+    assert!(d["memory_used_bytes"].is_null(), "{d}");
+    assert!(d["memory_total_bytes"].is_null(), "{d}");
+    assert!(d["power_limit_watts"].is_null(), "{d}");
+    assert!(
+        d["power_usage_watts"].is_number(),
+        "the rest is as recorded: {d}"
+    );
+    assert_eq!(d["errors"].as_array().unwrap().len(), 0, "{d}");
+
+    let table = gpuscope(&["snapshot", "--fixture", &path]);
+    assert!(table.status.success());
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("N/A / N/A"), "memory is N/A:\n{text}");
+}
+
 /// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
 /// container), NOT_SUPPORTED or FUNCTION_NOT_FOUND showed as `processes: []` and "No running GPU
 /// processes.". It is `null` with the query and reason in the device's `errors`, and "N/A" with
