@@ -113,6 +113,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hostname,
         processes: args.processes,
         process_command: args.process_command,
+        driver_version: collector.context().driver_version().value().cloned(),
+        cuda_driver_version: collector.context().cuda_driver_version().value().cloned(),
     };
 
     let listener =
