@@ -55,7 +55,7 @@ pub const LIMITS: Limits = Limits {
     header_timeout: Duration::from_secs(2),
     max_head: 16 * 1024,
     max_headers: 64,
-    max_age: Duration::from_secs(60),
+    max_age: Duration::from_secs(300),
 };
 
 /// Everything a connection needs.
