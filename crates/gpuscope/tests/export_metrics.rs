@@ -343,6 +343,10 @@ fn bad_flags_are_usage_errors() {
         (&["--listen", "localhost"][..], "--listen"),
         (&["--interval", "soon"][..], "--interval"),
         (&["--interval", "1ms"][..], "--interval"),
+        // Regression: an interval so long that the sampler's next deadline overflowed killed
+        // the sampler thread while /metrics went on serving its first sample.
+        (&["--interval", "200000years"][..], "--interval"),
+        (&["--interval", "25h"][..], "--interval"),
         (&["--hostname", ""][..], "--hostname"),
         (&["--process-command"][..], "--processes"),
     ] {
