@@ -3,6 +3,7 @@
 mod bench_export;
 mod bench_oneshot;
 mod import_smi;
+mod man;
 mod record;
 mod scenarios;
 mod tidy;
@@ -35,6 +36,13 @@ enum Command {
     /// Load on `gpuscope export`: scrapes per second, latency, CPU and RSS (see
     /// docs/benchmarks.md).
     BenchExport(bench_export::Args),
+    /// Writes gpuscope's man pages (gpuscope.1 and gpuscope-<command>.1) into a directory; read
+    /// one with `man -l target/man/gpuscope.1`.
+    Man {
+        /// Directory to write to.
+        #[arg(long, default_value = "target/man")]
+        out_dir: PathBuf,
+    },
     /// Records a fixture from the real NVML (needs an NVIDIA GPU and driver). Ctrl+C stops early
     /// and keeps the frames recorded so far.
     RecordFixture {
@@ -66,6 +74,7 @@ fn main() -> ExitCode {
         Command::ImportSmi(args) => import_smi::run(args),
         Command::BenchOneshot(args) => bench_oneshot::run(args),
         Command::BenchExport(args) => bench_export::run(args),
+        Command::Man { out_dir } => man::run(&out_dir),
         Command::RecordFixture {
             out,
             frames,

@@ -22,6 +22,12 @@
 //! * `GPUSCOPE_FAKE_NVML_FRAME` (optional): pins the served frame to this index (clamped to the
 //!   last frame). Without it, frames follow wall time from init using the frames' `t_ms`,
 //!   looping. A value that is not a non-negative integer fails init like a broken fixture.
+//! * `GPUSCOPE_FAKE_NVML_DEVICE_COUNT` (optional, for tests): the count
+//!   `nvmlDeviceGetCount[_v2]` answers instead of the fixture's (a `u32`, e.g. `4294967295`),
+//!   to see how a client treats a broken library. Nothing else changes.
+//! * `GPUSCOPE_FAKE_NVML_HANG_WHILE` (optional, for tests): a file path. While that file
+//!   exists, every NVML call after init waits, as a call into a hung driver does; a call that
+//!   starts waiting first creates the path with `.waiting` appended. Unset: no call waits.
 //! * `CUDA_VISIBLE_DEVICES`: the CUDA calls honour its simple forms (ordinals and `GPU-` UUID
 //!   prefixes, ending at the first entry that is neither); `MIG-` entries end the list too.
 //!
@@ -75,7 +81,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use nvml::{device_of, handle_of};
-pub use state::{last_init_error, FIXTURE_ENV, FRAME_ENV};
+pub use state::{last_init_error, DEVICE_COUNT_ENV, FIXTURE_ENV, FRAME_ENV, HANG_ENV};
 
 /// The file name cargo gives the built cdylib on this platform.
 pub const CDYLIB_FILE_NAME: &str = if cfg!(target_os = "macos") {

@@ -91,6 +91,7 @@ fn call(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvml
         let Some(b) = state::nvml_backend() else {
             return Err(Code(ret::UNINITIALIZED));
         };
+        state::hang_while_asked();
         if b.fixture().nvml_missing_functions.iter().any(|f| f == name) {
             return Err(Code(ret::FUNCTION_NOT_FOUND));
         }
@@ -400,12 +401,18 @@ nvml_api! {
     /// `nvmlDeviceGetCount` (the old name of `nvmlDeviceGetCount_v2`).
     fn nvmlDeviceGetCount(count: *mut c_uint) |ctx| {
         nn(count)?;
-        put(count, ctx.b.device_count()?)
+        match crate::state::device_count_override() {
+            Some(n) => put(count, n),
+            None => put(count, ctx.b.device_count()?),
+        }
     }
     /// `nvmlDeviceGetCount_v2`: the number of physical GPUs.
     fn nvmlDeviceGetCount_v2(count: *mut c_uint) |ctx| {
         nn(count)?;
-        put(count, ctx.b.device_count()?)
+        match crate::state::device_count_override() {
+            Some(n) => put(count, n),
+            None => put(count, ctx.b.device_count()?),
+        }
     }
     /// `nvmlDeviceGetHandleByIndex` (the old name of `_v2`).
     fn nvmlDeviceGetHandleByIndex(index: c_uint, device: *mut nvmlDevice_t) |ctx| {

@@ -2,7 +2,8 @@
 //! init), the fixture served through CUDA, and the last load error.
 
 use std::io::Write;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use gpu_backend::{DeviceId, Fixture, GpuBackend, ReplayBackend, ReplayClock};
 
@@ -15,6 +16,45 @@ pub const FIXTURE_ENV: &str = "GPUSCOPE_FAKE_NVML_FIXTURE";
 /// The environment variable that pins the served frame (an index, clamped to the last frame).
 /// Without it, frames follow wall time from the first init, looping.
 pub const FRAME_ENV: &str = "GPUSCOPE_FAKE_NVML_FRAME";
+
+/// The environment variable that overrides the device count `nvmlDeviceGetCount[_v2]` answers
+/// (a `u32`), to test how clients treat a broken library that reports an absurd count. Only the
+/// count changes: handles past the fixture's devices still answer
+/// `NVML_ERROR_INVALID_ARGUMENT`.
+pub const DEVICE_COUNT_ENV: &str = "GPUSCOPE_FAKE_NVML_DEVICE_COUNT";
+
+/// The device count [`DEVICE_COUNT_ENV`] sets, if it is set to a `u32`.
+pub(crate) fn device_count_override() -> Option<u32> {
+    std::env::var(DEVICE_COUNT_ENV).ok()?.trim().parse().ok()
+}
+
+/// The environment variable naming a file: while it exists, every NVML call after init waits,
+/// as a call into a hung driver does (for tests of callers that must not wait on one). A call
+/// that starts waiting first creates the same path with `.waiting` appended, so a test knows
+/// a call is stuck.
+pub const HANG_ENV: &str = "GPUSCOPE_FAKE_NVML_HANG_WHILE";
+
+/// Waits while the file named by [`HANG_ENV`] exists (see there); returns at once when the
+/// variable is unset, as it is outside such tests.
+pub(crate) fn hang_while_asked() {
+    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let Some(path) = PATH.get_or_init(|| {
+        std::env::var_os(HANG_ENV)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    }) else {
+        return;
+    };
+    if !path.exists() {
+        return;
+    }
+    let mut waiting = path.clone().into_os_string();
+    waiting.push(".waiting");
+    let _ = std::fs::write(&waiting, b"");
+    while path.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
 
 /// What NVML calls are served from.
 struct NvmlServed {

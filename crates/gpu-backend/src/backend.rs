@@ -319,7 +319,8 @@ pub trait GpuBackend: Send + Sync {
 /// children. A GPU whose MIG children cannot be listed is still included.
 pub fn all_device_ids(backend: &dyn GpuBackend) -> Result<Vec<DeviceId>> {
     let count = backend.device_count()?;
-    let mut ids = Vec::with_capacity(count as usize);
+    // Bounded: a backend could report any count; the NVML backend refuses absurd ones.
+    let mut ids = Vec::with_capacity(count.min(crate::types::MAX_DEVICE_COUNT) as usize);
     for parent in 0..count {
         ids.push(DeviceId::Gpu(parent));
         if let Ok(children) = backend.mig_device_indices(DeviceId::Gpu(parent)) {

@@ -44,8 +44,9 @@ pub enum BackendError {
     /// NVML_ERROR_DRIVER_NOT_LOADED (9): the NVIDIA kernel driver is not running.
     #[error("the NVIDIA driver is not loaded")]
     DriverNotLoaded,
-    /// NVML_ERROR_LIBRARY_NOT_FOUND (12): libnvidia-ml could not be found or loaded.
-    #[error("the NVML library (libnvidia-ml.so.1) was not found")]
+    /// NVML_ERROR_LIBRARY_NOT_FOUND (12): the NVML library could not be found or loaded.
+    /// [`crate::nvml::OpenError`] names the library and gives the loader's reason.
+    #[error("the NVML library could not be loaded")]
     LibraryNotFound,
     /// NVML_ERROR_INVALID_ARGUMENT (2): an argument was out of range (e.g. a fan or link index).
     #[error("invalid argument")]

@@ -109,7 +109,9 @@ impl HostSource for ReplayHost {
             .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
         match recorded {
-            Some(start) => start.as_millis() as u64 + self.backend.frame().t_ms,
+            Some(start) => u64::try_from(start.as_millis())
+                .unwrap_or(u64::MAX)
+                .saturating_add(self.backend.frame().t_ms),
             None => std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),

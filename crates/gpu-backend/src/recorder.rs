@@ -76,8 +76,10 @@ pub fn capture_static(b: &dyn GpuBackend, id: DeviceId) -> DeviceStatic {
 /// Every changing answer about one device, each query asked once. `num_fans` is the device's
 /// static answer, which says how many fans to ask about.
 pub fn capture_dynamic(b: &dyn GpuBackend, id: DeviceId, num_fans: &Answer<u32>) -> DeviceDynamic {
+    // Bounded whatever the backend says: the NVML backend refuses more fans, a fixture cannot
+    // hold more.
     let fans = match num_fans {
-        Answer::Ok(n) => *n,
+        Answer::Ok(n) => (*n).min(MAX_FANS),
         Answer::Err(_) => 0,
     };
     DeviceDynamic {
@@ -127,7 +129,7 @@ pub fn capture_statics_in_order(
     device_count: &Answer<u32>,
 ) -> Vec<(DeviceId, DeviceStatic)> {
     let count = device_count.ok().copied().unwrap_or(0);
-    let mut devices = Vec::with_capacity(count as usize);
+    let mut devices = Vec::with_capacity(count.min(MAX_DEVICE_COUNT) as usize);
     for parent in 0..count {
         let st = capture_static(b, DeviceId::Gpu(parent));
         let children = st.mig_device_indices.ok().cloned().unwrap_or_default();

@@ -124,7 +124,11 @@ impl ReplayBackend {
     fn position(&self) -> (usize, u64) {
         let frames = &self.fixture.frames;
         match &self.clock {
-            ReplayClock::Manual(i) => (i.load(Ordering::Relaxed).min(frames.len() - 1), 0),
+            ReplayClock::Manual(i) => (
+                i.load(Ordering::Relaxed)
+                    .min(frames.len().saturating_sub(1)),
+                0,
+            ),
             ReplayClock::Wall { start, looping } => position_at(frames, start.elapsed(), *looping),
         }
     }
@@ -137,13 +141,18 @@ impl ReplayBackend {
     /// Serves frame `index` (clamped to the last frame). Has no effect on a wall clock.
     pub fn set_frame(&self, index: usize) {
         if let ReplayClock::Manual(i) = &self.clock {
-            i.store(index.min(self.fixture.frames.len() - 1), Ordering::Relaxed);
+            i.store(
+                index.min(self.fixture.frames.len().saturating_sub(1)),
+                Ordering::Relaxed,
+            );
         }
     }
 
     /// Moves a manual clock one frame on, wrapping after the last. Returns the new index.
     pub fn step(&self) -> usize {
-        let next = (self.frame_index() + 1) % self.fixture.frames.len();
+        let next = (self.frame_index() + 1)
+            .checked_rem(self.fixture.frames.len())
+            .unwrap_or(0);
         self.set_frame(next);
         next
     }
@@ -207,20 +216,25 @@ impl ReplayBackend {
 }
 
 /// How long one loop of a looping replay lasts: until the last frame plus one typical interval.
+/// At least 1 ms. Saturating: a loaded fixture's times are bounded
+/// ([`crate::fixture::limits::MAX_FRAME_TIME_MS`]), but a fixture built in code need not be.
 fn loop_period_ms(frames: &[Frame]) -> u64 {
+    let Some(last_frame) = frames.last() else {
+        return 1000;
+    };
     let last = frames.len() - 1;
     let step = if last > 0 {
-        (frames[last].t_ms / last as u64).max(1)
+        (last_frame.t_ms / last as u64).max(1)
     } else {
         1000
     };
-    frames[last].t_ms + step
+    last_frame.t_ms.saturating_add(step).max(1)
 }
 
 /// The frame shown `elapsed` after the start of replay, and how many whole loops came before.
 fn position_at(frames: &[Frame], elapsed: Duration, looping: bool) -> (usize, u64) {
-    let last = frames.len() - 1;
-    let mut t = elapsed.as_millis() as u64;
+    let last = frames.len().saturating_sub(1);
+    let mut t = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     let mut loops = 0;
     if looping {
         let period = loop_period_ms(frames);
@@ -391,7 +405,9 @@ impl GpuBackend for ReplayBackend {
         self.note("process_utilization", Some(id));
         let (index, loops) = self.position();
         let frame = &self.fixture.frames[index];
-        let shift = loops * loop_period_ms(&self.fixture.frames) * 1000;
+        let shift = loops
+            .saturating_mul(loop_period_ms(&self.fixture.frames))
+            .saturating_mul(1000);
         match &frame
             .devices
             .get(&id)
@@ -401,7 +417,7 @@ impl GpuBackend for ReplayBackend {
             crate::fixture::Answer::Ok(samples) => Ok(samples
                 .iter()
                 .map(|s| ProcessUtilizationSample {
-                    timestamp_us: s.timestamp_us + shift,
+                    timestamp_us: s.timestamp_us.saturating_add(shift),
                     ..*s
                 })
                 .filter(|s| s.timestamp_us > since_us)
@@ -442,6 +458,30 @@ mod tests {
         assert_eq!(at(2500), 2);
         // Without looping the last frame stays.
         assert_eq!(at(60_000), 3);
+    }
+
+    #[test]
+    fn replay_clock_with_a_time_that_overflows_never_panics() {
+        // A last frame at 17985575471866812826 ms overflowed `t_ms + step` (then divided by a
+        // period of 0). Loaded fixtures are bounded now; one built in code may still hold it.
+        for times in [
+            vec![0, u64::MAX],
+            vec![u64::MAX],
+            vec![0, 17_985_575_471_866_812_826],
+        ] {
+            let frames = frames_at(&times);
+            assert!(loop_period_ms(&frames) >= 1);
+            let (index, _) = position_at(&frames, Duration::MAX, true);
+            assert!(index < frames.len());
+            let backend = ReplayBackend::with_clock(
+                Fixture {
+                    frames,
+                    ..load("old-driver")
+                },
+                ReplayClock::wall(true),
+            );
+            let _ = backend.process_utilization(DeviceId::Gpu(0), 0);
+        }
     }
 
     #[test]

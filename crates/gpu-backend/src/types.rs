@@ -252,6 +252,14 @@ pub struct NvLinkCounters {
 /// The most NVLink links NVML knows of (`NVML_NVLINK_MAX_LINKS`).
 pub const NVLINK_MAX_LINKS: u32 = 18;
 
+/// The most physical devices believed from a backend. NVML documents no maximum; the largest
+/// machines have a few dozen GPUs. A larger count from NVML is refused as an error (so nothing
+/// allocates for it), and a fixture with more devices is refused when it is loaded.
+pub const MAX_DEVICE_COUNT: u32 = 1024;
+
+/// The most fans believed per device; a larger `num_fans` from NVML is an error.
+pub const MAX_FANS: u32 = 64;
+
 /// Current and pending state of an on/off setting (ECC, MIG).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -120,3 +120,165 @@ fn a_missing_file_is_refused_with_its_name() {
     assert_eq!(err.file, "/nonexistent/fixture.json");
     assert!(err.to_string().contains("cannot read the file"), "{err}");
 }
+
+#[test]
+fn fixture_time_that_overflows_is_refused_not_a_panic() {
+    // A frame time of 17985575471866812826 ms made every command panic ("attempt to divide by
+    // zero") in the replay clock's loop arithmetic.
+    let mut v = base();
+    let last = v["frames"].as_array().unwrap().len() - 1;
+    v["frames"][last]["t_ms"] = serde_json::json!(17_985_575_471_866_812_826_u64);
+    let err = refuse(&v.to_string());
+    check(
+        &err,
+        &format!("frames[{last}].t_ms"),
+        &["17985575471866812826", "above the bound", "100 years"],
+    );
+}
+
+#[test]
+fn sizes_counts_and_timestamps_beyond_their_bounds_are_refused_with_their_path() {
+    // Each number below was taken as is and could overflow the arithmetic done on it.
+    type Case = (&'static str, fn(&mut serde_json::Value), &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            "memory total",
+            |v| v["frames"][1]["devices"]["0"]["memory_info"]["ok"]["total"] = u64::MAX.into(),
+            "frames[1].devices.0.memory_info.total",
+        ),
+        (
+            "host memory",
+            |v| v["host"]["memory_total"] = (1u64 << 51).into(),
+            "host.memory_total",
+        ),
+        (
+            "fans",
+            |v| v["devices"]["0"]["num_fans"] = serde_json::json!({"ok": 4_294_967_295u32}),
+            "devices.0.num_fans",
+        ),
+        (
+            "MIG slots",
+            |v| v["devices"]["0"]["max_mig_device_count"] = serde_json::json!({"ok": 100_000}),
+            "devices.0.max_mig_device_count",
+        ),
+        (
+            "sample timestamp",
+            |v| {
+                v["frames"][0]["devices"]["0"]["process_utilization"] = serde_json::json!({"ok": [
+                    {"pid": 1, "timestamp_us": u64::MAX, "sm": 0, "memory": 0, "encoder": 0, "decoder": 0}
+                ]})
+            },
+            "frames[0].devices.0.process_utilization[0].timestamp_us",
+        ),
+    ];
+    for (what, mutate, path) in cases {
+        let mut v = base();
+        mutate(&mut v);
+        let err = refuse(&v.to_string());
+        assert_eq!(err.path, path, "{what}: {err}");
+        assert!(err.to_string().contains("bound"), "{what}: {err}");
+    }
+}
+
+#[test]
+fn fixture_with_a_leading_byte_order_mark_is_read() {
+    // A UTF-8 BOM (as Windows editors write) gave a generic "not valid JSON" error.
+    let text = format!("\u{feff}{}", base());
+    let fixture = Fixture::from_json_str(&text, FILE).expect("a BOM is ignored");
+    assert_eq!(
+        fixture,
+        Fixture::from_json_str(&base().to_string(), FILE).unwrap()
+    );
+}
+
+#[test]
+fn fixture_wrapped_in_an_array_is_refused_without_echoing_it() {
+    // `[ fixture ]` printed the whole document back (957 KB for the demo fixture).
+    let text = format!("[{}]", base());
+    let err = refuse(&text);
+    check(&err, ".", &["expected a JSON object", "found an array"]);
+    assert!(err.to_string().len() < 200, "{err}");
+}
+
+#[test]
+fn not_json_names_its_location_once() {
+    // serde_json's message already ends in "at line 1 column 1"; the error added it again.
+    let err = refuse("# gpuscope\n");
+    let msg = err.to_string();
+    check(&err, ".", &["not valid JSON", "line 1 column 1"]);
+    assert_eq!(msg.matches("line").count(), 1, "{msg}");
+}
+
+#[test]
+fn a_huge_value_in_an_error_is_summarised() {
+    let mut v = base();
+    v["schema_version"] = serde_json::json!("x".repeat(1_000_000));
+    let err = refuse(&v.to_string());
+    check(&err, "schema_version", &["more bytes not shown"]);
+    assert!(
+        err.to_string().len() < 1000,
+        "{} bytes",
+        err.to_string().len()
+    );
+}
+
+#[test]
+fn fixture_error_text_escapes_control_characters() {
+    // An unknown field named with terminal escapes was echoed raw in the error.
+    let mut v = base();
+    v["meta"]["\u{1b}]0;TITLE\u{7}\u{1b}[2J"] = serde_json::json!(1);
+    let err = refuse(&v.to_string());
+    let msg = err.to_string();
+    assert!(!msg.contains('\u{1b}') && !msg.contains('\u{7}'), "{msg:?}");
+    assert!(msg.contains("\\x1b]0;TITLE\\x07"), "{msg}");
+}
+
+#[test]
+fn deep_nesting_is_refused_by_the_recursion_limit() {
+    let text = format!(
+        "{{\"schema_version\": {}{}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let err = refuse(&text);
+    assert_eq!(err.file, FILE);
+    assert!(err.to_string().contains("recursion limit"), "{err}");
+}
+
+#[test]
+fn a_directory_is_refused_as_not_a_regular_file() {
+    let err = Fixture::load(common::fixtures_dir()).unwrap_err();
+    assert_eq!(err.path, ".");
+    assert!(
+        err.to_string()
+            .contains("is a directory, not a regular file"),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn fixture_from_dev_zero_is_refused() {
+    // `--fixture /dev/zero` read until memory ran out.
+    let err = Fixture::load("/dev/zero").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a character device, not a regular file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_million_levels_of_nesting_anywhere_are_refused_without_overflowing_the_stack() {
+    let deep = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+    for text in [
+        deep.clone(),
+        format!("{{\"a\": {deep}}}"),
+        format!("{{\"schema_version\": 1, \"meta\": {{\"name\": {deep}}}}}"),
+        format!("{{\"schema_version\": {deep}}}"),
+    ] {
+        let err = refuse(&text);
+        assert_eq!(err.file, FILE);
+        assert!(err.to_string().len() < 1000, "{err}");
+    }
+}

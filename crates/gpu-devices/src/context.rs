@@ -594,7 +594,7 @@ impl Inventory {
             doing: "counting GPUs",
             source,
         })?;
-        let mut gpus = Vec::with_capacity(count as usize);
+        let mut gpus = Vec::with_capacity(count.min(gpu_backend::MAX_DEVICE_COUNT) as usize);
         for index in 0..count {
             let id = DeviceId::Gpu(index);
             let mig_enabled = b.mig_mode(id).is_ok_and(|m| m.current);

@@ -1,5 +1,9 @@
 //! The multi-section text view of a device, as igpu prints one: identity, GPU MEMORY,
 //! GPU UTILIZATION (with bars), PCI INFO, GPU CLOCK, POWER INFO, PROCESSES.
+//!
+//! Text that comes from the backend (names, serials, UUIDs, versions, bus ids) is shown with
+//! its control characters escaped ([`crate::text::escape_control`]), so the view is safe to
+//! print on a terminal whatever the driver or a fixture says.
 
 use std::fmt::{self, Display, Formatter};
 
@@ -7,6 +11,7 @@ use gpu_backend::ComputeMode;
 
 use crate::na::{Na, NA_TEXT};
 use crate::snapshot::DeviceSnapshot;
+use crate::text::escape_control;
 use crate::units::MIB;
 
 /// One section of the view; [`DeviceSnapshot::section`] shows one alone.
@@ -44,18 +49,19 @@ impl Section {
 /// Width of a utilization bar, in characters between the brackets.
 const BAR_WIDTH: usize = 25;
 
-/// `[|||||||||||              ]` for 44%; N/A for a missing value.
+/// `[|||||||||||              ] 44.00%` for 44%, as igpu prints it: one bar per whole 4%
+/// (`int(x / 4)`, so 35% is 8 bars), one space, two decimals; N/A for a missing value.
 pub fn utilization_bar(percent: Option<f64>) -> String {
     match percent {
         Some(p) => {
-            let filled = ((p.clamp(0.0, 100.0) / 100.0) * BAR_WIDTH as f64).round() as usize;
+            let filled = ((p.clamp(0.0, 100.0) / 4.0).floor() as usize).min(BAR_WIDTH);
             format!(
-                "[{}{}] {p:6.2}%",
+                "[{}{}] {p:.2}%",
                 "|".repeat(filled),
                 " ".repeat(BAR_WIDTH - filled)
             )
         }
-        None => format!("[{}] {NA_TEXT:>7}", " ".repeat(BAR_WIDTH)),
+        None => format!("[{}] {NA_TEXT}", " ".repeat(BAR_WIDTH)),
     }
 }
 
@@ -76,6 +82,11 @@ pub fn enabled_text(v: &Na<bool>) -> &'static str {
         Na::Value(false) => "Disabled",
         _ => NA_TEXT,
     }
+}
+
+/// Outside text as the view shows it: N/A, or the value with control characters escaped.
+fn outside(v: &Na<String>) -> String {
+    escape_control(&v.to_string()).into_owned()
 }
 
 fn mib(bytes: u64) -> String {
@@ -105,10 +116,10 @@ impl DeviceSnapshot {
                 if let Some(c) = self.cuda_index {
                     writeln!(f, "CUDA INDEX   : {c}")?;
                 }
-                writeln!(f, "BOARD NAME   : {}", self.name)?;
-                writeln!(f, "SERIAL       : {}", self.serial)?;
-                writeln!(f, "UUID         : {}", self.uuid)?;
-                writeln!(f, "BIOS VERSION : {}", self.vbios_version)
+                writeln!(f, "BOARD NAME   : {}", outside(&self.name))?;
+                writeln!(f, "SERIAL       : {}", outside(&self.serial))?;
+                writeln!(f, "UUID         : {}", outside(&self.uuid))?;
+                writeln!(f, "BIOS VERSION : {}", outside(&self.vbios_version))
             }
             Section::Memory => {
                 writeln!(f, "GPU MEMORY:")?;
@@ -156,7 +167,7 @@ impl DeviceSnapshot {
                 writeln!(
                     f,
                     "    Bus ID        : {}",
-                    or_na(p.map(|p| p.bus_id.clone()))
+                    or_na(p.map(|p| escape_control(&p.bus_id).into_owned()))
                 )?;
                 writeln!(
                     f,
@@ -212,9 +223,9 @@ impl DeviceSnapshot {
             }
             Section::Power => {
                 writeln!(f, "POWER INFO:")?;
+                // igpu's two words: "Supported" when power management is on, else "N/A".
                 let management = match &self.power_management_mode {
                     Na::Value(true) => "Supported",
-                    Na::Value(false) => "Disabled",
                     _ => NA_TEXT,
                 };
                 let limits = self.power_limit_constraints.value();
@@ -294,19 +305,38 @@ impl Display for DeviceSnapshot {
 mod tests {
     use super::*;
 
+    /// igpu's README prints these three lines for 44%, 35% and 36%.
     #[test]
-    fn bars_fill_in_proportion() {
+    fn bars_are_igpus() {
         assert_eq!(
             utilization_bar(Some(44.0)),
-            "[|||||||||||              ]  44.00%"
+            "[|||||||||||              ] 44.00%"
+        );
+        assert_eq!(
+            utilization_bar(Some(35.0)),
+            "[||||||||                 ] 35.00%"
+        );
+        assert_eq!(
+            utilization_bar(Some(36.0)),
+            "[|||||||||                ] 36.00%"
         );
         assert_eq!(
             utilization_bar(Some(100.0)),
             format!("[{}] 100.00%", "|".repeat(25))
         );
-        assert_eq!(
-            utilization_bar(None),
-            format!("[{}]     N/A", " ".repeat(25))
-        );
+        assert_eq!(utilization_bar(None), format!("[{}] N/A", " ".repeat(25)));
+    }
+
+    /// Regression: bars were rounded (35% drew 9 bars where igpu draws `int(35 / 4)` = 8), and
+    /// the percentage was padded to six characters (`]  44.00%`). Any value gives igpu's bar.
+    #[test]
+    fn bars_truncate_to_whole_four_percents() {
+        for tenths in 0..=1000u32 {
+            let p = f64::from(tenths) / 10.0;
+            let bar = utilization_bar(Some(p));
+            let filled = bar.chars().filter(|&c| c == '|').count();
+            assert_eq!(filled, (p / 4.0) as usize, "{p}: {bar}");
+            assert!(bar.ends_with(&format!("] {p:.2}%")), "{bar}");
+        }
     }
 }

@@ -495,7 +495,7 @@ fn a_desktop_geforce_has_fans_a_display_and_graphics_processes() {
     );
     let text = d.to_string();
     assert!(
-        text.contains("Fan         : [|||||||||||||            ]  53.00%"),
+        text.contains("Fan         : [|||||||||||||            ] 53.00%"),
         "{text}"
     );
     assert!(text.contains("BOARD NAME   : GeForce GTX 1080"));
@@ -631,4 +631,35 @@ fn a_mock_backend_shows_na_for_cannot_tell_and_keeps_unexpected_errors() {
         ctx.device_by_uuid("GPU-0000").unwrap().id(),
         DeviceId::Gpu(0)
     );
+}
+
+/// igpu's power management reads "Supported" or "N/A". Regression: a GPU with power management
+/// off read "Disabled", a word igpu never prints.
+#[test]
+fn power_management_reads_supported_or_na_as_igpu() {
+    let mut f = fixture("h100-mig");
+    if let Some(d) = f.devices.get_mut(&DeviceId::Gpu(0)) {
+        d.power_management_mode = gpu_backend::fixture::Answer::Ok(false);
+    }
+    let (off, _b) = open_fixture(f);
+    let (on, _b2) = open("h100-mig");
+    let power = |ctx: &Context, id: DeviceId| {
+        ctx.device_by_id(id)
+            .unwrap()
+            .snapshot()
+            .section(gpu_devices::Section::Power)
+            .to_string()
+    };
+    let gpu = power(&on, DeviceId::Gpu(0));
+    assert!(gpu.contains("    Management : Supported\n"), "{gpu}");
+    let mig = power(
+        &on,
+        DeviceId::Mig {
+            parent: 0,
+            index: 1,
+        },
+    );
+    assert!(mig.contains("    Management : N/A\n"), "{mig}");
+    let disabled = power(&off, DeviceId::Gpu(0));
+    assert!(disabled.contains("    Management : N/A\n"), "{disabled}");
 }

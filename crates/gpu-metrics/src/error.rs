@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// What can go wrong while collecting, recording or plotting.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// `collect()` or `reset()` was called with no tag active.
+    /// `collect()` was called with no tag active.
     #[error("no metric collection is active: call activate(tag) (or scope(tag)) first")]
     NotStarted,
     /// A tag that is already active was activated again.
@@ -17,14 +17,19 @@ pub enum Error {
     /// A tag was empty or held a `/`.
     #[error("invalid tag {0:?}: a tag is a non-empty name without '/'")]
     InvalidTag(String),
-    /// Writing samples to a file failed.
-    #[error("cannot write {}: {source}", path.display())]
+    /// Writing samples to a file failed. The message says what the system said (like the other
+    /// variants, the reason is in the message, not a separate `source`, so that reporters that
+    /// print the chain do not print it twice).
+    #[error("cannot write {}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// What the system said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
+    /// The GPUs could not be opened (for a default collector).
+    #[error("cannot open the GPUs: {0}")]
+    Open(gpu_devices::Error),
     /// The background thread could not be started.
     #[error("cannot start the background thread: {0}")]
     Spawn(std::io::Error),

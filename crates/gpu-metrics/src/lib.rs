@@ -11,13 +11,14 @@ mod sink;
 mod stats;
 mod worker;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, SystemClock, Waiter};
 pub use collector::{
-    CollectorBuilder, Daemon, DaemonOptions, Metrics, ResourceMetricCollector, Sampler, TagGuard,
+    collect_in_background, CollectorBuilder, Daemon, DaemonOptions, DeviceMetricSpec, Metrics,
+    ProcessMetricSpec, ResourceMetricCollector, TagGuard,
 };
 pub use error::{Error, Result};
 #[cfg(feature = "plot")]
-pub use plot::{plot, PlotFormat, PlotOptions};
+pub use plot::{plot, PlotFormat, PlotOptions, PLOT_MAX_SIZE, PLOT_MIN_SIZE};
 pub use recorder::{DeviceLabel, DeviceMetric, Keep, Record, Recorder, Sample};
 pub use sink::{CsvSink, NdjsonSink, SampleSink};
 pub use stats::Stats;

@@ -38,9 +38,9 @@ impl PlotFormat {
 /// How a plot looks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlotOptions {
-    /// Width in pixels.
+    /// Width in pixels, within [`PLOT_MIN_SIZE`] and [`PLOT_MAX_SIZE`] (values outside are clamped).
     pub width: u32,
-    /// Height in pixels.
+    /// Height in pixels, within [`PLOT_MIN_SIZE`] and [`PLOT_MAX_SIZE`] (values outside are clamped).
     pub height: u32,
     /// The caption; default: `GPU <metric>`.
     pub title: Option<String>,
@@ -79,7 +79,8 @@ fn register_font() -> Result<(), String> {
 ///
 /// # Errors
 ///
-/// [`Error::Plot`]: the extension is neither `.png` nor `.svg`, or drawing or writing failed.
+/// [`Error::Plot`]: the extension is neither `.png` nor `.svg`, or drawing or writing failed;
+/// `path` is then left as it was.
 pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -> Result<()> {
     let path = path.as_ref();
     let fail = |message: String| Error::Plot {
@@ -89,19 +90,62 @@ pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -
     let format = PlotFormat::from_path(path)
         .ok_or_else(|| fail("the file name must end in .png or .svg".into()))?;
     register_font().map_err(fail)?;
-    let size = (options.width.max(200), options.height.max(150));
+    let size = (
+        options.width.clamp(PLOT_MIN_SIZE.0, PLOT_MAX_SIZE.0),
+        options.height.clamp(PLOT_MIN_SIZE.1, PLOT_MAX_SIZE.1),
+    );
+    // Drawn into a temporary file in the same folder (same extension: the PNG encoder goes by
+    // it), renamed into place once whole: a failure never leaves a truncated plot, and an
+    // earlier plot at `path` stays until the new one is complete. The temporary file is
+    // removed when anything fails.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".gpuscope-plot-").suffix(&ext);
+    // The permissions `File::create` gives (0666 less the umask), not tempfile's private 0600:
+    // the plot is an ordinary output file.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let temp = builder
+        .tempfile_in(dir)
+        .map_err(|e| {
+            fail(format!(
+                "cannot create a temporary file in {}: {e}",
+                dir.display()
+            ))
+        })?
+        .into_temp_path();
     let drawn = match format {
         PlotFormat::Png => {
-            let root = BitMapBackend::new(path, size).into_drawing_area();
+            let root = BitMapBackend::new(&temp, size).into_drawing_area();
             draw(&root, records, options).and_then(|()| root.present().map_err(|e| e.to_string()))
         }
         PlotFormat::Svg => {
-            let root = SVGBackend::new(path, size).into_drawing_area();
+            let root = SVGBackend::new(&temp, size).into_drawing_area();
             draw(&root, records, options).and_then(|()| root.present().map_err(|e| e.to_string()))
         }
     };
-    drawn.map_err(fail)
+    drawn.map_err(fail)?;
+    temp.persist(path).map_err(|e| {
+        fail(format!(
+            "cannot move the finished plot into place: {}",
+            e.error
+        ))
+    })
 }
+
+/// The smallest plot drawn, in pixels (width, height); smaller sizes are raised to it.
+pub const PLOT_MIN_SIZE: (u32, u32) = (200, 150);
+
+/// The largest plot drawn, in pixels (width, height), 8K; larger sizes are lowered to it. A PNG
+/// that size takes about 100 MB while it is drawn.
+pub const PLOT_MAX_SIZE: (u32, u32) = (7680, 4320);
 
 /// Picks a unit for values up to `max` of `metric`: (divisor, unit name).
 fn value_unit(metric: DeviceMetric, max: f64) -> (f64, &'static str) {

@@ -148,9 +148,12 @@ pub struct DeviceLabel {
     pub name: String,
 }
 
+/// `NVIDIA H100 80GB HBM3[0]`: the name with its control characters escaped
+/// (`gpu_devices::text::escape_control`), as the summary, the CSV header and the plot's legend
+/// show it.
 impl fmt::Display for DeviceLabel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}[{}]", self.name, self.id)
+        write!(f, "{}[{}]", gpu_devices::text::Escaped(&self.name), self.id)
     }
 }
 
@@ -341,7 +344,8 @@ impl Recorder {
     ///
     /// # Errors
     ///
-    /// Writing to the sink failed (the sample is still in the records).
+    /// Writing to a sink failed (the sample is still in the records and went to the other
+    /// sinks; a file sink is left with whole lines only). The first failure is returned.
     pub fn record(&mut self, store: bool) -> Result<Sample> {
         let now = self.clock.elapsed();
         let timestamp = self.clock.unix_time();
@@ -379,10 +383,17 @@ impl Recorder {
         }
         self.len += 1;
         self.last_elapsed = sample.elapsed_s;
+        // Every sink gets the sample even when another fails; the first failure is returned.
+        let mut failed = None;
         for sink in &mut self.sinks {
-            sink.write(&sample)?;
+            if let Err(e) = sink.write(&sample) {
+                failed.get_or_insert(e);
+            }
         }
-        Ok(sample)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(sample),
+        }
     }
 
     /// Whether the next stored sample is kept in memory, thinning the points when full.

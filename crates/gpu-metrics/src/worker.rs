@@ -4,6 +4,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::clock::Waiter;
 use crate::error::{Error, Result};
 
 /// A stop flag that a sleeping thread wakes up for.
@@ -18,6 +19,35 @@ impl StopSignal {
         let mut s = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
         *s = true;
         self.cv.notify_all();
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the sleeper so that it checks its condition again (a manual clock moved).
+    pub(crate) fn notify(&self) {
+        let _s = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        self.cv.notify_all();
+    }
+
+    /// Sleeps while `asleep()` holds and the signal is not stopped; true when stopped.
+    /// `asleep` is checked with the signal's lock held, so a [`StopSignal::notify`] after the
+    /// condition changed is never missed.
+    pub(crate) fn wait_while(&self, asleep: impl Fn() -> bool) -> bool {
+        let mut s = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if *s {
+                return true;
+            }
+            if !asleep() {
+                return false;
+            }
+            s = match self.cv.wait(s) {
+                Ok(guard) => guard,
+                Err(p) => p.into_inner(),
+            };
+        }
     }
 
     /// Sleeps until `deadline` or until stopped; true when stopped.
@@ -47,15 +77,16 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
+    /// Runs `body` on a new thread; it sleeps with `waiter`, which [`Worker::stop`] stops.
     pub(crate) fn spawn(
         name: &str,
-        body: impl FnOnce(Arc<StopSignal>) + Send + 'static,
+        waiter: Waiter,
+        body: impl FnOnce(Waiter) + Send + 'static,
     ) -> Result<Worker> {
-        let signal = Arc::new(StopSignal::default());
-        let s = signal.clone();
+        let signal = waiter.stop_signal();
         let handle = std::thread::Builder::new()
             .name(name.to_string())
-            .spawn(move || body(s))
+            .spawn(move || body(waiter))
             .map_err(Error::Spawn)?;
         Ok(Worker {
             signal,
@@ -67,9 +98,12 @@ impl Worker {
         self.handle.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
+    /// Stops the thread and joins it, unless this is the thread itself (then it only asks it
+    /// to stop: it ends when it next sleeps).
     pub(crate) fn stop(&mut self) -> Result<()> {
         self.signal.stop();
         match self.handle.take() {
+            Some(h) if h.thread().id() == std::thread::current().id() => Ok(()),
             Some(h) => h.join().map_err(|_| Error::ThreadPanicked),
             None => Ok(()),
         }
@@ -84,9 +118,8 @@ impl Drop for Worker {
 }
 
 /// The next tick after `last` that is not in the past (ticks missed while busy are skipped).
-pub(crate) fn next_tick(last: Instant, every: Duration) -> Instant {
+pub(crate) fn next_tick(last: Duration, every: Duration, now: Duration) -> Duration {
     let next = last + every;
-    let now = Instant::now();
     if next < now {
         now
     } else {

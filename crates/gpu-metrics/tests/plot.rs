@@ -89,3 +89,74 @@ fn an_unknown_extension_is_refused_with_the_file_named() {
         "{msg}"
     );
 }
+
+/// Plots were written in place, so a failure left a truncated PNG: now a plot goes to a
+/// temporary file beside it, renamed into place when whole. A plot that cannot be put in place
+/// leaves what was there and no temporary file; one that can replaces the earlier plot and is
+/// readable by others as `File::create` would make it (0666 less the umask, not 0600).
+#[test]
+fn plots_are_renamed_into_place_whole_or_not_at_all() {
+    use std::os::unix::fs::PermissionsExt;
+    let records = records();
+    let dir = out_dir("atomic");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = PlotOptions::default();
+
+    // The destination is a folder holding a file: the rename fails.
+    let blocked = dir.join("blocked.png");
+    std::fs::create_dir_all(&blocked).unwrap();
+    std::fs::write(blocked.join("keep"), b"kept").unwrap();
+    let err = plot(&records, &blocked, &opts).unwrap_err().to_string();
+    assert!(err.contains("blocked.png"), "{err}");
+    assert_eq!(std::fs::read(blocked.join("keep")).unwrap(), b"kept");
+
+    let png = dir.join("memory.png");
+    std::fs::write(&png, b"an earlier plot").unwrap();
+    plot(&records, &png, &opts).unwrap();
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(png_size(&bytes), (1280, 720));
+    let mode = std::fs::metadata(&png).unwrap().permissions().mode();
+    let umask_allows_others = {
+        let probe = dir.join("probe");
+        std::fs::write(&probe, b"").unwrap();
+        let m = std::fs::metadata(&probe).unwrap().permissions().mode();
+        std::fs::remove_file(&probe).unwrap();
+        m & 0o777
+    };
+    assert_eq!(mode & 0o777, umask_allows_others, "{mode:o}");
+
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["blocked.png", "memory.png"],
+        "no temporary file left"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A plot of 65535×65535 pixels took 12.9 GB: sizes are clamped to 8K by the library too (shown
+/// on an SVG, cheap to draw at any size).
+#[test]
+fn plot_sizes_are_clamped_to_8k() {
+    let dir = out_dir("clamp");
+    let svg = dir.join("huge.svg");
+    let opts = PlotOptions {
+        width: 65535,
+        height: 65535,
+        title: None,
+    };
+    plot(&records(), &svg, &opts).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let (w, h) = gpu_metrics::PLOT_MAX_SIZE;
+    assert!(
+        text.contains(&format!("width=\"{w}\"")) && text.contains(&format!("height=\"{h}\"")),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

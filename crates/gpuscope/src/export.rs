@@ -33,9 +33,10 @@ pub struct Args {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9445")]
     listen: String,
 
-    /// Time between samples (`1s`, `500ms`, `2m`); a scrape serves the latest sample.
-    #[arg(long, value_name = "DUR", default_value = "1s")]
-    interval: String,
+    /// Time between samples: seconds (`2`, `0.5`) or with a unit (`500ms`, `1s`, `2m`); 50ms
+    /// (faster only burns CPU) to 1h. A scrape serves the latest sample.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::args::duration(crate::args::EXPORT_INTERVAL))]
+    interval: Duration,
 
     /// Publish per-process metrics (GPU memory, utilization, CPU, RSS, running time).
     #[arg(long)]
@@ -60,12 +61,6 @@ pub struct Args {
     test_stop_sampler_after: Option<u64>,
 }
 
-/// Shortest interval accepted: sampling faster than this only burns CPU.
-const MIN_INTERVAL: Duration = Duration::from_millis(50);
-/// Longest interval accepted: a sample older than three intervals is stale, and a day is
-/// already longer than any scraper waits.
-const MAX_INTERVAL: Duration = Duration::from_secs(24 * 3600);
-
 /// Runs the command: serves until killed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let listen: SocketAddr = args.listen.parse().map_err(|e| {
@@ -74,27 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.listen
         ))
     })?;
-    let interval = humantime::parse_duration(&args.interval).map_err(|e| {
-        UsageError(format!(
-            "--interval {:?}: {e}; expected a duration such as 1s or 500ms",
-            args.interval
-        ))
-    })?;
-    if interval < MIN_INTERVAL {
-        return Err(UsageError(format!(
-            "--interval {:?} is too short: at least {}ms",
-            args.interval,
-            MIN_INTERVAL.as_millis()
-        ))
-        .into());
-    }
-    if interval > MAX_INTERVAL {
-        return Err(UsageError(format!(
-            "--interval {:?} is too long: at most 24h",
-            args.interval
-        ))
-        .into());
-    }
+    let interval = args.interval;
     if args.hostname.as_deref() == Some("") {
         return Err(UsageError("--hostname must not be empty".into()).into());
     }
@@ -173,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     eprintln!(
         "gpuscope: listening on {}://{bound}/metrics ({}, every {})",
         server.scheme(),
-        source.label,
+        gpu_devices::text::Escaped(&source.label),
         humantime::format_duration(interval)
     );
     runtime.block_on(async move {

@@ -5,6 +5,7 @@
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
+use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::{Device, DeviceSnapshot, Na, Section};
 use gpu_processes::{GpuProcess, Snapshots};
 
@@ -90,9 +91,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let _ = writeln!(
         out,
         "gpuscope info ({})  driver {}  CUDA {}",
-        src.label,
-        ctx.driver_version(),
-        ctx.cuda_driver_version()
+        Escaped(&src.label),
+        Escaped(&ctx.driver_version().to_string()),
+        Escaped(&ctx.cuda_driver_version().to_string())
     );
     for d in &snaps.devices {
         out.push_str(&render_device(d, &snaps));
@@ -149,13 +150,15 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
                     p.pid,
                     p.kind.as_str(),
                     p.gpu_memory_human.as_deref().unwrap_or("N/A"),
-                    p.host.user.as_deref().unwrap_or("N/A"),
-                    p.host
-                        .command
-                        .as_deref()
-                        .filter(|c| !c.is_empty())
-                        .or(p.host.name.as_deref())
-                        .unwrap_or("N/A"),
+                    escape_control(p.host.user.as_deref().unwrap_or("N/A")),
+                    Escaped(
+                        p.host
+                            .command
+                            .as_deref()
+                            .filter(|c| !c.is_empty())
+                            .or(p.host.name.as_deref())
+                            .unwrap_or("N/A")
+                    ),
                 );
             }
         }
@@ -178,7 +181,7 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
                 0..=4 => fields.join(", "),
                 n => format!("{} and {} more", fields[..3].join(", "), n - 3),
             };
-            let _ = writeln!(out, "    {msg} ({what})");
+            let _ = writeln!(out, "    {} ({})", Escaped(&msg), escape_control(&what));
         }
     }
     out

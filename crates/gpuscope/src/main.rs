@@ -1,9 +1,11 @@
 //! gpuscope: watch and choose NVIDIA GPUs.
 
+mod args;
 mod export;
 mod info;
 mod record;
 mod select;
+mod shell;
 mod snapshot;
 mod source;
 mod top;
@@ -17,7 +19,7 @@ use crate::source::SourceArgs;
 
 /// Watch and choose NVIDIA GPUs.
 #[derive(Parser)]
-#[command(name = "gpuscope", version, about, long_about = None)]
+#[command(name = "gpuscope", version, about, long_about = None, after_help = shell::DEFAULT_COMMAND_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -43,14 +45,30 @@ enum Command {
     Record(record::Args),
     /// Serve Prometheus metrics for the host, every device and (optionally) every GPU process.
     Export(export::Args),
+    /// Print a completion script for a shell, e.g. `gpuscope completions bash >
+    /// ~/.local/share/bash-completion/completions/gpuscope`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let args: Vec<_> = std::env::args_os().collect();
+    let result = match shell::man_dir(&args) {
+        Some(dir) => shell::man_pages(&dir),
+        None => run(Cli::parse_from(shell::with_default_command(
+            args,
+            shell::on_terminal(),
+        ))),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("gpuscope: {e:#}");
+            // The message can echo outside text (a fixture's or the driver's error text, a
+            // device or process name): control characters are escaped, our own line breaks
+            // kept.
+            eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}")));
             if e.downcast_ref::<source::UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -77,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Select(args) => select::run(args),
         Command::Record(args) => record::run(args),
         Command::Export(args) => export::run(args),
+        Command::Completions { shell } => shell::completions(shell),
     }
 }
 
@@ -86,5 +105,28 @@ pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
+    }
+}
+
+/// `text` with every control character escaped ([`gpu_devices::text::escape_control`]) except
+/// its line breaks, for text of several lines that holds outside text: error messages, the
+/// explanation of `select`.
+pub(crate) fn escape_lines(text: &str) -> String {
+    text.split('\n')
+        .map(gpu_devices::text::escape_control)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_lines;
+
+    #[test]
+    fn escape_lines_keeps_line_breaks_and_escapes_the_rest() {
+        assert_eq!(
+            escape_lines("fixture x.json:\n  bad \u{1b}]0;T\u{7}\r"),
+            "fixture x.json:\n  bad \\x1b]0;T\\x07\\x0d"
+        );
     }
 }

@@ -1,9 +1,15 @@
 //! `gpuscope record`: record memory (or another metric) of every device over time, gpulink-style:
 //! until Ctrl+C or for a set duration, streaming samples to CSV / NDJSON if asked, then save a
 //! plot and print one summary line per device.
+//!
+//! A sample that cannot be written to the CSV or NDJSON file (a full disk) stops the recording:
+//! the file keeps its whole lines, the plot is still saved and the summary printed from what was
+//! recorded, and the command exits 1 saying which file failed. The plot is written whole or not
+//! at all (a temporary file renamed into place). Outputs naming the same file are refused
+//! (exit 2).
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -12,6 +18,7 @@ use gpu_metrics::{
     plot, CsvSink, DeviceMetric, NdjsonSink, PlotFormat, PlotOptions, Record, Recorder,
 };
 
+use crate::args;
 use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments.
@@ -24,19 +31,23 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE", default_value = "memory.png")]
     output: PathBuf,
 
-    /// Time between samples (`1s`, `100ms`, `2m`).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    /// Time between samples: seconds (`2`, `0.5`) or with a unit (`100ms`, `2s`, `1m`);
+    /// 10ms to 1h.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::duration(args::RECORD_INTERVAL))]
     interval: Duration,
 
-    /// Stop after this long (`30s`, `10m`) instead of waiting for Ctrl+C.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Stop after this long (`30s`, `10m`, `2h`) instead of waiting for Ctrl+C; 10ms to 30
+    /// days.
+    #[arg(long, value_name = "DURATION", value_parser = args::duration(args::RECORD_DURATION))]
     duration: Option<Duration>,
 
-    /// Also write every sample to this CSV file as it is taken.
+    /// Also write every sample to this CSV file as it is taken (not the file of --ndjson or
+    /// -o).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
 
-    /// Also write every sample to this newline-delimited JSON file as it is taken.
+    /// Also write every sample to this newline-delimited JSON file as it is taken (not the file
+    /// of --csv or -o).
     #[arg(long, value_name = "FILE")]
     ndjson: Option<PathBuf>,
 
@@ -45,22 +56,13 @@ pub struct Args {
     #[arg(long, value_name = "METRIC", default_value = "memory_used")]
     metric: DeviceMetric,
 
-    /// Plot width in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 1280)]
+    /// Plot width in pixels, 200 to 7680.
+    #[arg(long, value_name = "PX", default_value_t = 1280, value_parser = args::whole::<u32>(args::PLOT_WIDTH))]
     width: u32,
 
-    /// Plot height in pixels.
-    #[arg(long, value_name = "PX", default_value_t = 720)]
+    /// Plot height in pixels, 150 to 4320.
+    #[arg(long, value_name = "PX", default_value_t = 720, value_parser = args::whole::<u32>(args::PLOT_HEIGHT))]
     height: u32,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(text)
-        .map_err(|e| format!("{e}: expected a duration such as 1s, 100ms or 2m, not {text:?}"))?;
-    if d.is_zero() {
-        return Err("the duration must be more than zero".into());
-    }
-    Ok(d)
 }
 
 /// Runs the command.
@@ -82,6 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .into());
         }
     }
+    refuse_colliding_outputs(&args)?;
     let src = args.source.open()?;
     let devices = src.collector.context().devices();
     if devices.is_empty() {
@@ -105,8 +108,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let start = Instant::now();
     let deadline = args.duration.map(|d| start + d);
     let mut next = start;
+    // A sample that cannot be written (a full disk) stops the recording; what was recorded is
+    // still plotted and summarised below, and the failure is the command's error.
+    let mut failure = None;
     loop {
-        let sample = recorder.record(true)?;
+        let sample = match recorder.record(true) {
+            Ok(sample) => sample,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
         if progress {
             show_progress(&recorder, &sample, args.metric);
         }
@@ -139,16 +151,74 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .map(|r: &Record| r.summary() + "\n")
         .collect();
-    // The summary comes out even when the plot cannot be written: the recording is not lost.
+    // The summary comes out even when the plot or a sample file cannot be written: the
+    // recording is not lost.
     crate::write_stdout(&text)?;
-    plotted?;
-    eprintln!(
-        "gpuscope: {} samples over {:.1}s; plot saved to {}",
+    let samples = format!(
+        "{} sample{} over {:.1}s",
         recorder.len(),
+        if recorder.len() == 1 { "" } else { "s" },
         records.first().map_or(0.0, |r| r.duration),
-        args.output.display()
     );
+    match (failure, plotted) {
+        (None, Ok(())) => {
+            eprintln!(
+                "gpuscope: {samples}; plot saved to {}",
+                args.output.display()
+            );
+            Ok(())
+        }
+        (None, Err(plot_error)) => Err(plot_error.into()),
+        (Some(write_error), Ok(())) => Err(anyhow::anyhow!(
+            "{write_error}; recording stopped after {samples}; plot saved to {}",
+            args.output.display()
+        )),
+        (Some(write_error), Err(plot_error)) => Err(anyhow::anyhow!(
+            "{write_error}; recording stopped after {samples}; and {plot_error}"
+        )),
+    }
+}
+
+/// Refuses `--csv`, `--ndjson` and `-o` naming the same file (they would overwrite each other):
+/// compared as canonical paths where the file exists, else by their canonical folder and name.
+fn refuse_colliding_outputs(args: &Args) -> anyhow::Result<()> {
+    let outputs = [
+        ("-o", Some(&args.output)),
+        ("--csv", args.csv.as_ref()),
+        ("--ndjson", args.ndjson.as_ref()),
+    ];
+    let named: Vec<(&str, &PathBuf, PathBuf)> = outputs
+        .iter()
+        .filter_map(|&(option, path)| path.map(|p| (option, p, same_file_key(p))))
+        .collect();
+    for (i, (a, a_path, a_key)) in named.iter().enumerate() {
+        for (b, _, b_key) in &named[i + 1..] {
+            if a_key == b_key {
+                return Err(UsageError(format!(
+                    "{a} and {b} name the same file ({}): each output needs its own file",
+                    a_path.display()
+                ))
+                .into());
+            }
+        }
+    }
     Ok(())
+}
+
+/// What `path` names, for comparing: its canonical form where it exists, else its folder's
+/// canonical form joined with its name, else the path as given.
+fn same_file_key(path: &Path) -> PathBuf {
+    if let Ok(p) = path.canonicalize() {
+        return p;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (dir.canonicalize(), path.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// One line on stderr, rewritten in place: samples, time, and the metric summed over devices.
@@ -178,17 +248,4 @@ fn show_progress(recorder: &Recorder, sample: &gpu_metrics::Sample, metric: Devi
         gpu_devices::units::timedelta2human(Duration::from_secs_f64(sample.elapsed_s)),
     );
     let _ = err.flush();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_are_parsed_for_people_and_zero_is_refused() {
-        assert_eq!(parse_duration("50ms"), Ok(Duration::from_millis(50)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("0s").unwrap_err().contains("more than zero"));
-        assert!(parse_duration("fast").unwrap_err().contains("\"fast\""));
-    }
 }

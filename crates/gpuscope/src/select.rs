@@ -13,8 +13,9 @@ use anyhow::Context as _;
 use gpu_devices::units::bytes2human;
 use gpu_devices::{Context, CudaDeviceOrder, CudaOrderSource};
 use gpu_processes::ProcessCollector;
-use gpu_select::{Candidate, Criteria, Fate, Format, Outcome, Pool, Selection, Size};
+use gpu_select::{Candidate, Criteria, Fate, Format, Outcome, Pool, Selection};
 
+use crate::args;
 use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments (nvisel's).
@@ -37,38 +38,39 @@ pub struct Args {
     #[arg(long = "account-as-free", visible_alias = "free-accounts", value_name = "USERNAME", num_args = 0..)]
     account_as_free: Option<Vec<String>>,
 
-    /// Fewest devices to choose; exit with status 4 when fewer qualify.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 0)]
+    /// Fewest devices to choose (0 to 1024); exit with status 4 when fewer qualify.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 0, value_parser = args::whole::<usize>(args::COUNT))]
     min_count: usize,
 
-    /// Most devices to choose (default: all that qualify).
-    #[arg(short = 'C', long, value_name = "N")]
+    /// Most devices to choose, 0 to 1024 (default: all that qualify).
+    #[arg(short = 'C', long, value_name = "N", value_parser = args::whole::<usize>(args::COUNT))]
     max_count: Option<usize>,
 
-    /// Both --min-count N and --max-count N.
-    #[arg(short = 'n', long, value_name = "N")]
+    /// Both --min-count N and --max-count N (0 to 1024).
+    #[arg(short = 'n', long, value_name = "N", value_parser = args::whole::<usize>(args::COUNT))]
     count: Option<usize>,
 
-    /// Least free memory, e.g. 4GiB, 5000M, or bytes.
-    #[arg(short = 'f', long, value_name = "SIZE", value_parser = parse_size)]
+    /// Least free memory, e.g. 4GiB, 5000M, or bytes; at most 1PiB.
+    #[arg(short = 'f', long, value_name = "SIZE", value_parser = args::size())]
     min_free_memory: Option<u64>,
 
-    /// Least total memory, e.g. 10GiB.
-    #[arg(short = 't', long, value_name = "SIZE", value_parser = parse_size)]
+    /// Least total memory, e.g. 10GiB; at most 1PiB.
+    #[arg(short = 't', long, value_name = "SIZE", value_parser = args::size())]
     min_total_memory: Option<u64>,
 
-    /// Highest GPU utilization, percent. A device that cannot tell (a MIG device) does not
-    /// qualify.
-    #[arg(short = 'G', long, value_name = "RATE")]
+    /// Highest GPU utilization, percent (0 to 100). A device that cannot tell (a MIG device)
+    /// does not qualify.
+    #[arg(short = 'G', long, value_name = "RATE", value_parser = args::whole::<u32>(args::PERCENT))]
     max_gpu_utilization: Option<u32>,
 
-    /// Highest memory-bandwidth utilization, percent.
-    #[arg(short = 'M', long, value_name = "RATE")]
+    /// Highest memory-bandwidth utilization, percent (0 to 100).
+    #[arg(short = 'M', long, value_name = "RATE", value_parser = args::whole::<u32>(args::PERCENT))]
     max_memory_utilization: Option<u32>,
 
     /// Loosen every constraint by this many percent: --tolerance 20 accepts 4GiB free for
-    /// --min-free-memory 5GiB, and 70% for --max-gpu-utilization 50 (default: 0, strict).
-    #[arg(long, visible_alias = "tol", value_name = "TOL", default_value_t = 0)]
+    /// --min-free-memory 5GiB, and 70% for --max-gpu-utilization 50 (0 to 100; default: 0,
+    /// strict).
+    #[arg(long, visible_alias = "tol", value_name = "TOL", default_value_t = 0, value_parser = args::whole::<u32>(args::PERCENT))]
     tolerance: u32,
 
     /// How to name the devices: `index` or `uuid`. A chosen MIG device is always named by UUID.
@@ -105,13 +107,6 @@ enum OutputFormat {
     Uuid,
 }
 
-/// A human size for clap: the error names the value and what is wrong with it.
-fn parse_size(text: &str) -> Result<u64, String> {
-    text.parse::<Size>()
-        .map(Size::bytes)
-        .map_err(|e| format!("{e} (examples: 4GiB, 5000M, 1073741824)"))
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let criteria = criteria(&args)?;
@@ -142,9 +137,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         OutputFormat::Index => Format::Index,
         OutputFormat::Uuid => Format::Uuid,
     };
-    let ids = selection.identifiers(format, false);
+    // A UUID comes from the driver or a fixture: shown escaped (a real one is unchanged).
+    let ids: Vec<String> = selection
+        .identifiers(format, false)
+        .iter()
+        .map(|id| gpu_devices::text::escape_control(id).into_owned())
+        .collect();
     if args.explain {
-        eprint!("{}", explain(&selection, &criteria));
+        eprint!("{}", crate::escape_lines(&explain(&selection, &criteria)));
     }
     let (sep, end) = if args.null {
         ("\0", "\0")
@@ -298,22 +298,4 @@ fn verdict(c: &Candidate, rank: Option<usize>, criteria: &Criteria) -> String {
         );
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Any text either parses to the bytes human2bytes gives, or is refused with a message
-        /// that quotes it.
-        #[test]
-        fn sizes_parse_or_name_the_bad_text(text in "\\PC{0,12}") {
-            match parse_size(&text) {
-                Ok(bytes) => prop_assert_eq!(Some(bytes), gpu_devices::units::human2bytes(&text).ok()),
-                Err(message) => prop_assert!(message.contains(&format!("{text:?}")), "{}", message),
-            }
-        }
-    }
 }

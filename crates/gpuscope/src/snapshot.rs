@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use gpu_backend::DeviceId;
+use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::{DeviceSnapshot, Na};
 use gpu_processes::{GpuProcess, ProcessCollector};
 use serde::Serialize;
@@ -239,21 +240,28 @@ fn mib(bytes: Option<u64>) -> String {
     )
 }
 
-/// The snapshot as text for people.
+/// Outside text (names, versions, command lines, error text) for a terminal: control
+/// characters escaped, and N/A when missing.
+fn text(v: Option<&str>) -> String {
+    v.map_or_else(|| "N/A".to_string(), |t| escape_control(t).into_owned())
+}
+
+/// The snapshot as text for people. Every string from outside (the backend, the host, a
+/// fixture) has its control characters escaped.
 pub fn render_text(s: &SnapshotView) -> String {
     let mut out = String::new();
     let gpus = s.devices.iter().filter(|d| d.mig_index.is_none()).count();
     let _ = writeln!(
         out,
         "gpuscope snapshot ({})  driver {}  CUDA {}  {} GPU{}",
-        s.source,
-        na(s.driver_version.as_deref()),
-        na(s.cuda_driver_version.as_deref()),
+        Escaped(&s.source),
+        text(s.driver_version.as_deref()),
+        text(s.cuda_driver_version.as_deref()),
         gpus,
         if gpus == 1 { "" } else { "s" }
     );
     for e in &s.errors {
-        let _ = writeln!(out, "error: {}: {}", e.field, e.error);
+        let _ = writeln!(out, "error: {}: {}", Escaped(&e.field), Escaped(&e.error));
     }
     let _ = writeln!(
         out,
@@ -287,8 +295,8 @@ pub fn render_text(s: &SnapshotView) -> String {
             out,
             "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>29} {:>5} {:>4}",
             label,
-            truncate(d.name.as_deref().unwrap_or("N/A"), 34),
-            na(d.bus_id.as_deref()),
+            truncate(&text(d.name.as_deref()), 34),
+            text(d.bus_id.as_deref()),
             na(d.temperature_celsius.map(|t| format!("{t}C"))),
             na(d.fan_speed_percent.map(|f| format!("{f}%"))),
             power,
@@ -306,7 +314,12 @@ pub fn render_text(s: &SnapshotView) -> String {
                 0..=4 => fields.join(", "),
                 n => format!("{} and {} more", fields[..3].join(", "), n - 3),
             };
-            let _ = writeln!(out, "      error: {error} ({what})");
+            let _ = writeln!(
+                out,
+                "      error: {} ({})",
+                Escaped(error),
+                escape_control(&what)
+            );
         }
     }
     let procs: Vec<(&DeviceView, &ProcessView)> = s
@@ -332,13 +345,14 @@ pub fn render_text(s: &SnapshotView) -> String {
             p.pid,
             p.kind,
             mib(p.used_memory_bytes),
-            truncate(p.user.as_deref().unwrap_or("N/A"), 12),
+            truncate(&text(p.user.as_deref()), 12),
             truncate(
-                p.command
-                    .as_deref()
-                    .filter(|c| !c.is_empty())
-                    .or(p.name.as_deref())
-                    .unwrap_or("N/A"),
+                &text(
+                    p.command
+                        .as_deref()
+                        .filter(|c| !c.is_empty())
+                        .or(p.name.as_deref())
+                ),
                 60
             ),
         );

@@ -77,18 +77,12 @@ impl SourceArgs {
                 );
                 demo(self.frame)
             }
-            Err(NvmlOpenError::NoDriver(e)) => {
-                let what = match &self.nvml_lib {
-                    Some(p) => format!("the NVML library at {}", p.display()),
-                    None => "the NVIDIA driver's NVML library (libnvidia-ml.so.1)".to_string(),
-                };
-                anyhow::bail!(
-                    "cannot reach the GPUs: {what} could not be used ({e}).\n\
-                     No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
-                     machine, or `--fixture FILE` to replay a recording."
-                )
-            }
-            Err(NvmlOpenError::Other(e)) => Err(e).context("cannot initialise NVML"),
+            Err(NvmlOpenError::NoDriver(e)) => anyhow::bail!(
+                "cannot reach the GPUs: {e}.\n\
+                 No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
+                 machine, or `--fixture FILE` to replay a recording."
+            ),
+            Err(NvmlOpenError::Other(e)) => Err(e.context("cannot initialise NVML")),
             Ok(source) => Ok(source),
         }
     }
@@ -112,10 +106,11 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 enum NvmlOpenError {
-    /// No driver or library: the machine has no usable NVIDIA GPU.
-    NoDriver(BackendError),
+    /// No driver or library: the machine has no usable NVIDIA GPU. Names the library and
+    /// keeps the loader's reason.
+    NoDriver(gpu_backend::nvml::OpenError),
     /// NVML is there but failed.
-    Other(BackendError),
+    Other(anyhow::Error),
 }
 
 fn replay(fixture: Fixture, label: String, frame: Option<usize>) -> Result<Source> {
@@ -137,19 +132,16 @@ fn replay(fixture: Fixture, label: String, frame: Option<usize>) -> Result<Sourc
 
 fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
     use gpu_backend::nvml::NvmlBackend;
-    let opened = match lib {
-        Some(path) => NvmlBackend::with_library(path),
-        None => NvmlBackend::new(),
-    };
-    let backend = opened.map_err(|e| match e {
+    let backend = NvmlBackend::open(lib.map(|p| p.as_os_str())).map_err(|e| match e.error {
         BackendError::LibraryNotFound | BackendError::DriverNotLoaded => NvmlOpenError::NoDriver(e),
-        other => NvmlOpenError::Other(other),
+        _ => NvmlOpenError::Other(e.into()),
     })?;
     // The snapshot shows no CUDA ordinals, so the context does not ask libcuda for them.
     let context = Context::from_backend(Arc::new(backend)).map_err(|e| {
         NvmlOpenError::Other(match e {
-            gpu_devices::Error::Backend { source, .. } => source,
-            other => BackendError::Other(other.to_string()),
+            // Its Display already holds the source: the backend's error alone says it once.
+            gpu_devices::Error::Backend { source, .. } => source.into(),
+            other => other.into(),
         })
     })?;
     Ok(Source {

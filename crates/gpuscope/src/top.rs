@@ -8,27 +8,23 @@ mod app;
 mod input;
 mod sampler;
 mod signals;
+mod terminal;
 mod ui;
 
 #[cfg(test)]
 mod tests;
 
-use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::TryRecvError;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use gpu_devices::{Device, DeviceId};
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event};
-use ratatui::crossterm::execute;
-use ratatui::layout::Rect;
+use ratatui::crossterm::event::{self, Event};
 use ratatui::Terminal;
 
 use crate::source::{SourceArgs, UsageError};
-use app::{App, LayoutMode, Options, Screen};
+use app::{App, LayoutMode, Options, Screen, REPLAY_NO_SIGNALS};
 use input::Effect;
 
 /// Command-line arguments.
@@ -38,8 +34,9 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
-    /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 0.05 s to 1 h.
-    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+    /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 50ms to 1h.
+    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s",
+          value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
     interval: Duration,
 
     /// Show only these devices: comma-separated ids, `2` for GPU 2 (with its MIG devices),
@@ -64,7 +61,8 @@ pub struct Args {
     layout: LayoutArg,
 
     /// Print the screen once, as plain text, and exit (width: the terminal's, else COLUMNS,
-    /// else 120).
+    /// else 120; at most 1000 columns and 500,000 cells: a longer process list is cut, and the
+    /// last line says how many processes were left out).
     #[arg(long, short = '1')]
     once: bool,
 }
@@ -86,35 +84,11 @@ fn keys_help() -> String {
         s.push_str(&format!("  {keys:<22} {what}\n"));
     }
     s.push_str(
-        "\nSignals go to the tagged processes (or the selected one) after a y/n confirmation; \
-         with --fixture or --demo only to a local process whose command line is the recorded one.",
+        "\nSignals go to the tagged processes (or the selected one) after a y/n confirmation, and \
+         only to a process whose start time and owner are still the ones shown. A replay \
+         (--fixture, --demo) never sends one: its processes are not this machine's.",
     );
     s
-}
-
-/// Parses `1`, `0.25`, `250ms`, `2s`, `1m` into a refresh interval.
-fn parse_interval(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration: write seconds (0.5) or 250ms, 2s, 1m"))?;
-    let secs = v * scale;
-    if !(0.05..=3600.0).contains(&secs) {
-        return Err(format!(
-            "{text:?}: the interval must be between 0.05 s and 1 hour"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// The devices named by `--only` (all when empty), in the context's order.
@@ -174,7 +148,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     if args.once {
         app.opts.color = false;
-        app.push_sample(sampler::sample(&src.collector, &devices));
+        app.push_sample(sampler::sample(&src.collector, &devices, app.opts.live));
         let width = once_width();
         return crate::write_stdout(&render_once(&mut app, width));
     }
@@ -195,8 +169,15 @@ fn once_width() -> u16 {
         .unwrap_or(120)
 }
 
-/// The screen as plain text, as tall as it needs to be: every device and every process.
+/// The most cells `--once` draws (its width times its height): the screen is drawn into
+/// buffers of that size, so a huge width or process list must not make them huge.
+const ONCE_MAX_CELLS: usize = terminal::MAX_WIDTH as usize * terminal::MAX_HEIGHT as usize;
+
+/// The screen as plain text, as tall as it needs to be: every device and every process, up to
+/// [`ONCE_MAX_CELLS`] (then a last line says how many processes were left out). At most
+/// [`terminal::MAX_WIDTH`] columns.
 fn render_once(app: &mut App, width: u16) -> String {
+    let width = width.clamp(1, terminal::MAX_WIDTH);
     if app.layout == LayoutMode::Auto {
         app.layout = if width >= 100 {
             LayoutMode::Full
@@ -210,8 +191,10 @@ fn render_once(app: &mut App, width: u16) -> String {
     } else {
         n + 1
     };
-    let height = 1 + dev_h + 1 + app.rows().len().max(1) + 1;
-    let height = u16::try_from(height).unwrap_or(u16::MAX);
+    let rows = app.rows().len();
+    let wanted = 1 + dev_h + 1 + rows.max(1) + 1;
+    let most = ONCE_MAX_CELLS / usize::from(width);
+    let height = u16::try_from(wanted.min(most)).unwrap_or(u16::MAX);
     let text = render_text(app, width, height);
     // The last line is the key hints, which mean nothing on paper.
     let mut lines: Vec<&str> = text.lines().collect();
@@ -221,6 +204,13 @@ fn render_once(app: &mut App, width: u16) -> String {
     }
     let mut out = lines.join("\n");
     out.push('\n');
+    if wanted > usize::from(height) {
+        let left_out = wanted - usize::from(height);
+        out.push_str(&format!(
+            "... and {left_out} more processes, not shown: the printout is limited to \
+             {height} lines at this width\n"
+        ));
+    }
     out
 }
 
@@ -253,39 +243,6 @@ fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
     out
 }
 
-/// Leaves raw mode, the alternate screen and mouse capture (on drop, and from the panic hook).
-struct TerminalGuard {
-    terminal: ratatui::DefaultTerminal,
-}
-
-fn restore_terminal() {
-    let _ = execute!(std::io::stdout(), DisableMouseCapture);
-    let _ = ratatui::try_restore();
-}
-
-impl TerminalGuard {
-    fn enter() -> Result<TerminalGuard> {
-        let terminal = ratatui::try_init().context("cannot set up the terminal")?;
-        // After ratatui's own hook, so that this one runs first: the terminal is restored before
-        // the panic message is printed.
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore_terminal();
-            previous(info);
-        }));
-        let guard = TerminalGuard { terminal };
-        execute!(std::io::stdout(), EnableMouseCapture).context("cannot capture the mouse")?;
-        Ok(guard)
-    }
-}
-
-impl Drop for TerminalGuard {
-    fn drop(&mut self) {
-        restore_terminal();
-        let _ = std::io::stdout().flush();
-    }
-}
-
 fn interactive(
     mut app: App,
     collector: gpu_processes::ProcessCollector,
@@ -299,25 +256,34 @@ fn interactive(
         )
         .into());
     }
-    // SIGTERM or SIGHUP (the terminal closing) end the viewer cleanly, restoring the terminal.
-    // Should the UI thread not get round to it within a second, the process ends from here.
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        ctrlc::set_handler(move || {
-            stop.store(true, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_secs(1));
-            let _ = ratatui::crossterm::terminal::disable_raw_mode();
-            std::process::exit(1);
-        })
-        .context("cannot install the signal handler")?;
-    }
-    let (sampler, rx) = sampler::Sampler::start(collector, devices, app.opts.interval)
+    // SIGINT, SIGTERM, SIGHUP (the terminal closing) and SIGQUIT end the viewer cleanly;
+    // SIGTSTP suspends it and SIGCONT resumes it. Should the UI not get round to a quitting
+    // signal within a second, the signal thread leaves the terminal's modes and ends the process.
+    let signals = terminal::watch_signals().context("cannot install the signal handlers")?;
+    let live = app.opts.live;
+    // Detached: quitting never waits for a sample in progress (a hung driver call).
+    let (_sampler, rx) = sampler::Sampler::start(collector, devices, app.opts.interval, live)
         .context("cannot start the sampler thread")?;
     let tty = InputTty::open()?;
-    let mut guard = TerminalGuard::enter()?;
+    let mut screen = terminal::Screen::enter().context("cannot set up the terminal")?;
     let mut dirty = true;
-    while !app.quit && !stop.load(Ordering::SeqCst) {
+    let mut area = terminal::fit(&mut screen.terminal)?;
+    while !app.quit {
+        for sig in signals.try_iter() {
+            match sig {
+                terminal::Signal::Quit(_) => app.quit = true,
+                terminal::Signal::Stop => screen.suspend(),
+                terminal::Signal::Continue => {
+                    screen
+                        .reenter()
+                        .context("cannot set up the terminal again")?;
+                    dirty = true;
+                }
+            }
+        }
+        if app.quit || screen.left_elsewhere() {
+            break;
+        }
         loop {
             match rx.try_recv() {
                 Ok(sample) => {
@@ -328,9 +294,20 @@ fn interactive(
                 Err(TryRecvError::Disconnected) => anyhow::bail!("the sampler thread stopped"),
             }
         }
-        if dirty {
-            guard.terminal.draw(|f| ui::draw(f, &app))?;
-            dirty = false;
+        // After a suspend, nothing is written until SIGCONT's event has entered the modes again.
+        if !screen.suspended() {
+            area = terminal::fit(&mut screen.terminal)?;
+            if dirty {
+                screen.terminal.draw(|f| ui::draw(f, &app))?;
+                dirty = false;
+                // A test hook, in debug builds only: the panic exit path, tested in a terminal.
+                #[cfg(debug_assertions)]
+                if std::env::var_os("GPUSCOPE_TOP_TEST_PANIC").is_some() {
+                    panic!(
+                        "GPUSCOPE_TOP_TEST_PANIC is set: a panic, to test the terminal's restore"
+                    );
+                }
+            }
         }
         match input_ready(&tty, 100) {
             Input::HungUp => break,
@@ -340,21 +317,18 @@ fn interactive(
         // Only what is already there: crossterm is never left waiting on the terminal, whose
         // end it does not notice (it would read end-of-file forever).
         while event::poll(Duration::ZERO)? {
-            let size = guard.terminal.size()?;
-            let area = Rect::new(0, 0, size.width, size.height);
             match event::read()? {
-                Event::Key(k) => {
-                    let effect = input::key(&mut app, k, area);
-                    apply(&mut app, effect);
-                }
+                Event::Key(k) => match input::key(&mut app, k, area) {
+                    Effect::Suspend => screen.suspend(),
+                    effect => apply(&mut app, effect),
+                },
                 Event::Mouse(m) => input::mouse(&mut app, m, area),
                 _ => {}
             }
             dirty = true;
         }
     }
-    drop(guard);
-    drop(sampler);
+    drop(screen);
     Ok(())
 }
 
@@ -417,7 +391,7 @@ fn input_ready(tty: &InputTty, timeout_ms: i32) -> Input {
 }
 
 /// Carries out what an input asked for beyond the state change: signals and reading an
-/// environment.
+/// environment, both only for live processes.
 fn apply(app: &mut App, effect: Effect) {
     match effect {
         Effect::None => {}
@@ -428,22 +402,22 @@ fn apply(app: &mut App, effect: Effect) {
                 Err("N/A (not recorded: this is a replay)".into())
             };
         }
+        // The key handler asks the terminal to suspend; it never gets here.
+        Effect::Suspend => {}
         Effect::Send(pending) => {
-            let mut messages = Vec::new();
-            for &pid in &pending.pids {
-                let msg = if app.opts.live {
-                    signals::send(pid, pending.sig, None)
-                } else {
-                    match app.host_facts(pid) {
-                        Some(facts) => signals::send(pid, pending.sig, Some(&facts)),
-                        None => format!(
-                            "PID {pid}: nothing recorded to check it against; {} not sent",
-                            pending.sig.name()
-                        ),
-                    }
-                };
-                messages.push(msg);
-            }
+            let messages: Vec<String> = if app.opts.live {
+                pending
+                    .pids
+                    .iter()
+                    .map(|&pid| signals::send(pid, pending.sig, pending.shown.get(&pid)))
+                    .collect()
+            } else {
+                // A replay's PIDs are another machine's: nothing is ever sent.
+                vec![format!(
+                    "{REPLAY_NO_SIGNALS}; {} not sent",
+                    pending.sig.name()
+                )]
+            };
             app.tagged.clear();
             if matches!(app.screen, Screen::Detail(_)) {
                 app.screen = Screen::Main;

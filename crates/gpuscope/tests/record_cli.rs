@@ -287,7 +287,10 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
 fn bad_input_exits_2_and_says_what_is_wrong() {
     let cases: [(&[&str], &str); 4] = [
         (&["record", "--demo", "-o", "memory.jpg"], ".png or .svg"),
-        (&["record", "--demo", "--interval", "0s"], "more than zero"),
+        (
+            &["record", "--demo", "--interval", "0s"],
+            "--interval <DURATION>': must be between 10ms and 1h",
+        ),
         (&["record", "--demo", "--metric", "speed"], "unknown metric"),
         (
             &["record", "--demo", "-o", "/nonexistent-gpuscope/m.png"],
@@ -300,4 +303,146 @@ fn bad_input_exits_2_and_says_what_is_wrong() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// Files other than `keep` left in `dir` (a temporary plot would show here).
+fn leftovers(dir: &Path, keep: &[&Path]) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !keep.contains(&p.as_path()))
+        .collect()
+}
+
+/// On a full disk the CSV ended in a half-written line and no plot or summary was written,
+/// even with `-o` on a healthy disk. Now: the plot is written, the summary printed, and the
+/// command exits 1 saying which file failed.
+#[test]
+fn record_csv_on_a_full_disk_still_plots_and_summarises() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    }
+    let dir = out_dir("devfull");
+    let png = dir.join("memory.png");
+    let out = run(&[
+        "record",
+        "--fixture",
+        &fixture_path(),
+        "--interval",
+        "10ms",
+        "--duration",
+        "30s",
+        "--csv",
+        "/dev/full",
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("recording stopped after 1 sample")
+            && stderr.contains("cannot write /dev/full: No space left on device"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("plot saved to"), "{stderr}");
+    assert!(is_png(&png), "the plot is written");
+    assert_eq!(leftovers(&dir, &[&png]), Vec::<PathBuf>::new());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 8, "{stdout}");
+    for line in stdout.lines() {
+        let (_, _, min, max) = parse_summary(line);
+        assert_eq!(min, max, "one sample: {line}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A CSV that hits a file size limit part-way through a line (as a full disk does) is cut back
+/// to its last whole line; the plot, which cannot be written either, leaves no truncated or
+/// temporary file; the summary still comes out. The limit is the shell's `ulimit -f` (no root
+/// needed), with SIGXFSZ ignored so that writes fail with EFBIG instead of killing gpuscope.
+#[test]
+fn record_csv_cut_by_a_file_size_limit_ends_in_a_whole_line() {
+    let dir = out_dir("fsize");
+    let (csv, png) = (dir.join("memory.csv"), dir.join("memory.png"));
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 1 || exit 97; exec '{}' record --fixture '{}' --interval 10ms \
+         --duration 30s --csv '{}' -o '{}'",
+        env!("CARGO_BIN_EXE_gpuscope"),
+        fixture_path(),
+        csv.display(),
+        png.display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .output()
+        .expect("sh runs");
+    if out.status.code() == Some(97) {
+        eprintln!("skipped: this shell cannot set a file size limit");
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot write {}", csv.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("recording stopped after"), "{stderr}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.ends_with('\n'), "the last line is whole: {text:?}");
+    let rows = csv_rows(&text);
+    assert!(!rows.is_empty(), "{text}");
+    // Every sample recorded is in the CSV but the one that did not fit.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 8, "{stdout}");
+    assert!(!png.exists(), "no truncated plot");
+    assert_eq!(leftovers(&dir, &[&csv]), Vec::<PathBuf>::new());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `--csv` equal to `--ndjson` or `-o` was accepted, and the files overwrote each other.
+#[test]
+fn record_colliding_output_paths_exit_2_naming_both_options() {
+    let dir = out_dir("collide");
+    let a = dir.join("a.csv");
+    let a_dot = dir.join(".").join("a.csv");
+    let png = dir.join("memory.png");
+    std::fs::write(&png, b"an earlier plot").unwrap();
+    let link = dir.join("link.png");
+    std::os::unix::fs::symlink(&png, &link).unwrap();
+    let cases: [(Vec<&str>, &str); 3] = [
+        (
+            vec![
+                "--csv",
+                a.to_str().unwrap(),
+                "--ndjson",
+                a_dot.to_str().unwrap(),
+            ],
+            "--csv and --ndjson name the same file",
+        ),
+        (
+            vec!["--csv", png.to_str().unwrap(), "-o", png.to_str().unwrap()],
+            "-o and --csv name the same file",
+        ),
+        (
+            vec![
+                "--ndjson",
+                link.to_str().unwrap(),
+                "-o",
+                png.to_str().unwrap(),
+            ],
+            "-o and --ndjson name the same file",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = run(&[&["record", "--demo", "--duration", "1s"][..], &args].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!a.exists(), "refused before any file is created");
+    assert_eq!(std::fs::read(&png).unwrap(), b"an earlier plot");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -160,8 +160,22 @@ fn bad_options_are_usage_errors() {
     for (args, says) in [
         (vec!["--only", "9"], "no device 9; the devices are 0, 1"),
         (vec!["--only", "x"], "--only"),
-        (vec!["--interval", "0"], "between 0.05 s and 1 hour"),
-        (vec!["--interval", "fast"], "not a duration"),
+        (vec!["--interval", "0"], "must be between 50ms and 1h"),
+        (
+            vec!["--interval", "fast"],
+            "write seconds (2, 0.5) or a number with a unit",
+        ),
+        // Extremes: never a panic, always exit 2 naming the option (and the bounds, for a
+        // number out of them). docs/cli-bounds.md; cli_bounds.rs tries many more.
+        (
+            vec!["--interval", "18446744073709551615s"],
+            "must be between 50ms and 1h",
+        ),
+        (vec!["--interval", "1e308"], "must be between 50ms and 1h"),
+        (vec!["--interval=-1"], "must be between 50ms and 1h"),
+        (vec!["--interval", "3601"], "must be between 50ms and 1h"),
+        (vec!["--interval", "inf"], "for '--interval <DURATION>'"),
+        (vec!["--interval", "NaN"], "for '--interval <DURATION>'"),
     ] {
         let mut all = vec!["top", "--demo", "--once"];
         all.extend_from_slice(&args);
@@ -196,4 +210,66 @@ fn help_lists_the_keys_and_options() {
     ] {
         assert!(help.contains(want), "{want} missing:\n{help}");
     }
+}
+
+/// old-driver.json with `hostile` as the name, command line and user of its process, and as
+/// the name of its GPU, written to a temporary file.
+fn hostile_fixture(hostile: &str) -> PathBuf {
+    let mut f: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("old-driver")).unwrap()).unwrap();
+    let p = &mut f["host"]["processes"]["3127"];
+    p["name"] = hostile.into();
+    p["cmdline"] = serde_json::json!([hostile, "--title", hostile]);
+    p["user"] = hostile.into();
+    f["devices"]["0"]["name"]["ok"] = hostile.into();
+    let path =
+        std::env::temp_dir().join(format!("gpuscope-top-hostile-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_string(&f).unwrap()).unwrap();
+    path
+}
+
+// Regression: a process named `ESC ]0;TITLE BEL ESC [2J` (as `exec -a` makes one) retitled the
+// terminal and cleared the screen when its name reached the terminal raw.
+#[test]
+fn outside_text_reaches_the_output_escaped() {
+    let path = hostile_fixture("evil\u{1b}]0;TITLE\u{7}\u{1b}[2J\u{9b}");
+    let p = path.display().to_string();
+    for layout in ["full", "compact"] {
+        let screen = stdout_of(&[
+            "top",
+            "--fixture",
+            &p,
+            "--frame",
+            "6",
+            "--once",
+            "--layout",
+            layout,
+        ]);
+        assert!(!screen.contains('\u{1b}'), "{screen:?}");
+        assert!(
+            !screen.contains('\u{7}') && !screen.contains('\u{9b}'),
+            "{screen:?}"
+        );
+        // Shown, escaped: the user sees what the name holds.
+        assert!(screen.contains(r"evil\x1b]0;TITLE\x07"), "{screen}");
+        assert_eq!(process_rows(&screen), [("0".to_string(), 3127)], "{screen}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+// Regression: the width of `--once` (the terminal's, else COLUMNS) sized its buffers without a
+// bound.
+#[test]
+fn once_width_is_bounded() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["top", "--demo", "--frame", "5", "--once"])
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "65535")
+        .output()
+        .expect("gpuscope runs");
+    assert!(out.status.success());
+    let screen = String::from_utf8(out.stdout).unwrap();
+    assert!(screen.contains("64 of 64 shown"), "{screen}");
+    let widest = screen.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 1000, "{widest} columns");
 }

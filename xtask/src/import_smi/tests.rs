@@ -1,4 +1,5 @@
-//! Tests of `import-smi` against the real dumps of shared/reference-dumps.
+//! Tests of `import-smi` against real `nvidia-smi -q -x` dumps, kept in the repository under
+//! xtask/tests/data/reference-dumps (SOURCES.md there names where each comes from).
 //!
 //! The expected values are read from the XML text by the small string helpers below, which
 //! share no code with the importer (no XML parser, no unit conversion of the importer's), or
@@ -14,7 +15,7 @@ use super::import_str;
 const MIB: u64 = 1024 * 1024;
 
 fn dumps_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference-dumps")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference-dumps")
 }
 
 /// Every `.xml` file of the reference dumps, as (file name, text). Fails if there are none.
@@ -22,8 +23,8 @@ fn xml_dumps() -> Vec<(String, String)> {
     let dir = dumps_dir();
     let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; the reference dumps (shared/reference-dumps, next to the workspace) are \
-             needed by these tests",
+            "{}: {e}; the reference dumps (xtask/tests/data/reference-dumps) are needed by \
+             these tests",
             dir.display()
         )
     });

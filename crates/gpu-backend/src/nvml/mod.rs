@@ -28,7 +28,7 @@ use crate::types::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, MemoryInfo,
     NvLinkCounters, PciInfo, PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample,
-    TemperatureThreshold, Utilization, NVLINK_MAX_LINKS,
+    TemperatureThreshold, Utilization, MAX_DEVICE_COUNT, MAX_FANS, NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
 
@@ -160,6 +160,52 @@ impl Drop for NvmlBackend {
     }
 }
 
+/// The library [`NvmlBackend::new`] loads: nvml-wrapper's default name for this platform.
+#[cfg(target_os = "windows")]
+pub const DEFAULT_LIBRARY: &str = "nvml.dll";
+/// The library [`NvmlBackend::new`] loads: nvml-wrapper's default name for this platform.
+#[cfg(not(target_os = "windows"))]
+pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
+
+/// NVML could not be opened ([`NvmlBackend::open`]): which library, the [`BackendError`], and,
+/// when the library itself could not be loaded, the dynamic loader's own message (for example
+/// `/opt/x.so: cannot open shared object file: No such file or directory`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenError {
+    /// The library asked for: the path or file name given, or [`DEFAULT_LIBRARY`].
+    pub library: String,
+    /// What went wrong, as the backend reports it: [`BackendError::LibraryNotFound`] when the
+    /// library could not be loaded, [`BackendError::FunctionNotFound`] when it is not NVML,
+    /// else what `nvmlInit_v2` returned.
+    pub error: BackendError,
+    /// The dynamic loader's message, when the library could not be loaded.
+    pub loader_message: Option<String>,
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.error, &self.loader_message) {
+            (BackendError::LibraryNotFound, Some(loader)) => write!(
+                f,
+                "the NVML library {} could not be loaded: {loader}",
+                self.library
+            ),
+            (BackendError::LibraryNotFound, None) => {
+                write!(f, "the NVML library {} could not be loaded", self.library)
+            }
+            (BackendError::FunctionNotFound, _) => write!(
+                f,
+                "{} is not an NVML library (it lacks NVML's entry points)",
+                self.library
+            ),
+            (error, _) => write!(f, "NVML ({}) failed to start: {error}", self.library),
+        }
+    }
+}
+
+// No `source()`: the Display already says what `error` would, and a chain would say it twice.
+impl std::error::Error for OpenError {}
+
 impl NvmlBackend {
     /// Loads NVML from the default place (`libnvidia-ml.so.1` on Linux, `nvml.dll` on Windows)
     /// and initialises it.
@@ -169,15 +215,45 @@ impl NvmlBackend {
     /// [`BackendError::LibraryNotFound`] when the library cannot be loaded,
     /// [`BackendError::FunctionNotFound`] when it lacks `nvmlInit_v2`, and whatever
     /// `nvmlInit_v2` returned otherwise (for example [`BackendError::DriverNotLoaded`]).
+    /// [`NvmlBackend::open`] gives the same with the library's name and the loader's message.
     pub fn new() -> Result<Self> {
-        Self::from_init(Nvml::init())
+        Self::open(None).map_err(|e| e.error)
     }
 
     /// Loads NVML from `path` (a file name that the dynamic loader searches for, or a path) and
     /// initialises it. Errors as for [`NvmlBackend::new`].
     pub fn with_library(path: impl AsRef<OsStr>) -> Result<Self> {
-        let path = path.as_ref();
-        Self::from_init(Nvml::builder().lib_path(path).init())
+        Self::open(Some(path.as_ref())).map_err(|e| e.error)
+    }
+
+    /// Loads NVML from `path`, or from [`DEFAULT_LIBRARY`] when `None`, and initialises it. The
+    /// error names the library and keeps the dynamic loader's message, for people.
+    pub fn open(path: Option<&OsStr>) -> std::result::Result<Self, OpenError> {
+        let init = match path {
+            Some(path) => Nvml::builder().lib_path(path).init(),
+            None => Nvml::init(),
+        };
+        let library = path.map_or_else(
+            || DEFAULT_LIBRARY.to_string(),
+            |p| p.to_string_lossy().into_owned(),
+        );
+        match init {
+            Ok(nvml) => Ok(NvmlBackend {
+                nvml: ManuallyDrop::new(nvml),
+                handles: RwLock::new(HashMap::new()),
+            }),
+            Err(e) => {
+                let loader_message = match &e {
+                    NvmlError::LibloadingError(inner) => Some(inner.to_string()),
+                    _ => None,
+                };
+                Err(OpenError {
+                    library,
+                    error: error_from_wrapper(e),
+                    loader_message,
+                })
+            }
+        }
     }
 
     /// Like [`NvmlBackend::with_library`] with the path in the environment variable
@@ -193,14 +269,6 @@ impl NvmlBackend {
             Some(path) if !path.is_empty() => Self::with_library(path),
             _ => Self::new(),
         }
-    }
-
-    fn from_init(init: std::result::Result<Nvml, NvmlError>) -> Result<Self> {
-        let nvml = init.map_err(error_from_wrapper)?;
-        Ok(NvmlBackend {
-            nvml: ManuallyDrop::new(nvml),
-            handles: RwLock::new(HashMap::new()),
-        })
     }
 
     /// The raw function table of the loaded library.
@@ -407,6 +475,17 @@ fn read_list<T: Copy>(
     Err(BackendError::InsufficientSize)
 }
 
+/// `count` (of `what`) as NVML reported it, when it is at most `max`. A larger count is a broken
+/// library: it is an error, before anything is allocated or looped over for it.
+fn believed_count(count: u32, max: u32, what: &str) -> Result<u32> {
+    if count > max {
+        return Err(BackendError::Other(format!(
+            "NVML reported {count} {what}, more than the {max} believed (a broken NVML library?)"
+        )));
+    }
+    Ok(count)
+}
+
 /// Our `u32` for a value NVML gives as a C `int` that cannot meaningfully be negative.
 fn non_negative(value: i32, what: &str) -> Result<u32> {
     u32::try_from(value)
@@ -450,7 +529,11 @@ impl GpuBackend for NvmlBackend {
     }
 
     fn device_count(&self) -> Result<u32> {
-        self.nvml.device_count().map_err(error_from_wrapper)
+        believed_count(
+            self.nvml.device_count().map_err(error_from_wrapper)?,
+            MAX_DEVICE_COUNT,
+            "devices",
+        )
     }
 
     /// NVML cannot tell CUDA's ordinal order; this backend says
@@ -535,7 +618,7 @@ impl GpuBackend for NvmlBackend {
     }
 
     fn num_fans(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.num_fans())
+        believed_count(self.with_device(id, |d| d.num_fans())?, MAX_FANS, "fans")
     }
 
     fn temperature_threshold(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<u32> {
@@ -875,6 +958,23 @@ mod tests {
     }
 
     #[test]
+    fn nvml_lib_that_does_not_exist_is_named_in_the_error() {
+        // `--nvml-lib /nonexistent.so` said "the NVML library (libnvidia-ml.so.1) was not
+        // found": the wrong file, and the loader's reason dropped.
+        let err = NvmlBackend::open(Some(OsStr::new("/nonexistent/gpuscope-test.so"))).unwrap_err();
+        assert_eq!(err.error, BackendError::LibraryNotFound);
+        assert_eq!(err.library, "/nonexistent/gpuscope-test.so");
+        let msg = err.to_string();
+        assert!(msg.contains("/nonexistent/gpuscope-test.so"), "{msg}");
+        assert!(!msg.contains("libnvidia-ml.so.1"), "{msg}");
+        #[cfg(target_os = "linux")]
+        assert!(
+            msg.contains("No such file or directory"),
+            "the loader's reason: {msg}"
+        );
+    }
+
+    #[test]
     fn the_environment_setting_names_the_library() {
         let result = NvmlBackend::from_setting(Some("/nonexistent/libnvidia-ml.so.1".into()));
         assert!(
@@ -891,6 +991,22 @@ mod tests {
         assert!(
             matches!(result, Err(BackendError::FunctionNotFound)),
             "{result:?}"
+        );
+    }
+
+    #[test]
+    fn nvml_device_count_that_is_absurd_is_an_error_not_an_allocation() {
+        // A device count of 4294967295 aborted in `Vec::with_capacity`; 100,000 cost 2 GB.
+        for n in [u32::MAX, 100_000, MAX_DEVICE_COUNT + 1] {
+            let err = believed_count(n, MAX_DEVICE_COUNT, "devices").unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains(&format!("NVML reported {n} devices")), "{msg}");
+            assert!(msg.contains(&MAX_DEVICE_COUNT.to_string()), "{msg}");
+        }
+        assert_eq!(believed_count(8, MAX_DEVICE_COUNT, "devices"), Ok(8));
+        assert_eq!(
+            believed_count(MAX_DEVICE_COUNT, MAX_DEVICE_COUNT, "devices"),
+            Ok(MAX_DEVICE_COUNT)
         );
     }
 

@@ -1,13 +1,17 @@
 //! The viewer's state: the latest sample, bounded histories, sorting, filtering, the tree view,
 //! selection and tags, and which screen is shown. Nothing here talks to a backend.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use gpu_backend::fixture::{HostFrame, HostProcess as FixtureHostProcess};
+use gpu_backend::fixture::HostFrame;
 use gpu_backend::host::HostMachine;
 use gpu_devices::DeviceId;
 use gpu_processes::{GpuProcess, Snapshots};
+
+/// Why a replay sends no signal, for the status line.
+pub const REPLAY_NO_SIGNALS: &str =
+    "signals are off: this is a replay of a recording, not this machine's processes";
 
 /// How many samples each history keeps.
 pub const HISTORY_LEN: usize = 240;
@@ -23,6 +27,20 @@ pub struct Sample {
     pub machine: HostMachine,
     /// The host's "now" (the recorded time of the frame for a replay), ms since the epoch.
     pub now_ms: u64,
+    /// Who each GPU process on the screen is, read from this machine when the sample was taken:
+    /// what a signal's target is checked against. Live only; a replay's is empty (its PIDs
+    /// belong to another machine).
+    pub identities: HashMap<u32, ProcIdentity>,
+}
+
+/// What tells a process from a later one that reuses its PID: its start time, in clock ticks
+/// since boot (`/proc/PID/stat` field 22), and the owner of `/proc/PID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcIdentity {
+    /// Start time, clock ticks after boot.
+    pub start_ticks: u64,
+    /// The owner's user id.
+    pub uid: u32,
 }
 
 /// A bounded ring of readings, oldest first; `None` is a reading that was N/A.
@@ -194,6 +212,9 @@ pub struct PendingSignal {
     pub sig: Sig,
     /// To which processes.
     pub pids: Vec<u32>,
+    /// Who those processes were on the screen the user acted on (from its sample); a PID
+    /// missing here could not be identified and is never signalled.
+    pub shown: BTreeMap<u32, ProcIdentity>,
 }
 
 /// A parsed filter: every term must match.
@@ -285,7 +306,8 @@ pub struct Row {
 pub struct Options {
     /// Where the answers come from, for people.
     pub source_label: String,
-    /// The processes are this machine's (NVML), not a recording's.
+    /// The processes are this machine's (NVML), not a recording's. Only then are signals sent
+    /// and environments read: a replay's PIDs belong to the machine it was recorded on.
     pub live: bool,
     /// Signals are off.
     pub readonly: bool,
@@ -493,22 +515,9 @@ impl App {
         }
     }
 
-    /// The recorded (or live) host facts of a PID in the newest sample, as fixture facts.
-    pub fn host_facts(&self, pid: u32) -> Option<FixtureHostProcess> {
-        let p = self
-            .sample
-            .as_ref()?
-            .snap
-            .processes
-            .iter()
-            .find(|p| p.pid == pid)?;
-        Some(FixtureHostProcess {
-            name: p.host.name.clone()?,
-            cmdline: p.host.cmdline.clone()?,
-            user: p.host.user.clone(),
-            ppid: p.host.ppid,
-            start_time_s: p.host.create_time_s,
-        })
+    /// Whether the signal keys do anything: live NVML and not `--readonly`.
+    pub fn signals_on(&self) -> bool {
+        self.opts.live && !self.opts.readonly
     }
 }
 

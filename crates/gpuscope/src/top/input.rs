@@ -5,7 +5,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::Rect;
 
-use super::app::{App, Column, Filter, LayoutMode, PendingSignal, Screen, Sig};
+use super::app::{App, Column, Filter, LayoutMode, PendingSignal, Screen, Sig, REPLAY_NO_SIGNALS};
 use super::ui;
 
 /// What the event loop must do after an event, beyond redrawing.
@@ -17,6 +17,8 @@ pub enum Effect {
     Send(PendingSignal),
     /// The detail screen of this PID opened: read its environment.
     OpenedDetail(u32),
+    /// Ctrl+Z: suspend the viewer (leave the terminal as it was, stop until continued).
+    Suspend,
 }
 
 /// Handles one key press on a terminal of size `area`.
@@ -28,6 +30,10 @@ pub fn key(app: &mut App, key: KeyEvent, area: Rect) -> Effect {
     if ctrl && matches!(key.code, KeyCode::Char('c') | KeyCode::Char('d')) {
         app.quit = true;
         return Effect::None;
+    }
+    // Raw mode turns Ctrl+Z into a key; it still suspends, as the shell's users expect.
+    if ctrl && key.code == KeyCode::Char('z') {
+        return Effect::Suspend;
     }
     if let Some(pending) = app.confirm.take() {
         return match key.code {
@@ -157,6 +163,10 @@ fn ask_signal(app: &mut App, c: char) {
         'T' => Sig::Term,
         _ => Sig::Kill,
     };
+    if !app.opts.live {
+        app.status = Some(format!("{REPLAY_NO_SIGNALS}; {} not sent", sig.name()));
+        return;
+    }
     if app.opts.readonly {
         app.status = Some(format!(
             "read-only mode (--readonly): {} is off",
@@ -172,7 +182,18 @@ fn ask_signal(app: &mut App, c: char) {
         app.status = Some("no process selected".into());
         return;
     }
-    app.confirm = Some(PendingSignal { sig, pids });
+    // What the screen shows now is what the user chose: each target is checked against it
+    // when the signal is sent.
+    let shown = app
+        .sample
+        .as_ref()
+        .map(|s| {
+            pids.iter()
+                .filter_map(|pid| s.identities.get(pid).map(|id| (*pid, *id)))
+                .collect()
+        })
+        .unwrap_or_default();
+    app.confirm = Some(PendingSignal { sig, pids, shown });
 }
 
 /// Handles a mouse event: a left click on a column header sorts by it; a click on a row selects

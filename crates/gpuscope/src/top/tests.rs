@@ -11,7 +11,9 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::Rect;
 
-use super::app::{App, Column, Options, Ring, Screen, Sig, HISTORY_LEN};
+use super::app::{
+    App, Column, LayoutMode, Options, PendingSignal, ProcIdentity, Ring, Screen, Sig, HISTORY_LEN,
+};
 use super::input::{self, Effect};
 use super::{render_text, sampler, signals};
 
@@ -41,7 +43,7 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
     });
     for f in frames {
         backend.set_frame(f);
-        app.push_sample(sampler::sample(&collector, &devices));
+        app.push_sample(sampler::sample(&collector, &devices, false));
     }
     app
 }
@@ -141,6 +143,8 @@ fn screen_detail_of_a_process() {
 #[test]
 fn screen_confirm_signal() {
     let mut app = app_over("h100-sxm-8gpu", 0..=3);
+    // The fixture's processes stand for live ones: a replay asks nothing.
+    app.opts.live = true;
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Char('T'));
@@ -306,6 +310,8 @@ fn tree_puts_children_under_their_parents() {
 #[test]
 fn tags_choose_the_signal_targets_and_readonly_turns_signals_off() {
     let mut app = app_over("h100-sxm-8gpu", 0..=3);
+    // The fixture's processes stand for live ones.
+    app.opts.live = true;
     let first_two: Vec<u32> = shown_pids(&app)[..2].to_vec();
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Char(' '));
@@ -366,50 +372,244 @@ fn histories_are_bounded() {
     assert_eq!(h.gpu.last(1).next(), Some(None));
 }
 
-#[test]
-fn signals_reach_only_the_recorded_process_and_refusals_are_messages() {
-    /// The child, killed if the test ends early.
-    struct Child(std::process::Child);
-    impl Drop for Child {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut guard = Child(
-        std::process::Command::new("sleep")
-            .arg("300")
+/// A `sleep 1000` child, killed if the test ends early.
+struct Child(std::process::Child);
+
+impl Child {
+    fn spawn() -> Child {
+        let child = std::process::Command::new("sleep")
+            .arg("1000")
             .spawn()
-            .unwrap(),
-    );
-    let child = &mut guard.0;
-    let pid = child.id();
-    // Right after exec the kernel may not have set the new command line yet.
-    for _ in 0..200 {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if cmdline.starts_with(b"sleep\0") {
-            break;
+            .unwrap();
+        let pid = child.id();
+        // Right after exec the kernel may not have set the new command line yet.
+        for _ in 0..200 {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if cmdline.starts_with(b"sleep\0") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        Child(child)
     }
-    let facts = |cmd: &[&str]| gpu_backend::fixture::HostProcess {
-        name: "sleep".into(),
-        cmdline: cmd.iter().map(|s| s.to_string()).collect(),
-        user: None,
-        ppid: None,
-        start_time_s: None,
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+// Regression: `top --fixture crafted.json` listing a local PID with its command line, then K
+// and y, killed the real process: a replay's guard compared only the command line.
+#[test]
+fn a_replay_never_signals_and_says_why() {
+    let mut child = Child::spawn();
+    let pid = child.0.id();
+    let mut app = app_over("h100-sxm-8gpu", 0..=3);
+    press(&mut app, KeyCode::Char('K'));
+    assert!(app.confirm.is_none(), "no confirmation is even asked");
+    let status = app.status.clone().unwrap();
+    assert!(
+        status.contains("signals are off: this is a replay"),
+        "{status}"
+    );
+    assert!(status.contains("SIGKILL not sent"), "{status}");
+    // The hints and the help screen say so too.
+    press(&mut app, KeyCode::Down);
+    let text = render_text(&app, 160, 50);
+    assert!(text.contains("(signals off: a replay)"), "{text}");
+    assert!(!text.contains("I/T/K signal"), "{text}");
+    press(&mut app, KeyCode::Char('?'));
+    let help = render_text(&app, 160, 40);
+    assert!(
+        help.contains("off: this is a replay of a recording"),
+        "{help}"
+    );
+    press(&mut app, KeyCode::Char('x'));
+    // Even a send that reached the event loop goes nowhere in a replay.
+    let pending = PendingSignal {
+        sig: Sig::Kill,
+        pids: vec![pid],
+        shown: [(pid, signals::identity(pid).unwrap())].into(),
     };
-    // A replayed PID whose local command line differs is left alone.
-    let msg = signals::send(pid, Sig::Term, Some(&facts(&["python3", "train.py"])));
-    assert!(msg.contains("not the recorded process"), "{msg}");
-    assert!(child.try_wait().unwrap().is_none());
-    // The recorded one is signalled.
-    let msg = signals::send(pid, Sig::Term, Some(&facts(&["sleep", "300"])));
+    super::apply(&mut app, Effect::Send(pending));
+    assert!(child.alive(), "the local process survives");
+    assert!(app.status.clone().unwrap().contains("this is a replay"));
+    // A replay's samples never read this machine's processes.
+    assert!(app.sample.as_ref().unwrap().identities.is_empty());
+}
+
+#[test]
+fn live_signals_go_only_to_the_process_the_screen_showed() {
+    let mut child = Child::spawn();
+    let pid = child.0.id();
+    let shown = signals::identity(pid).expect("the child can be read");
+    assert_eq!(shown.uid, unsafe { libc::geteuid() });
+    // A PID that now names a process started at another time (its PID reused) is refused.
+    let other_start = ProcIdentity {
+        start_ticks: shown.start_ticks + 1,
+        ..shown
+    };
+    let msg = signals::send(pid, Sig::Term, Some(&other_start));
+    assert!(msg.contains("is now another process"), "{msg}");
+    assert!(child.alive());
+    // So is one owned by another user than the one shown.
+    let other_owner = ProcIdentity {
+        uid: shown.uid.wrapping_add(1),
+        ..shown
+    };
+    let msg = signals::send(pid, Sig::Term, Some(&other_owner));
+    assert!(msg.contains("another user"), "{msg}");
+    assert!(child.alive());
+    // And one whose identity could not be read when it was shown.
+    let msg = signals::send(pid, Sig::Term, None);
+    assert!(msg.contains("SIGTERM not sent"), "{msg}");
+    assert!(child.alive());
+    // The process shown is signalled.
+    let msg = signals::send(pid, Sig::Term, Some(&shown));
     assert_eq!(msg, format!("SIGTERM sent to PID {pid}"));
-    let status = child.wait().unwrap();
+    let status = child.0.wait().unwrap();
     use std::os::unix::process::ExitStatusExt as _;
     assert_eq!(status.signal(), Some(libc::SIGTERM));
-    // A PID above any kernel's pid_max does not exist: the OS's refusal is a message.
-    let msg = signals::send(2_000_000_000, Sig::Kill, None);
+    // A PID above any kernel's pid_max does not exist: a message, not an error.
+    let msg = signals::send(2_000_000_000, Sig::Kill, Some(&shown));
     assert!(msg.contains("no such process"), "{msg}");
+}
+
+#[test]
+fn the_confirmation_keeps_who_the_screen_showed() {
+    let mut child = Child::spawn();
+    let pid = child.0.id();
+    let mut app = app_over("h100-sxm-8gpu", 0..=0);
+    app.opts.live = true;
+    let id = signals::identity(pid).unwrap();
+    let sample = app.sample.as_mut().unwrap();
+    let mut p = sample.snap.processes[0].clone();
+    p.pid = pid;
+    sample.snap.processes = vec![p];
+    sample.identities = [(pid, id)].into();
+    press(&mut app, KeyCode::Home);
+    press(&mut app, KeyCode::Char('T'));
+    let pending = app.confirm.clone().unwrap();
+    assert_eq!(pending.pids, vec![pid]);
+    assert_eq!(pending.shown.get(&pid), Some(&id));
+    // A newer sample in which the PID is someone else does not change what was confirmed.
+    app.sample.as_mut().unwrap().identities = [(
+        pid,
+        ProcIdentity {
+            start_ticks: id.start_ticks + 7,
+            ..id
+        },
+    )]
+    .into();
+    let Effect::Send(pending) = press(&mut app, KeyCode::Char('y')) else {
+        panic!("y sends");
+    };
+    assert_eq!(pending.shown.get(&pid), Some(&id));
+    super::apply(&mut app, Effect::Send(pending));
+    assert_eq!(
+        app.status.as_deref(),
+        Some(format!("SIGTERM sent to PID {pid}").as_str())
+    );
+    let status = child.0.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+}
+
+#[test]
+fn ctrl_z_asks_to_suspend() {
+    let mut app = app_over("old-driver", 0..=0);
+    let effect = input::key(
+        &mut app,
+        KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL),
+        Rect::new(0, 0, 80, 24),
+    );
+    assert_eq!(effect, Effect::Suspend);
+    assert!(!app.quit);
+}
+
+/// No control character on any line of `text`.
+fn no_control(text: &str) -> bool {
+    text.lines()
+        .all(|l| !l.chars().any(gpu_devices::text::is_control))
+}
+
+#[test]
+fn outside_text_is_drawn_escaped() {
+    let mut app = app_over("geforce-desktop", 0..=20);
+    let hostile = "evil\u{1b}]0;TITLE\u{7}\u{1b}[2J\u{9b}";
+    let sample = app.sample.as_mut().unwrap();
+    for p in &mut sample.snap.processes {
+        p.host.name = Some(hostile.into());
+        p.host.command = Some(hostile.into());
+        p.host.user = Some(hostile.into());
+    }
+    sample.machine.hostname = Some(hostile.into());
+    for layout in [LayoutMode::Full, LayoutMode::Compact] {
+        app.layout = layout;
+        let text = render_text(&app, 200, 40);
+        assert!(no_control(&text), "{text:?}");
+        assert!(text.contains("evil\\x1b]0;TITLE\\x07\\x1b[2J"), "{text}");
+    }
+    // The confirmation names the process, escaped too.
+    app.opts.live = true;
+    press(&mut app, KeyCode::Char('K'));
+    let text = render_text(&app, 200, 40);
+    assert!(text.contains("(evil\\x1b]0;TITLE"), "{text}");
+    // And the detail screen, with an environment.
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Enter);
+    app.detail_env = Ok(vec![format!("X={hostile}")]);
+    let text = render_text(&app, 200, 40);
+    assert!(no_control(&text), "{text:?}");
+    assert!(text.contains("X=evil\\x1b]0;TITLE"), "{text}");
+}
+
+// Regression: a huge terminal width made `--once` allocate its buffers to match.
+#[test]
+fn once_is_bounded_whatever_the_width() {
+    let mut app = app_over("h100-sxm-8gpu", 0..=3);
+    let text = super::render_once(&mut app, u16::MAX);
+    assert!(text.lines().all(|l| l.chars().count() <= 1000));
+    // Every process is there at this size.
+    assert!(text.contains("64 of 64 shown"), "{text}");
+    assert!(!text.contains("more processes, not shown"));
+    // A process list taller than the bound is cut, and the printout says so.
+    let sample = app.sample.as_mut().unwrap();
+    let procs = sample.snap.processes.clone();
+    for i in 1..10u32 {
+        sample
+            .snap
+            .processes
+            .extend(procs.iter().cloned().map(|mut p| {
+                p.pid += 100_000 * i;
+                p
+            }));
+    }
+    let text = super::render_once(&mut app, u16::MAX);
+    let lines = text.lines().count();
+    assert!(lines <= 501, "{lines} lines");
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("... and "), "{last}");
+    // Every process is either shown or counted.
+    let left_out: usize = last["... and ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let shown = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("> ")
+                || l.starts_with("  ") && l[2..].starts_with(|c: char| c.is_ascii_digit())
+        })
+        .count();
+    assert_eq!(shown + left_out, 640, "{text}");
 }

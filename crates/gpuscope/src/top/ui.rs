@@ -1,6 +1,11 @@
 //! Rendering: a pure function of the viewer's state and the terminal's size.
+//!
+//! Text from outside (device and process names, command lines, users, host names, error text,
+//! environments) is shown with its control characters escaped (`\x1b`), never raw: [`fit`],
+//! which every line of such text goes through, escapes first.
 
 use gpu_backend::BackendError;
+use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::units::bytes2human;
 use gpu_devices::{DeviceId, DeviceSnapshot};
 use gpu_processes::GpuProcess;
@@ -15,6 +20,7 @@ use super::app::{App, Column, LayoutMode, Ring, Row, Sample, Screen};
 /// The keys, for the help screen and `--help`.
 pub const KEYS: &[(&str, &str)] = &[
     ("q, Ctrl+C", "quit"),
+    ("Ctrl+Z", "suspend (fg resumes)"),
     ("?", "this help (any key closes it)"),
     ("Up/Down, j/k", "move the selection"),
     (
@@ -402,8 +408,8 @@ fn percent(p: Option<f64>) -> String {
 
 fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     let w = width as usize;
-    let name = d.name.value().map_or("N/A", String::as_str);
-    let bus = d.pci.value().map_or("N/A", |p| p.bus_id.as_str());
+    let name = Escaped(d.name.value().map_or("N/A", String::as_str));
+    let bus = Escaped(d.pci.value().map_or("N/A", |p| p.bus_id.as_str()));
     let first = if is_lost(d) {
         Line::from(vec![
             Span::raw(format!("{:<5}{name}  Bus {bus}  ", label(d.id))),
@@ -693,8 +699,10 @@ fn draw_status(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         msg.clone()
     } else {
         let mut hints = "q quit  ? help  / filter  </> sort  r reverse  t tree  Enter details  Space tag  f layout".to_string();
-        if !app.opts.readonly {
+        if app.signals_on() {
             hints.push_str("  I/T/K signal");
+        } else if !app.opts.live {
+            hints.push_str("  (signals off: a replay)");
         }
         hints
     };
@@ -719,6 +727,12 @@ fn draw_help(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         Line::raw(""),
     ];
     for (keys, what) in KEYS {
+        if !app.opts.live && keys.starts_with("I ") {
+            lines.push(Line::raw(format!(
+                "  {keys:<22} off: this is a replay of a recording, not this machine's processes"
+            )));
+            continue;
+        }
         if app.opts.readonly && keys.starts_with("I ") {
             lines.push(Line::raw(format!(
                 "  {keys:<22} off: started with --readonly"
@@ -862,8 +876,8 @@ fn draw_confirm(
                 .sample
                 .as_ref()
                 .and_then(|s| s.snap.processes.iter().find(|p| p.pid == pid))
-                .and_then(|p| p.host.name.clone())
-                .unwrap_or_else(|| "?".into());
+                .and_then(|p| p.host.name.as_deref())
+                .map_or_else(|| "?".into(), escape_control);
             format!("{pid} ({name})")
         })
         .collect();
@@ -906,8 +920,10 @@ fn draw_confirm(
     );
 }
 
-/// `s` cut to `width` characters, with `…` (or `~` in ASCII) when cut.
+/// `s` with its control characters escaped, cut to `width` characters, with `…` (or `~` in
+/// ASCII) when cut.
 fn fit(s: &str, width: usize) -> String {
+    let s = escape_control(s);
     if s.chars().count() <= width {
         s.to_string()
     } else {

@@ -1,0 +1,107 @@
+//! What a newcomer meets first: the command `gpuscope` runs when given none, shell completions
+//! (`gpuscope completions <shell>`) and man pages (`gpuscope __man DIR`, run by
+//! `cargo xtask man`).
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use clap::CommandFactory;
+
+/// What `gpuscope` alone does, for `--help`.
+pub const DEFAULT_COMMAND_HELP: &str = "With no command, gpuscope runs `top` (the viewer) when \
+    its input and output are a terminal, and `snapshot` otherwise (a pipe, a file, cron); \
+    options given without a command go to that one, as in `gpuscope --demo`.";
+
+/// The arguments with the default command put in when none is given: `top` on a terminal,
+/// `snapshot` otherwise. Help and version flags are left to the top level.
+pub fn with_default_command(mut args: Vec<OsString>, terminal: bool) -> Vec<OsString> {
+    let needs_one = match args.get(1).map(|a| a.to_string_lossy()) {
+        None => true,
+        Some(a) => a.starts_with('-') && !["-h", "--help", "-V", "--version"].contains(&a.as_ref()),
+    };
+    if needs_one {
+        let command = if terminal { "top" } else { "snapshot" };
+        let at = args.len().min(1);
+        args.insert(at, command.into());
+    }
+    args
+}
+
+/// The directory of `gpuscope __man DIR` (default `man`), `None` for any other command line.
+///
+/// This is read before clap parses, so that the command stays out of `--help` and of the
+/// completion scripts (clap_complete lists hidden commands too).
+pub fn man_dir(args: &[OsString]) -> Option<PathBuf> {
+    (args.get(1)? == "__man").then(|| args.get(2).map_or_else(|| "man".into(), PathBuf::from))
+}
+
+/// True when stdin and stdout are both a terminal, so the viewer can run.
+pub fn on_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// Writes the completion script for `shell` to stdout.
+pub fn completions(shell: clap_complete::Shell) -> Result<()> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut crate::Cli::command(), "gpuscope", &mut out);
+    crate::write_stdout(&String::from_utf8_lossy(&out))
+}
+
+/// Writes `gpuscope.1` and one page per command (`gpuscope-top.1`, ...) into `dir`, made if
+/// missing.
+pub fn man_pages(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    clap_mangen::generate_to(crate::Cli::command(), dir)
+        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn no_command_runs_the_viewer_on_a_terminal_and_the_snapshot_elsewhere() {
+        assert_eq!(
+            with_default_command(args(&["gpuscope"]), true),
+            args(&["gpuscope", "top"])
+        );
+        assert_eq!(
+            with_default_command(args(&["gpuscope"]), false),
+            args(&["gpuscope", "snapshot"])
+        );
+        assert_eq!(
+            with_default_command(args(&["gpuscope", "--demo", "--json"]), false),
+            args(&["gpuscope", "snapshot", "--demo", "--json"])
+        );
+        for kept in [
+            &["gpuscope", "info", "0"][..],
+            &["gpuscope", "--help"],
+            &["gpuscope", "-V"],
+        ] {
+            assert_eq!(with_default_command(args(kept), true), args(kept));
+        }
+    }
+
+    #[test]
+    fn only_the_first_argument_asks_for_man_pages() {
+        assert_eq!(
+            man_dir(&args(&["gpuscope", "__man", "out"])),
+            Some(PathBuf::from("out"))
+        );
+        assert_eq!(man_dir(&args(&["gpuscope", "__man"])), Some("man".into()));
+        assert_eq!(man_dir(&args(&["gpuscope", "info", "__man"])), None);
+        assert_eq!(man_dir(&args(&["gpuscope"])), None);
+    }
+
+    /// Every subcommand is in the parser the completions and man pages are made from.
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        crate::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,187 @@
+//! Terminal escape injection: outside text (device names and UUIDs, process names, command
+//! lines and users, fixture error text) reaches the terminal with its control characters
+//! escaped, in every text for people: `snapshot`, `info`, `select --explain`, `record`'s
+//! summary, and error messages.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Retitles the terminal window, then clears the screen.
+const HOSTILE: &str = "\u{1b}]0;TITLE\u{7}\u{1b}[2J";
+
+/// A fresh folder for one test's files.
+fn out_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpuscope-escape-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn scenario() -> Value {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/geforce-desktop.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON")
+}
+
+/// The desktop scenario with GPU 0's name and UUID, and the name, command line and user of the
+/// compute process on it (PID 8991), holding [`HOSTILE`].
+fn hostile_fixture(dir: &std::path::Path) -> PathBuf {
+    let mut f = scenario();
+    f["devices"]["0"]["name"] = serde_json::json!({ "ok": format!("GeForce{HOSTILE}") });
+    f["devices"]["0"]["uuid"] = serde_json::json!({ "ok": format!("GPU-{HOSTILE}") });
+    let p = &mut f["host"]["processes"]["8991"];
+    p["name"] = Value::from(format!("miner{HOSTILE}"));
+    p["cmdline"] = serde_json::json!([format!("miner{HOSTILE}"), "-a"]);
+    p["user"] = Value::from(format!("alex{HOSTILE}"));
+    let path = dir.join("hostile.json");
+    std::fs::write(&path, serde_json::to_string(&f).expect("JSON")).expect("write fixture");
+    path
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("gpuscope runs")
+}
+
+/// No ESC or BEL byte in either stream.
+fn assert_inert(what: &str, out: &Output) {
+    for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        assert!(
+            !bytes.contains(&0x1b) && !bytes.contains(&0x07),
+            "{what}: a raw control byte on {stream}: {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+/// `gpuscope snapshot` and `gpuscope info 0` wrote a process's and a device's name raw: the
+/// terminal's title changed and the screen was cleared.
+#[test]
+fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
+    let dir = out_dir("names");
+    let fixture = hostile_fixture(&dir);
+    let fixture = fixture.to_str().expect("UTF-8 path");
+    let plot = dir.join("memory.svg");
+    let plot = plot.to_str().expect("UTF-8 path");
+    let cases: [(&str, Vec<&str>, &str); 4] = [
+        (
+            "snapshot",
+            vec!["snapshot", "--fixture", fixture, "--frame", "0"],
+            "stdout",
+        ),
+        (
+            "info 0",
+            vec!["info", "0", "--fixture", fixture, "--frame", "0"],
+            "stdout",
+        ),
+        (
+            "select --explain",
+            vec![
+                "select",
+                "--fixture",
+                fixture,
+                "--frame",
+                "0",
+                "--explain",
+                "-O",
+                "uuid",
+            ],
+            "stdout",
+        ),
+        (
+            "record",
+            vec![
+                "record",
+                "--fixture",
+                fixture,
+                "--frame",
+                "0",
+                "--interval",
+                "10ms",
+                "--duration",
+                "30ms",
+                "-o",
+                plot,
+            ],
+            "stdout",
+        ),
+    ];
+    for (what, args, _) in cases {
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_inert(what, &out);
+        let shown = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            shown.contains("\\x1b]0;TITLE\\x07\\x1b[2J"),
+            "{what}: the escaped form is missing: {shown}"
+        );
+    }
+    // What each view shows of the hostile text, escaped.
+    let snapshot =
+        String::from_utf8(run(&["snapshot", "--fixture", fixture, "--frame", "0"]).stdout)
+            .expect("UTF-8");
+    assert!(snapshot.contains("GeForce\\x1b]0;TITLE"), "{snapshot}");
+    assert!(snapshot.contains("miner\\x1b]0;TITLE"), "{snapshot}");
+    let info = String::from_utf8(run(&["info", "0", "--fixture", fixture, "--frame", "0"]).stdout)
+        .expect("UTF-8");
+    for shown in [
+        "BOARD NAME   : GeForce\\x1b]0;TITLE",
+        "UUID         : GPU-\\x1b]0;TITLE",
+        "miner\\x1b]0;TITLE",
+    ] {
+        assert!(info.contains(shown), "{shown}: {info}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// JSON output is left to serde, which escapes control characters as JSON requires: the name
+/// comes back whole when parsed.
+#[test]
+fn hostile_names_in_json_round_trip() {
+    let dir = out_dir("json");
+    let fixture = hostile_fixture(&dir);
+    let out = run(&[
+        "snapshot",
+        "--json",
+        "--fixture",
+        fixture.to_str().expect("UTF-8"),
+        "--frame",
+        "0",
+    ]);
+    assert_inert("snapshot --json", &out);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["devices"][0]["name"], format!("GeForce{HOSTILE}"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An error message that echoes a fixture's text (here serde's "unknown variant" naming the
+/// hostile error code) is escaped too.
+#[test]
+fn hostile_fixture_error_text_is_escaped_in_the_error_message() {
+    let dir = out_dir("error");
+    let mut f = scenario();
+    f["frames"][0]["devices"]["0"]["temperature"] = serde_json::json!({ "err": HOSTILE });
+    let path = dir.join("bad.json");
+    std::fs::write(&path, serde_json::to_string(&f).expect("JSON")).expect("write fixture");
+    let out = run(&["snapshot", "--fixture", path.to_str().expect("UTF-8")]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_inert("a fixture error", &out);
+    std::fs::remove_dir_all(&dir).ok();
+}
