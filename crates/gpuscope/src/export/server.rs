@@ -1,4 +1,4 @@
-//! The HTTP side of the exporter, on hyper (HTTP/1.1) over a small tokio runtime, with TLS
+//! The HTTP side of the exporter, on hyper (HTTP/1.1) over a current-thread tokio runtime, with TLS
 //! from rustls when configured. A scrape copies the bytes the sampler encoded (or their gzipped
 //! form, compressed once per sample); it never waits on the GPUs.
 //!
