@@ -749,6 +749,7 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
         power_management_mode: boolean(first(power, &["power_management"])).into(),
         power_management_limit: milliwatts(first(power, &["requested_power_limit", "power_limit"]))
             .into(),
+        power_management_default_limit: milliwatts(first(power, &["default_power_limit"])).into(),
         power_management_limit_constraints: milliwatts(first(power, &["min_power_limit"]))
             .and_then(|min_mw| {
                 milliwatts(first(power, &["max_power_limit"]))
@@ -907,7 +908,7 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
         if let Ok(ps) = &procs {
             for p in ps {
                 host_procs.entry(p.pid).or_insert_with(|| HostProcess {
-                    name: executable_name(&p.name),
+                    name: Some(executable_name(&p.name)).filter(|n| !n.is_empty()),
                     cmdline: if p.name.is_empty() {
                         Vec::new()
                     } else {
@@ -944,10 +945,12 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
             .map(|&pid| {
                 (
                     pid,
+                    // nvidia-smi tells nothing about the host side of a process: its CPU,
+                    // memory and state are unknown, not zero.
                     HostProcessSample {
-                        cpu_percent: 0.0,
-                        rss: 0,
-                        status: "unknown".into(),
+                        cpu_percent: None,
+                        rss: None,
+                        status: None,
                     },
                 )
             })

@@ -21,8 +21,11 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
+/// A scratch folder under cargo's per-target temporary directory (`target/tmp`), so that the
+/// installed library copies do not pile up in the system's /tmp run after run.
 fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xtask-record-{tag}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("xtask-record-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }

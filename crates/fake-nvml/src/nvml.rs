@@ -773,67 +773,12 @@ nvml_api! {
     }
 }
 
-nvml_string_getters! {
-    /// `nvmlDeviceGetName`.
-    fn nvmlDeviceGetName = name;
-    /// `nvmlDeviceGetUUID`.
-    fn nvmlDeviceGetUUID = uuid;
-    /// `nvmlDeviceGetSerial`.
-    fn nvmlDeviceGetSerial = serial;
-    /// `nvmlDeviceGetVbiosVersion`.
-    fn nvmlDeviceGetVbiosVersion = vbios_version;
-    /// `nvmlDeviceGetBoardPartNumber`.
-    fn nvmlDeviceGetBoardPartNumber = board_part_number;
-}
-
 nvml_value_getters! {
-    /// `nvmlDeviceGetMinorNumber`.
-    fn nvmlDeviceGetMinorNumber(*mut c_uint) = |b, id| b.minor_number(id)?;
-    /// `nvmlDeviceGetArchitecture`: NVML's architecture code.
-    fn nvmlDeviceGetArchitecture(*mut c_uint) = |b, id| b.architecture(id)?.nvml_code();
-    /// `nvmlDeviceGetBrand`: NVML's brand code.
-    fn nvmlDeviceGetBrand(*mut c_uint) = |b, id| b.brand(id)?.nvml_code();
-    /// `nvmlDeviceGetNumFans`.
-    fn nvmlDeviceGetNumFans(*mut c_uint) = |b, id| b.num_fans(id)?;
-    /// `nvmlDeviceGetFanSpeed`: intended speed, percent.
-    fn nvmlDeviceGetFanSpeed(*mut c_uint) = |b, id| b.fan_speed(id)?;
-    /// `nvmlDeviceGetPowerManagementMode`.
-    fn nvmlDeviceGetPowerManagementMode(*mut nvmlEnableState_t) = |b, id| enable(b.power_management_mode(id)?);
-    /// `nvmlDeviceGetPowerManagementLimit`, mW.
-    fn nvmlDeviceGetPowerManagementLimit(*mut c_uint) = |b, id| b.power_management_limit(id)?;
-    /// `nvmlDeviceGetEnforcedPowerLimit`, mW.
-    fn nvmlDeviceGetEnforcedPowerLimit(*mut c_uint) = |b, id| b.enforced_power_limit(id)?;
-    /// `nvmlDeviceGetPowerUsage`, mW.
-    fn nvmlDeviceGetPowerUsage(*mut c_uint) = |b, id| b.power_usage(id)?;
-    /// `nvmlDeviceGetTotalEnergyConsumption`, mJ.
-    fn nvmlDeviceGetTotalEnergyConsumption(*mut c_ulonglong) = |b, id| b.total_energy_consumption(id)?;
-    /// `nvmlDeviceGetMaxPcieLinkGeneration`.
-    fn nvmlDeviceGetMaxPcieLinkGeneration(*mut c_uint) = |b, id| b.max_pcie_link_generation(id)?;
-    /// `nvmlDeviceGetMaxPcieLinkWidth`.
-    fn nvmlDeviceGetMaxPcieLinkWidth(*mut c_uint) = |b, id| b.max_pcie_link_width(id)?;
-    /// `nvmlDeviceGetCurrPcieLinkGeneration`.
-    fn nvmlDeviceGetCurrPcieLinkGeneration(*mut c_uint) = |b, id| b.current_pcie_link_generation(id)?;
-    /// `nvmlDeviceGetCurrPcieLinkWidth`.
-    fn nvmlDeviceGetCurrPcieLinkWidth(*mut c_uint) = |b, id| b.current_pcie_link_width(id)?;
-    /// `nvmlDeviceGetDisplayMode`.
-    fn nvmlDeviceGetDisplayMode(*mut nvmlEnableState_t) = |b, id| enable(b.display_mode(id)?);
-    /// `nvmlDeviceGetDisplayActive`.
-    fn nvmlDeviceGetDisplayActive(*mut nvmlEnableState_t) = |b, id| enable(b.display_active(id)?);
-    /// `nvmlDeviceGetPersistenceMode`.
-    fn nvmlDeviceGetPersistenceMode(*mut nvmlEnableState_t) = |b, id| enable(b.persistence_mode(id)?);
-    /// `nvmlDeviceGetPerformanceState`: 0..=15, 32 unknown.
-    fn nvmlDeviceGetPerformanceState(*mut c_uint) = |b, id| b.performance_state(id)?;
     /// `nvmlDeviceGetPowerState` (the deprecated name of the performance state).
     fn nvmlDeviceGetPowerState(*mut c_uint) = |b, id| b.performance_state(id)?;
     /// `nvmlDeviceGetComputeMode`: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive
     /// process.
     fn nvmlDeviceGetComputeMode(*mut c_uint) = |b, id| compute_mode_code(b.compute_mode(id)?);
-    /// `nvmlDeviceGetMaxMigDeviceCount`.
-    fn nvmlDeviceGetMaxMigDeviceCount(*mut c_uint) = |b, id| b.max_mig_device_count(id)?;
-    /// `nvmlDeviceGetGpuInstanceId`.
-    fn nvmlDeviceGetGpuInstanceId(*mut c_uint) = |b, id| b.gpu_instance_id(id)?;
-    /// `nvmlDeviceGetComputeInstanceId`.
-    fn nvmlDeviceGetComputeInstanceId(*mut c_uint) = |b, id| b.compute_instance_id(id)?;
     /// `nvmlDeviceGetBAR1MemoryInfo`.
     fn nvmlDeviceGetBAR1MemoryInfo(*mut nvmlBAR1Memory_t) = |b, id| {
         let m = b.bar1_memory_info(id)?;
@@ -846,9 +791,50 @@ nvml_value_getters! {
     };
     /// `nvmlDeviceGetCurrentClocksThrottleReasons`: NVML's bit mask.
     fn nvmlDeviceGetCurrentClocksThrottleReasons(*mut c_ulonglong) = |b, id| b.clock_event_reasons(id)?;
-    /// `nvmlDeviceGetCurrentClocksEventReasons`: NVML's bit mask.
-    fn nvmlDeviceGetCurrentClocksEventReasons(*mut c_ulonglong) = |b, id| b.clock_event_reasons(id)?;
 }
+
+/// Exports the table's queries whose NVML call has a regular form (`abi` other than
+/// `custom` in `gpu_backend::for_each_query!`).
+macro_rules! table_exports {
+    ($(
+        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
+            => $store:tt
+            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
+    )*) => {
+        $( table_export! { $abi $nvml $method $doc ($($ty)+) } )*
+    };
+}
+
+/// One export of [`table_exports`].
+macro_rules! table_export {
+    (plain $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+        nvml_value_getters! {
+            #[doc = concat!("`", stringify!($nvml), "`: ", $doc)]
+            fn $nvml(*mut $($ty)+) = |b, id| b.$m(id)?;
+        }
+    };
+    (enable $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+        nvml_value_getters! {
+            #[doc = concat!("`", stringify!($nvml), "`: ", $doc)]
+            fn $nvml(*mut nvmlEnableState_t) = |b, id| enable(b.$m(id)?);
+        }
+    };
+    (code $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+        nvml_value_getters! {
+            #[doc = concat!("`", stringify!($nvml), "`: ", $doc, " NVML's number.")]
+            fn $nvml(*mut c_uint) = |b, id| b.$m(id)?.nvml_code();
+        }
+    };
+    (string $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+        nvml_string_getters! {
+            #[doc = concat!("`", stringify!($nvml), "`: ", $doc)]
+            fn $nvml = $m;
+        }
+    };
+    (custom $($rest:tt)*) => {};
+}
+
+gpu_backend::for_each_query!(table_exports);
 
 unsafe fn handle_by_index(ctx: &Ctx, index: c_uint, device: *mut nvmlDevice_t) -> Result<(), Code> {
     nn(device)?;

@@ -95,6 +95,7 @@ fn a_missing_or_broken_fixture_fails_init_without_a_crash() {
     set_env(Some(&broken), None);
     assert_eq!(nvmlInit_v2(), ret::DRIVER_NOT_LOADED);
     let msg = fake_nvml::last_init_error().expect("a message");
+    let _ = std::fs::remove_file(&broken);
     assert!(msg.contains("meta"), "{msg}");
 
     let good = write_temp(&fixture(), "after-broken");
@@ -646,6 +647,9 @@ fn the_other_readings() {
             OK
         );
         assert_eq!((lo, hi), (100_000, 400_000));
+        // Exported from the query table's row, as every plain value is.
+        assert_eq!(nvmlDeviceGetPowerManagementDefaultLimit(h, &mut v), OK);
+        assert_eq!(v, 350_000);
         let (mut major, mut minor) = (0, 0);
         assert_eq!(
             nvmlDeviceGetCudaComputeCapability(h, &mut major, &mut minor),

@@ -29,6 +29,7 @@ ERROR_CODES = {
     "uninitialized": 1,
     "invalid_argument": 2,
     "not_supported": 3,
+    "not_recorded": 3,
     "no_permission": 4,
     "not_found": 6,
     "insufficient_size": 7,
@@ -173,6 +174,13 @@ def check_system(c, fixture, handles):
         h = handles[key]
         c.answer(f"device {key} name", st["name"], lambda: text(pynvml.nvmlDeviceGetName(h)))
         c.answer(f"device {key} uuid", st["uuid"], lambda: text(pynvml.nvmlDeviceGetUUID(h)))
+        # Exported from the query table's row; a fixture recorded before it answers
+        # not_recorded, which the library serves as NOT_SUPPORTED.
+        c.answer(
+            f"device {key} default power limit",
+            st.get("power_management_default_limit", {"err": "not_recorded"}),
+            lambda: pynvml.nvmlDeviceGetPowerManagementDefaultLimit(h),
+        )
 
 
 def check_frame(c, fixture, handles, index):

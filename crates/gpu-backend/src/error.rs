@@ -5,10 +5,11 @@ use serde::{Deserialize, Serialize};
 /// What a backend answered instead of a value.
 ///
 /// Each variant keeps what NVML said, so nothing is lost between the driver and the layers
-/// above. Three of them mean "this GPU or driver cannot tell" rather than a failure:
-/// [`BackendError::NotSupported`], [`BackendError::NoPermission`] and
-/// [`BackendError::FunctionNotFound`]; [`BackendError::is_not_available`] groups them so that the
-/// upper layers can turn them into N/A values and keep going.
+/// above. Four of them mean "cannot tell" rather than a failure:
+/// [`BackendError::NotSupported`], [`BackendError::NoPermission`],
+/// [`BackendError::FunctionNotFound`] and a fixture's [`BackendError::NotRecorded`];
+/// [`BackendError::is_not_available`] groups them so that the upper layers can turn them into
+/// N/A values and keep going.
 ///
 /// In a fixture an error is written as its snake_case name (`"not_supported"`), or as
 /// `{"unknown": 999}` / `{"other": "text"}` for the two variants that carry data.
@@ -51,6 +52,12 @@ pub enum BackendError {
     /// NVML_ERROR_INVALID_ARGUMENT (2): an argument was out of range (e.g. a fan or link index).
     #[error("invalid argument")]
     InvalidArgument,
+    /// Not an NVML code: the fixture being replayed has no answer for this query (it was
+    /// recorded before the query existed, or the field was left out). Shown as N/A, like
+    /// [`BackendError::NotSupported`], but kept apart from it: the device may well support the
+    /// query. A stand-in NVML library serves it as `NVML_ERROR_NOT_SUPPORTED`.
+    #[error("not recorded in this fixture")]
+    NotRecorded,
     /// Any other NVML return code, kept as the number NVML gave.
     #[error("NVML error code {0}")]
     Unknown(i32),
@@ -90,13 +97,15 @@ pub mod nvml_codes {
 
 impl BackendError {
     /// True for the answers that mean "this GPU or driver cannot tell": not supported, no
-    /// permission, function not found. The layers above show these as N/A.
+    /// permission, function not found, and a fixture's "not recorded". The layers above show
+    /// these as N/A.
     pub fn is_not_available(&self) -> bool {
         matches!(
             self,
             BackendError::NotSupported
                 | BackendError::NoPermission
                 | BackendError::FunctionNotFound
+                | BackendError::NotRecorded
         )
     }
 
@@ -124,7 +133,7 @@ impl BackendError {
     pub fn nvml_code(&self) -> i32 {
         use nvml_codes::*;
         match self {
-            BackendError::NotSupported => NOT_SUPPORTED,
+            BackendError::NotSupported | BackendError::NotRecorded => NOT_SUPPORTED,
             BackendError::NoPermission => NO_PERMISSION,
             BackendError::NotFound => NOT_FOUND,
             BackendError::GpuLost => GPU_IS_LOST,
@@ -160,10 +169,11 @@ mod tests {
     }
 
     #[test]
-    fn not_available_covers_exactly_the_three_na_kinds() {
+    fn not_available_covers_exactly_the_four_na_kinds() {
         assert!(BackendError::NotSupported.is_not_available());
         assert!(BackendError::NoPermission.is_not_available());
         assert!(BackendError::FunctionNotFound.is_not_available());
+        assert!(BackendError::NotRecorded.is_not_available());
         assert!(!BackendError::GpuLost.is_not_available());
         assert!(!BackendError::Unknown(999).is_not_available());
     }

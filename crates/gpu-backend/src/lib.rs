@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
+// The query table is turned into the fixture structs one row at a time.
+#![recursion_limit = "256"]
 
 pub mod backend;
 pub mod error;
@@ -7,13 +9,14 @@ pub mod fixture;
 pub mod host;
 #[cfg(feature = "nvml")]
 pub mod nvml;
+pub mod query;
 pub mod recorder;
 pub mod replay;
 pub mod types;
 
 #[cfg(feature = "mock")]
 pub use backend::MockGpuBackend;
-pub use backend::{all_device_ids, GpuBackend};
+pub use backend::{all_device_ids, GpuBackend, NotSupportedBase};
 pub use error::{BackendError, Result};
 pub use fixture::{Answer, Fixture, FixtureError};
 #[cfg(feature = "nvml")]

@@ -9,72 +9,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::backend::GpuBackend;
-use crate::error::BackendError;
 use crate::fixture::*;
 use crate::host::HostSource;
 use crate::types::*;
 
-/// The system-wide answers.
+/// The system-wide answers, each query asked once ([`SystemAnswers::capture`]).
 pub fn capture_system(backend: &dyn GpuBackend) -> SystemAnswers {
-    SystemAnswers {
-        driver_version: backend.driver_version().into(),
-        nvml_version: backend.nvml_version().into(),
-        cuda_driver_version: backend.cuda_driver_version().into(),
-        device_count: backend.device_count().into(),
-        cuda_device_order: backend.cuda_device_order().into(),
-    }
+    SystemAnswers::capture(backend)
 }
 
-fn links<T: PartialEq>(mut f: impl FnMut(u32) -> Result<T, BackendError>) -> Vec<Answer<T>> {
-    let mut list: Vec<Answer<T>> = (0..NVLINK_MAX_LINKS).map(|l| f(l).into()).collect();
-    trim_link_answers(&mut list);
-    list
-}
-
-/// Every static answer about one device, each query asked once.
+/// Every static answer about one device, each query asked once ([`DeviceStatic::capture`]).
 pub fn capture_static(b: &dyn GpuBackend, id: DeviceId) -> DeviceStatic {
-    DeviceStatic {
-        name: b.name(id).into(),
-        uuid: b.uuid(id).into(),
-        serial: b.serial(id).into(),
-        pci_info: b.pci_info(id).into(),
-        minor_number: b.minor_number(id).into(),
-        vbios_version: b.vbios_version(id).into(),
-        board_part_number: b.board_part_number(id).into(),
-        architecture: b.architecture(id).into(),
-        brand: b.brand(id).into(),
-        max_clocks: PerClock::from_fn(|c| b.max_clock(id, c).into()),
-        num_fans: b.num_fans(id).into(),
-        temperature_slowdown: b
-            .temperature_threshold(id, TemperatureThreshold::Slowdown)
-            .into(),
-        temperature_shutdown: b
-            .temperature_threshold(id, TemperatureThreshold::Shutdown)
-            .into(),
-        power_management_mode: b.power_management_mode(id).into(),
-        power_management_limit: b.power_management_limit(id).into(),
-        power_management_limit_constraints: b.power_management_limit_constraints(id).into(),
-        enforced_power_limit: b.enforced_power_limit(id).into(),
-        max_pcie_link_generation: b.max_pcie_link_generation(id).into(),
-        max_pcie_link_width: b.max_pcie_link_width(id).into(),
-        nvlink_state: links(|l| b.nvlink_state(id, l)),
-        display_mode: b.display_mode(id).into(),
-        display_active: b.display_active(id).into(),
-        persistence_mode: b.persistence_mode(id).into(),
-        ecc_mode: b.ecc_mode(id).into(),
-        compute_mode: b.compute_mode(id).into(),
-        cuda_compute_capability: b.cuda_compute_capability(id).into(),
-        driver_model: b.driver_model(id).into(),
-        mig_mode: b.mig_mode(id).into(),
-        max_mig_device_count: b.max_mig_device_count(id).into(),
-        mig_device_indices: b.mig_device_indices(id).into(),
-        gpu_instance_id: b.gpu_instance_id(id).into(),
-        compute_instance_id: b.compute_instance_id(id).into(),
-    }
+    DeviceStatic::capture(b, id)
 }
 
-/// Every changing answer about one device, each query asked once. `num_fans` is the device's
-/// static answer, which says how many fans to ask about.
+/// Every changing answer about one device, each query asked once
+/// ([`DeviceDynamic::capture`]). `num_fans` is the device's static answer, which says how many
+/// fans to ask about.
 pub fn capture_dynamic(b: &dyn GpuBackend, id: DeviceId, num_fans: &Answer<u32>) -> DeviceDynamic {
     // Bounded whatever the backend says: the NVML backend refuses more fans, a fixture cannot
     // hold more.
@@ -82,43 +33,7 @@ pub fn capture_dynamic(b: &dyn GpuBackend, id: DeviceId, num_fans: &Answer<u32>)
         Answer::Ok(n) => (*n).min(MAX_FANS),
         Answer::Err(_) => 0,
     };
-    DeviceDynamic {
-        memory_info: b.memory_info(id).into(),
-        bar1_memory_info: b.bar1_memory_info(id).into(),
-        utilization_rates: b.utilization_rates(id).into(),
-        encoder_utilization: b.encoder_utilization(id).into(),
-        decoder_utilization: b.decoder_utilization(id).into(),
-        clocks: PerClock::from_fn(|c| b.clock(id, c).into()),
-        fan_speed: b.fan_speed(id).into(),
-        fan_speeds: (0..fans).map(|f| b.fan_speed_of(id, f).into()).collect(),
-        temperature: b.temperature(id).into(),
-        power_usage: b.power_usage(id).into(),
-        total_energy_consumption: b.total_energy_consumption(id).into(),
-        performance_state: b.performance_state(id).into(),
-        current_pcie_link_generation: b.current_pcie_link_generation(id).into(),
-        current_pcie_link_width: b.current_pcie_link_width(id).into(),
-        pcie_tx_throughput: b.pcie_throughput(id, PcieDirection::Tx).into(),
-        pcie_rx_throughput: b.pcie_throughput(id, PcieDirection::Rx).into(),
-        nvlink_throughput: links(|l| b.nvlink_throughput(id, l)),
-        ecc_errors: EccCounts {
-            volatile_corrected: b
-                .ecc_errors(id, EccErrorKind::Corrected, EccCounter::Volatile)
-                .into(),
-            volatile_uncorrected: b
-                .ecc_errors(id, EccErrorKind::Uncorrected, EccCounter::Volatile)
-                .into(),
-            aggregate_corrected: b
-                .ecc_errors(id, EccErrorKind::Corrected, EccCounter::Aggregate)
-                .into(),
-            aggregate_uncorrected: b
-                .ecc_errors(id, EccErrorKind::Uncorrected, EccCounter::Aggregate)
-                .into(),
-        },
-        clock_event_reasons: b.clock_event_reasons(id).into(),
-        compute_processes: b.compute_processes(id).into(),
-        graphics_processes: b.graphics_processes(id).into(),
-        process_utilization: b.process_utilization(id, 0).into(),
-    }
+    DeviceDynamic::capture(b, id, fans)
 }
 
 /// The static answers of every device, in the order they are asked: each physical GPU, then the

@@ -186,10 +186,6 @@ impl ReplayBackend {
         }
     }
 
-    fn stat(&self, query: &'static str, id: DeviceId) -> Result<&DeviceStatic> {
-        self.stat_arg(query, None, id)
-    }
-
     fn stat_arg(
         &self,
         query: &'static str,
@@ -198,10 +194,6 @@ impl ReplayBackend {
     ) -> Result<&DeviceStatic> {
         self.note_arg(query, arg, Some(id));
         self.fixture.devices.get(&id).ok_or(BackendError::NotFound)
-    }
-
-    fn dynamic(&self, query: &'static str, id: DeviceId) -> Result<&DeviceDynamic> {
-        self.dynamic_arg(query, None, id)
     }
 
     fn dynamic_arg(
@@ -249,151 +241,82 @@ fn position_at(frames: &[Frame], elapsed: Duration, looping: bool) -> (usize, u6
     (index, loops)
 }
 
-macro_rules! static_answers {
-    ($($method:ident -> $ty:ty;)*) => {
-        $(
-            fn $method(&self, id: DeviceId) -> Result<$ty> {
-                self.stat(stringify!($method), id)?.$method.get()
-            }
-        )*
+/// Writes the replay's method of each query of the table: the recorded answer of the fixture
+/// field the table names, at the frame served now. `samples` queries are written by hand.
+macro_rules! replay_queries {
+    ($(
+        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
+            => $store:tt
+            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
+    )*) => {
+        $( replay_query! { $section $shape fn $method ($($arg : $argty),*) -> ($($ty)+) => $store } )*
     };
 }
 
-macro_rules! dynamic_answers {
-    ($($method:ident -> $ty:ty;)*) => {
-        $(
-            fn $method(&self, id: DeviceId) -> Result<$ty> {
-                self.dynamic(stringify!($method), id)?.$method.get()
-            }
-        )*
+/// One query's replay method; see [`replay_queries`].
+macro_rules! replay_query {
+    (system value fn $m:ident () -> ($($ty:tt)+) => $f:ident) => {
+        fn $m(&self) -> Result<$($ty)+> {
+            self.note(stringify!($m), None);
+            self.fixture.system.$f.get()
+        }
     };
+    (static $($rest:tt)*) => {
+        replay_query!(@from stat_arg $($rest)*);
+    };
+    (dynamic $($rest:tt)*) => {
+        replay_query!(@from dynamic_arg $($rest)*);
+    };
+    (@from $get:ident value fn $m:ident ($id:ident : $idty:ty) -> ($($ty:tt)+) => $f:ident) => {
+        fn $m(&self, $id: $idty) -> Result<$($ty)+> {
+            self.$get(stringify!($m), None, $id)?.$f.get()
+        }
+    };
+    (@from $get:ident per_clock fn $m:ident ($id:ident : $idty:ty, $c:ident : $cty:ty) -> ($($ty:tt)+)
+        => $f:ident) => {
+        fn $m(&self, $id: $idty, $c: $cty) -> Result<$($ty)+> {
+            self.$get(stringify!($m), Some($c as u32), $id)?.$f.get($c).get()
+        }
+    };
+    (@from $get:ident per_link fn $m:ident ($id:ident : $idty:ty, $l:ident : $lty:ty) -> ($($ty:tt)+)
+        => $f:ident) => {
+        fn $m(&self, $id: $idty, $l: $lty) -> Result<$($ty)+> {
+            link_answer(&self.$get(stringify!($m), Some($l), $id)?.$f, $l)
+        }
+    };
+    (@from $get:ident per_fan fn $m:ident ($id:ident : $idty:ty, $n:ident : $nty:ty) -> ($($ty:tt)+)
+        => $f:ident) => {
+        fn $m(&self, $id: $idty, $n: $nty) -> Result<$($ty)+> {
+            match self.$get(stringify!($m), Some($n), $id)?.$f.get($n as usize) {
+                Some(a) => a.get(),
+                None => Err(BackendError::InvalidArgument),
+            }
+        }
+    };
+    (@from $get:ident per_ecc fn $m:ident
+        ($id:ident : $idty:ty, $k:ident : $kty:ty, $c:ident : $cty:ty) -> ($($ty:tt)+) => $f:ident) => {
+        fn $m(&self, $id: $idty, $k: $kty, $c: $cty) -> Result<$($ty)+> {
+            self.$get(stringify!($m), Some($k as u32 * 2 + $c as u32), $id)?
+                .$f
+                .get($k, $c)
+                .get()
+        }
+    };
+    (@from $get:ident split fn $m:ident ($id:ident : $idty:ty, $a:ident : $aty:ty) -> ($($ty:tt)+)
+        => { $($variant:path => $f:ident),+ }) => {
+        fn $m(&self, $id: $idty, $a: $aty) -> Result<$($ty)+> {
+            let answers = self.$get(stringify!($m), Some($a as u32), $id)?;
+            match $a {
+                $($variant => answers.$f.get(),)+
+            }
+        }
+    };
+    (@from $get:ident samples $($rest:tt)*) => {};
 }
 
 impl GpuBackend for ReplayBackend {
-    fn driver_version(&self) -> Result<String> {
-        self.note("driver_version", None);
-        self.fixture.system.driver_version.get()
-    }
-    fn nvml_version(&self) -> Result<String> {
-        self.note("nvml_version", None);
-        self.fixture.system.nvml_version.get()
-    }
-    fn cuda_driver_version(&self) -> Result<i32> {
-        self.note("cuda_driver_version", None);
-        self.fixture.system.cuda_driver_version.get()
-    }
-    fn device_count(&self) -> Result<u32> {
-        self.note("device_count", None);
-        self.fixture.system.device_count.get()
-    }
-    fn cuda_device_order(&self) -> Result<Vec<String>> {
-        self.note("cuda_device_order", None);
-        self.fixture.system.cuda_device_order.get()
-    }
+    crate::for_each_query!(replay_queries);
 
-    static_answers! {
-        name -> String;
-        uuid -> String;
-        serial -> String;
-        pci_info -> PciInfo;
-        minor_number -> u32;
-        vbios_version -> String;
-        board_part_number -> String;
-        architecture -> Architecture;
-        brand -> Brand;
-        num_fans -> u32;
-        power_management_mode -> bool;
-        power_management_limit -> u32;
-        power_management_limit_constraints -> PowerLimits;
-        enforced_power_limit -> u32;
-        max_pcie_link_generation -> u32;
-        max_pcie_link_width -> u32;
-        display_mode -> bool;
-        display_active -> bool;
-        persistence_mode -> bool;
-        ecc_mode -> CurrentPending<bool>;
-        compute_mode -> ComputeMode;
-        cuda_compute_capability -> ComputeCapability;
-        driver_model -> CurrentPending<DriverModel>;
-        mig_mode -> CurrentPending<bool>;
-        max_mig_device_count -> u32;
-        mig_device_indices -> Vec<u32>;
-        gpu_instance_id -> u32;
-        compute_instance_id -> u32;
-    }
-
-    fn max_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.stat_arg("max_clock", Some(clock as u32), id)?
-            .max_clocks
-            .get(clock)
-            .get()
-    }
-    fn temperature_threshold(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<u32> {
-        let st = self.stat_arg("temperature_threshold", Some(threshold as u32), id)?;
-        match threshold {
-            TemperatureThreshold::Slowdown => st.temperature_slowdown.get(),
-            TemperatureThreshold::Shutdown => st.temperature_shutdown.get(),
-        }
-    }
-    fn nvlink_state(&self, id: DeviceId, link: u32) -> Result<bool> {
-        link_answer(
-            &self.stat_arg("nvlink_state", Some(link), id)?.nvlink_state,
-            link,
-        )
-    }
-
-    dynamic_answers! {
-        memory_info -> MemoryInfo;
-        bar1_memory_info -> Bar1MemoryInfo;
-        utilization_rates -> Utilization;
-        encoder_utilization -> CodecUtilization;
-        decoder_utilization -> CodecUtilization;
-        fan_speed -> u32;
-        temperature -> u32;
-        power_usage -> u32;
-        total_energy_consumption -> u64;
-        performance_state -> u32;
-        current_pcie_link_generation -> u32;
-        current_pcie_link_width -> u32;
-        clock_event_reasons -> u64;
-        compute_processes -> Vec<ProcessInfo>;
-        graphics_processes -> Vec<ProcessInfo>;
-    }
-
-    fn clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.dynamic_arg("clock", Some(clock as u32), id)?
-            .clocks
-            .get(clock)
-            .get()
-    }
-    fn fan_speed_of(&self, id: DeviceId, fan: u32) -> Result<u32> {
-        let dy = self.dynamic_arg("fan_speed_of", Some(fan), id)?;
-        match dy.fan_speeds.get(fan as usize) {
-            Some(a) => a.get(),
-            None => Err(BackendError::InvalidArgument),
-        }
-    }
-    fn pcie_throughput(&self, id: DeviceId, direction: PcieDirection) -> Result<u32> {
-        let dy = self.dynamic_arg("pcie_throughput", Some(direction as u32), id)?;
-        match direction {
-            PcieDirection::Tx => dy.pcie_tx_throughput.get(),
-            PcieDirection::Rx => dy.pcie_rx_throughput.get(),
-        }
-    }
-    fn nvlink_throughput(&self, id: DeviceId, link: u32) -> Result<NvLinkCounters> {
-        link_answer(
-            &self
-                .dynamic_arg("nvlink_throughput", Some(link), id)?
-                .nvlink_throughput,
-            link,
-        )
-    }
-    fn ecc_errors(&self, id: DeviceId, kind: EccErrorKind, counter: EccCounter) -> Result<u64> {
-        self.dynamic_arg("ecc_errors", Some(kind as u32 * 2 + counter as u32), id)?
-            .ecc_errors
-            .get(kind, counter)
-            .get()
-    }
     fn process_utilization(
         &self,
         id: DeviceId,

@@ -128,12 +128,17 @@ impl DeviceSnapshot {
                         let pct = |v: u64| 100.0 * v as f64 / m.total as f64;
                         writeln!(f, "    Total : {} ({:6.2}%)", mib(m.total), 100.0)?;
                         writeln!(f, "    Used  : {} ({:6.2}%)", mib(m.used), pct(m.used))?;
-                        writeln!(f, "    Free  : {} ({:6.2}%)", mib(m.free), pct(m.free))
+                        writeln!(f, "    Free  : {} ({:6.2}%)", mib(m.free), pct(m.free))?;
+                        match m.reserved {
+                            Some(r) => writeln!(f, "    Reserved : {} ({:6.2}%)", mib(r), pct(r)),
+                            None => writeln!(f, "    Reserved : {NA_TEXT}"),
+                        }
                     }
                     _ => {
                         writeln!(f, "    Total : {NA_TEXT}")?;
                         writeln!(f, "    Used  : {NA_TEXT}")?;
-                        writeln!(f, "    Free  : {NA_TEXT}")
+                        writeln!(f, "    Free  : {NA_TEXT}")?;
+                        writeln!(f, "    Reserved : {NA_TEXT}")
                     }
                 }
             }
@@ -232,6 +237,7 @@ impl DeviceSnapshot {
                 writeln!(f, "    Management : {management}")?;
                 writeln!(f, "    Draw       : {}", watts(&self.power_usage))?;
                 writeln!(f, "    Limit      : {}", watts(&self.power_limit))?;
+                writeln!(f, "    Default    : {}", watts(&self.power_default_limit))?;
                 writeln!(
                     f,
                     "    Min Limit  : {}",

@@ -7,6 +7,7 @@ pub mod device;
 pub mod display;
 pub mod error;
 pub mod libcuda;
+mod model;
 pub mod na;
 pub mod snapshot;
 pub mod text;

@@ -323,6 +323,8 @@ pub struct DeviceSnapshot {
     pub power_usage: Na<u32>,
     /// Power-management (software) limit, mW.
     pub power_limit: Na<u32>,
+    /// Default power-management limit (the limit the board starts with), mW.
+    pub power_default_limit: Na<u32>,
     /// The limit in force, mW.
     pub enforced_power_limit: Na<u32>,
     /// Range the limit may be set in, mW.
@@ -384,6 +386,12 @@ pub struct DeviceSnapshot {
     /// The fields whose value is missing because the backend failed unexpectedly (not the
     /// "cannot tell" answers, which are plain N/A).
     pub errors: Vec<FieldError>,
+    /// Why each process list that could not be read was not (`compute_processes`,
+    /// `graphics_processes`), with every error, including the "cannot tell" ones (no
+    /// permission, not supported) that the lists hold as plain N/A: a process list that cannot
+    /// be read is unknown, not empty, and callers say why (gpu-processes does).
+    #[serde(default)]
+    pub process_list_errors: Vec<FieldError>,
 }
 
 /// Turns answers into [`Na`]s, noting unexpected failures.
@@ -487,6 +495,7 @@ impl DeviceSnapshot {
             temperature_shutdown,
             power_management_mode,
             power_management_limit,
+            power_management_default_limit,
             power_management_limit_constraints,
             enforced_power_limit,
             max_pcie_link_generation,
@@ -576,6 +585,7 @@ impl DeviceSnapshot {
             power_management_mode: c.take("power_management_mode", power_management_mode),
             power_usage: c.take("power_usage", power_usage),
             power_limit: c.take("power_limit", power_management_limit),
+            power_default_limit: c.take("power_default_limit", power_management_default_limit),
             enforced_power_limit: c.take("enforced_power_limit", enforced_power_limit),
             power_limit_constraints: c.take(
                 "power_limit_constraints",
@@ -612,151 +622,24 @@ impl DeviceSnapshot {
             gpu_instance_id: c.take("gpu_instance_id", gpu_instance_id),
             compute_instance_id: c.take("compute_instance_id", compute_instance_id),
             clock_event_reasons: c.take("clock_event_reasons", clock_event_reasons),
+            process_list_errors: [
+                ("compute_processes", &compute_processes),
+                ("graphics_processes", &graphics_processes),
+            ]
+            .into_iter()
+            .filter_map(|(field, a)| match a {
+                Answer::Err(e) => Some(FieldError {
+                    field: field.to_string(),
+                    error: e.clone(),
+                }),
+                Answer::Ok(_) => None,
+            })
+            .collect(),
             compute_processes: c.take("compute_processes", compute_processes),
             graphics_processes: c.take("graphics_processes", graphics_processes),
             process_utilization,
             errors: c.errors,
         }
-    }
-
-    /// True for a MIG device.
-    pub fn is_mig_device(&self) -> bool {
-        self.id.is_mig()
-    }
-
-    /// PCI bus id, `00000000:18:00.0`.
-    pub fn bus_id(&self) -> Na<String> {
-        self.pci.clone().map(|p| p.bus_id)
-    }
-
-    /// Total memory, bytes.
-    pub fn memory_total(&self) -> Na<u64> {
-        self.memory.clone().map(|m| m.total)
-    }
-    /// Used memory, bytes.
-    pub fn memory_used(&self) -> Na<u64> {
-        self.memory.clone().map(|m| m.used)
-    }
-    /// Free memory, bytes.
-    pub fn memory_free(&self) -> Na<u64> {
-        self.memory.clone().map(|m| m.free)
-    }
-    /// Total memory as text.
-    pub fn memory_total_human(&self) -> Na<String> {
-        self.memory_total().map(bytes2human)
-    }
-    /// Used memory as text.
-    pub fn memory_used_human(&self) -> Na<String> {
-        self.memory_used().map(bytes2human)
-    }
-    /// Free memory as text.
-    pub fn memory_free_human(&self) -> Na<String> {
-        self.memory_free().map(bytes2human)
-    }
-    /// Used over total memory, percent, one decimal.
-    pub fn memory_percent(&self) -> Na<f64> {
-        self.memory
-            .clone()
-            .and_then(|m| used_percent(m.used, m.total))
-    }
-    /// `"<used> / <total>"`.
-    pub fn memory_usage(&self) -> String {
-        usage_text(&self.memory_used(), &self.memory_total())
-    }
-
-    /// Total BAR1 memory, bytes.
-    pub fn bar1_memory_total(&self) -> Na<u64> {
-        self.bar1_memory.clone().map(|m| m.total)
-    }
-    /// Used BAR1 memory, bytes.
-    pub fn bar1_memory_used(&self) -> Na<u64> {
-        self.bar1_memory.clone().map(|m| m.used)
-    }
-    /// Free BAR1 memory, bytes.
-    pub fn bar1_memory_free(&self) -> Na<u64> {
-        self.bar1_memory.clone().map(|m| m.free)
-    }
-    /// Total BAR1 memory as text.
-    pub fn bar1_memory_total_human(&self) -> Na<String> {
-        self.bar1_memory_total().map(bytes2human)
-    }
-    /// Used BAR1 memory as text.
-    pub fn bar1_memory_used_human(&self) -> Na<String> {
-        self.bar1_memory_used().map(bytes2human)
-    }
-    /// Free BAR1 memory as text.
-    pub fn bar1_memory_free_human(&self) -> Na<String> {
-        self.bar1_memory_free().map(bytes2human)
-    }
-    /// Used over total BAR1 memory, percent, one decimal.
-    pub fn bar1_memory_percent(&self) -> Na<f64> {
-        self.bar1_memory
-            .clone()
-            .and_then(|m| used_percent(m.used, m.total))
-    }
-    /// `"<used> / <total>"` of BAR1.
-    pub fn bar1_memory_usage(&self) -> String {
-        usage_text(&self.bar1_memory_used(), &self.bar1_memory_total())
-    }
-
-    /// GPU, memory, encoder and decoder utilization.
-    pub fn utilization_rates(&self) -> UtilizationRates {
-        UtilizationRates {
-            gpu: self.gpu_utilization(),
-            memory: self.memory_utilization(),
-            encoder: self.encoder_utilization(),
-            decoder: self.decoder_utilization(),
-        }
-    }
-    /// GPU utilization, percent.
-    pub fn gpu_utilization(&self) -> Na<u32> {
-        self.utilization.clone().map(|u| u.gpu)
-    }
-    /// Memory (bandwidth) utilization, percent.
-    pub fn memory_utilization(&self) -> Na<u32> {
-        self.utilization.clone().map(|u| u.memory)
-    }
-    /// Encoder utilization, percent.
-    pub fn encoder_utilization(&self) -> Na<u32> {
-        self.encoder.clone().map(|u| u.utilization)
-    }
-    /// Decoder utilization, percent.
-    pub fn decoder_utilization(&self) -> Na<u32> {
-        self.decoder.clone().map(|u| u.utilization)
-    }
-
-    /// Current and maximum clocks.
-    pub fn clock_speed_infos(&self) -> ClockSpeedInfos {
-        ClockSpeedInfos {
-            current: self.clocks.clone(),
-            max: self.max_clocks.clone(),
-        }
-    }
-
-    /// `"<usage>W / <limit>W"`.
-    pub fn power_status(&self) -> String {
-        power_status_text(&self.power_usage, &self.power_limit)
-    }
-
-    /// PCIe throughput, KiB/s.
-    pub fn pcie_throughput(&self) -> ThroughputInfo {
-        ThroughputInfo {
-            tx: self.pcie_tx_throughput.clone().map(u64::from),
-            rx: self.pcie_rx_throughput.clone().map(u64::from),
-        }
-    }
-    /// PCIe transmit throughput as text.
-    pub fn pcie_tx_throughput_human(&self) -> Na<String> {
-        self.pcie_throughput().tx_human()
-    }
-    /// PCIe receive throughput as text.
-    pub fn pcie_rx_throughput_human(&self) -> Na<String> {
-        self.pcie_throughput().rx_human()
-    }
-
-    /// Number of NVLinks that answer.
-    pub fn nvlink_link_count(&self) -> u32 {
-        self.nvlink_state.iter().filter(|s| s.is_value()).count() as u32
     }
 
     /// NVLink throughput per link, KiB/s, since an `earlier` snapshot of the same device taken
@@ -767,26 +650,6 @@ impl DeviceSnapshot {
         elapsed: Duration,
     ) -> Vec<ThroughputInfo> {
         nvlink_throughput_between(&earlier.nvlink_counters, &self.nvlink_counters, elapsed)
-    }
-
-    /// Volatile uncorrected ECC errors.
-    pub fn total_volatile_uncorrected_ecc_errors(&self) -> Na<u64> {
-        self.ecc_errors.volatile_uncorrected.clone()
-    }
-
-    /// Current driver model.
-    pub fn current_driver_model(&self) -> Na<DriverModel> {
-        self.driver_model.clone().map(|m| m.current)
-    }
-
-    /// True when MIG mode is on now.
-    pub fn is_mig_mode_enabled(&self) -> bool {
-        self.mig_mode.value().is_some_and(|m| m.current)
-    }
-
-    /// The processes on the device, compute and graphics merged by PID.
-    pub fn processes(&self) -> Na<Vec<DeviceProcess>> {
-        merge_processes(&self.compute_processes, &self.graphics_processes)
     }
 }
 
@@ -946,6 +809,26 @@ mod tests {
             "1KiB / N/A"
         );
         assert_eq!(kib_rate_human(2790), "3MiB/s");
+    }
+
+    /// The process lists hold "cannot tell" answers as plain N/A, but a process list that
+    /// cannot be read must say why: `process_list_errors` keeps every reason.
+    #[test]
+    fn process_list_errors_keep_the_reasons_plain_na_drops() {
+        let st = DeviceStatic::all_failing(&BackendError::NotSupported);
+        let mut dy = DeviceDynamic::all_failing(&BackendError::NotSupported);
+        dy.compute_processes = Answer::Err(BackendError::NoPermission);
+        dy.graphics_processes = Answer::Ok(Vec::new());
+        let s = DeviceSnapshot::from_answers(DeviceId::Gpu(0), st, dy);
+        assert_eq!(s.compute_processes, Na::NotAvailable);
+        assert!(s.errors.iter().all(|e| e.field != "compute_processes"));
+        assert_eq!(
+            s.process_list_errors,
+            [FieldError {
+                field: "compute_processes".into(),
+                error: BackendError::NoPermission
+            }]
+        );
     }
 
     #[test]

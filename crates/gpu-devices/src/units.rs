@@ -1,9 +1,6 @@
-//! Units and text helpers, as nvitop has them: bytes to human text and back, durations,
-//! utilization rates, and ANSI colour that honours `NO_COLOR` and non-terminals.
+//! Units and text helpers, as nvitop has them: bytes to human text and back, durations and
+//! utilization rates.
 
-use std::fmt;
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use crate::na::{Na, NA_TEXT};
@@ -250,156 +247,6 @@ impl<T: UtilizationText + ?Sized> UtilizationText for &T {
     }
 }
 
-/// A text colour (and, with `on_`, a background) for [`colored`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Color {
-    #[allow(missing_docs)]
-    Grey,
-    #[allow(missing_docs)]
-    Red,
-    #[allow(missing_docs)]
-    Green,
-    #[allow(missing_docs)]
-    Yellow,
-    #[allow(missing_docs)]
-    Blue,
-    #[allow(missing_docs)]
-    Magenta,
-    #[allow(missing_docs)]
-    Cyan,
-    #[allow(missing_docs)]
-    White,
-}
-
-impl Color {
-    fn offset(self) -> u8 {
-        match self {
-            Color::Grey => 0,
-            Color::Red => 1,
-            Color::Green => 2,
-            Color::Yellow => 3,
-            Color::Blue => 4,
-            Color::Magenta => 5,
-            Color::Cyan => 6,
-            Color::White => 7,
-        }
-    }
-}
-
-/// A text attribute for [`colored`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attr {
-    #[allow(missing_docs)]
-    Bold,
-    #[allow(missing_docs)]
-    Dark,
-    #[allow(missing_docs)]
-    Underline,
-    #[allow(missing_docs)]
-    Blink,
-    #[allow(missing_docs)]
-    Reverse,
-    #[allow(missing_docs)]
-    Concealed,
-}
-
-impl Attr {
-    fn code(self) -> u8 {
-        match self {
-            Attr::Bold => 1,
-            Attr::Dark => 2,
-            Attr::Underline => 4,
-            Attr::Blink => 5,
-            Attr::Reverse => 7,
-            Attr::Concealed => 8,
-        }
-    }
-}
-
-const COLOR_AUTO: u8 = 0;
-const COLOR_ON: u8 = 1;
-const COLOR_OFF: u8 = 2;
-static COLOR_SETTING: AtomicU8 = AtomicU8::new(COLOR_AUTO);
-
-/// Forces colour on (`Some(true)`) or off (`Some(false)`), or goes back to deciding by the
-/// environment (`None`). nvitop's `set_color`.
-pub fn set_color(value: Option<bool>) {
-    let v = match value {
-        None => COLOR_AUTO,
-        Some(true) => COLOR_ON,
-        Some(false) => COLOR_OFF,
-    };
-    COLOR_SETTING.store(v, Ordering::Relaxed);
-}
-
-/// Whether [`colored`] adds escape codes: as forced by [`set_color`], else off when `NO_COLOR`
-/// is set to anything but the empty string (<https://no-color.org>) or standard output is not a
-/// terminal, else on.
-pub fn color_enabled() -> bool {
-    match COLOR_SETTING.load(Ordering::Relaxed) {
-        COLOR_ON => true,
-        COLOR_OFF => false,
-        _ => color_by_environment(
-            std::env::var_os("NO_COLOR").as_deref(),
-            std::io::stdout().is_terminal(),
-        ),
-    }
-}
-
-/// The environment rule of [`color_enabled`], as a pure function.
-pub fn color_by_environment(no_color: Option<&std::ffi::OsStr>, is_terminal: bool) -> bool {
-    let no_color = no_color.is_some_and(|v| !v.is_empty());
-    !no_color && is_terminal
-}
-
-/// `text` with ANSI colour, background and attributes, when [`color_enabled`]; `text`
-/// unchanged otherwise. nvitop's `colored`.
-///
-/// ```
-/// use gpu_devices::units::{colored, set_color, Attr, Color};
-/// set_color(Some(false));
-/// assert_eq!(colored("ok", Some(Color::Green), None, &[Attr::Bold]), "ok");
-/// # set_color(None);
-/// ```
-pub fn colored(
-    text: &str,
-    color: Option<Color>,
-    on_color: Option<Color>,
-    attrs: &[Attr],
-) -> String {
-    colored_if(color_enabled(), text, color, on_color, attrs)
-}
-
-/// [`colored`] with the decision given.
-pub fn colored_if(
-    enabled: bool,
-    text: &str,
-    color: Option<Color>,
-    on_color: Option<Color>,
-    attrs: &[Attr],
-) -> String {
-    if !enabled || (color.is_none() && on_color.is_none() && attrs.is_empty()) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut code = |n: u8| {
-        use fmt::Write;
-        let _ = write!(out, "\x1b[{n}m");
-    };
-    if let Some(c) = color {
-        code(30 + c.offset());
-    }
-    if let Some(c) = on_color {
-        code(40 + c.offset());
-    }
-    for a in attrs {
-        code(a.code());
-    }
-    out.push_str(text);
-    out.push_str("\x1b[0m");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,25 +336,5 @@ mod tests {
             timedelta2human_with(Duration::from_secs(86400 + 8640), true),
             "1.1 days"
         );
-    }
-
-    #[test]
-    fn colour_follows_no_color_and_terminals() {
-        use std::ffi::OsStr;
-        assert!(color_by_environment(None, true));
-        assert!(!color_by_environment(None, false));
-        assert!(!color_by_environment(Some(OsStr::new("1")), true));
-        assert!(color_by_environment(Some(OsStr::new("")), true));
-        assert_eq!(
-            colored_if(
-                true,
-                "x",
-                Some(Color::Red),
-                Some(Color::White),
-                &[Attr::Bold]
-            ),
-            "\x1b[31m\x1b[47m\x1b[1mx\x1b[0m"
-        );
-        assert_eq!(colored_if(false, "x", Some(Color::Red), None, &[]), "x");
     }
 }

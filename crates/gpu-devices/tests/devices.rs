@@ -7,195 +7,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gpu_backend::{
-    BackendError, ComputeCapability, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
-    GpuBackend,
+    BackendError, ComputeCapability, ComputeMode, DeviceId, DriverModel, GpuBackend,
 };
 use gpu_devices::{Context, Device, DeviceKind, Error, Na, ProcessKind};
 
 use common::*;
 
-/// Every live getter of a device answers what the snapshot taken at the same frame holds.
-fn check_getters_match_snapshot(d: &Device) {
-    let s = d.snapshot();
-    let at = format!("device {}", d.id());
-    assert_eq!(s.id, d.id(), "{at}");
-    assert_eq!(d.name(), s.name, "{at}");
-    assert_eq!(d.uuid(), s.uuid, "{at}");
-    assert_eq!(d.serial(), s.serial, "{at}");
-    assert_eq!(d.pci_info(), s.pci, "{at}");
-    assert_eq!(d.bus_id(), s.bus_id(), "{at}");
-    assert_eq!(d.minor_number(), s.minor_number, "{at}");
-    assert_eq!(d.vbios_version(), s.vbios_version, "{at}");
-    assert_eq!(d.board_part_number(), s.board_part_number, "{at}");
-    assert_eq!(d.architecture(), s.architecture, "{at}");
-    assert_eq!(d.brand(), s.brand, "{at}");
-
-    assert_eq!(d.memory_info(), s.memory, "{at}");
-    assert_eq!(d.memory_total(), s.memory_total(), "{at}");
-    assert_eq!(d.memory_used(), s.memory_used(), "{at}");
-    assert_eq!(d.memory_free(), s.memory_free(), "{at}");
-    assert_eq!(d.memory_total_human(), s.memory_total_human(), "{at}");
-    assert_eq!(d.memory_used_human(), s.memory_used_human(), "{at}");
-    assert_eq!(d.memory_free_human(), s.memory_free_human(), "{at}");
-    assert_eq!(d.memory_percent(), s.memory_percent(), "{at}");
-    assert_eq!(d.memory_usage(), s.memory_usage(), "{at}");
-    assert_eq!(d.bar1_memory_info(), s.bar1_memory, "{at}");
-    assert_eq!(d.bar1_memory_total(), s.bar1_memory_total(), "{at}");
-    assert_eq!(d.bar1_memory_used(), s.bar1_memory_used(), "{at}");
-    assert_eq!(d.bar1_memory_free(), s.bar1_memory_free(), "{at}");
-    assert_eq!(
-        d.bar1_memory_total_human(),
-        s.bar1_memory_total_human(),
-        "{at}"
-    );
-    assert_eq!(
-        d.bar1_memory_used_human(),
-        s.bar1_memory_used_human(),
-        "{at}"
-    );
-    assert_eq!(
-        d.bar1_memory_free_human(),
-        s.bar1_memory_free_human(),
-        "{at}"
-    );
-    assert_eq!(d.bar1_memory_percent(), s.bar1_memory_percent(), "{at}");
-    assert_eq!(d.bar1_memory_usage(), s.bar1_memory_usage(), "{at}");
-
-    assert_eq!(d.utilization_rates(), s.utilization_rates(), "{at}");
-    assert_eq!(d.gpu_utilization(), s.gpu_utilization(), "{at}");
-    assert_eq!(d.gpu_percent(), s.gpu_utilization(), "{at}");
-    assert_eq!(d.memory_utilization(), s.memory_utilization(), "{at}");
-    assert_eq!(d.encoder_utilization(), s.encoder_utilization(), "{at}");
-    assert_eq!(d.decoder_utilization(), s.decoder_utilization(), "{at}");
-    assert_eq!(d.encoder_utilization_info(), s.encoder, "{at}");
-    assert_eq!(d.decoder_utilization_info(), s.decoder, "{at}");
-
-    assert_eq!(d.clock_infos(), s.clocks, "{at}");
-    assert_eq!(d.max_clock_infos(), s.max_clocks, "{at}");
-    assert_eq!(d.clock_speed_infos(), s.clock_speed_infos(), "{at}");
-    assert_eq!(d.graphics_clock(), s.clocks.graphics, "{at}");
-    assert_eq!(d.sm_clock(), s.clocks.sm, "{at}");
-    assert_eq!(d.memory_clock(), s.clocks.memory, "{at}");
-    assert_eq!(d.video_clock(), s.clocks.video, "{at}");
-    assert_eq!(d.max_graphics_clock(), s.max_clocks.graphics, "{at}");
-    assert_eq!(d.max_sm_clock(), s.max_clocks.sm, "{at}");
-    assert_eq!(d.max_memory_clock(), s.max_clocks.memory, "{at}");
-    assert_eq!(d.max_video_clock(), s.max_clocks.video, "{at}");
-
-    assert_eq!(d.num_fans(), s.num_fans, "{at}");
-    assert_eq!(d.fan_speed(), s.fan_speed, "{at}");
-    assert_eq!(d.fan_speeds(), s.fan_speeds, "{at}");
-    assert_eq!(d.temperature(), s.temperature, "{at}");
-    assert_eq!(d.temperature_slowdown(), s.temperature_slowdown, "{at}");
-    assert_eq!(d.temperature_shutdown(), s.temperature_shutdown, "{at}");
-    assert_eq!(d.power_management_mode(), s.power_management_mode, "{at}");
-    assert_eq!(d.power_usage(), s.power_usage, "{at}");
-    assert_eq!(d.power_draw(), s.power_usage, "{at}");
-    assert_eq!(d.power_limit(), s.power_limit, "{at}");
-    assert_eq!(d.enforced_power_limit(), s.enforced_power_limit, "{at}");
-    assert_eq!(
-        d.power_limit_constraints(),
-        s.power_limit_constraints,
-        "{at}"
-    );
-    assert_eq!(
-        d.total_energy_consumption(),
-        s.total_energy_consumption,
-        "{at}"
-    );
-    assert_eq!(d.power_status(), s.power_status(), "{at}");
-
-    assert_eq!(d.pcie_throughput(), s.pcie_throughput(), "{at}");
-    assert_eq!(
-        d.pcie_tx_throughput_human(),
-        s.pcie_tx_throughput_human(),
-        "{at}"
-    );
-    assert_eq!(
-        d.pcie_rx_throughput_human(),
-        s.pcie_rx_throughput_human(),
-        "{at}"
-    );
-    assert_eq!(d.pcie_link_generation(), s.pcie_link_generation, "{at}");
-    assert_eq!(
-        d.max_pcie_link_generation(),
-        s.max_pcie_link_generation,
-        "{at}"
-    );
-    assert_eq!(d.pcie_link_width(), s.pcie_link_width, "{at}");
-    assert_eq!(d.max_pcie_link_width(), s.max_pcie_link_width, "{at}");
-
-    assert_eq!(d.nvlink_states(), s.nvlink_state, "{at}");
-    assert_eq!(d.nvlink_counters(), s.nvlink_counters, "{at}");
-    assert_eq!(d.nvlink_link_count(), s.nvlink_link_count(), "{at}");
-
-    assert_eq!(d.display_active(), s.display_active, "{at}");
-    assert_eq!(d.display_mode(), s.display_mode, "{at}");
-    assert_eq!(d.persistence_mode(), s.persistence_mode, "{at}");
-    assert_eq!(d.driver_model(), s.driver_model, "{at}");
-    assert_eq!(d.current_driver_model(), s.current_driver_model(), "{at}");
-    assert_eq!(d.performance_state(), s.performance_state, "{at}");
-    assert_eq!(d.ecc_mode(), s.ecc_mode, "{at}");
-    assert_eq!(
-        d.ecc_errors(EccErrorKind::Corrected, EccCounter::Aggregate),
-        s.ecc_errors.aggregate_corrected,
-        "{at}"
-    );
-    assert_eq!(
-        d.total_volatile_uncorrected_ecc_errors(),
-        s.total_volatile_uncorrected_ecc_errors(),
-        "{at}"
-    );
-    assert_eq!(d.compute_mode(), s.compute_mode, "{at}");
-    assert_eq!(
-        d.cuda_compute_capability(),
-        s.cuda_compute_capability,
-        "{at}"
-    );
-    assert_eq!(d.mig_mode(), s.mig_mode, "{at}");
-    assert_eq!(d.is_mig_mode_enabled(), s.is_mig_mode_enabled(), "{at}");
-    assert_eq!(d.gpu_instance_id(), s.gpu_instance_id, "{at}");
-    assert_eq!(d.compute_instance_id(), s.compute_instance_id, "{at}");
-    assert_eq!(d.clock_event_reasons(), s.clock_event_reasons, "{at}");
-    assert_eq!(d.compute_processes(), s.compute_processes, "{at}");
-    assert_eq!(d.graphics_processes(), s.graphics_processes, "{at}");
-    assert_eq!(d.processes(), s.processes(), "{at}");
-    assert_eq!(d.process_utilization(0), s.process_utilization, "{at}");
-    assert_eq!(d.is_mig_device(), s.is_mig_device(), "{at}");
-    if let Na::Value(n) = &s.max_mig_device_count {
-        assert_eq!(d.max_mig_device_count(), *n, "{at}");
-    } else {
-        assert_eq!(d.max_mig_device_count(), 0, "{at}");
-    }
-    let children: Vec<u32> = d
-        .mig_devices()
-        .iter()
-        .filter_map(Device::mig_index)
-        .collect();
-    assert_eq!(
-        children,
-        s.mig_device_indices.clone().unwrap_or_default(),
-        "{at}"
-    );
-    // The view prints whatever is there.
-    let text = d.to_string();
-    for section in [
-        "GPU MEMORY:",
-        "GPU UTILIZATION:",
-        "PCI INFO:",
-        "POWER INFO:",
-        "PROCESSES:",
-    ] {
-        assert!(text.contains(section), "{at}: {section} in\n{text}");
-    }
-}
-
 #[test]
-fn every_getter_matches_the_snapshot_on_every_device_of_every_fixture() {
+fn every_device_of_every_fixture_lists_and_prints_every_section() {
+    // That a getter and the snapshot agree is by construction now (gpu-devices' model.rs
+    // declares each once, and checks its two readings); what is left is the device list and
+    // the printed view.
     for stem in all_stems() {
         let (ctx, backend) = open(&stem);
         let last = backend.fixture().frames.len() - 1;
-        for frame in [0, last / 2, last] {
+        for frame in [0, last] {
             backend.set_frame(frame);
             let all = ctx.all_devices();
             assert_eq!(
@@ -204,7 +30,20 @@ fn every_getter_matches_the_snapshot_on_every_device_of_every_fixture() {
                 "{stem}"
             );
             for d in &all {
-                check_getters_match_snapshot(d);
+                let text = d.to_string();
+                for section in [
+                    "GPU MEMORY:",
+                    "GPU UTILIZATION:",
+                    "PCI INFO:",
+                    "POWER INFO:",
+                    "PROCESSES:",
+                ] {
+                    assert!(
+                        text.contains(section),
+                        "{stem} {}: {section} in\n{text}",
+                        d.id()
+                    );
+                }
             }
         }
     }

@@ -15,12 +15,15 @@ use serde::Serialize;
 
 use crate::process::{GpuProcess, HostProcess, ProcessUtilization};
 
-/// A device's process query that failed with more than "not available".
+/// A device's process list that could not be read, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProcessQueryError {
     /// The device.
     pub device: DeviceId,
-    /// What the backend said.
+    /// The list: `compute_processes` or `graphics_processes`.
+    pub query: String,
+    /// What the backend said (no permission, the usual answer inside a container; not
+    /// supported; GPU lost; ...).
     pub error: BackendError,
 }
 
@@ -32,11 +35,50 @@ pub struct Snapshots {
     /// One entry per (PID, device), in device order, then by PID. With MIG on, a process is
     /// listed on the MIG device it runs in, not also on the GPU.
     pub processes: Vec<GpuProcess>,
-    /// Devices whose process lists failed with more than "not available"; the processes of the
-    /// other devices still come.
+    /// The process lists that could not be read, in device order. A device's processes are
+    /// unknown (see [`Snapshots::unknown_processes`]) when none of its lists could be read;
+    /// when one list was read and the other failed, the processes of the one read are listed
+    /// and the other's failure is here. A list the device does not support while its other
+    /// list was read (graphics on a MIG device) is not a failure and is left out.
     pub errors: Vec<ProcessQueryError>,
+    /// The devices none of whose process lists could be read: their processes are N/A
+    /// (unknown), not none. Why is in [`Snapshots::errors`].
+    pub unknown_processes: Vec<DeviceId>,
     /// How many distinct PIDs were looked up on the host.
     pub host_lookups: usize,
+}
+
+impl Snapshots {
+    /// Devices with no processes: nothing measured yet, or a caller that does not need them.
+    pub fn without_processes(devices: Vec<DeviceSnapshot>) -> Snapshots {
+        Snapshots {
+            devices,
+            processes: Vec::new(),
+            errors: Vec::new(),
+            unknown_processes: Vec::new(),
+            host_lookups: 0,
+        }
+    }
+
+    /// The processes of `device` (in PID order), or, when none of its process lists could be
+    /// read, why: the first list's error. An empty list means the device runs no process.
+    pub fn processes_of(&self, device: DeviceId) -> Result<Vec<&GpuProcess>, &ProcessQueryError> {
+        if self.unknown_processes.contains(&device) {
+            if let Some(e) = self.errors.iter().find(|e| e.device == device) {
+                return Err(e);
+            }
+        }
+        Ok(self
+            .processes
+            .iter()
+            .filter(|p| p.device == device)
+            .collect())
+    }
+
+    /// The process-list failures of `device`.
+    pub fn errors_of(&self, device: DeviceId) -> impl Iterator<Item = &ProcessQueryError> {
+        self.errors.iter().filter(move |e| e.device == device)
+    }
 }
 
 /// Keeps, per device, the newest per-process utilization sample seen, so that each refresh
@@ -177,6 +219,7 @@ impl ProcessCollector {
     /// The processes of device snapshots already taken, joined with host facts.
     pub fn join(&self, devices: Vec<DeviceSnapshot>) -> Snapshots {
         let mut errors = Vec::new();
+        let mut unknown_processes = Vec::new();
         let mig_parents: Vec<u32> = devices
             .iter()
             .filter(|d| d.id.is_mig())
@@ -184,17 +227,19 @@ impl ProcessCollector {
             .collect();
         let mut gpu_side = Vec::new();
         for dev in &devices {
+            let (read, failed) = process_list_outcome(dev);
             let list = match dev.processes() {
-                Na::Value(list) => list,
-                Na::NotAvailable => continue,
-                Na::Failed(error) => {
-                    errors.push(ProcessQueryError {
-                        device: dev.id,
-                        error,
-                    });
-                    continue;
-                }
+                Na::Value(list) if read => list,
+                _ => Vec::new(),
             };
+            if !read {
+                unknown_processes.push(dev.id);
+            }
+            errors.extend(failed.into_iter().map(|(query, error)| ProcessQueryError {
+                device: dev.id,
+                query,
+                error,
+            }));
             if list.is_empty() {
                 continue;
             }
@@ -223,6 +268,8 @@ impl ProcessCollector {
                 .or_insert_with(|| self.host_process(p.pid, now_ms, memory_total));
         }
         let host_lookups = hosts.len();
+        let pids: Vec<u32> = hosts.keys().copied().collect();
+        self.host.keep_only(&pids);
         let processes = gpu_side
             .into_iter()
             .map(|(device, total, p, utilization)| {
@@ -250,27 +297,35 @@ impl ProcessCollector {
             devices,
             processes,
             errors,
+            unknown_processes,
             host_lookups,
         }
     }
 
     /// Host facts of one PID, N/A where they cannot be read.
     fn host_process(&self, pid: u32, now_ms: u64, memory_total: Option<u64>) -> HostProcess {
-        let Some(facts) = self.host.process(pid) else {
+        let Some(gpu_backend::host::ProcessLookup {
+            facts,
+            sample,
+            ns_pid,
+        }) = self.host.lookup(pid)
+        else {
             return HostProcess::default();
         };
-        let sample = self.host.process_sample(pid);
         let running_time_s = facts
             .start_time_s
             .map(|start| (now_ms / 1000).saturating_sub(start));
-        let rss = sample.as_ref().map(|s| s.rss);
+        let rss = sample.as_ref().and_then(|s| s.rss);
+        // An unknown command line (an imported nvidia-smi dump names only the executable, if
+        // that) is N/A, never "".
+        let cmdline = Some(facts.cmdline).filter(|c| !c.is_empty());
         HostProcess {
             visible: true,
-            command: Some(shell_join(&facts.cmdline)),
-            user: facts.user,
-            name: Some(facts.name),
-            cmdline: Some(facts.cmdline),
-            cpu_percent: sample.as_ref().map(|s| s.cpu_percent),
+            command: cmdline.as_deref().map(shell_join),
+            user: facts.user.filter(|u| !u.is_empty()),
+            name: facts.name.filter(|n| !n.is_empty()),
+            cmdline,
+            cpu_percent: sample.as_ref().and_then(|s| s.cpu_percent),
             rss,
             memory_percent: match (rss, memory_total) {
                 (Some(r), Some(t)) if t > 0 => Some(r as f64 * 100.0 / t as f64),
@@ -280,11 +335,42 @@ impl ProcessCollector {
             running_time_s,
             running_time_human: running_time_s
                 .map(|s| timedelta2human(std::time::Duration::from_secs(s))),
-            status: sample.map(|s| s.status),
+            status: sample.and_then(|s| s.status).filter(|s| !s.is_empty()),
             ppid: facts.ppid,
-            ns_pid: self.host.namespace_pid(pid).filter(|&inner| inner != pid),
+            ns_pid: ns_pid.filter(|&inner| inner != pid),
         }
     }
+}
+
+/// Whether any of a device's process lists was read, and the failures to report: every
+/// failed list when none was read; when one was, the other's failure unless the device merely
+/// does not support that list (a MIG device has no graphics list).
+fn process_list_outcome(dev: &DeviceSnapshot) -> (bool, Vec<(String, BackendError)>) {
+    let read = dev.compute_processes.is_value() || dev.graphics_processes.is_value();
+    let mut failed: Vec<(String, BackendError)> = dev
+        .process_list_errors
+        .iter()
+        .map(|e| (e.field.clone(), e.error.clone()))
+        .collect();
+    // A snapshot that does not carry the reasons (one deserialised from an older form) still
+    // has its unexpected failures in `errors`.
+    for list in ["compute_processes", "graphics_processes"] {
+        if let Some(e) = dev.errors.iter().find(|e| e.field == list) {
+            if !failed.iter().any(|(q, _)| q == list) {
+                failed.push((list.to_string(), e.error.clone()));
+            }
+        }
+    }
+    if read {
+        failed.retain(|(_, e)| *e != BackendError::NotSupported);
+    } else if failed.is_empty() {
+        // Both lists N/A, and the snapshot does not say why.
+        failed.push((
+            "compute_processes".to_string(),
+            BackendError::Other("not available, reason not recorded".into()),
+        ));
+    }
+    (read, failed)
 }
 
 fn replay(fixture: Fixture, frame: Option<usize>) -> ReplayBackend {

@@ -171,13 +171,15 @@ fn host_facts_are_those_of_the_recording() {
     assert_eq!(p.host.user, facts.user);
     assert_eq!(p.host.cmdline.as_ref(), Some(&facts.cmdline));
     assert_eq!(p.host.ppid, facts.ppid);
-    assert_eq!(p.host.cpu_percent, Some(sample.cpu_percent));
-    assert_eq!(p.host.rss, Some(sample.rss));
+    assert!(sample.cpu_percent.is_some() && sample.rss.is_some());
+    assert_eq!(p.host.cpu_percent, sample.cpu_percent);
+    assert_eq!(p.host.rss, sample.rss);
     assert_eq!(
         p.host.running_time_s,
         Some(recorded_at_s - facts.start_time_s.unwrap())
     );
-    assert_eq!(p.host.status.as_deref(), Some(sample.status.as_str()));
+    assert_eq!(p.host.status.as_deref(), Some("running"));
+    assert_eq!(p.host.status, sample.status);
     let cmd = p.host.command.as_deref().unwrap();
     assert!(
         cmd.starts_with("/home/alice/.venv/bin/python3 -u train.py"),
@@ -207,6 +209,121 @@ fn a_lost_gpu_reports_its_error_and_the_other_gpus_still_list_processes() {
         .any(|e| e.device == DeviceId::Gpu(2) && e.error == gpu_backend::BackendError::GpuLost));
     assert!(s.processes.iter().all(|p| p.device != DeviceId::Gpu(2)));
     assert!(s.processes.iter().any(|p| p.device == DeviceId::Gpu(3)));
+    // Its processes are unknown, not none.
+    assert_eq!(s.unknown_processes, [DeviceId::Gpu(2)]);
+    let e = s.processes_of(DeviceId::Gpu(2)).unwrap_err();
+    assert_eq!(e.error, gpu_backend::BackendError::GpuLost);
+    assert!(s
+        .processes_of(DeviceId::Gpu(3))
+        .is_ok_and(|l| !l.is_empty()));
+}
+
+/// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
+/// container), NOT_SUPPORTED or FUNCTION_NOT_FOUND read as "no processes". It is unknown, with
+/// its reason, and the other devices' processes still come.
+#[test]
+fn a_process_list_that_cannot_be_read_is_unknown_not_empty() {
+    use gpu_backend::BackendError;
+    for error in [
+        BackendError::NoPermission,
+        BackendError::NotSupported,
+        BackendError::FunctionNotFound,
+        BackendError::Unknown(999),
+    ] {
+        let mut f = load("h100-sxm-8gpu");
+        let frame = 4;
+        let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(3)).unwrap();
+        d.compute_processes = Answer::Err(error.clone());
+        d.graphics_processes = Answer::Err(error.clone());
+        let s = snapshot_at(f, frame);
+        assert_eq!(s.unknown_processes, [DeviceId::Gpu(3)], "{error:?}");
+        let e = s.processes_of(DeviceId::Gpu(3)).unwrap_err();
+        assert_eq!((e.query.as_str(), &e.error), ("compute_processes", &error));
+        let reasons: Vec<(&str, &BackendError)> = s
+            .errors_of(DeviceId::Gpu(3))
+            .map(|e| (e.query.as_str(), &e.error))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("compute_processes", &error),
+                ("graphics_processes", &error)
+            ]
+        );
+        assert!(s.processes.iter().all(|p| p.device != DeviceId::Gpu(3)));
+        assert!(s
+            .processes_of(DeviceId::Gpu(4))
+            .is_ok_and(|l| !l.is_empty()));
+    }
+}
+
+/// When one list is read and the other fails, the processes read are listed and the failure
+/// is reported beside them; a list the device does not support (graphics on a MIG device) is
+/// not a failure.
+#[test]
+fn one_list_failing_keeps_the_processes_of_the_other_and_reports_it() {
+    use gpu_backend::BackendError;
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(3)).unwrap();
+    d.graphics_processes = Answer::Err(BackendError::NoPermission);
+    let s = snapshot_at(f, frame);
+    assert!(s.unknown_processes.is_empty());
+    assert!(s
+        .processes_of(DeviceId::Gpu(3))
+        .is_ok_and(|l| !l.is_empty()));
+    let reasons: Vec<(DeviceId, &str, &BackendError)> = s
+        .errors
+        .iter()
+        .map(|e| (e.device, e.query.as_str(), &e.error))
+        .collect();
+    assert_eq!(
+        reasons,
+        [(
+            DeviceId::Gpu(3),
+            "graphics_processes",
+            &BackendError::NoPermission
+        )]
+    );
+
+    // h100-mig: every MIG device answers not_supported for graphics, and that is no failure.
+    let s = snapshot_at(load("h100-mig"), 10);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.unknown_processes.is_empty());
+}
+
+/// Regression: host facts that are not known (an imported `nvidia-smi -q -x` dump has none
+/// beyond the process name) came out as CPU 0.0, RSS 0 and name "": they are N/A.
+#[test]
+fn unknown_host_facts_are_na_not_zero_or_empty() {
+    let mut f = load("h100-sxm-8gpu");
+    let frame = 4;
+    for facts in f.host.processes.values_mut() {
+        facts.name = None;
+        facts.cmdline = Vec::new();
+    }
+    for sample in f.frames[frame].host.processes.values_mut() {
+        sample.cpu_percent = None;
+        sample.rss = None;
+        sample.status = None;
+    }
+    // And a name recorded as "" is no name either.
+    let pid = 40117;
+    f.host.processes.get_mut(&pid).unwrap().name = Some(String::new());
+    let s = snapshot_at(f, frame);
+    assert!(!s.processes.is_empty());
+    for p in &s.processes {
+        assert!(p.host.visible, "{}", p.pid);
+        assert_eq!(p.host.name, None, "{}", p.pid);
+        assert_eq!(p.host.cmdline, None, "{}", p.pid);
+        assert_eq!(p.host.command, None, "{}", p.pid);
+        assert_eq!(p.host.cpu_percent, None, "{}", p.pid);
+        assert_eq!(p.host.rss, None, "{}", p.pid);
+        assert_eq!(p.host.memory_percent, None, "{}", p.pid);
+        assert_eq!(p.host.status, None, "{}", p.pid);
+    }
+    // What is known still comes.
+    assert!(find(&s, pid).host.user.is_some());
 }
 
 #[test]
@@ -255,7 +372,7 @@ fn a_snapshot_asks_each_query_once_per_device() {
 }
 
 /// A live test: a real child process, named in a fixture's GPU process list, gets its host
-/// facts from this machine (sysinfo), not from the fixture.
+/// facts from this machine (/proc), not from the fixture.
 #[test]
 fn live_host_facts_of_a_real_child_process() {
     let mut child = std::process::Command::new("sleep")
@@ -310,4 +427,235 @@ fn live_host_facts_of_a_real_child_process() {
     let running = p.host.running_time_s.expect("running time");
     assert!(running < 120, "the child started just now: {running} s");
     assert_eq!(p.gpu_memory, Some(512 << 20));
+}
+
+/// Spawns `cmd` and waits (bounded) until it has exec'd `prefix`.
+fn spawn_exec(cmd: &mut std::process::Command, prefix: &[u8]) -> std::process::Child {
+    let child = cmd.spawn().expect("the command runs");
+    let cmdline = format!("/proc/{}/cmdline", child.id());
+    for _ in 0..500 {
+        if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(prefix)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child
+}
+
+/// Whether this test runs as root (who alone may start a process as another user or in a new
+/// PID namespace).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| gpu_backend::host::parse_status_uid(&s))
+        == Some(0)
+}
+
+/// A live table: our own child, a PID that has ended, a process of another user and one in
+/// another PID namespace. The ended one has N/A facts (`null`, never 0 or ""); the others keep
+/// theirs; no row is lost.
+#[test]
+fn vanished_other_user_and_other_namespace_pids_keep_the_table() {
+    let mut mine = spawn_exec(std::process::Command::new("sleep").arg("30"), b"sleep");
+    let mut gone = std::process::Command::new("true")
+        .spawn()
+        .expect("true runs");
+    let vanished = gone.id();
+    gone.wait().ok();
+    let mut others = Vec::new();
+    let mut other_user = None;
+    let mut other_ns = None;
+    if is_root() {
+        let child = spawn_exec(
+            std::process::Command::new("setpriv").args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sleep",
+                "31",
+            ]),
+            b"sleep",
+        );
+        other_user = Some(child.id());
+        others.push(child);
+        // unshare forks: the sleep inside is PID 1 of the new namespace, a child of unshare.
+        let child = std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "sleep", "32"])
+            .spawn()
+            .expect("unshare runs");
+        let children = format!("/proc/{0}/task/{0}/children", child.id());
+        for _ in 0..500 {
+            let inner = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
+            if let Some(inner) = inner {
+                if std::fs::read(format!("/proc/{inner}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep"))
+                {
+                    other_ns = Some(inner);
+                    break;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        others.push(child);
+        if other_ns.is_none() {
+            eprintln!("no new PID namespace could be made here: skipping that process");
+        }
+    } else {
+        eprintln!("not root: skipping the other-user and other-namespace processes");
+    }
+    let pids: Vec<u32> = [Some(mine.id()), Some(vanished), other_user, other_ns]
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut f = load("old-driver");
+    let frame = 10;
+    if let Answer::Ok(list) = &mut f.frames[frame]
+        .devices
+        .get_mut(&DeviceId::Gpu(0))
+        .unwrap()
+        .compute_processes
+    {
+        for &pid in &pids {
+            list.push(gpu_backend::ProcessInfo {
+                pid,
+                used_gpu_memory: Some(256 << 20),
+                gpu_instance_id: None,
+                compute_instance_id: None,
+            });
+        }
+    }
+    let backend = Arc::new(ReplayBackend::new(f.clone()));
+    backend.set_frame(frame);
+    let host: Arc<dyn HostSource> = Arc::new(LiveHost::new());
+    let collector = ProcessCollector::new(Context::from_backend(backend).unwrap(), host);
+    let s = collector.take_all();
+    mine.kill().ok();
+    mine.wait().ok();
+    for mut c in others {
+        c.kill().ok();
+        c.wait().ok();
+    }
+    // Every row is there: the fixture's own processes and ours.
+    let recorded = match &f.frames[frame].devices[&DeviceId::Gpu(0)].compute_processes {
+        Answer::Ok(list) => list.len(),
+        _ => 0,
+    };
+    assert_eq!(
+        s.processes
+            .iter()
+            .filter(|p| p.device == DeviceId::Gpu(0))
+            .count(),
+        recorded
+    );
+    let p = find(&s, mine.id());
+    assert!(p.host.visible);
+    assert_eq!(p.host.name.as_deref(), Some("sleep"));
+    let p = find(&s, vanished);
+    assert_eq!(p.gpu_memory, Some(256 << 20), "the GPU side is kept");
+    assert_eq!(p.host, gpu_processes::HostProcess::default(), "all N/A");
+    let json = serde_json::to_value(&p.host).unwrap();
+    assert_eq!(json["user"], serde_json::Value::Null);
+    assert_eq!(json["rss"], serde_json::Value::Null);
+    if let Some(pid) = other_user {
+        let p = find(&s, pid);
+        assert!(p.host.visible);
+        // /proc/<pid>/stat, status and cmdline are world-readable: another user's process is
+        // fully known, under its own name (or uid, when it has no name).
+        let user = p.host.user.as_deref().expect("a user");
+        assert_ne!(user, "root");
+        assert!(user == "nobody" || user == "65534", "{user}");
+        assert_eq!(
+            p.host.cmdline.as_ref().map(|c| c[0].as_str()),
+            Some("sleep")
+        );
+    }
+    if let Some(pid) = other_ns {
+        let p = find(&s, pid);
+        assert!(p.host.visible);
+        assert_eq!(p.host.ns_pid, Some(1), "PID 1 of its own namespace");
+        assert_eq!(p.host.name.as_deref(), Some("sleep"));
+    }
+}
+
+fn gpu_lost() -> &'static Fixture {
+    static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
+    FIXTURE.get_or_init(|| load("gpu-lost"))
+}
+
+/// What a process list answers in a property test: the recorded list (`None`) or an error.
+fn list_answer() -> impl proptest::strategy::Strategy<Value = Option<gpu_backend::BackendError>> {
+    use gpu_backend::BackendError;
+    proptest::option::of(proptest::sample::select(vec![
+        BackendError::NoPermission,
+        BackendError::NotSupported,
+        BackendError::FunctionNotFound,
+        BackendError::GpuLost,
+        BackendError::Unknown(999),
+    ]))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever each device's compute and graphics lists answer: its processes are unknown
+    /// exactly when neither list was read; every list that failed is reported with its query
+    /// and error, except `not_supported` beside a list that was read; and the processes of the
+    /// lists read are all listed, those of the others not.
+    #[test]
+    fn a_failed_process_list_never_reads_as_no_processes(
+        answers in proptest::collection::vec((list_answer(), list_answer()), 4)
+    ) {
+        use std::collections::BTreeSet;
+        let frame = 5;
+        let mut f = gpu_lost().clone();
+        let recorded = f.frames[frame].devices.clone();
+        for (i, (compute, graphics)) in answers.iter().enumerate() {
+            let d = f.frames[frame].devices.get_mut(&DeviceId::Gpu(i as u32)).unwrap();
+            if let Some(e) = compute {
+                d.compute_processes = Answer::Err(e.clone());
+            }
+            if let Some(e) = graphics {
+                d.graphics_processes = Answer::Err(e.clone());
+            }
+        }
+        let s = snapshot_at(f, frame);
+        for (i, (compute, graphics)) in answers.iter().enumerate() {
+            let id = DeviceId::Gpu(i as u32);
+            let unknown = compute.is_some() && graphics.is_some();
+            proptest::prop_assert_eq!(s.unknown_processes.contains(&id), unknown);
+            let mut want_errors = Vec::new();
+            let mut want_pids = BTreeSet::new();
+            for (query, answer, list) in [
+                ("compute_processes", compute, &recorded[&id].compute_processes),
+                ("graphics_processes", graphics, &recorded[&id].graphics_processes),
+            ] {
+                match answer {
+                    None => want_pids.extend(list.ok().unwrap().iter().map(|p| p.pid)),
+                    Some(e) if unknown || *e != gpu_backend::BackendError::NotSupported => {
+                        want_errors.push((query, e.clone()));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let got_errors: Vec<(&str, gpu_backend::BackendError)> = s
+                .errors_of(id)
+                .map(|e| (e.query.as_str(), e.error.clone()))
+                .collect();
+            proptest::prop_assert_eq!(got_errors, want_errors);
+            match s.processes_of(id) {
+                Ok(list) => {
+                    proptest::prop_assert!(!unknown);
+                    let got: BTreeSet<u32> = list.iter().map(|p| p.pid).collect();
+                    proptest::prop_assert_eq!(got, want_pids);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(unknown);
+                    proptest::prop_assert_eq!(e.query.as_str(), "compute_processes");
+                    proptest::prop_assert_eq!(Some(&e.error), compute.as_ref());
+                }
+            }
+        }
+    }
 }

@@ -7,5 +7,5 @@ mod select;
 pub use criteria::{Criteria, Error, Size};
 pub use select::{
     select_devices, select_from_snapshots, Candidate, Check, Constraint, Fate, Format, Outcome,
-    Pool, Selection,
+    Pool, Selection, Unusable,
 };

@@ -3,7 +3,8 @@
 
 use std::cmp::Ordering;
 
-use gpu_devices::{CudaDevice, Device, DeviceId, DeviceSnapshot};
+use gpu_backend::BackendError;
+use gpu_devices::{CudaDevice, Device, DeviceId, DeviceSnapshot, Na};
 use gpu_processes::{ProcessCollector, Snapshots};
 use serde::Serialize;
 
@@ -95,12 +96,58 @@ pub struct Check {
     pub outcome: Outcome,
 }
 
+/// Why a device is never chosen, whatever the criteria (even none at all): a job given it
+/// would fail.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unusable {
+    /// The GPU is lost: it has fallen off the bus or is otherwise inaccessible (a query
+    /// answered NVML's GPU_IS_LOST).
+    Lost,
+    /// Its memory cannot be read: N/A, with the backend's error when it gave one other than
+    /// "cannot tell" (`None`: not supported or no permission).
+    MemoryUnreadable(Option<BackendError>),
+}
+
+impl Unusable {
+    /// Whether `d` can be used at all, from its snapshot.
+    pub fn of(d: &DeviceSnapshot) -> Option<Unusable> {
+        let lost = d.errors.iter().any(|e| e.error == BackendError::GpuLost)
+            || d.memory.error() == Some(&BackendError::GpuLost);
+        if lost {
+            return Some(Unusable::Lost);
+        }
+        match &d.memory {
+            Na::Value(_) => None,
+            Na::NotAvailable => Some(Unusable::MemoryUnreadable(None)),
+            Na::Failed(e) => Some(Unusable::MemoryUnreadable(Some(e.clone()))),
+        }
+    }
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Lost => {
+                f.write_str("lost (the GPU fell off the bus or is otherwise inaccessible)")
+            }
+            Unusable::MemoryUnreadable(Some(e)) => write!(f, "memory: N/A ({e})"),
+            Unusable::MemoryUnreadable(None) => {
+                f.write_str("memory: N/A (the device or driver cannot tell)")
+            }
+        }
+    }
+}
+
 /// What became of a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fate {
     /// Chosen.
     Selected,
+    /// Never chosen: the device is lost or its memory cannot be read (see
+    /// [`Candidate::unusable`]).
+    Unusable,
     /// A constraint failed (see [`Candidate::checks`]).
     Rejected,
     /// Qualified, but MIG devices and whole GPUs are not chosen together, and at most one MIG
@@ -133,6 +180,8 @@ pub struct Candidate {
     pub memory_utilization: Option<u32>,
     /// Each constraint asked for, in the order of [`Constraint`].
     pub checks: Vec<Check>,
+    /// Why it cannot be chosen at all, whatever the criteria; `None` for a usable device.
+    pub unusable: Option<Unusable>,
     /// What became of it.
     pub fate: Fate,
 }
@@ -149,6 +198,11 @@ impl Candidate {
             .iter()
             .filter(|c| c.outcome == Outcome::Tolerated)
             .count()
+    }
+
+    /// Whether it may be chosen: usable, and every constraint met (or within the tolerance).
+    pub fn qualifies(&self) -> bool {
+        self.unusable.is_none() && self.checks.iter().all(|c| c.outcome.passes())
     }
 
     /// The constraints it failed (missed beyond the tolerance, or N/A).
@@ -234,7 +288,9 @@ impl Selection {
 /// [`Criteria::free_accounts`] is set), then:
 ///
 /// 1. the memory of the free accounts' processes counts as free;
-/// 2. each constraint is checked, loosened by [`Criteria::tolerance`]; a device whose value is
+/// 2. a device that is lost, or whose memory cannot be read, is never chosen, even with no
+///    constraint at all ([`Unusable`], [`Fate::Unusable`]);
+///    each constraint is checked, loosened by [`Criteria::tolerance`]; a device whose value is
 ///    N/A does not meet the constraint; devices failing one are rejected;
 /// 3. with [`Criteria::sort`], the rest are sorted best first (fewest constraints loosened,
 ///    most free memory, most used memory, lowest GPU utilization, lowest memory utilization,
@@ -264,12 +320,7 @@ pub fn select_devices(
         Pool::Cuda(devices) => devices.iter().map(CudaDevice::snapshot).collect(),
     };
     let snapshots = if criteria.free_accounts.is_empty() {
-        Snapshots {
-            devices: snapshots,
-            processes: Vec::new(),
-            errors: Vec::new(),
-            host_lookups: 0,
-        }
+        Snapshots::without_processes(snapshots)
     } else {
         collector.join(snapshots)
     };
@@ -299,10 +350,12 @@ pub fn select_from_snapshots(
         .collect();
 
     let mut order: Vec<usize> = (0..candidates.len())
-        .filter(|&i| candidates[i].checks.iter().all(|c| c.outcome.passes()))
+        .filter(|&i| candidates[i].qualifies())
         .collect();
     for c in candidates.iter_mut() {
-        if !c.checks.iter().all(|c| c.outcome.passes()) {
+        if c.unusable.is_some() {
+            c.fate = Fate::Unusable;
+        } else if !c.qualifies() {
             c.fate = Fate::Rejected;
         }
     }
@@ -444,6 +497,7 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
         gpu_utilization,
         memory_utilization,
         checks,
+        unusable: Unusable::of(d),
         fate: Fate::Selected,
     }
 }

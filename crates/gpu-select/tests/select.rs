@@ -13,7 +13,7 @@ use gpu_devices::{CudaDeviceOrder, DeviceId};
 use gpu_processes::{ProcessCollector, Snapshots};
 use gpu_select::{
     select_devices, select_from_snapshots, Constraint, Criteria, Error, Fate, Format, Outcome,
-    Pool, Selection, Size,
+    Pool, Selection, Size, Unusable,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -58,6 +58,8 @@ struct Truth {
     mem: Option<u64>,
     /// (user, GPU memory) of each process on the device.
     processes: Vec<(Option<String>, Option<u64>)>,
+    /// Some query of the frame answered `gpu_lost`.
+    lost: bool,
 }
 
 impl Truth {
@@ -119,17 +121,24 @@ fn read_truth(stem: &str, frame: usize) -> Vec<Truth> {
                 gpu: util.map(|u| u["gpu"].as_u64().unwrap()),
                 mem: util.map(|u| u["memory"].as_u64().unwrap()),
                 processes,
+                lost: d
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .any(|a| a.get("err") == Some(&Value::from("gpu_lost"))),
             }
         })
         .collect()
 }
 
 /// The devices that meet `c`, strictly or within the tolerance, by the plain reading of the
-/// documentation; N/A never qualifies.
+/// documentation; N/A never qualifies, and a lost device or one whose memory cannot be read
+/// never does either.
 fn expected(devices: &[Truth], c: &Criteria) -> BTreeSet<String> {
     let tol = c.tolerance as f64 / 100.0;
     devices
         .iter()
+        .filter(|d| !d.lost && d.free.is_some())
         .filter(|d| {
             let as_free: u64 = d
                 .processes
@@ -278,8 +287,10 @@ fn each_constraint_selects_exactly_the_devices_that_meet_it() {
                 assert_eq!(s.candidates.len(), devices.len(), "{ctx}");
                 for c in &s.candidates {
                     let qualifies = want.contains(&c.id.to_string());
-                    assert_eq!(c.fate == Fate::Rejected, !qualifies, "{ctx}: {c:?}");
-                    assert_eq!(c.failed().next().is_some(), !qualifies, "{ctx}: {c:?}");
+                    let refused = matches!(c.fate, Fate::Rejected | Fate::Unusable);
+                    assert_eq!(refused, !qualifies, "{ctx}: {c:?}");
+                    let why = c.failed().next().is_some() || c.unusable.is_some();
+                    assert_eq!(why, !qualifies, "{ctx}: {c:?}");
                 }
                 cases_run += 1;
             }
@@ -461,12 +472,7 @@ fn mixed_machine() -> Snapshots {
             .into_iter()
             .filter(|d| d.id.physical_index() > 0),
     );
-    Snapshots {
-        devices,
-        processes: Vec::new(),
-        errors: Vec::new(),
-        host_lookups: 0,
-    }
+    Snapshots::without_processes(devices)
 }
 
 #[test]
@@ -511,22 +517,79 @@ fn cuda_devices_are_named_by_cuda_ordinal() {
     );
 }
 
-/// gpu-lost at frame 31: GPU 2 is lost, so its memory and utilization are N/A.
+/// Regression: gpu-lost at frame 31 (GPU 2 fell off the bus at frame 15) had GPU 2 chosen,
+/// sorted last, whenever no memory constraint was asked. A lost GPU is never chosen, with or
+/// without constraints, and the selection says why.
 #[test]
-fn a_lost_gpu_sorts_last_and_never_meets_a_constraint() {
+fn a_lost_gpu_is_never_chosen_even_without_constraints() {
     let col = collector("gpu-lost", 31);
-    let s = select_devices(col, Pool::All, &Criteria::new()).unwrap();
-    assert_eq!(chosen(&s).len(), 4);
-    assert_eq!(chosen(&s)[3], "2");
-    let s = select_devices(col, Pool::All, &Criteria::new().min_free_memory(1u64)).unwrap();
-    assert_eq!(chosen(&s).len(), 3);
-    let lost = s
-        .candidates
-        .iter()
-        .find(|c| c.id == DeviceId::Gpu(2))
-        .unwrap();
-    assert_eq!(lost.checks[0].outcome, Outcome::Unknown);
-    assert_eq!(lost.fate, Fate::Rejected);
+    for criteria in [
+        Criteria::new(),
+        Criteria::new().min_count(4),
+        Criteria::new().sort(false),
+        Criteria::new().min_free_memory(1u64),
+    ] {
+        let s = select_devices(col, Pool::All, &criteria).unwrap();
+        let got: BTreeSet<String> = chosen(&s).into_iter().collect();
+        assert_eq!(
+            got,
+            ["0", "1", "3"].map(String::from).into(),
+            "{criteria:?}"
+        );
+        let lost = s
+            .candidates
+            .iter()
+            .find(|c| c.id == DeviceId::Gpu(2))
+            .unwrap();
+        assert_eq!(lost.fate, Fate::Unusable);
+        assert_eq!(lost.unusable, Some(Unusable::Lost));
+        assert!(lost
+            .unusable
+            .as_ref()
+            .unwrap()
+            .to_string()
+            .starts_with("lost"));
+        if criteria.min_free_memory.is_some() {
+            assert_eq!(lost.checks[0].outcome, Outcome::Unknown);
+        }
+        assert_eq!(s.is_short(), criteria.min_count == 4, "{criteria:?}");
+    }
+    // Before it was lost (frame 0), GPU 2 is an ordinary candidate.
+    let s = select_devices(collector("gpu-lost", 0), Pool::All, &Criteria::new()).unwrap();
+    assert_eq!(s.selected.len(), 4);
+}
+
+/// Regression: a device whose memory cannot be read (here: no permission) was chosen when no
+/// memory constraint was asked. It is never chosen, and the selection says why.
+#[test]
+fn a_device_whose_memory_cannot_be_read_is_never_chosen() {
+    let mut snaps = collector("h100-sxm-8gpu", 5).take_all();
+    snaps.devices[0].memory = gpu_devices::Na::NotAvailable;
+    snaps.devices[1].memory = gpu_devices::Na::Failed(gpu_backend::BackendError::Timeout);
+    let s = select_from_snapshots(&snaps, &Criteria::new()).unwrap();
+    let got = chosen(&s);
+    assert_eq!(got.len(), 6, "{got:?}");
+    assert!(
+        !got.contains(&"0".to_string()) && !got.contains(&"1".to_string()),
+        "{got:?}"
+    );
+    assert_eq!(s.candidates[0].fate, Fate::Unusable);
+    assert_eq!(
+        s.candidates[0].unusable,
+        Some(Unusable::MemoryUnreadable(None))
+    );
+    assert_eq!(
+        s.candidates[1].unusable,
+        Some(Unusable::MemoryUnreadable(Some(
+            gpu_backend::BackendError::Timeout
+        )))
+    );
+    assert!(s.candidates[1]
+        .unusable
+        .as_ref()
+        .unwrap()
+        .to_string()
+        .starts_with("memory: N/A ("));
 }
 
 /// Under WDDM the driver cannot tell a process's memory: counting its user's memory as free
@@ -605,7 +668,8 @@ proptest! {
             prop_assert!(got.len() <= max);
         }
         for c in &s.candidates {
-            prop_assert_eq!(c.fate == Fate::Rejected, !want.contains(&c.id.to_string()));
+            let refused = matches!(c.fate, Fate::Rejected | Fate::Unusable);
+            prop_assert_eq!(refused, !want.contains(&c.id.to_string()));
         }
         if sort {
             let loosened: Vec<usize> = s.chosen().map(|c| c.loosened()).collect();

@@ -202,7 +202,10 @@ impl Sampler {
                         shared.publish(e);
                     }
                 }
-                Err(e) => eprintln!("gpuscope: cannot encode a sample: {e}"),
+                Err(e) => eprintln!(
+                    "gpuscope: cannot encode a sample: {}",
+                    gpu_devices::text::Escaped(&e.to_string())
+                ),
             }
             if self.stop_after.is_some_and(|n| self.taken >= n) {
                 panic!(

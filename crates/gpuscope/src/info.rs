@@ -6,8 +6,8 @@ use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
 use gpu_devices::text::{escape_control, Escaped};
-use gpu_devices::{Device, DeviceSnapshot, Na, Section};
-use gpu_processes::{GpuProcess, Snapshots};
+use gpu_devices::{Device, DeviceSnapshot, Section};
+use gpu_processes::Snapshots;
 
 use crate::source::{SourceArgs, UsageError};
 
@@ -121,23 +121,22 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
         }
     }
     let _ = writeln!(out, "PROCESSES:");
-    let mine: Vec<&GpuProcess> = snaps
-        .processes
-        .iter()
-        .filter(|p| p.device == d.id)
-        .collect();
     let mig_children = snaps
         .devices
         .iter()
         .any(|c| c.id.is_mig() && c.id.physical_index() == d.id.physical_index());
-    match d.processes() {
+    match snaps.processes_of(d.id) {
         _ if !d.id.is_mig() && mig_children => {
             let _ = writeln!(out, "    (listed under its MIG devices below)");
         }
-        Na::Value(list) if list.is_empty() => {
+        // A process list that cannot be read is unknown, not empty.
+        Err(e) => {
+            let _ = writeln!(out, "    N/A ({})", Escaped(&e.error.to_string()));
+        }
+        Ok(mine) if mine.is_empty() => {
             let _ = writeln!(out, "    No running processes");
         }
-        Na::Value(_) => {
+        Ok(mine) => {
             let _ = writeln!(
                 out,
                 "    {:>8}  {:<4}  {:>10}  {:<12}  COMMAND",
@@ -162,8 +161,16 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
                 );
             }
         }
-        _ => {
-            let _ = writeln!(out, "    N/A");
+    }
+    if snaps.processes_of(d.id).is_ok() {
+        // One list read, the other not: say which is missing.
+        for e in snaps.errors_of(d.id) {
+            let _ = writeln!(
+                out,
+                "    {}: N/A ({})",
+                e.query,
+                Escaped(&e.error.to_string())
+            );
         }
     }
     if !d.errors.is_empty() {

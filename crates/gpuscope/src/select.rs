@@ -271,6 +271,12 @@ fn verdict(c: &Candidate, rank: Option<usize>, criteria: &Criteria) -> String {
     };
     let mut text = match c.fate {
         Fate::Selected => format!("selected #{}", rank.map_or(0, |r| r + 1)),
+        Fate::Unusable => format!(
+            "refused: {}",
+            c.unusable
+                .as_ref()
+                .map_or_else(|| "cannot be used".to_string(), ToString::to_string)
+        ),
         Fate::Rejected => {
             let failed: Vec<String> = c.failed().map(limit).collect();
             format!("rejected: {}", failed.join(", "))

@@ -61,6 +61,7 @@ pub struct DeviceView {
     pub memory_total_bytes: Option<u64>,
     pub memory_used_bytes: Option<u64>,
     pub memory_free_bytes: Option<u64>,
+    pub memory_reserved_bytes: Option<u64>,
     pub gpu_utilization_percent: Option<u32>,
     pub memory_utilization_percent: Option<u32>,
     pub encoder_utilization_percent: Option<u32>,
@@ -69,6 +70,7 @@ pub struct DeviceView {
     pub fan_speed_percent: Option<u32>,
     pub power_usage_watts: Option<f64>,
     pub power_limit_watts: Option<f64>,
+    pub power_default_limit_watts: Option<f64>,
     pub performance_state: Option<String>,
     pub graphics_clock_mhz: Option<u32>,
     pub sm_clock_mhz: Option<u32>,
@@ -78,8 +80,11 @@ pub struct DeviceView {
     pub mig_mode: Option<bool>,
     pub gpu_instance_id: Option<u32>,
     pub compute_instance_id: Option<u32>,
-    pub processes: Vec<ProcessView>,
-    /// Failures other than N/A, with the query that failed.
+    /// Processes with a context on this device; `None` (JSON `null`) when no process list
+    /// could be read, with the reason in `errors`.
+    pub processes: Option<Vec<ProcessView>>,
+    /// Failures other than N/A, with the query that failed; and every process list that could
+    /// not be read, whatever the reason.
     pub errors: Vec<FieldError>,
 }
 
@@ -142,10 +147,21 @@ pub fn take_devices(
     );
     let snap = collector.take_snapshots(devices);
     let mut devices: Vec<DeviceView> = snap.devices.iter().map(device_view).collect();
-    for p in &snap.processes {
-        if let Some(d) = devices.iter_mut().find(|d| d.device == p.device) {
-            d.processes.push(process_view(p));
+    for d in devices.iter_mut() {
+        // A process list that cannot be read is unknown (null), not empty, and says why.
+        for e in snap.errors_of(d.device) {
+            let entry = FieldError {
+                field: e.query.clone(),
+                error: e.error.to_string(),
+            };
+            if !d.errors.contains(&entry) {
+                d.errors.push(entry);
+            }
         }
+        d.processes = match snap.processes_of(d.device) {
+            Ok(list) => Some(list.into_iter().map(process_view).collect()),
+            Err(_) => None,
+        };
     }
     SnapshotView {
         schema: JSON_SCHEMA,
@@ -183,6 +199,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         memory_total_bytes: memory.map(|m| m.total),
         memory_used_bytes: memory.map(|m| m.used),
         memory_free_bytes: memory.map(|m| m.free),
+        memory_reserved_bytes: memory.and_then(|m| m.reserved),
         gpu_utilization_percent: util.map(|u| u.gpu),
         memory_utilization_percent: util.map(|u| u.memory),
         encoder_utilization_percent: d.encoder.value().map(|c| c.utilization),
@@ -192,6 +209,10 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         power_usage_watts: d.power_usage.value().map(|&mw| f64::from(mw) / 1000.0),
         power_limit_watts: d
             .enforced_power_limit
+            .value()
+            .map(|&mw| f64::from(mw) / 1000.0),
+        power_default_limit_watts: d
+            .power_default_limit
             .value()
             .map(|&mw| f64::from(mw) / 1000.0),
         performance_state: d
@@ -207,7 +228,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         mig_mode: d.mig_mode.value().map(|m| m.current),
         gpu_instance_id: d.gpu_instance_id.value().copied(),
         compute_instance_id: d.compute_instance_id.value().copied(),
-        processes: Vec::new(),
+        processes: Some(Vec::new()),
         errors,
     }
 }
@@ -325,11 +346,27 @@ pub fn render_text(s: &SnapshotView) -> String {
     let procs: Vec<(&DeviceView, &ProcessView)> = s
         .devices
         .iter()
-        .flat_map(|d| d.processes.iter().map(move |p| (d, p)))
+        .flat_map(|d| d.processes.iter().flatten().map(move |p| (d, p)))
         .collect();
     let _ = writeln!(out);
-    if procs.is_empty() {
+    let unknown = unknown_process_lists(s);
+    if procs.is_empty() && unknown.is_empty() {
         let _ = writeln!(out, "No running GPU processes.");
+        return out;
+    }
+    for (reason, ids) in &unknown {
+        if ids.len() == s.devices.len() {
+            let _ = writeln!(out, "Processes: N/A ({})", Escaped(reason));
+        } else {
+            let _ = writeln!(
+                out,
+                "Processes of GPU {}: N/A ({})",
+                ids.join(", "),
+                Escaped(reason)
+            );
+        }
+    }
+    if procs.is_empty() {
         return out;
     }
     let _ = writeln!(
@@ -358,6 +395,24 @@ pub fn render_text(s: &SnapshotView) -> String {
         );
     }
     out
+}
+
+/// The devices whose processes are unknown (`processes: null`), grouped by the reason their
+/// first process list gave, in first-seen order.
+fn unknown_process_lists(s: &SnapshotView) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for d in s.devices.iter().filter(|d| d.processes.is_none()) {
+        let reason = d
+            .errors
+            .iter()
+            .find(|e| e.field.ends_with("_processes"))
+            .map_or("unknown reason", |e| e.error.as_str());
+        match groups.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, ids)) => ids.push(d.id.clone()),
+            None => groups.push((reason.to_string(), vec![d.id.clone()])),
+        }
+    }
+    groups
 }
 
 /// Errors grouped by what was said, each with the queries that said it, in first-seen order.

@@ -73,7 +73,8 @@ impl SourceArgs {
         match open_nvml(self.nvml_lib.as_ref()) {
             Err(NvmlOpenError::NoDriver(e)) if self.demo == Some(DemoMode::Auto) => {
                 eprintln!(
-                    "gpuscope: no NVIDIA driver here ({e}); showing the built-in demo fixture"
+                    "gpuscope: no NVIDIA driver here ({}); showing the built-in demo fixture",
+                    gpu_devices::text::Escaped(&e.to_string())
                 );
                 demo(self.frame)
             }

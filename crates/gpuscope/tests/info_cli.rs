@@ -8,6 +8,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod edited_fixture;
+use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -317,9 +320,96 @@ fn snapshot_and_info_json_have_exactly_the_documented_fields() {
         assert_eq!(keys(&v), top, "{args:?}");
         for d in v["devices"].as_array().unwrap() {
             assert_eq!(keys(d), device, "{args:?}");
-            for p in d["processes"].as_array().unwrap() {
+            for p in d["processes"].as_array().into_iter().flatten() {
                 assert_eq!(keys(p), process, "{args:?}");
             }
         }
     }
+}
+
+/// Regression: `info` showed "N/A" without a reason, or "No running processes", for a process
+/// list that failed with NO_PERMISSION; `info --json` gave `processes: []`. The text is "N/A"
+/// with the reason, the JSON `null` with the query and reason in `errors`.
+#[test]
+fn a_process_list_without_permission_is_na_with_its_reason() {
+    let fx = EditedFixture::new("gpu-lost", "info-no-permission", |fx| {
+        fail_process_lists(
+            fx,
+            5,
+            "1",
+            &["compute_processes", "graphics_processes"],
+            "no_permission",
+        );
+        fail_process_lists(fx, 5, "3", &["compute_processes"], "no_permission");
+    });
+    let text = ok_text(&["info", "--fixture", &fx.path(), "--frame", "5"]);
+    let gpu1 = block(&text, "GPU 1");
+    let procs = &gpu1[gpu1.find("PROCESSES:").unwrap()..];
+    assert!(
+        procs.starts_with("PROCESSES:\n    N/A (insufficient permissions)\n"),
+        "{procs}"
+    );
+    assert!(!gpu1.contains("No running processes"), "{gpu1}");
+    // GPU 3: the graphics list was read (Xorg), the compute list was not.
+    let gpu3 = block(&text, "GPU 3");
+    assert!(gpu3.contains("Xorg"), "{gpu3}");
+    assert!(
+        gpu3.contains("compute_processes: N/A (insufficient permissions)"),
+        "{gpu3}"
+    );
+    // The other GPUs list their processes as before.
+    assert!(block(&text, "GPU 0").contains("5759"), "{text}");
+
+    let v = json(&[
+        "info",
+        "--fixture",
+        &fx.path(),
+        "--frame",
+        "5",
+        "1",
+        "--json",
+    ]);
+    let d = &v["devices"][0];
+    assert!(d["processes"].is_null(), "{d}");
+    assert_eq!(
+        d["errors"],
+        serde_json::json!([
+            {"field": "compute_processes", "error": "insufficient permissions"},
+            {"field": "graphics_processes", "error": "insufficient permissions"}
+        ])
+    );
+}
+
+/// Regression: unknown host facts (an imported `nvidia-smi` dump) read as 0 and "" in
+/// `info --json` too; they are `null`, and "N/A" in the text.
+#[test]
+fn unknown_host_facts_are_null_in_info() {
+    let fx = EditedFixture::new("gpu-lost", "info-no-host-facts", forget_host_facts);
+    let v = json(&[
+        "info",
+        "--fixture",
+        &fx.path(),
+        "--frame",
+        "5",
+        "0",
+        "--json",
+    ]);
+    let p = &v["devices"][0]["processes"][0];
+    assert_eq!(p["pid"], 5759);
+    for field in [
+        "cpu_percent",
+        "host_memory_bytes",
+        "name",
+        "user",
+        "command",
+    ] {
+        assert!(p[field].is_null(), "{field} of {p}");
+    }
+    let text = ok_text(&["info", "--fixture", &fx.path(), "--frame", "5", "0"]);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("5759 "))
+        .unwrap_or_else(|| panic!("PID 5759 in {text}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[3..], ["N/A", "N/A"], "{row}");
 }

@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod edited_fixture;
+use edited_fixture::EditedFixture;
+
 fn fixture(stem: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(format!("../../fixtures/{stem}.json"))
@@ -268,14 +271,36 @@ fn mig_devices_are_printed_by_uuid() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{uuid}\n"));
 }
 
+/// Regression: `select` on gpu-lost.json at a late frame (GPU 2 is lost from frame 15) printed
+/// GPU 2, last, whenever no memory limit was given. It is never printed, with or without
+/// limits, and `--explain` says why.
 #[test]
-fn a_lost_gpu_comes_last_and_fails_any_limit() {
-    let base = ["--fixture", &fixture("gpu-lost"), "--frame", "31"];
-    let all = stdout(&base);
-    assert_eq!(all.trim().split(',').next_back(), Some("2"), "{all}");
-    let limited = stdout(&[&base[..], &["-f", "1"]].concat());
-    assert_eq!(limited.trim().split(',').count(), 3);
-    assert!(!limited.contains('2'), "{limited}");
+fn select_never_chooses_a_lost_gpu_and_explain_says_why() {
+    for frame in ["15", "20", "31"] {
+        let base = ["--fixture", &fixture("gpu-lost"), "--frame", frame];
+        for extra in [&[][..], &["-n", "1"], &["-S"], &["-f", "1"], &["-c", "4"]] {
+            let out = run(&[&base[..], extra].concat());
+            let printed = String::from_utf8(out.stdout).unwrap();
+            let ids: Vec<&str> = printed.trim().split(',').collect();
+            assert!(!ids.contains(&"2"), "frame {frame} {extra:?}: {printed}");
+            let want = if extra == ["-n", "1"] { 1 } else { 3 };
+            assert_eq!(ids.len(), want, "frame {frame} {extra:?}: {printed}");
+            // Four asked, three usable: short, exit 4.
+            let short = extra == ["-c", "4"];
+            assert_eq!(out.status.code(), Some(if short { 4 } else { 0 }));
+        }
+        let out = run(&[&base[..], &["-n", "1", "--explain"]].concat());
+        let err = String::from_utf8(out.stderr).unwrap();
+        let line = err
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("2"))
+            .unwrap_or_else(|| panic!("no line for GPU 2: {err}"));
+        assert!(line.contains("refused: lost ("), "{line}");
+        assert!(line.contains("N/A"), "{line}");
+    }
+    // Before the loss, GPU 2 is chosen like any other.
+    let before = stdout(&["--fixture", &fixture("gpu-lost"), "--frame", "0"]);
+    assert!(before.trim().split(',').any(|id| id == "2"), "{before}");
 }
 
 #[test]
@@ -343,4 +368,32 @@ fn explain_tells_why() {
             assert!(line.contains("rejected: min-free-memory"), "{line}");
         }
     }
+}
+
+/// Regression: a GPU whose memory cannot be read (here: no permission at frame 5) was chosen
+/// when no memory limit was given. It is never printed, and `--explain` says why.
+#[test]
+fn select_never_chooses_a_gpu_whose_memory_cannot_be_read() {
+    let fx = EditedFixture::new("gpu-lost", "select-memory", |fx| {
+        fx["frames"][5]["devices"]["1"]["memory_info"] =
+            serde_json::json!({"err": "no_permission"});
+        fx["frames"][5]["devices"]["3"]["memory_info"] = serde_json::json!({"err": "timeout"});
+    });
+    let out = run(&["--fixture", &fx.path(), "--frame", "5", "--explain"]);
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let ids: BTreeSet<&str> = printed.trim().split(',').collect();
+    assert_eq!(ids, BTreeSet::from(["0", "2"]), "{printed}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    let line = |id: &str| {
+        err.lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("no line for GPU {id}: {err}"))
+            .to_string()
+    };
+    assert!(line("1").contains("refused: memory: N/A ("), "{err}");
+    assert!(
+        line("3").contains("refused: memory: N/A (timed out"),
+        "{err}"
+    );
 }

@@ -5,6 +5,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod edited_fixture;
+use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
+
 fn gpuscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuscope"))
         .args(args)
@@ -200,4 +203,188 @@ fn a_frame_out_of_range_is_a_usage_error() {
 fn an_unknown_flag_is_a_usage_error() {
     let out = gpuscope(&["snapshot", "--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_fixture_without_a_query_shows_it_as_na_and_null() {
+    // A fixture recorded before a query existed loads; the query is "not recorded": N/A in the
+    // table, null in JSON, and not an error.
+    let fx = EditedFixture::new("old-driver", "not-recorded", |v| {
+        v["devices"]["0"]
+            .as_object_mut()
+            .unwrap()
+            .remove("enforced_power_limit");
+        for frame in v["frames"].as_array_mut().unwrap() {
+            frame["devices"]["0"]
+                .as_object_mut()
+                .unwrap()
+                .remove("memory_info");
+        }
+    });
+    let path = fx.path();
+
+    let out = json(&["snapshot", "--json", "--fixture", &path]);
+    let d = &out["devices"][0];
+    assert!(d["memory_used_bytes"].is_null(), "{d}");
+    assert!(d["memory_total_bytes"].is_null(), "{d}");
+    assert!(d["power_limit_watts"].is_null(), "{d}");
+    assert!(
+        d["power_usage_watts"].is_number(),
+        "the rest is as recorded: {d}"
+    );
+    assert_eq!(d["errors"].as_array().unwrap().len(), 0, "{d}");
+
+    let table = gpuscope(&["snapshot", "--fixture", &path]);
+    assert!(table.status.success());
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("N/A / N/A"), "memory is N/A:\n{text}");
+}
+
+/// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
+/// container), NOT_SUPPORTED or FUNCTION_NOT_FOUND showed as `processes: []` and "No running GPU
+/// processes.". It is `null` with the query and reason in the device's `errors`, and "N/A" with
+/// the reason in text.
+#[test]
+fn a_process_list_that_cannot_be_read_is_null_and_na_not_empty() {
+    for (error, reason) in [
+        ("no_permission", "insufficient permissions"),
+        ("not_supported", "not supported"),
+        ("function_not_found", "function"),
+    ] {
+        let fx = EditedFixture::new("gpu-lost", error, |fx| {
+            for id in ["0", "1", "2", "3"] {
+                fail_process_lists(
+                    fx,
+                    5,
+                    id,
+                    &["compute_processes", "graphics_processes"],
+                    error,
+                );
+            }
+        });
+        let v = json(&[
+            "snapshot",
+            "--fixture",
+            &fx.path(),
+            "--frame",
+            "5",
+            "--json",
+        ]);
+        for d in v["devices"].as_array().unwrap() {
+            assert!(d["processes"].is_null(), "{error}: {d}");
+            let errors = d["errors"].as_array().unwrap();
+            for list in ["compute_processes", "graphics_processes"] {
+                assert!(
+                    errors.iter().any(
+                        |e| e["field"] == list && e["error"].as_str().unwrap().contains(reason)
+                    ),
+                    "{error}: {list} is not in {errors:?}"
+                );
+            }
+        }
+        let out = gpuscope(&["snapshot", "--fixture", &fx.path(), "--frame", "5"]);
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !text.contains("No running GPU processes"),
+            "{error}: {text}"
+        );
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("Processes: N/A ("))
+            .unwrap_or_else(|| panic!("{error}: no N/A line in {text}"));
+        assert!(line.contains(reason), "{error}: {line}");
+    }
+}
+
+/// When one list is read and the other cannot be, the processes read are shown and the failure
+/// is listed beside them; other devices are not affected.
+#[test]
+fn one_process_list_failing_shows_the_other_and_its_error() {
+    let fx = EditedFixture::new("gpu-lost", "partial", |fx| {
+        fail_process_lists(fx, 5, "3", &["compute_processes"], "no_permission");
+        fail_process_lists(
+            fx,
+            5,
+            "0",
+            &["compute_processes", "graphics_processes"],
+            "no_permission",
+        );
+    });
+    let v = json(&[
+        "snapshot",
+        "--fixture",
+        &fx.path(),
+        "--frame",
+        "5",
+        "--json",
+    ]);
+    let devices = v["devices"].as_array().unwrap();
+    // GPU 3: the graphics list (Xorg, PID 675) was read; its compute list was not.
+    let gpu3 = &devices[3];
+    let pids: Vec<u64> = gpu3["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids, [675]);
+    assert_eq!(
+        gpu3["errors"],
+        serde_json::json!([{"field": "compute_processes", "error": "insufficient permissions"}])
+    );
+    assert!(devices[0]["processes"].is_null());
+    assert_eq!(devices[1]["processes"].as_array().unwrap().len(), 1);
+    assert!(devices[1]["errors"].as_array().unwrap().is_empty());
+    let out = gpuscope(&["snapshot", "--fixture", &fx.path(), "--frame", "5"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Processes of GPU 0: N/A (insufficient permissions)"),
+        "{text}"
+    );
+    assert!(text.contains("Xorg"), "{text}");
+}
+
+/// Regression: host facts that are not known (an imported `nvidia-smi -q -x` dump has none
+/// beyond the process name) came out as `cpu_percent: 0.0`, `host_memory_bytes: 0` and
+/// `name: ""`. They are `null`, and "N/A" in text.
+#[test]
+fn unknown_host_facts_are_null_not_zero_or_empty() {
+    let fx = EditedFixture::new("gpu-lost", "no-host-facts", forget_host_facts);
+    let v = json(&[
+        "snapshot",
+        "--fixture",
+        &fx.path(),
+        "--frame",
+        "5",
+        "--json",
+    ]);
+    let procs: Vec<&Value> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["processes"].as_array().unwrap())
+        .collect();
+    assert_eq!(procs.len(), 5);
+    for p in procs {
+        for field in [
+            "cpu_percent",
+            "host_memory_bytes",
+            "name",
+            "user",
+            "command",
+            "running_time_seconds",
+        ] {
+            assert!(p[field].is_null(), "{field} of {p}");
+        }
+        // The GPU side is still known.
+        assert!(p["used_memory_bytes"].is_u64(), "{p}");
+    }
+    let out = gpuscope(&["snapshot", "--fixture", &fx.path(), "--frame", "5"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.contains(" 5759 "))
+        .unwrap_or_else(|| panic!("PID 5759 in {text}"));
+    assert!(row.trim_end().ends_with("N/A"), "{row}");
 }

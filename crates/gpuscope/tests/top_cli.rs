@@ -5,6 +5,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod edited_fixture;
+use edited_fixture::{fail_process_lists, EditedFixture};
+
 fn gpuscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuscope"))
         .args(args)
@@ -272,4 +275,47 @@ fn once_width_is_bounded() {
     assert!(screen.contains("64 of 64 shown"), "{screen}");
     let widest = screen.lines().map(|l| l.chars().count()).max().unwrap();
     assert!(widest <= 1000, "{widest} columns");
+}
+
+/// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
+/// container) read as "No running GPU processes." in the viewer. It is N/A with its reason, and
+/// the devices whose lists were read still show their processes.
+#[test]
+fn a_process_list_that_cannot_be_read_is_na_in_the_viewer_not_empty() {
+    let all = EditedFixture::new("gpu-lost", "top-all", |fx| {
+        for id in ["0", "1", "2", "3"] {
+            fail_process_lists(
+                fx,
+                5,
+                id,
+                &["compute_processes", "graphics_processes"],
+                "no_permission",
+            );
+        }
+    });
+    let screen = stdout_of(&["top", "--once", "--fixture", &all.path(), "--frame", "5"]);
+    assert!(
+        screen.contains("Processes of GPU 0, 1, 2, 3: N/A (insufficient permissions)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("No running GPU processes"), "{screen}");
+    assert!(process_rows(&screen).is_empty(), "{screen}");
+
+    let one = EditedFixture::new("gpu-lost", "top-one", |fx| {
+        fail_process_lists(
+            fx,
+            5,
+            "1",
+            &["compute_processes", "graphics_processes"],
+            "no_permission",
+        );
+    });
+    let screen = stdout_of(&["top", "--once", "--fixture", &one.path(), "--frame", "5"]);
+    assert!(
+        screen.contains("Processes of GPU 1: N/A (insufficient permissions)"),
+        "{screen}"
+    );
+    let rows = process_rows(&screen);
+    assert!(!rows.is_empty(), "{screen}");
+    assert!(rows.iter().all(|(dev, _)| dev != "1"), "{screen}");
 }

@@ -437,9 +437,14 @@ fn every_gpu_of_every_dump_matches_its_xml() {
                     );
                 }
                 let host = &f.host.processes[&pid];
+                let printed_name = value(p, "process_name").filter(|n| !n.is_empty());
+                assert_eq!(host.cmdline.first(), printed_name.as_ref());
+                // A process nvidia-smi did not name has an unknown name, not "".
                 assert_eq!(
-                    host.cmdline.first(),
-                    value(p, "process_name").as_ref().filter(|n| !n.is_empty())
+                    host.name.is_some(),
+                    printed_name.is_some(),
+                    "{}",
+                    at("name")
                 );
                 assert!(f.frames[0].host.processes.contains_key(&pid));
             }
@@ -499,7 +504,10 @@ fn transcribed_values_of_some_dumps() {
         (c[0].pid, c[0].used_gpu_memory),
         (116_860, Some(65_710 * MIB))
     );
-    assert_eq!(pro.host.processes[&116_860].name, "llama-server");
+    assert_eq!(
+        pro.host.processes[&116_860].name.as_deref(),
+        Some("llama-server")
+    );
     let s = &pro.devices[&DeviceId::Gpu(0)];
     assert_eq!(s.display_mode, Answer::Err(BackendError::NotSupported));
     assert_eq!(
@@ -656,10 +664,16 @@ fn mig_processes_go_to_their_instance_and_to_the_parent() {
     );
     let app = m1.compute_processes.ok().unwrap()[0];
     assert_eq!(app.used_gpu_memory, None);
-    assert_eq!(f.host.processes[&21198].name, "gpu_burn");
+    assert_eq!(f.host.processes[&21198].name.as_deref(), Some("gpu_burn"));
     assert_eq!(f.host.processes[&21198].cmdline, ["./gpu_burn -m 20%"]);
-    assert_eq!(f.host.processes[&21230].name, "app.exe");
-    assert_eq!(frame.host.processes[&21230].status, "unknown");
+    assert_eq!(f.host.processes[&21230].name.as_deref(), Some("app.exe"));
+    // Regression: the import wrote cpu_percent 0.0, rss 0 and status "unknown" for every
+    // process, which read as measured values; nvidia-smi tells none of them.
+    let sample = &frame.host.processes[&21230];
+    assert_eq!(
+        (sample.cpu_percent, sample.rss, sample.status.as_deref()),
+        (None, None, None)
+    );
     assert!(f.meta.description.contains("without a readable pid"));
     assert_eq!(m1.memory_info.ok().unwrap().reserved, None);
     assert!(m1.bar1_memory_info.is_err());

@@ -3,10 +3,11 @@
 
 use gpu_backend::fixture::{
     trim_link_answers, DeviceDynamic, DeviceStatic, EccCounts, HostProcess, HostProcessSample,
+    Meta, SystemAnswers,
 };
 use gpu_backend::{
     Answer, BackendError, Bar1MemoryInfo, MemoryInfo, NvLinkCounters, PciInfo, PerClock,
-    ProcessInfo, ProcessUtilizationSample,
+    PowerLimits, ProcessInfo, ProcessUtilizationSample,
 };
 
 /// Bytes in a MiB.
@@ -140,6 +141,52 @@ pub fn static_unsupported() -> DeviceStatic {
     DeviceStatic::all_failing(&BackendError::NotSupported)
 }
 
+/// A scenario's description, recorded at [`RECORDED_AT`].
+pub fn meta(stem: &str, description: &str, source: &str) -> Meta {
+    Meta {
+        name: stem.to_string(),
+        description: description.to_string(),
+        source: source.to_string(),
+        recorded_at: Some(RECORDED_AT.to_string()),
+    }
+}
+
+/// A scenario's system answers: driver, NVML and CUDA versions, the GPU count and CUDA's order.
+/// Any other system query answers `not_supported`, so that a query added to the table needs no
+/// change here.
+pub fn system(
+    (driver, nvml, cuda): (&str, &str, i32),
+    device_count: u32,
+    cuda_device_order: Answer<Vec<String>>,
+) -> SystemAnswers {
+    let mut s = SystemAnswers::all_failing(&BackendError::NotSupported);
+    s.driver_version = ok(driver.to_string());
+    s.nvml_version = ok(nvml.to_string());
+    s.cuda_driver_version = ok(cuda);
+    s.device_count = ok(device_count);
+    s.cuda_device_order = cuda_device_order;
+    s
+}
+
+/// A board's fixed limits as its dump gives them: temperature thresholds (slowdown, shutdown,
+/// °C), power limits (the limit, which is also the one in force, and its range, mW), and the
+/// widest PCIe link (generation, lanes). Power management is on.
+pub fn board_limits(
+    s: &mut DeviceStatic,
+    (slowdown, shutdown): (u32, u32),
+    (limit_mw, min_mw, max_mw): (u32, u32, u32),
+    (pcie_gen, pcie_width): (u32, u32),
+) {
+    s.temperature_slowdown = ok(slowdown);
+    s.temperature_shutdown = ok(shutdown);
+    s.power_management_mode = ok(true);
+    s.power_management_limit = ok(limit_mw);
+    s.power_management_limit_constraints = ok(PowerLimits { min_mw, max_mw });
+    s.enforced_power_limit = ok(limit_mw);
+    s.max_pcie_link_generation = ok(pcie_gen);
+    s.max_pcie_link_width = ok(pcie_width);
+}
+
 /// A frame of a device whose every changing query answers `not_supported`.
 pub fn dynamic_unsupported() -> DeviceDynamic {
     dynamic_all(BackendError::NotSupported)
@@ -226,7 +273,7 @@ pub fn host_proc(
     start_time_s: u64,
 ) -> HostProcess {
     HostProcess {
-        name: name.to_string(),
+        name: Some(name.to_string()),
         cmdline: cmdline.iter().map(|s| s.to_string()).collect(),
         user: Some(user.to_string()),
         ppid: Some(ppid),
@@ -237,9 +284,9 @@ pub fn host_proc(
 /// A changing host-process sample.
 pub fn host_sample(cpu_percent: f64, rss: u64, status: &str) -> HostProcessSample {
     HostProcessSample {
-        cpu_percent: round1(cpu_percent),
-        rss,
-        status: status.to_string(),
+        cpu_percent: Some(round1(cpu_percent)),
+        rss: Some(rss),
+        status: Some(status.to_string()),
     }
 }
 

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION};
+use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
     Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture,
-    PowerLimits, Utilization,
+    Utilization,
 };
 
 use super::common::*;
@@ -81,17 +81,7 @@ pub fn build() -> Fixture {
         s.brand = ok(Brand::GeForce);
         s.max_clocks = clocks(c.max_graphics, c.max_graphics, 5005, 1708);
         s.num_fans = ok(1);
-        s.temperature_slowdown = ok(93);
-        s.temperature_shutdown = ok(96);
-        s.power_management_mode = ok(true);
-        s.power_management_limit = ok(216_000);
-        s.power_management_limit_constraints = ok(PowerLimits {
-            min_mw: 100_000,
-            max_mw: 216_000,
-        });
-        s.enforced_power_limit = ok(216_000);
-        s.max_pcie_link_generation = ok(3);
-        s.max_pcie_link_width = ok(16);
+        board_limits(&mut s, (93, 96), (216_000, 100_000, 216_000), (3, 16));
         s.display_mode = ok(i == 0);
         s.display_active = ok(i == 0);
         s.persistence_mode = ok(true);
@@ -280,13 +270,13 @@ pub fn build() -> Fixture {
                 host_sample(rng.rangef(90.0, 360.0), blender_rss, "running"),
             );
         }
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.3;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.3;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 8.0 * 100.0)),
-                memory_used: Some(3 * GIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(3 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
                 swap_used: Some(112 * MIB),
                 load_average: Some(load.step(busy)),
                 processes: host,
@@ -296,27 +286,14 @@ pub fn build() -> Fixture {
 
     Fixture {
         schema_version: SCHEMA_VERSION,
-        meta: Meta {
-            name: STEM.to_string(),
-            description: "A Linux desktop with two GeForce GTX 1080 cards: Xorg on both, \
+        meta: meta(STEM, "A Linux desktop with two GeForce GTX 1080 cards: Xorg on both, \
                           gnome-shell on GPU 0 which drives the display, a miner (compute) on both, \
-                          and Blender starting at frame 12 as a compute-and-graphics process."
-                .to_string(),
-            source: "Values (names, UUIDs, PCI ids, VBIOS, memory totals, clocks and max clocks, \
+                          and Blender starting at frame 12 as a compute-and-graphics process.", "Values (names, UUIDs, PCI ids, VBIOS, memory totals, clocks and max clocks, \
                      power limits 216 W / 100-216 W, temperature thresholds 96/93 °C, fans 53/58 %, \
                      PCIe gen 3 x1, Xorg 12/5 MiB and nbminer 2883 MiB, driver 460.27.04 / \
                      CUDA 11.2) from shared/reference-dumps/a0s-exporter__nvidia-smi-3.xml; \
-                     gnome-shell, Blender, the host and the frames are synthesised."
-                .to_string(),
-            recorded_at: Some(RECORDED_AT.to_string()),
-        },
-        system: SystemAnswers {
-            driver_version: ok("460.27.04".to_string()),
-            nvml_version: ok("11.460.27.04".to_string()),
-            cuda_driver_version: ok(11020),
-            device_count: ok(2),
-            cuda_device_order: ok(CARDS.iter().map(|c| c.uuid.to_string()).collect()),
-        },
+                     gnome-shell, Blender, the host and the frames are synthesised."),
+        system: system(("460.27.04", "11.460.27.04", 11020), 2, ok(CARDS.iter().map(|c| c.uuid.to_string()).collect())),
         nvml_missing_functions: [
             "nvmlDeviceGetComputeRunningProcesses_v3",
             "nvmlDeviceGetGraphicsRunningProcesses_v3",

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION};
+use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
     Architecture, BackendError, Brand, CodecUtilization, ComputeCapability, ComputeMode,
-    CurrentPending, DeviceId, Fixture, PowerLimits, Utilization,
+    CurrentPending, DeviceId, Fixture, Utilization,
 };
 
 use super::common::*;
@@ -51,17 +51,7 @@ pub fn build() -> Fixture {
         s.architecture = ok(Architecture::Turing);
         s.brand = ok(Brand::Nvidia);
         s.max_clocks = clocks(1590, 1590, 5001, 1470);
-        s.temperature_slowdown = ok(93);
-        s.temperature_shutdown = ok(96);
-        s.power_management_mode = ok(true);
-        s.power_management_limit = ok(70_000);
-        s.power_management_limit_constraints = ok(PowerLimits {
-            min_mw: 60_000,
-            max_mw: 70_000,
-        });
-        s.enforced_power_limit = ok(70_000);
-        s.max_pcie_link_generation = ok(3);
-        s.max_pcie_link_width = ok(16);
+        board_limits(&mut s, (93, 96), (70_000, 60_000, 70_000), (3, 16));
         s.display_mode = ok(false);
         s.display_active = ok(false);
         s.persistence_mode = ok(false);
@@ -234,13 +224,13 @@ pub fn build() -> Fixture {
             XORG,
             host_sample(rng.rangef(0.0, 0.4), 61 * MIB, "sleeping"),
         );
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 1.5;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 1.5;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 48.0 * 100.0)),
-                memory_used: Some(21 * GIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(21 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
                 swap_used: Some(0),
                 load_average: Some(load.step(busy)),
                 processes: host,
@@ -250,30 +240,20 @@ pub fn build() -> Fixture {
 
     Fixture {
         schema_version: SCHEMA_VERSION,
-        meta: Meta {
-            name: STEM.to_string(),
-            description:
-                "A 4x Tesla T4 inference server where GPU 2 falls off the bus at frame 15: \
+        meta: meta(
+            STEM,
+            "A 4x Tesla T4 inference server where GPU 2 falls off the bus at frame 15: \
                           from then on every changing answer of GPU 2 is gpu_lost, and its worker \
                           process leaves the host table two frames later; the other GPUs keep \
-                          answering."
-                    .to_string(),
-            source: "Values (name, PCI ids, VBIOS, board part number, memory total/reserved, \
+                          answering.",
+            "Values (name, PCI ids, VBIOS, board part number, memory total/reserved, \
                      BAR1, clocks and max clocks, power 26.78 W idle and limits 70 W / 60-70 W, \
                      thresholds 96/93 °C, PCIe gen 3 x8, ECC, Xorg 22 MiB and python 1005 MiB, \
                      UUID of GPU 3, driver 515.105.01 / CUDA 11.7) from \
                      shared/reference-dumps/telegraf__tesla-t4.xml; the other three GPUs, the \
-                     workers, host and frames are synthesised."
-                .to_string(),
-            recorded_at: Some(RECORDED_AT.to_string()),
-        },
-        system: SystemAnswers {
-            driver_version: ok("515.105.01".to_string()),
-            nvml_version: ok("11.515.105.01".to_string()),
-            cuda_driver_version: ok(11070),
-            device_count: ok(GPUS),
-            cuda_device_order: ok(uuids),
-        },
+                     workers, host and frames are synthesised.",
+        ),
+        system: system(("515.105.01", "11.515.105.01", 11070), GPUS, ok(uuids)),
         nvml_missing_functions: Vec::new(),
         devices,
         host: HostStatic {

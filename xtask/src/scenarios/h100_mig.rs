@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION};
+use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{CurrentPending, DeviceId, Fixture, ProcessInfo};
 
 use super::common::*;
@@ -278,13 +278,15 @@ pub fn build() -> Fixture {
         dy.compute_processes = ok(all_procs);
         dy.graphics_processes = ok(Vec::new());
         devs.insert(DeviceId::Gpu(0), dy);
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.2;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.2;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 20.0 * 100.0)),
-                memory_used: Some(14 * GIB + 310 * MIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(
+                    14 * GIB + 310 * MIB + host.values().filter_map(|h| h.rss).sum::<u64>(),
+                ),
                 swap_used: Some(0),
                 load_average: Some(load.step(busy)),
                 processes: host,
@@ -294,29 +296,20 @@ pub fn build() -> Fixture {
 
     Fixture {
         schema_version: SCHEMA_VERSION,
-        meta: Meta {
-            name: STEM.to_string(),
-            description: "One H100 80GB HBM3 in MIG mode with four MIG devices (3g.40gb, 2g.20gb, \
+        meta: meta(
+            STEM,
+            "One H100 80GB HBM3 in MIG mode with four MIG devices (3g.40gb, 2g.20gb, \
                           2x 1g.10gb); memhog and gpu_burn start inside GPU instance 2 and an \
                           inference service inside GPU instance 3. Queries NVML does not answer \
-                          for MIG handles are not_supported."
-                .to_string(),
-            source: "Values (MIG profiles, GPU/compute instance ids, per-instance memory and BAR1 \
+                          for MIG handles are not_supported.",
+            "Values (MIG profiles, GPU/compute instance ids, per-instance memory and BAR1 \
                      totals, process PIDs, names and memory 2296/1272/7484 MiB, power and \
                      temperatures, PCIe throughput, BAR1 use, NVLink not supported in MIG mode, \
                      driver 590.48.01 / CUDA 13.1) from \
                      shared/reference-dumps/utku__linux-x86_64__nvidia-h100-mig__590.48.01.txt; \
-                     UUIDs, serial, the GI 3 process, the host and the frames are synthesised."
-                .to_string(),
-            recorded_at: Some(RECORDED_AT.to_string()),
-        },
-        system: SystemAnswers {
-            driver_version: ok(h100::DRIVER.to_string()),
-            nvml_version: ok(h100::NVML.to_string()),
-            cuda_driver_version: ok(h100::CUDA),
-            device_count: ok(1),
-            cuda_device_order: ok(vec![uuid]),
-        },
+                     UUIDs, serial, the GI 3 process, the host and the frames are synthesised.",
+        ),
+        system: system((h100::DRIVER, h100::NVML, h100::CUDA), 1, ok(vec![uuid])),
         nvml_missing_functions: Vec::new(),
         devices,
         host: HostStatic {

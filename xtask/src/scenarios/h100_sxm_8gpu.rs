@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use gpu_backend::fixture::{
-    DeviceDynamic, DeviceStatic, Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION,
+    DeviceDynamic, DeviceStatic, Frame, HostFrame, HostStatic, SCHEMA_VERSION,
 };
 use gpu_backend::{
     Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
-    DeviceId, Fixture, PowerLimits, ProcessUtilizationSample, Utilization,
+    DeviceId, Fixture, ProcessUtilizationSample, Utilization,
 };
 
 use super::common::*;
@@ -75,17 +75,17 @@ pub fn h100_static(
         h100::MAX_MEMORY,
         h100::MAX_VIDEO,
     );
-    s.temperature_slowdown = ok(h100::SLOWDOWN_C);
-    s.temperature_shutdown = ok(h100::SHUTDOWN_C);
-    s.power_management_mode = ok(true);
-    s.power_management_limit = ok(h100::POWER_LIMIT_MW);
-    s.power_management_limit_constraints = ok(PowerLimits {
-        min_mw: h100::POWER_MIN_MW,
-        max_mw: h100::POWER_LIMIT_MW,
-    });
-    s.enforced_power_limit = ok(h100::POWER_LIMIT_MW);
-    s.max_pcie_link_generation = ok(5);
-    s.max_pcie_link_width = ok(16);
+    board_limits(
+        &mut s,
+        (h100::SLOWDOWN_C, h100::SHUTDOWN_C),
+        (
+            h100::POWER_LIMIT_MW,
+            h100::POWER_MIN_MW,
+            h100::POWER_LIMIT_MW,
+        ),
+        (5, 16),
+    );
+    s.power_management_default_limit = ok(h100::POWER_LIMIT_MW);
     s.nvlink_state = vec![ok(true); h100::NVLINKS];
     // nvidia-smi 590 shows "Display Attached: Yes" (the display-mode query) and "Display
     // Active: Disabled".
@@ -521,28 +521,15 @@ pub fn build() -> Fixture {
 
     Fixture {
         schema_version: SCHEMA_VERSION,
-        meta: Meta {
-            name: STEM.to_string(),
-            description: "An 8x H100 80GB HBM3 SXM (HGX) server: an 8-rank torchrun training job \
+        meta: meta(STEM, "An 8x H100 80GB HBM3 SXM (HGX) server: an 8-rank torchrun training job \
                           warming up alongside evaluation, inference, notebook, Dask, LoRA and Ray \
-                          jobs (64 GPU processes in all), with 18 active NVLinks per GPU and no fans."
-                .to_string(),
-            source: "Device values (name, PCI ids, VBIOS, board part number, memory total and \
+                          jobs (64 GPU processes in all), with 18 active NVLinks per GPU and no fans.", "Device values (name, PCI ids, VBIOS, board part number, memory total and \
                      reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
                      range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
                      shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
                      (a single-GPU VM); the 8-GPU topology, UUIDs, serials, processes, host and \
-                     the frames are synthesised around those values."
-                .to_string(),
-            recorded_at: Some(RECORDED_AT.to_string()),
-        },
-        system: SystemAnswers {
-            driver_version: ok(h100::DRIVER.to_string()),
-            nvml_version: ok(h100::NVML.to_string()),
-            cuda_driver_version: ok(h100::CUDA),
-            device_count: ok(GPUS),
-            cuda_device_order: ok(uuids),
-        },
+                     the frames are synthesised around those values."),
+        system: system((h100::DRIVER, h100::NVML, h100::CUDA), GPUS, ok(uuids)),
         nvml_missing_functions: Vec::new(),
         devices,
         host: HostStatic {

@@ -4,10 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION};
+use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
-    Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture, PowerLimits,
-    Utilization,
+    Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture, Utilization,
 };
 
 use super::common::*;
@@ -49,17 +48,7 @@ pub fn build() -> Fixture {
     s.brand = ok(Brand::GeForce);
     s.max_clocks = clocks(2145, 2145, 4001, 1950);
     s.num_fans = fnf();
-    s.temperature_slowdown = ok(93);
-    s.temperature_shutdown = ok(96);
-    s.power_management_mode = ok(true);
-    s.power_management_limit = ok(130_000);
-    s.power_management_limit_constraints = ok(PowerLimits {
-        min_mw: 70_000,
-        max_mw: 130_000,
-    });
-    s.enforced_power_limit = ok(130_000);
-    s.max_pcie_link_generation = ok(3);
-    s.max_pcie_link_width = ok(16);
+    board_limits(&mut s, (93, 96), (130_000, 70_000, 130_000), (3, 16));
     s.display_mode = ok(false);
     s.display_active = ok(false);
     s.persistence_mode = ok(false);
@@ -205,7 +194,7 @@ pub fn build() -> Fixture {
         dy.process_utilization = ok(samples);
         let mut devs = BTreeMap::new();
         devs.insert(DeviceId::Gpu(0), dy);
-        let busy_cpus = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.05;
+        let busy_cpus = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.05;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
@@ -221,28 +210,19 @@ pub fn build() -> Fixture {
 
     Fixture {
         schema_version: SCHEMA_VERSION,
-        meta: Meta {
-            name: STEM.to_string(),
-            description: "A GeForce GTX 1660 Ti under driver 418.43 (CUDA 10.1), which names it \
+        meta: meta(
+            STEM,
+            "A GeForce GTX 1660 Ti under driver 418.43 (CUDA 10.1), which names it \
                           \"Graphics Device\" and lacks the _v2/_v3 process calls, memory info v2, \
                           the architecture, MIG and per-fan calls; a training run starts on the \
-                          idle card at frame 6."
-                .to_string(),
-            source: "Values (name, UUID, PCI ids, VBIOS, memory total, BAR1, idle clocks and max \
+                          idle card at frame 6.",
+            "Values (name, UUID, PCI ids, VBIOS, memory total, BAR1, idle clocks and max \
                      clocks, power 8.93 W idle and limits 130 W / 70-130 W, thresholds 96/93 °C, \
                      fan 0 %, N/A fields, driver 418.43 / CUDA 10.1) from \
                      shared/reference-dumps/telegraf__gtx-1660-ti.xml (idle); the training \
-                     process, load figures, host and frames are synthesised."
-                .to_string(),
-            recorded_at: Some(RECORDED_AT.to_string()),
-        },
-        system: SystemAnswers {
-            driver_version: ok("418.43".to_string()),
-            nvml_version: ok("10.418.43".to_string()),
-            cuda_driver_version: ok(10010),
-            device_count: ok(1),
-            cuda_device_order: ns(),
-        },
+                     process, load figures, host and frames are synthesised.",
+        ),
+        system: system(("418.43", "10.418.43", 10010), 1, ns()),
         nvml_missing_functions: {
             let mut v: Vec<String> = MISSING.iter().map(|s| s.to_string()).collect();
             v.sort();

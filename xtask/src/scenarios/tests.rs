@@ -388,7 +388,10 @@ fn windows_wddm_facts() {
         assert_eq!(gr.len(), 10);
         assert!(gr.iter().chain(co).all(|p| p.used_gpu_memory.is_none()));
         assert!(gr.iter().all(|p| co.contains(p)), "desktop apps are C+G");
-        names.extend(co.iter().map(|p| f.host.processes[&p.pid].name.clone()));
+        names.extend(
+            co.iter()
+                .filter_map(|p| f.host.processes[&p.pid].name.clone()),
+        );
     }
     assert!(
         names.contains("dwm.exe") && names.contains("ffmpeg.exe") && names.contains("NZXT CAM.exe")

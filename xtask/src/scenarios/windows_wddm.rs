@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION};
+use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
     Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
-    DeviceId, DriverModel, Fixture, PowerLimits, Utilization,
+    DeviceId, DriverModel, Fixture, Utilization,
 };
 
 use super::common::*;
@@ -65,17 +65,7 @@ pub fn build() -> Fixture {
     s.brand = ok(Brand::GeForce);
     s.max_clocks = clocks(2145, 2145, 7751, 1950);
     s.num_fans = ok(1);
-    s.temperature_slowdown = ok(97);
-    s.temperature_shutdown = ok(100);
-    s.power_management_mode = ok(true);
-    s.power_management_limit = ok(250_000);
-    s.power_management_limit_constraints = ok(PowerLimits {
-        min_mw: 105_000,
-        max_mw: 350_000,
-    });
-    s.enforced_power_limit = ok(250_000);
-    s.max_pcie_link_generation = ok(3);
-    s.max_pcie_link_width = ok(16);
+    board_limits(&mut s, (97, 100), (250_000, 105_000, 350_000), (3, 16));
     // "Display Attached: Yes", "Display Active: Disabled" as nvidia-smi 591.86 reported them.
     s.display_mode = ok(true);
     s.display_active = ok(false);
@@ -277,13 +267,13 @@ pub fn build() -> Fixture {
                 host_sample(rng.rangef(160.0, 240.0), 268 * MIB, "running"),
             );
         }
-        let busy = host.values().map(|h| h.cpu_percent).sum::<f64>() / 100.0;
+        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0;
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
             host: HostFrame {
                 cpu_percent: Some(round1(busy / 16.0 * 100.0)),
-                memory_used: Some(9 * GIB + host.values().map(|h| h.rss).sum::<u64>()),
+                memory_used: Some(9 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
                 swap_used: Some(1_350 * MIB),
                 // Windows has no load average.
                 load_average: None,
@@ -294,28 +284,19 @@ pub fn build() -> Fixture {
 
     Fixture {
         schema_version: SCHEMA_VERSION,
-        meta: Meta {
-            name: STEM.to_string(),
-            description: "A Windows 11 desktop with a GeForce RTX 2080 SUPER in the WDDM driver \
+        meta: meta(
+            STEM,
+            "A Windows 11 desktop with a GeForce RTX 2080 SUPER in the WDDM driver \
                           model: ten C+G desktop apps whose GPU memory is not available, then two \
-                          ffmpeg NVENC encodes (compute) start and drive the encoder to 100 %."
-                .to_string(),
-            source: "Values (name, PCI ids, bus id, VBIOS, memory total/reserved, BAR1, clocks \
+                          ffmpeg NVENC encodes (compute) start and drive the encoder to 100 %.",
+            "Values (name, PCI ids, bus id, VBIOS, memory total/reserved, BAR1, clocks \
                      and max clocks, power 250 W and 105-350 W, thresholds 100/97 °C, fan 38 %, \
                      idle and load figures, process PIDs and image paths, driver 591.86 / \
                      CUDA 13.1) from shared/reference-dumps/\
                      utku__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt; the UUID, \
-                     host facts and the frames are synthesised."
-                .to_string(),
-            recorded_at: Some(RECORDED_AT.to_string()),
-        },
-        system: SystemAnswers {
-            driver_version: ok("591.86".to_string()),
-            nvml_version: ok("13.591.86".to_string()),
-            cuda_driver_version: ok(13010),
-            device_count: ok(1),
-            cuda_device_order: ok(vec![uuid]),
-        },
+                     host facts and the frames are synthesised.",
+        ),
+        system: system(("591.86", "13.591.86", 13010), 1, ok(vec![uuid])),
         nvml_missing_functions: Vec::new(),
         devices,
         host: HostStatic {

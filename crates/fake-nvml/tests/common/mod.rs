@@ -57,6 +57,7 @@ fn statics(name: &str, uuid: &str, bus: u32) -> DeviceStatic {
         temperature_shutdown: ok(92),
         power_management_mode: ok(true),
         power_management_limit: ok(400_000),
+        power_management_default_limit: ok(350_000),
         power_management_limit_constraints: ok(PowerLimits {
             min_mw: 100_000,
             max_mw: 400_000,

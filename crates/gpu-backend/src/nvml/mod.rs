@@ -635,6 +635,10 @@ impl GpuBackend for NvmlBackend {
         self.with_device(id, |d| d.power_management_limit())
     }
 
+    fn power_management_default_limit(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.power_management_limit_default())
+    }
+
     fn power_management_limit_constraints(&self, id: DeviceId) -> Result<PowerLimits> {
         let limits = self.with_device(id, |d| d.power_management_limit_constraints())?;
         Ok(PowerLimits {

@@ -172,6 +172,14 @@ impl Theme {
         }
     }
 
+    fn warn(&self) -> Style {
+        if self.color {
+            Style::default().fg(Color::Yellow)
+        } else {
+            Style::default()
+        }
+    }
+
     fn title(&self) -> Style {
         Style::default().add_modifier(Modifier::REVERSED)
     }
@@ -615,13 +623,32 @@ fn draw_table(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         fit(&header, area.width as usize),
         Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED),
     )];
+    // A process list that could not be read is N/A with its reason, never "no processes".
+    let unknown = unknown_process_lists(&sample.snap);
+    for (reason, ids) in &unknown {
+        lines.push(Line::styled(
+            fit(
+                &format!("  Processes of GPU {}: N/A ({})", ids.join(", "), reason),
+                area.width as usize,
+            ),
+            theme.warn(),
+        ));
+    }
     if rows.is_empty() {
-        let msg = if procs.is_empty() {
-            "  No running GPU processes."
-        } else {
+        let msg = if !procs.is_empty() {
             "  No process matches the filter (/ to change it, Esc in the prompt to clear)."
+        } else if unknown.is_empty() {
+            "  No running GPU processes."
+        } else if unknown.iter().map(|(_, ids)| ids.len()).sum::<usize>()
+            < sample.snap.devices.len()
+        {
+            "  No running GPU processes on the other devices."
+        } else {
+            ""
         };
-        lines.push(Line::raw(msg));
+        if !msg.is_empty() {
+            lines.push(Line::raw(msg));
+        }
     }
     for (i, row) in rows.iter().enumerate().skip(offset).take(body_h) {
         lines.push(table_row(
@@ -635,6 +662,24 @@ fn draw_table(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         ));
     }
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The devices whose process lists could not be read, grouped by the (escaped) reason, in
+/// device order.
+fn unknown_process_lists(snap: &gpu_processes::Snapshots) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for id in &snap.unknown_processes {
+        let reason = snap
+            .errors_of(*id)
+            .next()
+            .map_or_else(|| "unknown reason".to_string(), |e| e.error.to_string());
+        let reason = escape_control(&reason).into_owned();
+        match groups.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, ids)) => ids.push(id.to_string()),
+            None => groups.push((reason, vec![id.to_string()])),
+        }
+    }
+    groups
 }
 
 fn table_row(

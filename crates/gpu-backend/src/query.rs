@@ -1,0 +1,331 @@
+//! The query table: every question a backend can be asked, declared once.
+//!
+//! [`for_each_query!`](crate::for_each_query) holds one row per query of [`crate::GpuBackend`]
+//! and hands the whole table to a macro of the caller's choosing. From it come the trait's
+//! methods (and [`crate::NotSupportedBase`]), the fixture fields
+//! ([`crate::fixture::SystemAnswers`], [`crate::fixture::DeviceStatic`],
+//! [`crate::fixture::DeviceDynamic`]) with their "not recorded" defaults and all-failing
+//! answers, the replay's methods, the recorder's capture, fake-nvml's exports for the regular
+//! shapes, and the query table of `docs/fixture-format.md` ([`QUERIES`], checked by a test).
+//!
+//! A row reads
+//!
+//! ```text
+//! SECTION SHAPE fn METHOD(ARGS) -> (TYPE) => FIELD [nvml: FUNCTION "note"?, unit: "mW", mig: yes, abi: plain, doc: "..."];
+//! ```
+//!
+//! * SECTION: `system` (asked once, no device), `static` (asked once per device) or `dynamic`
+//!   (asked at every frame).
+//! * SHAPE: `value` (one answer), `per_clock` (one per [`crate::ClockType`]), `per_link` (one
+//!   per NVLink link, trimmed), `per_fan` (one per fan of `num_fans`), `per_ecc` (one per ECC
+//!   kind and counter), `split` (one per variant of the argument, each its own fixture field:
+//!   FIELD is then `{ Enum::Variant => field, ... }`), `samples` (a list filtered by a
+//!   timestamp; replay's body is written by hand).
+//! * `nvml`: the NVML entry point (an identifier, so that fake-nvml can export it), with an
+//!   optional note for the irregular ones.
+//! * `mig`: whether a MIG device answers it (`yes`, `no`, or `na` for system queries).
+//! * `abi`: how fake-nvml exports it: `plain` (the value through one out-pointer), `enable`
+//!   (a bool as `nvmlEnableState_t`), `code` (an enum as NVML's number), `string` (a device
+//!   string into a caller's buffer), or `custom` (written by hand in fake-nvml).
+//!
+//! The value type is in parentheses, so that a caller can take it as plain tokens (mockall
+//! cannot read a type that a macro passed on as one piece); argument types are single names.
+//! Types are written as plain names: the caller's macro expands where `gpu_backend::types::*`
+//! is in scope.
+//!
+//! Adding a query: add its row here, write its NVML body in `nvml/mod.rs` (the trait has no
+//! default bodies, so a missing one does not compile), and map it in the nvidia-smi importer if
+//! nvidia-smi shows it. Old fixtures keep loading: the new field reads as "not recorded".
+
+/// Calls `$callback! { ROWS }` with every row of the query table (see [the module](self)).
+#[macro_export]
+macro_rules! for_each_query {
+    ($callback:ident) => {
+        $callback! {
+            // ---- System ----
+            system value fn driver_version() -> (String) => driver_version
+                [nvml: nvmlSystemGetDriverVersion, unit: "", mig: na, abi: custom,
+                 doc: "Driver version, e.g. `\"535.54.03\"`."];
+            system value fn nvml_version() -> (String) => nvml_version
+                [nvml: nvmlSystemGetNVMLVersion, unit: "", mig: na, abi: custom,
+                 doc: "NVML library version, e.g. `\"12.535.54.03\"`."];
+            system value fn cuda_driver_version() -> (i32) => cuda_driver_version
+                [nvml: nvmlSystemGetCudaDriverVersion_v2, unit: "CUDA encoding (12020 = 12.2)", mig: na, abi: custom,
+                 doc: "The CUDA driver API version the driver supports, as CUDA encodes it (`12020` for 12.2)."];
+            system value fn device_count() -> (u32) => device_count
+                [nvml: nvmlDeviceGetCount_v2, unit: "", mig: na, abi: custom,
+                 doc: "Number of physical GPUs."];
+            system value fn cuda_device_order() -> (Vec<String>) => cuda_device_order
+                [nvml: cuDeviceGetUuid "libcuda, not NVML", unit: "", mig: na, abi: custom,
+                 doc: "UUIDs of the physical GPUs in CUDA's default ordinal order (FASTEST_FIRST), as libcuda reports it."];
+
+            // ---- Identity and configuration (static) ----
+            static value fn name(id: DeviceId) -> (String) => name
+                [nvml: nvmlDeviceGetName, unit: "", mig: yes, abi: string,
+                 doc: "Product name."];
+            static value fn uuid(id: DeviceId) -> (String) => uuid
+                [nvml: nvmlDeviceGetUUID, unit: "", mig: yes, abi: string,
+                 doc: "UUID: `GPU-...` for a physical GPU, `MIG-...` for a MIG device."];
+            static value fn serial(id: DeviceId) -> (String) => serial
+                [nvml: nvmlDeviceGetSerial, unit: "", mig: no, abi: string,
+                 doc: "Board serial number."];
+            static value fn pci_info(id: DeviceId) -> (PciInfo) => pci_info
+                [nvml: nvmlDeviceGetPciInfo_v3, unit: "", mig: no, abi: custom,
+                 doc: "PCI identity."];
+            static value fn minor_number(id: DeviceId) -> (u32) => minor_number
+                [nvml: nvmlDeviceGetMinorNumber, unit: "", mig: no, abi: plain,
+                 doc: "Minor number of the device node (`/dev/nvidiaN`)."];
+            static value fn vbios_version(id: DeviceId) -> (String) => vbios_version
+                [nvml: nvmlDeviceGetVbiosVersion, unit: "", mig: no, abi: string,
+                 doc: "VBIOS version."];
+            static value fn board_part_number(id: DeviceId) -> (String) => board_part_number
+                [nvml: nvmlDeviceGetBoardPartNumber, unit: "", mig: no, abi: string,
+                 doc: "Board part number."];
+            static value fn architecture(id: DeviceId) -> (Architecture) => architecture
+                [nvml: nvmlDeviceGetArchitecture, unit: "", mig: no, abi: code,
+                 doc: "Architecture."];
+            static value fn brand(id: DeviceId) -> (Brand) => brand
+                [nvml: nvmlDeviceGetBrand, unit: "", mig: no, abi: code,
+                 doc: "Brand."];
+            static per_clock fn max_clock(id: DeviceId, clock: ClockType) -> (u32) => max_clocks
+                [nvml: nvmlDeviceGetMaxClockInfo, unit: "MHz", mig: no, abi: custom,
+                 doc: "Maximum clock of a domain, MHz."];
+            static value fn num_fans(id: DeviceId) -> (u32) => num_fans
+                [nvml: nvmlDeviceGetNumFans, unit: "", mig: no, abi: plain,
+                 doc: "Number of fans."];
+            static split fn temperature_threshold(id: DeviceId, threshold: TemperatureThreshold) -> (u32)
+                => { TemperatureThreshold::Slowdown => temperature_slowdown,
+                     TemperatureThreshold::Shutdown => temperature_shutdown }
+                [nvml: nvmlDeviceGetTemperatureThreshold, unit: "°C", mig: no, abi: custom,
+                 doc: "A temperature threshold, °C."];
+            static value fn power_management_mode(id: DeviceId) -> (bool) => power_management_mode
+                [nvml: nvmlDeviceGetPowerManagementMode, unit: "", mig: no, abi: enable,
+                 doc: "Whether power management is enabled (power readings available)."];
+            static value fn power_management_limit(id: DeviceId) -> (u32) => power_management_limit
+                [nvml: nvmlDeviceGetPowerManagementLimit, unit: "mW", mig: no, abi: plain,
+                 doc: "Power-management limit, mW."];
+            static value fn power_management_default_limit(id: DeviceId) -> (u32) => power_management_default_limit
+                [nvml: nvmlDeviceGetPowerManagementDefaultLimit, unit: "mW", mig: no, abi: plain,
+                 doc: "Default power-management limit (the limit the board starts with), mW."];
+            static value fn power_management_limit_constraints(id: DeviceId) -> (PowerLimits) => power_management_limit_constraints
+                [nvml: nvmlDeviceGetPowerManagementLimitConstraints, unit: "mW", mig: no, abi: custom,
+                 doc: "Range the power-management limit may be set in, mW."];
+            static value fn enforced_power_limit(id: DeviceId) -> (u32) => enforced_power_limit
+                [nvml: nvmlDeviceGetEnforcedPowerLimit, unit: "mW", mig: no, abi: plain,
+                 doc: "The power limit actually enforced (the lower of all limits), mW."];
+            static value fn max_pcie_link_generation(id: DeviceId) -> (u32) => max_pcie_link_generation
+                [nvml: nvmlDeviceGetMaxPcieLinkGeneration, unit: "", mig: no, abi: plain,
+                 doc: "Highest PCIe generation the device and system support."];
+            static value fn max_pcie_link_width(id: DeviceId) -> (u32) => max_pcie_link_width
+                [nvml: nvmlDeviceGetMaxPcieLinkWidth, unit: "lanes", mig: no, abi: plain,
+                 doc: "Widest PCIe link the device and system support (lanes)."];
+            static per_link fn nvlink_state(id: DeviceId, link: u32) -> (bool) => nvlink_state
+                [nvml: nvmlDeviceGetNvLinkState, unit: "", mig: no, abi: custom,
+                 doc: "Whether NVLink `link` (0..[`NVLINK_MAX_LINKS`]) is active."];
+            static value fn display_mode(id: DeviceId) -> (bool) => display_mode
+                [nvml: nvmlDeviceGetDisplayMode, unit: "", mig: no, abi: enable,
+                 doc: "Whether a display is connected (display mode)."];
+            static value fn display_active(id: DeviceId) -> (bool) => display_active
+                [nvml: nvmlDeviceGetDisplayActive, unit: "", mig: no, abi: enable,
+                 doc: "Whether a display is initialised on the device (display active)."];
+            static value fn persistence_mode(id: DeviceId) -> (bool) => persistence_mode
+                [nvml: nvmlDeviceGetPersistenceMode, unit: "", mig: no, abi: enable,
+                 doc: "Persistence mode."];
+            static value fn ecc_mode(id: DeviceId) -> (CurrentPending<bool>) => ecc_mode
+                [nvml: nvmlDeviceGetEccMode, unit: "", mig: no, abi: custom,
+                 doc: "ECC mode, current and pending."];
+            static value fn compute_mode(id: DeviceId) -> (ComputeMode) => compute_mode
+                [nvml: nvmlDeviceGetComputeMode, unit: "", mig: no, abi: custom,
+                 doc: "Compute mode."];
+            static value fn cuda_compute_capability(id: DeviceId) -> (ComputeCapability) => cuda_compute_capability
+                [nvml: nvmlDeviceGetCudaComputeCapability, unit: "", mig: no, abi: custom,
+                 doc: "CUDA compute capability."];
+            static value fn driver_model(id: DeviceId) -> (CurrentPending<DriverModel>) => driver_model
+                [nvml: nvmlDeviceGetDriverModel_v2, unit: "", mig: no, abi: custom,
+                 doc: "Windows driver model, current and pending (not supported on Linux)."];
+            static value fn mig_mode(id: DeviceId) -> (CurrentPending<bool>) => mig_mode
+                [nvml: nvmlDeviceGetMigMode, unit: "", mig: no, abi: custom,
+                 doc: "MIG mode, current and pending."];
+            static value fn max_mig_device_count(id: DeviceId) -> (u32) => max_mig_device_count
+                [nvml: nvmlDeviceGetMaxMigDeviceCount, unit: "", mig: no, abi: plain,
+                 doc: "How many MIG devices the GPU can hold at most."];
+            static value fn mig_device_indices(id: DeviceId) -> (Vec<u32>) => mig_device_indices
+                [nvml: nvmlDeviceGetMigDeviceHandleByIndex "over slots 0..max", unit: "", mig: no, abi: custom,
+                 doc: "The MIG slot indices that hold a MIG device under a physical GPU, ascending. Each gives `DeviceId::Mig { parent, index }`."];
+            static value fn gpu_instance_id(id: DeviceId) -> (u32) => gpu_instance_id
+                [nvml: nvmlDeviceGetGpuInstanceId, unit: "", mig: yes, abi: plain,
+                 doc: "GPU-instance id of a MIG device."];
+            static value fn compute_instance_id(id: DeviceId) -> (u32) => compute_instance_id
+                [nvml: nvmlDeviceGetComputeInstanceId, unit: "", mig: yes, abi: plain,
+                 doc: "Compute-instance id of a MIG device."];
+
+            // ---- Readings that change over time (dynamic) ----
+            dynamic value fn memory_info(id: DeviceId) -> (MemoryInfo) => memory_info
+                [nvml: nvmlDeviceGetMemoryInfo_v2 "falls back to v1", unit: "bytes", mig: yes, abi: custom,
+                 doc: "Frame-buffer memory."];
+            dynamic value fn bar1_memory_info(id: DeviceId) -> (Bar1MemoryInfo) => bar1_memory_info
+                [nvml: nvmlDeviceGetBAR1MemoryInfo, unit: "bytes", mig: yes, abi: custom,
+                 doc: "BAR1 memory."];
+            dynamic value fn utilization_rates(id: DeviceId) -> (Utilization) => utilization_rates
+                [nvml: nvmlDeviceGetUtilizationRates, unit: "%", mig: no, abi: custom,
+                 doc: "GPU and memory utilization."];
+            dynamic value fn encoder_utilization(id: DeviceId) -> (CodecUtilization) => encoder_utilization
+                [nvml: nvmlDeviceGetEncoderUtilization, unit: "%", mig: no, abi: custom,
+                 doc: "Encoder utilization."];
+            dynamic value fn decoder_utilization(id: DeviceId) -> (CodecUtilization) => decoder_utilization
+                [nvml: nvmlDeviceGetDecoderUtilization, unit: "%", mig: no, abi: custom,
+                 doc: "Decoder utilization."];
+            dynamic per_clock fn clock(id: DeviceId, clock: ClockType) -> (u32) => clocks
+                [nvml: nvmlDeviceGetClockInfo, unit: "MHz", mig: no, abi: custom,
+                 doc: "Current clock of a domain, MHz."];
+            dynamic value fn fan_speed(id: DeviceId) -> (u32) => fan_speed
+                [nvml: nvmlDeviceGetFanSpeed, unit: "%", mig: no, abi: plain,
+                 doc: "Intended fan speed, percent (`nvmlDeviceGetFanSpeed`)."];
+            dynamic per_fan fn fan_speed_of(id: DeviceId, fan: u32) -> (u32) => fan_speeds
+                [nvml: nvmlDeviceGetFanSpeed_v2, unit: "%", mig: no, abi: custom,
+                 doc: "Intended speed of one fan, percent (`nvmlDeviceGetFanSpeed_v2`)."];
+            dynamic value fn temperature(id: DeviceId) -> (u32) => temperature
+                [nvml: nvmlDeviceGetTemperature "sensor GPU", unit: "°C", mig: no, abi: custom,
+                 doc: "GPU core temperature, °C."];
+            dynamic value fn power_usage(id: DeviceId) -> (u32) => power_usage
+                [nvml: nvmlDeviceGetPowerUsage, unit: "mW", mig: no, abi: plain,
+                 doc: "Power draw, mW."];
+            dynamic value fn total_energy_consumption(id: DeviceId) -> (u64) => total_energy_consumption
+                [nvml: nvmlDeviceGetTotalEnergyConsumption, unit: "mJ", mig: no, abi: plain,
+                 doc: "Energy consumed since the driver was loaded, mJ."];
+            dynamic value fn performance_state(id: DeviceId) -> (u32) => performance_state
+                [nvml: nvmlDeviceGetPerformanceState, unit: "P0..P15, 32 unknown", mig: no, abi: plain,
+                 doc: "Performance state, 0 (P0, most) to 15 (P15, least); 32 is \"unknown\"."];
+            dynamic value fn current_pcie_link_generation(id: DeviceId) -> (u32) => current_pcie_link_generation
+                [nvml: nvmlDeviceGetCurrPcieLinkGeneration, unit: "", mig: no, abi: plain,
+                 doc: "Current PCIe generation."];
+            dynamic value fn current_pcie_link_width(id: DeviceId) -> (u32) => current_pcie_link_width
+                [nvml: nvmlDeviceGetCurrPcieLinkWidth, unit: "lanes", mig: no, abi: plain,
+                 doc: "Current PCIe link width (lanes)."];
+            dynamic split fn pcie_throughput(id: DeviceId, direction: PcieDirection) -> (u32)
+                => { PcieDirection::Tx => pcie_tx_throughput,
+                     PcieDirection::Rx => pcie_rx_throughput }
+                [nvml: nvmlDeviceGetPcieThroughput, unit: "KB/s", mig: no, abi: custom,
+                 doc: "PCIe throughput over the last 20 ms, KB/s."];
+            dynamic per_link fn nvlink_throughput(id: DeviceId, link: u32) -> (NvLinkCounters) => nvlink_throughput
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX", unit: "KiB, cumulative", mig: no, abi: custom,
+                 doc: "Cumulative NVLink data counters of one link."];
+            dynamic per_ecc fn ecc_errors(id: DeviceId, kind: EccErrorKind, counter: EccCounter) -> (u64) => ecc_errors
+                [nvml: nvmlDeviceGetTotalEccErrors, unit: "errors", mig: no, abi: custom,
+                 doc: "ECC error count."];
+            dynamic value fn clock_event_reasons(id: DeviceId) -> (u64) => clock_event_reasons
+                [nvml: nvmlDeviceGetCurrentClocksEventReasons, unit: "bit mask", mig: no, abi: plain,
+                 doc: "Clock event (throttle) reasons, NVML's bit mask."];
+            dynamic value fn compute_processes(id: DeviceId) -> (Vec<ProcessInfo>) => compute_processes
+                [nvml: nvmlDeviceGetComputeRunningProcesses_v3 "falls back to _v2 and v1", unit: "", mig: yes, abi: custom,
+                 doc: "Processes with a compute context on the device."];
+            dynamic value fn graphics_processes(id: DeviceId) -> (Vec<ProcessInfo>) => graphics_processes
+                [nvml: nvmlDeviceGetGraphicsRunningProcesses_v3 "falls back to _v2 and v1", unit: "", mig: no, abi: custom,
+                 doc: "Processes with a graphics context on the device."];
+            dynamic samples fn process_utilization(id: DeviceId, since_us: u64) -> (Vec<ProcessUtilizationSample>) => process_utilization
+                [nvml: nvmlDeviceGetProcessUtilization "recorded with timestamp 0", unit: "%", mig: no, abi: custom,
+                 doc: "Per-process utilization samples newer than `since_us` (microseconds since the Unix epoch; 0 for every sample the driver holds)."];
+        }
+    };
+}
+
+/// What the query table says about one query; [`QUERIES`] lists them all in table order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryInfo {
+    /// The [`crate::GpuBackend`] method.
+    pub name: &'static str,
+    /// `system`, `static` or `dynamic`.
+    pub section: &'static str,
+    /// The shape: `value`, `per_clock`, `per_link`, `per_fan`, `per_ecc`, `split`, `samples`.
+    pub shape: &'static str,
+    /// The fixture fields that hold its answers.
+    pub fields: &'static [&'static str],
+    /// The Rust value type of one answer.
+    pub value: &'static str,
+    /// The unit, or `""`.
+    pub unit: &'static str,
+    /// The NVML entry point.
+    pub nvml: &'static str,
+    /// A note on the NVML side, or `""`.
+    pub nvml_note: &'static str,
+    /// Whether a MIG device answers it: `yes`, `no`, or `na` (system queries).
+    pub mig: &'static str,
+    /// What it tells.
+    pub doc: &'static str,
+}
+
+macro_rules! query_infos {
+    ($(
+        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
+            => $store:tt
+            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
+    )*) => {
+        /// Every query of the table, in table order.
+        pub const QUERIES: &[QueryInfo] = &[$(
+            QueryInfo {
+                name: stringify!($method),
+                section: stringify!($section),
+                shape: stringify!($shape),
+                fields: query_infos!(@fields $store),
+                value: stringify!($($ty)+),
+                unit: $unit,
+                nvml: stringify!($nvml),
+                nvml_note: concat!("" $(, $note)?),
+                mig: stringify!($mig),
+                doc: $doc,
+            },
+        )*];
+    };
+    (@fields $field:ident) => { &[stringify!($field)] };
+    (@fields { $($variant:path => $field:ident),+ }) => { &[$(stringify!($field)),+] };
+}
+
+for_each_query!(query_infos);
+
+/// The query table as the Markdown table kept in `docs/fixture-format.md` (a test checks that
+/// the page holds exactly this).
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| query | section | shape | fixture field(s) | value | unit | NVML | MIG |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for q in QUERIES {
+        let fields: Vec<String> = q.fields.iter().map(|f| format!("`{f}`")).collect();
+        let value: String = q.value.chars().filter(|c| !c.is_whitespace()).collect();
+        let nvml = if q.nvml_note.is_empty() {
+            format!("`{}`", q.nvml)
+        } else {
+            format!("`{}` ({})", q.nvml, q.nvml_note)
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | `{}` | {} | {} | {} |\n",
+            q.name,
+            q.section,
+            q.shape.replace('_', " "),
+            fields.join(", "),
+            value,
+            q.unit,
+            nvml,
+            q.mig,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_query_and_fixture_field_is_named_once() {
+        let mut names: Vec<_> = QUERIES.iter().map(|q| q.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), QUERIES.len(), "a query is declared twice");
+        let mut fields: Vec<_> = QUERIES.iter().flat_map(|q| q.fields.iter()).collect();
+        let n = fields.len();
+        fields.sort_unstable();
+        fields.dedup();
+        assert_eq!(fields.len(), n, "a fixture field is used by two queries");
+    }
+}

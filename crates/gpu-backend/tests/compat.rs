@@ -1,0 +1,165 @@
+//! Fixtures recorded by older versions keep loading, forever.
+//!
+//! `tests/compat/v1/` holds the six scenario fixtures exactly as schema version 1 first wrote
+//! them (copied byte for byte from fixtures/ before the query table existed). They must load,
+//! and a replay of each must answer every query it recorded with the value the current
+//! fixtures/ hold, and every query it lacks with "not recorded".
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gpu_backend::fixture::DeviceStatic;
+use gpu_backend::recorder::rerecord;
+use gpu_backend::{BackendError, DeviceId, Fixture, GpuBackend, ReplayBackend};
+use serde_json::Value;
+
+const FROZEN: [&str; 6] = [
+    "geforce-desktop",
+    "gpu-lost",
+    "h100-mig",
+    "h100-sxm-8gpu",
+    "old-driver",
+    "windows-wddm",
+];
+
+fn frozen_path(stem: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/compat/v1/{stem}.json"))
+}
+
+fn frozen_text(stem: &str) -> String {
+    std::fs::read_to_string(frozen_path(stem)).unwrap_or_else(|e| panic!("{stem}: {e}"))
+}
+
+/// True if every answer inside `v` is the error `not_recorded`.
+fn all_not_recorded(v: &Value) -> bool {
+    match v {
+        Value::Object(m) if m.contains_key("err") => m["err"] == "not_recorded",
+        Value::Object(m) => m.values().all(all_not_recorded),
+        Value::Array(a) => !a.is_empty() && a.iter().all(all_not_recorded),
+        _ => false,
+    }
+}
+
+/// Walks the frozen JSON (`raw`), what a replay of it records (`replayed`) and the current
+/// fixture (`current`) together: what the frozen file holds, the replay gives back and the
+/// current fixture holds too; what it lacks, the replay answers as "not recorded".
+fn compare(raw: &Value, replayed: &Value, current: &Value, path: &str) {
+    match (raw, replayed) {
+        (Value::Object(r), Value::Object(p)) if !r.contains_key("ok") && !r.contains_key("err") => {
+            for (k, pv) in p {
+                let here = format!("{path}.{k}");
+                match r.get(k) {
+                    Some(rv) => compare(rv, pv, &current[k.as_str()], &here),
+                    None => assert!(
+                        all_not_recorded(pv),
+                        "{here}: absent from the frozen fixture, so it must replay as \
+                         not_recorded, not {pv}"
+                    ),
+                }
+            }
+        }
+        _ => {
+            assert_eq!(
+                raw, replayed,
+                "{path}: the replay does not give the frozen value"
+            );
+            assert_eq!(raw, current, "{path}: the current fixture says otherwise");
+        }
+    }
+}
+
+#[test]
+fn every_frozen_v1_fixture_loads_and_replays_the_values_it_recorded() {
+    for stem in FROZEN {
+        let text = frozen_text(stem);
+        let loaded = Fixture::from_json_str(&text, stem).unwrap_or_else(|e| panic!("{e}"));
+        let raw: Value = serde_json::from_str(&text).unwrap();
+        let replayed = serde_json::to_value(rerecord(&loaded)).unwrap();
+        let current = serde_json::to_value(common::fixture(stem)).unwrap();
+        compare(&raw, &replayed, &current, stem);
+    }
+}
+
+#[test]
+fn a_frozen_fixture_without_a_query_loads_and_the_query_is_not_recorded() {
+    let mut v: Value = serde_json::from_str(&frozen_text("geforce-desktop")).unwrap();
+    // One static query (with both fields of a split query), one changing query in every
+    // frame, and the per-fan list.
+    let st = v["devices"]["0"].as_object_mut().unwrap();
+    st.remove("enforced_power_limit");
+    st.remove("temperature_slowdown");
+    st.remove("temperature_shutdown");
+    for frame in v["frames"].as_array_mut().unwrap() {
+        let dy = frame["devices"]["0"].as_object_mut().unwrap();
+        dy.remove("memory_info");
+        dy.remove("fan_speeds");
+    }
+    let fixture =
+        Fixture::from_json_str(&v.to_string(), "trimmed").unwrap_or_else(|e| panic!("{e}"));
+    let fans = fixture.devices[&DeviceId::Gpu(0)]
+        .num_fans
+        .ok()
+        .copied()
+        .unwrap();
+    assert!(fans > 0, "the scenario's GPU 0 has fans");
+
+    let replay = Arc::new(ReplayBackend::new(fixture));
+    let gpu = DeviceId::Gpu(0);
+    let not_recorded = Err(BackendError::NotRecorded);
+    assert_eq!(replay.enforced_power_limit(gpu), not_recorded);
+    assert_eq!(
+        replay.temperature_threshold(gpu, gpu_backend::TemperatureThreshold::Slowdown),
+        not_recorded
+    );
+    assert_eq!(
+        replay.memory_info(gpu).map(|_| ()),
+        Err(BackendError::NotRecorded)
+    );
+    for fan in 0..fans {
+        assert_eq!(replay.fan_speed_of(gpu, fan), not_recorded);
+    }
+    assert!(BackendError::NotRecorded.is_not_available(), "shown as N/A");
+    // The rest of the device is as recorded, and so is the other GPU.
+    assert!(replay.power_management_limit(gpu).is_ok());
+    assert!(replay.memory_info(DeviceId::Gpu(1)).is_ok());
+    // And recording the replay keeps the gaps as "not recorded".
+    let again = rerecord(replay.fixture());
+    assert_eq!(&again, &**replay.fixture());
+}
+
+#[test]
+fn fields_of_a_newer_minor_version_are_ignored() {
+    let mut v: Value = serde_json::from_str(&frozen_text("old-driver")).unwrap();
+    v["devices"]["0"]["a_query_from_the_future"] = serde_json::json!({"ok": 42});
+    v["frames"][0]["devices"]["0"]["another_one"] = serde_json::json!({"err": "not_supported"});
+    v["system"]["yet_another"] = serde_json::json!({"ok": "x"});
+    v["meta"]["recorded_with"] = serde_json::json!("gpuscope 9.9");
+    let loaded = Fixture::from_json_str(&v.to_string(), "newer").unwrap_or_else(|e| panic!("{e}"));
+    let plain = Fixture::from_json_str(&frozen_text("old-driver"), "plain").unwrap();
+    assert_eq!(loaded, plain);
+}
+
+#[test]
+fn a_fixture_of_another_major_version_is_refused_with_a_message() {
+    let mut v: Value = serde_json::from_str(&frozen_text("old-driver")).unwrap();
+    v["schema_version"] = serde_json::json!(2);
+    let err = Fixture::from_json_str(&v.to_string(), "v2").unwrap_err();
+    assert_eq!(err.path, "schema_version");
+    assert!(err.message.contains("newer"), "{err}");
+}
+
+#[test]
+fn an_all_failing_device_has_an_answer_for_every_query_of_the_table() {
+    // Every static field of the table is there, failing as asked.
+    let st = serde_json::to_value(DeviceStatic::all_failing(&BackendError::GpuLost)).unwrap();
+    for q in gpu_backend::query::QUERIES
+        .iter()
+        .filter(|q| q.section == "static")
+    {
+        for field in q.fields {
+            assert!(st.get(field).is_some(), "{} has no field {field}", q.name);
+        }
+    }
+}
