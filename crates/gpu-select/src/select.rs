@@ -348,12 +348,54 @@ pub fn select_from_snapshots(
     snapshots: &Snapshots,
     criteria: &Criteria,
 ) -> Result<Selection, Error> {
-    criteria.validate()?;
-    let mut candidates: Vec<Candidate> = snapshots
+    let figures = snapshots
         .devices
         .iter()
-        .map(|d| measure(d, snapshots, criteria))
+        .map(|d| figures(d, snapshots, criteria))
         .collect();
+    select_from_figures(figures, criteria)
+}
+
+/// A leaf device's figures, as measured for a selection: what [`select_from_figures`] needs
+/// of a device that is not on this machine (one read from a fleet's Prometheus, for example).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Figures {
+    /// The device; its MIG-ness matters for the MIG rule, its index for the tie-break and
+    /// the identifier. A caller naming devices of several hosts numbers them itself.
+    pub id: DeviceId,
+    /// Its CUDA ordinal, which names it when set.
+    pub cuda_index: Option<u32>,
+    /// Its UUID.
+    pub uuid: Option<String>,
+    /// Total memory, bytes.
+    pub memory_total: Option<u64>,
+    /// Used memory, bytes.
+    pub memory_used: Option<u64>,
+    /// Free memory, bytes.
+    pub memory_free: Option<u64>,
+    /// Memory of [`Criteria::free_accounts`]' processes on it, bytes, counted as free.
+    pub memory_as_free: u64,
+    /// GPU utilization, percent.
+    pub gpu_utilization: Option<u32>,
+    /// Memory-bandwidth utilization, percent.
+    pub memory_utilization: Option<u32>,
+    /// Why it cannot be chosen at all; `None` for a usable device.
+    pub unusable: Option<Unusable>,
+    /// Why it needs attention (`DeviceSnapshot::attention`), empty when nothing does; `None`
+    /// when its health is not known (then [`Criteria::healthy`] is not met).
+    pub attention: Option<Vec<String>>,
+}
+
+/// [`select_from_snapshots`] over figures already measured, in the order given: the same
+/// checks, order, MIG rule and count cap.
+///
+/// # Errors
+///
+/// [`Error::CountRange`] when `max_count < min_count`.
+pub fn select_from_figures(figures: Vec<Figures>, criteria: &Criteria) -> Result<Selection, Error> {
+    criteria.validate()?;
+    let mut candidates: Vec<Candidate> =
+        figures.into_iter().map(|f| measure(f, criteria)).collect();
 
     let mut order: Vec<usize> = (0..candidates.len())
         .filter(|&i| candidates[i].qualifies())
@@ -413,8 +455,8 @@ pub fn select_from_snapshots(
     })
 }
 
-/// A device's figures and checks.
-fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Candidate {
+/// A snapshot's figures, with the free accounts' memory.
+fn figures(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Figures {
     let memory = d.memory.value().copied();
     let utilization = d.utilization.value().copied();
     let memory_as_free: u64 = snapshots
@@ -429,11 +471,29 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
         })
         .filter_map(|p| p.gpu_memory)
         .sum();
-    let memory_free = memory.map(|m| m.free.saturating_add(memory_as_free));
-    let memory_used = memory.map(|m| m.used.saturating_sub(memory_as_free));
-    let memory_total = memory.map(|m| m.total);
-    let gpu_utilization = utilization.map(|u| u.gpu);
-    let memory_utilization = utilization.map(|u| u.memory);
+    Figures {
+        id: d.id,
+        cuda_index: d.cuda_index,
+        uuid: d.uuid.value().cloned(),
+        memory_total: memory.map(|m| m.total),
+        memory_used: memory.map(|m| m.used),
+        memory_free: memory.map(|m| m.free),
+        memory_as_free,
+        unusable: Unusable::of(d),
+        attention: Some(d.attention()),
+        gpu_utilization: utilization.map(|u| u.gpu),
+        memory_utilization: utilization.map(|u| u.memory),
+    }
+}
+
+/// A device's checks.
+fn measure(f: Figures, criteria: &Criteria) -> Candidate {
+    let memory_as_free = f.memory_as_free;
+    let memory_free = f.memory_free.map(|m| m.saturating_add(memory_as_free));
+    let memory_used = f.memory_used.map(|m| m.saturating_sub(memory_as_free));
+    let memory_total = f.memory_total;
+    let gpu_utilization = f.gpu_utilization;
+    let memory_utilization = f.memory_utilization;
 
     let tol = u64::from(criteria.tolerance);
     let mut checks = Vec::new();
@@ -492,24 +552,24 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
             outcome: at_most(v, u64::from(max)),
         });
     }
-    let attention = d.attention();
+    let attention = f.attention;
     if criteria.healthy {
         checks.push(Check {
             constraint: Constraint::Healthy,
-            value: Some(attention.len() as u64),
+            value: attention.as_ref().map(|a| a.len() as u64),
             limit: 0,
-            outcome: if attention.is_empty() {
-                Outcome::Met
-            } else {
-                Outcome::Failed
+            outcome: match &attention {
+                None => Outcome::Unknown,
+                Some(a) if a.is_empty() => Outcome::Met,
+                Some(_) => Outcome::Failed,
             },
         });
     }
     Candidate {
-        id: d.id,
-        cuda_index: d.cuda_index,
-        attention,
-        uuid: d.uuid.value().cloned(),
+        id: f.id,
+        cuda_index: f.cuda_index,
+        attention: attention.unwrap_or_default(),
+        uuid: f.uuid,
         memory_free,
         memory_used,
         memory_total,
@@ -517,7 +577,7 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
         gpu_utilization,
         memory_utilization,
         checks,
-        unusable: Unusable::of(d),
+        unusable: f.unusable,
         fate: Fate::Selected,
     }
 }
