@@ -8,7 +8,6 @@ use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend, Replay
 use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::libcuda::{self, LibcudaReport};
 use crate::na::Na;
 use crate::snapshot::{DeviceSnapshot, SystemSnapshot};
 
@@ -45,7 +44,6 @@ pub(crate) struct Inner {
     pub(crate) inventory: Inventory,
     pub(crate) cuda_source: CudaOrderSource,
     pub(crate) cuda_order: OnceLock<CudaOrder>,
-    pub(crate) libcuda: OnceLock<std::result::Result<LibcudaReport, String>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -85,7 +83,6 @@ impl ContextBuilder {
                 inventory,
                 cuda_source: self.cuda_source,
                 cuda_order: OnceLock::new(),
-                libcuda: OnceLock::new(),
             }),
         })
     }
@@ -97,8 +94,8 @@ impl Context {
     /// * With `GPUSCOPE_FIXTURE` set (and not empty): that fixture, replayed on the wall clock and
     ///   looping; CUDA's order is the fixture's.
     /// * Otherwise: NVML (`gpu_backend::NvmlBackend::from_env`, which honours
-    ///   `GPUSCOPE_NVML_LIB`); CUDA's order is asked of libcuda in a child process
-    ///   ([`CudaOrderSource::LibCuda`], honouring `GPUSCOPE_CUDA_LIB`).
+    ///   `GPUSCOPE_NVML_LIB`); CUDA's order is the NVML backend's, which asks libcuda in a child
+    ///   process (honouring `GPUSCOPE_CUDA_LIB`).
     ///
     /// # Errors
     ///
@@ -121,12 +118,7 @@ impl Context {
             doing: "opening NVML",
             source,
         })?;
-        let library = std::env::var_os(libcuda::LIBRARY_ENV_VAR)
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
-        Context::builder(Arc::new(backend))
-            .cuda_order_source(CudaOrderSource::LibCuda { library })
-            .build()
+        Context::from_backend(Arc::new(backend))
     }
 
     #[cfg(not(feature = "nvml"))]
@@ -187,14 +179,11 @@ impl Context {
         Na::from(self.inner.backend.cuda_driver_version()).map(cuda_version_text)
     }
 
-    /// The version of the CUDA runtime (libcudart) this machine would load, as text, when the
-    /// context asks libcuda ([`CudaOrderSource::LibCuda`]) and a runtime is found; N/A
-    /// otherwise (a fixture does not record one).
+    /// The version of the CUDA runtime (libcudart) this machine would load, as text: the
+    /// backend's `cuda_runtime_version` (N/A when none is found, or a fixture did not record
+    /// one).
     pub fn cuda_runtime_version(&self) -> Na<String> {
-        match self.libcuda_report() {
-            Some(Ok(report)) => Na::from(report.runtime_version).map(cuda_version_text),
-            _ => Na::NotAvailable,
-        }
+        Na::from(self.inner.backend.cuda_runtime_version()).map(cuda_version_text)
     }
 
     // ---- Physical devices ----
@@ -512,19 +501,8 @@ impl Context {
                 &self.inner.inventory,
                 &*self.inner.backend,
                 &self.inner.cuda_source,
-                || self.libcuda_report(),
             )
         })
-    }
-
-    fn libcuda_report(&self) -> Option<&std::result::Result<LibcudaReport, String>> {
-        match &self.inner.cuda_source {
-            CudaOrderSource::LibCuda { library } => Some(self.inner.libcuda.get_or_init(|| {
-                libcuda::query(library.as_deref(), libcuda::DEFAULT_TIMEOUT)
-                    .map_err(|e| e.to_string())
-            })),
-            _ => None,
-        }
     }
 }
 
