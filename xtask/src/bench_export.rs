@@ -1,13 +1,16 @@
 //! `cargo xtask bench-export`: load on `gpuscope export`.
 //!
-//! Builds `gpuscope` in release mode, cuts frame 0 of fixtures/h100-sxm-8gpu.json (8 GPUs, 64
-//! GPU processes) into a one-frame fixture, so that the exporter does not also hold a 30-frame
-//! recording in memory (a real deployment holds none), and starts `gpuscope export --fixture
-//! <cut> --processes --interval 1s`. Each sample is taken and encoded afresh as with real GPUs.
-//! It then measures, one phase after the other:
+//! Builds `gpuscope` and fake-nvml in release mode, cuts frame 0 of
+//! fixtures/h100-sxm-8gpu.json (8 GPUs, 64 GPU processes) into a one-frame fixture, starts one
+//! live `sleep` process per GPU process and puts their PIDs in the cut fixture, and starts
+//! `gpuscope export --nvml-lib <fake-nvml> --processes --interval 1s` with fake-nvml serving
+//! the cut fixture: the NVML backend and the live host source, as on a real machine, with host
+//! look-ups of processes that exist. It then measures, one phase after the other:
 //!
 //! 1. idle: no scrapes for `--idle`; the exporter's CPU (utime + stime from `/proc/<pid>/stat`)
-//!    over that time, as a share of one core;
+//!    over that time, as a share of one core; then, when strace is there, the exporter's
+//!    system calls over `--strace-window` (attached with `strace -f -y -p`), per refresh and
+//!    per GPU process: all of them, and those on the live processes' `/proc/PID` files;
 //! 2. paced: `--clients` threads, each on its own kept-alive connection, scraping `/metrics`
 //!    as Prometheus asks for it (OpenMetrics) at a total of `--rate` scrapes per second for
 //!    `--duration`; latency from sending a request to having read the whole answer;
@@ -28,6 +31,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::live;
+
 /// Command-line arguments.
 #[derive(clap::Args)]
 pub struct Args {
@@ -46,6 +51,9 @@ pub struct Args {
     /// Length of the idle phase.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     idle: Duration,
+    /// Length of the system-call count (idle, no scrapes).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    strace_window: Duration,
     /// The gpuscope binary (default: build it in release mode).
     #[arg(long, value_name = "PATH")]
     bin: Option<PathBuf>,
@@ -68,22 +76,35 @@ pub fn run(args: Args) -> Result<()> {
         Some(b) => b,
         None => build_release()?,
     };
-    let cut = cut_fixture()?;
-    let fixture_arg = cut.display().to_string();
-    let mut demo = start(&bin, &["--demo"])?;
+    let lib = fake_nvml::install(
+        &bin.with_file_name(fake_nvml::CDYLIB_FILE_NAME),
+        &work_dir()?.join("lib"),
+    )
+    .context("cannot install the fake library (build it: cargo build --release -p fake-nvml)")?;
+    let (cut, alive) = cut_fixture()?;
+    let pids = alive.pids();
+    let env: Vec<(&str, std::ffi::OsString)> = vec![
+        ("LD_LIBRARY_PATH", lib.dir.clone().into_os_string()),
+        ("GPUSCOPE_FAKE_NVML_FIXTURE", cut.clone().into_os_string()),
+        ("GPUSCOPE_FAKE_NVML_FRAME", "0".into()),
+    ];
+    let nvml_arg = lib.nvml.display().to_string();
+    let mut demo = start(&bin, &["--demo"], &[])?;
     std::thread::sleep(Duration::from_secs(3));
     let demo_rss = rss_kib(demo.pid);
     let _ = demo.child.kill();
     let _ = demo.child.wait();
     let load_before = load_average();
-    let mut exporter = start(&bin, &["--fixture", &fixture_arg])?;
-    let result = phases(&args, &exporter);
+    let mut exporter = start(&bin, &["--nvml-lib", &nvml_arg], &env)?;
+    let result = phases(&args, &exporter, &pids);
     let _ = exporter.child.kill();
     let _ = exporter.child.wait();
-    let phases = result?;
+    drop(alive);
+    let (phases, syscalls) = result?;
     println!(
-        "gpuscope export --fixture <frame 0 of h100-sxm-8gpu> --processes --interval 1s: \
-         8 GPUs, 64 processes, {} clients\n",
+        "gpuscope export --nvml-lib <fake-nvml: frame 0 of h100-sxm-8gpu> --processes \
+         --interval 1s: 8 GPUs, {} live GPU processes, {} clients\n",
+        pids.len(),
         args.clients
     );
     println!("| phase | scrapes/s | p50 | p99 | max | errors | exporter CPU (one core) | RSS start → end |");
@@ -115,6 +136,19 @@ pub fn run(args: Args) -> Result<()> {
         "\nMachine load average (1 min) before: {load_before}, after: {}",
         load_average()
     );
+    if let Some((s, secs)) = syscalls {
+        let refreshes = secs.max(1.0);
+        let n = pids.len().max(1) as f64;
+        println!(
+            "\nSystem calls while idle over {secs:.0} s (strace -f -y -p, about {refreshes:.0} \
+             refreshes): {} in all, {:.0} per refresh, {:.1} per refresh per GPU process; on the \
+             GPU processes' /proc/PID files: {:.1} per refresh per GPU process",
+            s.total,
+            s.total as f64 / refreshes,
+            s.total as f64 / refreshes / n,
+            s.on_pids as f64 / refreshes / n,
+        );
+    }
     println!(
         "\nFor comparison, `gpuscope export --demo --processes` (the whole 30-frame recording \
          in memory) after 3 s: RSS {:.1} MiB",
@@ -123,21 +157,30 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Frame 0 of fixtures/h100-sxm-8gpu.json alone, written under the target directory.
-fn cut_fixture() -> Result<PathBuf> {
+/// `<target>/bench-export`, made if missing.
+fn work_dir() -> Result<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut f = gpu_backend::Fixture::load(root.join("fixtures/h100-sxm-8gpu.json"))?;
-    let mut one = f.frames.swap_remove(0);
-    one.t_ms = 0;
-    f.frames = vec![one];
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     let dir = target.join("bench-export");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join("h100-sxm-8gpu-frame0.json");
+    Ok(dir)
+}
+
+/// Frame 0 of fixtures/h100-sxm-8gpu.json alone, its GPU PIDs replaced by live processes,
+/// written under the target directory; and the live processes.
+fn cut_fixture() -> Result<(PathBuf, live::LiveProcesses)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut f = gpu_backend::Fixture::load(root.join("fixtures/h100-sxm-8gpu.json"))?;
+    let mut one = f.frames.swap_remove(0);
+    one.t_ms = 0;
+    f.frames = vec![one];
+    let alive = live::LiveProcesses::spawn(live::gpu_pids(&f).len())?;
+    live::adopt_pids(&mut f, &alive.pids())?;
+    let path = work_dir()?.join("h100-sxm-8gpu-frame0-live.json");
     std::fs::write(&path, f.to_json_pretty())?;
-    Ok(path)
+    Ok((path, alive))
 }
 
 fn ms(d: Duration) -> String {
@@ -146,11 +189,19 @@ fn ms(d: Duration) -> String {
 
 fn build_release() -> Result<PathBuf> {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "-p", "gpuscope"])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "gpuscope",
+            "-p",
+            "fake-nvml",
+        ])
         .status()
         .context("cannot run cargo build")?;
     if !status.success() {
-        bail!("cargo build --release -p gpuscope failed");
+        bail!("cargo build --release -p gpuscope -p fake-nvml failed");
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -164,10 +215,11 @@ struct Exporter {
     pid: u32,
 }
 
-fn start(bin: &Path, source: &[&str]) -> Result<Exporter> {
+fn start(bin: &Path, source: &[&str], env: &[(&str, std::ffi::OsString)]) -> Result<Exporter> {
     let mut child = Command::new(bin)
         .arg("export")
         .args(source)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .args(["--processes", "--interval", "1s"])
         .args(["--listen", "127.0.0.1:0"])
         .stdout(Stdio::null())
@@ -193,7 +245,12 @@ fn start(bin: &Path, source: &[&str]) -> Result<Exporter> {
     }
 }
 
-fn phases(args: &Args, e: &Exporter) -> Result<Vec<Phase>> {
+/// The system calls counted while idle, and over how many seconds.
+type IdleSyscalls = (live::Syscalls, f64);
+
+/// The phases, and the idle system-call count with its length in seconds (when strace is
+/// there).
+fn phases(args: &Args, e: &Exporter, pids: &[u32]) -> Result<(Vec<Phase>, Option<IdleSyscalls>)> {
     // Let the first samples settle.
     std::thread::sleep(Duration::from_secs(2));
     let mut out = Vec::new();
@@ -211,6 +268,10 @@ fn phases(args: &Args, e: &Exporter) -> Result<Vec<Phase>> {
         rss_start_kib: rss0,
         rss_end_kib: rss_kib(e.pid)?,
     });
+    let syscalls = match live::strace() {
+        Some(strace) => Some(trace_idle(strace, e.pid, args.strace_window, pids)?),
+        None => None,
+    };
 
     let per_client = Duration::from_secs_f64(args.clients as f64 / f64::from(args.rate.max(1)));
     out.push(load(
@@ -221,7 +282,29 @@ fn phases(args: &Args, e: &Exporter) -> Result<Vec<Phase>> {
         Some(per_client),
     )?);
     out.push(load("flat out", e, args.clients, args.flat_out, None)?);
-    Ok(out)
+    Ok((out, syscalls))
+}
+
+/// Attaches `strace -f -y` to the exporter for `window` and counts its system calls.
+fn trace_idle(strace: &str, pid: u32, window: Duration, pids: &[u32]) -> Result<IdleSyscalls> {
+    let log = work_dir()?.join("strace-idle.log");
+    let mut tracer = Command::new(strace)
+        .args(["-f", "-y", "-qq", "-o"])
+        .arg(&log)
+        .args(["-p", &pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot run strace")?;
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    // SIGINT detaches strace cleanly.
+    // SAFETY: kill with a PID of our own child and a valid signal.
+    unsafe { libc::kill(tracer.id() as libc::pid_t, libc::SIGINT) };
+    let _ = tracer.wait();
+    let secs = t0.elapsed().as_secs_f64();
+    Ok((live::count_syscalls(&log, pids)?, secs))
 }
 
 fn load(

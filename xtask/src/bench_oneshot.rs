@@ -1,15 +1,23 @@
 //! `cargo xtask bench-oneshot`: one-shot snapshot tools timed over the same fake NVML library.
 //!
-//! Builds `gpuscope` and fake-nvml in release mode, cuts one frame of an 8-GPU fixture (by
-//! default frame 0 of fixtures/h100-sxm-8gpu.json, which has 64 GPU processes; one frame keeps
-//! the fake library's own start-up, which parses the fixture, small and the same for every
-//! tool), makes a virtualenv with nvitop and gpustat, and then runs, interleaved, N times each:
+//! Builds `gpuscope`, fake-nvml and the floor program (`oneshot-floor`, an xtask binary) in
+//! release mode, cuts one frame of an 8-GPU fixture (by default frame 0 of
+//! fixtures/h100-sxm-8gpu.json, which has 64 GPU processes; one frame keeps the fake library's
+//! own start-up, which parses the fixture, small and the same for every tool), starts one live
+//! `sleep` process per GPU process and puts their PIDs in the cut fixture in place of the
+//! recorded ones (so every tool's host look-ups find real processes and do real work), makes a
+//! virtualenv with nvitop and gpustat, and then runs, interleaved, N times each:
 //!
 //! * `gpuscope snapshot --json --nvml-lib <fake>`
 //! * `nvitop -1`
 //! * `gpustat --json`
-//! * two floors: `true` (spawning a process) and `python -c pass` (starting the interpreter the
-//!   Python tools run on)
+//! * three floors: `true` (spawning a process), `python -c pass` (starting the interpreter the
+//!   Python tools run on) and `oneshot-floor` (the same NVML calls as gpuscope, and one read
+//!   each of `/proc/PID/{stat,status,cmdline}` per GPU process, nothing else)
+//!
+//! It then runs gpuscope, the floor program and `nvitop -1` once each under `strace -f -y`
+//! and counts their system calls, per GPU process: all of them, and those on the live
+//! processes' `/proc/PID` files.
 //!
 //! every one with the same environment (`LD_LIBRARY_PATH` at the fake library, the fixture, the
 //! frame pinned). Each run is reaped with `wait4`, which gives its user and system CPU time; its
@@ -24,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use gpu_backend::Fixture;
+
+use crate::live;
 
 /// The client versions installed in the virtualenv.
 const PIP_PINS: &[&str] = &["nvidia-ml-py==13.615.71", "nvitop==1.7.2", "gpustat==1.1.1"];
@@ -78,7 +88,7 @@ pub fn run(args: Args) -> Result<()> {
         .unwrap_or_else(|| target.join("bench-oneshot"));
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
 
-    eprintln!("== building gpuscope and fake-nvml (release)");
+    eprintln!("== building gpuscope, fake-nvml and oneshot-floor (release)");
     let status = Command::new(cargo())
         .current_dir(&root)
         .args(["build", "--release", "--quiet", "-p", "gpuscope", "-p"])
@@ -86,6 +96,13 @@ pub fn run(args: Args) -> Result<()> {
         .status()
         .context("cannot run cargo")?;
     ensure!(status.success(), "cargo build failed");
+    let status = Command::new(cargo())
+        .current_dir(&root)
+        .args(["build", "--release", "--quiet", "-p", "xtask", "--bin"])
+        .arg("oneshot-floor")
+        .status()
+        .context("cannot run cargo")?;
+    ensure!(status.success(), "cargo build of oneshot-floor failed");
     let release = target.join("release");
     let lib = fake_nvml::install(
         &release.join(fake_nvml::CDYLIB_FILE_NAME),
@@ -94,14 +111,19 @@ pub fn run(args: Args) -> Result<()> {
     .context("cannot install the fake library")?;
 
     let fixture_path = root.join(&args.fixture);
-    let (cut, devices, processes) = cut_fixture(&fixture_path, args.frame)?;
+    let (mut cut, devices, processes) = cut_fixture(&fixture_path, args.frame)?;
+    let alive = live::LiveProcesses::spawn(live::gpu_pids(&cut).len())?;
+    let live_pids = alive.pids();
+    live::adopt_pids(&mut cut, &live_pids)?;
     let cut_path = work.join("oneshot-fixture.json");
     std::fs::write(&cut_path, cut.to_json_pretty())
         .with_context(|| format!("cannot write {}", cut_path.display()))?;
     eprintln!(
-        "== fixture: frame {} of {} ({devices} devices, {processes} GPU processes) -> {}",
+        "== fixture: frame {} of {} ({devices} devices, {processes} GPU processes, served as \
+         {} live `sleep` processes) -> {}",
         args.frame,
         args.fixture.display(),
+        live_pids.len(),
         cut_path.display()
     );
 
@@ -139,6 +161,11 @@ pub fn run(args: Args) -> Result<()> {
             program: venv.join("bin/python"),
             args: vec!["-c".into(), "pass".into()],
         },
+        Tool {
+            label: "floor: `oneshot-floor` (same NVML calls, /proc/PID/{stat,status,cmdline})",
+            program: release.join("oneshot-floor"),
+            args: vec![lib.nvml.clone().into_os_string()],
+        },
     ];
     let env: Vec<(&str, OsString)> = vec![
         ("LD_LIBRARY_PATH", lib.dir.clone().into_os_string()),
@@ -151,7 +178,7 @@ pub fn run(args: Args) -> Result<()> {
 
     // Each tool must work, and see every GPU and process, before it is timed.
     eprintln!("== checking each tool's output");
-    check_outputs(&tools, &env, devices, &cut)?;
+    check_outputs(&tools, &env, devices, &cut, live_pids.len())?;
 
     eprintln!("== timing: {} runs of each, interleaved", args.runs);
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); tools.len()];
@@ -168,6 +195,27 @@ pub fn run(args: Args) -> Result<()> {
     println!("{}", table(&tools, &runs));
     let gpuscope = median(runs[0].iter().map(|r| r.wall.as_secs_f64()));
     let nvitop = median(runs[1].iter().map(|r| r.wall.as_secs_f64()));
+    let floor = FLOOR_TOOL;
+    // Paired: each round ran every tool once, back to back.
+    let paired = median(
+        runs[0]
+            .iter()
+            .zip(&runs[floor])
+            .map(|(g, f)| g.wall.as_secs_f64() / f.wall.as_secs_f64()),
+    );
+    let paired_cpu = median(
+        runs[0]
+            .iter()
+            .zip(&runs[floor])
+            .map(|(g, f)| g.cpu.as_secs_f64() / f.cpu.as_secs_f64().max(1e-6)),
+    );
+    println!();
+    println!(
+        "gpuscope vs the floor program, median of {} paired runs: {paired:.2}x the wall time \
+         (target: at most 1.5x: {}), {paired_cpu:.2}x the CPU time",
+        runs[0].len(),
+        if paired <= 1.5 { "met" } else { "MISSED" }
+    );
     let rss = median(runs[0].iter().map(|r| r.max_rss_kib as f64)) / 1024.0;
     println!();
     println!(
@@ -187,7 +235,57 @@ pub fn run(args: Args) -> Result<()> {
             "MISSED"
         }
     );
+    if let Some(strace) = live::strace() {
+        println!();
+        println!(
+            "System calls of one run, under `strace -f -y`, per GPU process ({} live):",
+            live_pids.len()
+        );
+        println!();
+        println!("| command | all calls | per GPU process | on /proc/PID of the GPU processes | per GPU process |");
+        println!("|---|---|---|---|---|");
+        for i in [0, floor, 1] {
+            let s = count_syscalls(strace, &tools[i], &env, &work, &live_pids)?;
+            let n = live_pids.len().max(1) as f64;
+            println!(
+                "| {} | {} | {:.1} | {} | {:.1} |",
+                tools[i].label,
+                s.total,
+                s.total as f64 / n,
+                s.on_pids,
+                s.on_pids as f64 / n
+            );
+        }
+    }
+    drop(alive);
     Ok(())
+}
+
+/// Index of the `oneshot-floor` tool in the list.
+const FLOOR_TOOL: usize = 5;
+
+/// Runs `tool` once under `strace -f -y` and counts its system calls.
+fn count_syscalls(
+    strace: &str,
+    tool: &Tool,
+    env: &[(&str, OsString)],
+    work: &Path,
+    pids: &[u32],
+) -> Result<live::Syscalls> {
+    let log = work.join("strace.log");
+    let status = Command::new(strace)
+        .args(["-f", "-y", "-qq", "-o"])
+        .arg(&log)
+        .arg(&tool.program)
+        .args(&tool.args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("cannot run strace")?;
+    ensure!(status.success(), "{} failed under strace", tool.label);
+    live::count_syscalls(&log, pids)
 }
 
 fn cargo() -> OsString {
@@ -284,6 +382,7 @@ fn check_outputs(
     env: &[(&str, OsString)],
     devices: usize,
     cut: &Fixture,
+    live: usize,
 ) -> Result<()> {
     let physical = cut
         .devices
@@ -309,6 +408,21 @@ fn check_outputs(
         let seen = match tool.label {
             l if l.contains("gpuscope") => {
                 let v: serde_json::Value = serde_json::from_str(&stdout)?;
+                // Every GPU process is a live one, seen on the host (its user is known).
+                let visible = v["devices"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|d| d["processes"].as_array())
+                    .flatten()
+                    .filter(|p| p["user"].is_string())
+                    .map(|p| p["pid"].as_u64())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len();
+                ensure!(
+                    visible == live,
+                    "gpuscope saw {visible} live GPU processes, {live} are running"
+                );
                 v["devices"].as_array().map_or(0, Vec::len)
             }
             l if l.contains("gpustat") => {
@@ -329,6 +443,18 @@ fn check_outputs(
             tool.label
         );
     }
+    let floor = &tools[FLOOR_TOOL];
+    let out = Command::new(&floor.program)
+        .args(&floor.args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .context("cannot run oneshot-floor")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success() && stdout.contains(&format!("{live} GPU processes")),
+        "oneshot-floor did not see the {live} GPU processes: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(())
 }
 

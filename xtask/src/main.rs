@@ -3,6 +3,7 @@
 mod bench_export;
 mod bench_oneshot;
 mod import_smi;
+mod live;
 mod man;
 mod record;
 mod scenarios;

@@ -268,6 +268,8 @@ impl ProcessCollector {
                 .or_insert_with(|| self.host_process(p.pid, now_ms, memory_total));
         }
         let host_lookups = hosts.len();
+        let pids: Vec<u32> = hosts.keys().copied().collect();
+        self.host.keep_only(&pids);
         let processes = gpu_side
             .into_iter()
             .map(|(device, total, p, utilization)| {
@@ -302,10 +304,14 @@ impl ProcessCollector {
 
     /// Host facts of one PID, N/A where they cannot be read.
     fn host_process(&self, pid: u32, now_ms: u64, memory_total: Option<u64>) -> HostProcess {
-        let Some(facts) = self.host.process(pid) else {
+        let Some(gpu_backend::host::ProcessLookup {
+            facts,
+            sample,
+            ns_pid,
+        }) = self.host.lookup(pid)
+        else {
             return HostProcess::default();
         };
-        let sample = self.host.process_sample(pid);
         let running_time_s = facts
             .start_time_s
             .map(|start| (now_ms / 1000).saturating_sub(start));
@@ -331,7 +337,7 @@ impl ProcessCollector {
                 .map(|s| timedelta2human(std::time::Duration::from_secs(s))),
             status: sample.and_then(|s| s.status).filter(|s| !s.is_empty()),
             ppid: facts.ppid,
-            ns_pid: self.host.namespace_pid(pid).filter(|&inner| inner != pid),
+            ns_pid: ns_pid.filter(|&inner| inner != pid),
         }
     }
 }

@@ -373,7 +373,7 @@ fn a_snapshot_asks_each_query_once_per_device() {
 }
 
 /// A live test: a real child process, named in a fixture's GPU process list, gets its host
-/// facts from this machine (sysinfo), not from the fixture.
+/// facts from this machine (/proc), not from the fixture.
 #[test]
 fn live_host_facts_of_a_real_child_process() {
     let mut child = std::process::Command::new("sleep")
@@ -428,6 +428,156 @@ fn live_host_facts_of_a_real_child_process() {
     let running = p.host.running_time_s.expect("running time");
     assert!(running < 120, "the child started just now: {running} s");
     assert_eq!(p.gpu_memory, Some(512 << 20));
+}
+
+/// Spawns `cmd` and waits (bounded) until it has exec'd `prefix`.
+fn spawn_exec(cmd: &mut std::process::Command, prefix: &[u8]) -> std::process::Child {
+    let child = cmd.spawn().expect("the command runs");
+    let cmdline = format!("/proc/{}/cmdline", child.id());
+    for _ in 0..500 {
+        if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(prefix)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child
+}
+
+/// Whether this test runs as root (who alone may start a process as another user or in a new
+/// PID namespace).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| gpu_backend::host::parse_status_uid(&s))
+        == Some(0)
+}
+
+/// A live table: our own child, a PID that has ended, a process of another user and one in
+/// another PID namespace. The ended one has N/A facts (`null`, never 0 or ""); the others keep
+/// theirs; no row is lost.
+#[test]
+fn vanished_other_user_and_other_namespace_pids_keep_the_table() {
+    let mut mine = spawn_exec(std::process::Command::new("sleep").arg("30"), b"sleep");
+    let mut gone = std::process::Command::new("true")
+        .spawn()
+        .expect("true runs");
+    let vanished = gone.id();
+    gone.wait().ok();
+    let mut others = Vec::new();
+    let mut other_user = None;
+    let mut other_ns = None;
+    if is_root() {
+        let child = spawn_exec(
+            std::process::Command::new("setpriv").args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sleep",
+                "31",
+            ]),
+            b"sleep",
+        );
+        other_user = Some(child.id());
+        others.push(child);
+        // unshare forks: the sleep inside is PID 1 of the new namespace, a child of unshare.
+        let child = std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "sleep", "32"])
+            .spawn()
+            .expect("unshare runs");
+        let children = format!("/proc/{0}/task/{0}/children", child.id());
+        for _ in 0..500 {
+            let inner = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|c| c.split_whitespace().next()?.parse::<u32>().ok());
+            if let Some(inner) = inner {
+                if std::fs::read(format!("/proc/{inner}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(b"sleep"))
+                {
+                    other_ns = Some(inner);
+                    break;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        others.push(child);
+        if other_ns.is_none() {
+            eprintln!("no new PID namespace could be made here: skipping that process");
+        }
+    } else {
+        eprintln!("not root: skipping the other-user and other-namespace processes");
+    }
+    let pids: Vec<u32> = [Some(mine.id()), Some(vanished), other_user, other_ns]
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut f = load("old-driver");
+    let frame = 10;
+    if let Answer::Ok(list) = &mut f.frames[frame]
+        .devices
+        .get_mut(&DeviceId::Gpu(0))
+        .unwrap()
+        .compute_processes
+    {
+        for &pid in &pids {
+            list.push(gpu_backend::ProcessInfo {
+                pid,
+                used_gpu_memory: Some(256 << 20),
+                gpu_instance_id: None,
+                compute_instance_id: None,
+            });
+        }
+    }
+    let backend = Arc::new(ReplayBackend::new(f.clone()));
+    backend.set_frame(frame);
+    let host: Arc<dyn HostSource> = Arc::new(LiveHost::new());
+    let collector = ProcessCollector::new(Context::from_backend(backend).unwrap(), host);
+    let s = collector.take_all();
+    mine.kill().ok();
+    mine.wait().ok();
+    for mut c in others {
+        c.kill().ok();
+        c.wait().ok();
+    }
+    // Every row is there: the fixture's own processes and ours.
+    let recorded = match &f.frames[frame].devices[&DeviceId::Gpu(0)].compute_processes {
+        Answer::Ok(list) => list.len(),
+        _ => 0,
+    };
+    assert_eq!(
+        s.processes
+            .iter()
+            .filter(|p| p.device == DeviceId::Gpu(0))
+            .count(),
+        recorded
+    );
+    let p = find(&s, mine.id());
+    assert!(p.host.visible);
+    assert_eq!(p.host.name.as_deref(), Some("sleep"));
+    let p = find(&s, vanished);
+    assert_eq!(p.gpu_memory, Some(256 << 20), "the GPU side is kept");
+    assert_eq!(p.host, gpu_processes::HostProcess::default(), "all N/A");
+    let json = serde_json::to_value(&p.host).unwrap();
+    assert_eq!(json["user"], serde_json::Value::Null);
+    assert_eq!(json["rss"], serde_json::Value::Null);
+    if let Some(pid) = other_user {
+        let p = find(&s, pid);
+        assert!(p.host.visible);
+        // /proc/<pid>/stat, status and cmdline are world-readable: another user's process is
+        // fully known, under its own name (or uid, when it has no name).
+        let user = p.host.user.as_deref().expect("a user");
+        assert_ne!(user, "root");
+        assert!(user == "nobody" || user == "65534", "{user}");
+        assert_eq!(
+            p.host.cmdline.as_ref().map(|c| c[0].as_str()),
+            Some("sleep")
+        );
+    }
+    if let Some(pid) = other_ns {
+        let p = find(&s, pid);
+        assert!(p.host.visible);
+        assert_eq!(p.host.ns_pid, Some(1), "PID 1 of its own namespace");
+        assert_eq!(p.host.name.as_deref(), Some("sleep"));
+    }
 }
 
 fn gpu_lost() -> &'static Fixture {

@@ -10,6 +10,13 @@
 # and reports each one's CPU (utime + stime from /proc/PID/stat over the wall time, percent of
 # one core, after a 5 s warm-up) and RSS (VmRSS at the end, VmHWM peak).
 #
+# The GPU processes fake-nvml serves are live: one `sleep` per GPU PID of the fixture is started
+# and its PID put in the fixture in place of the recorded one, so the viewers' host look-ups
+# find real processes and do real work (replayed --demo rows use the recorded host facts).
+# Then, where strace is installed, each viewer at 1 s over fake-nvml is traced for 10 s
+# (strace -f -y -p) and its system calls are counted per refresh and per GPU process: all of
+# them, and those on the live processes' /proc/PID files.
+#
 # Usage: bash crates/gpuscope/benches/top_cpu_rss.sh [DURATION]
 # Needs tmux and python3 with venv; installs the pinned nvitop into a throwaway virtualenv.
 set -euo pipefail
@@ -20,7 +27,8 @@ target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
 work=$(mktemp -d)
 socket="gpuscope-bench-$$"
-trap 'tmux -L "$socket" kill-server 2>/dev/null || true; rm -rf "$work" "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$socket"' EXIT
+live=()
+trap 'tmux -L "$socket" kill-server 2>/dev/null || true; kill "${live[@]}" 2>/dev/null || true; rm -rf "$work" "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$socket"' EXIT
 
 cargo build --quiet --release -p gpuscope
 cargo build --quiet --release -p fake-nvml
@@ -29,7 +37,41 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check nvitop==1.7.2
 
 gpuscope="$target/release/gpuscope"
-fixture="$PWD/fixtures/h100-sxm-8gpu.json"
+recorded="$PWD/fixtures/h100-sxm-8gpu.json"
+fixture="$work/live.json"
+# One live process per GPU PID of the recording.
+n=$(python3 - "$recorded" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+pids = {p["pid"] for fr in f["frames"] for d in fr["devices"].values()
+        for k in ("compute_processes", "graphics_processes")
+        for p in (d.get(k) or {}).get("ok", [])}
+print(len(pids))
+PY
+)
+for _ in $(seq "$n"); do sleep 3600 & live+=($!); done
+# The recording with the live PIDs in place of the recorded ones, everywhere they appear.
+python3 - "$recorded" "$fixture" "${live[@]}" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+order = []
+for fr in f["frames"]:
+    for d in fr["devices"].values():
+        for k in ("compute_processes", "graphics_processes"):
+            for p in (d.get(k) or {}).get("ok", []):
+                if p["pid"] not in order:
+                    order.append(p["pid"])
+new = dict(zip(order, map(int, sys.argv[3:])))
+def re(pid): return new.get(pid, pid)
+for fr in f["frames"]:
+    for d in fr["devices"].values():
+        for k in ("compute_processes", "graphics_processes", "process_utilization"):
+            for p in (d.get(k) or {}).get("ok", []):
+                p["pid"] = re(p["pid"])
+    fr["host"]["processes"] = {str(re(int(k))): v for k, v in fr["host"]["processes"].items()}
+f["host"]["processes"] = {str(re(int(k))): v for k, v in f["host"]["processes"].items()}
+json.dump(f, open(sys.argv[2], "w"))
+PY
 fake="env GPUSCOPE_FAKE_NVML_FIXTURE=$fixture LD_LIBRARY_PATH=$work/lib"
 # Frame 5 alone, with the host facts of the processes alive in it (fixture rule 8).
 python3 - "$fixture" "$work/one-frame.json" <<'PY'
@@ -88,6 +130,22 @@ for n in "${names[@]}"; do
     printf "| %s | %s | %.2f%% | %.1f MB | %.1f MB |\n", viewer, refresh, 100 * d / hz / (t1 - t0), rss / 1024, hwm / 1024
   }'
 done
+# System calls per refresh, per GPU process, of the viewers at 1 s over fake-nvml.
+if command -v strace > /dev/null; then
+  pidre=$(IFS='|'; echo "${live[*]}")
+  echo
+  echo "| viewer (1 s, fake-nvml) | calls in 10 s | per refresh per GPU process | on /proc/PID of the GPU processes, per refresh per GPU process |"
+  echo "| --- | --- | --- | --- |"
+  for n in gpuscope-nvml-1000ms nvitop-1000ms; do
+    timeout -s INT 10 strace -f -y -qq -o "$work/strace-$n.log" -p "${pid[$n]}" 2> /dev/null || true
+    all=$(grep -v -c -e 'resumed>' -e '+++ exited' -e '^[0-9]* --- SIG' "$work/strace-$n.log" || true)
+    onp=$(grep -v -e 'resumed>' "$work/strace-$n.log" | grep -c -E "/proc/($pidre)/" || true)
+    awk -v n="$n" -v a="$all" -v o="$onp" -v g="${#live[@]}" 'BEGIN {
+      printf "| %s | %d | %.1f | %.1f |\n", n, a, a / 10 / g, o / 10 / g }'
+  done
+else
+  echo "(strace not installed: system calls not counted)"
+fi
 # Each viewer still shows its screen (a crash would have ended its session).
 for n in "${names[@]}"; do
   tmux -L "$socket" capture-pane -p -t "$n" | head -3 | sed "s/^/$n: /"

@@ -8,24 +8,82 @@ use std::time::{Duration, Instant};
 use gpu_devices::Device;
 use gpu_processes::ProcessCollector;
 
-use super::app::Sample;
+use super::app::{ProcIdentity, Sample};
 use super::signals;
 
 /// Takes one sample of `devices` (and the host) from `collector`. `live`: the processes are
 /// this machine's, and the identity of each is read too (what a signal is checked against);
 /// a replay never reads this machine's processes.
 pub fn sample(collector: &ProcessCollector, devices: &[Device], live: bool) -> Sample {
+    sample_with(collector, devices, live, &mut Identities::default())
+}
+
+/// The identities read on earlier samples, by PID and the start time the host facts gave
+/// (seconds). A process keeps its identity while those stay the same, so a known process costs
+/// no `/proc` reads of its own here: the host source already reads its `stat` each refresh.
+///
+/// Reusing one can only err on the safe side: if a PID were reused within the same second, the
+/// screen would keep the first process's identity and a signal to the new one would be refused
+/// at send time (its start time in ticks differs), never sent to the wrong process.
+#[derive(Default)]
+pub struct Identities {
+    known: HashMap<u32, (u64, ProcIdentity)>,
+}
+
+impl Identities {
+    /// The identity of `pid`, whose host facts say it started at `started` (seconds): the one
+    /// kept from an earlier sample when that start time is the same, else `read(pid)`.
+    fn get(
+        &self,
+        pid: u32,
+        started: Option<u64>,
+        read: impl FnOnce(u32) -> Option<ProcIdentity>,
+    ) -> Option<ProcIdentity> {
+        match self.known.get(&pid) {
+            Some((s, id)) if Some(*s) == started => Some(*id),
+            _ => read(pid),
+        }
+    }
+
+    /// Keeps the identities of the processes of this sample (PID and start time) that have a
+    /// start time, and forgets every other.
+    fn keep(
+        &mut self,
+        seen: impl Iterator<Item = (u32, Option<u64>)>,
+        identities: &HashMap<u32, ProcIdentity>,
+    ) {
+        self.known.clear();
+        for (pid, started) in seen {
+            if let (Some(s), Some(id)) = (started, identities.get(&pid)) {
+                self.known.insert(pid, (s, *id));
+            }
+        }
+    }
+}
+
+/// As [`sample`], keeping identities in `known` from one sample to the next.
+pub fn sample_with(
+    collector: &ProcessCollector,
+    devices: &[Device],
+    live: bool,
+    known: &mut Identities,
+) -> Sample {
     let snap = collector.take_snapshots(devices);
     let host = collector.host();
     let mut identities = HashMap::new();
     if live {
         for p in &snap.processes {
-            if let Entry::Vacant(e) = identities.entry(p.pid) {
-                if let Some(id) = signals::identity(p.pid) {
-                    e.insert(id);
-                }
+            let Entry::Vacant(e) = identities.entry(p.pid) else {
+                continue;
+            };
+            if let Some(id) = known.get(p.pid, p.host.create_time_s, signals::identity) {
+                e.insert(id);
             }
         }
+        known.keep(
+            snap.processes.iter().map(|p| (p.pid, p.host.create_time_s)),
+            &identities,
+        );
     }
     Sample {
         snap,
@@ -61,8 +119,9 @@ impl Sampler {
             .name("gpuscope-sampler".into())
             .spawn(move || {
                 let mut next = Instant::now();
+                let mut known = Identities::default();
                 loop {
-                    match tx.try_send(sample(&collector, &devices, live)) {
+                    match tx.try_send(sample_with(&collector, &devices, live, &mut known)) {
                         Ok(()) | Err(TrySendError::Full(_)) => {}
                         Err(TrySendError::Disconnected(_)) => return,
                     }
@@ -79,5 +138,54 @@ impl Sampler {
                 }
             })?;
         Ok((Sampler { _stop: stop_tx }, rx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(start_ticks: u64) -> ProcIdentity {
+        ProcIdentity {
+            start_ticks,
+            uid: 1000,
+        }
+    }
+
+    #[test]
+    fn a_known_process_is_not_read_again_until_its_start_time_changes() {
+        let mut known = Identities::default();
+        let reads = std::cell::Cell::new(0);
+        let read = |_pid: u32| {
+            reads.set(reads.get() + 1);
+            Some(id(500 + reads.get()))
+        };
+        let first = known.get(42, Some(7), read).unwrap();
+        known.keep([(42, Some(7))].into_iter(), &HashMap::from([(42, first)]));
+        // The same PID and start time: the kept identity, no read.
+        assert_eq!(known.get(42, Some(7), read), Some(first));
+        assert_eq!(reads.get(), 1);
+        // Another start time (the PID was reused): read again.
+        assert_ne!(known.get(42, Some(8), read), Some(first));
+        assert_eq!(reads.get(), 2);
+        // No start time known: always read.
+        known.get(42, None, read);
+        assert_eq!(reads.get(), 3);
+    }
+
+    #[test]
+    fn processes_that_left_are_forgotten() {
+        let mut known = Identities::default();
+        known.keep(
+            [(1, Some(1)), (2, None)].into_iter(),
+            &HashMap::from([(1, id(1)), (2, id(2))]),
+        );
+        assert_eq!(
+            known.known.len(),
+            1,
+            "only a process with a start time is kept"
+        );
+        known.keep(std::iter::empty(), &HashMap::new());
+        assert!(known.known.is_empty());
     }
 }
