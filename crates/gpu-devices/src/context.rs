@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend, ReplayClock};
+use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend};
 
 use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
 use crate::device::Device;
@@ -102,28 +102,18 @@ impl Context {
     /// [`Error::Fixture`] for a fixture that cannot be read, [`Error::Backend`] when NVML cannot
     /// be loaded or initialised, [`Error::NoNvml`] in a build without the `nvml` feature.
     pub fn open() -> Result<Context> {
-        match std::env::var_os(FIXTURE_ENV_VAR) {
-            Some(path) if !path.is_empty() => {
-                let fixture = Fixture::load(Path::new(&path))?;
-                let backend = ReplayBackend::with_clock(fixture, ReplayClock::wall(true));
-                Context::from_backend(Arc::new(backend))
-            }
-            _ => Context::open_nvml(),
-        }
+        Context::open_source(&gpu_backend::Source::from_env())
     }
 
-    #[cfg(feature = "nvml")]
-    fn open_nvml() -> Result<Context> {
-        let backend = gpu_backend::NvmlBackend::from_env().map_err(|source| Error::Backend {
-            doing: "opening NVML",
-            source,
-        })?;
-        Context::from_backend(Arc::new(backend))
-    }
-
-    #[cfg(not(feature = "nvml"))]
-    fn open_nvml() -> Result<Context> {
-        Err(Error::NoNvml)
+    /// A context on `source`, by [`gpu_backend::Source`]'s rules (a frame out of range is an
+    /// error). The source's host facts are not kept: a context has none.
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::open`], and [`Error::Source`] for a frame out of range.
+    pub fn open_source(source: &gpu_backend::Source) -> Result<Context> {
+        let opened = source.open().map_err(Error::from_source)?;
+        Context::from_backend(opened.backend)
     }
 
     /// A context on any backend. CUDA's order is the backend's answer to `cuda_device_order`,
