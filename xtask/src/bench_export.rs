@@ -17,6 +17,10 @@
 //! 3. flat out: the same clients scraping back to back for `--flat-out`: the most scrapes per
 //!    second, and the latency at that load.
 //!
+//! With `--gzip` the clients also send `Accept-Encoding: gzip`, as Prometheus does. Before the
+//! phases it fetches one scrape with and one without `Accept-Encoding: gzip` and reports the
+//! bytes of each on the wire.
+//!
 //! For each phase it reports scrapes per second, p50 / p99 / max latency, the exporter's CPU
 //! and its resident set size at the start and end of the phase (`VmRSS`), so that growth shows.
 //! For comparison it also gives the RSS of `gpuscope export --demo --processes`, which holds the
@@ -57,6 +61,9 @@ pub struct Args {
     /// The gpuscope binary (default: build it in release mode).
     #[arg(long, value_name = "PATH")]
     bin: Option<PathBuf>,
+    /// Scrape with `Accept-Encoding: gzip`, as Prometheus does.
+    #[arg(long)]
+    gzip: bool,
 }
 
 /// What one phase measured.
@@ -96,16 +103,26 @@ pub fn run(args: Args) -> Result<()> {
     let _ = demo.child.wait();
     let load_before = load_average();
     let mut exporter = start(&bin, &["--nvml-lib", &nvml_arg], &env)?;
-    let result = phases(&args, &exporter, &pids);
+    let wire = wire_bytes(&exporter.addr);
+    let result = wire.and_then(|w| Ok((w, phases(&args, &exporter, &pids)?)));
     let _ = exporter.child.kill();
     let _ = exporter.child.wait();
     drop(alive);
-    let (phases, syscalls) = result?;
+    let ((plain, gzipped), (phases, syscalls)) = result?;
     println!(
         "gpuscope export --nvml-lib <fake-nvml: frame 0 of h100-sxm-8gpu> --processes \
-         --interval 1s: 8 GPUs, {} live GPU processes, {} clients\n",
+         --interval 1s: 8 GPUs, {} live GPU processes, {} clients{}\n",
         pids.len(),
-        args.clients
+        args.clients,
+        if args.gzip { ", asking for gzip" } else { "" }
+    );
+    println!(
+        "Bytes on the wire per scrape (OpenMetrics body): {plain} plain; {} with \
+         Accept-Encoding: gzip\n",
+        match gzipped {
+            Some(n) => format!("{n} gzipped"),
+            None => "not compressed (the server ignores it)".to_string(),
+        }
     );
     println!("| phase | scrapes/s | p50 | p99 | max | errors | exporter CPU (one core) | RSS start → end |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -280,8 +297,16 @@ fn phases(args: &Args, e: &Exporter, pids: &[u32]) -> Result<(Vec<Phase>, Option
         args.clients,
         args.duration,
         Some(per_client),
+        args.gzip,
     )?);
-    out.push(load("flat out", e, args.clients, args.flat_out, None)?);
+    out.push(load(
+        "flat out",
+        e,
+        args.clients,
+        args.flat_out,
+        None,
+        args.gzip,
+    )?);
     Ok((out, syscalls))
 }
 
@@ -313,6 +338,7 @@ fn load(
     clients: usize,
     duration: Duration,
     period: Option<Duration>,
+    gzip: bool,
 ) -> Result<Phase> {
     let (cpu0, rss0) = (cpu_seconds(e.pid)?, rss_kib(e.pid)?);
     let start = Instant::now();
@@ -322,7 +348,7 @@ fn load(
             let addr = e.addr.clone();
             // Spread the clients' start times over one period.
             let offset = period.map_or(Duration::ZERO, |p| p * i as u32 / clients as u32);
-            std::thread::spawn(move || client(&addr, start + offset, end, period))
+            std::thread::spawn(move || client(&addr, start + offset, end, period, gzip))
         })
         .collect();
     let mut latencies = Vec::new();
@@ -354,6 +380,7 @@ fn client(
     first: Instant,
     end: Instant,
     period: Option<Duration>,
+    gzip: bool,
 ) -> (Vec<Duration>, usize) {
     let mut latencies = Vec::new();
     let mut errors = 0;
@@ -377,8 +404,8 @@ fn client(
             continue;
         };
         let t = Instant::now();
-        match scrape(s, &mut body) {
-            Ok(()) => latencies.push(t.elapsed()),
+        match scrape(s, &mut body, gzip) {
+            Ok(_) => latencies.push(t.elapsed()),
             Err(_) => {
                 errors += 1;
                 conn = None;
@@ -388,12 +415,36 @@ fn client(
     (latencies, errors)
 }
 
-/// One kept-alive scrape, as Prometheus asks.
-fn scrape(s: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> std::io::Result<()> {
-    s.get_mut().write_all(
-        b"GET /metrics HTTP/1.1\r\nHost: bench\r\nAccept: application/openmetrics-text;\
-          version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n",
-    )?;
+/// The body length of one scrape without and one with `Accept-Encoding: gzip`; the second is
+/// `None` when the answer is not gzipped.
+fn wire_bytes(addr: &str) -> Result<(usize, Option<usize>)> {
+    let s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut s = BufReader::new(s);
+    let mut body = Vec::new();
+    scrape(&mut s, &mut body, false)?;
+    let plain = body.len();
+    let gzipped = scrape(&mut s, &mut body, true)?;
+    Ok((plain, gzipped.then_some(body.len())))
+}
+
+/// One kept-alive scrape, as Prometheus asks (with `Accept-Encoding: gzip` when `gzip`);
+/// whether the answer was gzipped.
+fn scrape(s: &mut BufReader<TcpStream>, body: &mut Vec<u8>, gzip: bool) -> std::io::Result<bool> {
+    let encoding: &[u8] = if gzip {
+        b"Accept-Encoding: gzip\r\n"
+    } else {
+        b""
+    };
+    let request = [
+        &b"GET /metrics HTTP/1.1\r\nHost: bench\r\nAccept: application/openmetrics-text;\
+          version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n"[..],
+        encoding,
+        b"\r\n",
+    ]
+    .concat();
+    s.get_mut().write_all(&request)?;
+    let mut gzipped = false;
     let mut len = None;
     let mut line = String::new();
     let mut first = true;
@@ -409,13 +460,18 @@ fn scrape(s: &mut BufReader<TcpStream>, body: &mut Vec<u8>) -> std::io::Result<(
         if line == "\r\n" {
             break;
         }
-        if let Some(v) = line.strip_prefix("Content-Length: ") {
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length: ") {
             len = v.trim().parse::<usize>().ok();
+        }
+        if lower.starts_with("content-encoding: gzip") {
+            gzipped = true;
         }
     }
     let len = len.ok_or_else(|| std::io::Error::other("no Content-Length"))?;
     body.resize(len, 0);
-    s.read_exact(body)
+    s.read_exact(body)?;
+    Ok(gzipped)
 }
 
 /// The 1-minute load average of the machine.

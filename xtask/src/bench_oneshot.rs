@@ -60,18 +60,18 @@ pub struct Args {
 }
 
 /// One command to time.
-struct Tool {
-    label: &'static str,
-    program: PathBuf,
-    args: Vec<OsString>,
+pub(crate) struct Tool {
+    pub(crate) label: &'static str,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<OsString>,
 }
 
 /// What `wait4` and the clock said about one run.
 #[derive(Debug, Clone, Copy)]
-struct Run {
-    wall: Duration,
-    cpu: Duration,
-    max_rss_kib: u64,
+pub(crate) struct Run {
+    pub(crate) wall: Duration,
+    pub(crate) cpu: Duration,
+    pub(crate) max_rss_kib: u64,
 }
 
 /// Runs the benchmark.
@@ -466,7 +466,7 @@ fn check_outputs(
 /// `ru_maxrss` that `wait4` gives would also count the RSS of this process at the fork, which
 /// exec carries over. The child asks to be traced itself, so it stops only at its exec and at
 /// its exit; signals are passed on.
-fn time_once(tool: &Tool, env: &[(&str, OsString)]) -> Result<Run> {
+pub(crate) fn time_once(tool: &Tool, env: &[(&str, OsString)]) -> Result<Run> {
     use std::os::unix::process::CommandExt;
 
     let mut cmd = Command::new(&tool.program);

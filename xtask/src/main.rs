@@ -1,6 +1,7 @@
 //! Project workflows that plain cargo cannot do. Run as `cargo xtask <command>`.
 
 mod bench_export;
+mod bench_fleet;
 mod bench_oneshot;
 mod import_smi;
 mod live;
@@ -37,6 +38,9 @@ enum Command {
     /// Load on `gpuscope export`: scrapes per second, latency, CPU and RSS (see
     /// docs/benchmarks.md).
     BenchExport(bench_export::Args),
+    /// One refresh of the fleet view (`snapshot --prometheus`) over a synthetic fleet of 1,000
+    /// hosts from a stub Prometheus: time after the answers, peak RSS (see docs/benchmarks.md).
+    BenchFleet(bench_fleet::Args),
     /// Writes gpuscope's man pages (gpuscope.1 and gpuscope-<command>.1) into a directory; read
     /// one with `man -l target/man/gpuscope.1`.
     Man {
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         Command::ImportSmi(args) => import_smi::run(args),
         Command::BenchOneshot(args) => bench_oneshot::run(args),
         Command::BenchExport(args) => bench_export::run(args),
+        Command::BenchFleet(args) => bench_fleet::run(args),
         Command::Man { out_dir } => man::run(&out_dir),
         Command::RecordFixture {
             out,

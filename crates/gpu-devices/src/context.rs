@@ -1,8 +1,10 @@
 //! [`Context`]: an open backend and the devices it reports.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use gpu_backend::fixture::DeviceStatic;
 use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend};
 
 use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
@@ -44,6 +46,10 @@ pub(crate) struct Inner {
     pub(crate) inventory: Inventory,
     pub(crate) cuda_source: CudaOrderSource,
     pub(crate) cuda_order: OnceLock<CudaOrder>,
+    /// Each device's answers that do not change (the query table's static rows: name, UUID,
+    /// limits, max clocks, modes, ...), asked on the device's first snapshot and kept for the
+    /// life of the context, so a refresh asks only the changing queries.
+    pub(crate) statics: Mutex<HashMap<DeviceId, DeviceStatic>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -83,6 +89,7 @@ impl ContextBuilder {
                 inventory,
                 cuda_source: self.cuda_source,
                 cuda_order: OnceLock::new(),
+                statics: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -480,6 +487,18 @@ impl Context {
     }
 
     // ---- Internal ----
+
+    /// Device `id`'s static answers: asked once, on first use, then kept (see
+    /// [`Inner::statics`]).
+    pub(crate) fn statics_of(&self, id: DeviceId) -> DeviceStatic {
+        let mut kept = match self.inner.statics.lock() {
+            Ok(k) => k,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        kept.entry(id)
+            .or_insert_with(|| recorder::capture_static(&*self.inner.backend, id))
+            .clone()
+    }
 
     pub(crate) fn make(&self, id: DeviceId) -> Device {
         Device::new(self.clone(), id)

@@ -272,10 +272,12 @@ impl Device {
 
     // ---- Snapshot ----
 
-    /// Every metric at once, each backend query asked once (nvitop's `as_snapshot` and
-    /// `oneshot`).
+    /// Every metric at once (nvitop's `as_snapshot` and `oneshot`): each changing query asked
+    /// once, and the answers that do not change (name, UUID, limits, max clocks, modes: the
+    /// query table's static rows) asked on this device's first snapshot only and kept by the
+    /// [`Context`] for the rest of the session.
     pub fn snapshot(&self) -> DeviceSnapshot {
-        let st = recorder::capture_static(self.backend(), self.id);
+        let st = self.ctx.statics_of(self.id);
         let dy = recorder::capture_dynamic(self.backend(), self.id, &st.num_fans);
         DeviceSnapshot::from_answers(self.id, st, dy)
     }

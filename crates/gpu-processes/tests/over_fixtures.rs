@@ -372,6 +372,57 @@ fn a_snapshot_asks_each_query_once_per_device() {
     assert_eq!(device_calls(&counts), device_calls(&raw.take_call_counts()));
 }
 
+/// What does not change (the query table's static rows: names, UUIDs, limits, modes, max
+/// clocks, MIG layout) is asked on the first refresh only; every later refresh asks only the
+/// changing queries, each once per device.
+#[test]
+fn static_answers_are_read_once_per_session_not_every_refresh() {
+    let section = |query: &str| {
+        gpu_backend::query::QUERIES
+            .iter()
+            .find(|q| q.name == query)
+            .map_or("hand-written", |q| q.section)
+    };
+    for stem in ["h100-sxm-8gpu", "h100-mig"] {
+        let (backend, collector) = collector_at(load(stem), 3);
+        backend.count_calls(true);
+        let first = collector.take_all();
+        let on_first = backend.take_call_counts();
+        assert!(
+            on_first
+                .by_query
+                .keys()
+                .any(|k| section(k.query) == "static"),
+            "{stem}: the first refresh reads the static answers"
+        );
+        backend.set_frame(4);
+        let later = collector.take_all();
+        let on_later = backend.take_call_counts();
+        let statics: Vec<_> = on_later
+            .by_query
+            .keys()
+            .filter(|k| section(k.query) == "static")
+            .collect();
+        assert!(statics.is_empty(), "{stem}: asked again: {statics:?}");
+        assert!(on_later.repeated().is_empty(), "{stem}");
+        assert!(
+            on_later
+                .by_query
+                .keys()
+                .any(|k| section(k.query) == "dynamic"),
+            "{stem}: the changing answers are asked every refresh"
+        );
+        // The kept answers are the same ones: the devices look the same.
+        let names = |s: &gpu_processes::Snapshots| {
+            s.devices
+                .iter()
+                .map(|d| format!("{:?}", d.name))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&first), names(&later), "{stem}");
+    }
+}
+
 /// A live test: a real child process, named in a fixture's GPU process list, gets its host
 /// facts from this machine (/proc), not from the fixture.
 #[test]

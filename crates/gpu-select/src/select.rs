@@ -342,12 +342,51 @@ pub fn select_from_snapshots(
     snapshots: &Snapshots,
     criteria: &Criteria,
 ) -> Result<Selection, Error> {
-    criteria.validate()?;
-    let mut candidates: Vec<Candidate> = snapshots
+    let figures = snapshots
         .devices
         .iter()
-        .map(|d| measure(d, snapshots, criteria))
+        .map(|d| figures(d, snapshots, criteria))
         .collect();
+    select_from_figures(figures, criteria)
+}
+
+/// A leaf device's figures, as measured for a selection: what [`select_from_figures`] needs
+/// of a device that is not on this machine (one read from a fleet's Prometheus, for example).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Figures {
+    /// The device; its MIG-ness matters for the MIG rule, its index for the tie-break and
+    /// the identifier. A caller naming devices of several hosts numbers them itself.
+    pub id: DeviceId,
+    /// Its CUDA ordinal, which names it when set.
+    pub cuda_index: Option<u32>,
+    /// Its UUID.
+    pub uuid: Option<String>,
+    /// Total memory, bytes.
+    pub memory_total: Option<u64>,
+    /// Used memory, bytes.
+    pub memory_used: Option<u64>,
+    /// Free memory, bytes.
+    pub memory_free: Option<u64>,
+    /// Memory of [`Criteria::free_accounts`]' processes on it, bytes, counted as free.
+    pub memory_as_free: u64,
+    /// GPU utilization, percent.
+    pub gpu_utilization: Option<u32>,
+    /// Memory-bandwidth utilization, percent.
+    pub memory_utilization: Option<u32>,
+    /// Why it cannot be chosen at all; `None` for a usable device.
+    pub unusable: Option<Unusable>,
+}
+
+/// [`select_from_snapshots`] over figures already measured, in the order given: the same
+/// checks, order, MIG rule and count cap.
+///
+/// # Errors
+///
+/// [`Error::CountRange`] when `max_count < min_count`.
+pub fn select_from_figures(figures: Vec<Figures>, criteria: &Criteria) -> Result<Selection, Error> {
+    criteria.validate()?;
+    let mut candidates: Vec<Candidate> =
+        figures.into_iter().map(|f| measure(f, criteria)).collect();
 
     let mut order: Vec<usize> = (0..candidates.len())
         .filter(|&i| candidates[i].qualifies())
@@ -407,8 +446,8 @@ pub fn select_from_snapshots(
     })
 }
 
-/// A device's figures and checks.
-fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Candidate {
+/// A snapshot's figures, with the free accounts' memory.
+fn figures(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Figures {
     let memory = d.memory.value().copied();
     let utilization = d.utilization.value().copied();
     let memory_as_free: u64 = snapshots
@@ -423,11 +462,28 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
         })
         .filter_map(|p| p.gpu_memory)
         .sum();
-    let memory_free = memory.map(|m| m.free.saturating_add(memory_as_free));
-    let memory_used = memory.map(|m| m.used.saturating_sub(memory_as_free));
-    let memory_total = memory.map(|m| m.total);
-    let gpu_utilization = utilization.map(|u| u.gpu);
-    let memory_utilization = utilization.map(|u| u.memory);
+    Figures {
+        id: d.id,
+        cuda_index: d.cuda_index,
+        uuid: d.uuid.value().cloned(),
+        memory_total: memory.map(|m| m.total),
+        memory_used: memory.map(|m| m.used),
+        memory_free: memory.map(|m| m.free),
+        memory_as_free,
+        unusable: Unusable::of(d),
+        gpu_utilization: utilization.map(|u| u.gpu),
+        memory_utilization: utilization.map(|u| u.memory),
+    }
+}
+
+/// A device's checks.
+fn measure(f: Figures, criteria: &Criteria) -> Candidate {
+    let memory_as_free = f.memory_as_free;
+    let memory_free = f.memory_free.map(|m| m.saturating_add(memory_as_free));
+    let memory_used = f.memory_used.map(|m| m.saturating_sub(memory_as_free));
+    let memory_total = f.memory_total;
+    let gpu_utilization = f.gpu_utilization;
+    let memory_utilization = f.memory_utilization;
 
     let tol = u64::from(criteria.tolerance);
     let mut checks = Vec::new();
@@ -487,9 +543,9 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
         });
     }
     Candidate {
-        id: d.id,
-        cuda_index: d.cuda_index,
-        uuid: d.uuid.value().cloned(),
+        id: f.id,
+        cuda_index: f.cuda_index,
+        uuid: f.uuid,
         memory_free,
         memory_used,
         memory_total,
@@ -497,7 +553,7 @@ fn measure(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Ca
         gpu_utilization,
         memory_utilization,
         checks,
-        unusable: Unusable::of(d),
+        unusable: f.unusable,
         fate: Fate::Selected,
     }
 }

@@ -2,6 +2,7 @@
 
 mod args;
 mod export;
+mod fleet;
 mod info;
 mod record;
 mod select;
@@ -31,9 +32,14 @@ enum Command {
     Snapshot {
         #[command(flatten)]
         source: SourceArgs,
-        /// Print JSON (documented in docs/snapshot-json.md) instead of a table.
+        /// Print JSON (documented in docs/snapshot-json.md; docs/fleet.md with --prometheus)
+        /// instead of a table.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        fleet: fleet::FleetArgs,
+        #[command(flatten)]
+        view: fleet::ViewArgs,
     },
     /// The interactive process viewer.
     Top(top::Args),
@@ -80,7 +86,21 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Snapshot { source, json } => {
+        Command::Snapshot {
+            source,
+            json,
+            fleet,
+            view,
+        } => {
+            if fleet.is_set() {
+                return fleet::snapshot(&fleet, &view, json);
+            }
+            if view.filter.is_some() || view.watch.is_some() || view.sort != Default::default() {
+                return Err(source::UsageError(
+                    "--sort, --filter and --watch go with --prometheus or --remote".into(),
+                )
+                .into());
+            }
             let src = source.open()?;
             let view = snapshot::take(&src.collector, src.label);
             let text = if json {

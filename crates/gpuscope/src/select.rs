@@ -27,6 +27,9 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
+
     /// Choose among the devices this CUDA_VISIBLE_DEVICES value shows (the environment's when
     /// the value is omitted), and print their CUDA ordinals.
     #[arg(short = 'i', long, value_name = "CUDA_VISIBLE_DEVICES", num_args = 0..=1)]
@@ -108,6 +111,9 @@ enum OutputFormat {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let criteria = criteria(&args)?;
+    if args.fleet.is_set() {
+        return run_fleet(&args, &criteria);
+    }
     let src = args.source.open()?;
     let pool;
     let collector;
@@ -166,6 +172,53 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `select --prometheus URL`: the same choice over every host that is up; devices are named
+/// `host:index` (or by UUID).
+fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
+    if args.inherit.is_some() {
+        return Err(UsageError(
+            "--inherit names this machine's CUDA devices; it does not go with --prometheus".into(),
+        )
+        .into());
+    }
+    let fleet = args.fleet.open()?.refresh()?;
+    let chosen =
+        crate::fleet::select::select(&fleet, criteria).map_err(|e| UsageError(e.to_string()))?;
+    let ids: Vec<String> = chosen
+        .identifiers(args.format == OutputFormat::Uuid)
+        .iter()
+        .map(|id| gpu_devices::text::escape_control(id).into_owned())
+        .collect();
+    if args.explain {
+        let mut text = String::new();
+        for e in &fleet.errors {
+            let _ = writeln!(text, "query {}: {}", e.query, e.error);
+        }
+        for (host, state) in &chosen.skipped {
+            let _ = writeln!(text, "{host}: left out, its exporter is {}", state.as_str());
+        }
+        text += &explain_named(&chosen.selection, criteria, &chosen.names);
+        eprint!("{}", crate::escape_lines(&text));
+    }
+    let (sep, end) = if args.null {
+        ("\0", "\0")
+    } else if args.newline {
+        ("\n", "\n")
+    } else {
+        (args.sep.as_str(), "\n")
+    };
+    crate::write_stdout(&(ids.join(sep) + end))?;
+    if chosen.selection.is_short() {
+        eprintln!(
+            "gpuscope: not enough devices found: {} qualify, --min-count is {}",
+            ids.len(),
+            criteria.min_count
+        );
+        std::process::exit(4);
+    }
+    Ok(())
+}
+
 /// The criteria the options ask for; a contradiction is a usage error.
 fn criteria(args: &Args) -> anyhow::Result<Criteria> {
     let (min_count, max_count) = match args.count {
@@ -210,10 +263,22 @@ fn criteria(args: &Args) -> anyhow::Result<Criteria> {
 
 /// Why each device was chosen or not, one line each.
 fn explain(s: &Selection, criteria: &Criteria) -> String {
+    let names: Vec<String> = s.candidates.iter().map(|c| c.id.to_string()).collect();
+    explain_named(s, criteria, &names)
+}
+
+/// [`explain`] with each candidate called by its name in `names` (`host:index` in a fleet).
+fn explain_named(s: &Selection, criteria: &Criteria, names: &[String]) -> String {
     let mut out = String::new();
+    let width = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
     let _ = writeln!(
         out,
-        "{:<6} {:>11} {:>11} {:>4} {:>4}  verdict",
+        "{:<width$} {:>11} {:>11} {:>4} {:>4}  verdict",
         "device", "free", "total", "gpu", "mem"
     );
     for (pos, c) in s.candidates.iter().enumerate() {
@@ -222,8 +287,8 @@ fn explain(s: &Selection, criteria: &Criteria) -> String {
         let pct = |v: Option<u32>| v.map_or_else(|| "N/A".to_string(), |v| format!("{v}%"));
         let _ = writeln!(
             out,
-            "{:<6} {:>11} {:>11} {:>4} {:>4}  {}",
-            c.id.to_string(),
+            "{:<width$} {:>11} {:>11} {:>4} {:>4}  {}",
+            names.get(pos).cloned().unwrap_or_else(|| c.id.to_string()),
             bytes(c.memory_free),
             bytes(c.memory_total),
             pct(c.gpu_utilization),

@@ -1,13 +1,14 @@
-//! `gpuscope export` under misbehaving clients: a client that connects and sends nothing, one
-//! that sends garbage, and one that sends half a request do not stop other scrapes.
+//! `gpuscope export` under misbehaving clients: clients that connect and send nothing, send
+//! garbage or half a request, or open hundreds of idle sockets from one address, do not stop
+//! scrapes from another address; a silent client is dropped after the header deadline.
 
 mod export_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use export_support::{get, parse, parse_response, Exporter};
+use export_support::{connect_from, parse, parse_response, request, Exporter};
 
 fn connect(addr: &str) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connects");
@@ -19,7 +20,8 @@ fn connect(addr: &str) -> TcpStream {
 #[test]
 fn silent_garbage_and_half_clients_do_not_block_scrapes() {
     let exp = Exporter::start(&["--demo", "--frame", "1", "--processes"]);
-    // Many clients that connect and say nothing, and some that stop mid-request.
+    // Many clients from 127.0.0.1 that connect and say nothing, and some that stop
+    // mid-request.
     let silent: Vec<TcpStream> = (0..40).map(|_| connect(&exp.addr)).collect();
     let mut half: Vec<TcpStream> = (0..10).map(|_| connect(&exp.addr)).collect();
     for s in &mut half {
@@ -32,7 +34,7 @@ fn silent_garbage_and_half_clients_do_not_block_scrapes() {
         b"NOT HTTP AT ALL\r\n\r\n",
         b"GET /metrics SPDY/9\r\n\r\n",
     ] {
-        let mut g = connect(&exp.addr);
+        let mut g = connect_from("127.0.0.3", &exp.addr);
         g.write_all(garbage).unwrap();
         let mut raw = Vec::new();
         g.read_to_end(&mut raw)
@@ -40,7 +42,7 @@ fn silent_garbage_and_half_clients_do_not_block_scrapes() {
         assert_eq!(parse_response(&raw).status, 400, "{garbage:?}");
     }
     // An endless header line is cut off.
-    let mut big = connect(&exp.addr);
+    let mut big = connect_from("127.0.0.3", &exp.addr);
     let line = vec![b'a'; 32 * 1024];
     let _ = big.write_all(b"GET /metrics HTTP/1.1\r\nX: ");
     let _ = big.write_all(&line);
@@ -48,14 +50,14 @@ fn silent_garbage_and_half_clients_do_not_block_scrapes() {
     let _ = big.read_to_end(&mut raw);
     assert_eq!(parse_response(&raw).status, 431);
 
-    // Meanwhile, concurrent scrapes all answer in full.
+    // Meanwhile, concurrent scrapes from another address all answer in full.
     let handles: Vec<_> = (0..8)
         .map(|_| {
             let addr = exp.addr.clone();
             std::thread::spawn(move || {
-                let r = get(&addr, "/metrics", None);
+                let r = request(&mut connect_from("127.0.0.2", &addr), "/metrics", &[]);
                 assert_eq!(r.status, 200);
-                parse(&r.body)
+                parse(&r.text())
                     .find("gpuscope_device_up", &[])
                     .iter()
                     .filter(|s| s.value == 1.0)
@@ -107,7 +109,7 @@ fn read_one(s: &mut TcpStream) -> usize {
     }
     let head = String::from_utf8(head).unwrap();
     assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-    assert!(head.contains("Connection: keep-alive"), "{head}");
+    assert!(!head.contains("Connection: close"), "{head}");
     let len: usize = head
         .lines()
         .find_map(|l| l.strip_prefix("Content-Length: "))
@@ -117,4 +119,72 @@ fn read_one(s: &mut TcpStream) -> usize {
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).unwrap();
     len
+}
+
+#[test]
+fn three_hundred_idle_sockets_from_one_address_do_not_stop_a_scrape_from_another() {
+    let exp = Exporter::start(&["--demo", "--frame", "1", "--processes"]);
+    // 300 sockets from 127.0.0.1 that send nothing: more than one address may hold.
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| connect_from("127.0.0.1", &exp.addr))
+        .collect();
+    // Give the server time to accept them all (it refuses those past the per-client limit).
+    std::thread::sleep(Duration::from_millis(200));
+    let mut s = connect_from("127.0.0.2", &exp.addr);
+    let started = Instant::now();
+    let r = request(&mut s, "/metrics", &[]);
+    let took = started.elapsed();
+    assert_eq!(r.status, 200);
+    let up = parse(&r.text())
+        .find("gpuscope_device_up", &[])
+        .iter()
+        .filter(|s| s.value == 1.0)
+        .count();
+    assert_eq!(up, 8);
+    eprintln!(
+        "scrape from 127.0.0.2 beside 300 idle sockets from 127.0.0.1: {:.3} ms",
+        took.as_secs_f64() * 1000.0
+    );
+    // The target is 100 ms; the bound is loose so that a loaded two-core box does not fail.
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // Those past the per-client limit were told so and closed, not left hanging.
+    let mut refused = 0;
+    for mut sock in idle.into_iter().rev().take(10) {
+        sock.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut raw = Vec::new();
+        if sock.read_to_end(&mut raw).is_ok() && raw.starts_with(b"HTTP/1.1 503") {
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 10, "the last 10 of 300 idle sockets were refused");
+}
+
+#[test]
+fn a_client_that_sends_nothing_or_dribbles_is_dropped_after_the_header_deadline() {
+    let exp = Exporter::start(&["--demo", "--frame", "1"]);
+    let mut silent = connect(&exp.addr);
+    let mut slow = connect(&exp.addr);
+    let started = Instant::now();
+    // One byte every 300 ms: a request head that would take minutes.
+    let mut sent = 0;
+    let mut closed = false;
+    while started.elapsed() < Duration::from_secs(8) {
+        if slow.write_all(b"G").is_err() {
+            closed = true;
+            break;
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(closed, "the slow client could send {sent} bytes over 8 s");
+    let mut raw = Vec::new();
+    // The silent one was closed too (its read ends, with or without a 408 answer).
+    let n = silent.read_to_end(&mut raw);
+    assert!(n.is_ok() || raw.is_empty(), "{n:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "the silent client was still open after {:?}",
+        started.elapsed()
+    );
 }

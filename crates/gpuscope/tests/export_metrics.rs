@@ -343,6 +343,10 @@ fn bad_flags_are_usage_errors() {
         (&["--listen", "localhost"][..], "--listen"),
         (&["--interval", "soon"][..], "--interval"),
         (&["--interval", "1ms"][..], "--interval"),
+        // Regression: an interval so long that the sampler's next deadline overflowed killed
+        // the sampler thread while /metrics went on serving its first sample.
+        (&["--interval", "200000years"][..], "--interval"),
+        (&["--interval", "25h"][..], "--interval"),
         (&["--hostname", ""][..], "--hostname"),
         (&["--process-command"][..], "--processes"),
     ] {
@@ -411,4 +415,78 @@ fn every_published_family_is_documented_and_the_dashboard_uses_only_published_on
         unknown.is_empty(),
         "the dashboard uses unpublished {unknown:?}"
     );
+}
+
+#[test]
+fn the_info_series_carries_each_devices_identity_from_the_fixture() {
+    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "5"]);
+    let m = exp.scrape();
+    let fx = fixture_json("h100-sxm-8gpu");
+    let driver = ok(&fx["system"]["driver_version"])
+        .unwrap()
+        .as_str()
+        .unwrap();
+    let devices = fx["devices"].as_object().unwrap();
+    assert_eq!(m.find("gpuscope_device_info", &[]).len(), devices.len());
+    for (index, st) in devices {
+        let info = m.find("gpuscope_device_info", &[("index", index.as_str())]);
+        assert_eq!(info.len(), 1, "GPU {index}");
+        assert_eq!(info[0].value, 1.0);
+        let l = &info[0].labels;
+        let want = |key: &str| ok(&st[key]).unwrap().as_str().unwrap().to_string();
+        assert_eq!(l["uuid"], want("uuid"));
+        assert_eq!(l["serial"], want("serial"));
+        assert_eq!(l["vbios_version"], want("vbios_version"));
+        assert_eq!(l["board_part_number"], want("board_part_number"));
+        assert_eq!(
+            l["bus_id"],
+            ok(&st["pci_info"]).unwrap()["bus_id"].as_str().unwrap()
+        );
+        assert_eq!(l["driver_version"], driver);
+        assert_eq!(l["cuda_driver_version"], "13.1");
+        // P-state from the frame: P0 is 0.
+        assert_eq!(
+            m.value(
+                "gpuscope_device_performance_state",
+                &[("index", index.as_str())]
+            ),
+            ok_f64(&fx["frames"][5]["devices"][index]["performance_state"])
+        );
+    }
+    // SXM boards have no fans: no per-fan series either.
+    assert!(m
+        .find("gpuscope_device_fan_speed_per_fan_ratio", &[])
+        .is_empty());
+}
+
+#[test]
+fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
+    let exp = Exporter::start(&["--fixture", &fixture("geforce-desktop"), "--frame", "3"]);
+    let m = exp.scrape();
+    let fx = fixture_json("geforce-desktop");
+    for (index, st) in fx["devices"].as_object().unwrap() {
+        let dy = &fx["frames"][3]["devices"][index];
+        let fans = dy["fan_speeds"].as_array().unwrap();
+        assert!(!fans.is_empty());
+        for (fan, speed) in fans.iter().enumerate() {
+            let fan = fan.to_string();
+            assert_eq!(
+                m.value(
+                    "gpuscope_device_fan_speed_per_fan_ratio",
+                    &[("index", index.as_str()), ("fan", fan.as_str())]
+                ),
+                ok_f64(speed).map(|p| p / 100.0),
+                "fan {fan} of GPU {index}"
+            );
+        }
+        let info = m.find("gpuscope_device_info", &[("index", index.as_str())]);
+        assert_eq!(info.len(), 1);
+        // N/A identity (a GeForce has no serial) is left out, not published empty.
+        assert!(st["serial"].get("err").is_some());
+        assert!(!info[0].labels.contains_key("serial"), "{info:?}");
+        assert_eq!(
+            info[0].labels["vbios_version"],
+            ok(&st["vbios_version"]).unwrap().as_str().unwrap()
+        );
+    }
 }

@@ -8,23 +8,33 @@ checks through Prometheus's HTTP query API that every device of every host is th
 values of its fixture file. Also runs `promtool check metrics` on each exporter's text
 exposition and requires no warnings.
 
+The exporters serve TLS with basic auth from one `--web.config.file` (a certificate made here
+with openssl, a bcrypt hash made with htpasswd), and Prometheus scrapes them over TLS with the
+password, asking for gzip as it always does. The script's own requests ask for gzip too and
+check that the answer is gzipped, and that a request without the password is refused (401).
+
 Usage: python3 crates/gpuscope/tests/prometheus_fleet.py [--bin PATH]
 
-Installs the Debian package `prometheus` when promtool/prometheus are missing and we are root.
+Installs the Debian packages `prometheus`, `apache2-utils` (htpasswd) and `openssl` when they are
+missing and we are root.
 When they are still missing, fails under CI (env CI set) and skips otherwise, saying why.
 Prints one summary line: `prometheus-fleet: 3 hosts, N devices, N checks, N failures`.
 """
 
 import argparse
+import base64
+import gzip
 import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -56,10 +66,57 @@ def free_port():
         return s.getsockname()[1]
 
 
+# Set by main() once the certificate and password exist: how the script reaches exporters.
+EXPORTER_TLS = None
+AUTH_HEADER = None
+USER = "prometheus"
+PASSWORD = "fleet-secret"
+
+
 def http_get(url, timeout=5, accept=None):
     req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return r.read().decode()
+
+
+def exporter_get(addr, path="/metrics", auth=True):
+    """GET https://addr/path with the password and `Accept-Encoding: gzip`: (status, headers,
+    body text, bytes on the wire)."""
+    headers = {"Accept-Encoding": "gzip"}
+    if auth:
+        headers["Authorization"] = AUTH_HEADER
+    req = urllib.request.Request(f"https://{addr}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=5, context=EXPORTER_TLS) as r:
+            raw = r.read()
+            status, hdrs = r.status, dict((k.lower(), v) for k, v in r.headers.items())
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        status, hdrs = e.code, dict((k.lower(), v) for k, v in e.headers.items())
+    body = gzip.decompress(raw) if hdrs.get("content-encoding") == "gzip" else raw
+    return status, hdrs, body.decode(), len(raw)
+
+
+def make_web_config(tmp):
+    """A self-signed certificate for 127.0.0.1, a bcrypt hash of PASSWORD and the web
+    configuration file that names them; returns (config path, certificate path)."""
+    cert = os.path.join(tmp, "server.crt")
+    key = os.path.join(tmp, "server.key")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=gpuscope-fleet",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+         "-keyout", key, "-out", cert],
+        check=True, capture_output=True,
+    )
+    out = subprocess.run(["htpasswd", "-nbBC", "10", USER, PASSWORD],
+                         check=True, capture_output=True, text=True).stdout
+    hashed = out.strip().split(":", 1)[1]
+    config = os.path.join(tmp, "web.yml")
+    with open(config, "w") as f:
+        f.write(f"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                f"basic_auth_users:\n  {USER}: '{hashed}'\n")
+    return config, cert
 
 
 def query(prom, expr):
@@ -83,18 +140,22 @@ def scalar(prom, expr):
     return float(result[0]["value"][1]) if result else None
 
 
+TOOLS = ["prometheus", "promtool", "htpasswd", "openssl"]
+
+
 def ensure_prometheus():
-    if shutil.which("prometheus") and shutil.which("promtool"):
+    if all(shutil.which(t) for t in TOOLS):
         return True
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
         subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "prometheus"],
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "prometheus",
+             "apache2-utils", "openssl"],
             check=False,
             env=env,
         )
-    return bool(shutil.which("prometheus") and shutil.which("promtool"))
+    return all(shutil.which(t) for t in TOOLS)
 
 
 def cleanup(*_):
@@ -113,7 +174,7 @@ def on_signal(signum, _frame):
     sys.exit(128 + signum)
 
 
-def start_exporter(binary, stem, frame, hostname, log):
+def start_exporter(binary, stem, frame, hostname, log, web_config):
     port = free_port()
     p = subprocess.Popen(
         [
@@ -124,6 +185,7 @@ def start_exporter(binary, stem, frame, hostname, log):
             "--processes",
             "--listen", f"127.0.0.1:{port}",
             "--interval", "1s",
+            "--web.config.file", web_config,
         ],
         stdout=log, stderr=log,
     )
@@ -149,13 +211,106 @@ def ok(answer):
     return answer.get("ok") if isinstance(answer, dict) else None
 
 
+GIB = 1 << 30
+
+
+def fleet_view(binary, prom, fixtures):
+    """`snapshot --prometheus --json` and `select --prometheus` over the live fleet (issue 17);
+    returns the fleet as `snapshot --prometheus --json` printed it."""
+
+    def gpuscope(*argv):
+        r = subprocess.run([binary, *argv], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"gpuscope {' '.join(argv)}: exit {r.returncode}: {r.stderr}")
+        return r.stdout
+
+    fleet = json.loads(gpuscope("snapshot", "--prometheus", f"http://{prom}", "--json"))
+    hosts = {h["host"]: h for h in fleet["hosts"]}
+    check(sorted(hosts) == sorted(fixtures), f"fleet view hosts: {sorted(hosts)}")
+    check(fleet["errors"] == [], f"fleet view errors: {fleet['errors']}")
+    for hostname, (fx, frame) in fixtures.items():
+        h = hosts.get(hostname, {"devices": [], "state": None})
+        check(h["state"] == "up", f"fleet view {hostname}: state {h['state']}")
+        got = {d["id"]: d for d in h["devices"]}
+        check(sorted(got) == sorted(fx["devices"]), f"fleet view {hostname}: devices {sorted(got)}")
+        dyn = fx["frames"][frame]["devices"]
+        for index, st in fx["devices"].items():
+            d, f = got.get(index, {}), dyn[index]
+            mem = ok(f["memory_info"]) or {}
+            util = ok(f.get("utilization_rates")) or {}
+            power = ok(f.get("power_usage"))
+            want = {
+                "uuid": ok(st["uuid"]),
+                "name": ok(st["name"]),
+                "memory_total_bytes": mem.get("total"),
+                "memory_used_bytes": mem.get("used"),
+                "memory_free_bytes": mem.get("free"),
+                "gpu_utilization_percent": util.get("gpu"),
+                "temperature_celsius": ok(f.get("temperature")),
+                "fan_speed_percent": ok(f.get("fan_speed")),
+                "power_usage_watts": None if power is None else power / 1000,
+            }
+            for key, value in want.items():
+                check(d.get(key) == value,
+                      f"fleet view {hostname} {index}: {key} {d.get(key)!r} != {value!r}")
+            # Processes: those the exporter publishes for the device (a MIG-mode GPU's are on
+            # its MIG devices, a desktop's graphics processes too).
+            series = query(prom, f'gpuscope_process_gpu_memory_bytes{{hostname="{hostname}",index="{index}"}}')
+            want_pids = sorted(int(r["metric"]["pid"]) for r in series)
+            got_pids = [p["pid"] for p in d.get("processes", [])]
+            check(got_pids == want_pids, f"fleet view {hostname} {index}: pids {got_pids} != {want_pids}")
+
+    # select -n 2 -f 20GiB: the two whole GPUs of the fleet with the most free memory.
+    picked = gpuscope("select", "--prometheus", f"http://{prom}", "-n", "2", "-f", "20GiB").split()
+    picked = picked[0].split(",") if picked else []
+    whole = []
+    for hostname, (fx, frame) in fixtures.items():
+        mig_parents = {i.split(":")[0] for i in fx["devices"] if ":" in i}
+        for index in fx["devices"]:
+            if ":" in index or index in mig_parents:
+                continue
+            free = (ok(fx["frames"][frame]["devices"][index]["memory_info"]) or {}).get("free")
+            if free is not None and free >= 20 * GIB:
+                whole.append((free, f"{hostname}:{index}"))
+    whole.sort(reverse=True)
+    check(len(picked) == 2, f"select --prometheus -n 2 -f 20GiB: {picked}")
+    frees = {name: free for free, name in whole}
+    check(all(p in frees for p in picked), f"select picked a device below 20GiB: {picked}")
+    if len(picked) == 2 and all(p in frees for p in picked):
+        least = min(frees[p] for p in picked)
+        better = [n for f, n in whole if f > least and n not in picked]
+        check(not better, f"select left out devices with more free memory: {better} (picked {picked})")
+    return fleet
+
+
+def down_within(binary, prom, exporter, hostname, interval):
+    """Stops one exporter; the fleet view marks its host down within two scrape intervals."""
+    exporter.terminate()
+    exporter.wait(timeout=10)
+    stopped = time.monotonic()
+    state = None
+    while time.monotonic() - stopped < 10 * interval:
+        r = subprocess.run([binary, "snapshot", "--prometheus", f"http://{prom}", "--json"],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            state = {h["host"]: h["state"] for h in json.loads(r.stdout)["hosts"]}.get(hostname)
+            if state == "down":
+                break
+        time.sleep(0.1)
+    took = time.monotonic() - stopped
+    check(state == "down", f"fleet view: {hostname} stopped, state {state} after {took:.1f}s")
+    check(took <= 2 * interval, f"fleet view: {hostname} marked down after {took:.1f}s, "
+                                f"more than two scrape intervals ({2 * interval}s)")
+    print(f"prometheus-fleet: {hostname} stopped, marked down by the fleet view after {took:.2f}s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=None, help="the gpuscope binary (default: target/debug)")
     args = ap.parse_args()
 
     if not ensure_prometheus():
-        msg = "prometheus-fleet: prometheus/promtool are not installed (Debian package `prometheus`)"
+        msg = ("prometheus-fleet: prometheus, promtool, htpasswd or openssl is not installed "
+               "(Debian packages prometheus, apache2-utils, openssl)")
         if os.environ.get("CI"):
             print(msg, file=sys.stderr)
             return 1
@@ -172,22 +327,35 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     tmp = tempfile.mkdtemp(prefix="gpuscope-fleet-")
     log = open(os.path.join(tmp, "processes.log"), "w")
+    global EXPORTER_TLS, AUTH_HEADER
     try:
+        web_config, cert = make_web_config(tmp)
+        EXPORTER_TLS = ssl.create_default_context(cafile=cert)
+        AUTH_HEADER = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         fixtures = {}
         targets = {}
         for stem, frame, hostname in HOSTS:
             with open(os.path.join(ROOT, "fixtures", f"{stem}.json")) as f:
                 fixtures[hostname] = (json.load(f), frame)
-            targets[hostname] = start_exporter(binary, stem, frame, hostname, log)
+            targets[hostname] = start_exporter(binary, stem, frame, hostname, log, web_config)
         for hostname, addr in targets.items():
-            wait_for(f"exporter {hostname}", lambda a=addr: http_get(f"http://{a}/metrics"))
+            wait_for(f"exporter {hostname}", lambda a=addr: exporter_get(a)[0] == 200)
+            status, hdrs, body, wire = exporter_get(addr)
+            check(hdrs.get("content-encoding") == "gzip",
+                  f"{hostname}: gzip answer ({hdrs.get('content-encoding')})")
+            check(wire * 5 < len(body), f"{hostname}: {wire} bytes on the wire for {len(body)}")
+            check(exporter_get(addr, auth=False)[0] == 401, f"{hostname}: 401 without a password")
+            check(exporter_get(addr, "/health")[0] == 200, f"{hostname}: /health")
 
         prom = f"127.0.0.1:{free_port()}"
         config = os.path.join(tmp, "prometheus.yml")
         with open(config, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
                     "  evaluation_interval: 1s\n"
-                    "scrape_configs:\n  - job_name: gpuscope\n    static_configs:\n"
+                    "scrape_configs:\n  - job_name: gpuscope\n    scheme: https\n"
+                    f"    tls_config:\n      ca_file: {cert}\n"
+                    f"    basic_auth:\n      username: {USER}\n      password: {PASSWORD}\n"
+                    "    static_configs:\n"
                     "      - targets: [" + ", ".join(f"'{a}'" for a in targets.values()) + "]\n")
         children.append(subprocess.Popen(
             [
@@ -230,6 +398,13 @@ def main():
                 check(list(up.values()) == [1.0], f"{hostname} {index}: up {up}")
                 labels = dict(next(iter(up))) if up else {}
                 check(labels.get("uuid") == ok(st["uuid"]), f"{hostname} {index}: uuid")
+                info = values(prom, f"gpuscope_device_info{{{sel}}}")
+                info_labels = dict(next(iter(info))) if info else {}
+                check(
+                    info_labels.get("driver_version") == ok(fx["system"]["driver_version"])
+                    and info_labels.get("vbios_version") == ok(st["vbios_version"]),
+                    f"{hostname} {index}: info labels {info_labels}",
+                )
                 check(labels.get("name") == ok(st["name"]), f"{hostname} {index}: name")
                 if ":" in index:
                     parent = index.split(":")[0]
@@ -249,6 +424,7 @@ def main():
                     ("gpuscope_device_temperature_celsius", d.get("temperature"), 1),
                     ("gpuscope_device_power_usage_watts", d.get("power_usage"), 1000),
                     ("gpuscope_device_fan_speed_ratio", d.get("fan_speed"), 100),
+                    ("gpuscope_device_performance_state", d.get("performance_state"), 1),
                 ]:
                     got = scalar(prom, f"{metric}{{{sel}}}")
                     want = ok(answer) if answer is not None else None
@@ -274,11 +450,15 @@ def main():
 
         # promtool reads each text exposition without a warning.
         for hostname, addr in targets.items():
-            text = http_get(f"http://{addr}/metrics")
+            text = exporter_get(addr)[2]
             r = subprocess.run(["promtool", "check", "metrics"], input=text,
                                capture_output=True, text=True)
             out = (r.stdout + r.stderr).strip()
             check(r.returncode == 0 and out == "", f"promtool check metrics on {hostname}: {out}")
+
+        # The fleet view over this Prometheus; then one exporter stops (the last one started).
+        fleet_view(binary, prom, fixtures)
+        down_within(binary, prom, children[len(HOSTS) - 1], HOSTS[-1][2], 1.0)
     finally:
         cleanup()
         log.close()

@@ -55,6 +55,11 @@ pub struct Options {
     pub processes: bool,
     /// Give process samples a `command` label (command lines can hold secrets).
     pub process_command: bool,
+    /// The driver version, for the info family (read once at start: it cannot change while
+    /// the driver is loaded).
+    pub driver_version: Option<String>,
+    /// The highest CUDA version the driver supports, for the info family.
+    pub cuda_driver_version: Option<String>,
 }
 
 /// Everything one sample publishes.
@@ -127,6 +132,13 @@ pub fn build(inputs: &Inputs<'_>, options: &Options) -> Vec<Family> {
     for d in &inputs.snapshots.devices {
         let labels = device_labels(d, &options.hostname);
         device_families(&mut b, d, &labels);
+        let f = b.family(
+            "gpuscope_device_info",
+            None,
+            Kind::Gauge,
+            "Always 1; the labels say what the device is (bus id, serial, VBIOS, driver).",
+        );
+        b.put(f, &info_labels(d, &labels, options), Some(1.0));
     }
     if options.processes {
         let start = b.families.len();
@@ -234,6 +246,26 @@ fn device_labels(d: &DeviceSnapshot, hostname: &str) -> Labels {
         }
     }
     labels
+}
+
+/// The device's labels and its identity: `bus_id`, `serial`, `vbios_version`,
+/// `board_part_number`, `driver_version`, `cuda_driver_version`; an N/A one is left out.
+fn info_labels(d: &DeviceSnapshot, labels: &Labels, options: &Options) -> Labels {
+    let mut l = labels.clone();
+    let pairs = [
+        ("bus_id", d.pci.value().map(|p| p.bus_id.clone())),
+        ("serial", d.serial.value().cloned()),
+        ("vbios_version", d.vbios_version.value().cloned()),
+        ("board_part_number", d.board_part_number.value().cloned()),
+        ("driver_version", options.driver_version.clone()),
+        ("cuda_driver_version", options.cuda_driver_version.clone()),
+    ];
+    for (name, value) in pairs {
+        if let Some(v) = value {
+            l.push((name, v));
+        }
+    }
+    l
 }
 
 /// A device is down when it answered "GPU is lost", or when its memory query failed.
@@ -358,6 +390,33 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         "Intended fan speed, as a ratio of the maximum.",
     );
     b.put(f, labels, ratio(d.fan_speed.value().copied()));
+    let f = b.family(
+        "gpuscope_device_fan_speed_per_fan_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "Intended speed of each fan, as a ratio of its maximum.",
+    );
+    for (fan, v) in d.fan_speeds.iter().enumerate() {
+        b.put(
+            f,
+            &with(labels, "fan", fan.to_string()),
+            ratio(v.value().copied()),
+        );
+    }
+    let f = b.family(
+        "gpuscope_device_performance_state",
+        None,
+        Kind::Gauge,
+        "Performance state: 0 (P0, highest performance) to 15 (P15, lowest).",
+    );
+    b.put(
+        f,
+        labels,
+        d.performance_state
+            .value()
+            .filter(|&&p| p <= 15)
+            .map(|&p| f64::from(p)),
+    );
     let f = b.family(
         "gpuscope_device_temperature_celsius",
         Some("celsius"),

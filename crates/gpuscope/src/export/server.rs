@@ -1,398 +1,502 @@
-//! A small HTTP/1.1 server for `/metrics`: a thread per connection (at most
-//! [`MAX_CONNECTIONS`] at once), deadlines on reading a request and on writing an answer, and
-//! keep-alive. A scrape copies the bytes encoded by the sampler; it never waits on the GPUs.
+//! The HTTP side of the exporter, on hyper (HTTP/1.1) over a current-thread tokio runtime, with TLS
+//! from rustls when configured. A scrape copies the bytes the sampler encoded (or their gzipped
+//! form, compressed once per sample); it never waits on the GPUs.
+//!
+//! Limits that hold under abuse: at most [`Limits::per_client`] connections from one address
+//! and [`Limits::total`] in all (more are told 503 and closed at once), a deadline to send a
+//! whole request head ([`Limits::header_timeout`], which also bounds a TLS handshake and an idle
+//! kept-alive connection), a cap on the size of the request head ([`Limits::max_head`], 431
+//! beyond it) and a longest life for a connection ([`Limits::max_age`], after which it is
+//! closed once its current answer is sent). So idle sockets from one address cannot stop
+//! scrapes from another.
 
-use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
 
 use super::exposition::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
+use super::shared::{Health, Shared};
+use super::web_config::WebConfig;
 
-/// Most connections served at once; more are answered 503 and closed.
-pub const MAX_CONNECTIONS: usize = 256;
-/// Time a client has to send a whole request head, from its first byte or from the end of the
-/// previous answer on a kept-alive connection.
-pub const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
-/// Time an answer may take to write.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Largest request head read; a longer one is answered 431.
-pub const MAX_HEAD: usize = 16 * 1024;
-
-/// The latest encoded sample, in both formats.
-#[derive(Debug, Default)]
-pub struct Exposition {
-    /// Prometheus text format 0.0.4.
-    pub text: Vec<u8>,
-    /// OpenMetrics 1.0.
-    pub openmetrics: Vec<u8>,
+/// The server's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most connections open at once from one IP address.
+    pub per_client: usize,
+    /// Most connections open at once in all.
+    pub total: usize,
+    /// Time a client has to finish a TLS handshake, and to send a whole request head from the
+    /// start of the connection or the end of the previous answer.
+    pub header_timeout: Duration,
+    /// Largest request head, bytes (431 beyond it).
+    pub max_head: usize,
+    /// Most header lines in a request (431 beyond it).
+    pub max_headers: usize,
+    /// Longest life of a connection: then it is closed after its current answer, and forcibly
+    /// [`Limits::header_timeout`] later if that answer is not read.
+    pub max_age: Duration,
 }
 
-/// What the sampler publishes and the connections read.
-#[derive(Debug, Default)]
-pub struct Shared {
-    latest: Mutex<Arc<Exposition>>,
+/// The limits `gpuscope export` runs with.
+pub const LIMITS: Limits = Limits {
+    per_client: 32,
+    total: 512,
+    header_timeout: Duration::from_secs(2),
+    max_head: 16 * 1024,
+    max_headers: 64,
+    max_age: Duration::from_secs(300),
+};
+
+/// Everything a connection needs.
+pub struct Server {
+    shared: Arc<Shared>,
+    web: WebConfig,
+    limits: Limits,
+    slots: Arc<Slots>,
+    auth: Option<Auth>,
 }
 
-impl Shared {
-    /// Replaces the served sample.
-    pub fn publish(&self, exposition: Exposition) {
-        let next = Arc::new(exposition);
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = next;
+impl Server {
+    /// A server of `shared`'s samples with the TLS and users of `web`.
+    pub fn new(shared: Arc<Shared>, web: WebConfig, limits: Limits) -> Server {
+        let auth = web.users.clone().map(Auth::new);
+        Server {
+            shared,
+            web,
+            limits,
+            slots: Arc::new(Slots::new(limits.per_client, limits.total)),
+            auth,
+        }
     }
 
-    /// The served sample.
-    pub fn latest(&self) -> Arc<Exposition> {
-        self.latest
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    /// `https` with TLS, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.web.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
     }
 }
 
-/// Accepts connections for ever, each on its own thread.
-pub fn serve(listener: TcpListener, shared: Arc<Shared>) -> io::Result<()> {
-    let active = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let stream = match stream {
+/// Accepts connections for ever, each served by its own task.
+pub async fn serve(listener: TcpListener, server: Arc<Server>) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             // A connection that failed before it was accepted (reset, out of descriptors): wait
             // a little so that a persistent error does not spin, and go on.
             Err(_) => {
-                std::thread::sleep(Duration::from_millis(10));
+                tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
         };
-        if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-            active.fetch_sub(1, Ordering::AcqRel);
-            let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
-            let _ = respond(
-                &stream,
-                "503 Service Unavailable",
-                "text/plain",
-                b"too many connections\n",
-                false,
-                false,
-            );
+        let Some(slot) = server.slots.admit(peer.ip()) else {
+            // A fresh socket's send buffer is empty: this cannot block.
+            let _ = stream.try_write(TOO_MANY);
             continue;
-        }
-        let shared = shared.clone();
-        let guard = ActiveGuard(active.clone());
-        let spawned = std::thread::Builder::new()
-            .name("gpuscope-http".into())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                let _guard = guard;
-                let _ = handle(stream, &shared);
-            });
-        if spawned.is_err() {
-            // The guard moved into the closure that was dropped, which gave the slot back.
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-    Ok(())
-}
-
-struct ActiveGuard(Arc<AtomicUsize>);
-
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A parsed request head: what the server needs of it.
-#[derive(Debug, PartialEq, Eq)]
-struct Request {
-    method: String,
-    path: String,
-    keep_alive: bool,
-    wants_openmetrics: bool,
-    has_body: bool,
-}
-
-enum Head {
-    Request(Request),
-    Closed,
-    Bad(&'static str),
-    TooLarge,
-}
-
-fn handle(stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    stream.set_nodelay(true)?;
-    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
-    let mut buf: Vec<u8> = Vec::with_capacity(1024);
-    loop {
-        let head = read_head(&stream, &mut buf)?;
-        let req = match head {
-            Head::Closed => return Ok(()),
-            Head::TooLarge => {
-                let body = b"request head too large\n";
-                let status = "431 Request Header Fields Too Large";
-                respond(&stream, status, "text/plain", body, false, false)?;
-                return linger_close(&stream);
-            }
-            Head::Bad(why) => {
-                let body = format!("bad request: {why}\n");
-                let status = "400 Bad Request";
-                respond(&stream, status, "text/plain", body.as_bytes(), false, false)?;
-                return linger_close(&stream);
-            }
-            Head::Request(r) => r,
         };
-        // Requests with a body are not expected; close after answering rather than read it.
-        let keep_alive = req.keep_alive && !req.has_body;
-        let head_only = req.method == "HEAD";
-        if req.method != "GET" && !head_only {
-            respond(
-                &stream,
-                "405 Method Not Allowed",
-                "text/plain",
-                b"only GET and HEAD\n",
-                false,
-                false,
-            )?;
-            return linger_close(&stream);
-        }
-        let path = req.path.split('?').next().unwrap_or("");
-        match path {
-            "/metrics" => {
-                let latest = shared.latest();
-                let (body, ctype) = if req.wants_openmetrics {
-                    (&latest.openmetrics, OPENMETRICS_CONTENT_TYPE)
-                } else {
-                    (&latest.text, TEXT_CONTENT_TYPE)
-                };
-                respond(&stream, "200 OK", ctype, body, keep_alive, head_only)?;
+        let server = server.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            connection(server, stream).await;
+        });
+    }
+}
+
+const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
+Content-Length: 21\r\nConnection: close\r\n\r\ntoo many connections\n";
+
+async fn connection(server: Arc<Server>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    match server.web.tls.clone() {
+        Some(tls) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+            let handshake =
+                tokio::time::timeout(server.limits.header_timeout, acceptor.accept(stream)).await;
+            if let Ok(Ok(stream)) = handshake {
+                http(server, TokioIo::new(stream)).await;
             }
-            "/" => respond(
-                &stream,
-                "200 OK",
-                "text/html; charset=utf-8",
-                INDEX.as_bytes(),
-                keep_alive,
-                head_only,
-            )?,
-            _ => respond(
-                &stream,
-                "404 Not Found",
-                "text/plain",
-                b"not found: try /metrics\n",
-                keep_alive,
-                head_only,
-            )?,
         }
-        if !keep_alive {
-            return if req.has_body {
-                linger_close(&stream)
-            } else {
-                Ok(())
-            };
-        }
+        None => http(server, TokioIo::new(stream)).await,
+    }
+}
+
+async fn http<I>(server: Arc<Server>, io: I)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let limits = server.limits;
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(limits.max_head.max(8192))
+        .max_headers(limits.max_headers)
+        .title_case_headers(true);
+    let service = hyper::service::service_fn(move |req| {
+        let server = server.clone();
+        async move { Ok::<_, Infallible>(answer(&server, req).await) }
+    });
+    let mut conn = std::pin::pin!(builder.serve_connection(io, service));
+    if tokio::time::timeout(limits.max_age, conn.as_mut())
+        .await
+        .is_err()
+    {
+        conn.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(limits.header_timeout, conn).await;
     }
 }
 
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>gpuscope exporter</title></head>\
-<body><h1>gpuscope exporter</h1><p><a href=\"/metrics\">Metrics</a></p></body></html>\n";
+<body><h1>gpuscope exporter</h1><p><a href=\"/metrics\">Metrics</a></p>\
+<p><a href=\"/health\">Health</a></p></body></html>\n";
 
-/// Reads one request head into `buf` (which keeps bytes read past it, for pipelining), within
-/// [`REQUEST_DEADLINE`].
-fn read_head(mut stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<Head> {
-    let deadline = Instant::now() + REQUEST_DEADLINE;
-    let mut chunk = [0u8; 2048];
-    loop {
-        if let Some(end) = find_head_end(buf) {
-            let head = parse_head(&buf[..end]);
-            buf.drain(..end);
-            return Ok(head);
-        }
-        if buf.len() > MAX_HEAD {
-            return Ok(Head::TooLarge);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(Head::Closed);
-        }
-        stream.set_read_timeout(Some(left))?;
-        match stream.read(&mut chunk) {
-            Ok(0) => return Ok(Head::Closed),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Ok(Head::Closed)
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// The length of the head including its blank line, once it is complete.
-fn find_head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| i + 4)
-        .or_else(|| buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2))
-}
-
-fn parse_head(head: &[u8]) -> Head {
-    let Ok(text) = std::str::from_utf8(head) else {
-        return Head::Bad("the request head is not UTF-8");
-    };
-    let mut lines = text.lines();
-    let Some(request_line) = lines.next() else {
-        return Head::Bad("empty request");
-    };
-    let mut parts = request_line.split(' ');
-    let (Some(method), Some(path), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Head::Bad("the request line is not `METHOD PATH HTTP/1.x`");
-    };
-    let keep_alive_default = match version {
-        "HTTP/1.1" => true,
-        "HTTP/1.0" => false,
-        _ => return Head::Bad("unsupported HTTP version"),
-    };
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Head::Bad("bad method");
-    }
-    let mut req = Request {
-        method: method.to_string(),
-        path: path.to_string(),
-        keep_alive: keep_alive_default,
-        wants_openmetrics: false,
-        has_body: false,
-    };
-    for line in lines {
-        if line.is_empty() {
-            break;
-        }
-        let Some((name, value)) = line.split_once(':') else {
-            return Head::Bad("a header line has no colon");
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("connection") {
-            let v = value.to_ascii_lowercase();
-            if v.contains("close") {
-                req.keep_alive = false;
-            } else if v.contains("keep-alive") {
-                req.keep_alive = true;
-            }
-        } else if name.eq_ignore_ascii_case("accept") {
-            req.wants_openmetrics = value.contains("application/openmetrics-text");
-        } else if name.eq_ignore_ascii_case("content-length") {
-            req.has_body = value != "0";
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            req.has_body = true;
-        }
-    }
-    Head::Request(req)
-}
-
-/// Closes after an answer sent before the whole request was read: stops writing, then reads and
-/// drops what the client still sends (for at most a second and 256 KiB), so that the kernel
-/// does not reset the connection and lose the answer before the client has read it.
-fn linger_close(mut stream: &TcpStream) -> io::Result<()> {
-    stream.shutdown(std::net::Shutdown::Write)?;
-    let deadline = Instant::now() + Duration::from_secs(1);
-    let mut drained = 0usize;
-    let mut chunk = [0u8; 4096];
-    while drained < 256 * 1024 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        stream.set_read_timeout(Some(left))?;
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => drained += n,
-        }
-    }
-    Ok(())
-}
-
-fn respond(
-    mut stream: &TcpStream,
-    status: &str,
-    content_type: &str,
-    body: &[u8],
-    keep_alive: bool,
-    head_only: bool,
-) -> io::Result<()> {
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Connection: {connection}\r\n\r\n",
-        body.len()
+fn plain(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    stream.write_all(head.as_bytes())?;
-    if !head_only {
-        stream.write_all(body)?;
+    r
+}
+
+async fn answer(server: &Server, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
     }
-    stream.flush()
+    if let Some(auth) = &server.auth {
+        if !auth.check(req.headers().get(header::AUTHORIZATION)).await {
+            let mut r = plain(StatusCode::UNAUTHORIZED, "unauthorized\n");
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"gpuscope\", charset=\"UTF-8\""),
+            );
+            return r;
+        }
+    }
+    match req.uri().path() {
+        "/metrics" => metrics(server, req.headers()),
+        "/health" => match server.shared.health() {
+            Health::Fresh => plain(StatusCode::OK, "ok\n"),
+            h => plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{}\n", h.reason().unwrap_or("unhealthy")),
+            ),
+        },
+        "/" => {
+            let mut r = plain(StatusCode::OK, INDEX);
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            r
+        }
+        _ => plain(StatusCode::NOT_FOUND, "not found: try /metrics\n"),
+    }
+}
+
+fn metrics(server: &Server, headers: &HeaderMap) -> Response<Full<Bytes>> {
+    let health = server.shared.health();
+    if let Some(why) = health.reason() {
+        return plain(StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n"));
+    }
+    let latest = server.shared.latest();
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let gzip = accepts_gzip(
+        headers
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    );
+    let (body, content_type) = match (openmetrics, gzip) {
+        (true, true) => (latest.openmetrics_gzip(), OPENMETRICS_CONTENT_TYPE),
+        (true, false) => (latest.openmetrics.clone(), OPENMETRICS_CONTENT_TYPE),
+        (false, true) => (latest.text_gzip(), TEXT_CONTENT_TYPE),
+        (false, false) => (latest.text.clone(), TEXT_CONTENT_TYPE),
+    };
+    let mut r = Response::new(Full::new(body));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    if gzip {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    r
+}
+
+/// Whether `Accept-Encoding` values accept gzip: `gzip` (or `x-gzip`, or else `*`) with a
+/// quality above 0.
+pub fn accepts_gzip<'a>(values: impl Iterator<Item = &'a str>) -> bool {
+    let mut gzip: Option<f32> = None;
+    let mut star: Option<f32> = None;
+    for item in values.flat_map(|v| v.split(',')) {
+        let mut parts = item.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        let mut q = 1.0f32;
+        for p in parts {
+            if let Some((k, v)) = p.split_once('=') {
+                if k.trim().eq_ignore_ascii_case("q") {
+                    q = v.trim().parse().unwrap_or(0.0);
+                }
+            }
+        }
+        if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+            gzip = Some(q);
+        } else if name == "*" {
+            star = Some(q);
+        }
+    }
+    gzip.or(star).is_some_and(|q| q > 0.0)
+}
+
+/// Open connections per address and in all.
+#[derive(Debug)]
+pub struct Slots {
+    per_client: usize,
+    total: usize,
+    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
+}
+
+/// One admitted connection; gives its slot back when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    slots: Arc<Slots>,
+    ip: IpAddr,
+}
+
+impl Slots {
+    /// At most `per_client` from one address, `total` in all.
+    pub fn new(per_client: usize, total: usize) -> Slots {
+        Slots {
+            per_client,
+            total,
+            open: Mutex::new((0, HashMap::new())),
+        }
+    }
+
+    /// A slot for a connection from `ip`, if one is free. An IPv4 address mapped into IPv6
+    /// counts as the IPv4 address.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
+        let ip = ip.to_canonical();
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.0 >= self.total {
+            return None;
+        }
+        let n = open.1.entry(ip).or_insert(0);
+        if *n >= self.per_client {
+            return None;
+        }
+        *n += 1;
+        open.0 += 1;
+        Some(Slot {
+            slots: self.clone(),
+            ip,
+        })
+    }
+
+    /// Open connections from `ip`, and in all.
+    #[cfg(test)]
+    pub fn open(&self, ip: IpAddr) -> (usize, usize) {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        (open.1.get(&ip.to_canonical()).copied().unwrap_or(0), open.0)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.slots.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.0 = open.0.saturating_sub(1);
+        if let Some(n) = open.1.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.1.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Basic auth against bcrypt hashes. A bcrypt check costs tens of milliseconds by design, so
+/// checks run one at a time off the runtime's threads, and the last few user/password pairs
+/// that passed are remembered (compared in constant time), so that a scraper that sends the
+/// same credentials every time costs one check, not one per scrape.
+struct Auth {
+    users: Arc<std::collections::BTreeMap<String, String>>,
+    /// Checked against when the user is unknown, so that unknown users take as long as known
+    /// ones.
+    dummy: Option<String>,
+    passed: Mutex<Vec<(String, String)>>,
+    one_at_a_time: tokio::sync::Semaphore,
+}
+
+/// User/password pairs remembered as passed.
+const PASSED_KEPT: usize = 16;
+
+impl Auth {
+    fn new(users: Arc<std::collections::BTreeMap<String, String>>) -> Auth {
+        let cost = users
+            .values()
+            .filter_map(|h| h.parse::<bcrypt::HashParts>().ok())
+            .map(|p| p.get_cost())
+            .max()
+            .unwrap_or(bcrypt::DEFAULT_COST);
+        Auth {
+            users,
+            dummy: bcrypt::hash("gpuscope-dummy-password", cost).ok(),
+            passed: Mutex::new(Vec::new()),
+            one_at_a_time: tokio::sync::Semaphore::new(1),
+        }
+    }
+
+    async fn check(&self, value: Option<&HeaderValue>) -> bool {
+        let Some((user, password)) = value.and_then(|v| parse_basic(v.as_bytes())) else {
+            return false;
+        };
+        if self.remembered(&user, &password) {
+            return true;
+        }
+        let Ok(_permit) = self.one_at_a_time.acquire().await else {
+            return false;
+        };
+        let hash = self.users.get(&user).cloned();
+        let known = hash.is_some();
+        let Some(hash) = hash.or_else(|| self.dummy.clone()) else {
+            return false;
+        };
+        let pw = password.clone();
+        let ok = tokio::task::spawn_blocking(move || bcrypt::verify(pw, &hash).unwrap_or(false))
+            .await
+            .unwrap_or(false)
+            && known;
+        if ok {
+            let mut passed = self.passed.lock().unwrap_or_else(|p| p.into_inner());
+            if passed.len() >= PASSED_KEPT {
+                passed.remove(0);
+            }
+            passed.push((user, password));
+        }
+        ok
+    }
+
+    fn remembered(&self, user: &str, password: &str) -> bool {
+        let passed = self.passed.lock().unwrap_or_else(|p| p.into_inner());
+        passed.iter().fold(false, |found, (u, p)| {
+            found
+                | (constant_time_eq(u.as_bytes(), user.as_bytes())
+                    & constant_time_eq(p.as_bytes(), password.as_bytes()))
+        })
+    }
+}
+
+/// Equality whose time depends on the lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `Basic base64(user:password)` → (user, password).
+pub fn parse_basic(value: &[u8]) -> Option<(String, String)> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    let (scheme, encoded) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_string(), password.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
-    fn request(text: &str) -> Request {
-        match parse_head(text.as_bytes()) {
-            Head::Request(r) => r,
-            _ => panic!("not a request: {text:?}"),
-        }
+    fn gz(v: &str) -> bool {
+        accepts_gzip(std::iter::once(v))
     }
 
     #[test]
-    fn prometheus_accept_header_asks_for_openmetrics() {
-        let r = request(
-            "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;\
-             version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n",
+    fn prometheus_and_curl_accept_encodings_ask_for_gzip() {
+        assert!(gz("gzip"));
+        assert!(gz("gzip, deflate, br"));
+        assert!(gz("deflate;q=0.5, GZIP;q=0.8"));
+        assert!(gz("*"));
+        assert!(!gz("identity"));
+        assert!(!gz("gzip;q=0"));
+        assert!(!gz("gzip;q=0, *"));
+        assert!(!gz(""));
+        assert!(!accepts_gzip(std::iter::empty()));
+    }
+
+    #[test]
+    fn basic_credentials_parse() {
+        // "alice:open sesame:x"
+        let v = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("alice:open sesame:x")
         );
-        assert!(r.wants_openmetrics && r.keep_alive);
-        assert_eq!(r.path, "/metrics");
-    }
-
-    #[test]
-    fn http10_and_connection_close_close() {
-        assert!(!request("GET / HTTP/1.0\r\n\r\n").keep_alive);
-        assert!(!request("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive);
-        assert!(request("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive);
-    }
-
-    #[test]
-    fn garbage_is_a_bad_request() {
-        for text in [
-            "\u{1}\u{2}\r\n\r\n",
-            "GET\r\n\r\n",
-            "GET / HTTP/9\r\n\r\n",
-            "get / HTTP/1.1\r\n\r\n",
-        ] {
-            assert!(
-                matches!(parse_head(text.as_bytes()), Head::Bad(_)),
-                "{text:?}"
-            );
-        }
+        assert_eq!(
+            parse_basic(v.as_bytes()),
+            Some(("alice".into(), "open sesame:x".into()))
+        );
+        assert_eq!(parse_basic(b"Bearer abc"), None);
+        assert_eq!(parse_basic(b"Basic !!!"), None);
+        assert_eq!(parse_basic(b"Basic"), None);
     }
 
     proptest::proptest! {
         #[test]
-        fn any_bytes_parse_without_panicking(bytes in proptest::collection::vec(0u8..=255, 0..300)) {
-            let _ = parse_head(&bytes);
-            let _ = find_head_end(&bytes);
+        fn any_header_bytes_parse_without_panicking(bytes in proptest::collection::vec(0u8..=255, 0..200)) {
+            let _ = parse_basic(&bytes);
+            if let Ok(s) = std::str::from_utf8(&bytes) {
+                let _ = accepts_gzip(std::iter::once(s));
+            }
         }
     }
 
     #[test]
-    fn head_end_is_found_with_crlf_or_lf() {
-        assert_eq!(find_head_end(b"GET / HTTP/1.1\r\n\r\nrest"), Some(18));
-        assert_eq!(find_head_end(b"GET / HTTP/1.1\n\n"), Some(16));
-        assert_eq!(find_head_end(b"GET / HTTP/1.1\r\n"), None);
+    fn one_address_cannot_take_the_slots_of_another() {
+        let slots = Arc::new(Slots::new(2, 3));
+        let a = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+        let b = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+        let a1 = slots.admit(a).unwrap();
+        let _a2 = slots.admit(a).unwrap();
+        assert!(slots.admit(a).is_none(), "a third from a");
+        let _b1 = slots.admit(b).unwrap();
+        assert!(slots.admit(b).is_none(), "the total is reached");
+        drop(a1);
+        assert_eq!(slots.open(a), (1, 2));
+        assert!(slots.admit(b).is_some());
+        // An IPv4-mapped IPv6 address is the same client.
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(slots.open(mapped).0, 1);
+    }
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
     }
 }

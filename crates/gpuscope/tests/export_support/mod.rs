@@ -16,6 +16,8 @@ pub struct Exporter {
     child: Child,
     /// `127.0.0.1:PORT`.
     pub addr: String,
+    /// Lines the exporter writes to stderr after the one that says where it listens.
+    pub stderr: mpsc::Receiver<String>,
 }
 
 impl Exporter {
@@ -42,9 +44,14 @@ impl Exporter {
         loop {
             match rx.recv_timeout(Duration::from_secs(30)) {
                 Ok(line) => {
-                    if let Some(rest) = line.split("listening on http://").nth(1) {
+                    if let Some(rest) = line.split("listening on ").nth(1) {
+                        let rest = rest.split_once("://").expect("a scheme").1;
                         let addr = rest.split('/').next().expect("an address").to_string();
-                        return Exporter { child, addr };
+                        return Exporter {
+                            child,
+                            addr,
+                            stderr: rx,
+                        };
                     }
                     seen.push(line);
                 }
@@ -101,6 +108,95 @@ pub fn get(addr: &str, path: &str, accept: Option<&str>) -> Response {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("reads the answer in time");
     parse_response(&raw)
+}
+
+/// A TCP connection to `addr` from the local address `from` (any port), with 10 s timeouts.
+/// Linux routes all of 127.0.0.0/8 to the loopback interface, so `127.0.0.2` is a second
+/// client address on any machine.
+pub fn connect_from(from: &str, addr: &str) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let local: std::net::SocketAddr = format!("{from}:0").parse().expect("a local address");
+    let remote: std::net::SocketAddr = addr.parse().expect("a remote address");
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+    s.bind(&local.into()).expect("binds the local address");
+    s.connect(&remote.into()).expect("connects");
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// An HTTP answer with its body as bytes.
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: HashMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    /// The body, decompressed when the answer says `Content-Encoding: gzip`.
+    pub fn text(&self) -> String {
+        if self.headers.get("content-encoding").map(String::as_str) == Some("gzip") {
+            let mut out = String::new();
+            flate2::read::GzDecoder::new(&self.body[..])
+                .read_to_string(&mut out)
+                .expect("a gzip body");
+            out
+        } else {
+            String::from_utf8(self.body.clone()).expect("a UTF-8 body")
+        }
+    }
+}
+
+/// Sends `GET path` with `headers` on `stream` (kept alive) and reads one answer: its head,
+/// then `Content-Length` bytes of body.
+pub fn request<S: Read + Write>(
+    stream: &mut S,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> RawResponse {
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: gpuscope\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).expect("sends the request");
+    stream.flush().expect("sends the request");
+    read_response(stream)
+}
+
+/// Reads one answer with a `Content-Length` from `stream`.
+pub fn read_response<S: Read>(stream: &mut S) -> RawResponse {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut buf).expect("an answer head");
+        head.push(buf[0]);
+    }
+    let head = String::from_utf8(head).expect("a UTF-8 head");
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let len: usize = headers
+        .get("content-length")
+        .expect("Content-Length")
+        .parse()
+        .expect("a length");
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).expect("the whole body");
+    RawResponse {
+        status,
+        headers,
+        body,
+    }
 }
 
 /// Splits a whole HTTP answer.

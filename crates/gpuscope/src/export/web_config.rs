@@ -1,0 +1,200 @@
+//! `--web.config.file`: TLS and basic auth in the format of the Prometheus exporter-toolkit
+//! (<https://github.com/prometheus/exporter-toolkit/blob/master/docs/web-configuration.md>),
+//! the part of it gpuscope supports: `tls_server_config` with `cert_file` and `key_file`, and
+//! `basic_auth_users` with bcrypt hashes. Any other key is refused at start, naming the file
+//! and the key, rather than silently ignored: an operator who asks for client certificates must
+//! not get a server that does not check them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use tokio_rustls::rustls;
+
+use crate::source::UsageError;
+
+/// The file, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    tls_server_config: Option<TlsFile>,
+    basic_auth_users: Option<BTreeMap<String, String>>,
+}
+
+/// `tls_server_config`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TlsFile {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+}
+
+/// What the server does with the file: TLS, and the users basic auth accepts.
+#[derive(Clone)]
+pub struct WebConfig {
+    /// TLS settings, when `tls_server_config` is given.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// User name to bcrypt hash, when `basic_auth_users` is given (and not empty).
+    pub users: Option<Arc<BTreeMap<String, String>>>,
+}
+
+impl std::fmt::Debug for WebConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebConfig")
+            .field("tls", &self.tls.is_some())
+            .field(
+                "users",
+                &self.users.as_ref().map(|u| u.keys().collect::<Vec<_>>()),
+            )
+            .finish()
+    }
+}
+
+impl WebConfig {
+    /// Plain HTTP, no auth.
+    pub fn none() -> WebConfig {
+        WebConfig {
+            tls: None,
+            users: None,
+        }
+    }
+
+    /// Reads and checks the file: the YAML, every bcrypt hash, the certificate and the key.
+    /// Relative paths are relative to the file's directory, as in the exporter-toolkit.
+    /// A file that cannot be used is a usage error whose message names the file and the key.
+    pub fn load(path: &Path) -> Result<WebConfig, UsageError> {
+        let err = |message: String| {
+            UsageError(format!("--web.config.file {}: {message}", path.display()))
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let file = parse(&text).map_err(err)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let tls = match file.tls_server_config {
+            None => None,
+            Some(t) => Some(Arc::new(
+                tls_config(&dir.join(&t.cert_file), &dir.join(&t.key_file)).map_err(err)?,
+            )),
+        };
+        let users = match file.basic_auth_users {
+            None => None,
+            Some(users) if users.is_empty() => None,
+            Some(users) => {
+                for (name, hash) in &users {
+                    if name.contains(':') {
+                        return Err(err(format!(
+                            "basic_auth_users.{name}: a user name cannot hold ':'"
+                        )));
+                    }
+                    hash.parse::<bcrypt::HashParts>().map_err(|e| {
+                        err(format!("basic_auth_users.{name}: not a bcrypt hash ({e})"))
+                    })?;
+                }
+                Some(Arc::new(users))
+            }
+        };
+        Ok(WebConfig { tls, users })
+    }
+}
+
+/// Parses the YAML; an error names the key where it went wrong.
+fn parse(text: &str) -> Result<File, String> {
+    if text.trim().is_empty() {
+        return Ok(File::default());
+    }
+    let de = serde_norway::Deserializer::from_str(text);
+    serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner();
+        if key.is_empty() || key == "." {
+            format!("{inner}")
+        } else {
+            format!("{key}: {inner}")
+        }
+    })
+}
+
+fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, String> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| {
+            format!(
+                "tls_server_config.cert_file: cannot read certificates from {}: {e}",
+                cert.display()
+            )
+        })?;
+    if certs.is_empty() {
+        return Err(format!(
+            "tls_server_config.cert_file: no certificate in {}",
+            cert.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        format!(
+            "tls_server_config.key_file: cannot read a private key from {}: {e}",
+            key.display()
+        )
+    })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("tls_server_config: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| {
+            format!("tls_server_config.key_file: the key does not fit the certificate: {e}")
+        })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exporter_toolkit_example_parses() {
+        let f = parse(
+            "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n\
+             basic_auth_users:\n  alice: $2y$10$abc\n",
+        )
+        .unwrap();
+        let tls = f.tls_server_config.unwrap();
+        assert_eq!(tls.cert_file, PathBuf::from("server.crt"));
+        assert_eq!(f.basic_auth_users.unwrap()["alice"], "$2y$10$abc");
+    }
+
+    #[test]
+    fn unknown_and_missing_keys_are_named() {
+        let e = parse("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAndVerifyClientCert\n")
+            .unwrap_err();
+        assert!(
+            e.contains("tls_server_config") && e.contains("client_auth_type"),
+            "{e}"
+        );
+        let e = parse("tls_server_config:\n  cert_file: a\n").unwrap_err();
+        assert!(
+            e.contains("tls_server_config") && e.contains("key_file"),
+            "{e}"
+        );
+        let e = parse("http_server_config:\n  http2: false\n").unwrap_err();
+        assert!(e.contains("http_server_config"), "{e}");
+        let e = parse("basic_auth_users: [alice]\n").unwrap_err();
+        assert!(e.contains("basic_auth_users"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_file_means_plain_http() {
+        let f = parse("\n").unwrap();
+        assert!(f.tls_server_config.is_none() && f.basic_auth_users.is_none());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_errs_without_panicking(text in "\\PC{0,200}") {
+            let _ = parse(&text);
+        }
+    }
+}

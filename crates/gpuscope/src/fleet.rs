@@ -1,0 +1,310 @@
+//! The fleet view: every host's GPUs read from a Prometheus server that scrapes gpuscope
+//! exporters (`--prometheus URL`), or from the exporters themselves (`--remote URL...`).
+//!
+//! A refresh asks one query per metric family, whatever the number of hosts
+//! ([`model::DEVICE_FAMILIES`], [`model::PROCESS_FAMILIES`], `up` and the exporters' sample
+//! times). A query that fails leaves its values out and is listed in the fleet's `errors`; the
+//! other families still show (docs/fleet.md).
+
+pub mod model;
+pub mod prom;
+pub mod remote;
+pub mod select;
+pub mod view;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::args::{self, DurationBounds};
+use crate::source::UsageError;
+use model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
+use prom::{Client, ClientOptions};
+use view::{FleetFilter, SortKey};
+
+/// Environment variable holding the Prometheus basic-auth password.
+pub const PASSWORD_ENV: &str = "GPUSCOPE_PROMETHEUS_PASSWORD";
+
+/// How far back a host's last sample time is looked for: a host whose exporter stopped is
+/// listed, down, for this long.
+pub const LOOKBACK: &str = "15m";
+
+/// `--prometheus-timeout` and `--stale-after`: 100 ms to 10 minutes.
+pub const TIMEOUT: DurationBounds = DurationBounds {
+    min: Duration::from_millis(100),
+    max: Duration::from_secs(600),
+};
+
+/// Where the fleet is read from, and how.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FleetArgs {
+    /// Read every host's GPUs from this Prometheus server (which scrapes `gpuscope export` on
+    /// each host) instead of this machine's GPUs, e.g. http://prometheus:9090.
+    #[arg(long, value_name = "URL", conflicts_with = "remote")]
+    pub prometheus: Option<String>,
+
+    /// Read these gpuscope exporters directly (their /metrics), for a lab without Prometheus,
+    /// e.g. --remote http://node1:9445 http://node2:9445.
+    #[arg(long, value_name = "URL", num_args = 1..)]
+    pub remote: Vec<String>,
+
+    /// Basic-auth user for the Prometheus server; the password comes from
+    /// --prometheus-password-file or $GPUSCOPE_PROMETHEUS_PASSWORD.
+    #[arg(long, value_name = "USER", requires = "prometheus")]
+    pub prometheus_user: Option<String>,
+
+    /// File holding the basic-auth password (its first line).
+    #[arg(long, value_name = "FILE", requires = "prometheus_user")]
+    pub prometheus_password_file: Option<PathBuf>,
+
+    /// PEM file of the CA certificates to trust for an https:// server, instead of the
+    /// built-in web roots.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus_ca: Option<PathBuf>,
+
+    /// Give up on one query (or one exporter with --remote) after this long.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
+    pub prometheus_timeout: Duration,
+
+    /// A host whose exporter's sample is older than this is shown stale.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = args::duration(TIMEOUT))]
+    pub stale_after: Duration,
+}
+
+/// Options of the fleet's table.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ViewArgs {
+    /// With --prometheus or --remote: order by host, gpu (index), free-memory (most first)
+    /// or utilization (least first).
+    #[arg(long, value_enum, default_value_t = SortKey::Host)]
+    pub sort: SortKey,
+
+    /// With --prometheus or --remote: keep what matches: host:NAME (host:gpu-* for a prefix),
+    /// gpu:ID, user:NAME, pid:N, state:up|down|stale, and words.
+    #[arg(long, value_name = "TERMS", value_parser = FleetFilter::parse)]
+    pub filter: Option<FleetFilter>,
+
+    /// With --prometheus or --remote: refresh the table every DURATION until Ctrl+C.
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "2s", value_parser = args::duration(TIMEOUT))]
+    pub watch: Option<Duration>,
+}
+
+impl FleetArgs {
+    /// Whether a fleet source was asked for.
+    pub fn is_set(&self) -> bool {
+        self.prometheus.is_some() || !self.remote.is_empty()
+    }
+
+    /// Opens the fleet source.
+    ///
+    /// # Errors
+    ///
+    /// A usage error for a bad URL, an unreadable password or CA file, or a user without a
+    /// password.
+    pub fn open(&self) -> anyhow::Result<FleetSource> {
+        let Some(url) = &self.prometheus else {
+            let remote = remote::Remote::new(&self.remote, self.prometheus_timeout)
+                .map_err(|e| UsageError(e.to_string()))?;
+            return Ok(FleetSource::Remote {
+                remote,
+                stale_after: self.stale_after.as_secs_f64(),
+            });
+        };
+        let basic_auth = match &self.prometheus_user {
+            None => None,
+            Some(user) => Some((user.clone(), self.password()?)),
+        };
+        let client = Client::new(&ClientOptions {
+            url: url.clone(),
+            basic_auth,
+            ca_file: self.prometheus_ca.clone(),
+            timeout: self.prometheus_timeout,
+        })
+        .map_err(|e| UsageError(e.to_string()))?;
+        Ok(FleetSource::Prometheus {
+            client,
+            url: url.clone(),
+            stale_after: self.stale_after.as_secs_f64(),
+        })
+    }
+
+    fn password(&self) -> anyhow::Result<String> {
+        if let Some(path) = &self.prometheus_password_file {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                UsageError(format!(
+                    "--prometheus-password-file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            return Ok(text.lines().next().unwrap_or("").to_string());
+        }
+        std::env::var(PASSWORD_ENV).map_err(|_| {
+            UsageError(format!(
+                "--prometheus-user needs a password: --prometheus-password-file FILE or ${PASSWORD_ENV}"
+            ))
+            .into()
+        })
+    }
+}
+
+/// An opened fleet source.
+#[derive(Debug, Clone)]
+pub enum FleetSource {
+    /// A Prometheus server.
+    Prometheus {
+        /// Its client.
+        client: Client,
+        /// Its URL, for people.
+        url: String,
+        /// Seconds after which a sample is stale.
+        stale_after: f64,
+    },
+    /// Exporters read directly (`--remote`).
+    Remote {
+        /// Their reader.
+        remote: remote::Remote,
+        /// Seconds after which a sample is stale.
+        stale_after: f64,
+    },
+}
+
+impl FleetSource {
+    /// Reads the whole fleet once.
+    ///
+    /// # Errors
+    ///
+    /// When no query at all could be answered (Prometheus unreachable, refusing every
+    /// query); a partial answer is a fleet with `errors`.
+    pub fn refresh(&self) -> anyhow::Result<Fleet> {
+        match self {
+            FleetSource::Prometheus {
+                client,
+                url,
+                stale_after,
+            } => refresh_prometheus(client, url, *stale_after),
+            FleetSource::Remote {
+                remote,
+                stale_after,
+            } => Ok(remote.refresh(*stale_after)),
+        }
+    }
+}
+
+/// The queries of one refresh, in the order asked: the exporters' sample times over the
+/// lookback, `up`, every device family, every process family.
+pub fn queries() -> Vec<String> {
+    let mut q = vec![
+        format!("last_over_time({SAMPLE_TIME_FAMILY}[{LOOKBACK}])"),
+        "up".to_string(),
+    ];
+    q.extend(DEVICE_FAMILIES.iter().map(|(f, _)| f.to_string()));
+    q.extend(PROCESS_FAMILIES.iter().map(|(f, _)| f.to_string()));
+    q
+}
+
+/// One refresh from Prometheus: [`queries`], each answer folded into the fleet as it is
+/// parsed.
+fn refresh_prometheus(client: &Client, url: &str, stale_after: f64) -> anyhow::Result<Fleet> {
+    let mut b = FleetBuilder::new();
+    let mut answered = 0;
+    let mut first_error = None;
+    for (i, query) in queries().iter().enumerate() {
+        let text = match client.query_text(query) {
+            Ok(text) => text,
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+                b.error(query, e.to_string());
+                continue;
+            }
+        };
+        let device = i
+            .checked_sub(2)
+            .and_then(|k| DEVICE_FAMILIES.get(k))
+            .map(|&(_, f)| f);
+        let process = i
+            .checked_sub(2 + DEVICE_FAMILIES.len())
+            .and_then(|k| PROCESS_FAMILIES.get(k))
+            .map(|&(_, f)| f);
+        let mut fold = |s: prom::Series<'_>| match (i, device, process) {
+            (0, _, _) => b.sample_time(&s, None),
+            (1, _, _) => b.up(&s),
+            (_, Some(f), _) => b.device(f, &s, None),
+            (_, _, Some(f)) => b.process(f, &s, None),
+            _ => {}
+        };
+        match prom::parse_answer(&text, &mut fold) {
+            Ok(info) => {
+                answered += 1;
+                b.evaluated_at(info.evaluated_at);
+                for w in info.warnings {
+                    b.error(query, format!("partial answer: {w}"));
+                }
+            }
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+                b.error(query, e.to_string());
+            }
+        }
+    }
+    if answered == 0 {
+        anyhow::bail!(
+            "Prometheus at {url} answered no query: {}",
+            first_error.unwrap_or_default()
+        );
+    }
+    Ok(b.finish(url.to_string(), stale_after, false))
+}
+
+/// Writes the fleet's JSON (docs/fleet.md) to stdout as it is encoded (a fleet's document is
+/// tens of MB: it is never held whole); a closed pipe is not an error.
+pub fn write_json(fleet: &Fleet) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, fleet)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other.context("cannot write the fleet as JSON")?),
+    }
+}
+
+/// `gpuscope snapshot --prometheus URL` / `--remote URL...`: the fleet once, or every
+/// `--watch` interval.
+pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Result<()> {
+    let source = fleet.open()?;
+    let one = |source: &FleetSource| -> anyhow::Result<Fleet> {
+        let mut f = source.refresh()?;
+        if let Some(filter) = &view.filter {
+            filter.apply(&mut f);
+        }
+        view::sort(&mut f, view.sort);
+        Ok(f)
+    };
+    let Some(every) = view.watch else {
+        let f = one(&source)?;
+        return if json {
+            write_json(&f)
+        } else {
+            crate::write_stdout(&view::render_text(&f, view.sort))
+        };
+    };
+    loop {
+        let started = std::time::Instant::now();
+        match one(&source) {
+            Ok(f) if json => write_json(&f)?,
+            Ok(f) => crate::write_stdout(&format!(
+                "\x1b[H\x1b[2J{}",
+                view::render_text(&f, view.sort)
+            ))?,
+            // A refresh that fails is shown, and the next one tried.
+            Err(e) => crate::write_stdout(&format!(
+                "gpuscope: {}\n",
+                crate::escape_lines(&format!("{e:#}"))
+            ))?,
+        }
+        std::thread::sleep(every.saturating_sub(started.elapsed()));
+    }
+}

@@ -1,0 +1,600 @@
+//! The fleet: hosts, their devices and processes, folded from one answer per metric family.
+//!
+//! Hosts are told apart by Prometheus's `instance` label (one scrape target each) and named by
+//! the exporter's `hostname` label, or by the instance when there is none. A host is listed
+//! when Prometheus scrapes it in a job that has served gpuscope metrics within the lookback,
+//! so an exporter that is down stays in the view, marked down.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::prom::Series;
+
+/// Version of the JSON document's shape.
+pub const JSON_SCHEMA: &str = "gpuscope.fleet/1";
+
+/// The whole fleet at one refresh.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Fleet {
+    /// [`JSON_SCHEMA`].
+    pub schema: &'static str,
+    /// Where the answers came from (the Prometheus URL, or the exporters' URLs).
+    pub source: String,
+    /// When Prometheus evaluated the queries, Unix seconds.
+    pub evaluated_at: Option<f64>,
+    /// Hosts, in the order asked for (`--sort`).
+    pub hosts: Vec<Host>,
+    /// Queries that failed or answered in part: the view lacks what they would have given.
+    pub errors: Vec<FamilyError>,
+}
+
+/// A metric family whose query failed or warned.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FamilyError {
+    /// The query.
+    pub query: String,
+    /// What went wrong.
+    pub error: String,
+}
+
+/// How a host's exporter is doing.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum HostState {
+    /// Scraped, with a fresh sample.
+    Up,
+    /// Prometheus cannot scrape it (`up == 0`).
+    Down,
+    /// Scraped, but the exporter's sample is older than the stale limit, or Prometheus no
+    /// longer scrapes it at all (only old samples are left).
+    Stale,
+}
+
+impl HostState {
+    /// `up`, `down` or `stale`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostState::Up => "up",
+            HostState::Down => "down",
+            HostState::Stale => "stale",
+        }
+    }
+}
+
+/// One host (one exporter).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Host {
+    /// The `hostname` label, else the instance.
+    pub host: String,
+    /// Prometheus's `instance` label (the scrape target), or the exporter's URL.
+    pub instance: Option<String>,
+    /// Prometheus's `job` label.
+    pub job: Option<String>,
+    /// How its exporter is doing.
+    pub state: HostState,
+    /// Age of the exporter's latest sample when the queries ran, seconds.
+    pub sample_age_seconds: Option<f64>,
+    /// Driver version (from `gpuscope_device_info`, when exported).
+    pub driver_version: Option<String>,
+    /// Physical devices, each followed by its MIG devices.
+    pub devices: Vec<FleetDevice>,
+}
+
+/// One device of a host.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FleetDevice {
+    /// `"3"` or `"3:1"`.
+    pub id: String,
+    /// Index of the physical GPU.
+    pub index: u32,
+    /// MIG slot, for a MIG device.
+    pub mig_index: Option<u32>,
+    pub name: Option<String>,
+    pub uuid: Option<String>,
+    pub bus_id: Option<String>,
+    /// `gpuscope_device_up`: false when the GPU is lost or its memory cannot be read.
+    pub up: Option<bool>,
+    pub memory_total_bytes: Option<u64>,
+    pub memory_used_bytes: Option<u64>,
+    pub memory_free_bytes: Option<u64>,
+    pub gpu_utilization_percent: Option<u32>,
+    pub memory_utilization_percent: Option<u32>,
+    pub temperature_celsius: Option<u32>,
+    pub fan_speed_percent: Option<u32>,
+    pub power_usage_watts: Option<f64>,
+    pub power_limit_watts: Option<f64>,
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
+    /// Processes (exported with `export --processes`), by PID.
+    pub processes: Vec<FleetProcess>,
+}
+
+/// One process on one device of a host.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FleetProcess {
+    pub pid: u32,
+    pub user: Option<String>,
+    /// The shell-quoted command line (exported with `--process-command` only).
+    pub command: Option<String>,
+    pub used_memory_bytes: Option<u64>,
+    pub sm_utilization_percent: Option<u32>,
+}
+
+/// A device value a family gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceField {
+    /// `gpuscope_device_up`.
+    Up,
+    /// Total memory.
+    MemoryTotal,
+    /// Used memory.
+    MemoryUsed,
+    /// Free memory.
+    MemoryFree,
+    /// GPU utilization ratio.
+    Utilization,
+    /// Memory-bandwidth utilization ratio.
+    MemoryUtilization,
+    /// Temperature.
+    Temperature,
+    /// Fan speed ratio.
+    FanSpeed,
+    /// Power draw.
+    PowerUsage,
+    /// Power limit.
+    PowerLimit,
+    /// `gpuscope_device_info`: identity labels only.
+    Info,
+}
+
+/// A process value a family gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessField {
+    /// GPU memory.
+    Memory,
+    /// SM utilization ratio.
+    SmUtilization,
+}
+
+/// The device families asked, one query each per refresh.
+pub const DEVICE_FAMILIES: &[(&str, DeviceField)] = &[
+    ("gpuscope_device_up", DeviceField::Up),
+    (
+        "gpuscope_device_memory_total_bytes",
+        DeviceField::MemoryTotal,
+    ),
+    ("gpuscope_device_memory_used_bytes", DeviceField::MemoryUsed),
+    ("gpuscope_device_memory_free_bytes", DeviceField::MemoryFree),
+    (
+        "gpuscope_device_utilization_ratio",
+        DeviceField::Utilization,
+    ),
+    (
+        "gpuscope_device_memory_bandwidth_utilization_ratio",
+        DeviceField::MemoryUtilization,
+    ),
+    (
+        "gpuscope_device_temperature_celsius",
+        DeviceField::Temperature,
+    ),
+    ("gpuscope_device_fan_speed_ratio", DeviceField::FanSpeed),
+    ("gpuscope_device_power_usage_watts", DeviceField::PowerUsage),
+    ("gpuscope_device_power_limit_watts", DeviceField::PowerLimit),
+    ("gpuscope_device_info", DeviceField::Info),
+];
+
+/// The process families asked, one query each per refresh.
+pub const PROCESS_FAMILIES: &[(&str, ProcessField)] = &[
+    ("gpuscope_process_gpu_memory_bytes", ProcessField::Memory),
+    (
+        "gpuscope_process_gpu_sm_utilization_ratio",
+        ProcessField::SmUtilization,
+    ),
+];
+
+/// The family whose latest value over the lookback tells each host's sample time; it lists
+/// hosts whose exporter is down too (their last sample before it went down).
+pub const SAMPLE_TIME_FAMILY: &str = "gpuscope_exporter_sample_timestamp_seconds";
+
+/// Builds a [`Fleet`] from the answers of one refresh, fed in any order.
+#[derive(Debug, Default)]
+pub struct FleetBuilder {
+    hosts: Vec<Host>,
+    by_instance: HashMap<String, usize>,
+    /// (host, device id) -> device position.
+    devices: HashMap<(usize, String), usize>,
+    /// (host, device position, pid) -> process position.
+    processes: HashMap<(usize, usize, u32), usize>,
+    /// `up` of each instance, with its job.
+    up: HashMap<String, (bool, Option<String>)>,
+    /// Jobs that served gpuscope metrics.
+    jobs: Vec<String>,
+    evaluated_at: Option<f64>,
+    errors: Vec<FamilyError>,
+}
+
+/// A ratio (0 to 1) as a whole percent.
+fn percent(ratio: f64) -> Option<u32> {
+    let p = (ratio * 100.0).round();
+    (p.is_finite() && (0.0..=1e6).contains(&p)).then_some(p as u32)
+}
+
+/// A non-negative whole number sent as a float.
+fn whole(v: f64) -> Option<u64> {
+    (v.is_finite() && v >= 0.0 && v <= u64::MAX as f64).then_some(v.round() as u64)
+}
+
+fn small(v: f64) -> Option<u32> {
+    whole(v).and_then(|v| u32::try_from(v).ok())
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+/// Parses a device's `index` label: `3` or `3:1`.
+fn parse_index(text: &str) -> Option<(u32, Option<u32>)> {
+    match text.split_once(':') {
+        None => Some((text.parse().ok()?, None)),
+        Some((gpu, mig)) => Some((gpu.parse().ok()?, Some(mig.parse().ok()?))),
+    }
+}
+
+impl FleetBuilder {
+    /// An empty fleet.
+    pub fn new() -> FleetBuilder {
+        FleetBuilder::default()
+    }
+
+    /// Notes a query that failed or warned.
+    pub fn error(&mut self, query: &str, error: String) {
+        self.errors.push(FamilyError {
+            query: query.to_string(),
+            error,
+        });
+    }
+
+    /// Notes when the queries were evaluated.
+    pub fn evaluated_at(&mut self, t: Option<f64>) {
+        if self.evaluated_at.is_none() {
+            self.evaluated_at = t;
+        }
+    }
+
+    /// The host of a series, created when first seen. A series with no `instance` is one
+    /// exporter read directly (`--remote`), which `fallback` names, or else is told apart by
+    /// its `hostname`.
+    fn host_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> usize {
+        // Without an instance (relabelled away, or a federated series), the hostname tells
+        // hosts apart.
+        let real = s.label("instance").or(fallback);
+        let instance = real.or_else(|| s.label("hostname")).unwrap_or("");
+        if let Some(&i) = self.by_instance.get(instance) {
+            if self.hosts[i].host == instance {
+                if let Some(name) = s.label("hostname") {
+                    self.hosts[i].host = name.to_string();
+                }
+            }
+            return i;
+        }
+        let name = s.label("hostname").unwrap_or(instance).to_string();
+        self.hosts.push(Host {
+            host: name,
+            instance: real.map(str::to_string),
+            job: s.label("job").map(str::to_string),
+            state: HostState::Stale,
+            sample_age_seconds: None,
+            driver_version: None,
+            devices: Vec::new(),
+        });
+        self.by_instance
+            .insert(instance.to_string(), self.hosts.len() - 1);
+        self.hosts.len() - 1
+    }
+
+    /// One series of [`SAMPLE_TIME_FAMILY`] (over the lookback).
+    pub fn sample_time(&mut self, s: &Series<'_>, fallback: Option<&str>) {
+        let h = self.host_of(s, fallback);
+        if let Some(job) = s.label("job") {
+            if !self.jobs.iter().any(|j| j == job) {
+                self.jobs.push(job.to_string());
+            }
+        }
+        if let Some(t) = s.number().and_then(finite) {
+            self.hosts[h].sample_age_seconds = Some((s.value.0 - t).max(0.0));
+        }
+    }
+
+    /// One series of `up`.
+    pub fn up(&mut self, s: &Series<'_>) {
+        if let Some(instance) = s.label("instance") {
+            self.up.insert(
+                instance.to_string(),
+                (s.number() == Some(1.0), s.label("job").map(str::to_string)),
+            );
+        }
+    }
+
+    /// The device of a series, created when first seen; `None` without a good `index`.
+    fn device_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> Option<(usize, usize)> {
+        let id = s.label("index")?;
+        let (index, mig_index) = parse_index(id)?;
+        let h = self.host_of(s, fallback);
+        let key = (h, id.to_string());
+        if let Some(&d) = self.devices.get(&key) {
+            return Some((h, d));
+        }
+        let host = &mut self.hosts[h];
+        host.devices.push(FleetDevice {
+            id: id.to_string(),
+            index,
+            mig_index,
+            name: None,
+            uuid: None,
+            bus_id: None,
+            up: None,
+            memory_total_bytes: None,
+            memory_used_bytes: None,
+            memory_free_bytes: None,
+            gpu_utilization_percent: None,
+            memory_utilization_percent: None,
+            temperature_celsius: None,
+            fan_speed_percent: None,
+            power_usage_watts: None,
+            power_limit_watts: None,
+            gpu_instance_id: None,
+            compute_instance_id: None,
+            processes: Vec::new(),
+        });
+        let d = host.devices.len() - 1;
+        self.devices.insert(key, d);
+        Some((h, d))
+    }
+
+    /// One series of a device family.
+    pub fn device(&mut self, field: DeviceField, s: &Series<'_>, fallback: Option<&str>) {
+        let Some((h, d)) = self.device_of(s, fallback) else {
+            return;
+        };
+        let v = s.number().unwrap_or(f64::NAN);
+        if field == DeviceField::Info {
+            if let Some(driver) = s.label("driver_version") {
+                self.hosts[h].driver_version = Some(driver.to_string());
+            }
+        }
+        let dev = &mut self.hosts[h].devices[d];
+        let text = |name: &str| s.label(name).map(str::to_string);
+        if dev.name.is_none() {
+            dev.name = text("name");
+        }
+        if dev.uuid.is_none() {
+            dev.uuid = text("uuid");
+        }
+        if dev.gpu_instance_id.is_none() {
+            dev.gpu_instance_id = s.label("gpu_instance_id").and_then(|v| v.parse().ok());
+        }
+        if dev.compute_instance_id.is_none() {
+            dev.compute_instance_id = s.label("compute_instance_id").and_then(|v| v.parse().ok());
+        }
+        match field {
+            DeviceField::Up => dev.up = Some(v == 1.0),
+            DeviceField::MemoryTotal => dev.memory_total_bytes = whole(v),
+            DeviceField::MemoryUsed => dev.memory_used_bytes = whole(v),
+            DeviceField::MemoryFree => dev.memory_free_bytes = whole(v),
+            DeviceField::Utilization => dev.gpu_utilization_percent = percent(v),
+            DeviceField::MemoryUtilization => dev.memory_utilization_percent = percent(v),
+            DeviceField::Temperature => dev.temperature_celsius = small(v),
+            DeviceField::FanSpeed => dev.fan_speed_percent = percent(v),
+            DeviceField::PowerUsage => dev.power_usage_watts = finite(v),
+            DeviceField::PowerLimit => dev.power_limit_watts = finite(v),
+            DeviceField::Info => dev.bus_id = text("bus_id"),
+        }
+    }
+
+    /// One series of a process family.
+    pub fn process(&mut self, field: ProcessField, s: &Series<'_>, fallback: Option<&str>) {
+        let Some(pid) = s.label("pid").and_then(|p| p.parse::<u32>().ok()) else {
+            return;
+        };
+        let Some((h, d)) = self.device_of(s, fallback) else {
+            return;
+        };
+        let key = (h, d, pid);
+        let processes = &mut self.hosts[h].devices[d].processes;
+        let p = match self.processes.get(&key) {
+            Some(&p) => p,
+            None => {
+                processes.push(FleetProcess {
+                    pid,
+                    user: s.label("username").map(str::to_string),
+                    command: s.label("command").map(str::to_string),
+                    used_memory_bytes: None,
+                    sm_utilization_percent: None,
+                });
+                self.processes.insert(key, processes.len() - 1);
+                processes.len() - 1
+            }
+        };
+        let v = s.number().unwrap_or(f64::NAN);
+        match field {
+            ProcessField::Memory => processes[p].used_memory_bytes = whole(v),
+            ProcessField::SmUtilization => processes[p].sm_utilization_percent = percent(v),
+        }
+    }
+
+    /// Adds a host read directly (`--remote`) that could not be read: down, with no devices.
+    pub fn unreachable(&mut self, url: &str) {
+        self.hosts.push(Host {
+            host: url.to_string(),
+            instance: Some(url.to_string()),
+            job: None,
+            state: HostState::Down,
+            sample_age_seconds: None,
+            driver_version: None,
+            devices: Vec::new(),
+        });
+    }
+
+    /// The fleet: each host's state from `up` and its sample's age (older than `stale_after`
+    /// seconds is stale); hosts scraped in a gpuscope job that never served a sample are
+    /// added, down or stale.
+    pub fn finish(mut self, source: String, stale_after: f64, direct: bool) -> Fleet {
+        let mut extra: Vec<(String, Option<String>, bool)> = self
+            .up
+            .iter()
+            .filter(|(instance, (_, job))| {
+                !self.by_instance.contains_key(*instance)
+                    && job.as_ref().is_some_and(|j| self.jobs.contains(j))
+            })
+            .map(|(i, (up, job))| (i.clone(), job.clone(), *up))
+            .collect();
+        extra.sort();
+        for (instance, job, _) in extra {
+            self.by_instance.insert(instance.clone(), self.hosts.len());
+            self.hosts.push(Host {
+                host: instance.clone(),
+                instance: Some(instance),
+                job,
+                state: HostState::Stale,
+                sample_age_seconds: None,
+                driver_version: None,
+                devices: Vec::new(),
+            });
+        }
+        for host in &mut self.hosts {
+            if direct {
+                if host.state != HostState::Down {
+                    host.state = match host.sample_age_seconds {
+                        Some(age) if age > stale_after => HostState::Stale,
+                        _ => HostState::Up,
+                    };
+                }
+                continue;
+            }
+            let up = host
+                .instance
+                .as_ref()
+                .and_then(|i| self.up.get(i))
+                .map(|(up, _)| *up);
+            host.state = match up {
+                Some(false) => HostState::Down,
+                // No `up` series (Prometheus no longer scrapes it, or the series carry no
+                // instance to join on): the sample's age decides.
+                None => match host.sample_age_seconds {
+                    Some(age) if age <= stale_after => HostState::Up,
+                    _ => HostState::Stale,
+                },
+                Some(true) => match host.sample_age_seconds {
+                    Some(age) if age <= stale_after => HostState::Up,
+                    // Scraped but never served a sample time: fresh scrape, say up.
+                    None if !host.devices.is_empty() => HostState::Up,
+                    _ => HostState::Stale,
+                },
+            };
+            // A down host's series are marked stale by Prometheus: any device left over is
+            // not shown as if current.
+            if host.state == HostState::Down {
+                host.devices.clear();
+            }
+        }
+        for host in &mut self.hosts {
+            host.devices.sort_by_key(|d| (d.index, d.mig_index));
+            for d in &mut host.devices {
+                d.processes.sort_by_key(|p| p.pid);
+            }
+        }
+        self.hosts
+            .sort_by(|a, b| a.host.cmp(&b.host).then(a.instance.cmp(&b.instance)));
+        Fleet {
+            schema: JSON_SCHEMA,
+            source,
+            evaluated_at: self.evaluated_at,
+            hosts: self.hosts,
+            errors: self.errors,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn series<'a>(labels: &[(&'a str, &'a str)], t: f64, v: &'a str) -> Series<'a> {
+        Series {
+            metric: labels
+                .iter()
+                .map(|&(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v)))
+                .collect(),
+            value: (t, Cow::Borrowed(v)),
+        }
+    }
+
+    #[test]
+    fn series_without_an_instance_are_told_apart_by_hostname_and_judged_by_age() {
+        // Series relabelled without `instance` (federation): hosts by hostname, no `up` to
+        // join, so the sample's age decides.
+        let mut b = FleetBuilder::new();
+        b.sample_time(&series(&[("hostname", "a")], 100.0, "99"), None);
+        b.sample_time(&series(&[("hostname", "b")], 100.0, "10"), None);
+        for h in ["a", "b"] {
+            b.device(
+                DeviceField::MemoryFree,
+                &series(&[("hostname", h), ("index", "0")], 100.0, "5"),
+                None,
+            );
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let states: Vec<(&str, HostState, Option<&str>)> = f
+            .hosts
+            .iter()
+            .map(|h| (h.host.as_str(), h.state, h.instance.as_deref()))
+            .collect();
+        assert_eq!(
+            states,
+            [("a", HostState::Up, None), ("b", HostState::Stale, None)]
+        );
+        assert_eq!(f.hosts[0].devices[0].memory_free_bytes, Some(5));
+    }
+
+    #[test]
+    fn garbage_values_and_labels_are_left_out_not_a_panic() {
+        let mut b = FleetBuilder::new();
+        for (index, v) in [
+            ("0", "-1"),
+            ("1", "NaN"),
+            ("x", "1"),
+            ("2:y", "1"),
+            ("3", "1e30"),
+        ] {
+            b.device(
+                DeviceField::MemoryFree,
+                &series(&[("instance", "i"), ("index", index)], 1.0, v),
+                None,
+            );
+            b.device(
+                DeviceField::Temperature,
+                &series(&[("instance", "i"), ("index", index)], 1.0, v),
+                None,
+            );
+        }
+        b.process(
+            ProcessField::Memory,
+            &series(
+                &[("instance", "i"), ("index", "0"), ("pid", "-3")],
+                1.0,
+                "1",
+            ),
+            None,
+        );
+        let f = b.finish("x".into(), 30.0, false);
+        let d = &f.hosts[0].devices;
+        assert_eq!(d.len(), 3, "only good indices: {d:?}");
+        assert_eq!(d[0].memory_free_bytes, None);
+        assert_eq!(d[1].memory_free_bytes, None);
+        assert_eq!(d[2].memory_free_bytes, None, "1e30 bytes is beyond u64");
+        assert_eq!(d[2].temperature_celsius, None, "1e30 is no temperature");
+        assert!(d[0].processes.is_empty());
+    }
+}

@@ -1,0 +1,231 @@
+//! `gpuscope select --prometheus URL`: gpu-select's choice over the fleet's devices.
+//!
+//! Each leaf device of every host that is up (a GPU, or the MIG devices of a GPU that has
+//! them) becomes a [`gpu_select::Figures`]; the selection is gpu-select's own, so the checks,
+//! tolerance, order and MIG rule are those of `gpuscope select` on one machine.
+
+use gpu_backend::DeviceId;
+use gpu_select::{Criteria, Figures, Selection, Unusable};
+
+use super::model::{Fleet, FleetDevice, Host, HostState};
+
+/// A selection over the fleet, and what each candidate is.
+#[derive(Debug, Clone)]
+pub struct FleetSelection {
+    /// gpu-select's answer; its candidates are in the order of `names`.
+    pub selection: Selection,
+    /// `host:index` of each candidate.
+    pub names: Vec<String>,
+    /// Hosts left out because they are not up, with their state.
+    pub skipped: Vec<(String, HostState)>,
+}
+
+impl FleetSelection {
+    /// The chosen devices' names, best first: `host:index`, or the UUID with `uuid` (a MIG
+    /// device is always named by UUID, as on one machine).
+    pub fn identifiers(&self, uuid: bool) -> Vec<String> {
+        let uuid = uuid || self.selection.mig;
+        self.selection
+            .selected
+            .iter()
+            .map(|&i| match (&self.selection.candidates[i].uuid, uuid) {
+                (Some(u), true) => u.clone(),
+                _ => self.names[i].clone(),
+            })
+            .collect()
+    }
+}
+
+/// The leaf devices of a host: MIG devices stand for their GPU.
+fn leaves(h: &Host) -> impl Iterator<Item = &FleetDevice> {
+    h.devices.iter().filter(move |d| {
+        d.mig_index.is_some()
+            || !h
+                .devices
+                .iter()
+                .any(|m| m.mig_index.is_some() && m.index == d.index)
+    })
+}
+
+/// Chooses devices across the fleet's hosts that are up.
+///
+/// # Errors
+///
+/// gpu-select's, for contradictory criteria.
+pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_select::Error> {
+    let mut figures = Vec::new();
+    let mut names = Vec::new();
+    let mut skipped = Vec::new();
+    for h in &fleet.hosts {
+        if h.state != HostState::Up {
+            skipped.push((h.host.clone(), h.state));
+            continue;
+        }
+        for d in leaves(h) {
+            let id = match d.mig_index {
+                Some(index) => DeviceId::Mig {
+                    parent: d.index,
+                    index,
+                },
+                None => DeviceId::Gpu(d.index),
+            };
+            let memory_as_free = d
+                .processes
+                .iter()
+                .filter(|p| {
+                    p.user
+                        .as_ref()
+                        .is_some_and(|u| criteria.free_accounts.iter().any(|a| a == u))
+                })
+                .filter_map(|p| p.used_memory_bytes)
+                .fold(0u64, u64::saturating_add);
+            // A lost device, or one whose memory is not exported, is never chosen.
+            let unusable = if d.up == Some(false) {
+                Some(Unusable::Lost)
+            } else if d.memory_free_bytes.is_none() {
+                Some(Unusable::MemoryUnreadable(None))
+            } else {
+                None
+            };
+            figures.push(Figures {
+                id,
+                cuda_index: None,
+                uuid: d.uuid.clone(),
+                memory_total: d.memory_total_bytes,
+                memory_used: d.memory_used_bytes,
+                memory_free: d.memory_free_bytes,
+                memory_as_free,
+                gpu_utilization: d.gpu_utilization_percent,
+                memory_utilization: d.memory_utilization_percent,
+                unusable,
+            });
+            names.push(format!("{}:{}", h.host, d.id));
+        }
+    }
+    Ok(FleetSelection {
+        selection: gpu_select::select_from_figures(figures, criteria)?,
+        names,
+        skipped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::model::{FleetProcess, JSON_SCHEMA};
+
+    fn device(id: &str, free_gib: u64, user: &str) -> FleetDevice {
+        let (index, mig_index) = match id.split_once(':') {
+            Some((g, m)) => (g.parse().unwrap(), Some(m.parse().unwrap())),
+            None => (id.parse().unwrap(), None),
+        };
+        FleetDevice {
+            id: id.into(),
+            index,
+            mig_index,
+            name: None,
+            uuid: Some(format!("GPU-{id}-{free_gib}")),
+            bus_id: None,
+            up: Some(true),
+            memory_total_bytes: Some(80 << 30),
+            memory_used_bytes: Some((80 - free_gib) << 30),
+            memory_free_bytes: Some(free_gib << 30),
+            gpu_utilization_percent: Some(10),
+            memory_utilization_percent: Some(10),
+            temperature_celsius: None,
+            fan_speed_percent: None,
+            power_usage_watts: None,
+            power_limit_watts: None,
+            gpu_instance_id: None,
+            compute_instance_id: None,
+            processes: vec![FleetProcess {
+                pid: 1,
+                user: Some(user.into()),
+                command: None,
+                used_memory_bytes: Some(30 << 30),
+                sm_utilization_percent: None,
+            }],
+        }
+    }
+
+    fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
+        Host {
+            host: name.into(),
+            instance: None,
+            job: None,
+            state,
+            sample_age_seconds: None,
+            driver_version: None,
+            devices,
+        }
+    }
+
+    fn fleet() -> Fleet {
+        Fleet {
+            schema: JSON_SCHEMA,
+            source: "test".into(),
+            evaluated_at: None,
+            hosts: vec![
+                host(
+                    "a",
+                    HostState::Up,
+                    vec![device("0", 5, "x"), device("1", 40, "x")],
+                ),
+                host(
+                    "b",
+                    HostState::Up,
+                    vec![device("0", 25, "me"), device("3", 70, "x")],
+                ),
+                host("c", HostState::Down, vec![]),
+                host("d", HostState::Stale, vec![device("0", 79, "x")]),
+            ],
+            errors: vec![],
+        }
+    }
+
+    #[test]
+    fn picks_by_free_memory_across_hosts_and_leaves_out_hosts_not_up() {
+        let criteria = Criteria::new().count(2).min_free_memory(20u64 << 30);
+        let s = select(&fleet(), &criteria).unwrap();
+        assert_eq!(s.identifiers(false), ["b:3", "a:1"]);
+        assert_eq!(s.identifiers(true), ["GPU-3-70", "GPU-1-40"]);
+        assert_eq!(
+            s.skipped,
+            [
+                ("c".to_string(), HostState::Down),
+                ("d".into(), HostState::Stale)
+            ]
+        );
+        assert!(!s.selection.is_short());
+    }
+
+    #[test]
+    fn free_accounts_memory_counts_as_free_on_the_remote_host() {
+        let criteria = Criteria::new()
+            .count(1)
+            .min_free_memory(50u64 << 30)
+            .free_accounts(["me"]);
+        let s = select(&fleet(), &criteria).unwrap();
+        // b:0 has 25 GiB free + 30 GiB of "me": 55 GiB, behind b:3's 70 GiB.
+        let c = &s.selection.candidates[2];
+        assert_eq!(c.memory_free, Some(55 << 30));
+        assert_eq!(s.identifiers(false), ["b:3"]);
+    }
+
+    #[test]
+    fn a_gpu_with_mig_devices_is_chosen_as_its_mig_devices_named_by_uuid() {
+        let mut f = fleet();
+        f.hosts = vec![host(
+            "m",
+            HostState::Up,
+            vec![
+                device("0", 10, "x"),
+                device("0:0", 9, "x"),
+                device("0:1", 3, "x"),
+            ],
+        )];
+        let s = select(&f, &Criteria::new().count(1)).unwrap();
+        assert_eq!(s.names, ["m:0:0", "m:0:1"]);
+        assert_eq!(s.identifiers(false), ["GPU-0:0-9"]);
+    }
+}

@@ -1,0 +1,600 @@
+//! `gpuscope snapshot --prometheus` and `select --prometheus` end to end, against a stub
+//! Prometheus (a std TcpListener replaying recorded query answers): values, hosts that are
+//! down or stale, one query per family, partial answers, timeouts, auth.
+
+mod fleet_support;
+
+use std::collections::HashMap;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use fleet_support::{start, vector, Reply, Stub};
+use serde_json::{json, Value};
+
+const T: f64 = 1000.0;
+const GIB: u64 = 1 << 30;
+
+fn labels(host: &str, instance: &str, index: &str, extra: Value) -> Value {
+    let mut l = json!({
+        "instance": instance, "job": "gpu", "hostname": host, "index": index,
+        "uuid": format!("GPU-{host}-{index}"), "name": "NVIDIA H100 80GB HBM3",
+    });
+    if let (Some(l), Some(e)) = (l.as_object_mut(), extra.as_object()) {
+        l.extend(e.clone());
+    }
+    l
+}
+
+/// (host, instance, device index, free GiB, utilization ratio)
+type Dev = (&'static str, &'static str, &'static str, u64, &'static str);
+
+const DEVICES: &[Dev] = &[
+    ("node-a", "10.0.0.1:9445", "0", 10, "0.9"),
+    ("node-a", "10.0.0.1:9445", "1", 60, "0.05"),
+    ("node-b", "10.0.0.2:9445", "0", 70, "0"),
+    ("node-b", "10.0.0.2:9445", "1", 30, "0.5"),
+    // A host whose exporter serves an old sample (its sampler stopped).
+    ("node-d", "10.0.0.4:9445", "0", 79, "0"),
+];
+
+/// The recorded answers of a fleet of four hosts: node-a and node-b up, node-c down, node-d
+/// stale (its last sample is 60 s old).
+fn replies() -> HashMap<String, Reply> {
+    let mut r = HashMap::new();
+    let host = |h: &str, i: &str| json!({"instance": i, "job": "gpu", "hostname": h});
+    r.insert(
+        "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".into(),
+        Reply::Body(vector(
+            T,
+            &[
+                (host("node-a", "10.0.0.1:9445"), "999.5".into()),
+                (host("node-b", "10.0.0.2:9445"), "999".into()),
+                (host("node-c", "10.0.0.3:9445"), "900".into()),
+                (host("node-d", "10.0.0.4:9445"), "940".into()),
+            ],
+        )),
+    );
+    r.insert(
+        "up".into(),
+        Reply::Body(vector(
+            T,
+            &[
+                (
+                    json!({"instance": "10.0.0.1:9445", "job": "gpu"}),
+                    "1".into(),
+                ),
+                (
+                    json!({"instance": "10.0.0.2:9445", "job": "gpu"}),
+                    "1".into(),
+                ),
+                (
+                    json!({"instance": "10.0.0.3:9445", "job": "gpu"}),
+                    "0".into(),
+                ),
+                (
+                    json!({"instance": "10.0.0.4:9445", "job": "gpu"}),
+                    "1".into(),
+                ),
+                // Another job's target: not a gpuscope host.
+                (
+                    json!({"instance": "localhost:9090", "job": "prometheus"}),
+                    "1".into(),
+                ),
+                // A target of the gpuscope job that never served a sample: listed, down.
+                (
+                    json!({"instance": "10.0.0.5:9445", "job": "gpu"}),
+                    "0".into(),
+                ),
+            ],
+        )),
+    );
+    let family = |f: &dyn Fn(&Dev) -> String| {
+        let series: Vec<(Value, String)> = DEVICES
+            .iter()
+            .map(|d| (labels(d.0, d.1, d.2, json!({})), f(d)))
+            .collect();
+        Reply::Body(vector(T, &series))
+    };
+    r.insert(
+        "gpuscope_device_memory_total_bytes".into(),
+        family(&|_| (80 * GIB).to_string()),
+    );
+    r.insert(
+        "gpuscope_device_memory_free_bytes".into(),
+        family(&|d| (d.3 * GIB).to_string()),
+    );
+    r.insert(
+        "gpuscope_device_memory_used_bytes".into(),
+        family(&|d| ((80 - d.3) * GIB).to_string()),
+    );
+    r.insert(
+        "gpuscope_device_utilization_ratio".into(),
+        family(&|d| d.4.to_string()),
+    );
+    r.insert("gpuscope_device_up".into(), family(&|_| "1".into()));
+    r.insert(
+        "gpuscope_device_temperature_celsius".into(),
+        family(&|_| "41".into()),
+    );
+    r.insert(
+        "gpuscope_device_power_usage_watts".into(),
+        family(&|_| "123.456".into()),
+    );
+    r.insert(
+        "gpuscope_process_gpu_memory_bytes".into(),
+        Reply::Body(vector(
+            T,
+            &[
+                (
+                    labels(
+                        "node-a",
+                        "10.0.0.1:9445",
+                        "0",
+                        json!({"pid": "4242", "username": "alice", "command": "python train.py"}),
+                    ),
+                    (20 * GIB).to_string(),
+                ),
+                (
+                    labels(
+                        "node-b",
+                        "10.0.0.2:9445",
+                        "1",
+                        json!({"pid": "77", "username": "bob"}),
+                    ),
+                    (50 * GIB).to_string(),
+                ),
+            ],
+        )),
+    );
+    r
+}
+
+fn gpuscope(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    cmd.args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_PROMETHEUS_PASSWORD")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("gpuscope runs")
+}
+
+fn ok(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn fleet_json(stub: &Stub, extra: &[&str]) -> Value {
+    let mut args = vec!["snapshot", "--prometheus", &stub.url, "--json"];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&ok(&gpuscope(&args, &[]))).unwrap()
+}
+
+fn host<'a>(fleet: &'a Value, name: &str) -> &'a Value {
+    fleet["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["host"] == name)
+        .unwrap_or_else(|| panic!("host {name} in {fleet:#}"))
+}
+
+#[test]
+fn snapshot_lists_every_device_of_every_host_with_its_values() {
+    let stub = start(replies(), None);
+    let fleet = fleet_json(&stub, &[]);
+    assert_eq!(fleet["schema"], "gpuscope.fleet/1");
+    let a = host(&fleet, "node-a");
+    assert_eq!(a["state"], "up");
+    assert_eq!(a["instance"], "10.0.0.1:9445");
+    assert_eq!(a["sample_age_seconds"], 0.5);
+    let d0 = &a["devices"][0];
+    assert_eq!(d0["id"], "0");
+    assert_eq!(d0["uuid"], "GPU-node-a-0");
+    assert_eq!(d0["memory_free_bytes"], 10 * GIB);
+    assert_eq!(d0["memory_used_bytes"], 70 * GIB);
+    assert_eq!(d0["memory_total_bytes"], 80 * GIB);
+    assert_eq!(d0["gpu_utilization_percent"], 90);
+    assert_eq!(d0["temperature_celsius"], 41);
+    assert_eq!(d0["power_usage_watts"], 123.456);
+    assert_eq!(d0["fan_speed_percent"], Value::Null);
+    assert_eq!(d0["up"], true);
+    assert_eq!(
+        d0["processes"],
+        json!([{"pid": 4242, "user": "alice", "command": "python train.py",
+                "used_memory_bytes": 20 * GIB, "sm_utilization_percent": null}])
+    );
+    assert_eq!(
+        host(&fleet, "node-b")["devices"].as_array().unwrap().len(),
+        2
+    );
+    // The other job's target is not a host.
+    assert!(fleet["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["instance"] != "localhost:9090"));
+}
+
+#[test]
+fn down_and_stale_hosts_are_shown_as_such_never_dropped() {
+    let stub = start(replies(), None);
+    let fleet = fleet_json(&stub, &[]);
+    let c = host(&fleet, "node-c");
+    assert_eq!(c["state"], "down");
+    assert_eq!(c["devices"], json!([]));
+    assert_eq!(c["sample_age_seconds"], 100.0);
+    // Never served a sample, down: named by its instance.
+    assert_eq!(host(&fleet, "10.0.0.5:9445")["state"], "down");
+    let d = host(&fleet, "node-d");
+    assert_eq!(d["state"], "stale");
+    assert_eq!(d["sample_age_seconds"], 60.0);
+    // With a longer limit the same host is up.
+    let fleet = fleet_json(&stub, &["--stale-after", "2m"]);
+    assert_eq!(host(&fleet, "node-d")["state"], "up");
+
+    let text = ok(&gpuscope(&["snapshot", "--prometheus", &stub.url], &[]));
+    assert!(
+        text.contains("5 hosts  5 devices  2 down  1 stale"),
+        "{text}"
+    );
+    let line = text.lines().find(|l| l.starts_with("node-c ")).unwrap();
+    assert!(line.contains("DOWN"), "{line}");
+    let line = text.lines().find(|l| l.starts_with("node-d ")).unwrap();
+    assert!(line.contains("STALE 60s"), "{line}");
+}
+
+#[test]
+fn one_query_per_family_per_refresh_whatever_the_number_of_hosts() {
+    let stub = start(replies(), None);
+    fleet_json(&stub, &[]);
+    let asked = stub.asked.lock().unwrap().clone();
+    // 2 host queries, 11 device families, 2 process families.
+    assert_eq!(asked.len(), 15, "{asked:#?}");
+    let distinct: std::collections::BTreeSet<&String> = asked.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        asked.len(),
+        "a query asked twice: {asked:#?}"
+    );
+    assert!(
+        asked.iter().all(|q| !q.contains("node-")),
+        "no per-host query: {asked:#?}"
+    );
+}
+
+#[test]
+fn a_failing_family_leaves_its_values_out_and_says_so_the_rest_still_shows() {
+    let mut r = replies();
+    r.insert(
+        "gpuscope_device_temperature_celsius".into(),
+        Reply::Status(
+            503,
+            r#"{"status":"error","errorType":"unavailable","error":"too many queries"}"#.into(),
+        ),
+    );
+    r.insert(
+        "gpuscope_device_utilization_ratio".into(),
+        Reply::Body(
+            r#"{"status":"success","warnings":["remote storage is slow"],"data":{"resultType":"vector","result":[]}}"#
+                .into(),
+        ),
+    );
+    let stub = start(r, None);
+    let fleet = fleet_json(&stub, &[]);
+    let d0 = &host(&fleet, "node-a")["devices"][0];
+    assert_eq!(d0["temperature_celsius"], Value::Null);
+    assert_eq!(d0["memory_free_bytes"], 10 * GIB);
+    let errors = fleet["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert_eq!(errors[0]["query"], "gpuscope_device_utilization_ratio");
+    assert_eq!(errors[0]["error"], "partial answer: remote storage is slow");
+    assert_eq!(errors[1]["query"], "gpuscope_device_temperature_celsius");
+    assert!(errors[1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("too many queries"));
+}
+
+#[test]
+fn a_slow_family_times_out_and_the_rest_still_shows() {
+    let mut r = replies();
+    r.insert(
+        "gpuscope_device_power_usage_watts".into(),
+        Reply::Slow(Duration::from_secs(5)),
+    );
+    let stub = start(r, None);
+    let fleet = fleet_json(&stub, &["--prometheus-timeout", "300ms"]);
+    let d0 = &host(&fleet, "node-a")["devices"][0];
+    assert_eq!(d0["power_usage_watts"], Value::Null);
+    assert_eq!(d0["memory_free_bytes"], 10 * GIB);
+    let errors = fleet["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["query"], "gpuscope_device_power_usage_watts");
+}
+
+#[test]
+fn prometheus_unreachable_is_an_error_not_an_empty_fleet() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = gpuscope(&["snapshot", "--prometheus", &url], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answered no query"), "{err}");
+    let out = gpuscope(&["snapshot", "--prometheus", "ftp://x"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn sort_and_filter() {
+    let stub = start(replies(), None);
+    let text = ok(&gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--sort",
+            "free-memory",
+            "--filter",
+            "state:up",
+        ],
+        &[],
+    ));
+    let rows: Vec<String> = text
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            format!("{}:{}", w.next().unwrap(), w.next().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        ["node-b:0", "node-a:1", "node-b:1", "node-a:0"],
+        "{text}"
+    );
+    let fleet = fleet_json(&stub, &["--filter", "host:node-b"]);
+    let names: Vec<&Value> = fleet["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["host"])
+        .collect();
+    assert_eq!(names, [&json!("node-b")]);
+    let fleet = fleet_json(&stub, &["--filter", "user:alice"]);
+    assert_eq!(
+        fleet["hosts"].as_array().unwrap().len(),
+        4,
+        "node-a, the two down hosts and the stale one"
+    );
+    assert_eq!(
+        host(&fleet, "node-a")["devices"].as_array().unwrap().len(),
+        1
+    );
+    let out = gpuscope(
+        &["snapshot", "--prometheus", &stub.url, "--filter", "pid:x"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = gpuscope(&["snapshot", "--demo", "--sort", "gpu"], &[]);
+    assert_eq!(out.status.code(), Some(2), "--sort needs --prometheus");
+}
+
+#[test]
+fn select_picks_by_free_memory_across_the_hosts_that_are_up() {
+    let stub = start(replies(), None);
+    let out = gpuscope(
+        &[
+            "select",
+            "--prometheus",
+            &stub.url,
+            "-n",
+            "2",
+            "-f",
+            "20GiB",
+            "--explain",
+        ],
+        &[],
+    );
+    assert_eq!(ok(&out), "node-b:0,node-a:1\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("node-c: left out, its exporter is down"),
+        "{err}"
+    );
+    assert!(
+        err.contains("node-d: left out, its exporter is stale"),
+        "{err}"
+    );
+    let line = err.lines().find(|l| l.starts_with("node-a:0")).unwrap();
+    assert!(line.contains("rejected: min-free-memory"), "{line}");
+    let out = gpuscope(
+        &[
+            "select",
+            "--prometheus",
+            &stub.url,
+            "-n",
+            "2",
+            "-f",
+            "20GiB",
+            "-O",
+            "uuid",
+        ],
+        &[],
+    );
+    assert_eq!(ok(&out), "GPU-node-b-0,GPU-node-a-1\n");
+    // bob's 50 GiB on node-b:1 counted as free: 80 GiB free, the best device.
+    let out = gpuscope(
+        &[
+            "select",
+            "--prometheus",
+            &stub.url,
+            "-n",
+            "1",
+            "--account-as-free",
+            "bob",
+        ],
+        &[],
+    );
+    assert_eq!(ok(&out), "node-b:1\n");
+    let out = gpuscope(&["select", "--prometheus", &stub.url, "-c", "9"], &[]);
+    assert_eq!(out.status.code(), Some(4), "fewer than --min-count");
+}
+
+#[test]
+fn basic_auth_from_a_password_file_or_the_environment() {
+    // "ops:s3cret" in base64.
+    let stub = start(replies(), Some("Basic b3BzOnMzY3JldA==".into()));
+    let dir = std::env::temp_dir().join(format!("gpuscope-fleet-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("password");
+    std::fs::write(&file, "s3cret\n").unwrap();
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--json",
+            "--prometheus-user",
+            "ops",
+            "--prometheus-password-file",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ok(&out).contains("node-a"));
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--prometheus-user",
+            "ops",
+        ],
+        &[("GPUSCOPE_PROMETHEUS_PASSWORD", "s3cret")],
+    );
+    assert!(ok(&out).contains("node-a"));
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--prometheus-user",
+            "ops",
+        ],
+        &[("GPUSCOPE_PROMETHEUS_PASSWORD", "wrong")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 401"));
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--prometheus-user",
+            "ops",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "a user without a password");
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--prometheus-ca",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "a CA file with no certificate");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[path = "export_support/mod.rs"]
+mod export_support;
+
+fn fixture(stem: &str) -> String {
+    format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn remote_reads_exporters_directly_and_an_unreachable_one_is_down() {
+    let a = export_support::Exporter::start(&[
+        "--fixture",
+        &fixture("h100-sxm-8gpu"),
+        "--frame",
+        "5",
+        "--hostname",
+        "lab-a",
+        "--processes",
+    ]);
+    let b = export_support::Exporter::start(&[
+        "--fixture",
+        &fixture("h100-mig"),
+        "--frame",
+        "3",
+        "--hostname",
+        "lab-b",
+    ]);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let urls = [
+        format!("http://{}", a.addr),
+        format!("http://{}", b.addr),
+        format!("http://{dead}"),
+    ];
+    let out = gpuscope(
+        &[
+            "snapshot", "--json", "--remote", &urls[0], &urls[1], &urls[2],
+        ],
+        &[],
+    );
+    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let fx: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("h100-sxm-8gpu")).unwrap()).unwrap();
+    let lab_a = host(&fleet, "lab-a");
+    assert_eq!(lab_a["state"], "up");
+    let devices = lab_a["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), fx["devices"].as_object().unwrap().len());
+    for d in devices {
+        let id = d["id"].as_str().unwrap();
+        assert_eq!(d["uuid"], fx["devices"][id]["uuid"]["ok"], "{id}");
+        let mem = &fx["frames"][5]["devices"][id]["memory_info"]["ok"];
+        assert_eq!(d["memory_used_bytes"], mem["used"], "{id}");
+        assert_eq!(d["memory_free_bytes"], mem["free"], "{id}");
+    }
+    assert!(devices
+        .iter()
+        .any(|d| !d["processes"].as_array().unwrap().is_empty()));
+    let lab_b = host(&fleet, "lab-b");
+    assert!(lab_b["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["mig_index"] == 1));
+    let down = host(&fleet, &format!("{}/metrics", urls[2]));
+    assert_eq!(down["state"], "down");
+    assert_eq!(fleet["errors"].as_array().unwrap().len(), 1);
+
+    let out = gpuscope(
+        &["select", "--remote", &urls[0], "-n", "1", "-O", "uuid"],
+        &[],
+    );
+    let uuid = ok(&out);
+    assert!(uuid.starts_with("GPU-"), "{uuid}");
+}

@@ -1,0 +1,142 @@
+//! A stub Prometheus for the fleet tests: a std `TcpListener` on 127.0.0.1 that answers
+//! `GET /api/v1/query?query=...` with recorded answers, and counts the queries asked.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// How the stub answers one query.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// 200 with this body.
+    Body(String),
+    /// This HTTP status with this body.
+    Status(u16, String),
+    /// Wait this long, then answer with an empty vector.
+    Slow(Duration),
+}
+
+/// A running stub.
+pub struct Stub {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// Every query asked, in order.
+    pub asked: Arc<Mutex<Vec<String>>>,
+}
+
+/// An instant-vector answer with these (labels, value) series, evaluated at `t`.
+pub fn vector(t: f64, series: &[(Value, String)]) -> String {
+    let result: Vec<Value> = series
+        .iter()
+        .map(|(labels, v)| json!({"metric": labels, "value": [t, v]}))
+        .collect();
+    json!({"status": "success", "data": {"resultType": "vector", "result": result}}).to_string()
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
+                out.push(u8::from_str_radix(hex, 16).unwrap());
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// Starts a stub that answers each query from `replies` (an empty vector when not listed),
+/// and requires `Authorization: <auth>` when `auth` is set (401 otherwise).
+pub fn start(replies: HashMap<String, Reply>, auth: Option<String>) -> Stub {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let replies = Arc::new(replies);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let replies = replies.clone();
+            let seen = seen.clone();
+            let auth = auth.clone();
+            std::thread::spawn(move || serve(stream, &replies, &seen, auth.as_deref()));
+        }
+    });
+    Stub { url, asked }
+}
+
+fn serve(
+    stream: TcpStream,
+    replies: &HashMap<String, Reply>,
+    seen: &Mutex<Vec<String>>,
+    auth: Option<&str>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let mut authorization = None;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("authorization") {
+                    authorization = Some(v.trim().to_string());
+                }
+            }
+        }
+        let query = target
+            .split_once('?')
+            .and_then(|(_, q)| {
+                q.split('&')
+                    .find_map(|kv| kv.strip_prefix("query=").map(decode))
+            })
+            .unwrap_or_default();
+        seen.lock().unwrap().push(query.clone());
+        let reply = if auth.is_some() && authorization.as_deref() != auth {
+            Reply::Status(401, "Unauthorized".into())
+        } else {
+            replies
+                .get(&query)
+                .cloned()
+                .unwrap_or_else(|| Reply::Body(vector(1000.0, &[])))
+        };
+        let (status, body) = match reply {
+            Reply::Body(b) => (200, b),
+            Reply::Status(s, b) => (s, b),
+            Reply::Slow(d) => {
+                std::thread::sleep(d);
+                (200, vector(1000.0, &[]))
+            }
+        };
+        let mut w = &stream;
+        let head = format!(
+            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        if w.write_all(head.as_bytes()).is_err() || w.write_all(body.as_bytes()).is_err() {
+            return;
+        }
+    }
+}

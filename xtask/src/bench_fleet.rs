@@ -1,0 +1,316 @@
+//! `cargo xtask bench-fleet`: one refresh of the fleet view over a synthetic fleet.
+//!
+//! Writes the answers a Prometheus would give for `--hosts` hosts (default 1,000) with 8 GPUs
+//! and 8 processes on each GPU (each process with a user and a command line), serves them from
+//! a stub HTTP server on 127.0.0.1 (a std `TcpListener`, keep-alive, answers held in memory),
+//! and runs `gpuscope snapshot --prometheus URL` (text) and `--json` against it `--runs` times,
+//! output thrown away. For each run it reports:
+//!
+//! - wall time of the whole refresh (15 queries);
+//! - the time gpuscope spends after answers arrive: for each query, from the moment the stub
+//!   has written the last byte of the answer to the moment the next query arrives (or the
+//!   process exits, for the last one), summed; that is parsing, folding and, at the end,
+//!   rendering and writing the output;
+//! - the peak RSS (`VmHWM` at exit, as bench-oneshot reads it) and CPU time.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+
+use crate::bench_oneshot::{time_once, Tool};
+
+/// Command-line arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Hosts in the synthetic fleet.
+    #[arg(long, default_value_t = 1000)]
+    hosts: usize,
+    /// GPUs per host.
+    #[arg(long, default_value_t = 8)]
+    gpus: usize,
+    /// Processes per GPU.
+    #[arg(long, default_value_t = 8)]
+    processes: usize,
+    /// Runs of each form.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// The gpuscope binary (default: build it in release mode).
+    #[arg(long, value_name = "PATH")]
+    bin: Option<PathBuf>,
+}
+
+/// What the stub saw: (time the request arrived, time its answer was written).
+type Log = Arc<Mutex<Vec<(Instant, Instant)>>>;
+
+const T: f64 = 1_763_800_000.0;
+
+fn vector(series: &mut dyn Iterator<Item = (String, String)>) -> String {
+    let mut out = String::from(r#"{"status":"success","data":{"resultType":"vector","result":["#);
+    let mut first = true;
+    for (labels, value) in series {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(&format!(
+            r#"{{"metric":{{{labels}}},"value":[{T},"{value}"]}}"#
+        ));
+    }
+    out.push_str("]}}");
+    out
+}
+
+/// The answer of every query of one refresh, by query.
+fn answers(args: &Args) -> Vec<(String, String)> {
+    let host = |h: usize| {
+        format!(
+            r#""instance":"10.{}.{}.{}:9445","job":"gpuscope","hostname":"gpu-node-{h:04}""#,
+            h / 65536,
+            (h / 256) % 256,
+            h % 256
+        )
+    };
+    let device = |h: usize, g: usize| {
+        format!(
+            r#"{},"index":"{g}","uuid":"GPU-{h:08x}-{g:04x}-4e8f-9a3c-1b2d3e4f5a6b","name":"NVIDIA H100 80GB HBM3""#,
+            host(h)
+        )
+    };
+    let devices = |value: &dyn Fn(usize, usize) -> String| {
+        vector(
+            &mut (0..args.hosts)
+                .flat_map(|h| (0..args.gpus).map(move |g| (h, g)))
+                .map(|(h, g)| (device(h, g), value(h, g))),
+        )
+    };
+    let processes = |value: &dyn Fn(usize) -> String| {
+        vector(
+            &mut (0..args.hosts)
+                .flat_map(|h| (0..args.gpus).map(move |g| (h, g)))
+                .flat_map(|(h, g)| (0..args.processes).map(move |p| (h, g, p)))
+                .map(|(h, g, p)| {
+                    (
+                        format!(
+                            r#"{},"pid":"{}","username":"user{}","command":"python train.py --config configs/run-{p}.yaml --rank {g}""#,
+                            device(h, g),
+                            10_000 + g * 100 + p,
+                            p % 4
+                        ),
+                        value(p),
+                    )
+                }),
+        )
+    };
+    let gib = 1u64 << 30;
+    vec![
+        (
+            "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".into(),
+            vector(&mut (0..args.hosts).map(|h| (host(h), format!("{}", T - 0.5)))),
+        ),
+        (
+            "up".into(),
+            vector(&mut (0..args.hosts).map(|h| {
+                let h = host(h);
+                (h, "1".into())
+            })),
+        ),
+        ("gpuscope_device_up".into(), devices(&|_, _| "1".into())),
+        (
+            "gpuscope_device_memory_total_bytes".into(),
+            devices(&|_, _| (80 * gib).to_string()),
+        ),
+        (
+            "gpuscope_device_memory_used_bytes".into(),
+            devices(&|h, g| (((h + g) as u64 % 80) * gib).to_string()),
+        ),
+        (
+            "gpuscope_device_memory_free_bytes".into(),
+            devices(&|h, g| ((80 - (h + g) as u64 % 80) * gib).to_string()),
+        ),
+        (
+            "gpuscope_device_utilization_ratio".into(),
+            devices(&|h, g| format!("{}", ((h * 7 + g) % 101) as f64 / 100.0)),
+        ),
+        (
+            "gpuscope_device_memory_bandwidth_utilization_ratio".into(),
+            devices(&|h, g| format!("{}", ((h * 3 + g) % 101) as f64 / 100.0)),
+        ),
+        (
+            "gpuscope_device_temperature_celsius".into(),
+            devices(&|h, g| (30 + (h + g) % 50).to_string()),
+        ),
+        (
+            "gpuscope_device_fan_speed_ratio".into(),
+            vector(&mut std::iter::empty()),
+        ),
+        (
+            "gpuscope_device_power_usage_watts".into(),
+            devices(&|h, g| format!("{}.{}", 100 + (h + g) % 600, g)),
+        ),
+        (
+            "gpuscope_device_power_limit_watts".into(),
+            devices(&|_, _| "700".into()),
+        ),
+        ("gpuscope_device_info".into(), devices(&|_, _| "1".into())),
+        (
+            "gpuscope_process_gpu_memory_bytes".into(),
+            processes(&|p| ((p as u64 + 1) * gib).to_string()),
+        ),
+        (
+            "gpuscope_process_gpu_sm_utilization_ratio".into(),
+            processes(&|p| format!("{}", p as f64 / 10.0)),
+        ),
+    ]
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn serve(stream: TcpStream, answers: &[(String, String)], log: &Log) -> Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let arrived = Instant::now();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h)? == 0 || h.trim_end().is_empty() {
+                break;
+            }
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("");
+        let query = target
+            .split_once('?')
+            .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("query=")))
+            .map(decode)
+            .unwrap_or_default();
+        let body = answers.iter().find(|(q, _)| *q == query).map_or(
+            r#"{"status":"error","errorType":"bad_data","error":"unknown"}"#,
+            |(_, b)| b,
+        );
+        let mut w = &stream;
+        write!(
+            w,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )?;
+        w.write_all(body.as_bytes())?;
+        w.flush()?;
+        if let Ok(mut l) = log.lock() {
+            l.push((arrived, Instant::now()));
+        }
+    }
+}
+
+/// Runs the benchmark.
+pub fn run(args: Args) -> Result<()> {
+    ensure!(args.runs > 0, "--runs must be at least 1");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask has a parent directory")?
+        .to_path_buf();
+    let bin = match args.bin.clone() {
+        Some(b) => b,
+        None => {
+            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "--release", "-p", "gpuscope"])
+                .current_dir(&root)
+                .status()?;
+            ensure!(status.success(), "cargo build --release -p gpuscope failed");
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| root.join("target"), PathBuf::from);
+            target.join("release/gpuscope")
+        }
+    };
+    let answers = Arc::new(answers(&args));
+    let bytes: usize = answers.iter().map(|(_, b)| b.len()).sum();
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let log: Log = Arc::default();
+    {
+        let answers = answers.clone();
+        let log = log.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let answers = answers.clone();
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &answers, &log);
+                });
+            }
+        });
+    }
+    println!(
+        "bench-fleet: {} hosts x {} GPUs x {} processes; {} queries, {:.1} MB of answers per refresh",
+        args.hosts,
+        args.gpus,
+        args.processes,
+        answers.len(),
+        bytes as f64 / 1e6
+    );
+    for json in [false, true] {
+        for _ in 0..args.runs {
+            if let Ok(mut l) = log.lock() {
+                l.clear();
+            }
+            let mut tool_args = vec!["snapshot".into(), "--prometheus".into(), url.clone().into()];
+            if json {
+                tool_args.push("--json".into());
+            }
+            let tool = Tool {
+                label: "gpuscope",
+                program: bin.clone(),
+                args: tool_args,
+            };
+            let start = Instant::now();
+            let run = time_once(&tool, &[])?;
+            let end = start + run.wall;
+            let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+            ensure!(
+                l.len() == answers.len(),
+                "{} queries asked, expected {}",
+                l.len(),
+                answers.len()
+            );
+            let mut after = Duration::ZERO;
+            for (i, &(_, written)) in l.iter().enumerate() {
+                let next = l.get(i + 1).map_or(end, |&(arrived, _)| arrived);
+                after += next.saturating_duration_since(written);
+            }
+            let last = end.saturating_duration_since(l.last().map_or(end, |&(_, w)| w));
+            println!(
+                "{:<5} wall {:>6.0} ms  after answers {:>6.0} ms (after the last {:>5.0} ms)  cpu {:>6.0} ms  peak RSS {:>5.1} MB",
+                if json { "json" } else { "text" },
+                run.wall.as_secs_f64() * 1e3,
+                after.as_secs_f64() * 1e3,
+                last.as_secs_f64() * 1e3,
+                run.cpu.as_secs_f64() * 1e3,
+                run.max_rss_kib as f64 / 1024.0,
+            );
+        }
+    }
+    Ok(())
+}
