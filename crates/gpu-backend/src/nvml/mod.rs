@@ -114,7 +114,7 @@ unsafe impl Sync for RawDevice {}
 
 /// Which process list to read.
 #[derive(Debug, Clone, Copy)]
-enum ProcessKind {
+enum ProcessList {
     Compute,
     Graphics,
 }
@@ -445,16 +445,16 @@ impl NvmlBackend {
     /// A process list, from the newest entry point the library has: `_v3`, then `_v2`, then the
     /// original v1. A version is skipped when the library lacks its symbol or the call answers
     /// `NVML_ERROR_FUNCTION_NOT_FOUND`; any other answer is final.
-    fn processes(&self, id: DeviceId, kind: ProcessKind) -> Result<Vec<ProcessInfo>> {
+    fn processes(&self, id: DeviceId, kind: ProcessList) -> Result<Vec<ProcessInfo>> {
         let handle = self.handle(id)?;
         let lib = self.lib();
         let (v3, v2, v1) = match kind {
-            ProcessKind::Compute => (
+            ProcessList::Compute => (
                 &lib.nvmlDeviceGetComputeRunningProcesses_v3,
                 &lib.nvmlDeviceGetComputeRunningProcesses_v2,
                 &lib.nvmlDeviceGetComputeRunningProcesses,
             ),
-            ProcessKind::Graphics => (
+            ProcessList::Graphics => (
                 &lib.nvmlDeviceGetGraphicsRunningProcesses_v3,
                 &lib.nvmlDeviceGetGraphicsRunningProcesses_v2,
                 &lib.nvmlDeviceGetGraphicsRunningProcesses,
@@ -1004,11 +1004,11 @@ impl GpuBackend for NvmlBackend {
     }
 
     fn compute_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
-        self.processes(id, ProcessKind::Compute)
+        self.processes(id, ProcessList::Compute)
     }
 
     fn graphics_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
-        self.processes(id, ProcessKind::Graphics)
+        self.processes(id, ProcessList::Graphics)
     }
 
     /// `nvmlDeviceGetProcessUtilization` with `since_us` as the last-seen timestamp. No samples
