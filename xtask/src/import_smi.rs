@@ -1090,6 +1090,8 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
             cuda_driver_version: cuda_version(log.child("cuda_version")).into(),
             device_count: Answer::Ok(gpus.len() as u32),
             cuda_device_order,
+            // nvidia-smi does not show the CUDA runtime libcudart would give.
+            cuda_runtime_version: Answer::Err(BackendError::NotRecorded),
         },
         nvml_missing_functions: missing,
         devices,

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpu_backend::{Answer, BackendError, Fixture};
+use gpu_backend::{Answer, Fixture};
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 
@@ -111,14 +111,18 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
             "{stem}: the source names the library: {}",
             got.meta.source
         );
-        // The NVML backend does not ask libcuda.
-        assert_eq!(
-            got.system.cuda_device_order,
-            Answer::Err(BackendError::NotSupported),
-            "{stem}"
-        );
+        // The NVML backend asks libcuda (fake-nvml's, installed beside it) for CUDA's order.
+        if let Answer::Ok(order) = &want.system.cuda_device_order {
+            assert_eq!(
+                got.system.cuda_device_order,
+                Answer::Ok(order.clone()),
+                "{stem}: libcuda's order"
+            );
+        }
         let mut system = got.system.clone();
         system.cuda_device_order = want.system.cuda_device_order.clone();
+        // The CUDA runtime is this machine's libcudart, which fake-nvml does not stand in for.
+        system.cuda_runtime_version = want.system.cuda_runtime_version.clone();
         assert_eq!(system, want.system, "{stem}: system answers");
         assert_eq!(got.devices, want.devices, "{stem}: static answers");
         // fake-nvml exports every probed symbol (a function the fixture lists as missing

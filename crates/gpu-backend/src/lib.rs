@@ -12,6 +12,7 @@ pub mod nvml;
 pub mod query;
 pub mod recorder;
 pub mod replay;
+pub mod source;
 pub mod types;
 
 #[cfg(feature = "mock")]
@@ -22,4 +23,5 @@ pub use fixture::{Answer, Fixture, FixtureError};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlBackend;
 pub use replay::{CallCounts, CallKey, ReplayBackend, ReplayClock};
+pub use source::{OpenedSource, Source, SourceError};
 pub use types::*;

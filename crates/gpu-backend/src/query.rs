@@ -58,6 +58,9 @@ macro_rules! for_each_query {
             system value fn cuda_device_order() -> (Vec<String>) => cuda_device_order
                 [nvml: cuDeviceGetUuid "libcuda, not NVML", unit: "", mig: na, abi: custom,
                  doc: "UUIDs of the physical GPUs in CUDA's default ordinal order (FASTEST_FIRST), as libcuda reports it."];
+            system value fn cuda_runtime_version() -> (i32) => cuda_runtime_version
+                [nvml: cudaRuntimeGetVersion "libcudart, not NVML", unit: "CUDA encoding (12020 = 12.2)", mig: na, abi: custom,
+                 doc: "The version of the CUDA runtime (libcudart) this machine would load, as CUDA encodes it (`12020` for 12.2)."];
 
             // ---- Identity and configuration (static) ----
             static value fn name(id: DeviceId) -> (String) => name

@@ -5,12 +5,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use gpu_backend::fixture::DeviceStatic;
-use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend, ReplayClock};
+use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend};
 
 use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::libcuda::{self, LibcudaReport};
 use crate::na::Na;
 use crate::snapshot::{DeviceSnapshot, SystemSnapshot};
 
@@ -47,7 +46,6 @@ pub(crate) struct Inner {
     pub(crate) inventory: Inventory,
     pub(crate) cuda_source: CudaOrderSource,
     pub(crate) cuda_order: OnceLock<CudaOrder>,
-    pub(crate) libcuda: OnceLock<std::result::Result<LibcudaReport, String>>,
     /// Each device's answers that do not change (the query table's static rows: name, UUID,
     /// limits, max clocks, modes, ...), asked on the device's first snapshot and kept for the
     /// life of the context, so a refresh asks only the changing queries.
@@ -91,7 +89,6 @@ impl ContextBuilder {
                 inventory,
                 cuda_source: self.cuda_source,
                 cuda_order: OnceLock::new(),
-                libcuda: OnceLock::new(),
                 statics: Mutex::new(HashMap::new()),
             }),
         })
@@ -104,41 +101,26 @@ impl Context {
     /// * With `GPUSCOPE_FIXTURE` set (and not empty): that fixture, replayed on the wall clock and
     ///   looping; CUDA's order is the fixture's.
     /// * Otherwise: NVML (`gpu_backend::NvmlBackend::from_env`, which honours
-    ///   `GPUSCOPE_NVML_LIB`); CUDA's order is asked of libcuda in a child process
-    ///   ([`CudaOrderSource::LibCuda`], honouring `GPUSCOPE_CUDA_LIB`).
+    ///   `GPUSCOPE_NVML_LIB`); CUDA's order is the NVML backend's, which asks libcuda in a child
+    ///   process (honouring `GPUSCOPE_CUDA_LIB`).
     ///
     /// # Errors
     ///
     /// [`Error::Fixture`] for a fixture that cannot be read, [`Error::Backend`] when NVML cannot
     /// be loaded or initialised, [`Error::NoNvml`] in a build without the `nvml` feature.
     pub fn open() -> Result<Context> {
-        match std::env::var_os(FIXTURE_ENV_VAR) {
-            Some(path) if !path.is_empty() => {
-                let fixture = Fixture::load(Path::new(&path))?;
-                let backend = ReplayBackend::with_clock(fixture, ReplayClock::wall(true));
-                Context::from_backend(Arc::new(backend))
-            }
-            _ => Context::open_nvml(),
-        }
+        Context::open_source(&gpu_backend::Source::from_env())
     }
 
-    #[cfg(feature = "nvml")]
-    fn open_nvml() -> Result<Context> {
-        let backend = gpu_backend::NvmlBackend::from_env().map_err(|source| Error::Backend {
-            doing: "opening NVML",
-            source,
-        })?;
-        let library = std::env::var_os(libcuda::LIBRARY_ENV_VAR)
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
-        Context::builder(Arc::new(backend))
-            .cuda_order_source(CudaOrderSource::LibCuda { library })
-            .build()
-    }
-
-    #[cfg(not(feature = "nvml"))]
-    fn open_nvml() -> Result<Context> {
-        Err(Error::NoNvml)
+    /// A context on `source`, by [`gpu_backend::Source`]'s rules (a frame out of range is an
+    /// error). The source's host facts are not kept: a context has none.
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::open`], and [`Error::Source`] for a frame out of range.
+    pub fn open_source(source: &gpu_backend::Source) -> Result<Context> {
+        let opened = source.open().map_err(Error::from_source)?;
+        Context::from_backend(opened.backend)
     }
 
     /// A context on any backend. CUDA's order is the backend's answer to `cuda_device_order`,
@@ -194,14 +176,11 @@ impl Context {
         Na::from(self.inner.backend.cuda_driver_version()).map(cuda_version_text)
     }
 
-    /// The version of the CUDA runtime (libcudart) this machine would load, as text, when the
-    /// context asks libcuda ([`CudaOrderSource::LibCuda`]) and a runtime is found; N/A
-    /// otherwise (a fixture does not record one).
+    /// The version of the CUDA runtime (libcudart) this machine would load, as text: the
+    /// backend's `cuda_runtime_version` (N/A when none is found, or a fixture did not record
+    /// one).
     pub fn cuda_runtime_version(&self) -> Na<String> {
-        match self.libcuda_report() {
-            Some(Ok(report)) => Na::from(report.runtime_version).map(cuda_version_text),
-            _ => Na::NotAvailable,
-        }
+        Na::from(self.inner.backend.cuda_runtime_version()).map(cuda_version_text)
     }
 
     // ---- Physical devices ----
@@ -531,19 +510,8 @@ impl Context {
                 &self.inner.inventory,
                 &*self.inner.backend,
                 &self.inner.cuda_source,
-                || self.libcuda_report(),
             )
         })
-    }
-
-    fn libcuda_report(&self) -> Option<&std::result::Result<LibcudaReport, String>> {
-        match &self.inner.cuda_source {
-            CudaOrderSource::LibCuda { library } => Some(self.inner.libcuda.get_or_init(|| {
-                libcuda::query(library.as_deref(), libcuda::DEFAULT_TIMEOUT)
-                    .map_err(|e| e.to_string())
-            })),
-            _ => None,
-        }
     }
 }
 

@@ -3,13 +3,11 @@
 
 use std::collections::HashSet;
 use std::ops::Deref;
-use std::path::PathBuf;
 
 use gpu_backend::{DeviceId, GpuBackend};
 
 use crate::context::{strip_uuid_prefix, Inventory};
 use crate::device::Device;
-use crate::libcuda::LibcudaReport;
 use crate::snapshot::DeviceSnapshot;
 
 /// The environment variable that names the devices CUDA shows.
@@ -50,15 +48,11 @@ pub fn visible_devices_from_env() -> Option<String> {
     std::env::var_os(VISIBLE_DEVICES_ENV_VAR).map(|v| v.to_string_lossy().into_owned())
 }
 
-/// Where a context learns CUDA's default (FASTEST_FIRST) order.
+/// Where a context learns CUDA's default (FASTEST_FIRST) order. libcuda is asked by the
+/// backend (gpu-backend's NVML backend, in a child process), never beside it, so that a replay
+/// gives the order the recording had.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CudaOrderSource {
-    /// Ask libcuda, in a child process (see [`crate::libcuda`]); if that fails, as `Backend`.
-    /// `library` overrides the library loaded (default `libcuda.so.1`, then `libcuda.so`).
-    LibCuda {
-        /// The library to load instead of the default.
-        library: Option<PathBuf>,
-    },
     /// The backend's answer to `cuda_device_order` (a fixture's recorded order); if it has
     /// none, PCI bus order.
     Backend,
@@ -69,9 +63,7 @@ pub enum CudaOrderSource {
 /// Where the FASTEST_FIRST order of a context came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CudaOrderOrigin {
-    /// libcuda, asked in a child process.
-    LibCuda,
-    /// The backend's `cuda_device_order` answer.
+    /// The backend's `cuda_device_order` answer (libcuda's, through the NVML backend).
     Backend,
     /// PCI bus order (the last resort).
     PciBusId,
@@ -90,31 +82,12 @@ pub struct CudaOrder {
 }
 
 /// Works out the FASTEST_FIRST order by the fallback chain of `source`.
-pub(crate) fn resolve_fastest_first<'a>(
+pub(crate) fn resolve_fastest_first(
     inv: &Inventory,
     backend: &dyn GpuBackend,
     source: &CudaOrderSource,
-    libcuda: impl FnOnce() -> Option<&'a Result<LibcudaReport, String>>,
 ) -> CudaOrder {
     let mut passed_over = Vec::new();
-    if matches!(source, CudaOrderSource::LibCuda { .. }) {
-        match libcuda() {
-            Some(Ok(report)) => match order_from_libcuda(inv, report) {
-                Some(physical) => {
-                    return CudaOrder {
-                        physical,
-                        origin: CudaOrderOrigin::LibCuda,
-                        passed_over,
-                    }
-                }
-                None => passed_over.push(
-                    "libcuda: its devices do not match the backend's GPUs one to one".to_string(),
-                ),
-            },
-            Some(Err(e)) => passed_over.push(format!("libcuda: {e}")),
-            None => {}
-        }
-    }
     if !matches!(source, CudaOrderSource::PciBusId) {
         match backend.cuda_device_order() {
             Ok(uuids) => match order_from_uuids(inv, uuids.iter().map(|u| Some(u.as_str()))) {
@@ -136,26 +109,6 @@ pub(crate) fn resolve_fastest_first<'a>(
         origin: CudaOrderOrigin::PciBusId,
         passed_over,
     }
-}
-
-/// Maps a libcuda report onto the GPUs, by UUID, else by PCI bus id.
-fn order_from_libcuda(inv: &Inventory, report: &LibcudaReport) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for dev in &report.devices {
-        let by_uuid = dev.uuid.as_deref().and_then(|u| physical_of_uuid(inv, u));
-        let by_bus = || {
-            let key = crate::context::parse_bus_id(dev.bus_id.as_deref()?)?;
-            inv.gpus
-                .iter()
-                .find(|g| g.pci_key == Some(key))
-                .map(|g| g.index)
-        };
-        let index = by_uuid.or_else(by_bus)?;
-        if !out.contains(&index) {
-            out.push(index);
-        }
-    }
-    (out.len() == inv.gpus.len()).then_some(out)
 }
 
 /// Maps a list of UUIDs (GPU or MIG, with or without prefix) onto the GPUs; `None` unless every

@@ -19,6 +19,9 @@ pub enum Error {
     /// A fixture could not be read.
     #[error(transparent)]
     Fixture(#[from] FixtureError),
+    /// A source could not be opened (a frame out of range, NVML that cannot be opened).
+    #[error(transparent)]
+    Source(#[from] gpu_backend::SourceError),
     /// This build has no NVML backend (the `nvml` feature is off) and no fixture was named.
     #[error(
         "this build of gpu-devices has no NVML backend (feature \"nvml\"); \
@@ -90,6 +93,24 @@ fn cuda_shows(count: u32) -> String {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The error of a source that could not be opened: a fixture's as [`Error::Fixture`],
+    /// NVML's as [`Error::Backend`], a build without NVML as [`Error::NoNvml`], the rest (a
+    /// frame out of range) as [`Error::Source`].
+    pub fn from_source(e: gpu_backend::SourceError) -> Error {
+        match e {
+            gpu_backend::SourceError::Fixture(e) => Error::Fixture(e),
+            #[cfg(feature = "nvml")]
+            gpu_backend::SourceError::Nvml(e) => Error::Backend {
+                doing: "opening NVML",
+                source: e.error,
+            },
+            gpu_backend::SourceError::NoNvml => Error::NoNvml,
+            other => Error::Source(other),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,6 @@ pub mod cuda;
 pub mod device;
 pub mod display;
 pub mod error;
-pub mod libcuda;
 mod model;
 pub mod na;
 pub mod snapshot;

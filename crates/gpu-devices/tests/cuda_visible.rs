@@ -321,22 +321,3 @@ fn an_order_that_does_not_name_every_gpu_falls_back_to_the_pci_bus() {
     assert_eq!(order.physical, [0, 1, 2, 3, 4, 5, 6, 7]);
     assert!(order.passed_over[0].contains("does not name every GPU"));
 }
-
-#[test]
-fn the_libcuda_source_falls_back_when_libcuda_is_absent() {
-    let backend = std::sync::Arc::new(gpu_backend::ReplayBackend::new(reordered()));
-    let ctx = gpu_devices::Context::builder(backend)
-        .cuda_order_source(gpu_devices::CudaOrderSource::LibCuda {
-            library: Some("/nonexistent/libcuda.so.1".into()),
-        })
-        .build()
-        .unwrap();
-    let order = ctx.cuda_order_origin();
-    assert_eq!(order.origin, CudaOrderOrigin::Backend);
-    assert_eq!(order.physical, [7, 6, 5, 4, 3, 2, 1, 0]);
-    assert!(
-        order.passed_over[0].starts_with("libcuda: cannot load"),
-        "{order:?}"
-    );
-    assert_eq!(ctx.cuda_runtime_version(), gpu_devices::Na::NotAvailable);
-}

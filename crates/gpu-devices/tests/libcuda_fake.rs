@@ -1,6 +1,7 @@
-//! CUDA's order asked of a libcuda: fake-nvml's shared library, installed as `libcuda.so.1`,
-//! serving a fixture whose FASTEST_FIRST order differs from NVML's. One test in its own binary,
-//! because it sets the process's environment.
+//! CUDA's order asked of a libcuda through the NVML backend: fake-nvml's shared library,
+//! installed as `libnvidia-ml.so.1` with `libcuda.so.1` beside it, serving a fixture whose
+//! FASTEST_FIRST order differs from NVML's. One test in its own binary, because it sets the
+//! process's environment.
 
 #![cfg(target_os = "linux")]
 
@@ -9,8 +10,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpu_backend::{Answer, BackendError, DeviceId, ReplayBackend};
-use gpu_devices::{libcuda, Context, CudaDeviceOrder, CudaOrderOrigin, CudaOrderSource};
+use gpu_backend::nvml::libcuda;
+use gpu_backend::{Answer, DeviceId, GpuBackend, NvmlBackend};
+use gpu_devices::{Context, CudaDeviceOrder, CudaOrderOrigin};
 
 #[test]
 fn libcuda_is_asked_in_a_child_and_its_order_wins() {
@@ -60,15 +62,13 @@ fn libcuda_is_asked_in_a_child_and_its_order_wins() {
     assert_eq!(std::env::var("CUDA_VISIBLE_DEVICES").as_deref(), Ok("1"));
     assert_eq!(std::env::var_os("CUDA_DEVICE_ORDER"), None);
 
-    // A context whose backend has no order of its own takes libcuda's.
-    f.system.cuda_device_order = Answer::Err(BackendError::NotSupported);
-    let ctx = Context::builder(Arc::new(ReplayBackend::new(f)))
-        .cuda_order_source(CudaOrderSource::LibCuda {
-            library: Some(installed.cuda.clone()),
-        })
-        .build()
-        .unwrap();
-    assert_eq!(ctx.cuda_order_origin().origin, CudaOrderOrigin::LibCuda);
+    // The NVML backend finds the libcuda beside its library and answers with libcuda's order;
+    // a context takes it from the backend.
+    let backend =
+        NvmlBackend::with_library(&installed.nvml).expect("the NVML backend over fake-nvml");
+    assert_eq!(backend.cuda_device_order(), Ok(expect.clone()));
+    let ctx = Context::from_backend(Arc::new(backend)).unwrap();
+    assert_eq!(ctx.cuda_order_origin().origin, CudaOrderOrigin::Backend);
     assert_eq!(
         ctx.cuda_order(CudaDeviceOrder::FastestFirst),
         [7, 6, 5, 4, 3, 2, 1, 0]

@@ -6,9 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use gpu_backend::host::{HostSource, ReplayHost};
-use gpu_backend::{
-    BackendError, DeviceId, Fixture, ProcessUtilizationSample, ReplayBackend, ReplayClock,
-};
+use gpu_backend::{BackendError, DeviceId, ProcessUtilizationSample, ReplayBackend};
 use gpu_devices::units::{bytes2human, timedelta2human};
 use gpu_devices::{Context, Device, DeviceSnapshot, Na};
 use serde::Serialize;
@@ -159,26 +157,36 @@ impl ProcessCollector {
     ///
     /// As [`Context::open`], or a fixture that cannot be read.
     pub fn open() -> gpu_devices::Result<ProcessCollector> {
-        match std::env::var_os(gpu_devices::FIXTURE_ENV_VAR) {
-            Some(path) if !path.is_empty() => ProcessCollector::from_fixture(path, None),
-            _ => Ok(ProcessCollector::new(
-                Context::open()?,
-                Arc::new(gpu_backend::host::LiveHost::new()),
-            )),
-        }
+        ProcessCollector::open_source(&gpu_backend::Source::from_env())
     }
 
     /// A fixture, with its recorded host facts: on wall time, looping, or pinned to `frame`.
     ///
     /// # Errors
     ///
-    /// The fixture cannot be read.
+    /// The fixture cannot be read, or `frame` is not in it
+    /// ([`gpu_backend::SourceError::FrameOutOfRange`]).
     pub fn from_fixture(
         path: impl AsRef<Path>,
         frame: Option<usize>,
     ) -> gpu_devices::Result<ProcessCollector> {
-        let fixture = Fixture::load(path)?;
-        ProcessCollector::from_replay(Arc::new(replay(fixture, frame)))
+        ProcessCollector::open_source(&gpu_backend::Source::FixtureFile {
+            path: path.as_ref().to_path_buf(),
+            frame,
+        })
+    }
+
+    /// The devices and host facts of `source`, by [`gpu_backend::Source`]'s rules.
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::open_source`].
+    pub fn open_source(source: &gpu_backend::Source) -> gpu_devices::Result<ProcessCollector> {
+        let opened = source.open().map_err(gpu_devices::Error::from_source)?;
+        Ok(ProcessCollector::new(
+            Context::from_backend(opened.backend)?,
+            opened.host,
+        ))
     }
 
     /// A replayed fixture, with the host facts recorded in it.
@@ -371,14 +379,6 @@ fn process_list_outcome(dev: &DeviceSnapshot) -> (bool, Vec<(String, BackendErro
         ));
     }
     (read, failed)
-}
-
-fn replay(fixture: Fixture, frame: Option<usize>) -> ReplayBackend {
-    let clock = match frame {
-        Some(n) => ReplayClock::Manual(n.into()),
-        None => ReplayClock::wall(true),
-    };
-    ReplayBackend::with_clock(fixture, clock)
 }
 
 /// Joins a command line into one shell-escaped string (what nvitop calls `command`): an argument

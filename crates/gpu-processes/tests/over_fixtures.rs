@@ -360,6 +360,7 @@ fn a_snapshot_asks_each_query_once_per_device() {
         "cuda_driver_version",
         "device_count",
         "cuda_device_order",
+        "cuda_runtime_version",
     ];
     let device_calls = |c: &gpu_backend::CallCounts| {
         c.by_query

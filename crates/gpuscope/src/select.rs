@@ -9,10 +9,8 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 
-use anyhow::Context as _;
 use gpu_devices::units::bytes2human;
-use gpu_devices::{Context, CudaDeviceOrder, CudaOrderSource};
-use gpu_processes::ProcessCollector;
+use gpu_devices::CudaDeviceOrder;
 use gpu_select::{Candidate, Criteria, Fate, Format, Outcome, Pool, Selection};
 
 use crate::args;
@@ -135,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 Some(v) => Some(v.clone()),
                 None => gpu_devices::cuda::visible_devices_from_env(),
             };
-            collector = cuda_aware(src.collector, &src.label)?;
+            collector = src.collector;
             pool = Pool::Cuda(
                 collector
                     .context()
@@ -268,22 +266,6 @@ fn criteria(args: &Args) -> anyhow::Result<Criteria> {
         sort: !args.no_sort,
         healthy: args.healthy,
     })
-}
-
-/// On the real GPUs, a collector whose context asks libcuda for CUDA's order (as
-/// `Context::open` does), so that CUDA ordinals are CUDA's; a fixture keeps its recorded order.
-fn cuda_aware(collector: ProcessCollector, label: &str) -> anyhow::Result<ProcessCollector> {
-    if label != "nvml" {
-        return Ok(collector);
-    }
-    let library = std::env::var_os(gpu_devices::libcuda::LIBRARY_ENV_VAR)
-        .filter(|p| !p.is_empty())
-        .map(std::path::PathBuf::from);
-    let context = Context::builder(collector.context().backend().clone())
-        .cuda_order_source(CudaOrderSource::LibCuda { library })
-        .build()
-        .context("cannot read the GPUs")?;
-    Ok(ProcessCollector::new(context, collector.host().clone()))
 }
 
 /// Why each device was chosen or not, one line each.

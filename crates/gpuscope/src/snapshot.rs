@@ -29,14 +29,15 @@ pub struct SnapshotView {
     /// NVML version.
     pub nvml_version: Option<String>,
     /// Failures of system-wide queries, other than N/A.
-    pub errors: Vec<FieldError>,
+    pub errors: Vec<JsonFieldError>,
     /// Physical devices, each followed by its MIG devices.
     pub devices: Vec<DeviceView>,
 }
 
-/// A query that failed with something other than "not available".
+/// A query that failed with something other than "not available", as `snapshot --json` writes
+/// it (the CLI's JSON form of `gpu_devices::FieldError`).
 #[derive(Debug, Serialize, PartialEq)]
-pub struct FieldError {
+pub struct JsonFieldError {
     /// Which query.
     pub field: String,
     /// What the backend said.
@@ -87,7 +88,7 @@ pub struct DeviceView {
     pub processes: Option<Vec<ProcessView>>,
     /// Failures other than N/A, with the query that failed; and every process list that could
     /// not be read, whatever the reason.
-    pub errors: Vec<FieldError>,
+    pub errors: Vec<JsonFieldError>,
 }
 
 /// A device's health (docs/snapshot-json.md); every value `null` when N/A.
@@ -201,9 +202,9 @@ pub struct ProcessView {
 }
 
 /// The value, noting a failure that is not "not available" under `field`.
-fn keep<T: Clone>(errors: &mut Vec<FieldError>, field: &str, value: &Na<T>) -> Option<T> {
+fn keep<T: Clone>(errors: &mut Vec<JsonFieldError>, field: &str, value: &Na<T>) -> Option<T> {
     if let Na::Failed(e) = value {
-        errors.push(FieldError {
+        errors.push(JsonFieldError {
             field: field.to_string(),
             error: e.to_string(),
         });
@@ -238,7 +239,7 @@ pub fn take_devices(
     for d in devices.iter_mut() {
         // A process list that cannot be read is unknown (null), not empty, and says why.
         for e in snap.errors_of(d.device) {
-            let entry = FieldError {
+            let entry = JsonFieldError {
                 field: e.query.clone(),
                 error: e.error.to_string(),
             };
@@ -263,10 +264,10 @@ pub fn take_devices(
 }
 
 fn device_view(d: &DeviceSnapshot) -> DeviceView {
-    let errors: Vec<FieldError> = d
+    let errors: Vec<JsonFieldError> = d
         .errors
         .iter()
-        .map(|e| FieldError {
+        .map(|e| JsonFieldError {
             field: e.field.clone(),
             error: e.error.to_string(),
         })
@@ -505,7 +506,7 @@ fn unknown_process_lists(s: &SnapshotView) -> Vec<(String, Vec<String>)> {
 }
 
 /// Errors grouped by what was said, each with the queries that said it, in first-seen order.
-fn group_errors(errors: &[FieldError]) -> Vec<(&str, Vec<&str>)> {
+fn group_errors(errors: &[JsonFieldError]) -> Vec<(&str, Vec<&str>)> {
     let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
     for e in errors {
         match groups.iter_mut().find(|(msg, _)| *msg == e.error) {

@@ -2,11 +2,10 @@
 //! into the binary.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use gpu_backend::{BackendError, Fixture, ReplayBackend, ReplayClock};
+use gpu_backend::{BackendError, Fixture, SourceError};
 use gpu_devices::Context;
 use gpu_processes::ProcessCollector;
 
@@ -67,8 +66,11 @@ impl SourceArgs {
             return demo(self.frame);
         }
         if let Some(path) = &self.fixture {
-            let fixture = Fixture::load(path).map_err(|e| UsageError(e.to_string()))?;
-            return replay(fixture, format!("fixture {}", path.display()), self.frame);
+            let source = gpu_backend::Source::FixtureFile {
+                path: path.clone(),
+                frame: self.frame,
+            };
+            return replay(&source, format!("fixture {}", path.display()));
         }
         match open_nvml(self.nvml_lib.as_ref()) {
             Err(NvmlOpenError::NoDriver(e)) if self.demo == Some(DemoMode::Auto) => {
@@ -91,7 +93,11 @@ impl SourceArgs {
 
 fn demo(frame: Option<usize>) -> Result<Source> {
     let fixture = Fixture::from_json_str(DEMO_FIXTURE, "<built-in demo fixture>")?;
-    replay(fixture, "demo".into(), frame)
+    let source = gpu_backend::Source::Recording {
+        fixture: Box::new(fixture),
+        frame,
+    };
+    replay(&source, "demo".into())
 }
 
 /// A mistake in what the user asked for: reported with exit code 2.
@@ -114,31 +120,37 @@ enum NvmlOpenError {
     Other(anyhow::Error),
 }
 
-fn replay(fixture: Fixture, label: String, frame: Option<usize>) -> Result<Source> {
-    let clock = match frame {
-        None => ReplayClock::wall(true),
-        Some(n) if n < fixture.frames.len() => ReplayClock::Manual(n.into()),
-        Some(n) => {
-            return Err(UsageError(format!(
-                "--frame {n} is out of range: the recording has frames 0 to {}",
-                fixture.frames.len() - 1
-            ))
-            .into())
-        }
-    };
-    let backend = Arc::new(ReplayBackend::with_clock(fixture, clock));
-    let collector = ProcessCollector::from_replay(backend).context("cannot replay the fixture")?;
-    Ok(Source { collector, label })
+/// A fixture or the demo, by `gpu_backend::Source`'s rules; what the user named wrong (a fixture
+/// that does not load, a frame out of range) is a usage error.
+fn replay(source: &gpu_backend::Source, label: String) -> Result<Source> {
+    let opened = source.open().map_err(|e| match e {
+        SourceError::FrameOutOfRange { .. } => UsageError(format!("--{e}")),
+        other => UsageError(other.to_string()),
+    })?;
+    let context = Context::from_backend(opened.backend).context("cannot replay the fixture")?;
+    Ok(Source {
+        collector: ProcessCollector::new(context, opened.host),
+        label,
+    })
 }
 
 fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
-    use gpu_backend::nvml::NvmlBackend;
-    let backend = NvmlBackend::open(lib.map(|p| p.as_os_str())).map_err(|e| match e.error {
-        BackendError::LibraryNotFound | BackendError::DriverNotLoaded => NvmlOpenError::NoDriver(e),
-        _ => NvmlOpenError::Other(e.into()),
+    let source = gpu_backend::Source::Nvml {
+        library: lib.cloned(),
+    };
+    let opened = source.open().map_err(|e| match e {
+        SourceError::Nvml(e)
+            if matches!(
+                e.error,
+                BackendError::LibraryNotFound | BackendError::DriverNotLoaded
+            ) =>
+        {
+            NvmlOpenError::NoDriver(e)
+        }
+        SourceError::Nvml(e) => NvmlOpenError::Other(e.into()),
+        other => NvmlOpenError::Other(other.into()),
     })?;
-    // The snapshot shows no CUDA ordinals, so the context does not ask libcuda for them.
-    let context = Context::from_backend(Arc::new(backend)).map_err(|e| {
+    let context = Context::from_backend(opened.backend).map_err(|e| {
         NvmlOpenError::Other(match e {
             // Its Display already holds the source: the backend's error alone says it once.
             gpu_devices::Error::Backend { source, .. } => source.into(),
@@ -146,7 +158,7 @@ fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
         })
     })?;
     Ok(Source {
-        collector: ProcessCollector::new(context, Arc::new(gpu_backend::host::LiveHost::new())),
-        label: "nvml".into(),
+        collector: ProcessCollector::new(context, opened.host),
+        label: opened.label,
     })
 }

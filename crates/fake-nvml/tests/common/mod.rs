@@ -296,6 +296,7 @@ pub fn fixture() -> Fixture {
             cuda_driver_version: ok(12020),
             device_count: ok(2),
             cuda_device_order: ok(vec![UUID1.into(), UUID0.into()]),
+            cuda_runtime_version: Answer::Err(gpu_backend::BackendError::NotRecorded),
         },
         nvml_missing_functions: vec![],
         devices,

@@ -8,14 +8,16 @@
 //! v1, and NVLink counters are read as field values with a link scope.
 
 pub mod conv;
+pub mod libcuda;
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt;
 use std::mem::{self, ManuallyDrop};
 use std::os::raw::{c_char, c_uint};
+use std::path::PathBuf;
 use std::ptr;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{OnceLock, PoisonError, RwLock};
 
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::error::NvmlError;
@@ -32,6 +34,7 @@ use crate::types::{
     NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
+use libcuda::{LibcudaError, LibcudaReport};
 
 /// The environment variable [`NvmlBackend::from_env`] reads the library path from.
 pub const LIBRARY_ENV_VAR: &str = "GPUSCOPE_NVML_LIB";
@@ -116,7 +119,7 @@ unsafe impl Sync for RawDevice {}
 
 /// Which process list to read.
 #[derive(Debug, Clone, Copy)]
-enum ProcessKind {
+enum ProcessList {
     Compute,
     Graphics,
 }
@@ -140,6 +143,10 @@ pub struct NvmlBackend {
     nvml: ManuallyDrop<Nvml>,
     /// Handles of physical GPUs by NVML index, filled on first use.
     handles: RwLock<HashMap<u32, RawDevice>>,
+    /// The libcuda to ask for CUDA's order; `None`: the loader's default.
+    cuda_library: Option<PathBuf>,
+    /// libcuda's answer, asked once (in a child process) on first use.
+    cuda: OnceLock<Result<LibcudaReport>>,
 }
 
 const _: () = {
@@ -162,6 +169,40 @@ impl Drop for NvmlBackend {
         }
         // Otherwise the library stays loaded: it cannot be shut down, and nvml-wrapper's own
         // `Drop` would panic on the missing symbol.
+    }
+}
+
+/// The libcuda [`NvmlBackend`] asks by default (see [`NvmlBackend::with_libcuda`]).
+fn default_libcuda(nvml_path: Option<&OsStr>) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(libcuda::LIBRARY_ENV_VAR).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let dir = std::path::Path::new(nvml_path?).parent()?;
+    let beside = dir.join("libcuda.so.1");
+    (!dir.as_os_str().is_empty() && beside.is_file()).then_some(beside)
+}
+
+/// A PCI bus id `DOMAIN:BUS:DEVICE.FUNCTION` as numbers, whatever the widths and case.
+fn bus_id_key(text: &str) -> Option<[u32; 4]> {
+    let (rest, function) = text.trim().trim_end_matches('\0').rsplit_once('.')?;
+    let mut parts = rest.split(':');
+    let hex = |p: Option<&str>| p.and_then(|p| u32::from_str_radix(p, 16).ok());
+    let key = [
+        hex(parts.next())?,
+        hex(parts.next())?,
+        hex(parts.next())?,
+        hex(Some(function))?,
+    ];
+    parts.next().is_none().then_some(key)
+}
+
+/// A failure to ask libcuda, as a backend error: no libcuda (or no `fork`) is "not supported",
+/// like any query the machine cannot answer.
+fn error_from_libcuda(e: LibcudaError) -> BackendError {
+    match e {
+        LibcudaError::NotFound { .. } | LibcudaError::Unsupported => BackendError::NotSupported,
+        LibcudaError::MissingSymbol(_) => BackendError::FunctionNotFound,
+        other => BackendError::Other(other.to_string()),
     }
 }
 
@@ -246,6 +287,8 @@ impl NvmlBackend {
             Ok(nvml) => Ok(NvmlBackend {
                 nvml: ManuallyDrop::new(nvml),
                 handles: RwLock::new(HashMap::new()),
+                cuda_library: default_libcuda(path),
+                cuda: OnceLock::new(),
             }),
             Err(e) => {
                 let loader_message = match &e {
@@ -274,6 +317,42 @@ impl NvmlBackend {
             Some(path) if !path.is_empty() => Self::with_library(path),
             _ => Self::new(),
         }
+    }
+
+    /// Asks `library` for CUDA's order (`cuda_device_order`, `cuda_runtime_version`) instead
+    /// of the default: `GPUSCOPE_CUDA_LIB` ([`libcuda::LIBRARY_ENV_VAR`]) when set and not
+    /// empty, else `libcuda.so.1` beside the NVML library when NVML was loaded from a path and
+    /// that file exists, else the dynamic loader's `libcuda.so.1` (then `libcuda.so`).
+    pub fn with_libcuda(mut self, library: Option<PathBuf>) -> Self {
+        self.cuda_library = library;
+        self.cuda = OnceLock::new();
+        self
+    }
+
+    /// libcuda's report, asked once in a child process (see [`libcuda`]).
+    fn libcuda_report(&self) -> std::result::Result<&LibcudaReport, BackendError> {
+        self.cuda
+            .get_or_init(|| {
+                libcuda::query(self.cuda_library.as_deref(), libcuda::DEFAULT_TIMEOUT)
+                    .map_err(error_from_libcuda)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The UUID of the physical GPU at PCI bus id `bus` (in libcuda's `0000:18:00.0` form or
+    /// NVML's `00000000:18:00.0`).
+    fn uuid_of_bus_id(&self, bus: &str) -> Result<String> {
+        let want = bus_id_key(bus);
+        for index in 0..self.device_count()? {
+            let id = DeviceId::Gpu(index);
+            if want.is_some() && bus_id_key(&self.pci_info(id)?.bus_id) == want {
+                return self.uuid(id);
+            }
+        }
+        Err(BackendError::Other(format!(
+            "libcuda named a device at PCI bus id {bus:?}, which NVML does not list"
+        )))
     }
 
     /// The raw function table of the loaded library.
@@ -371,16 +450,16 @@ impl NvmlBackend {
     /// A process list, from the newest entry point the library has: `_v3`, then `_v2`, then the
     /// original v1. A version is skipped when the library lacks its symbol or the call answers
     /// `NVML_ERROR_FUNCTION_NOT_FOUND`; any other answer is final.
-    fn processes(&self, id: DeviceId, kind: ProcessKind) -> Result<Vec<ProcessInfo>> {
+    fn processes(&self, id: DeviceId, kind: ProcessList) -> Result<Vec<ProcessInfo>> {
         let handle = self.handle(id)?;
         let lib = self.lib();
         let (v3, v2, v1) = match kind {
-            ProcessKind::Compute => (
+            ProcessList::Compute => (
                 &lib.nvmlDeviceGetComputeRunningProcesses_v3,
                 &lib.nvmlDeviceGetComputeRunningProcesses_v2,
                 &lib.nvmlDeviceGetComputeRunningProcesses,
             ),
-            ProcessKind::Graphics => (
+            ProcessList::Graphics => (
                 &lib.nvmlDeviceGetGraphicsRunningProcesses_v3,
                 &lib.nvmlDeviceGetGraphicsRunningProcesses_v2,
                 &lib.nvmlDeviceGetGraphicsRunningProcesses,
@@ -541,10 +620,28 @@ impl GpuBackend for NvmlBackend {
         )
     }
 
-    /// NVML cannot tell CUDA's ordinal order; this backend says
-    /// [`BackendError::NotSupported`].
+    /// NVML cannot tell CUDA's ordinal order: libcuda is asked, once, in a child process (see
+    /// [`libcuda`]). A device libcuda names without a UUID is found by its PCI bus id.
     fn cuda_device_order(&self) -> Result<Vec<String>> {
-        Err(BackendError::NotSupported)
+        let report = self.libcuda_report()?;
+        report
+            .devices
+            .iter()
+            .map(|dev| match (&dev.uuid, &dev.bus_id) {
+                (Some(uuid), _) => Ok(format!("GPU-{uuid}")),
+                (None, Some(bus)) => self.uuid_of_bus_id(bus),
+                (None, None) => Err(BackendError::Other(
+                    "libcuda named a device by neither UUID nor PCI bus id".into(),
+                )),
+            })
+            .collect()
+    }
+
+    /// The CUDA runtime libcuda's child found (see [`libcuda`]); not supported when none was.
+    fn cuda_runtime_version(&self) -> Result<i32> {
+        self.libcuda_report()?
+            .runtime_version
+            .ok_or(BackendError::NotSupported)
     }
 
     // ---- Identity and configuration ----
@@ -996,11 +1093,11 @@ impl GpuBackend for NvmlBackend {
     }
 
     fn compute_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
-        self.processes(id, ProcessKind::Compute)
+        self.processes(id, ProcessList::Compute)
     }
 
     fn graphics_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
-        self.processes(id, ProcessKind::Graphics)
+        self.processes(id, ProcessList::Graphics)
     }
 
     /// `nvmlDeviceGetProcessUtilization` with `since_us` as the last-seen timestamp. No samples
@@ -1040,6 +1137,29 @@ mod tests {
 
     const SUCCESS: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_SUCCESS;
     const INSUFFICIENT_SIZE: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
+
+    #[test]
+    fn libcudas_and_nvmls_bus_ids_name_the_same_gpu() {
+        assert_eq!(bus_id_key("0000:18:00.0"), Some([0, 0x18, 0, 0]));
+        assert_eq!(bus_id_key("00000000:18:00.0"), bus_id_key("0000:18:00.0"));
+        assert_eq!(bus_id_key("0000:AF:00.1"), bus_id_key("00000000:af:00.1"));
+        assert_ne!(bus_id_key("0000:18:00.0"), bus_id_key("0000:19:00.0"));
+        assert_eq!(bus_id_key("garbage"), None);
+        assert_eq!(bus_id_key("0:1:2:3.0"), None);
+    }
+
+    #[test]
+    fn no_libcuda_is_not_supported_and_a_failed_child_is_an_error() {
+        let missing = LibcudaError::NotFound {
+            library: "libcuda.so.1".into(),
+            reason: "no such file".into(),
+        };
+        assert_eq!(error_from_libcuda(missing), BackendError::NotSupported);
+        let late = LibcudaError::Child("no answer in time".into());
+        assert!(
+            matches!(error_from_libcuda(late), BackendError::Other(t) if t.contains("no answer"))
+        );
+    }
 
     #[test]
     fn a_missing_library_is_library_not_found() {

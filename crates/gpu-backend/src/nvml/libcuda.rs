@@ -17,8 +17,12 @@
 //! process. After a fork in a multi-threaded program only async-signal-safe calls are
 //! guaranteed; loading a library is not one. glibc keeps `malloc` and the loader usable in a
 //! forked child, and the parent's deadline and the child's watchdog bound the damage if some
-//! lock was held at the fork: the query then fails, and the context falls back to the
-//! backend's order or PCI bus order. On platforms without `fork` the query is not made.
+//! lock was held at the fork: the query then fails, [`crate::NvmlBackend`] answers
+//! `cuda_device_order` with an error, and gpu-devices falls back to PCI bus order. On platforms
+//! without `fork` the query is not made.
+//!
+//! [`crate::NvmlBackend`] asks once, on the first `cuda_device_order` or `cuda_runtime_version`
+//! query, and keeps the answer.
 
 use std::ffi::{c_char, c_int, c_uint};
 use std::path::Path;
@@ -375,7 +379,7 @@ fn runtime_version() -> Option<i32> {
 }
 
 /// 16 UUID bytes as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
-pub(crate) fn uuid_text(b: &[u8; 16]) -> String {
+fn uuid_text(b: &[u8; 16]) -> String {
     let hex =
         |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
     format!(
@@ -507,11 +511,11 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_missing_library_is_an_error_from_the_child_and_the_parent_goes_on() {
-        let missing = Path::new("/nonexistent/libcuda-for-gpu-devices-tests.so.1");
+        let missing = Path::new("/nonexistent/libcuda-for-gpu-backend-tests.so.1");
         let r = query(Some(missing), Duration::from_secs(20));
         match r {
             Err(LibcudaError::NotFound { library, .. }) => {
-                assert!(library.contains("libcuda-for-gpu-devices-tests"))
+                assert!(library.contains("libcuda-for-gpu-backend-tests"))
             }
             other => panic!("expected NotFound, got {other:?}"),
         }
