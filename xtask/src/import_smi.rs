@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use gpu_backend::fixture::{
-    DeviceDynamic, DeviceStatic, EccCounts, Frame, HostFrame, HostProcess, HostProcessSample,
+    DeviceDynamic, DeviceStatic, EccCounts, Frame, HostFrame, HostProcessFacts, HostProcessSample,
     HostStatic, Meta, SystemAnswers, SCHEMA_VERSION,
 };
 use gpu_backend::{
@@ -957,7 +957,7 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
     let mut notes = Vec::new();
     let mut devices = BTreeMap::new();
     let mut dynamics = BTreeMap::new();
-    let mut host_procs: BTreeMap<u32, HostProcess> = BTreeMap::new();
+    let mut host_procs: BTreeMap<u32, HostProcessFacts> = BTreeMap::new();
     let mut gpu_names = Vec::new();
     for (i, g) in gpus.iter().enumerate() {
         let index = i as u32;
@@ -965,7 +965,7 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
         let procs = processes(g, &mut notes);
         if let Ok(ps) = &procs {
             for p in ps {
-                host_procs.entry(p.pid).or_insert_with(|| HostProcess {
+                host_procs.entry(p.pid).or_insert_with(|| HostProcessFacts {
                     name: Some(executable_name(&p.name)).filter(|n| !n.is_empty()),
                     cmdline: if p.name.is_empty() {
                         Vec::new()

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::fixture::{HostFrame, HostProcess, HostProcessSample, HostStatic};
+use crate::fixture::{HostFrame, HostProcessFacts, HostProcessSample, HostStatic};
 use crate::replay::ReplayBackend;
 
 /// The machine-wide facts that do not change: [`HostStatic`] without its processes.
@@ -32,7 +32,7 @@ pub trait HostSource: Send + Sync {
     /// Machine-wide readings now; the `processes` map of the answer is left empty.
     fn sample(&self) -> HostFrame;
     /// What does not change about a process.
-    fn process(&self, pid: u32) -> Option<HostProcess>;
+    fn process(&self, pid: u32) -> Option<HostProcessFacts>;
     /// What changes about a process, now.
     fn process_sample(&self, pid: u32) -> Option<HostProcessSample>;
     /// The PID of `pid` inside the innermost PID namespace it belongs to (its PID inside its
@@ -69,7 +69,7 @@ pub trait HostSource: Send + Sync {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessLookup {
     /// What does not change about the process.
-    pub facts: HostProcess,
+    pub facts: HostProcessFacts,
     /// What changes, now; `None` when it could not be read.
     pub sample: Option<HostProcessSample>,
     /// The PID inside its innermost PID namespace, where known.
@@ -112,7 +112,7 @@ impl HostSource for ReplayHost {
         }
     }
 
-    fn process(&self, pid: u32) -> Option<HostProcess> {
+    fn process(&self, pid: u32) -> Option<HostProcessFacts> {
         // A process is visible only while it is alive in the current frame.
         self.backend.frame().host.processes.get(&pid)?;
         self.statics().processes.get(&pid).cloned()
@@ -344,7 +344,7 @@ mod live {
     #[derive(Debug)]
     struct Entry {
         start_ticks: u64,
-        facts: HostProcess,
+        facts: HostProcessFacts,
         ns_pid: Option<u32>,
         cpu_ticks: u64,
         read_at: Instant,
@@ -563,7 +563,7 @@ mod live {
                         })
                         .clone()
                 });
-                let facts = HostProcess {
+                let facts = HostProcessFacts {
                     name: process_name(&stat.comm, &cmdline),
                     cmdline,
                     user,
@@ -634,7 +634,7 @@ mod live {
             }
         }
 
-        fn process(&self, pid: u32) -> Option<HostProcess> {
+        fn process(&self, pid: u32) -> Option<HostProcessFacts> {
             let mut state = self.lock();
             self.refresh(&mut state, pid)?;
             state.processes.get(&pid).map(|e| e.facts.clone())

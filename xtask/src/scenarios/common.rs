@@ -2,7 +2,7 @@
 //! builders for device answers that start from "not supported" and are filled in per scenario.
 
 use gpu_backend::fixture::{
-    trim_link_answers, DeviceDynamic, DeviceStatic, EccCounts, HostProcess, HostProcessSample,
+    trim_link_answers, DeviceDynamic, DeviceStatic, EccCounts, HostProcessFacts, HostProcessSample,
     Meta, SystemAnswers,
 };
 use gpu_backend::{
@@ -271,8 +271,8 @@ pub fn host_proc(
     user: &str,
     ppid: u32,
     start_time_s: u64,
-) -> HostProcess {
-    HostProcess {
+) -> HostProcessFacts {
+    HostProcessFacts {
         name: Some(name.to_string()),
         cmdline: cmdline.iter().map(|s| s.to_string()).collect(),
         user: Some(user.to_string()),

@@ -8,7 +8,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::families::{Family, Kind, Sample};
+use super::families::{Family, Kind, LabelledValue};
 
 /// The content type of the Prometheus text format.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -62,7 +62,7 @@ fn escape_help(out: &mut String, help: &str) {
     }
 }
 
-fn write_labels(out: &mut String, s: &Sample) {
+fn write_labels(out: &mut String, s: &LabelledValue) {
     if s.labels.is_empty() {
         return;
     }
@@ -186,7 +186,7 @@ mod tests {
             help: "A test \\ family.",
             unit: Some("bytes"),
             kind,
-            samples: vec![Sample { labels, value }],
+            samples: vec![LabelledValue { labels, value }],
         }
     }
 

@@ -31,12 +31,12 @@ pub struct Family {
     /// Gauge or counter.
     pub kind: Kind,
     /// The labelled values; a value that is N/A has no sample.
-    pub samples: Vec<Sample>,
+    pub samples: Vec<LabelledValue>,
 }
 
 /// One labelled value of a family.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub struct LabelledValue {
     /// Label names and values, in output order.
     pub labels: Labels,
     /// The value.
@@ -108,7 +108,7 @@ impl Builder {
 
     fn put(&mut self, family: usize, labels: &Labels, value: Option<f64>) {
         if let Some(value) = value {
-            self.families[family].samples.push(Sample {
+            self.families[family].samples.push(LabelledValue {
                 labels: labels.clone(),
                 value,
             });

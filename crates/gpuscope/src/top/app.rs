@@ -18,7 +18,7 @@ pub const HISTORY_LEN: usize = 240;
 
 /// One refresh, as the sampler thread sends it.
 #[derive(Debug, Clone)]
-pub struct Sample {
+pub struct Refresh {
     /// Devices and their processes.
     pub snap: Snapshots,
     /// Machine-wide host readings.
@@ -329,7 +329,7 @@ pub struct App {
     /// Options.
     pub opts: Options,
     /// The newest sample.
-    pub sample: Option<Sample>,
+    pub sample: Option<Refresh>,
     samples_seen: u64,
     /// Per-device histories.
     pub device_history: HashMap<DeviceId, DeviceHistory>,
@@ -395,7 +395,7 @@ impl App {
     }
 
     /// Takes a new sample: histories grow by one reading.
-    pub fn push_sample(&mut self, sample: Sample) {
+    pub fn push_sample(&mut self, sample: Refresh) {
         self.samples_seen += 1;
         for d in &sample.snap.devices {
             let h = self.device_history.entry(d.id).or_default();

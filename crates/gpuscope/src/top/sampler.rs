@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use gpu_devices::Device;
 use gpu_processes::ProcessCollector;
 
-use super::app::{ProcIdentity, Sample};
+use super::app::{ProcIdentity, Refresh};
 use super::signals;
 
 /// Takes one sample of `devices` (and the host) from `collector`. `live`: the processes are
 /// this machine's, and the identity of each is read too (what a signal is checked against);
 /// a replay never reads this machine's processes.
-pub fn sample(collector: &ProcessCollector, devices: &[Device], live: bool) -> Sample {
+pub fn sample(collector: &ProcessCollector, devices: &[Device], live: bool) -> Refresh {
     sample_with(collector, devices, live, &mut Identities::default())
 }
 
@@ -67,7 +67,7 @@ pub fn sample_with(
     devices: &[Device],
     live: bool,
     known: &mut Identities,
-) -> Sample {
+) -> Refresh {
     let snap = collector.take_snapshots(devices);
     let host = collector.host();
     let mut identities = HashMap::new();
@@ -85,7 +85,7 @@ pub fn sample_with(
             &identities,
         );
     }
-    Sample {
+    Refresh {
         snap,
         host: host.sample(),
         machine: host.machine(),
@@ -111,7 +111,7 @@ impl Sampler {
         devices: Vec<Device>,
         interval: Duration,
         live: bool,
-    ) -> std::io::Result<(Sampler, Receiver<Sample>)> {
+    ) -> std::io::Result<(Sampler, Receiver<Refresh>)> {
         let (tx, rx) = mpsc::sync_channel(2);
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         // Detached: see the type's documentation.

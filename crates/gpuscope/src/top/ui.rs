@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::app::{App, Column, LayoutMode, Ring, Row, Sample, Screen};
+use super::app::{App, Column, LayoutMode, Ring, Row, Refresh, Screen};
 
 /// The keys, for the help screen and `--help`.
 pub const KEYS: &[(&str, &str)] = &[
@@ -482,7 +482,7 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
     vec![clip(first.spans, w), second]
 }
 
-fn host_line(sample: &Sample, theme: &Theme, width: u16) -> Line<'static> {
+fn host_line(sample: &Refresh, theme: &Theme, width: u16) -> Line<'static> {
     let w = width as usize;
     let cpu = sample.host.cpu_percent;
     let mem = match (sample.host.memory_used, sample.machine.memory_total) {
