@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::app::{App, Column, LayoutMode, Ring, Row, Refresh, Screen};
+use super::app::{App, Column, LayoutMode, Refresh, Ring, Row, Screen};
 
 /// The keys, for the help screen and `--help`.
 pub const KEYS: &[(&str, &str)] = &[
