@@ -340,11 +340,13 @@ fn process_view(p: &GpuProcess) -> ProcessView {
     }
 }
 
-fn na<T: std::fmt::Display>(v: Option<T>) -> String {
+/// A value for people, or N/A.
+pub(crate) fn na<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
 }
 
-fn mib(bytes: Option<u64>) -> String {
+/// Bytes in whole MiB, or N/A.
+pub(crate) fn mib(bytes: Option<u64>) -> String {
     bytes.map_or_else(
         || "N/A".to_string(),
         |b| format!("{}MiB", b / (1024 * 1024)),
@@ -353,7 +355,7 @@ fn mib(bytes: Option<u64>) -> String {
 
 /// Outside text (names, versions, command lines, error text) for a terminal: control
 /// characters escaped, and N/A when missing.
-fn text(v: Option<&str>) -> String {
+pub(crate) fn text(v: Option<&str>) -> String {
     v.map_or_else(|| "N/A".to_string(), |t| escape_control(t).into_owned())
 }
 

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use gpu_devices::text::{escape_control, Escaped};
 
 use super::model::{Fleet, FleetDevice, FleetProcess, Host, HostState};
+use crate::snapshot::{mib, na, text};
 
 /// The `--sort` keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -213,21 +214,6 @@ fn rows(fleet: &Fleet, key: SortKey) -> Vec<(&Host, &FleetDevice)> {
         _ => rows.sort_by(|a, b| device_order(key, a.1, b.1).then_with(|| a.0.host.cmp(&b.0.host))),
     }
     rows
-}
-
-fn na<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
-}
-
-fn mib(bytes: Option<u64>) -> String {
-    bytes.map_or_else(
-        || "N/A".to_string(),
-        |b| format!("{}MiB", b / (1024 * 1024)),
-    )
-}
-
-fn text(v: Option<&str>) -> String {
-    v.map_or_else(|| "N/A".to_string(), |t| escape_control(t).into_owned())
 }
 
 fn truncate(s: &str, max: usize) -> String {
