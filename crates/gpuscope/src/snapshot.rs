@@ -519,7 +519,8 @@ fn group_errors(errors: &[JsonFieldError]) -> Vec<(&str, Vec<&str>)> {
     groups
 }
 
-fn truncate(s: &str, max: usize) -> String {
+/// `s` cut to at most `max` characters, ending in `…` when cut.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {

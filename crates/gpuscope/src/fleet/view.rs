@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use gpu_devices::text::{escape_control, Escaped};
 
 use super::model::{Fleet, FleetDevice, FleetProcess, Host, HostState};
-use crate::snapshot::{mib, na, text};
+use crate::snapshot::{mib, na, text, truncate};
 
 /// The `--sort` keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -206,24 +206,11 @@ fn rows(fleet: &Fleet, key: SortKey) -> Vec<(&Host, &FleetDevice)> {
         .iter()
         .flat_map(|h| h.devices.iter().map(move |d| (h, d)))
         .collect();
-    match key {
-        SortKey::Host => {}
-        SortKey::Gpu => {
-            rows.sort_by(|a, b| device_order(key, a.1, b.1).then_with(|| a.0.host.cmp(&b.0.host)))
-        }
-        _ => rows.sort_by(|a, b| device_order(key, a.1, b.1).then_with(|| a.0.host.cmp(&b.0.host))),
+    // Hosts are already in host order; every other key sorts devices, host breaking ties.
+    if !matches!(key, SortKey::Host) {
+        rows.sort_by(|a, b| device_order(key, a.1, b.1).then_with(|| a.0.host.cmp(&b.0.host)));
     }
     rows
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
 }
 
 /// How a host's state is told in the table.
