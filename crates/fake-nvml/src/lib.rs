@@ -92,15 +92,24 @@ pub const CDYLIB_FILE_NAME: &str = if cfg!(target_os = "macos") {
     "libfake_nvml.so"
 };
 
-/// Finds the built cdylib near an executable of the same cargo build: in its directory (a
-/// binary in `target/<profile>/`) or the one above (a test in `target/<profile>/deps/`).
+/// Finds the built cdylib near an executable of the same cargo build: in `deps/` beside it or in
+/// its own directory (a binary in `target/<profile>/`, a test in `target/<profile>/deps/`), else
+/// the directory above.
+///
+/// `deps/` comes first because cargo writes the library there on every build that needs it; the
+/// copy in `target/<profile>/` is refreshed only when fake-nvml itself is built as a root
+/// package, so it can be stale, or missing when fake-nvml was built only as a dependency.
 pub fn find_cdylib(exe: &Path) -> Option<PathBuf> {
     let dir = exe.parent()?;
-    [Some(dir), dir.parent()]
-        .into_iter()
-        .flatten()
-        .map(|d| d.join(CDYLIB_FILE_NAME))
-        .find(|p| p.is_file())
+    [
+        Some(dir.join("deps")),
+        Some(dir.to_path_buf()),
+        dir.parent().map(Path::to_path_buf),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|d| d.join(CDYLIB_FILE_NAME))
+    .find(|p| p.is_file())
 }
 
 /// Where [`install`] put the copies.
