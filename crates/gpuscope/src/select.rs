@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long = "account-as-free", visible_alias = "free-accounts", value_name = "USERNAME", num_args = 0..)]
     account_as_free: Option<Vec<String>>,
 
-    /// Fewest devices to choose (0 to 1024); exit with status 4 when fewer qualify.
+    /// Fewest devices to choose (0 to 1024); when fewer qualify, print none and exit with status 4.
     #[arg(short = 'c', long, value_name = "N", default_value_t = 0, value_parser = args::whole::<usize>(args::COUNT))]
     min_count: usize,
 
@@ -163,11 +163,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         (args.sep.as_str(), "\n")
     };
-    if !std::io::stdout().is_terminal() {
-        eprintln!("CUDA_VISIBLE_DEVICES=\"{}\"", ids.join(","));
-    }
-    crate::write_stdout(&(ids.join(sep) + end))?;
     if selection.is_short() {
+        // A partial list on stdout would slip into `CUDA_VISIBLE_DEVICES=$(gpuscope select ...)`
+        // unnoticed by a script that does not check the exit code: print none.
         eprintln!(
             "gpuscope: not enough devices found: {} qualify, --min-count is {}",
             ids.len(),
@@ -175,6 +173,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
         std::process::exit(4);
     }
+    if !std::io::stdout().is_terminal() {
+        eprintln!("CUDA_VISIBLE_DEVICES=\"{}\"", ids.join(","));
+    }
+    crate::write_stdout(&(ids.join(sep) + end))?;
     Ok(())
 }
 
@@ -213,7 +215,6 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
     } else {
         (args.sep.as_str(), "\n")
     };
-    crate::write_stdout(&(ids.join(sep) + end))?;
     if chosen.selection.is_short() {
         eprintln!(
             "gpuscope: not enough devices found: {} qualify, --min-count is {}",
@@ -222,6 +223,7 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         );
         std::process::exit(4);
     }
+    crate::write_stdout(&(ids.join(sep) + end))?;
     Ok(())
 }
 
@@ -300,13 +302,19 @@ fn explain_named(s: &Selection, criteria: &Criteria, names: &[String]) -> String
             bytes(c.memory_total),
             pct(c.gpu_utilization),
             pct(c.memory_utilization),
-            verdict(c, rank, criteria)
+            verdict(c, rank, s.is_short().then_some(s.selected.len()), criteria)
         );
     }
     out
 }
 
-fn verdict(c: &Candidate, rank: Option<usize>, criteria: &Criteria) -> String {
+/// `short`: how many qualify, when that is fewer than --min-count asks (then none is selected).
+fn verdict(
+    c: &Candidate,
+    rank: Option<usize>,
+    short: Option<usize>,
+    criteria: &Criteria,
+) -> String {
     let limit = |k: &gpu_select::Check| match k.constraint {
         gpu_select::Constraint::Healthy => {
             format!("needs attention ({})", c.attention.join(", "))
@@ -327,6 +335,12 @@ fn verdict(c: &Candidate, rank: Option<usize>, criteria: &Criteria) -> String {
         ),
     };
     let mut text = match c.fate {
+        Fate::Selected if short.is_some() => format!(
+            "qualifies (#{}), but only {} qualify and --min-count is {}: none selected",
+            rank.map_or(0, |r| r + 1),
+            short.unwrap_or(0),
+            criteria.min_count
+        ),
         Fate::Selected => format!("selected #{}", rank.map_or(0, |r| r + 1)),
         Fate::Unusable => format!(
             "refused: {}",

@@ -265,10 +265,10 @@ fn mig_devices_are_printed_by_uuid() {
         stdout(&[&base[..], &["-O", "index"]].concat()),
         format!("{uuid}\n")
     );
-    // Two cannot be had: the one is printed, and the status says short.
+    // Two cannot be had: none is printed, and the status says short.
     let out = run(&[&base[..], &["-c", "2"]].concat());
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{uuid}\n"));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
 }
 
 /// Regression: `select` on gpu-lost.json at a late frame (GPU 2 is lost from frame 15) printed
@@ -281,13 +281,17 @@ fn select_never_chooses_a_lost_gpu_and_explain_says_why() {
         for extra in [&[][..], &["-n", "1"], &["-S"], &["-f", "1"], &["-c", "4"]] {
             let out = run(&[&base[..], extra].concat());
             let printed = String::from_utf8(out.stdout).unwrap();
-            let ids: Vec<&str> = printed.trim().split(',').collect();
-            assert!(!ids.contains(&"2"), "frame {frame} {extra:?}: {printed}");
-            let want = if extra == ["-n", "1"] { 1 } else { 3 };
-            assert_eq!(ids.len(), want, "frame {frame} {extra:?}: {printed}");
-            // Four asked, three usable: short, exit 4.
+            // Four asked, three usable: short, exit 4, nothing printed.
             let short = extra == ["-c", "4"];
             assert_eq!(out.status.code(), Some(if short { 4 } else { 0 }));
+            let ids: Vec<&str> = printed.split_terminator(['\n', ',']).collect();
+            assert!(!ids.contains(&"2"), "frame {frame} {extra:?}: {printed}");
+            let want = match extra {
+                ["-n", "1"] => 1,
+                ["-c", "4"] => 0,
+                _ => 3,
+            };
+            assert_eq!(ids.len(), want, "frame {frame} {extra:?}: {printed}");
         }
         let out = run(&[&base[..], &["-n", "1", "--explain"]].concat());
         let err = String::from_utf8(out.stderr).unwrap();
@@ -309,24 +313,55 @@ fn nothing_qualifies() {
     let out = run(&["--demo", "--frame", "5", "-f", "1TiB"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
-    // At least one asked for: status 4, and it says why.
+    // At least one asked for: status 4, it says why, and nothing is printed for a script to use.
     let out = run(&["--demo", "--frame", "5", "-f", "1TiB", "-c", "1"]);
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
     assert!(String::from_utf8(out.stderr)
         .unwrap()
         .contains("not enough devices"));
-    // More than the machine has: all are printed, status 4.
+    // More than the machine has: status 4, and no partial list on stdout (it would slip into
+    // `CUDA_VISIBLE_DEVICES=$(...)` unnoticed).
     let out = run(&["--demo", "--frame", "5", "-c", "9"]);
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .split(',')
-            .count(),
-        8
-    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+}
+
+/// Regression: with fewer qualifying devices than --min-count, `--explain` listed them as
+/// "selected" and then said too few qualify.
+#[test]
+fn explain_agrees_with_the_outcome_when_too_few_qualify() {
+    let all = gpus("h100-sxm-8gpu", 5);
+    // A limit that some but not all GPUs meet, and a count above how many meet it.
+    let mut frees: Vec<u64> = all.iter().filter_map(|g| g.free).collect();
+    frees.sort_unstable();
+    let limit = frees[frees.len() / 2];
+    let qualifying = all.iter().filter(|g| g.free >= Some(limit)).count();
+    assert!(qualifying > 0 && qualifying < all.len(), "{frees:?}");
+    let want = (qualifying + 1).to_string();
+    let out = run(&[
+        "--demo",
+        "--frame",
+        "5",
+        "-f",
+        &format!("{limit}B"),
+        "-c",
+        &want,
+        "--explain",
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("selected #"), "{err}");
+    let qualify_lines = err
+        .lines()
+        .filter(|l| {
+            l.contains(&format!(
+                "but only {qualifying} qualify and --min-count is {want}"
+            ))
+        })
+        .count();
+    assert_eq!(qualify_lines, qualifying, "{err}");
 }
 
 #[test]
