@@ -37,7 +37,7 @@ pub enum Error {
         count: u32,
     },
     /// The GPU has no MIG device with this index.
-    #[error("GPU {parent} has no MIG device with index {index} (it has {available:?})")]
+    #[error("GPU {parent} has no MIG device with index {index}: {}", mig_devices(available))]
     NoSuchMigDevice {
         /// The parent GPU's index.
         parent: u32,
@@ -80,6 +80,16 @@ fn machine_has(count: u32, what: &str) -> String {
         1 => format!("this machine has 1 {what} (0)"),
         n => format!("this machine has {n} {what}s (0-{})", n - 1),
     }
+}
+
+/// "it has no MIG devices (MIG mode is off, or no instance is made)" or "its MIG devices are
+/// 0, 1, 3".
+fn mig_devices(available: &[u32]) -> String {
+    if available.is_empty() {
+        return "it has no MIG devices (MIG mode is off, or no instance is made)".to_string();
+    }
+    let list: Vec<String> = available.iter().map(u32::to_string).collect();
+    format!("its MIG devices are {}", list.join(", "))
 }
 
 /// "CUDA shows 2 devices (0-1)".

@@ -136,9 +136,19 @@ fn an_index_that_does_not_exist_is_a_usage_error() {
     }
     let out = gpuscope(&["info", "--fixture", &fixture("h100-mig"), "0:7"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8(out.stderr)
-        .unwrap()
-        .contains("no MIG device with index 7"));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("no MIG device with index 7"), "{err}");
+    // Names the ones there are, as a user would type them.
+    assert!(err.contains("its MIG devices are 0, 1"), "{err}");
+    // Regression: a GPU not in MIG mode said "(it has [])".
+    let out = gpuscope(&["info", "--demo", "0:9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("GPU 0 has no MIG device with index 9: it has no MIG devices"),
+        "{err}"
+    );
+    assert!(!err.contains("[]"), "{err}");
 }
 
 #[test]
