@@ -37,7 +37,10 @@ pub enum Error {
         count: u32,
     },
     /// The GPU has no MIG device with this index.
-    #[error("GPU {parent} has no MIG device with index {index}: {}", mig_devices(available))]
+    #[error(
+        "GPU {parent} has no MIG device with index {index}: {}",
+        mig_devices(available)
+    )]
     NoSuchMigDevice {
         /// The parent GPU's index.
         parent: u32,

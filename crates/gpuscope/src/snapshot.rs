@@ -378,8 +378,8 @@ pub fn render_text(s: &SnapshotView) -> String {
     }
     let _ = writeln!(
         out,
-        "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>29} {:>5} {:>4}",
-        "GPU", "Name", "Bus-Id", "Temp", "Fan", "Power", "Memory", "Util", "MIG"
+        "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
+        "GPU", "Name", "Bus-Id", "Temp", "Fan", "Power", "Memory-Usage", "Mem", "Util", "MIG"
     );
     for d in &s.devices {
         let label = match d.mig_index {
@@ -387,8 +387,8 @@ pub fn render_text(s: &SnapshotView) -> String {
             Some(_) => format!(" {}", d.id),
         };
         let mem_pct = match (d.memory_used_bytes, d.memory_total_bytes) {
-            (Some(u), Some(t)) if t > 0 => format!(" {:>3}%", (u * 100 + t / 2) / t),
-            _ => String::new(),
+            (Some(u), Some(t)) if t > 0 && u <= t => format!("{}%", (u * 100 + t / 2) / t),
+            _ => "N/A".to_string(),
         };
         let power = match (d.power_usage_watts, d.power_limit_watts) {
             (None, None) => "N/A".to_string(),
@@ -406,7 +406,7 @@ pub fn render_text(s: &SnapshotView) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>29} {:>5} {:>4}",
+            "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
             label,
             truncate(&text(d.name.as_deref()), 34),
             text(d.bus_id.as_deref()),
@@ -414,11 +414,11 @@ pub fn render_text(s: &SnapshotView) -> String {
             na(d.fan_speed_percent.map(|f| format!("{f}%"))),
             power,
             format!(
-                "{} / {}{}",
+                "{} / {}",
                 mib(d.memory_used_bytes),
-                mib(d.memory_total_bytes),
-                mem_pct
+                mib(d.memory_total_bytes)
             ),
+            mem_pct,
             na(d.gpu_utilization_percent.map(|u| format!("{u}%"))),
             mig,
         );

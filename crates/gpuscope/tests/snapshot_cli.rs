@@ -388,3 +388,64 @@ fn unknown_host_facts_are_null_not_zero_or_empty() {
         .unwrap_or_else(|| panic!("PID 5759 in {text}"));
     assert!(row.trim_end().ends_with("N/A"), "{row}");
 }
+
+/// Regression: the header's "Memory" sat over the memory percentage. Each right-aligned
+/// column's label ends where its values end, on every fixture (MIG rows and N/A included).
+#[test]
+fn text_table_headers_sit_over_their_values() {
+    let right_aligned = ["Temp", "Fan", "Power", "Memory-Usage", "Mem", "Util", "MIG"];
+    for stem in [
+        "h100-sxm-8gpu",
+        "h100-mig",
+        "old-driver",
+        "windows-wddm",
+        "gpu-lost",
+    ] {
+        let out = gpuscope(&["snapshot", "--fixture", &fixture(stem), "--frame", "0"]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let h = lines
+            .iter()
+            .position(|l| l.starts_with("GPU ") && l.contains("Bus-Id"))
+            .unwrap_or_else(|| panic!("{stem}: no header: {text}"));
+        let header: Vec<char> = lines[h].chars().collect();
+        let ends: Vec<(&str, usize)> = right_aligned
+            .iter()
+            .map(|label| {
+                let at = format!(" {label}");
+                // The label as a whole word: " Mem" is also the start of " Memory-Usage".
+                let start = lines[h]
+                    .match_indices(&at)
+                    .map(|(i, _)| i)
+                    .find(|i| {
+                        lines[h][i + at.len()..]
+                            .chars()
+                            .next()
+                            .is_none_or(|c| c == ' ')
+                    })
+                    .unwrap_or_else(|| panic!("{stem}: no {label}"));
+                // Byte and char positions agree: the header is ASCII.
+                assert!(header.iter().all(char::is_ascii));
+                (*label, start + at.len())
+            })
+            .collect();
+        let rows: Vec<&str> = lines[h + 1..]
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .filter(|l| !l.trim_start().starts_with("error:"))
+            .copied()
+            .collect();
+        assert!(!rows.is_empty(), "{stem}: {text}");
+        for row in rows {
+            let chars: Vec<char> = row.chars().collect();
+            for (label, end) in &ends {
+                assert!(
+                    chars.get(end - 1).is_some_and(|c| !c.is_whitespace())
+                        && chars.get(*end).is_none_or(|c| c.is_whitespace()),
+                    "{stem}: the value under {label} does not end at column {end}:\n{}\n{row}",
+                    lines[h]
+                );
+            }
+        }
+    }
+}
