@@ -61,7 +61,7 @@ pub struct Args {
     layout: LayoutArg,
 
     /// Print the screen once, as plain text, and exit (width: the terminal's, else COLUMNS,
-    /// else 120; at most 1000 columns and 500,000 cells: a longer process list is cut, and the
+    /// else 120, when the terminal reports none or 0; at most 1000 columns and 500,000 cells: a longer process list is cut, and the
     /// last line says how many processes were left out).
     #[arg(long, short = '1')]
     once: bool,
@@ -157,15 +157,25 @@ pub fn run(args: Args) -> Result<()> {
 
 fn once_width() -> u16 {
     use std::io::IsTerminal as _;
-    if std::io::stdout().is_terminal() {
-        if let Ok((w, _)) = ratatui::crossterm::terminal::size() {
-            return w.max(40);
-        }
+    let terminal = if std::io::stdout().is_terminal() {
+        ratatui::crossterm::terminal::size().ok().map(|(w, _)| w)
+    } else {
+        None
+    };
+    choose_once_width(terminal, std::env::var("COLUMNS").ok().as_deref())
+}
+
+/// `--once`'s width: the terminal's when it reports one, else COLUMNS, else 120; at least 40.
+/// A terminal that reports a width of 0 (a serial console, some CI runners) knows none: that
+/// falls through to COLUMNS and 120 like no terminal, rather than cutting lines at 40.
+fn choose_once_width(terminal: Option<u16>, columns: Option<&str>) -> u16 {
+    const NARROWEST: u16 = 40;
+    if let Some(w) = terminal.filter(|&w| w > 0) {
+        return w.max(NARROWEST);
     }
-    std::env::var("COLUMNS")
-        .ok()
+    columns
         .and_then(|c| c.trim().parse::<u16>().ok())
-        .filter(|&w| w >= 40)
+        .filter(|&w| w >= NARROWEST)
         .unwrap_or(120)
 }
 

@@ -277,6 +277,31 @@ fn once_width_is_bounded() {
     assert!(widest <= 1000, "{widest} columns");
 }
 
+/// Regression: on a terminal that reports 0x0 (a serial console, some CI runners) `--once` cut
+/// every line at 40 columns. It now takes COLUMNS, as with no terminal. `script` (util-linux)
+/// gives gpuscope a real pseudo-terminal whose size is set to 0x0.
+#[cfg(target_os = "linux")]
+#[test]
+fn once_on_a_terminal_of_size_zero_uses_columns() {
+    let exe = env!("CARGO_BIN_EXE_gpuscope");
+    let inner = format!("stty cols 0 rows 0 && {exe} top --demo --frame 5 --once");
+    let out = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "140")
+        .output()
+        .expect("script(1) from util-linux runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let screen = String::from_utf8(out.stdout).unwrap().replace('\r', "");
+    assert!(screen.contains("64 of 64 shown"), "{screen}");
+    let widest = screen.lines().map(|l| l.chars().count()).max().unwrap();
+    assert_eq!(widest, 140, "{screen}");
+}
+
 /// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
 /// container) read as "No running GPU processes." in the viewer. It is N/A with its reason, and
 /// the devices whose lists were read still show their processes.

@@ -631,3 +631,19 @@ fn once_is_bounded_whatever_the_width() {
         .count();
     assert_eq!(shown + left_out, 640, "{text}");
 }
+
+#[test]
+fn once_width_falls_back_when_the_terminal_reports_no_width() {
+    use super::choose_once_width;
+    // A terminal's own width wins, at least 40.
+    assert_eq!(choose_once_width(Some(200), Some("80")), 200);
+    assert_eq!(choose_once_width(Some(20), None), 40);
+    // Regression: a terminal reporting 0 columns cut every line at 40.
+    assert_eq!(choose_once_width(Some(0), None), 120);
+    assert_eq!(choose_once_width(Some(0), Some("150")), 150);
+    // No terminal: COLUMNS when sensible, else 120.
+    assert_eq!(choose_once_width(None, Some(" 90 ")), 90);
+    assert_eq!(choose_once_width(None, Some("10")), 120);
+    assert_eq!(choose_once_width(None, Some("wide")), 120);
+    assert_eq!(choose_once_width(None, None), 120);
+}
