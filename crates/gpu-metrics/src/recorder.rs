@@ -181,7 +181,9 @@ pub struct Record {
 
 impl Record {
     /// gpulink's summary line: `NVIDIA TITAN RTX[0] -> memory used: min=1729.236992[MB] /
-    /// max=2315.79648[MB]` (memory in megabytes of 10^6 bytes; other metrics in their unit).
+    /// max=2315.79648[MB]` (memory in megabytes of 10^6 bytes; other metrics in their unit),
+    /// numbers written as Python writes floats (`0.0`, `1e+16`), so output compared with
+    /// gpulink's matches.
     pub fn summary(&self) -> String {
         let (scale, unit) = match self.metric {
             DeviceMetric::MemoryUsed => (1e6, "MB"),
@@ -192,11 +194,66 @@ impl Record {
                 "{} -> {}: min={}[{unit}] / max={}[{unit}]",
                 self.device,
                 self.metric.title(),
-                min / scale,
-                max / scale
+                python_float(min / scale),
+                python_float(max / scale)
             ),
             None => format!("{} -> {}: N/A", self.device, self.metric.title()),
         }
+    }
+
+    /// The summary line in gpuscope's units (memory in MiB as everywhere else, other metrics
+    /// with one decimal): `NVIDIA H100 80GB HBM3[0] -> memory used: min 17943MiB / mean
+    /// 20112MiB / max 27524MiB (of 81559MiB)`.
+    pub fn human_summary(&self) -> String {
+        let human = |v: f64| match self.metric {
+            DeviceMetric::MemoryUsed => gpu_devices::units::bytes2human(v.max(0.0) as u64),
+            m => format!("{v:.1}{}", m.unit()),
+        };
+        let mut line = format!("{} -> {}: ", self.device, self.metric.title());
+        match (self.stats.range(), self.stats.mean()) {
+            (Some((min, max)), Some(mean)) => {
+                line += &format!(
+                    "min {} / mean {} / max {}",
+                    human(min),
+                    human(mean),
+                    human(max)
+                );
+                if let Some(r) = self.reference {
+                    line += &format!(" (of {})", human(r));
+                }
+            }
+            _ => line += "N/A",
+        }
+        line
+    }
+}
+
+/// A float as Python's `repr` writes it: the shortest text that reads back to the same value
+/// (as Rust's `Display`), but always with a decimal point or an exponent (`0.0`, `12.0`), and
+/// in exponent form (`1e+16`, `1.5e-05`) outside 1e-4 to 1e16.
+pub(crate) fn python_float(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-4..1e16).contains(&a) {
+        // Rust: "1.5e-5"; Python: "1.5e-05".
+        let text = format!("{v:e}");
+        let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        return format!("{mantissa}e{sign}{digits:0>2}");
+    }
+    let text = v.to_string();
+    if text.contains('.') {
+        text
+    } else {
+        text + ".0"
     }
 }
 
@@ -442,5 +499,44 @@ impl Recorder {
                 sampling_rate: rate,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_float;
+    use proptest::prelude::*;
+
+    #[test]
+    fn floats_are_written_as_python_writes_them() {
+        // Each pair: the value, and what `repr(float)` gives in CPython 3.
+        for (v, python) in [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (12.0, "12.0"),
+            (1729.236992, "1729.236992"),
+            (2315.79648, "2315.79648"),
+            (0.1, "0.1"),
+            (1e-4, "0.0001"),
+            (1.5e-5, "1.5e-05"),
+            (1e16, "1e+16"),
+            (1.25e22, "1.25e+22"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (-3e-7, "-3e-07"),
+            (1e-310, "1e-310"),
+            (f64::INFINITY, "inf"),
+            (f64::NAN, "nan"),
+        ] {
+            assert_eq!(python_float(v), python, "{v:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_python_float_reads_back_to_the_same_value(v in any::<f64>().prop_filter("finite", |v| v.is_finite())) {
+            let text = python_float(v);
+            prop_assert_eq!(text.parse::<f64>().unwrap().to_bits(), v.to_bits(), "{}", text);
+            prop_assert!(text.contains('.') || text.contains('e'), "{}", text);
+        }
     }
 }

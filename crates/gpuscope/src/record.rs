@@ -63,6 +63,21 @@ pub struct Args {
     /// Plot height in pixels, 150 to 4320.
     #[arg(long, value_name = "PX", default_value_t = 720, value_parser = args::whole::<u32>(args::PLOT_HEIGHT))]
     height: u32,
+
+    /// The summary printed at the end: `human` (min, mean and max in MiB, as gpuscope prints
+    /// memory everywhere) or `gpulink` (gpulink's line, `min=1729.236992[MB] / max=...`, in
+    /// megabytes of 10^6 bytes, for scripts that parse it).
+    #[arg(long, value_enum, value_name = "STYLE", default_value = "human")]
+    summary: SummaryStyle,
+}
+
+/// The `--summary` styles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SummaryStyle {
+    /// Min, mean and max in gpuscope's units.
+    Human,
+    /// gpulink's summary line, as gpulink prints it.
+    Gpulink,
 }
 
 /// Runs the command.
@@ -149,7 +164,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let plotted = plot(&records, &args.output, &options);
     let text: String = records
         .iter()
-        .map(|r: &Record| r.summary() + "\n")
+        .map(|r: &Record| match args.summary {
+            SummaryStyle::Human => r.human_summary() + "\n",
+            SummaryStyle::Gpulink => r.summary() + "\n",
+        })
         .collect();
     // The summary comes out even when the plot or a sample file cannot be written: the
     // recording is not lost.

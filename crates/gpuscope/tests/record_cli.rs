@@ -127,8 +127,8 @@ fn csv_rows(text: &str) -> Vec<(f64, Vec<u64>)> {
         .collect()
 }
 
-/// Parses `NAME[i] -> memory used: min=X[MB] / max=Y[MB]`.
-fn parse_summary(line: &str) -> (String, usize, f64, f64) {
+/// Parses gpulink's line, `NAME[i] -> memory used: min=X[MB] / max=Y[MB]`.
+fn parse_gpulink_summary(line: &str) -> (String, usize, f64, f64) {
     let (dev, rest) = line.split_once(" -> memory used: min=").expect(line);
     let (min, rest) = rest.split_once("[MB] / max=").expect(line);
     let max = rest.strip_suffix("[MB]").expect(line);
@@ -139,6 +139,28 @@ fn parse_summary(line: &str) -> (String, usize, f64, f64) {
         min.parse().unwrap(),
         max.parse().unwrap(),
     )
+}
+
+/// Parses the default line, `NAME[i] -> memory used: min XMiB / mean YMiB / max ZMiB (of
+/// TMiB)`, into (name, index, min, mean, max) in MiB.
+fn parse_summary(line: &str) -> (String, usize, u64, u64, u64) {
+    let (dev, rest) = line.split_once(" -> memory used: min ").expect(line);
+    let (min, rest) = rest.split_once("MiB / mean ").expect(line);
+    let (mean, rest) = rest.split_once("MiB / max ").expect(line);
+    let (max, _total) = rest.split_once("MiB (of ").expect(line);
+    let (name, index) = dev.strip_suffix(']').unwrap().rsplit_once('[').unwrap();
+    (
+        name.to_string(),
+        index.parse().unwrap(),
+        min.parse().expect(line),
+        mean.parse().expect(line),
+        max.parse().expect(line),
+    )
+}
+
+/// Bytes in MiB, rounded as gpuscope prints them.
+fn mib(bytes: u64) -> u64 {
+    (bytes as f64 / (1024.0 * 1024.0)).round_ties_even() as u64
 }
 
 fn is_png(path: &Path) -> bool {
@@ -171,19 +193,20 @@ fn ctrl_c_saves_the_plot_and_prints_one_summary_line_per_device() {
     assert!(is_png(&png), "the plot is written");
     assert!(stderr.contains("plot saved to"), "{stderr}");
 
-    // One line per device in gpulink's format, whose min and max are those of the samples
-    // written to the CSV (in megabytes of 10^6 bytes).
+    // One line per device, whose min and max are those of the samples written to the CSV, in
+    // MiB as gpuscope prints memory everywhere (not gpulink's megabytes with six decimals).
     let rows = csv_rows(&std::fs::read_to_string(&csv).unwrap());
     let json = fixture_json();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 8, "{stdout}");
     for (i, line) in lines.iter().enumerate() {
-        let (name, index, min, max) = parse_summary(line);
+        let (name, index, min, mean, max) = parse_summary(line);
         assert_eq!(index, i);
         assert_eq!(name, json["devices"][i.to_string()]["name"]["ok"]);
         let col: Vec<u64> = rows.iter().map(|r| r.1[i]).collect();
-        assert_eq!(min, *col.iter().min().unwrap() as f64 / 1e6, "{line}");
-        assert_eq!(max, *col.iter().max().unwrap() as f64 / 1e6, "{line}");
+        assert_eq!(min, mib(*col.iter().min().unwrap()), "{line}");
+        assert_eq!(max, mib(*col.iter().max().unwrap()), "{line}");
+        assert!(min <= mean && mean <= max, "{line}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -245,6 +268,8 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
         nd.to_str().unwrap(),
         "-o",
         svg.to_str().unwrap(),
+        "--summary",
+        "gpulink",
     ]);
     assert!(
         out.status.success(),
@@ -257,12 +282,14 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
     for i in 0..8 {
         assert!(text.contains(&format!("{name}[{i}]")));
     }
-    // Frame 7 only: min and max are that frame's value.
+    // Frame 7 only: min and max are that frame's value, in gpulink's megabytes (10^6 bytes),
+    // written as Python writes floats.
     let stdout = String::from_utf8(out.stdout).unwrap();
     let summaries: BTreeMap<usize, (f64, f64)> = stdout
         .lines()
         .map(|l| {
-            let (_, i, min, max) = parse_summary(l);
+            let (_, i, min, max) = parse_gpulink_summary(l);
+            assert!(l.matches("[MB]").count() == 2, "{l}");
             (i, (min, max))
         })
         .collect();
@@ -351,8 +378,8 @@ fn record_csv_on_a_full_disk_still_plots_and_summarises() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 8, "{stdout}");
     for line in stdout.lines() {
-        let (_, _, min, max) = parse_summary(line);
-        assert_eq!(min, max, "one sample: {line}");
+        let (_, _, min, mean, max) = parse_summary(line);
+        assert_eq!((min, mean), (max, max), "one sample: {line}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }
