@@ -22,6 +22,13 @@ pub struct SnapshotView {
     pub schema: &'static str,
     /// Where the answers came from.
     pub source: String,
+    /// The host's name (the recorded machine's, for a replay); `None` when it cannot be read.
+    pub hostname: Option<String>,
+    /// When the sample was taken, RFC 3339 in UTC with milliseconds (the recorded time of the
+    /// frame, for a replay).
+    pub time: String,
+    /// The same instant, milliseconds since the Unix epoch.
+    pub time_unix_ms: u64,
     /// Driver version.
     pub driver_version: Option<String>,
     /// CUDA driver version, `major.minor`.
@@ -235,6 +242,9 @@ pub fn take_devices(
         &ctx.cuda_driver_version(),
     );
     let snap = collector.take_snapshots(devices);
+    let host = collector.host();
+    let hostname = host.machine().hostname;
+    let time_unix_ms = host.now_unix_ms();
     let mut devices: Vec<DeviceView> = snap.devices.iter().map(device_view).collect();
     for d in devices.iter_mut() {
         // A process list that cannot be read is unknown (null), not empty, and says why.
@@ -255,6 +265,9 @@ pub fn take_devices(
     SnapshotView {
         schema: JSON_SCHEMA,
         source,
+        hostname,
+        time: rfc3339_ms(time_unix_ms),
+        time_unix_ms,
         driver_version,
         cuda_driver_version,
         nvml_version,
@@ -338,6 +351,14 @@ fn process_view(p: &GpuProcess) -> ProcessView {
         host_memory_bytes: p.host.rss,
         running_time_seconds: p.host.running_time_s,
     }
+}
+
+/// `2026-11-22T14:24:58.123Z`. A time past what RFC 3339 can write (year 9999) is written as
+/// the last instant it can, rather than failing: the value comes from a clock or a fixture.
+pub(crate) fn rfc3339_ms(unix_ms: u64) -> String {
+    const MAX_MS: u64 = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms.min(MAX_MS));
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 /// A value for people, or N/A.

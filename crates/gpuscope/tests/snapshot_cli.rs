@@ -449,3 +449,48 @@ fn text_table_headers_sit_over_their_values() {
         }
     }
 }
+
+/// The JSON says which host and when: the recorded machine's name and the recorded time of the
+/// frame served, for a replay.
+#[test]
+fn json_names_the_host_and_the_time_of_the_sample() {
+    let raw: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("h100-sxm-8gpu")).unwrap()).unwrap();
+    let recorded = raw["meta"]["recorded_at"].as_str().unwrap();
+    let recorded_ms = humantime::parse_rfc3339(recorded)
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    for frame in [0usize, 5] {
+        let doc = json(&[
+            "snapshot",
+            "--fixture",
+            &fixture("h100-sxm-8gpu"),
+            "--frame",
+            &frame.to_string(),
+            "--json",
+        ]);
+        assert_eq!(doc["hostname"], raw["host"]["hostname"]);
+        let want = recorded_ms + raw["frames"][frame]["t_ms"].as_u64().unwrap();
+        assert_eq!(doc["time_unix_ms"].as_u64(), Some(want), "frame {frame}");
+        let time = doc["time"].as_str().unwrap();
+        assert!(time.ends_with('Z'), "{time}");
+        let parsed = humantime::parse_rfc3339(time)
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        assert_eq!(parsed, want, "{time}");
+    }
+    // A fixture without a host name: null, not a guess.
+    let mut edited = raw.clone();
+    edited["host"]["hostname"] = Value::Null;
+    let dir = std::env::temp_dir().join(format!("gpuscope-snap-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("no-hostname.json");
+    std::fs::write(&path, edited.to_string()).unwrap();
+    let doc = json(&["snapshot", "--fixture", path.to_str().unwrap(), "--json"]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(doc["hostname"].is_null(), "{}", doc["hostname"]);
+}
