@@ -4,6 +4,7 @@ mod args;
 mod export;
 mod fleet;
 mod info;
+mod query;
 mod record;
 mod select;
 mod shell;
@@ -36,6 +37,14 @@ enum Command {
         /// instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print only these fields of every GPU as CSV, e.g. `index,name,memory.used`, with
+        /// nvidia-smi's `--query-gpu` names; `--query help` lists them.
+        #[arg(long, value_name = "FIELDS", conflicts_with = "json")]
+        query: Option<String>,
+        /// With --query: `csv`, optionally with `noheader` and/or `nounits`
+        /// (`csv,noheader,nounits`), as nvidia-smi's `--format`.
+        #[arg(long, value_name = "FORMAT", requires = "query", value_parser = query::parse_format)]
+        format: Option<query::Format>,
         #[command(flatten)]
         fleet: fleet::FleetArgs,
         #[command(flatten)]
@@ -89,9 +98,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Snapshot {
             source,
             json,
+            query,
+            format,
             fleet,
             view,
         } => {
+            if query.as_deref().map(str::trim) == Some("help") {
+                return write_stdout(&query::help());
+            }
+            if query.is_some() && fleet.is_set() {
+                return Err(source::UsageError(
+                    "--query reads this machine's GPUs; it does not go with --prometheus or --remote"
+                        .into(),
+                )
+                .into());
+            }
             if fleet.is_set() {
                 return fleet::snapshot(&fleet, &view, json);
             }
@@ -103,7 +124,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let src = source.open()?;
             let view = snapshot::take(&src.collector, src.label);
-            let text = if json {
+            let text = if let Some(q) = &query {
+                query::render(&view, q, format.unwrap_or_default())?
+            } else if json {
                 serde_json::to_string_pretty(&view)? + "\n"
             } else {
                 snapshot::render_text(&view)

@@ -494,3 +494,114 @@ fn json_names_the_host_and_the_time_of_the_sample() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(doc["hostname"].is_null(), "{}", doc["hostname"]);
 }
+
+/// `--query ... --format csv` writes what `nvidia-smi --query-gpu=... --format=csv` writes:
+/// the header with units in brackets, ", " between cells, units after values, `[N/A]`,
+/// Enabled/Disabled. (A real line of nvidia-smi 590.48.01 on an H100, from
+/// utkuozdemir/nvidia_gpu_exporter's capture `linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01`:
+/// `..., fan.speed [%], ..., memory.total [MiB], ...` over `..., [N/A], ..., 81559 MiB, ...`,
+/// `69.85 W`, `Enabled`.) Values are those of the fixture.
+#[test]
+fn query_csv_is_what_nvidia_smi_query_gpu_writes() {
+    let raw: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("h100-sxm-8gpu")).unwrap()).unwrap();
+    let out = gpuscope(&[
+        "snapshot",
+        "--fixture",
+        &fixture("h100-sxm-8gpu"),
+        "--frame",
+        "3",
+        "--query",
+        "timestamp,index,name,memory.used,memory.total,power.draw,fan.speed,persistence_mode,utilization.gpu",
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "timestamp, index, name, memory.used [MiB], memory.total [MiB], power.draw [W], \
+         fan.speed [%], persistence_mode, utilization.gpu [%]"
+    );
+    assert_eq!(lines.len(), 9, "{text}");
+    for (i, line) in lines[1..].iter().enumerate() {
+        let cells: Vec<&str> = line.split(", ").collect();
+        let d = &raw["devices"][i.to_string()];
+        let f = &raw["frames"][3]["devices"][i.to_string()];
+        assert_eq!(cells.len(), 9, "{line}");
+        assert_eq!(cells[0], "2026/11/01 10:00:03.000", "{line}");
+        assert_eq!(cells[1], i.to_string());
+        assert_eq!(cells[2], d["name"]["ok"].as_str().unwrap());
+        let mib = |v: &Value| format!("{} MiB", v.as_u64().unwrap() / (1 << 20));
+        assert_eq!(cells[3], mib(&f["memory_info"]["ok"]["used"]));
+        assert_eq!(cells[4], mib(&f["memory_info"]["ok"]["total"]));
+        let mw = f["power_usage"]["ok"].as_u64().unwrap();
+        assert_eq!(cells[5], format!("{:.2} W", mw as f64 / 1000.0));
+        assert_eq!(cells[6], "[N/A]", "the H100 SXM has no fans");
+        let persist = d["persistence_mode"]["ok"]
+            .as_bool()
+            .or_else(|| f["persistence_mode"]["ok"].as_bool())
+            .unwrap();
+        assert_eq!(cells[7], if persist { "Enabled" } else { "Disabled" });
+        assert_eq!(
+            cells[8],
+            format!(
+                "{} %",
+                f["utilization_rates"]["ok"]["gpu"].as_u64().unwrap()
+            )
+        );
+    }
+    // noheader,nounits: bare values for scripts.
+    let out = gpuscope(&[
+        "snapshot",
+        "--demo",
+        "--frame",
+        "3",
+        "--query",
+        "index,memory.used",
+        "--format",
+        "csv,noheader,nounits",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    let used = raw["frames"][3]["devices"]["0"]["memory_info"]["ok"]["used"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(first, format!("0, {}", used / (1 << 20)));
+}
+
+#[test]
+fn query_bad_input_is_a_usage_error_that_names_it() {
+    for (args, needle) in [
+        (&["--query", "index,bogus.field"][..], "\"bogus.field\""),
+        (&["--query", "index,,name"][..], "empty field name"),
+        (&["--query", "index", "--format", "tsv"][..], "\"tsv\""),
+        (
+            &["--query", "index", "--format", "csv,loud"][..],
+            "\"loud\"",
+        ),
+        (&["--format", "csv"][..], "--query"),
+        (&["--query", "index", "--json"][..], "--json"),
+    ] {
+        let out = gpuscope(&[&["snapshot", "--demo"][..], args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // Escaped: a field name is typed by the user but echoed to a terminal.
+    let out = gpuscope(&["snapshot", "--demo", "--query", "index,\x1b]0;x\x07"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!out.stderr.contains(&0x1b), "raw ESC echoed");
+    // `--query help` lists every field with its unit.
+    let out = gpuscope(&["snapshot", "--query", "help"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    assert!(text.contains("memory.used [MiB]"), "{text}");
+    assert!(text.contains("pci.bus_id"), "{text}");
+}
