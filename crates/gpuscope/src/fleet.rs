@@ -85,8 +85,9 @@ pub struct ViewArgs {
     #[arg(long, value_name = "TERMS", value_parser = FleetFilter::parse)]
     pub filter: Option<FleetFilter>,
 
-    /// With --prometheus or --remote: refresh the table every DURATION until Ctrl+C.
-    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "2s", value_parser = args::duration(TIMEOUT))]
+    /// Print again every DURATION (default 2s) until Ctrl+C: this machine's snapshot (table,
+    /// --compact, --json or --query) or the fleet's.
+    #[arg(long, short = 'i', visible_alias = "interval", value_name = "DURATION", num_args = 0..=1, default_missing_value = "2s", value_parser = args::duration(TIMEOUT))]
     pub watch: Option<Duration>,
 }
 

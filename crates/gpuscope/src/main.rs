@@ -1,6 +1,7 @@
 //! gpuscope: watch and choose NVIDIA GPUs.
 
 mod args;
+mod compact;
 mod export;
 mod fleet;
 mod info;
@@ -45,6 +46,8 @@ enum Command {
         /// (`csv,noheader,nounits`), as nvidia-smi's `--format`.
         #[arg(long, value_name = "FORMAT", requires = "query", value_parser = query::parse_format)]
         format: Option<query::Format>,
+        #[command(flatten)]
+        compact: compact::CompactArgs,
         #[command(flatten)]
         fleet: fleet::FleetArgs,
         #[command(flatten)]
@@ -100,6 +103,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             query,
             format,
+            compact,
             fleet,
             view,
         } => {
@@ -116,22 +120,52 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if fleet.is_set() {
                 return fleet::snapshot(&fleet, &view, json);
             }
-            if view.filter.is_some() || view.watch.is_some() || view.sort != Default::default() {
+            if compact.compact && fleet.is_set() {
                 return Err(source::UsageError(
-                    "--sort, --filter and --watch go with --prometheus or --remote".into(),
+                    "--compact reads this machine's GPUs; it does not go with --prometheus or \
+                     --remote"
+                        .into(),
+                )
+                .into());
+            }
+            if view.filter.is_some() || view.sort != Default::default() {
+                return Err(source::UsageError(
+                    "--sort and --filter go with --prometheus or --remote".into(),
                 )
                 .into());
             }
             let src = source.open()?;
-            let view = snapshot::take(&src.collector, src.label);
-            let text = if let Some(q) = &query {
-                query::render(&view, q, format.unwrap_or_default())?
-            } else if json {
-                serde_json::to_string_pretty(&view)? + "\n"
-            } else {
-                snapshot::render_text(&view)
+            let render = |view: &snapshot::SnapshotView| -> anyhow::Result<String> {
+                Ok(if let Some(q) = &query {
+                    query::render(view, q, format.unwrap_or_default())?
+                } else if compact.compact {
+                    compact.check_only(view)?;
+                    compact::render(view, &compact, compact.width(), compact.colour())
+                } else if json {
+                    serde_json::to_string_pretty(view)? + "\n"
+                } else {
+                    snapshot::render_text(view)
+                })
             };
-            write_stdout(&text)
+            let Some(every) = view.watch else {
+                let view = snapshot::take(&src.collector, src.label);
+                return write_stdout(&render(&view)?);
+            };
+            // --watch: the whole output again every interval until Ctrl+C (nothing to restore:
+            // the terminal is never put in raw mode). On a terminal the screen is cleared first.
+            use std::io::IsTerminal as _;
+            let clear = std::io::stdout().is_terminal() && !json && query.is_none();
+            loop {
+                let started = std::time::Instant::now();
+                let view = snapshot::take(&src.collector, src.label.clone());
+                let text = render(&view)?;
+                write_stdout(&if clear {
+                    format!("\x1b[H\x1b[2J{text}")
+                } else {
+                    text
+                })?;
+                std::thread::sleep(every.saturating_sub(started.elapsed()));
+            }
         }
         Command::Top(args) => top::run(args),
         Command::Info(args) => info::run(args),

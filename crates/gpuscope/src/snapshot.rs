@@ -361,6 +361,15 @@ pub(crate) fn rfc3339_ms(unix_ms: u64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// [`rfc3339_ms`]'s text for people: `2026-11-01 10:00:03 UTC` (seconds only).
+pub(crate) fn human_utc(rfc3339: &str) -> String {
+    let seconds = rfc3339.split('.').next().unwrap_or(rfc3339);
+    format!(
+        "{} UTC",
+        seconds.trim_end_matches('Z').replacen('T', " ", 1)
+    )
+}
+
 /// A value for people, or N/A.
 pub(crate) fn na<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "N/A".to_string(), |v| v.to_string())

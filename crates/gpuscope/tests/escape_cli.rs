@@ -70,10 +70,36 @@ fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
     let fixture = fixture.to_str().expect("UTF-8 path");
     let plot = dir.join("memory.svg");
     let plot = plot.to_str().expect("UTF-8 path");
-    let cases: [(&str, Vec<&str>, &str); 4] = [
+    let cases: [(&str, Vec<&str>, &str); 6] = [
         (
             "snapshot",
             vec!["snapshot", "--fixture", fixture, "--frame", "0"],
+            "stdout",
+        ),
+        (
+            "snapshot --compact",
+            vec![
+                "snapshot",
+                "--fixture",
+                fixture,
+                "--frame",
+                "0",
+                "--compact",
+                "-c",
+            ],
+            "stdout",
+        ),
+        (
+            "snapshot --query",
+            vec![
+                "snapshot",
+                "--fixture",
+                fixture,
+                "--frame",
+                "0",
+                "--query",
+                "index,name",
+            ],
             "stdout",
         ),
         (

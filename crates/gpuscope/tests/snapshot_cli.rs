@@ -605,3 +605,169 @@ fn query_bad_input_is_a_usage_error_that_names_it() {
     assert!(text.contains("memory.used [MiB]"), "{text}");
     assert!(text.contains("pci.bus_id"), "{text}");
 }
+
+/// `snapshot --compact` (gpustat's view): a line per device with the figures of `--json`, then
+/// a line per process with its user and GPU memory; PID and command on request.
+#[test]
+fn compact_shows_each_device_and_its_processes_beneath() {
+    let base = ["snapshot", "--demo", "--frame", "4"];
+    let doc = json(&[&base[..], &["--json"]].concat());
+    let out = gpuscope(&[&base[..], &["--compact", "-p", "-c"]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with(doc["hostname"].as_str().unwrap()),
+        "{}",
+        lines[0]
+    );
+    let mut at = 1;
+    for d in doc["devices"].as_array().unwrap() {
+        let line = lines[at];
+        assert!(
+            line.starts_with(&format!("[{}]", d["id"].as_str().unwrap())),
+            "{line}"
+        );
+        let used = d["memory_used_bytes"].as_u64().unwrap() >> 20;
+        let total = d["memory_total_bytes"].as_u64().unwrap() >> 20;
+        assert!(line.contains(&format!("{used} /  {total} MiB")), "{line}");
+        assert!(
+            line.contains(&format!("{}°C", d["temperature_celsius"])),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!("{} %", d["gpu_utilization_percent"])),
+            "{line}"
+        );
+        at += 1;
+        for p in d["processes"].as_array().unwrap() {
+            let line = lines[at];
+            let mem = p["used_memory_bytes"].as_u64().unwrap() >> 20;
+            let want = format!(
+                "  └ {}/{}({mem}M) {}",
+                p["user"].as_str().unwrap(),
+                p["pid"],
+                p["command"].as_str().unwrap()
+            );
+            assert_eq!(line, want);
+            at += 1;
+        }
+    }
+    assert_eq!(at, lines.len(), "{text}");
+
+    // --only keeps the devices named; the header can go.
+    let out = gpuscope(&[&base[..], &["--compact", "--no-header", "--only", "2", "5"]].concat());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let devices: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(devices.len(), 2, "{text}");
+    assert!(
+        devices[0].starts_with("[2]") && devices[1].starts_with("[5]"),
+        "{text}"
+    );
+    assert!(
+        text.lines().next().unwrap().starts_with("[2]"),
+        "no header: {text}"
+    );
+
+    // Colour when asked.
+    let out = gpuscope(&[&base[..], &["--compact", "--color", "always"]].concat());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("\x1b[36m[0]"));
+}
+
+#[test]
+fn compact_bad_input_is_a_usage_error() {
+    for (args, needle) in [
+        (
+            &["--compact", "--only", "9"][..],
+            "--only 9: no such device",
+        ),
+        (&["--compact", "--json"][..], "--json"),
+        (&["-p"][..], "--compact"),
+        (&["--compact", "--color", "sometimes"][..], "sometimes"),
+    ] {
+        let out = gpuscope(&[&["snapshot", "--demo"][..], args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+/// On a terminal, `--compact` fits the terminal's width (lines cut with `…`) and is in colour
+/// unless NO_COLOR is set. `script` (util-linux) gives it a pseudo-terminal of 60 columns.
+#[cfg(target_os = "linux")]
+#[test]
+fn compact_on_a_terminal_fits_its_width() {
+    let exe = env!("CARGO_BIN_EXE_gpuscope");
+    for (no_color, coloured) in [("", true), ("1", false)] {
+        let inner = format!("stty cols 60 rows 40 && {exe} snapshot --demo --frame 4 --compact -c");
+        let out = std::process::Command::new("script")
+            .args(["-qec", &inner, "/dev/null"])
+            .env_remove("GPUSCOPE_FIXTURE")
+            .env("NO_COLOR", no_color)
+            .output()
+            .expect("script(1) from util-linux runs");
+        assert!(out.status.success());
+        let screen = String::from_utf8(out.stdout).unwrap().replace('\r', "");
+        assert_eq!(
+            screen.contains('\x1b'),
+            coloured,
+            "NO_COLOR={no_color:?}: {screen}"
+        );
+        // Width counted without the colour codes.
+        let plain = strip_sgr(&screen);
+        let widest = plain.lines().map(|l| l.chars().count()).max().unwrap();
+        assert_eq!(widest, 60, "{plain}");
+        assert!(plain.lines().any(|l| l.ends_with('…')), "{plain}");
+    }
+}
+
+/// Text with its `ESC [ ... m` sequences removed.
+fn strip_sgr(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `--watch` prints the snapshot again every interval until stopped.
+#[test]
+fn watch_repeats_the_snapshot() {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["snapshot", "--demo", "--compact", "--watch", "100ms"])
+        .env_remove("GPUSCOPE_FIXTURE")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gpuscope runs");
+    let reader = BufReader::new(child.stdout.take().unwrap());
+    let mut headers = 0;
+    for line in reader.lines() {
+        let line = line.unwrap();
+        if line.starts_with("hgx-h100-07") {
+            headers += 1;
+            if headers == 3 {
+                break;
+            }
+        }
+    }
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(headers, 3);
+}

@@ -1,0 +1,379 @@
+//! `gpuscope snapshot --compact`: gpustat's view. One line per device with its temperature,
+//! utilization and memory, its processes beneath (user and GPU memory, and on request PID and
+//! command), fitted to the terminal's width, in colour on a terminal; with `--watch`, redrawn
+//! every interval.
+//!
+//! Every string from outside (names, users, commands) has its control characters escaped
+//! before it is written.
+
+use std::io::IsTerminal as _;
+
+use anstyle::{AnsiColor, Style};
+use gpu_devices::text::escape_control;
+
+use crate::snapshot::{DeviceView, ProcessView, SnapshotView};
+
+/// The options of the compact view (gpustat's names where it has them).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompactArgs {
+    /// gpustat-style: one line per device with its processes beneath, fitted to the terminal.
+    #[arg(long, visible_alias = "gpustat", conflicts_with_all = ["json", "query"])]
+    pub compact: bool,
+
+    /// With --compact: show each process's command line.
+    #[arg(short = 'c', long, requires = "compact")]
+    pub show_cmd: bool,
+
+    /// With --compact: show each process's PID.
+    #[arg(short = 'p', long, requires = "compact")]
+    pub show_pid: bool,
+
+    /// With --compact: leave out each process's user.
+    #[arg(long, requires = "compact")]
+    pub no_user: bool,
+
+    /// With --compact: show power draw and limit.
+    #[arg(short = 'P', long, requires = "compact")]
+    pub show_power: bool,
+
+    /// With --compact: show fan speed.
+    #[arg(short = 'F', long, requires = "compact")]
+    pub show_fan: bool,
+
+    /// With --compact: leave out the header line (host, time, driver).
+    #[arg(long, requires = "compact")]
+    pub no_header: bool,
+
+    /// With --compact: only these devices (`0`, `3`, `0:1` for a MIG device), space- or
+    /// comma-separated.
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',', requires = "compact")]
+    pub only: Vec<String>,
+
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: ColorWhen,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl CompactArgs {
+    /// Whether to colour, given where the output goes.
+    pub fn colour(&self) -> bool {
+        match self.color {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+
+    /// The width to fit: the terminal's on a terminal, else none (lines are not cut).
+    pub fn width(&self) -> Option<usize> {
+        if !std::io::stdout().is_terminal() {
+            return None;
+        }
+        ratatui::crossterm::terminal::size()
+            .ok()
+            .map(|(w, _)| usize::from(w))
+            .filter(|&w| w > 0)
+    }
+
+    /// Checks `--only` against the snapshot's devices: an id that names none is a usage error.
+    pub fn check_only(&self, view: &SnapshotView) -> Result<(), crate::source::UsageError> {
+        for id in &self.only {
+            if !view.devices.iter().any(|d| d.id == id.trim()) {
+                let ids: Vec<&str> = view.devices.iter().map(|d| d.id.as_str()).collect();
+                return Err(crate::source::UsageError(format!(
+                    "--only {}: no such device; there are {}",
+                    escape_control(id),
+                    ids.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Styles for the parts of a line (gpustat's colours); plain when colour is off.
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn paint(&self, style: Style, text: &str) -> String {
+        if self.on {
+            format!("{}{text}{}", style.render(), style.render_reset())
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+fn fg(c: AnsiColor) -> Style {
+    Style::new().fg_color(Some(c.into()))
+}
+
+/// A piece of a line: its text and its style. Fitting to a width counts the text only.
+type Piece = (String, Style);
+
+/// Joins pieces into a line no wider than `width` characters (the last piece cut, with `…`).
+fn line(pieces: &[Piece], width: Option<usize>, paint: &Paint) -> String {
+    let mut out = String::new();
+    let mut used = 0usize;
+    for (text, style) in pieces {
+        let n = text.chars().count();
+        match width {
+            Some(w) if used + n > w => {
+                let room = w.saturating_sub(used);
+                if room > 0 {
+                    let cut: String = text.chars().take(room - 1).collect();
+                    out += &paint.paint(*style, &(cut + "…"));
+                }
+                break;
+            }
+            _ => {
+                out += &paint.paint(*style, text);
+                used += n;
+            }
+        }
+    }
+    out
+}
+
+fn mib(b: Option<u64>) -> String {
+    b.map_or_else(|| "N/A".into(), |b| (b / (1024 * 1024)).to_string())
+}
+
+/// The compact view of a snapshot.
+pub fn render(
+    view: &SnapshotView,
+    args: &CompactArgs,
+    width: Option<usize>,
+    colour: bool,
+) -> String {
+    let paint = Paint { on: colour };
+    let plain = Style::new();
+    let mut out = String::new();
+    if !args.no_header {
+        let header = vec![
+            (
+                escape_control(view.hostname.as_deref().unwrap_or("N/A")).into_owned(),
+                Style::new().bold(),
+            ),
+            (
+                format!("  {}", crate::snapshot::human_utc(&view.time)),
+                plain,
+            ),
+            (
+                format!(
+                    "  {}",
+                    escape_control(view.driver_version.as_deref().unwrap_or("N/A"))
+                ),
+                Style::new().bold(),
+            ),
+        ];
+        out += &line(&header, width, &paint);
+        out.push('\n');
+    }
+    let name_width = view
+        .devices
+        .iter()
+        .map(|d| {
+            escape_control(d.name.as_deref().unwrap_or("N/A"))
+                .chars()
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    let id_width = view
+        .devices
+        .iter()
+        .map(|d| d.id.chars().count() + 2)
+        .max()
+        .unwrap_or(0);
+    let only = |d: &DeviceView| args.only.is_empty() || args.only.iter().any(|o| o.trim() == d.id);
+    for d in view.devices.iter().filter(|d| only(d)) {
+        out += &line(&device_pieces(d, args, id_width, name_width), width, &paint);
+        out.push('\n');
+        match &d.processes {
+            None => {
+                out += &line(
+                    &[("  └ processes: N/A".to_string(), fg(AnsiColor::BrightBlack))],
+                    width,
+                    &paint,
+                );
+                out.push('\n');
+            }
+            Some(list) => {
+                for p in list {
+                    out += &line(&process_pieces(p, args), width, &paint);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+fn device_pieces(
+    d: &DeviceView,
+    args: &CompactArgs,
+    id_width: usize,
+    name_width: usize,
+) -> Vec<Piece> {
+    let plain = Style::new();
+    let hot = |v: Option<u32>, limit: u32| v.is_some_and(|v| v >= limit);
+    let temp_style = if hot(d.temperature_celsius, 50) {
+        fg(AnsiColor::Red).bold()
+    } else {
+        fg(AnsiColor::Red)
+    };
+    let util_style = if hot(d.gpu_utilization_percent, 50) {
+        fg(AnsiColor::Green).bold()
+    } else {
+        fg(AnsiColor::Green)
+    };
+    let mut pieces: Vec<Piece> = vec![
+        (
+            format!("{:<id_width$}", format!("[{}]", d.id)),
+            fg(AnsiColor::Cyan),
+        ),
+        (" ".into(), plain),
+        (
+            format!(
+                "{:<name_width$}",
+                escape_control(d.name.as_deref().unwrap_or("N/A"))
+            ),
+            fg(AnsiColor::Blue),
+        ),
+        (" | ".into(), plain),
+        (
+            format!(
+                "{:>5}",
+                d.temperature_celsius
+                    .map_or_else(|| "N/A".into(), |t| format!("{t}°C"))
+            ),
+            temp_style,
+        ),
+        (", ".into(), plain),
+        (
+            format!(
+                "{:>5}",
+                d.gpu_utilization_percent
+                    .map_or_else(|| "N/A".into(), |u| format!("{u} %"))
+            ),
+            util_style,
+        ),
+    ];
+    if args.show_fan {
+        pieces.push((", fan ".into(), plain));
+        pieces.push((
+            format!(
+                "{:>5}",
+                d.fan_speed_percent
+                    .map_or_else(|| "N/A".into(), |f| format!("{f} %"))
+            ),
+            fg(AnsiColor::Cyan),
+        ));
+    }
+    if args.show_power {
+        let w = |v: Option<f64>| v.map_or_else(|| "N/A".into(), |w| format!("{:.0}", w.round()));
+        pieces.push((", ".into(), plain));
+        pieces.push((
+            format!(
+                "{:>4} / {:>4} W",
+                w(d.power_usage_watts),
+                w(d.power_limit_watts)
+            ),
+            fg(AnsiColor::Magenta),
+        ));
+    }
+    pieces.push((" | ".into(), plain));
+    pieces.push((
+        format!(
+            "{:>6} / {:>6} MiB",
+            mib(d.memory_used_bytes),
+            mib(d.memory_total_bytes)
+        ),
+        fg(AnsiColor::Yellow),
+    ));
+    let attention = &d.health.needs_attention;
+    if !attention.is_empty() {
+        pieces.push((" | ".into(), plain));
+        pieces.push((
+            format!(
+                "! {}",
+                attention
+                    .iter()
+                    .map(|a| escape_control(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            fg(AnsiColor::Red).bold(),
+        ));
+    }
+    pieces
+}
+
+fn process_pieces(p: &ProcessView, args: &CompactArgs) -> Vec<Piece> {
+    let plain = Style::new();
+    let mut pieces: Vec<Piece> = vec![("  └ ".into(), plain)];
+    if !args.no_user {
+        pieces.push((
+            escape_control(p.user.as_deref().unwrap_or("N/A")).into_owned(),
+            fg(AnsiColor::BrightBlack),
+        ));
+    }
+    if args.show_pid {
+        let sep = if args.no_user { "" } else { "/" };
+        pieces.push((format!("{sep}{}", p.pid), plain));
+    }
+    let mem = p
+        .used_memory_bytes
+        .map_or_else(|| "N/A".into(), |b| format!("{}M", b / (1024 * 1024)));
+    pieces.push((format!("({mem})"), fg(AnsiColor::Yellow)));
+    if args.show_cmd {
+        let cmd = p.command.as_deref().or(p.name.as_deref()).unwrap_or("N/A");
+        pieces.push((" ".into(), plain));
+        pieces.push((escape_control(cmd).into_owned(), fg(AnsiColor::Blue)));
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_cut_to_the_width_with_an_ellipsis() {
+        let paint = Paint { on: false };
+        let pieces: Vec<Piece> = vec![
+            ("abcdef".into(), Style::new()),
+            ("ghij".into(), Style::new()),
+        ];
+        assert_eq!(line(&pieces, None, &paint), "abcdefghij");
+        assert_eq!(line(&pieces, Some(10), &paint), "abcdefghij");
+        assert_eq!(line(&pieces, Some(8), &paint), "abcdefg…");
+        assert_eq!(line(&pieces, Some(6), &paint), "abcdef");
+        assert_eq!(line(&pieces, Some(3), &paint), "ab…");
+        assert_eq!(line(&pieces, Some(0), &paint), "");
+    }
+
+    #[test]
+    fn colour_wraps_each_piece_and_resets() {
+        let paint = Paint { on: true };
+        let text = line(&[("x".into(), fg(AnsiColor::Red))], None, &paint);
+        assert_eq!(text, "\x1b[31mx\x1b[0m");
+    }
+}
