@@ -329,7 +329,7 @@ impl ProcessCollector {
         let cmdline = Some(facts.cmdline).filter(|c| !c.is_empty());
         HostProcess {
             visible: true,
-            command: cmdline.as_deref().map(shell_join),
+            command: cmdline.as_deref().map(command_join),
             user: facts.user.filter(|u| !u.is_empty()),
             name: facts.name.filter(|n| !n.is_empty()),
             cmdline,
@@ -381,7 +381,60 @@ fn process_list_outcome(dev: &DeviceSnapshot) -> (bool, Vec<(String, BackendErro
     (read, failed)
 }
 
-/// Joins a command line into one shell-escaped string (what nvitop calls `command`): an argument
+/// Joins a command line for people, as nvitop's `command_join` does (what nvitop shows as a
+/// process's `command`): a command line of one element is shown as it is (Windows gives the
+/// whole line as one), and of several, each argument as a person would type it:
+///
+/// - an empty argument as `""`;
+/// - without `$`, `\` or a line break: as it is when it has no space, else in double quotes
+///   when it has none;
+/// - else in single quotes when it has no single quote or line break;
+/// - else in double quotes with `\`, `"`, `$` and line breaks escaped (`\n`).
+///
+/// The result is for reading; [`shell_join`] gives a string a shell splits back into the same
+/// arguments. Control characters are left for the caller to escape before a terminal.
+pub fn command_join(args: &[String]) -> String {
+    if let [only] = args {
+        return only.clone();
+    }
+    args.iter()
+        .map(|a| add_quotes(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn add_quotes(arg: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    if arg.is_empty() {
+        return Cow::Borrowed("\"\"");
+    }
+    if !arg.contains(['$', '\\', '\n']) {
+        if !arg.contains(' ') {
+            return Cow::Borrowed(arg);
+        }
+        if !arg.contains('"') {
+            return Cow::Owned(format!("\"{arg}\""));
+        }
+    }
+    if !arg.contains(['\'', '\n']) {
+        return Cow::Owned(format!("'{arg}'"));
+    }
+    let mut out = String::with_capacity(arg.len() + 2);
+    out.push('"');
+    for c in arg.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '$' => out.push_str("\\$"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Cow::Owned(out)
+}
+
+/// Joins a command line into one shell-escaped string: an argument
 /// of only safe characters (letters, digits and `@%+=:,./-_`) stays as it is, any other is put
 /// in single quotes, as Python's `shlex.quote` does.
 pub fn shell_join(args: &[String]) -> String {
@@ -461,6 +514,50 @@ mod tests {
             cmd,
             "python3 -c 'import os; print(1)' 'it'\"'\"'s' '' --model-repository=/srv/models"
         );
+    }
+
+    /// nvitop's `command_join` (nvitop 1.x, `pip install nvitop`) gave the right-hand side for
+    /// each command line on the left; the first is the seed's own example.
+    #[test]
+    fn commands_are_joined_as_nvitop_joins_them() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &[
+                    "python3",
+                    "-c",
+                    "import IPython; IPython.terminal.ipapp.launch_new_instance()",
+                ],
+                r#"python3 -c "import IPython; IPython.terminal.ipapp.launch_new_instance()""#,
+            ),
+            (
+                &[r"C:\Windows\System32\dwm.exe"],
+                r"C:\Windows\System32\dwm.exe",
+            ),
+            (&["a b"], "a b"),
+            (&["x", "a b"], r#"x "a b""#),
+            (&["x", ""], r#"x """#),
+            (&["", "x"], r#""" x"#),
+            (&["x", "", "y", ""], r#"x "" y """#),
+            (&["x", "a\"b"], r#"x a"b"#),
+            (&["x", "a$b"], "x 'a$b'"),
+            (&["x", "it's"], "x it's"),
+            (&["x", "it's \"q\""], r#"x "it's \"q\"""#),
+            (&["x", r"a\b"], r"x 'a\b'"),
+            (&["x", "line\nbreak"], r#"x "line\nbreak""#),
+            (&["x", "'$"], r#"x "'\$""#),
+            (&["x", "it's $HOME"], r#"x "it's \$HOME""#),
+            (&["x", r"a\b 'c'"], r#"x "a\\b 'c'""#),
+            (&["x", "\"q\" w"], r#"x '"q" w'"#),
+            (&["x", "`cmd` x"], r#"x "`cmd` x""#),
+            (&["x", "a b\"c'd"], r#"x "a b\"c'd""#),
+            (&["x", "a\tb"], "x a\tb"),
+            (&["sleep", "1000"], "sleep 1000"),
+            (&["x", "é"], "x é"),
+        ];
+        for (args, want) in cases {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            assert_eq!(command_join(&args), *want, "{args:?}");
+        }
     }
 
     proptest::proptest! {

@@ -4,6 +4,8 @@
 mod collect;
 mod process;
 
-pub use collect::{shell_join, ProcessCollector, ProcessQueryError, Snapshots, UtilizationTracker};
+pub use collect::{
+    command_join, shell_join, ProcessCollector, ProcessQueryError, Snapshots, UtilizationTracker,
+};
 pub use gpu_devices::ProcessKind;
 pub use process::{GpuProcess, HostProcess, ProcessUtilization};

@@ -30,7 +30,9 @@ pub struct HostProcess {
     pub name: Option<String>,
     /// Command line, one entry per argument.
     pub cmdline: Option<Vec<String>>,
-    /// The command line as one shell-escaped string, ready to paste into a shell.
+    /// The command line as one string for reading, joined as nvitop joins it
+    /// ([`crate::command_join`]); [`crate::shell_join`] of [`HostProcess::cmdline`] gives one a
+    /// shell splits back into the same arguments.
     pub command: Option<String>,
     /// CPU use, percent of one CPU.
     pub cpu_percent: Option<f64>,

@@ -198,7 +198,7 @@ pub struct ProcessView {
     pub sm_utilization_percent: Option<u32>,
     pub user: Option<String>,
     pub name: Option<String>,
-    /// The command line, shell-escaped.
+    /// The command line joined for reading, as nvitop joins it (`gpu_processes::command_join`).
     pub command: Option<String>,
     /// CPU use, percent of one CPU.
     pub cpu_percent: Option<f64>,
