@@ -153,6 +153,32 @@ pub fn install(lib: &Path, dir: &Path) -> io::Result<Installed> {
     })
 }
 
+/// [`install`] into `<base>/<prefix>-<this PID>`, for a test process that installs the library
+/// once and cannot tell when its last user is done with it. So that such copies (37 MB each with
+/// debug info) do not pile up, the `<prefix>-<PID>` directories of processes that have ended
+/// are removed first (on Linux, where `/proc` tells which are running).
+pub fn install_per_process(lib: &Path, base: &Path, prefix: &str) -> io::Result<Installed> {
+    #[cfg(target_os = "linux")]
+    if let Ok(entries) = std::fs::read_dir(base) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix))
+                .and_then(|n| n.strip_prefix('-'))
+                .and_then(|n| n.parse::<u32>().ok());
+            if let Some(pid) = pid {
+                let running = Path::new("/proc").join(pid.to_string()).exists();
+                if !running && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    // Best effort: another process may be removing it too.
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+    }
+    install(lib, &base.join(format!("{prefix}-{}", std::process::id())))
+}
+
 /// [`install`] of the cdylib that [`find_cdylib`] finds next to the running executable.
 pub fn install_as(dir: &Path) -> io::Result<Installed> {
     let exe = std::env::current_exe()?;

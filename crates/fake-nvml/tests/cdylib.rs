@@ -17,8 +17,8 @@ fn installed() -> PathBuf {
     let exe = std::env::current_exe().expect("test exe");
     let lib = fake_nvml::find_cdylib(&exe)
         .unwrap_or_else(|| panic!("no {} near {}", fake_nvml::CDYLIB_FILE_NAME, exe.display()));
-    let dir = std::env::temp_dir().join(format!("fake-nvml-lib-{}", std::process::id()));
-    let installed = fake_nvml::install(&lib, &dir).expect("install");
+    let installed = fake_nvml::install_per_process(&lib, &std::env::temp_dir(), "fake-nvml-lib")
+        .expect("install");
     assert!(installed.cuda.is_file());
     installed.nvml
 }

@@ -27,8 +27,9 @@ fn installed() -> &'static std::path::Path {
     SO.get_or_init(|| {
         let exe = std::env::current_exe().expect("test exe");
         let lib = fake_nvml::find_cdylib(&exe).expect("the built cdylib");
-        let dir = std::env::temp_dir().join(format!("fake-nvml-rt-{}", std::process::id()));
-        fake_nvml::install(&lib, &dir).expect("install").nvml
+        fake_nvml::install_per_process(&lib, &std::env::temp_dir(), "fake-nvml-rt")
+            .expect("install")
+            .nvml
     })
 }
 

@@ -212,8 +212,9 @@ fn fake_nvml() -> PathBuf {
             exe.display()
         )
     });
-    let dir = std::env::temp_dir().join(format!("gpuscope-top-nvml-{}", std::process::id()));
-    fake_nvml::install(&lib, &dir).expect("install").nvml
+    fake_nvml::install_per_process(&lib, &std::env::temp_dir(), "gpuscope-top-nvml")
+        .expect("install")
+        .nvml
 }
 
 /// The table rows of a screen: (PID, user). A row is two mark characters, then the device, the
