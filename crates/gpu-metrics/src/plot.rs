@@ -2,8 +2,10 @@
 //! a dashed reference line, as PNG or SVG (feature `plot`).
 //!
 //! Text is drawn with a font embedded in the binary (Ubuntu Light, shipped by the
-//! `epaint_default_fonts` crate) through plotters' `ab_glyph` backend, so plots render the same on
-//! a headless machine with no fonts installed.
+//! `epaint_default_fonts` crate), so plots render the same on a headless machine with no fonts
+//! installed. A PNG is the SVG that plotters draws, rasterised by resvg with that font: plotters'
+//! own bitmap text places each glyph without its left side bearing, which spaced a legend as
+//! "NVIDIAH1 00 80GB".
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -42,7 +44,7 @@ pub struct PlotOptions {
     pub width: u32,
     /// Height in pixels, within [`PLOT_MIN_SIZE`] and [`PLOT_MAX_SIZE`] (values outside are clamped).
     pub height: u32,
-    /// The caption; default: `GPU <metric>`.
+    /// The caption; default: the metric's name (`GPU utilization`, `Memory used`, ...).
     pub title: Option<String>,
 }
 
@@ -123,8 +125,15 @@ pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -
         .into_temp_path();
     let drawn = match format {
         PlotFormat::Png => {
-            let root = BitMapBackend::new(&temp, size).into_drawing_area();
-            draw(&root, records, options).and_then(|()| root.present().map_err(|e| e.to_string()))
+            let mut svg = String::new();
+            let drawn = {
+                let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+                draw(&root, records, options)
+                    .and_then(|()| root.present().map_err(|e| e.to_string()))
+            };
+            drawn.and_then(|()| rasterise(&svg, size)).and_then(|png| {
+                std::fs::write(&temp, png).map_err(|e| format!("cannot write the PNG: {e}"))
+            })
         }
         PlotFormat::Svg => {
             let root = SVGBackend::new(&temp, size).into_drawing_area();
@@ -138,6 +147,32 @@ pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -
             e.error
         ))
     })
+}
+
+/// The PNG of an SVG drawing of `size` pixels, text set in the embedded font.
+fn rasterise(svg: &str, size: (u32, u32)) -> Result<Vec<u8>, String> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    let db = opt.fontdb_mut();
+    db.load_font_data(epaint_default_fonts::UBUNTU_LIGHT.to_vec());
+    let family = db
+        .faces()
+        .next()
+        .and_then(|f| f.families.first())
+        .map(|(name, _)| name.clone())
+        .ok_or("the embedded font could not be loaded")?;
+    // plotters names the family "sans-serif" (FONT); every generic family is the embedded one.
+    db.set_sans_serif_family(family.clone());
+    db.set_serif_family(family.clone());
+    db.set_monospace_family(family.clone());
+    opt.font_family = family;
+    let tree =
+        usvg::Tree::from_str(svg, &opt).map_err(|e| format!("cannot read the drawing: {e}"))?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.0, size.1).ok_or("the plot size is zero")?;
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    pixmap
+        .encode_png()
+        .map_err(|e| format!("cannot encode the PNG: {e}"))
 }
 
 /// The smallest plot drawn, in pixels (width, height); smaller sizes are raised to it.
@@ -196,7 +231,7 @@ fn draw<DB: DrawingBackend>(
     let title = options
         .title
         .clone()
-        .unwrap_or_else(|| format!("GPU {}", metric.title()));
+        .unwrap_or_else(|| metric.label().to_string());
 
     let mut chart = ChartBuilder::on(root)
         .caption(title, (FONT, 28))
@@ -205,12 +240,29 @@ fn draw<DB: DrawingBackend>(
         .y_label_area_size(72)
         .build_cartesian_2d(0.0..x_end, 0.0..y_end)
         .map_err(err)?;
+    // Whole numbers on an axis whose ticks are whole (a range of 5 units or more), one
+    // decimal otherwise.
+    let ticks = |end: f64| {
+        move |v: &f64| {
+            if end >= 5.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.1}")
+            }
+        }
+    };
+    let (x_ticks, y_ticks) = (ticks(x_end), ticks(y_end));
     chart
         .configure_mesh()
         .x_desc(format!("time ({tunit})"))
-        .y_desc(format!("{} ({vunit})", metric.title()))
+        .y_desc(format!("{} ({vunit})", metric.label()))
+        .x_label_formatter(&x_ticks)
+        .y_label_formatter(&y_ticks)
         .label_style((FONT, 16))
         .axis_desc_style((FONT, 18))
+        // A light grid: the data is what the eye should find.
+        .bold_line_style(RGBColor(215, 215, 215))
+        .light_line_style(RGBColor(243, 243, 243))
         .draw()
         .map_err(err)?;
 
@@ -242,7 +294,7 @@ fn draw<DB: DrawingBackend>(
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))
             .map_err(err)?
-            .label(r.device.to_string())
+            .label(r.device.legend())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
     }
     chart
@@ -254,4 +306,55 @@ fn draw<DB: DrawingBackend>(
         .draw()
         .map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Columns of `png` (RGBA rows of `width`) holding any dark pixel.
+    fn inked_columns(pixmap: &resvg::tiny_skia::Pixmap) -> Vec<bool> {
+        let w = pixmap.width() as usize;
+        let mut cols = vec![false; w];
+        for (i, px) in pixmap.pixels().iter().enumerate() {
+            if px.red() < 128 && px.alpha() > 0 {
+                cols[i % w] = true;
+            }
+        }
+        cols
+    }
+
+    /// The widest run of blank columns between the first and the last inked column.
+    fn widest_gap(cols: &[bool]) -> usize {
+        let first = cols.iter().position(|&c| c).unwrap_or(0);
+        let last = cols.iter().rposition(|&c| c).unwrap_or(0);
+        let (mut widest, mut run) = (0, 0);
+        for &c in &cols[first..=last] {
+            run = if c { 0 } else { run + 1 };
+            widest = widest.max(run);
+        }
+        widest
+    }
+
+    fn render_text(text: &str) -> resvg::tiny_skia::Pixmap {
+        let svg = format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="400" height="80"><rect width="400" height="80" fill="white"/><text x="10" y="60" font-family="sans-serif" font-size="48">{text}</text></svg>"#
+        );
+        let png = rasterise(&svg, (400, 80)).unwrap();
+        resvg::tiny_skia::Pixmap::decode_png(&png).unwrap()
+    }
+
+    /// Regression: plotters' bitmap text drew "NVIDIA H100" as "NVIDIAH1 00": the space had
+    /// almost no width and a narrow glyph ("1") a wide one. In a PNG, a space now separates
+    /// words by more than any gap between the glyphs of a word.
+    #[test]
+    fn png_text_is_spaced_by_the_font() {
+        // The same two glyphs, without and with a space between them.
+        let word = widest_gap(&inked_columns(&render_text("AH")));
+        let words = widest_gap(&inked_columns(&render_text("A H")));
+        assert!(
+            words >= word + 8,
+            "a space separates words: {words} px vs {word} px"
+        );
+    }
 }

@@ -52,6 +52,17 @@ impl DeviceMetric {
         }
     }
 
+    /// The name for a plot's title and axis: `Memory used`, `GPU utilization`, ...
+    pub fn label(self) -> &'static str {
+        match self {
+            DeviceMetric::MemoryUsed => "Memory used",
+            DeviceMetric::GpuUtilization => "GPU utilization",
+            DeviceMetric::MemoryUtilization => "Memory utilization",
+            DeviceMetric::Temperature => "Temperature",
+            DeviceMetric::PowerUsage => "Power draw",
+        }
+    }
+
     /// The unit values are recorded in: `B`, `%`, `C` or `W`.
     pub fn unit(self) -> &'static str {
         match self {
@@ -154,6 +165,18 @@ pub struct DeviceLabel {
 impl fmt::Display for DeviceLabel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}[{}]", gpu_devices::text::Escaped(&self.name), self.id)
+    }
+}
+
+impl DeviceLabel {
+    /// `GPU 0: NVIDIA H100 80GB HBM3` (`GPU 0:1: ...` for a MIG device), as a plot's legend
+    /// names a device; the name's control characters escaped.
+    pub fn legend(&self) -> String {
+        format!(
+            "GPU {}: {}",
+            self.id,
+            gpu_devices::text::Escaped(&self.name)
+        )
     }
 }
 

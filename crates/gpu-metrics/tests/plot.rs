@@ -69,11 +69,18 @@ fn png_and_svg_plots_have_the_size_asked_and_name_every_device() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("width=\"900\"") && text.contains("height=\"500\""));
     for r in &records {
-        let label = format!("{}[{}]", r.device.name, r.device.id);
+        let label = format!("GPU {}: {}", r.device.id, r.device.name);
         assert!(text.contains(&label), "the legend names {label}");
     }
-    // Human units: GiB on the value axis, and the total as a reference line.
-    assert!(text.contains("memory used (GiB)"));
+    // The title names the metric once (it said "GPU gpu utilization" for utilization).
+    assert!(text.contains("\nMemory used\n</text>"), "{text}");
+    // Human units: GiB on the value axis, and the total as a reference line; whole-number
+    // ticks on an axis that spans 80 GiB.
+    assert!(text.contains("Memory used (GiB)"));
+    assert!(
+        text.contains("\n40\n</text>") && !text.contains("\n40.0\n</text>"),
+        "{text}"
+    );
     assert!(text.contains("time (s)"));
     // 85520809984 bytes is 79.6 GiB.
     assert!(text.contains("total 79.6 GiB"), "the H100's memory total");

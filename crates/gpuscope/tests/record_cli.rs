@@ -280,7 +280,10 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
     let json = fixture_json();
     let name = json["devices"]["0"]["name"]["ok"].as_str().unwrap();
     for i in 0..8 {
-        assert!(text.contains(&format!("{name}[{i}]")));
+        assert!(
+            text.contains(&format!("GPU {i}: {name}")),
+            "the legend names GPU {i}"
+        );
     }
     // Frame 7 only: min and max are that frame's value, in gpulink's megabytes (10^6 bytes),
     // written as Python writes floats.
