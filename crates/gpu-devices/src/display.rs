@@ -204,26 +204,28 @@ impl DeviceSnapshot {
             }
             Section::Clocks => {
                 writeln!(f, "GPU CLOCK:")?;
-                let mhz = |v: &Na<u32>| v.clone().map(|c| format!("{c} MHz"));
+                // igpu's form: `1911.0 MHz (Max: 1911.0)`, the unit written once.
+                let now = |v: &Na<u32>| v.clone().map(|c| format!("{c}.0 MHz"));
+                let max = |v: &Na<u32>| v.clone().map(|c| format!("{c}.0"));
                 let (c, m) = (&self.clocks, &self.max_clocks);
                 writeln!(
                     f,
                     "    Graphics : {} (Max: {})",
-                    mhz(&c.graphics),
-                    mhz(&m.graphics)
+                    now(&c.graphics),
+                    max(&m.graphics)
                 )?;
-                writeln!(f, "    SM       : {} (Max: {})", mhz(&c.sm), mhz(&m.sm))?;
+                writeln!(f, "    SM       : {} (Max: {})", now(&c.sm), max(&m.sm))?;
                 writeln!(
                     f,
                     "    Memory   : {} (Max: {})",
-                    mhz(&c.memory),
-                    mhz(&m.memory)
+                    now(&c.memory),
+                    max(&m.memory)
                 )?;
                 writeln!(
                     f,
                     "    Video    : {} (Max: {})",
-                    mhz(&c.video),
-                    mhz(&m.video)
+                    now(&c.video),
+                    max(&m.video)
                 )
             }
             Section::Power => {

@@ -82,4 +82,27 @@ fn the_shared_context_follows_the_environment() {
     ] {
         assert!(text.contains(section), "{section} in\n{text}");
     }
+    // Clocks as igpu prints them (`1911.0 MHz (Max: 1911.0)`), the maximum the fixture's. (The
+    // current clock depends on the frame the replay has reached, so only its form is checked.)
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let max = |k: &str| raw["devices"]["0"]["max_clocks"][k]["ok"].as_u64().unwrap();
+    for (label, key) in [
+        ("Graphics", "graphics"),
+        ("SM      ", "sm"),
+        ("Memory  ", "memory"),
+    ] {
+        let prefix = format!("    {label} : ");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no {label} clock in\n{text}"));
+        let rest = &line[prefix.len()..];
+        let (now, max_text) = rest.split_once(" MHz (Max: ").expect(line);
+        assert!(
+            now.ends_with(".0") && now[..now.len() - 2].parse::<u32>().is_ok(),
+            "{line}"
+        );
+        assert_eq!(max_text, format!("{}.0)", max(key)), "{line}");
+    }
 }
