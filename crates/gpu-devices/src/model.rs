@@ -422,6 +422,24 @@ derived! {
         current: d.clock_infos(),
         max: d.max_clock_infos(),
     };
+    /// igpu's memory view: MiB as floats with their unit (`memory_mib().total`,
+    /// `.unit == "MiB"`), beside the bytes of [`Self::memory_total`] and the rest.
+    memory_mib -> Na<crate::units::MemoryMib> = |d| d
+        .memory_info()
+        .map(|m| crate::units::MemoryMib::from_bytes(m.total, m.used, m.free));
+    /// igpu's power view: watts as floats with their unit, beside the milliwatts of
+    /// [`Self::power_usage`] and [`Self::power_limit`].
+    power_watts -> crate::units::PowerWatts = |d| {
+        let limits = d.power_limit_constraints();
+        crate::units::PowerWatts {
+            management: d.power_management_mode(),
+            draw: crate::units::watts(d.power_usage()),
+            limit: crate::units::watts(d.power_limit()),
+            min_limit: crate::units::watts(limits.clone().map(|l| l.min_mw)),
+            max_limit: crate::units::watts(limits.map(|l| l.max_mw)),
+            unit: "W",
+        }
+    };
     /// `"<usage>W / <limit>W"` (`N/A / N/A` when unknown).
     power_status -> String = |d| power_status_text(&d.power_usage(), &d.power_limit());
     /// PCIe throughput over the last 20 ms, KiB/s.

@@ -338,3 +338,56 @@ mod tests {
         );
     }
 }
+
+/// igpu's memory view (`gpu.memory.total`, `.used`, `.free`, `.unit`): mebibytes as floats,
+/// with the unit they are in, beside the bytes every other accessor gives; code ported from
+/// igpu keeps its arithmetic and its unit. From [`crate::Device::memory_mib`] (or a
+/// snapshot's).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct MemoryMib {
+    /// Total memory, MiB.
+    pub total: f64,
+    /// Used memory, MiB.
+    pub used: f64,
+    /// Free memory, MiB.
+    pub free: f64,
+    /// `"MiB"`.
+    pub unit: &'static str,
+}
+
+impl MemoryMib {
+    /// The view of these byte counts.
+    pub fn from_bytes(total: u64, used: u64, free: u64) -> MemoryMib {
+        let mib = |b: u64| b as f64 / MIB as f64;
+        MemoryMib {
+            total: mib(total),
+            used: mib(used),
+            free: mib(free),
+            unit: "MiB",
+        }
+    }
+}
+
+/// igpu's power view (`gpu.power.draw`, `.limit`, `.min_limit`, `.max_limit`): watts as
+/// floats with their unit, beside the milliwatts every other accessor gives (`power_usage`,
+/// `power_limit`). From [`crate::Device::power_watts`] (or a snapshot's).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PowerWatts {
+    /// Whether power management is on: igpu's `management` ("Supported" when on).
+    pub management: Na<bool>,
+    /// Power draw, W.
+    pub draw: Na<f64>,
+    /// The power-management limit, W.
+    pub limit: Na<f64>,
+    /// The lowest the limit may be set to, W.
+    pub min_limit: Na<f64>,
+    /// The highest the limit may be set to, W.
+    pub max_limit: Na<f64>,
+    /// `"W"`.
+    pub unit: &'static str,
+}
+
+/// Milliwatts as watts.
+pub(crate) fn watts(mw: Na<u32>) -> Na<f64> {
+    mw.map(|mw| f64::from(mw) / 1000.0)
+}
