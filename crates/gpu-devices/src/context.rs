@@ -50,6 +50,9 @@ pub(crate) struct Inner {
     /// limits, max clocks, modes, ...), asked on the device's first snapshot and kept for the
     /// life of the context, so a refresh asks only the changing queries.
     pub(crate) statics: Mutex<HashMap<DeviceId, DeviceStatic>>,
+    /// Each device's last NVLink counter reading and when it was taken, for throughput
+    /// measured since the previous call (`Device::nvlink_throughput(None)`).
+    pub(crate) nvlink_last: Mutex<HashMap<DeviceId, crate::device::NvLinkReading>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -90,6 +93,7 @@ impl ContextBuilder {
                 cuda_source: self.cuda_source,
                 cuda_order: OnceLock::new(),
                 statics: Mutex::new(HashMap::new()),
+                nvlink_last: Mutex::new(HashMap::new()),
             }),
         })
     }

@@ -67,6 +67,24 @@ impl fmt::Debug for Device {
     }
 }
 
+/// NVLink counters of every link of a device, and when they were read.
+#[derive(Debug, Clone)]
+pub(crate) struct NvLinkReading {
+    at: Instant,
+    counters: Vec<Na<NvLinkCounters>>,
+}
+
+impl NvLinkReading {
+    /// Rates per link from `earlier` to this reading.
+    fn throughput_since(&self, earlier: &NvLinkReading) -> Vec<ThroughputInfo> {
+        nvlink_throughput_between(
+            &earlier.counters,
+            &self.counters,
+            self.at.saturating_duration_since(earlier.at),
+        )
+    }
+}
+
 /// The multi-section view of a fresh [`Device::snapshot`] (as igpu prints a device).
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -190,20 +208,124 @@ impl Device {
             .map(|l| self.backend().nvlink_throughput(self.id, l).into())
             .collect()
     }
-    /// NVLink throughput of each link over `interval`, KiB/s: reads the counters, sleeps
-    /// `interval`, reads them again (nvitop's `nvlink_throughput(interval)`). See
-    /// [`crate::snapshot::nvlink_throughput_between`] to compute rates from readings of your own.
-    pub fn nvlink_throughput(&self, interval: Duration) -> Vec<ThroughputInfo> {
+    /// NVLink throughput of each link, KiB/s (nvitop's `nvlink_throughput(interval)`):
+    ///
+    /// - `Some(interval)` (or a bare `Duration`): reads the counters, sleeps `interval`, reads
+    ///   them again;
+    /// - `None`: does not sleep: measures since the previous call on this device (through any
+    ///   `Device` of the same context), and answers N/A for every link on the first call.
+    ///
+    /// Either way the reading is kept for the next `None` call. See
+    /// [`DeviceSnapshot::nvlink_throughput_since`] for rates between snapshots of your own.
+    pub fn nvlink_throughput(&self, interval: impl Into<Option<Duration>>) -> Vec<ThroughputInfo> {
         let links = self.nvlink_states().len() as u32;
-        let start = Instant::now();
-        let before = self.nvlink_counters_of(links);
-        std::thread::sleep(interval);
-        let after = self.nvlink_counters_of(links);
-        nvlink_throughput_between(&before, &after, start.elapsed())
+        let previous = match interval.into() {
+            Some(interval) => {
+                let before = NvLinkReading {
+                    at: Instant::now(),
+                    counters: self.nvlink_counters_of(links),
+                };
+                std::thread::sleep(interval);
+                Some(before)
+            }
+            None => self.last_nvlink_reading(),
+        };
+        let now = NvLinkReading {
+            at: Instant::now(),
+            counters: self.nvlink_counters_of(links),
+        };
+        let rates = match &previous {
+            Some(before) => now.throughput_since(before),
+            None => vec![ThroughputInfo::default(); now.counters.len()],
+        };
+        self.ctx
+            .inner
+            .nvlink_last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(self.id, now);
+        rates
     }
-    /// The mean NVLink throughput over all links over `interval`, KiB/s.
-    pub fn nvlink_mean_throughput(&self, interval: Duration) -> ThroughputInfo {
+
+    fn last_nvlink_reading(&self) -> Option<NvLinkReading> {
+        self.ctx
+            .inner
+            .nvlink_last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&self.id)
+            .cloned()
+    }
+
+    /// The mean NVLink throughput over all links, KiB/s; `interval` as for
+    /// [`Device::nvlink_throughput`].
+    pub fn nvlink_mean_throughput(&self, interval: impl Into<Option<Duration>>) -> ThroughputInfo {
         mean_throughput(&self.nvlink_throughput(interval))
+    }
+
+    /// Transmitted KiB/s of each link (one measurement; to have both directions of the same
+    /// measurement, use [`Device::nvlink_throughput`]).
+    pub fn nvlink_tx_throughput(&self, interval: impl Into<Option<Duration>>) -> Vec<Na<u64>> {
+        self.nvlink_throughput(interval)
+            .into_iter()
+            .map(|t| t.tx)
+            .collect()
+    }
+
+    /// Received KiB/s of each link.
+    pub fn nvlink_rx_throughput(&self, interval: impl Into<Option<Duration>>) -> Vec<Na<u64>> {
+        self.nvlink_throughput(interval)
+            .into_iter()
+            .map(|t| t.rx)
+            .collect()
+    }
+
+    /// Transmitted KiB/s, mean over links.
+    pub fn nvlink_mean_tx_throughput(&self, interval: impl Into<Option<Duration>>) -> Na<u64> {
+        self.nvlink_mean_throughput(interval).tx
+    }
+
+    /// Received KiB/s, mean over links.
+    pub fn nvlink_mean_rx_throughput(&self, interval: impl Into<Option<Duration>>) -> Na<u64> {
+        self.nvlink_mean_throughput(interval).rx
+    }
+
+    /// [`Device::nvlink_tx_throughput`] as text, `9821MiB/s`.
+    pub fn nvlink_tx_throughput_human(
+        &self,
+        interval: impl Into<Option<Duration>>,
+    ) -> Vec<Na<String>> {
+        self.nvlink_throughput(interval)
+            .iter()
+            .map(ThroughputInfo::tx_human)
+            .collect()
+    }
+
+    /// [`Device::nvlink_rx_throughput`] as text.
+    pub fn nvlink_rx_throughput_human(
+        &self,
+        interval: impl Into<Option<Duration>>,
+    ) -> Vec<Na<String>> {
+        self.nvlink_throughput(interval)
+            .iter()
+            .map(ThroughputInfo::rx_human)
+            .collect()
+    }
+
+    /// [`Device::nvlink_mean_tx_throughput`] as text.
+    pub fn nvlink_mean_tx_throughput_human(
+        &self,
+        interval: impl Into<Option<Duration>>,
+    ) -> Na<String> {
+        self.nvlink_mean_throughput(interval).tx_human()
+    }
+
+    /// [`Device::nvlink_mean_rx_throughput`] as text.
+    pub fn nvlink_mean_rx_throughput_human(
+        &self,
+        interval: impl Into<Option<Duration>>,
+    ) -> Na<String> {
+        self.nvlink_mean_throughput(interval).rx_human()
     }
 
     // ---- Modes and states ----

@@ -412,6 +412,61 @@ fn nvlink_throughput_comes_from_two_frames() {
     );
 }
 
+/// nvitop's `nvlink_throughput(interval=None)`: no sleep, measured since the previous call;
+/// per direction, mean and human forms of the same measurement.
+#[test]
+fn nvlink_throughput_without_an_interval_is_measured_since_the_previous_call() {
+    let (ctx, backend) = open("h100-sxm-8gpu");
+    let d = ctx.device(0).unwrap();
+    backend.set_frame(10);
+    // The first call has nothing to measure from.
+    let first = d.nvlink_throughput(None);
+    assert_eq!(first.len(), 18);
+    assert!(
+        first.iter().all(|r| r.tx.is_na() && r.rx.is_na()),
+        "{first:?}"
+    );
+    let after_first = std::time::Instant::now();
+    std::thread::sleep(Duration::from_millis(50));
+    backend.set_frame(11);
+    let before_second = std::time::Instant::now();
+    // Another handle on the same device shares the reading.
+    let rates = ctx.device(0).unwrap().nvlink_throughput(None);
+    let after_second = std::time::Instant::now();
+    // Link 0 sent 10,056,864 KiB between the frames, over an elapsed time that the two calls
+    // bracket: at least from the end of the first to the start of the second.
+    let delta = 3_221_048_610u64 - 3_210_991_746;
+    let shortest = before_second.duration_since(after_first).as_secs_f64();
+    let longest = after_second
+        .duration_since(after_first - Duration::from_millis(50))
+        .as_secs_f64();
+    let tx = *rates[0].tx.value().unwrap() as f64;
+    assert!(
+        tx <= delta as f64 / shortest + 1.0 && tx >= delta as f64 / longest - 1.0,
+        "{tx} KiB/s for {delta} KiB in {shortest}..{longest} s"
+    );
+    // Nothing moves between two calls on the same frame: 0 on every link, and the per-direction,
+    // mean and human forms agree.
+    assert!(d
+        .nvlink_tx_throughput(None)
+        .iter()
+        .all(|v| *v == Na::Value(0)));
+    assert!(d
+        .nvlink_rx_throughput(None)
+        .iter()
+        .all(|v| *v == Na::Value(0)));
+    assert_eq!(d.nvlink_mean_tx_throughput(None), Na::Value(0));
+    assert_eq!(d.nvlink_mean_rx_throughput(None), Na::Value(0));
+    assert_eq!(
+        d.nvlink_mean_tx_throughput_human(None),
+        Na::Value("0B/s".to_string())
+    );
+    assert_eq!(d.nvlink_tx_throughput_human(None).len(), 18);
+    // A device without NVLink has no links to measure.
+    let (ctx, _) = open("geforce-desktop");
+    assert!(ctx.device(0).unwrap().nvlink_throughput(None).is_empty());
+}
+
 #[test]
 fn contexts_open_from_a_fixture_path_and_refuse_a_broken_one() {
     let path = fixtures_dir().join("h100-mig.json");
