@@ -56,6 +56,11 @@ pub trait HostSource: Send + Sync {
     fn keep_only(&self, pids: &[u32]) {
         let _ = pids;
     }
+    /// Every PID the host can see now, ascending (to find a process's children). Empty by
+    /// default; a live host lists `/proc`, a replay the processes alive in its frame.
+    fn pids(&self) -> Vec<u32> {
+        Vec::new()
+    }
     /// The host's "now", milliseconds since the Unix epoch: the wall clock for a live host, the
     /// recorded time of the current frame for a replay. Running times are measured to it.
     fn now_unix_ms(&self) -> u64 {
@@ -120,6 +125,17 @@ impl HostSource for ReplayHost {
 
     fn process_sample(&self, pid: u32) -> Option<HostProcessSample> {
         self.backend.frame().host.processes.get(&pid).cloned()
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        // A BTreeMap: already ascending.
+        self.backend
+            .frame()
+            .host
+            .processes
+            .keys()
+            .copied()
+            .collect()
     }
 
     /// `meta.recorded_at` plus the current frame's `t_ms`; the wall clock when the fixture does
@@ -596,6 +612,19 @@ mod live {
     impl HostSource for LiveHost {
         fn machine(&self) -> HostMachine {
             self.statics().machine.clone()
+        }
+
+        fn pids(&self) -> Vec<u32> {
+            let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            pids.sort_unstable();
+            pids
         }
 
         fn sample(&self) -> HostFrame {

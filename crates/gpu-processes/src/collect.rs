@@ -224,6 +224,68 @@ impl ProcessCollector {
         self.take_snapshots(&self.context.all_devices())
     }
 
+    /// Snapshots of chosen GPU processes, each a (device, PID) pair, in the order given
+    /// (nvitop's `GpuProcess.take_snapshots(processes, failsafe=...)`): each device involved is
+    /// asked once, and each PID looked up on the host once.
+    ///
+    /// A process no longer on its device (it ended, or its device's process list cannot be
+    /// read) is an error naming it; with `failsafe`, it comes back instead with every value
+    /// N/A (`gpu_memory`, utilization and host facts `None`), so a monitoring loop never stops
+    /// on a process that ended between two refreshes.
+    ///
+    /// # Errors
+    ///
+    /// [`ProcessGone`] for the first process that is not found, unless `failsafe`; also for a
+    /// device that does not exist.
+    pub fn take_process_snapshots(
+        &self,
+        wanted: &[(DeviceId, u32)],
+        failsafe: bool,
+    ) -> Result<Vec<GpuProcess>, ProcessGone> {
+        let mut ids: Vec<DeviceId> = Vec::new();
+        for &(id, pid) in wanted {
+            if self.context.device_by_id(id).is_err() {
+                return Err(ProcessGone { device: id, pid });
+            }
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        let devices = self
+            .context
+            .devices_from_ids(ids)
+            .map_err(|_| ProcessGone {
+                device: wanted[0].0,
+                pid: wanted[0].1,
+            })?;
+        let snaps = self.take_snapshots(&devices);
+        wanted
+            .iter()
+            .map(|&(device, pid)| {
+                match snaps
+                    .processes
+                    .iter()
+                    .find(|p| p.device == device && p.pid == pid)
+                {
+                    Some(p) => Ok(p.clone()),
+                    None if failsafe => Ok(GpuProcess {
+                        pid,
+                        device,
+                        kind: gpu_devices::ProcessKind::Compute,
+                        gpu_memory: None,
+                        gpu_memory_percent: None,
+                        gpu_memory_human: None,
+                        gpu_instance_id: None,
+                        compute_instance_id: None,
+                        utilization: Default::default(),
+                        host: HostProcess::default(),
+                    }),
+                    None => Err(ProcessGone { device, pid }),
+                }
+            })
+            .collect()
+    }
+
     /// The processes of device snapshots already taken, joined with host facts.
     pub fn join(&self, devices: Vec<DeviceSnapshot>) -> Snapshots {
         let mut errors = Vec::new();
@@ -273,7 +335,7 @@ impl ProcessCollector {
         for (_, _, p, _) in &gpu_side {
             hosts
                 .entry(p.pid)
-                .or_insert_with(|| self.host_process(p.pid, now_ms, memory_total));
+                .or_insert_with(|| host_process(&*self.host, p.pid, now_ms, memory_total));
         }
         let host_lookups = hosts.len();
         let pids: Vec<u32> = hosts.keys().copied().collect();
@@ -309,44 +371,62 @@ impl ProcessCollector {
             host_lookups,
         }
     }
+}
 
-    /// Host facts of one PID, N/A where they cannot be read.
-    fn host_process(&self, pid: u32, now_ms: u64, memory_total: Option<u64>) -> HostProcess {
-        let Some(gpu_backend::host::ProcessLookup {
-            facts,
-            sample,
-            ns_pid,
-        }) = self.host.lookup(pid)
-        else {
-            return HostProcess::default();
-        };
-        let running_time_s = facts
-            .start_time_s
-            .map(|start| (now_ms / 1000).saturating_sub(start));
-        let rss = sample.as_ref().and_then(|s| s.rss);
-        // An unknown command line (an imported nvidia-smi dump names only the executable, if
-        // that) is N/A, never "".
-        let cmdline = Some(facts.cmdline).filter(|c| !c.is_empty());
-        HostProcess {
-            visible: true,
-            command: cmdline.as_deref().map(command_join),
-            user: facts.user.filter(|u| !u.is_empty()),
-            name: facts.name.filter(|n| !n.is_empty()),
-            cmdline,
-            cpu_percent: sample.as_ref().and_then(|s| s.cpu_percent),
-            rss,
-            memory_percent: match (rss, memory_total) {
-                (Some(r), Some(t)) if t > 0 => Some(r as f64 * 100.0 / t as f64),
-                _ => None,
-            },
-            create_time_s: facts.start_time_s,
-            running_time_s,
-            running_time_human: running_time_s
-                .map(|s| timedelta2human(std::time::Duration::from_secs(s))),
-            status: sample.and_then(|s| s.status).filter(|s| !s.is_empty()),
-            ppid: facts.ppid,
-            ns_pid: ns_pid.filter(|&inner| inner != pid),
-        }
+/// A process asked for by [`ProcessCollector::take_process_snapshots`] is not on its device.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no process {pid} on device {device}: it ended, or the device's process list cannot be read"
+)]
+pub struct ProcessGone {
+    /// The device asked about.
+    pub device: DeviceId,
+    /// The PID asked for.
+    pub pid: u32,
+}
+
+/// Host facts of one PID, N/A where they cannot be read; running time measured to `now_ms`,
+/// memory percent of `memory_total`.
+pub(crate) fn host_process(
+    host: &dyn HostSource,
+    pid: u32,
+    now_ms: u64,
+    memory_total: Option<u64>,
+) -> HostProcess {
+    let Some(gpu_backend::host::ProcessLookup {
+        facts,
+        sample,
+        ns_pid,
+    }) = host.lookup(pid)
+    else {
+        return HostProcess::default();
+    };
+    let running_time_s = facts
+        .start_time_s
+        .map(|start| (now_ms / 1000).saturating_sub(start));
+    let rss = sample.as_ref().and_then(|s| s.rss);
+    // An unknown command line (an imported nvidia-smi dump names only the executable, if
+    // that) is N/A, never "".
+    let cmdline = Some(facts.cmdline).filter(|c| !c.is_empty());
+    HostProcess {
+        visible: true,
+        command: cmdline.as_deref().map(command_join),
+        user: facts.user.filter(|u| !u.is_empty()),
+        name: facts.name.filter(|n| !n.is_empty()),
+        cmdline,
+        cpu_percent: sample.as_ref().and_then(|s| s.cpu_percent),
+        rss,
+        memory_percent: match (rss, memory_total) {
+            (Some(r), Some(t)) if t > 0 => Some(r as f64 * 100.0 / t as f64),
+            _ => None,
+        },
+        create_time_s: facts.start_time_s,
+        running_time_s,
+        running_time_human: running_time_s
+            .map(|s| timedelta2human(std::time::Duration::from_secs(s))),
+        status: sample.and_then(|s| s.status).filter(|s| !s.is_empty()),
+        ppid: facts.ppid,
+        ns_pid: ns_pid.filter(|&inner| inner != pid),
     }
 }
 

@@ -2,10 +2,13 @@
 #![warn(missing_docs)]
 
 mod collect;
+mod handle;
 mod process;
 
 pub use collect::{
-    command_join, shell_join, ProcessCollector, ProcessQueryError, Snapshots, UtilizationTracker,
+    command_join, shell_join, ProcessCollector, ProcessGone, ProcessQueryError, Snapshots,
+    UtilizationTracker,
 };
 pub use gpu_devices::ProcessKind;
+pub use handle::ProcessHandle;
 pub use process::{GpuProcess, HostProcess, ProcessUtilization};
