@@ -74,9 +74,10 @@ fn register_font() -> Result<(), String> {
         .clone()
 }
 
-/// Draws `records` (as a [`crate::Recorder`] gives them) into `path`, PNG or SVG by its
+/// Draws `records` (as [`crate::Recorder`]s give them) into `path`, PNG or SVG by its
 /// extension: the metric over elapsed time, one coloured line per device, named in the legend,
-/// and for memory each distinct total as a dashed line. Axes are in human units (MiB or GiB;
+/// and for memory each distinct total as a dashed line. Records of several metrics (from one
+/// recorder per metric) are drawn as one panel per metric, stacked. Axes are in human units (MiB or GiB;
 /// seconds, minutes or hours).
 ///
 /// # Errors
@@ -206,6 +207,8 @@ fn time_unit(max: f64) -> (f64, &'static str) {
     }
 }
 
+/// Draws the records, one panel per metric (in the order the metrics first appear), stacked
+/// top to bottom; the caption, when given, names the whole plot.
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     records: &[Record],
@@ -213,6 +216,38 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(err)?;
+    let mut metrics: Vec<DeviceMetric> = Vec::new();
+    for r in records {
+        if !metrics.contains(&r.metric) {
+            metrics.push(r.metric);
+        }
+    }
+    if metrics.len() <= 1 {
+        return draw_panel(root, records, options.title.clone());
+    }
+    let root = match &options.title {
+        Some(title) => root.titled(title, (FONT, 28)).map_err(err)?,
+        None => root.clone(),
+    };
+    let panels = root.split_evenly((metrics.len(), 1));
+    for (metric, area) in metrics.iter().zip(&panels) {
+        let mine: Vec<Record> = records
+            .iter()
+            .filter(|r| r.metric == *metric)
+            .cloned()
+            .collect();
+        draw_panel(area, &mine, None)?;
+    }
+    Ok(())
+}
+
+/// One chart: the records of one metric over time, captioned `title` or the metric's name.
+fn draw_panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    records: &[Record],
+    title: Option<String>,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let metric = records
         .first()
         .map_or(DeviceMetric::MemoryUsed, |r| r.metric);
@@ -228,10 +263,7 @@ fn draw<DB: DrawingBackend>(
     let (tdiv, tunit) = time_unit(t_max);
     let x_end = (t_max / tdiv).max(1e-3);
     let y_end = (v_max / vdiv * 1.05).max(1.0);
-    let title = options
-        .title
-        .clone()
-        .unwrap_or_else(|| metric.label().to_string());
+    let title = title.unwrap_or_else(|| metric.label().to_string());
 
     let mut chart = ChartBuilder::on(root)
         .caption(title, (FONT, 28))

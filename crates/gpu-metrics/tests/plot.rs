@@ -22,16 +22,63 @@ fn fixture() -> Arc<Fixture> {
 }
 
 fn records() -> Vec<gpu_metrics::Record> {
+    records_of(&[gpu_metrics::DeviceMetric::MemoryUsed])
+}
+
+/// 30 frames of every metric asked for, one recorder each.
+fn records_of(metrics: &[gpu_metrics::DeviceMetric]) -> Vec<gpu_metrics::Record> {
     let backend = Arc::new(ReplayBackend::new(fixture()));
     let ctx = Context::from_backend(backend.clone()).unwrap();
     let clock = ManualClock::new(1_700_000_000.0);
-    let mut r = Recorder::memory(&ctx).with_clock(Arc::new(clock.clone()));
+    let mut recorders: Vec<Recorder> = metrics
+        .iter()
+        .map(|&m| Recorder::new(ctx.devices(), m).with_clock(Arc::new(clock.clone())))
+        .collect();
     for f in 0..30 {
         clock.set(Duration::from_secs(f as u64));
         backend.set_frame(f);
-        r.record(true).unwrap();
+        for r in &mut recorders {
+            r.record(true).unwrap();
+        }
     }
-    r.records()
+    recorders.iter().flat_map(Recorder::records).collect()
+}
+
+/// gpulink draws one metric a run; several metrics in one run are one panel each, stacked,
+/// each with its own caption, axis and legend.
+#[test]
+fn several_metrics_are_one_panel_each() {
+    use gpu_metrics::DeviceMetric;
+    let records = records_of(&[
+        DeviceMetric::MemoryUsed,
+        DeviceMetric::GpuUtilization,
+        DeviceMetric::PowerUsage,
+    ]);
+    let dir = out_dir("panels");
+    let svg = dir.join("panels.svg");
+    plot(&records, &svg, &PlotOptions::default()).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for caption in ["Memory used", "GPU utilization", "Power draw"] {
+        assert!(text.contains(&format!("\n{caption}\n</text>")), "{caption}");
+    }
+    assert!(text.contains("GPU utilization (%)") && text.contains("Power draw (W)"));
+    // Each panel names every device in its legend.
+    let legend = format!("GPU 0: {}", records[0].device.name);
+    assert_eq!(
+        text.matches(&legend).count(),
+        3,
+        "one legend entry per panel"
+    );
+    // The panels are stacked: each caption lower than the one before.
+    let y_of = |caption: &str| -> f64 {
+        let at = text.find(&format!("\n{caption}\n</text>")).unwrap();
+        let tag = &text[text[..at].rfind("<text").unwrap()..at];
+        let y = tag.split("y=\"").nth(1).unwrap().split('"').next().unwrap();
+        y.parse().unwrap()
+    };
+    assert!(y_of("Memory used") < y_of("GPU utilization"));
+    assert!(y_of("GPU utilization") < y_of("Power draw"));
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn out_dir(name: &str) -> std::path::PathBuf {

@@ -54,9 +54,10 @@ pub struct Args {
     ndjson: Option<PathBuf>,
 
     /// What to record: memory_used, gpu_utilization, memory_utilization, temperature or
-    /// power_usage.
-    #[arg(long, value_name = "METRIC", default_value = "memory_used")]
-    metric: DeviceMetric,
+    /// power_usage; several, comma-separated, draw one panel each in the plot (--csv and
+    /// --ndjson take one metric).
+    #[arg(long, value_name = "METRIC", value_delimiter = ',', num_args = 1.., default_value = "memory_used")]
+    metric: Vec<DeviceMetric>,
 
     /// Plot width in pixels, 200 to 7680.
     #[arg(long, value_name = "PX", default_value_t = 1280, value_parser = args::whole::<u32>(args::PLOT_WIDTH))]
@@ -107,12 +108,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if devices.is_empty() {
         anyhow::bail!("no GPU to record ({})", src.label);
     }
-    let mut recorder = Recorder::new(devices, args.metric);
+    let mut metrics: Vec<DeviceMetric> = Vec::new();
+    for m in &args.metric {
+        if !metrics.contains(m) {
+            metrics.push(*m);
+        }
+    }
+    if metrics.len() > 1 && (args.csv.is_some() || args.ndjson.is_some()) {
+        return Err(UsageError(format!(
+            "--csv and --ndjson write one metric; {} were asked for (record them in separate runs, \
+             or leave the sample files out)",
+            metrics.len()
+        ))
+        .into());
+    }
+    let mut recorders: Vec<Recorder> = metrics
+        .iter()
+        .map(|&m| Recorder::new(devices.clone(), m))
+        .collect();
     if let Some(path) = &args.csv {
-        recorder = recorder.with_sink(Box::new(CsvSink::create(path)?))?;
+        let r = recorders.remove(0);
+        recorders.insert(0, r.with_sink(Box::new(CsvSink::create(path)?))?);
     }
     if let Some(path) = &args.ndjson {
-        recorder = recorder.with_sink(Box::new(NdjsonSink::create(path)?))?;
+        let r = recorders.remove(0);
+        recorders.insert(0, r.with_sink(Box::new(NdjsonSink::create(path)?))?);
     }
 
     let (tx, rx) = mpsc::channel();
@@ -128,16 +148,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // A sample that cannot be written (a full disk) stops the recording; what was recorded is
     // still plotted and summarised below, and the failure is the command's error.
     let mut failure = None;
-    loop {
-        let sample = match recorder.record(true) {
-            Ok(sample) => sample,
-            Err(e) => {
-                failure = Some(e);
-                break;
+    'sampling: loop {
+        let mut first = None;
+        for recorder in &mut recorders {
+            match recorder.record(true) {
+                Ok(sample) => {
+                    first.get_or_insert(sample);
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break 'sampling;
+                }
             }
-        };
-        if progress {
-            show_progress(&recorder, &sample, args.metric);
+        }
+        if let (true, Some(sample)) = (progress, &first) {
+            show_progress(&recorders[0], sample, metrics[0]);
         }
         next += args.interval;
         let now = Instant::now();
@@ -153,11 +178,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
         }
     }
+    let recorder = &recorders[0];
     if progress {
         eprint!("\r\x1b[K");
     }
 
-    let records = recorder.records();
+    let records: Vec<Record> = recorders.iter().flat_map(Recorder::records).collect();
     let options = PlotOptions {
         width: args.width,
         height: args.height,

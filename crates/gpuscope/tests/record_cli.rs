@@ -315,8 +315,23 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
 
 #[test]
 fn bad_input_exits_2_and_says_what_is_wrong() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["record", "--demo", "-o", "memory.jpg"], ".png or .svg"),
+        (
+            &[
+                "record",
+                "--demo",
+                "--metric",
+                "memory_used,temperature",
+                "--csv",
+                "m.csv",
+            ],
+            "--csv and --ndjson write one metric; 2 were asked for",
+        ),
+        (
+            &["record", "--demo", "--metric", "memory_used,speed"],
+            "speed",
+        ),
         (
             &["record", "--demo", "--interval", "0s"],
             "--interval <DURATION>': must be between 10ms and 1h",
@@ -333,6 +348,47 @@ fn bad_input_exits_2_and_says_what_is_wrong() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// Several metrics in one run: one summary line per device and metric, one panel per metric.
+#[test]
+fn several_metrics_in_one_run() {
+    let dir = out_dir("metrics");
+    let svg = dir.join("m.svg");
+    let out = run(&[
+        "record",
+        "--demo",
+        "--frame",
+        "2",
+        "--interval",
+        "20ms",
+        "--duration",
+        "100ms",
+        "--metric",
+        "memory_used,gpu_utilization",
+        "--metric",
+        "temperature",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    for metric in ["memory used", "gpu utilization", "temperature"] {
+        let n = stdout
+            .lines()
+            .filter(|l| l.contains(&format!(" -> {metric}: ")))
+            .count();
+        assert_eq!(n, 8, "{metric}: {stdout}");
+    }
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for caption in ["Memory used", "GPU utilization", "Temperature"] {
+        assert!(text.contains(&format!("\n{caption}\n</text>")), "{caption}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Files other than `keep` left in `dir` (a temporary plot would show here).
