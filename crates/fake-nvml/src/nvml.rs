@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
@@ -864,6 +865,32 @@ static GPM_SAMPLES: Mutex<GpmSamples> = Mutex::new(GpmSamples {
     live: BTreeMap::new(),
 });
 
+/// GPM samples taken (`nvmlGpmSampleGet` and `nvmlGpmMigSampleGet` that succeeded) and
+/// `nvmlGpmMetricsGet` calls that succeeded, since the library was loaded.
+static GPM_SAMPLES_TAKEN: AtomicU64 = AtomicU64::new(0);
+static GPM_METRICS_GOT: AtomicU64 = AtomicU64::new(0);
+
+/// Not an NVML call: how many GPM samples were taken and how many metric sets computed since
+/// the library was loaded, so that a test can tell how often a client asks GPM.
+///
+/// # Safety
+///
+/// Both pointers must be null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn fakeNvmlGpmCallCounts(
+    samples_taken: *mut c_ulonglong,
+    metrics_got: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    guarded(|| {
+        if samples_taken.is_null() || metrics_got.is_null() {
+            return ret::INVALID_ARGUMENT;
+        }
+        samples_taken.write_unaligned(GPM_SAMPLES_TAKEN.load(Ordering::Relaxed));
+        metrics_got.write_unaligned(GPM_METRICS_GOT.load(Ordering::Relaxed));
+        ret::SUCCESS
+    })
+}
+
 fn gpm_samples() -> MutexGuard<'static, GpmSamples> {
     GPM_SAMPLES.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -917,6 +944,7 @@ impl Ctx {
         match samples.live.get_mut(&(sample as usize)) {
             Some(slot) => {
                 *slot = Some((id, frame));
+                GPM_SAMPLES_TAKEN.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             None => Err(INVALID),
@@ -1029,6 +1057,7 @@ nvml_api! {
             let unit = known.map_or(std::ptr::null_mut(), |i| units[i].as_ptr() as *mut c_char);
             metric.metricInfo = nvmlGpmMetricInfo_t { shortName: name, longName: name, unit };
         }
+        GPM_METRICS_GOT.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 }
