@@ -834,6 +834,41 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever NVML or a fixture gives, a kept GPM value is finite, not negative and within
+        /// its unit's bound, and a value already within bounds is kept unchanged.
+        #[test]
+        fn gpm_values_are_bounded(v in proptest::num::f64::ANY, percent in proptest::bool::ANY) {
+            let unit = if percent { "%" } else { "MiB/s" };
+            let max = if percent { 100.0 } else { GPM_MAX_MIB_PER_S };
+            match gpm_value_bounded(unit, v) {
+                Some(x) => {
+                    proptest::prop_assert!(x.is_finite() && (0.0..=max).contains(&x));
+                    if v <= max {
+                        proptest::prop_assert_eq!(x, v);
+                    }
+                }
+                None => proptest::prop_assert!(!v.is_finite() || v < 0.0 || (!percent && v > max)),
+            }
+        }
+
+        /// GPM metrics keep every value through JSON (fixtures), metrics left out read as
+        /// `None`, and `by_id` finds each by NVML's id.
+        #[test]
+        fn gpm_metrics_round_trip_through_json(values in proptest::collection::vec(proptest::option::of(0.0f64..100.0), GPM_METRICS.len())) {
+            let mut m = GpmMetrics::default();
+            for ((_, id, _), v) in GPM_METRICS.iter().zip(&values) {
+                *m.slot_by_id(*id).expect("a known id") = *v;
+            }
+            let json = serde_json::to_string(&m).expect("serialises");
+            let back: GpmMetrics = serde_json::from_str(&json).expect("parses");
+            proptest::prop_assert_eq!(back, m);
+            for ((_, id, _), v) in GPM_METRICS.iter().zip(&values) {
+                proptest::prop_assert_eq!(back.by_id(*id), Some(*v));
+            }
+        }
+    }
+
     #[test]
     fn architecture_and_brand_codes_round_trip() {
         for code in 0..20 {
