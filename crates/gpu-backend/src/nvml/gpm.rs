@@ -4,7 +4,8 @@
 //! each `gpm_metrics` call and measures it against the sample the previous call took, so a
 //! refresh never sleeps and asks GPM once: the first call per device only takes a sample and
 //! answers [`BackendError::NoData`]. Support (`nvmlGpmQueryDeviceSupport`, on the physical GPU)
-//! and a MIG device's GPU-instance id are asked until the device says it has GPM, then kept.
+//! and a MIG device's GPU-instance id are asked until the device says it has GPM, then kept
+//! until a sample fails (then asked again on the next call).
 //!
 //! nvml-wrapper's `gpm` module ties a sample's lifetime to a borrow of `Nvml`, which a sample
 //! kept inside the backend between calls cannot have; the raw calls are used instead, with the
@@ -80,7 +81,21 @@ impl GpmSamples {
             gpu_instance,
             previous,
         } = state;
-        let sample = take_sample(lib, &target, *gpu_instance)?;
+        let sample = match take_sample(lib, &target, *gpu_instance) {
+            Ok(sample) => sample,
+            Err(e) => {
+                // Forget the device (a MIG reconfiguration may have moved its GPU instance, a
+                // lost GPU may come back): the next call asks support and the id again.
+                if let Some(DeviceGpm {
+                    previous: Some(earlier),
+                    ..
+                }) = devices.remove(&id)
+                {
+                    free(lib, earlier);
+                }
+                return Err(e);
+            }
+        };
         match previous.replace(sample) {
             None => Err(BackendError::NoData),
             Some(earlier) => {
