@@ -23,8 +23,8 @@ use gpu_backend::fixture::{
 };
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeMode,
-    CurrentPending, DeviceId, DriverModel, Fixture, MemoryInfo, PciInfo, PerClock, PowerLimits,
-    ProcessInfo, RemappedRows, Utilization,
+    CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, Fixture, LocationEccCounts,
+    MemoryInfo, PciInfo, PerClock, PowerLimits, ProcessInfo, RemappedRows, Utilization,
 };
 
 use xml::{Element, XmlError};
@@ -582,6 +582,73 @@ fn ecc_counts(errors: Option<&Element>, volatile: &[&str], aggregate: &[&str]) -
     }
 }
 
+/// One counter of one memory location in a counter group (`volatile` or `aggregate`):
+/// `single_bit/<location>` or `double_bit/<location>` in old dumps, `<prefix>_correctable` or
+/// `<prefix>_uncorrectable` in new ones (Blackwell's split `sram_uncorrectable_*` summed).
+fn ecc_location_count(group: &Element, old: &str, new: Option<&str>, corrected: bool) -> R<u64> {
+    let bits = if corrected {
+        "single_bit"
+    } else {
+        "double_bit"
+    };
+    if let Some(e) = group.child(bits).and_then(|b| b.child(old)) {
+        return count(Some(e));
+    }
+    let prefix = new.ok_or(BackendError::NotSupported)?;
+    let name = if corrected {
+        format!("{prefix}_correctable")
+    } else {
+        format!("{prefix}_uncorrectable")
+    };
+    if let Some(e) = group.child(&name) {
+        return count(Some(e));
+    }
+    let parts: Vec<&Element> = group
+        .children
+        .iter()
+        .filter(|c| c.name.starts_with(&format!("{name}_")))
+        .collect();
+    if parts.is_empty() {
+        return Err(BackendError::NotSupported);
+    }
+    parts
+        .iter()
+        .try_fold(0u64, |sum, c| Ok(sum.saturating_add(count(Some(c))?)))
+}
+
+/// The ECC counts of one memory location: `old` names it in old dumps, `new` is its prefix in
+/// new ones (`sram`, `dram`), if they carry it.
+fn ecc_location(errors: Option<&Element>, old: &str, new: Option<&str>) -> R<LocationEccCounts> {
+    let mut counts = LocationEccCounts::default();
+    let mut first_error = None;
+    let mut any = false;
+    for counter in [EccCounter::Volatile, EccCounter::Aggregate] {
+        let group_name = match counter {
+            EccCounter::Volatile => "volatile",
+            EccCounter::Aggregate => "aggregate",
+        };
+        let Some(group) = errors.and_then(|e| e.child(group_name)) else {
+            continue;
+        };
+        for kind in [EccErrorKind::Corrected, EccErrorKind::Uncorrected] {
+            match ecc_location_count(group, old, new, kind == EccErrorKind::Corrected) {
+                Ok(n) => {
+                    *counts.get_mut(kind, counter) = Some(n);
+                    any = true;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    if any {
+        Ok(counts)
+    } else {
+        Err(first_error.unwrap_or(BackendError::NotSupported))
+    }
+}
+
 fn memory_info(fb: Option<&Element>) -> R<MemoryInfo> {
     let fb = fb.ok_or(BackendError::NotSupported)?;
     Ok(MemoryInfo {
@@ -867,7 +934,13 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
             Answer::Ok(_) => vec![fan.into()],
             Answer::Err(_) => Vec::new(),
         },
+        // nvidia-smi does not print a fan's target speed.
+        fan_target_speeds: match st.num_fans {
+            Answer::Ok(_) => vec![Answer::Err(BackendError::NotSupported)],
+            Answer::Err(_) => Vec::new(),
+        },
         temperature: celsius(at(g, &["temperature", "gpu_temp"])).into(),
+        memory_temperature: celsius(at(g, &["temperature", "memory_temp"])).into(),
         power_usage: milliwatts(first(
             power,
             &["power_draw", "average_power_draw", "instant_power_draw"],
@@ -886,7 +959,18 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
         pcie_tx_throughput: kb_per_s(first(pci, &["tx_util"])).into(),
         pcie_rx_throughput: kb_per_s(first(pci, &["rx_util"])).into(),
         nvlink_throughput: Vec::new(),
+        // nvidia-smi -q -x does not print NVLink error counters.
+        nvlink_error_counters: Vec::new(),
         ecc_errors: ecc_counts(g.child("ecc_errors"), &["volatile"], &["aggregate"]),
+        ecc_l1_cache: ecc_location(g.child("ecc_errors"), "l1_cache", None).into(),
+        ecc_l2_cache: ecc_location(g.child("ecc_errors"), "l2_cache", None).into(),
+        ecc_device_memory: ecc_location(g.child("ecc_errors"), "device_memory", Some("dram"))
+            .into(),
+        ecc_register_file: ecc_location(g.child("ecc_errors"), "register_file", None).into(),
+        ecc_texture_memory: ecc_location(g.child("ecc_errors"), "texture_memory", None).into(),
+        ecc_texture_shm: ecc_location(g.child("ecc_errors"), "texture_shm", None).into(),
+        ecc_cbu: ecc_location(g.child("ecc_errors"), "cbu", None).into(),
+        ecc_sram: ecc_location(g.child("ecc_errors"), "sram", Some("sram")).into(),
         clock_event_reasons: clock_event_reasons(g).into(),
         pcie_replay_counter: integer(first(pci, &["replay_counter"])).into(),
         retired_pages_single_bit: retired_pages(at(
@@ -901,6 +985,8 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
         compute_processes: compute,
         graphics_processes: graphics,
         process_utilization: Answer::Err(BackendError::NotSupported),
+        // nvidia-smi -q -x does not print GPM metrics.
+        gpm_metrics: Answer::Err(BackendError::NotSupported),
     }
 }
 

@@ -231,6 +231,77 @@ impl Default for nvmlFieldValue_t {
     }
 }
 
+/// `NVML_FI_DEV_MEMORY_TEMP`: memory temperature, °C.
+pub const NVML_FI_DEV_MEMORY_TEMP: c_uint = 82;
+
+/// NVML's opaque GPM sample (`nvmlGpmSample_t`). This library hands out numbers dressed as
+/// pointers and never dereferences them.
+pub type nvmlGpmSample_t = *mut nvmlGpmSample_st;
+
+/// The opaque target of [`nvmlGpmSample_t`].
+#[repr(C)]
+pub struct nvmlGpmSample_st {
+    _private: [u8; 0],
+}
+
+/// `NVML_GPM_METRICS_GET_VERSION`.
+pub const NVML_GPM_METRICS_GET_VERSION: c_uint = 1;
+/// `NVML_GPM_SUPPORT_VERSION`.
+pub const NVML_GPM_SUPPORT_VERSION: c_uint = 1;
+/// `NVML_GPM_METRIC_MAX`: the length of `nvmlGpmMetricsGet_t::metrics`.
+pub const NVML_GPM_METRIC_MAX: usize = 210;
+
+/// The names of one GPM metric (`nvmlGpmMetric_t::metricInfo`), filled by the library.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct nvmlGpmMetricInfo_t {
+    /// Short name.
+    pub shortName: *mut c_char,
+    /// Long name.
+    pub longName: *mut c_char,
+    /// Unit.
+    pub unit: *mut c_char,
+}
+
+/// `nvmlGpmMetric_t`: the caller fills `metricId`; the library the rest.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct nvmlGpmMetric_t {
+    /// `NVML_GPM_METRIC_*`.
+    pub metricId: c_uint,
+    /// The return code for this metric alone.
+    pub nvmlReturn: nvmlReturn_t,
+    /// The value.
+    pub value: f64,
+    /// Its names.
+    pub metricInfo: nvmlGpmMetricInfo_t,
+}
+
+/// `nvmlGpmMetricsGet_t`: version, how many metrics, the two samples, the metrics.
+#[repr(C)]
+pub struct nvmlGpmMetricsGet_t {
+    /// [`NVML_GPM_METRICS_GET_VERSION`].
+    pub version: c_uint,
+    /// How many entries of `metrics` are asked for.
+    pub numMetrics: c_uint,
+    /// The earlier sample.
+    pub sample1: nvmlGpmSample_t,
+    /// The later sample.
+    pub sample2: nvmlGpmSample_t,
+    /// The metrics.
+    pub metrics: [nvmlGpmMetric_t; NVML_GPM_METRIC_MAX],
+}
+
+/// `nvmlGpmSupport_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlGpmSupport_t {
+    /// [`NVML_GPM_SUPPORT_VERSION`].
+    pub version: c_uint,
+    /// 1 when the device has GPM.
+    pub isSupportedDevice: c_uint,
+}
+
 /// CUDA's return code (`CUresult`).
 pub type CUresult = c_int;
 /// A CUDA device ordinal (`CUdevice`).
@@ -266,6 +337,9 @@ const _: () = {
     assert!(std::mem::size_of::<nvmlProcessInfo_t>() == 24);
     assert!(std::mem::size_of::<nvmlProcessUtilizationSample_t>() == 32);
     assert!(std::mem::size_of::<nvmlFieldValue_t>() == 40);
+    assert!(std::mem::size_of::<nvmlGpmMetric_t>() == 40);
+    assert!(std::mem::size_of::<nvmlGpmMetricsGet_t>() == 24 + 40 * NVML_GPM_METRIC_MAX);
+    assert!(std::mem::size_of::<nvmlGpmSupport_t>() == 8);
     assert!(std::mem::size_of::<CUuuid>() == 16);
 };
 

@@ -7,13 +7,16 @@
 
 #![allow(non_snake_case)]
 
-use std::ffi::{c_char, c_int, c_uint, c_ulonglong, CStr};
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
-    BackendError, ClockType, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
-    GpuBackend, PcieDirection, ProcessInfo, ReplayBackend, RetirementCause, TemperatureThreshold,
+    Answer, BackendError, ClockType, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
+    GpuBackend, MemoryLocation, PcieDirection, ProcessInfo, ReplayBackend, RetirementCause,
+    TemperatureThreshold, GPM_METRICS,
 };
 
 use crate::abi::*;
@@ -535,7 +538,7 @@ nvml_api! {
         put(is_active, enable(ctx.b.nvlink_state(id, link)?))
     }
     /// `nvmlDeviceGetFieldValues`: fields 138/139 (`NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX`,
-    /// KiB, `scopeId` = link) are served; every other field answers `NVML_ERROR_NOT_SUPPORTED`
+    /// KiB, `scopeId` = link) and 82 (`NVML_FI_DEV_MEMORY_TEMP`, °C) are served; every other field answers `NVML_ERROR_NOT_SUPPORTED`
     /// in its own `nvmlReturn`. The call itself succeeds.
     fn nvmlDeviceGetFieldValues(device: nvmlDevice_t, values_count: c_int, values: *mut nvmlFieldValue_t) |ctx| {
         let id = ctx.dev(device)?;
@@ -552,6 +555,7 @@ nvml_api! {
             let answer = match v.fieldId {
                 NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| c.tx_kib),
                 NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| c.rx_kib),
+                NVML_FI_DEV_MEMORY_TEMP => ctx.b.memory_temperature(id).map(u64::from),
                 _ => Err(BackendError::NotSupported),
             };
             match answer {
@@ -592,6 +596,46 @@ nvml_api! {
             _ => return Err(INVALID),
         };
         put(ecc_counts, ctx.b.ecc_errors(id, kind, counter)?)
+    }
+    /// `nvmlDeviceGetTargetFanSpeed`: the speed one fan is driven towards, percent.
+    fn nvmlDeviceGetTargetFanSpeed(device: nvmlDevice_t, fan: c_uint, target_speed: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(target_speed)?;
+        put(target_speed, ctx.b.fan_target_speed_of(id, fan)?)
+    }
+    /// `nvmlDeviceGetNvLinkErrorCounter`: counter 0 DL replay, 1 DL recovery, 2 DL CRC flit,
+    /// 3 DL CRC data; 4 (DL ECC data) answers `NVML_ERROR_NOT_SUPPORTED`.
+    fn nvmlDeviceGetNvLinkErrorCounter(device: nvmlDevice_t, link: c_uint, counter: c_uint, counter_value: *mut c_ulonglong) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(counter_value)?;
+        if counter == 4 {
+            return Err(Code(ret::NOT_SUPPORTED));
+        }
+        if counter > 4 {
+            return Err(INVALID);
+        }
+        let c = ctx.b.nvlink_error_counters(id, link)?;
+        put(counter_value, [c.replay, c.recovery, c.crc_flit, c.crc_data][counter as usize])
+    }
+    /// `nvmlDeviceGetMemoryErrorCounter`: error type 0 corrected, 1 uncorrected; counter 0
+    /// volatile, 1 aggregate; location 0-7 (`nvmlMemoryLocation_t`). A count the fixture
+    /// records as absent answers `NVML_ERROR_NOT_SUPPORTED`.
+    fn nvmlDeviceGetMemoryErrorCounter(device: nvmlDevice_t, error_type: c_uint, counter_type: c_uint, location: c_uint, count: *mut c_ulonglong) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(count)?;
+        let kind = match error_type {
+            0 => EccErrorKind::Corrected,
+            1 => EccErrorKind::Uncorrected,
+            _ => return Err(INVALID),
+        };
+        let counter = match counter_type {
+            0 => EccCounter::Volatile,
+            1 => EccCounter::Aggregate,
+            _ => return Err(INVALID),
+        };
+        let location = *MemoryLocation::ALL.get(location as usize).ok_or(INVALID)?;
+        let counts = ctx.b.memory_errors(id, location)?;
+        put(count, counts.get(kind, counter).ok_or(Code(ret::NOT_SUPPORTED))?)
     }
     /// `nvmlDeviceGetRetiredPages`: cause 0 multiple single-bit, 1 double-bit; the addresses
     /// with the count protocol of the other lists.
@@ -797,6 +841,224 @@ nvml_api! {
             return Err(Code(ret::NOT_FOUND));
         }
         put_list(count, utilization, &samples)
+    }
+}
+
+// ---- GPM ----
+
+/// The first GPM sample handle; later ones follow at [`GPM_SAMPLE_STRIDE`]. Like device
+/// handles, samples are numbers dressed as pointers, never dereferenced.
+const GPM_SAMPLE_BASE: usize = 0x6770_0000;
+const GPM_SAMPLE_STRIDE: usize = 0x10;
+/// The most GPM samples alive at once; an allocation beyond it answers `NVML_ERROR_MEMORY`.
+const GPM_SAMPLES_MAX: usize = 1 << 16;
+
+/// The GPM samples alive: handle number -> what it holds (the device and the frame it was
+/// taken at), `None` until `nvmlGpmSampleGet` fills it.
+struct GpmSamples {
+    next: usize,
+    live: BTreeMap<usize, Option<(DeviceId, usize)>>,
+}
+
+static GPM_SAMPLES: Mutex<GpmSamples> = Mutex::new(GpmSamples {
+    next: 0,
+    live: BTreeMap::new(),
+});
+
+/// GPM samples taken (`nvmlGpmSampleGet` and `nvmlGpmMigSampleGet` that succeeded) and
+/// `nvmlGpmMetricsGet` calls that succeeded, since the library was loaded.
+static GPM_SAMPLES_TAKEN: AtomicU64 = AtomicU64::new(0);
+static GPM_METRICS_GOT: AtomicU64 = AtomicU64::new(0);
+
+/// Not an NVML call: how many GPM samples were taken and how many metric sets computed since
+/// the library was loaded, so that a test can tell how often a client asks GPM.
+///
+/// # Safety
+///
+/// Both pointers must be null or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn fakeNvmlGpmCallCounts(
+    samples_taken: *mut c_ulonglong,
+    metrics_got: *mut c_ulonglong,
+) -> nvmlReturn_t {
+    guarded(|| {
+        if samples_taken.is_null() || metrics_got.is_null() {
+            return ret::INVALID_ARGUMENT;
+        }
+        samples_taken.write_unaligned(GPM_SAMPLES_TAKEN.load(Ordering::Relaxed));
+        metrics_got.write_unaligned(GPM_METRICS_GOT.load(Ordering::Relaxed));
+        ret::SUCCESS
+    })
+}
+
+fn gpm_samples() -> MutexGuard<'static, GpmSamples> {
+    GPM_SAMPLES.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The short names of [`GPM_METRICS`], NUL-terminated, for `metricInfo`.
+fn gpm_names() -> &'static [CString] {
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        GPM_METRICS
+            .iter()
+            .map(|(name, _, _)| CString::new(*name).unwrap_or_default())
+            .collect()
+    })
+}
+
+/// The units of [`GPM_METRICS`], NUL-terminated, for `metricInfo`.
+fn gpm_units() -> &'static [CString] {
+    static UNITS: OnceLock<Vec<CString>> = OnceLock::new();
+    UNITS.get_or_init(|| {
+        GPM_METRICS
+            .iter()
+            .map(|(_, _, unit)| CString::new(*unit).unwrap_or_default())
+            .collect()
+    })
+}
+
+impl Ctx {
+    /// The GPM answer of a device at a frame.
+    fn gpm_at(&self, id: DeviceId, frame: usize) -> Result<gpu_backend::GpmMetrics, BackendError> {
+        match self
+            .b
+            .fixture()
+            .frames
+            .get(frame)
+            .and_then(|f| f.devices.get(&id))
+        {
+            Some(dy) => dy.gpm_metrics.get(),
+            None => Err(BackendError::NotFound),
+        }
+    }
+
+    /// Records a sample of `id` at the current frame: a device whose GPM answer there is an
+    /// error other than `no_data` answers that error.
+    fn gpm_sample(&self, id: DeviceId, sample: nvmlGpmSample_t) -> Result<(), Code> {
+        let frame = self.b.frame_index();
+        match self.gpm_at(id, frame) {
+            Ok(_) | Err(BackendError::NoData) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let mut samples = gpm_samples();
+        match samples.live.get_mut(&(sample as usize)) {
+            Some(slot) => {
+                *slot = Some((id, frame));
+                GPM_SAMPLES_TAKEN.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            None => Err(INVALID),
+        }
+    }
+}
+
+nvml_api! {
+    /// `nvmlGpmQueryDeviceSupport`: supported when the device's (or one of its MIG devices')
+    /// GPM answer at the current frame is a value or `no_data`; "cannot tell" answers are
+    /// "not supported"; any other recorded error is returned.
+    fn nvmlGpmQueryDeviceSupport(device: nvmlDevice_t, gpm_support: *mut nvmlGpmSupport_t) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(gpm_support)?;
+        if (*gpm_support).version != NVML_GPM_SUPPORT_VERSION {
+            return Err(Code(ret::ARGUMENT_VERSION_MISMATCH));
+        }
+        let frame = ctx.b.frame_index();
+        let family = ctx.b.fixture().devices.keys().copied().filter(|d| {
+            *d == id || (!id.is_mig() && d.is_mig() && d.physical_index() == id.physical_index())
+        }).collect::<Vec<_>>();
+        let mut supported = false;
+        for d in family {
+            match ctx.gpm_at(d, frame) {
+                Ok(_) | Err(BackendError::NoData) => supported = true,
+                Err(e) if e.is_not_available() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        (*gpm_support).isSupportedDevice = c_uint::from(supported);
+        Ok(())
+    }
+    /// `nvmlGpmSampleAlloc`.
+    fn nvmlGpmSampleAlloc(gpm_sample: *mut nvmlGpmSample_t) |_ctx| {
+        nn(gpm_sample)?;
+        let mut samples = gpm_samples();
+        if samples.live.len() >= GPM_SAMPLES_MAX {
+            return Err(Code(gpu_backend::error::nvml_codes::MEMORY as nvmlReturn_t));
+        }
+        let handle = loop {
+            let n = samples.next % GPM_SAMPLES_MAX;
+            samples.next = samples.next.wrapping_add(1);
+            let handle = GPM_SAMPLE_BASE + n * GPM_SAMPLE_STRIDE;
+            if !samples.live.contains_key(&handle) {
+                break handle;
+            }
+        };
+        samples.live.insert(handle, None);
+        put(gpm_sample, handle as nvmlGpmSample_t)
+    }
+    /// `nvmlGpmSampleFree`: a sample that is not alive answers `NVML_ERROR_INVALID_ARGUMENT`.
+    fn nvmlGpmSampleFree(gpm_sample: nvmlGpmSample_t) |_ctx| {
+        match gpm_samples().live.remove(&(gpm_sample as usize)) {
+            Some(_) => Ok(()),
+            None => Err(INVALID),
+        }
+    }
+    /// `nvmlGpmSampleGet`: samples a physical GPU at the current frame.
+    fn nvmlGpmSampleGet(device: nvmlDevice_t, gpm_sample: nvmlGpmSample_t) |ctx| {
+        let id = ctx.gpu(device)?;
+        ctx.gpm_sample(id, gpm_sample)
+    }
+    /// `nvmlGpmMigSampleGet`: samples the MIG device of GPU instance `gpu_instance_id` under a
+    /// physical GPU at the current frame.
+    fn nvmlGpmMigSampleGet(device: nvmlDevice_t, gpu_instance_id: c_uint, gpm_sample: nvmlGpmSample_t) |ctx| {
+        let parent = ctx.gpu(device)?;
+        let mig = ctx.b.fixture().devices.iter().find(|(d, st)| {
+            d.is_mig()
+                && d.physical_index() == parent.physical_index()
+                && st.gpu_instance_id == Answer::Ok(gpu_instance_id)
+        });
+        let Some((&id, _)) = mig else {
+            return Err(Code(ret::NOT_FOUND));
+        };
+        ctx.gpm_sample(id, gpm_sample)
+    }
+    /// `nvmlGpmMetricsGet`: the metrics the fixture recorded for the later sample's device at
+    /// the later sample's frame (a recording holds what was measured up to each frame). Both
+    /// samples must be alive, filled and of the same device. A metric the fixture does not
+    /// hold answers `NVML_ERROR_NOT_SUPPORTED` in its own `nvmlReturn`.
+    fn nvmlGpmMetricsGet(metrics_get: *mut nvmlGpmMetricsGet_t) |ctx| {
+        nn(metrics_get)?;
+        let m = &mut *metrics_get;
+        if m.version != NVML_GPM_METRICS_GET_VERSION {
+            return Err(Code(ret::ARGUMENT_VERSION_MISMATCH));
+        }
+        let n = m.numMetrics as usize;
+        if n > NVML_GPM_METRIC_MAX {
+            return Err(INVALID);
+        }
+        let (first, second) = {
+            let samples = gpm_samples();
+            let get = |s: nvmlGpmSample_t| samples.live.get(&(s as usize)).copied().flatten();
+            (get(m.sample1), get(m.sample2))
+        };
+        let (Some((id1, _)), Some((id, frame))) = (first, second) else {
+            return Err(INVALID);
+        };
+        if id1 != id {
+            return Err(INVALID);
+        }
+        let values = ctx.gpm_at(id, frame)?;
+        let (names, units) = (gpm_names(), gpm_units());
+        for metric in m.metrics.iter_mut().take(n) {
+            let known = GPM_METRICS.iter().position(|(_, mid, _)| *mid == metric.metricId);
+            let value = values.by_id(metric.metricId).flatten();
+            metric.nvmlReturn = if value.is_some() { ret::SUCCESS } else { ret::NOT_SUPPORTED };
+            metric.value = value.unwrap_or(0.0);
+            let name = known.map_or(std::ptr::null_mut(), |i| names[i].as_ptr() as *mut c_char);
+            let unit = known.map_or(std::ptr::null_mut(), |i| units[i].as_ptr() as *mut c_char);
+            metric.metricInfo = nvmlGpmMetricInfo_t { shortName: name, longName: name, unit };
+        }
+        GPM_METRICS_GOT.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 

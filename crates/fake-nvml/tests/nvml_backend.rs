@@ -153,3 +153,56 @@ fn the_nvml_backend_reads_back_every_scenario_fixture() {
         check_round_trip(&fixture, &stem);
     }
 }
+
+/// Issue 13: gpuscope's NVML backend asks GPM once per device per refresh and never waits for
+/// a second sample: refresh k measures between refresh k-1's sample and its own. Over the MIG
+/// scenario (GPM on the whole GPU and on each instance), three refreshes of the five devices
+/// take 15 samples and compute 10 metric sets: the first refresh answers `no_data`, the next
+/// ones the fixture's values of their frame.
+#[test]
+fn gpm_takes_one_sample_per_device_per_refresh() {
+    use gpu_backend::{all_device_ids, BackendError, GpuBackend};
+    let _guard = lock();
+    let so = installed();
+    let fixture = Fixture::load(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-mig.json"),
+    )
+    .unwrap();
+    let path = write_temp(&fixture, "gpm-count");
+    set_env(Some(&path), Some(3));
+    let backend = NvmlBackend::with_library(so).expect("init");
+    // SAFETY: loading the library the backend has already loaded runs no new initialisers.
+    let lib = unsafe { Library::new(so) }.expect("dlopen");
+    // SAFETY: the symbols have these signatures (see the crate's README).
+    let set_frame: Symbol<unsafe extern "C" fn(c_uint) -> c_uint> =
+        unsafe { lib.get(b"fakeNvmlSetFrame") }.unwrap();
+    let counts: Symbol<unsafe extern "C" fn(*mut u64, *mut u64) -> c_uint> =
+        unsafe { lib.get(b"fakeNvmlGpmCallCounts") }.unwrap();
+    let read = || {
+        let (mut s, mut m) = (0u64, 0u64);
+        // SAFETY: two writable counters.
+        assert_eq!(unsafe { counts(&mut s, &mut m) }, 0);
+        (s, m)
+    };
+    let ids = all_device_ids(&backend).unwrap();
+    assert_eq!(ids.len(), 5);
+    let (s0, m0) = read();
+    for (k, frame) in [3u32, 4, 5].into_iter().enumerate() {
+        // SAFETY: a frame number.
+        assert_eq!(unsafe { set_frame(frame) }, 0);
+        for &id in &ids {
+            let got = backend.gpm_metrics(id);
+            if k == 0 {
+                assert_eq!(got, Err(BackendError::NoData), "{id}");
+            } else {
+                let want = fixture.frames[frame as usize].devices[&id]
+                    .gpm_metrics
+                    .get();
+                assert_eq!(got, want, "frame {frame} {id}");
+            }
+        }
+    }
+    let (s1, m1) = read();
+    assert_eq!((s1 - s0, m1 - m0), (15, 10));
+    drop(backend);
+}

@@ -4,8 +4,11 @@ fake libnvidia-ml.so.1 exactly as the fixture records it.
 
 For every frame (stepped with the fake library's fakeNvmlSetFrame) and every device (physical
 and MIG), it compares: device count, driver version, name, UUID, memory (v1 and v2), utilization,
-temperature, power, and compute/graphics processes, including recorded errors (which pynvml
-raises as NVMLError with the same code) and functions the fixture lists as missing.
+temperature, power, compute/graphics processes, the health queries (memory temperature, fans'
+target speeds, NVLink error counters, ECC counts per memory location, ...) and GPM metrics
+(a sample per device per frame, measured against the previous frame's sample as a monitoring
+client does), including recorded errors (which pynvml raises as NVMLError with the same code)
+and functions the fixture lists as missing.
 
 Usage (see crates/fake-nvml/README.md):
 
@@ -39,6 +42,11 @@ ERROR_CODES = {
     "function_not_found": 13,
     "gpu_lost": 15,
     "deprecated": 26,
+    "no_data": 21,
+}
+# The "cannot tell" errors (gpu_backend's is_not_available): GPM support answers "no" for them.
+NOT_AVAILABLE_ERRORS = {
+    "not_supported", "no_permission", "function_not_found", "not_recorded", "deprecated",
 }
 NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
 NO_ID = 0xFFFFFFFF
@@ -255,6 +263,162 @@ def check_health_frame(c, where, dy, h):
     )
 
 
+# The GPM metrics of gpuscope's fixtures: field name -> NVML_GPM_METRIC_* id.
+GPM_METRICS = {
+    "graphics_activity": 1, "sm_activity": 2, "sm_occupancy": 3, "integer_activity": 4,
+    "tensor_activity": 5, "tensor_dfma_activity": 6, "tensor_hmma_activity": 7,
+    "tensor_imma_activity": 9, "dram_activity": 10, "fp64_activity": 11, "fp32_activity": 12,
+    "fp16_activity": 13, "pcie_tx": 20, "pcie_rx": 21,
+    **{f"nvdec{i}_activity": 30 + i for i in range(8)},
+    **{f"nvjpg{i}_activity": 40 + i for i in range(8)},
+    "nvofa0_activity": 50, "nvofa1_activity": 51, "nvlink_rx": 60, "nvlink_tx": 61,
+}
+MEMORY_LOCATIONS = [
+    ("ecc_l1_cache", 0), ("ecc_l2_cache", 1), ("ecc_device_memory", 2),
+    ("ecc_register_file", 3), ("ecc_texture_memory", 4), ("ecc_texture_shm", 5),
+    ("ecc_cbu", 6), ("ecc_sram", 7),
+]
+NVLINK_MAX_LINKS = 18
+
+
+def link_answer(answers, link):
+    """The answer of one link in a trimmed per-link list (see docs/fixture-format.md)."""
+    if link < len(answers):
+        return answers[link]
+    if answers:
+        return answers[-1]
+    return {"err": "not_supported"}
+
+
+def field_value(h, field_id):
+    """One field of nvmlDeviceGetFieldValues; its own return code raised as NVMLError."""
+    v = pynvml.nvmlDeviceGetFieldValues(h, [field_id])[0]
+    if v.nvmlReturn != pynvml.NVML_SUCCESS:
+        raise pynvml.NVMLError(v.nvmlReturn)
+    return v.value.ullVal
+
+
+def check_more_health(c, where, st, dy, h):
+    """Issue 13's remaining health queries: memory temperature, fans' target speeds, NVLink
+    error counters per link, ECC counts per memory location."""
+    c.answer(
+        f"{where} memory temperature",
+        recorded(dy, "memory_temperature"),
+        lambda: field_value(h, pynvml.NVML_FI_DEV_MEMORY_TEMP),
+    )
+    fans = st["num_fans"]["ok"] if "ok" in st["num_fans"] else 0
+    targets = dy.get("fan_target_speeds") or [{"err": "not_recorded"}] * fans
+    for fan, answer in enumerate(targets):
+        c.answer(
+            f"{where} fan {fan} target speed",
+            answer,
+            lambda: pynvml.nvmlDeviceGetTargetFanSpeed(h, fan),
+        )
+    links = dy.get("nvlink_error_counters", [{"err": "not_recorded"}])
+    for link in range(min(len(links) + 1, NVLINK_MAX_LINKS)):
+        answer = link_answer(links, link)
+        for counter, name in enumerate(["replay", "recovery", "crc_flit", "crc_data"]):
+            c.answer(
+                f"{where} NVLink {link} {name} errors",
+                answer,
+                lambda: pynvml.nvmlDeviceGetNvLinkErrorCounter(h, link, counter),
+                lambda v: v[name],
+            )
+    for field, location in MEMORY_LOCATIONS:
+        answer = recorded(dy, field)
+        for error_type, kind in [(0, "corrected"), (1, "uncorrected")]:
+            for counter_type, counter in [(0, "volatile"), (1, "aggregate")]:
+                key = f"{counter}_{kind}"
+                if "ok" in answer and answer["ok"][key] is None:
+                    want = {"err": "not_supported"}
+                elif "ok" in answer:
+                    want = {"ok": answer["ok"][key]}
+                else:
+                    want = answer
+                c.answer(
+                    f"{where} {field} {key}",
+                    want,
+                    lambda: pynvml.nvmlDeviceGetMemoryErrorCounter(
+                        h, error_type, counter_type, location
+                    ),
+                )
+
+
+class Gpm:
+    """GPM as a monitoring client reads it: one sample per device per frame, measured against
+    the device's sample of the previous frame (the first frame against itself)."""
+
+    def __init__(self, fixture, handles):
+        self.fixture = fixture
+        self.handles = handles
+        self.previous = {}
+
+    def sample(self, key):
+        st = self.fixture["devices"][key]
+        sample = pynvml.nvmlGpmSampleAlloc()
+        try:
+            if ":" in key:
+                parent = self.handles[key.split(":")[0]]
+                pynvml.nvmlGpmMigSampleGet(parent, st["gpu_instance_id"]["ok"], sample)
+            else:
+                pynvml.nvmlGpmSampleGet(self.handles[key], sample)
+        except pynvml.NVMLError:
+            pynvml.nvmlGpmSampleFree(sample)
+            raise
+        return sample
+
+    def metrics(self, key):
+        sample = self.sample(key)
+        earlier = self.previous.pop(key, None)
+        request = pynvml.c_nvmlGpmMetricsGet_t()
+        request.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(GPM_METRICS)
+        request.sample1 = earlier if earlier is not None else sample
+        request.sample2 = sample
+        for i, metric in enumerate(GPM_METRICS.values()):
+            request.metrics[i].metricId = metric
+        try:
+            pynvml.nvmlGpmMetricsGet(request)
+        finally:
+            if earlier is not None:
+                pynvml.nvmlGpmSampleFree(earlier)
+            self.previous[key] = sample
+        out = {}
+        for i, name in enumerate(GPM_METRICS):
+            m = request.metrics[i]
+            if m.nvmlReturn == pynvml.NVML_SUCCESS:
+                out[name] = m.value
+        return out
+
+    def support(self, key):
+        return pynvml.nvmlGpmQueryDeviceSupport(self.handles[key]).isSupportedDevice
+
+
+def want_gpm_support(c, fixture, index, key):
+    """What nvmlGpmQueryDeviceSupport must say of physical GPU `key` at frame `index`."""
+    if "nvmlGpmQueryDeviceSupport" in c.missing:
+        return {"err": "function_not_found"}
+    frame = fixture["frames"][index]["devices"]
+    family = [k for k in frame if k == key or k.split(":")[0] == key]
+    supported = 0
+    for k in family:
+        a = recorded(frame[k], "gpm_metrics")
+        if "ok" in a or a["err"] == "no_data":
+            supported = 1
+        elif a["err"] not in NOT_AVAILABLE_ERRORS:
+            return a
+    return {"ok": supported}
+
+
+def check_gpm(c, fixture, gpm, index):
+    for key, dy in fixture["frames"][index]["devices"].items():
+        where = f"frame {index} device {key}"
+        if ":" not in key:
+            c.answer(f"{where} GPM support", want_gpm_support(c, fixture, index, key),
+                     lambda: gpm.support(key))
+        c.answer(f"{where} GPM metrics", recorded(dy, "gpm_metrics"), lambda: gpm.metrics(key))
+
+
 def check_frame(c, fixture, handles, index):
     """Every changing answer of every device in frame `index`, which the library must serve now."""
     for key, dy in fixture["frames"][index]["devices"].items():
@@ -295,6 +459,7 @@ def check_frame(c, fixture, handles, index):
         )
         c.answer(f"{where} power", dy["power_usage"], lambda: pynvml.nvmlDeviceGetPowerUsage(h))
         check_health_frame(c, where, dy, h)
+        check_more_health(c, where, fixture["devices"][key], dy, h)
         c.answer(
             f"{where} compute processes",
             dy["compute_processes"],
@@ -338,10 +503,12 @@ def main():
     fake = fake_library()
     handles = device_handles(fixture)
     check_system(c, fixture, handles)
+    gpm = Gpm(fixture, handles)
     for index in range(len(fixture["frames"])):
         if fake.fakeNvmlSetFrame(ctypes.c_uint(index)) != 0:
             sys.exit(f"fakeNvmlSetFrame({index}) failed")
         check_frame(c, fixture, handles, index)
+        check_gpm(c, fixture, gpm, index)
 
     pynvml.nvmlShutdown()
     name = fixture["meta"]["name"]

@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 /// What a backend answered instead of a value.
 ///
 /// Each variant keeps what NVML said, so nothing is lost between the driver and the layers
-/// above. Five of them mean "cannot tell" rather than a failure:
+/// above. Six of them mean "cannot tell" rather than a failure:
 /// [`BackendError::NotSupported`], [`BackendError::NoPermission`],
-/// [`BackendError::FunctionNotFound`], [`BackendError::Deprecated`] and a fixture's
+/// [`BackendError::FunctionNotFound`], [`BackendError::Deprecated`], [`BackendError::NoData`]
+/// and a fixture's
 /// [`BackendError::NotRecorded`];
 /// [`BackendError::is_not_available`] groups them so that the upper layers can turn them into
 /// N/A values and keep going.
@@ -57,6 +58,10 @@ pub enum BackendError {
     /// "Requested functionality has been deprecated"). Shown as N/A.
     #[error("deprecated by this driver")]
     Deprecated,
+    /// NVML_ERROR_NO_DATA (21): nothing to tell yet. GPM metrics answer it on a device's first
+    /// refresh, before there is an earlier sample to measure from. Shown as N/A.
+    #[error("no data yet")]
+    NoData,
     /// Not an NVML code: the fixture being replayed has no answer for this query (it was
     /// recorded before the query existed, or the field was left out). Shown as N/A, like
     /// [`BackendError::NotSupported`], but kept apart from it: the device may well support the
@@ -113,6 +118,7 @@ impl BackendError {
                 | BackendError::FunctionNotFound
                 | BackendError::NotRecorded
                 | BackendError::Deprecated
+                | BackendError::NoData
         )
     }
 
@@ -133,6 +139,7 @@ impl BackendError {
             LIBRARY_NOT_FOUND => BackendError::LibraryNotFound,
             INVALID_ARGUMENT => BackendError::InvalidArgument,
             DEPRECATED => BackendError::Deprecated,
+            NO_DATA => BackendError::NoData,
             other => BackendError::Unknown(other),
         }
     }
@@ -153,6 +160,7 @@ impl BackendError {
             BackendError::LibraryNotFound => LIBRARY_NOT_FOUND,
             BackendError::InvalidArgument => INVALID_ARGUMENT,
             BackendError::Deprecated => DEPRECATED,
+            BackendError::NoData => NO_DATA,
             BackendError::Unknown(code) => *code,
             BackendError::Other(_) => UNKNOWN,
         }
@@ -168,7 +176,7 @@ mod tests {
 
     #[test]
     fn nvml_codes_round_trip_for_every_named_error() {
-        for code in [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 999, 25, 17, 26] {
+        for code in [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 999, 25, 17, 26, 21] {
             assert_eq!(
                 BackendError::from_nvml_code(code).nvml_code(),
                 code,
@@ -184,6 +192,7 @@ mod tests {
         assert!(BackendError::FunctionNotFound.is_not_available());
         assert!(BackendError::NotRecorded.is_not_available());
         assert!(BackendError::Deprecated.is_not_available());
+        assert!(BackendError::NoData.is_not_available());
         assert!(!BackendError::GpuLost.is_not_available());
         assert!(!BackendError::Unknown(999).is_not_available());
     }

@@ -198,9 +198,15 @@ macro_rules! for_each_query {
             dynamic per_fan fn fan_speed_of(id: DeviceId, fan: u32) -> (u32) => fan_speeds
                 [nvml: nvmlDeviceGetFanSpeed_v2, unit: "%", mig: no, abi: custom,
                  doc: "Intended speed of one fan, percent (`nvmlDeviceGetFanSpeed_v2`)."];
+            dynamic per_fan fn fan_target_speed_of(id: DeviceId, fan: u32) -> (u32) => fan_target_speeds
+                [nvml: nvmlDeviceGetTargetFanSpeed, unit: "%", mig: no, abi: custom,
+                 doc: "The speed one fan is driven towards, percent (`nvmlDeviceGetTargetFanSpeed`)."];
             dynamic value fn temperature(id: DeviceId) -> (u32) => temperature
                 [nvml: nvmlDeviceGetTemperature "sensor GPU", unit: "°C", mig: no, abi: custom,
                  doc: "GPU core temperature, °C."];
+            dynamic value fn memory_temperature(id: DeviceId) -> (u32) => memory_temperature
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_MEMORY_TEMP", unit: "°C", mig: no, abi: custom,
+                 doc: "Memory (HBM) temperature, °C."];
             dynamic value fn power_usage(id: DeviceId) -> (u32) => power_usage
                 [nvml: nvmlDeviceGetPowerUsage, unit: "mW", mig: no, abi: plain,
                  doc: "Power draw, mW."];
@@ -224,9 +230,23 @@ macro_rules! for_each_query {
             dynamic per_link fn nvlink_throughput(id: DeviceId, link: u32) -> (NvLinkCounters) => nvlink_throughput
                 [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX", unit: "KiB, cumulative", mig: no, abi: custom,
                  doc: "Cumulative NVLink data counters of one link."];
+            dynamic per_link fn nvlink_error_counters(id: DeviceId, link: u32) -> (NvLinkErrorCounters) => nvlink_error_counters
+                [nvml: nvmlDeviceGetNvLinkErrorCounter "replay, recovery, CRC flit, CRC data", unit: "errors", mig: no, abi: custom,
+                 doc: "Error counters of one NVLink link: replays, recoveries, CRC flit and CRC data errors."];
             dynamic per_ecc fn ecc_errors(id: DeviceId, kind: EccErrorKind, counter: EccCounter) -> (u64) => ecc_errors
                 [nvml: nvmlDeviceGetTotalEccErrors, unit: "errors", mig: no, abi: custom,
                  doc: "ECC error count."];
+            dynamic split fn memory_errors(id: DeviceId, location: MemoryLocation) -> (LocationEccCounts)
+                => { MemoryLocation::L1Cache => ecc_l1_cache,
+                     MemoryLocation::L2Cache => ecc_l2_cache,
+                     MemoryLocation::DeviceMemory => ecc_device_memory,
+                     MemoryLocation::RegisterFile => ecc_register_file,
+                     MemoryLocation::TextureMemory => ecc_texture_memory,
+                     MemoryLocation::TextureShm => ecc_texture_shm,
+                     MemoryLocation::Cbu => ecc_cbu,
+                     MemoryLocation::Sram => ecc_sram }
+                [nvml: nvmlDeviceGetMemoryErrorCounter "volatile/aggregate, corrected/uncorrected", unit: "errors", mig: no, abi: custom,
+                 doc: "ECC error counts of one memory location; a count the device does not keep there is `None`, and a location with none is an error."];
             dynamic value fn clock_event_reasons(id: DeviceId) -> (u64) => clock_event_reasons
                 [nvml: nvmlDeviceGetCurrentClocksEventReasons, unit: "bit mask", mig: no, abi: plain,
                  doc: "Clock event (throttle) reasons, NVML's bit mask."];
@@ -253,6 +273,9 @@ macro_rules! for_each_query {
             dynamic samples fn process_utilization(id: DeviceId, since_us: u64) -> (Vec<ProcessUtilizationSample>) => process_utilization
                 [nvml: nvmlDeviceGetProcessUtilization "recorded with timestamp 0", unit: "%", mig: no, abi: custom,
                  doc: "Per-process utilization samples newer than `since_us` (microseconds since the Unix epoch; 0 for every sample the driver holds)."];
+            dynamic value fn gpm_metrics(id: DeviceId) -> (GpmMetrics) => gpm_metrics
+                [nvml: nvmlGpmMetricsGet "between the previous call's sample and this call's; nvmlGpmSampleGet, nvmlGpmMigSampleGet for MIG", unit: "% and MiB/s", mig: yes, abi: custom,
+                 doc: "GPM activity (Hopper and newer) since the previous call for this device: the first call takes the first sample and answers `no_data`. No sleep, one sample per call."];
         }
     };
 }

@@ -316,6 +316,260 @@ pub struct NvLinkCounters {
 /// The most NVLink links NVML knows of (`NVML_NVLINK_MAX_LINKS`).
 pub const NVLINK_MAX_LINKS: u32 = 18;
 
+/// NVLink error counters of one link (`nvmlDeviceGetNvLinkErrorCounter`), counts since the
+/// driver loaded (or the counters were reset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvLinkErrorCounters {
+    /// Data-link replays (`NVML_NVLINK_ERROR_DL_REPLAY`).
+    pub replay: u64,
+    /// Data-link recoveries (`NVML_NVLINK_ERROR_DL_RECOVERY`).
+    pub recovery: u64,
+    /// Flow-control CRC errors (`NVML_NVLINK_ERROR_DL_CRC_FLIT`).
+    pub crc_flit: u64,
+    /// Data CRC errors (`NVML_NVLINK_ERROR_DL_CRC_DATA`).
+    pub crc_data: u64,
+}
+
+/// Where in the GPU's memory an ECC error was counted (`nvmlMemoryLocation_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryLocation {
+    /// L1 cache.
+    L1Cache,
+    /// L2 cache.
+    L2Cache,
+    /// Device memory (DRAM; nvidia-smi's `device_memory` or `dram_*`).
+    DeviceMemory,
+    /// Register file.
+    RegisterFile,
+    /// Texture memory.
+    TextureMemory,
+    /// Shared memory.
+    TextureShm,
+    /// CBU.
+    Cbu,
+    /// On-chip SRAM (Ampere and newer; nvidia-smi's `sram_*`).
+    Sram,
+}
+
+impl MemoryLocation {
+    /// Every location, in NVML's order.
+    pub const ALL: [MemoryLocation; 8] = [
+        MemoryLocation::L1Cache,
+        MemoryLocation::L2Cache,
+        MemoryLocation::DeviceMemory,
+        MemoryLocation::RegisterFile,
+        MemoryLocation::TextureMemory,
+        MemoryLocation::TextureShm,
+        MemoryLocation::Cbu,
+        MemoryLocation::Sram,
+    ];
+
+    /// NVML's number (`NVML_MEMORY_LOCATION_*`).
+    pub fn nvml_code(self) -> u32 {
+        self as u32
+    }
+
+    /// The snake_case name used in fixtures and JSON (`"device_memory"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryLocation::L1Cache => "l1_cache",
+            MemoryLocation::L2Cache => "l2_cache",
+            MemoryLocation::DeviceMemory => "device_memory",
+            MemoryLocation::RegisterFile => "register_file",
+            MemoryLocation::TextureMemory => "texture_memory",
+            MemoryLocation::TextureShm => "texture_shm",
+            MemoryLocation::Cbu => "cbu",
+            MemoryLocation::Sram => "sram",
+        }
+    }
+}
+
+/// The ECC error counts of one memory location (`nvmlDeviceGetMemoryErrorCounter`); a count
+/// the device does not keep for that location is `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocationEccCounts {
+    /// Corrected errors since the driver loaded.
+    pub volatile_corrected: Option<u64>,
+    /// Uncorrected errors since the driver loaded.
+    pub volatile_uncorrected: Option<u64>,
+    /// Corrected errors over the device's life.
+    pub aggregate_corrected: Option<u64>,
+    /// Uncorrected errors over the device's life.
+    pub aggregate_uncorrected: Option<u64>,
+}
+
+impl LocationEccCounts {
+    /// The count of one (kind, counter) pair.
+    pub fn get(&self, kind: EccErrorKind, counter: EccCounter) -> Option<u64> {
+        match (counter, kind) {
+            (EccCounter::Volatile, EccErrorKind::Corrected) => self.volatile_corrected,
+            (EccCounter::Volatile, EccErrorKind::Uncorrected) => self.volatile_uncorrected,
+            (EccCounter::Aggregate, EccErrorKind::Corrected) => self.aggregate_corrected,
+            (EccCounter::Aggregate, EccErrorKind::Uncorrected) => self.aggregate_uncorrected,
+        }
+    }
+
+    /// A mutable reference to the count of one (kind, counter) pair.
+    pub fn get_mut(&mut self, kind: EccErrorKind, counter: EccCounter) -> &mut Option<u64> {
+        match (counter, kind) {
+            (EccCounter::Volatile, EccErrorKind::Corrected) => &mut self.volatile_corrected,
+            (EccCounter::Volatile, EccErrorKind::Uncorrected) => &mut self.volatile_uncorrected,
+            (EccCounter::Aggregate, EccErrorKind::Corrected) => &mut self.aggregate_corrected,
+            (EccCounter::Aggregate, EccErrorKind::Uncorrected) => &mut self.aggregate_uncorrected,
+        }
+    }
+}
+
+macro_rules! gpm_metrics {
+    ($( $(#[doc = $doc:literal])* $field:ident = $id:literal, $unit:literal; )*) => {
+        /// GPU Performance Monitoring metrics (`nvmlGpmMetricsGet`, Hopper and newer): what the
+        /// GPU did between two samples. Percentages are 0-100; bandwidths are MiB/s. A metric
+        /// the device or driver cannot give is `None`.
+        #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+        pub struct GpmMetrics {
+            $(
+                $(#[doc = $doc])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $field: Option<f64>,
+            )*
+        }
+
+        /// Every GPM metric gpuscope asks for: the [`GpmMetrics`] field, NVML's metric id
+        /// (`NVML_GPM_METRIC_*`) and its unit.
+        pub const GPM_METRICS: &[(&str, u32, &str)] = &[$((stringify!($field), $id, $unit),)*];
+
+        impl GpmMetrics {
+            /// The value of the metric with NVML id `id`, if it is one of [`GPM_METRICS`].
+            pub fn by_id(&self, id: u32) -> Option<Option<f64>> {
+                match id {
+                    $($id => Some(self.$field),)*
+                    _ => None,
+                }
+            }
+
+            /// The slot of the metric with NVML id `id`, if it is one of [`GPM_METRICS`].
+            pub fn slot_by_id(&mut self, id: u32) -> Option<&mut Option<f64>> {
+                match id {
+                    $($id => Some(&mut self.$field),)*
+                    _ => None,
+                }
+            }
+
+            /// Every metric as (field name, value), in [`GPM_METRICS`] order.
+            pub fn fields(&self) -> [(&'static str, Option<f64>); GPM_METRICS.len()] {
+                [$((stringify!($field), self.$field),)*]
+            }
+        }
+    };
+}
+
+gpm_metrics! {
+    /// Graphics engine activity, percent (`NVML_GPM_METRIC_GRAPHICS_UTIL`).
+    graphics_activity = 1, "%";
+    /// SM activity: share of time at least one warp was resident on an SM, averaged over the
+    /// SMs, percent (`NVML_GPM_METRIC_SM_UTIL`).
+    sm_activity = 2, "%";
+    /// SM occupancy: resident warps over the most an SM can hold, percent
+    /// (`NVML_GPM_METRIC_SM_OCCUPANCY`).
+    sm_occupancy = 3, "%";
+    /// Integer pipe activity, percent (`NVML_GPM_METRIC_INTEGER_UTIL`).
+    integer_activity = 4, "%";
+    /// Any tensor pipe activity, percent (`NVML_GPM_METRIC_ANY_TENSOR_UTIL`).
+    tensor_activity = 5, "%";
+    /// DFMA (FP64) tensor pipe activity, percent (`NVML_GPM_METRIC_DFMA_TENSOR_UTIL`).
+    tensor_dfma_activity = 6, "%";
+    /// HMMA (FP16/BF16) tensor pipe activity, percent (`NVML_GPM_METRIC_HMMA_TENSOR_UTIL`).
+    tensor_hmma_activity = 7, "%";
+    /// IMMA (integer) tensor pipe activity, percent (`NVML_GPM_METRIC_IMMA_TENSOR_UTIL`).
+    tensor_imma_activity = 9, "%";
+    /// DRAM bandwidth used, percent of the peak (`NVML_GPM_METRIC_DRAM_BW_UTIL`).
+    dram_activity = 10, "%";
+    /// FP64 pipe activity, percent (`NVML_GPM_METRIC_FP64_UTIL`).
+    fp64_activity = 11, "%";
+    /// FP32 pipe activity, percent (`NVML_GPM_METRIC_FP32_UTIL`).
+    fp32_activity = 12, "%";
+    /// FP16 pipe activity, percent (`NVML_GPM_METRIC_FP16_UTIL`).
+    fp16_activity = 13, "%";
+    /// PCIe transmit, MiB/s (`NVML_GPM_METRIC_PCIE_TX_PER_SEC`).
+    pcie_tx = 20, "MiB/s";
+    /// PCIe receive, MiB/s (`NVML_GPM_METRIC_PCIE_RX_PER_SEC`).
+    pcie_rx = 21, "MiB/s";
+    /// NVDEC 0 activity, percent (`NVML_GPM_METRIC_NVDEC_0_UTIL`).
+    nvdec0_activity = 30, "%";
+    /// NVDEC 1 activity, percent.
+    nvdec1_activity = 31, "%";
+    /// NVDEC 2 activity, percent.
+    nvdec2_activity = 32, "%";
+    /// NVDEC 3 activity, percent.
+    nvdec3_activity = 33, "%";
+    /// NVDEC 4 activity, percent.
+    nvdec4_activity = 34, "%";
+    /// NVDEC 5 activity, percent.
+    nvdec5_activity = 35, "%";
+    /// NVDEC 6 activity, percent.
+    nvdec6_activity = 36, "%";
+    /// NVDEC 7 activity, percent.
+    nvdec7_activity = 37, "%";
+    /// NVJPG 0 activity, percent (`NVML_GPM_METRIC_NVJPG_0_UTIL`).
+    nvjpg0_activity = 40, "%";
+    /// NVJPG 1 activity, percent.
+    nvjpg1_activity = 41, "%";
+    /// NVJPG 2 activity, percent.
+    nvjpg2_activity = 42, "%";
+    /// NVJPG 3 activity, percent.
+    nvjpg3_activity = 43, "%";
+    /// NVJPG 4 activity, percent.
+    nvjpg4_activity = 44, "%";
+    /// NVJPG 5 activity, percent.
+    nvjpg5_activity = 45, "%";
+    /// NVJPG 6 activity, percent.
+    nvjpg6_activity = 46, "%";
+    /// NVJPG 7 activity, percent.
+    nvjpg7_activity = 47, "%";
+    /// NVOFA 0 (optical flow) activity, percent (`NVML_GPM_METRIC_NVOFA_0_UTIL`).
+    nvofa0_activity = 50, "%";
+    /// NVOFA 1 activity, percent.
+    nvofa1_activity = 51, "%";
+    /// NVLink receive over all links, MiB/s (`NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC`).
+    nvlink_rx = 60, "MiB/s";
+    /// NVLink transmit over all links, MiB/s (`NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC`).
+    nvlink_tx = 61, "MiB/s";
+}
+
+/// The largest GPM bandwidth believed, MiB/s (1 PiB/s): a larger value is not a reading.
+pub const GPM_MAX_MIB_PER_S: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// A GPM value as gpuscope keeps it: `None` unless finite and not negative; a percentage
+/// above 100 (rounding in the driver) is 100; a bandwidth above [`GPM_MAX_MIB_PER_S`] is
+/// `None`. `unit` is the unit of [`GPM_METRICS`].
+pub fn gpm_value_bounded(unit: &str, value: f64) -> Option<f64> {
+    if !value.is_finite() || value < 0.0 {
+        return None;
+    }
+    if unit == "%" {
+        Some(value.min(100.0))
+    } else {
+        (value <= GPM_MAX_MIB_PER_S).then_some(value)
+    }
+}
+
+impl GpmMetrics {
+    /// The mean activity of the NVDEC, NVJPG or NVOFA engines that answered (`prefix` is
+    /// `"nvdec"`, `"nvjpg"` or `"nvofa"`), `None` when none did.
+    pub fn engine_mean(&self, prefix: &str) -> Option<f64> {
+        let values: Vec<f64> = self
+            .fields()
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .filter_map(|(_, v)| *v)
+            .collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    }
+}
+
 /// The most physical devices believed from a backend. NVML documents no maximum; the largest
 /// machines have a few dozen GPUs. A larger count from NVML is refused as an error (so nothing
 /// allocates for it), and a fixture with more devices is refused when it is loaded.
@@ -577,6 +831,41 @@ mod tests {
         }
         for bad in ["", ":", "a", "1:", ":2", "1:2:3", "-1", "+1", "99999999999"] {
             assert!(bad.parse::<DeviceId>().is_err(), "{bad:?} should not parse");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever NVML or a fixture gives, a kept GPM value is finite, not negative and within
+        /// its unit's bound, and a value already within bounds is kept unchanged.
+        #[test]
+        fn gpm_values_are_bounded(v in proptest::num::f64::ANY, percent in proptest::bool::ANY) {
+            let unit = if percent { "%" } else { "MiB/s" };
+            let max = if percent { 100.0 } else { GPM_MAX_MIB_PER_S };
+            match gpm_value_bounded(unit, v) {
+                Some(x) => {
+                    proptest::prop_assert!(x.is_finite() && (0.0..=max).contains(&x));
+                    if v <= max {
+                        proptest::prop_assert_eq!(x, v);
+                    }
+                }
+                None => proptest::prop_assert!(!v.is_finite() || v < 0.0 || (!percent && v > max)),
+            }
+        }
+
+        /// GPM metrics keep every value through JSON (fixtures), metrics left out read as
+        /// `None`, and `by_id` finds each by NVML's id.
+        #[test]
+        fn gpm_metrics_round_trip_through_json(values in proptest::collection::vec(proptest::option::of(0.0f64..100.0), GPM_METRICS.len())) {
+            let mut m = GpmMetrics::default();
+            for ((_, id, _), v) in GPM_METRICS.iter().zip(&values) {
+                *m.slot_by_id(*id).expect("a known id") = *v;
+            }
+            let json = serde_json::to_string(&m).expect("serialises");
+            let back: GpmMetrics = serde_json::from_str(&json).expect("parses");
+            proptest::prop_assert_eq!(back, m);
+            for ((_, id, _), v) in GPM_METRICS.iter().zip(&values) {
+                proptest::prop_assert_eq!(back.by_id(*id), Some(*v));
+            }
         }
     }
 

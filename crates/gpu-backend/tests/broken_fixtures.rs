@@ -164,6 +164,30 @@ fn sizes_counts_and_timestamps_beyond_their_bounds_are_refused_with_their_path()
             "devices.0.max_mig_device_count",
         ),
         (
+            "GPM percentage",
+            |v| {
+                v["frames"][1]["devices"]["0"]["gpm_metrics"] =
+                    serde_json::json!({"ok": {"sm_activity": 250.0}})
+            },
+            "frames[1].devices.0.gpm_metrics.sm_activity",
+        ),
+        (
+            "GPM bandwidth",
+            |v| {
+                v["frames"][1]["devices"]["0"]["gpm_metrics"] =
+                    serde_json::json!({"ok": {"pcie_tx": 1e300}})
+            },
+            "frames[1].devices.0.gpm_metrics.pcie_tx",
+        ),
+        (
+            "negative GPM value",
+            |v| {
+                v["frames"][1]["devices"]["0"]["gpm_metrics"] =
+                    serde_json::json!({"ok": {"dram_activity": -1.0}})
+            },
+            "frames[1].devices.0.gpm_metrics.dram_activity",
+        ),
+        (
             "sample timestamp",
             |v| {
                 v["frames"][0]["devices"]["0"]["process_utilization"] = serde_json::json!({"ok": [

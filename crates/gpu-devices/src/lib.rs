@@ -22,8 +22,8 @@ pub use error::{Error, Result};
 pub use gpu_backend::DeviceId;
 pub use na::Na;
 pub use snapshot::{
-    ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccErrors, FieldError, ProcessKind,
-    SystemSnapshot, ThroughputInfo, UtilizationRates,
+    ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccByLocation, EccErrors,
+    FieldError, ProcessKind, SystemSnapshot, ThroughputInfo, UtilizationRates,
 };
 pub use units::{bytes2human, human2bytes, timedelta2human, utilization2string};
 

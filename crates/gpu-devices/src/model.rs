@@ -9,17 +9,17 @@
 
 use gpu_backend::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, MemoryInfo,
-    NvLinkCounters, PciInfo, PcieDirection, PowerLimits, ProcessInfo, RemappedRows,
-    RetirementCause, TemperatureThreshold, Utilization, CLOCK_EVENT_ATTENTION_MASK,
-    NVLINK_MAX_LINKS,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, GpmMetrics,
+    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PcieDirection,
+    PowerLimits, ProcessInfo, RemappedRows, RetirementCause, TemperatureThreshold, Utilization,
+    CLOCK_EVENT_ATTENTION_MASK, NVLINK_MAX_LINKS,
 };
 
 use crate::device::Device;
 use crate::na::Na;
 use crate::snapshot::{
     merge_processes, power_status_text, usage_text, used_percent, ClockInfos, ClockSpeedInfos,
-    DeviceProcess, DeviceSnapshot, ThroughputInfo, UtilizationRates,
+    DeviceProcess, DeviceSnapshot, EccByLocation, ThroughputInfo, UtilizationRates,
 };
 use crate::units::bytes2human;
 
@@ -129,6 +129,10 @@ fields! {
     retired_pages_pending -> Na<bool> = retired_pages_pending / retired_pages_pending;
     /// Remapped memory rows.
     remapped_rows -> Na<RemappedRows> = remapped_rows / remapped_rows;
+    /// Memory temperature, °C.
+    memory_temperature -> Na<u32> = memory_temperature / memory_temperature;
+    /// GPM activity since the previous refresh (Hopper and newer; N/A on a first refresh).
+    gpm -> Na<GpmMetrics> = gpm_metrics / gpm;
     /// Architecture.
     architecture -> Na<Architecture> = architecture / architecture;
     /// Brand.
@@ -223,6 +227,14 @@ fields_with! {
         },
         snapshot: |s| s.fan_speeds.clone(),
     }
+    /// The speed each fan is driven towards, percent.
+    fan_target_speeds -> Vec<Na<u32>> {
+        live: |d| {
+            let n = d.num_fans().unwrap_or(0);
+            (0..n).map(|fan| d.backend().fan_target_speed_of(d.id(), fan).into()).collect()
+        },
+        snapshot: |s| s.fan_target_speeds.clone(),
+    }
     /// Slowdown temperature threshold, °C.
     temperature_slowdown -> Na<u32> {
         live: |d| d.backend().temperature_threshold(d.id(), TemperatureThreshold::Slowdown).into(),
@@ -281,6 +293,31 @@ fields_with! {
             (0..links).map(|l| d.backend().nvlink_throughput(d.id(), l).into()).collect()
         },
         snapshot: |s| s.nvlink_counters.clone(),
+    }
+    /// Error counters of each NVLink.
+    nvlink_errors -> Vec<Na<NvLinkErrorCounters>> {
+        live: |d| {
+            let links = d.nvlink_states().len() as u32;
+            (0..links).map(|l| d.backend().nvlink_error_counters(d.id(), l).into()).collect()
+        },
+        snapshot: |s| s.nvlink_errors.clone(),
+    }
+    /// ECC error counts per memory location.
+    ecc_by_location -> EccByLocation {
+        live: |d| {
+            let at = |l| Na::from(d.backend().memory_errors(d.id(), l));
+            EccByLocation {
+                l1_cache: at(MemoryLocation::L1Cache),
+                l2_cache: at(MemoryLocation::L2Cache),
+                device_memory: at(MemoryLocation::DeviceMemory),
+                register_file: at(MemoryLocation::RegisterFile),
+                texture_memory: at(MemoryLocation::TextureMemory),
+                texture_shm: at(MemoryLocation::TextureShm),
+                cbu: at(MemoryLocation::Cbu),
+                sram: at(MemoryLocation::Sram),
+            }
+        },
+        snapshot: |s| s.ecc_by_location.clone(),
     }
 }
 

@@ -8,8 +8,9 @@ use gpu_backend::fixture::{DeviceDynamic, DeviceStatic, EccCounts, SystemAnswers
 use gpu_backend::recorder::Snapshot as RawSnapshot;
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, MemoryInfo, NvLinkCounters, PciInfo,
-    PerClock, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, GpmMetrics, LocationEccCounts, MemoryInfo,
+    MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock, PowerLimits,
+    ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
 };
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,44 @@ pub struct EccErrors {
     pub aggregate_corrected: Na<u64>,
     /// Uncorrected over the device's life.
     pub aggregate_uncorrected: Na<u64>,
+}
+
+/// ECC error counts per memory location (`nvmlDeviceGetMemoryErrorCounter`); a location the
+/// device does not count is N/A.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EccByLocation {
+    /// L1 cache.
+    pub l1_cache: Na<LocationEccCounts>,
+    /// L2 cache.
+    pub l2_cache: Na<LocationEccCounts>,
+    /// Device memory (DRAM).
+    pub device_memory: Na<LocationEccCounts>,
+    /// Register file.
+    pub register_file: Na<LocationEccCounts>,
+    /// Texture memory.
+    pub texture_memory: Na<LocationEccCounts>,
+    /// Shared memory.
+    pub texture_shm: Na<LocationEccCounts>,
+    /// CBU.
+    pub cbu: Na<LocationEccCounts>,
+    /// On-chip SRAM.
+    pub sram: Na<LocationEccCounts>,
+}
+
+impl EccByLocation {
+    /// The counts of one location.
+    pub fn get(&self, location: MemoryLocation) -> &Na<LocationEccCounts> {
+        match location {
+            MemoryLocation::L1Cache => &self.l1_cache,
+            MemoryLocation::L2Cache => &self.l2_cache,
+            MemoryLocation::DeviceMemory => &self.device_memory,
+            MemoryLocation::RegisterFile => &self.register_file,
+            MemoryLocation::TextureMemory => &self.texture_memory,
+            MemoryLocation::TextureShm => &self.texture_shm,
+            MemoryLocation::Cbu => &self.cbu,
+            MemoryLocation::Sram => &self.sram,
+        }
+    }
 }
 
 /// Which contexts a process holds on a device.
@@ -315,6 +354,9 @@ pub struct DeviceSnapshot {
     pub fan_speed: Na<u32>,
     /// Intended speed of each fan, percent.
     pub fan_speeds: Vec<Na<u32>>,
+    /// The speed each fan is driven towards, percent.
+    #[serde(default)]
+    pub fan_target_speeds: Vec<Na<u32>>,
     /// Core temperature, °C.
     pub temperature: Na<u32>,
     /// Slowdown threshold, °C.
@@ -355,6 +397,9 @@ pub struct DeviceSnapshot {
     pub nvlink_state: Vec<Na<bool>>,
     /// Cumulative NVLink data counters of the same links, KiB.
     pub nvlink_counters: Vec<Na<NvLinkCounters>>,
+    /// NVLink error counters of the same links.
+    #[serde(default)]
+    pub nvlink_errors: Vec<Na<NvLinkErrorCounters>>,
     /// A display is connected.
     pub display_mode: Na<bool>,
     /// A display is initialised.
@@ -369,6 +414,9 @@ pub struct DeviceSnapshot {
     pub ecc_mode: Na<CurrentPending<bool>>,
     /// ECC error counts.
     pub ecc_errors: EccErrors,
+    /// ECC error counts per memory location.
+    #[serde(default)]
+    pub ecc_by_location: EccByLocation,
     /// Compute mode.
     pub compute_mode: Na<ComputeMode>,
     /// CUDA compute capability.
@@ -397,6 +445,12 @@ pub struct DeviceSnapshot {
     pub retired_pages_pending: Na<bool>,
     /// Remapped memory rows.
     pub remapped_rows: Na<RemappedRows>,
+    /// Memory temperature, °C.
+    #[serde(default)]
+    pub memory_temperature: Na<u32>,
+    /// GPM activity since the previous refresh (Hopper and newer; N/A on a first refresh).
+    #[serde(default)]
+    pub gpm: Na<GpmMetrics>,
     /// Processes with a compute context.
     pub compute_processes: Na<Vec<ProcessInfo>>,
     /// Processes with a graphics context.
@@ -548,7 +602,9 @@ impl DeviceSnapshot {
             clocks,
             fan_speed,
             fan_speeds,
+            fan_target_speeds,
             temperature,
+            memory_temperature,
             power_usage,
             total_energy_consumption,
             performance_state,
@@ -557,7 +613,16 @@ impl DeviceSnapshot {
             pcie_tx_throughput,
             pcie_rx_throughput,
             nvlink_throughput,
+            nvlink_error_counters,
             ecc_errors,
+            ecc_l1_cache,
+            ecc_l2_cache,
+            ecc_device_memory,
+            ecc_register_file,
+            ecc_texture_memory,
+            ecc_texture_shm,
+            ecc_cbu,
+            ecc_sram,
             clock_event_reasons,
             pcie_replay_counter,
             retired_pages_single_bit,
@@ -567,6 +632,7 @@ impl DeviceSnapshot {
             compute_processes,
             graphics_processes,
             process_utilization,
+            gpm_metrics,
         } = dy;
         let mut c = Collect { errors: Vec::new() };
         // NVLink lists hold links up to the last one that answers.
@@ -587,6 +653,8 @@ impl DeviceSnapshot {
         } = ecc_errors;
         let fan_speeds: Vec<Na<u32>> = fan_speeds.into_iter().map(Na::from).collect();
         c.note_failures("fan_speeds", &fan_speeds);
+        let fan_target_speeds: Vec<Na<u32>> = fan_target_speeds.into_iter().map(Na::from).collect();
+        c.note_failures("fan_target_speeds", &fan_target_speeds);
         DeviceSnapshot {
             id,
             cuda_index: None,
@@ -611,7 +679,9 @@ impl DeviceSnapshot {
             num_fans: c.take("num_fans", num_fans),
             fan_speed: c.take("fan_speed", fan_speed),
             fan_speeds,
+            fan_target_speeds,
             temperature: c.take("temperature", temperature),
+            memory_temperature: c.take("memory_temperature", memory_temperature),
             temperature_slowdown: c.take("temperature_slowdown", temperature_slowdown),
             temperature_shutdown: c.take("temperature_shutdown", temperature_shutdown),
             temperature_gpu_max: c.take("temperature_gpu_max", temperature_gpu_max),
@@ -634,6 +704,7 @@ impl DeviceSnapshot {
             pcie_rx_throughput: c.take("pcie_rx_throughput", pcie_rx_throughput),
             nvlink_state: c.links("nvlink_state", nvlink_state, links),
             nvlink_counters: c.links("nvlink_counters", nvlink_throughput, links),
+            nvlink_errors: c.links("nvlink_errors", nvlink_error_counters, links),
             display_mode: c.take("display_mode", display_mode),
             display_active: c.take("display_active", display_active),
             persistence_mode: c.take("persistence_mode", persistence_mode),
@@ -647,6 +718,16 @@ impl DeviceSnapshot {
                 aggregate_corrected: c.take("ecc_errors.aggregate_corrected", aggregate_corrected),
                 aggregate_uncorrected: c
                     .take("ecc_errors.aggregate_uncorrected", aggregate_uncorrected),
+            },
+            ecc_by_location: EccByLocation {
+                l1_cache: c.take("ecc_by_location.l1_cache", ecc_l1_cache),
+                l2_cache: c.take("ecc_by_location.l2_cache", ecc_l2_cache),
+                device_memory: c.take("ecc_by_location.device_memory", ecc_device_memory),
+                register_file: c.take("ecc_by_location.register_file", ecc_register_file),
+                texture_memory: c.take("ecc_by_location.texture_memory", ecc_texture_memory),
+                texture_shm: c.take("ecc_by_location.texture_shm", ecc_texture_shm),
+                cbu: c.take("ecc_by_location.cbu", ecc_cbu),
+                sram: c.take("ecc_by_location.sram", ecc_sram),
             },
             compute_mode: c.take("compute_mode", compute_mode),
             cuda_compute_capability: c.take("cuda_compute_capability", cuda_compute_capability),
@@ -665,6 +746,7 @@ impl DeviceSnapshot {
             retired_pages_double_bit: c.take("retired_pages_double_bit", retired_pages_double_bit),
             retired_pages_pending: c.take("retired_pages_pending", retired_pages_pending),
             remapped_rows: c.take("remapped_rows", remapped_rows),
+            gpm: c.take("gpm", gpm_metrics),
             process_list_errors: [
                 ("compute_processes", &compute_processes),
                 ("graphics_processes", &graphics_processes),

@@ -367,6 +367,43 @@ fn a_snapshot_asks_each_query_once_per_device() {
     }
 }
 
+/// Issue 13: the new health queries and GPM add one question each per device per refresh.
+/// GPM's two samples are this refresh's and the previous refresh's, so consecutive refreshes
+/// of every device (MIG instances included) each ask `gpm_metrics` once and get the frame's
+/// recorded activity; each memory location's ECC counts are asked once.
+#[test]
+fn health_and_gpm_are_asked_once_per_device_per_refresh() {
+    let (ctx, backend) = open("h100-mig");
+    backend.count_calls(true);
+    let devices = ctx.all_devices();
+    assert_eq!(devices.len(), 5);
+    for frame in [3, 4, 5] {
+        backend.set_frame(frame);
+        let snap = ctx.snapshot_all();
+        let counts = backend.take_call_counts();
+        assert!(counts.repeated().is_empty(), "{:?}", counts.repeated());
+        for d in &snap.devices {
+            let asked = |query: &str| -> u64 {
+                counts
+                    .by_query
+                    .iter()
+                    .filter(|(k, _)| k.query == query && k.device == Some(d.id))
+                    .map(|(_, n)| n)
+                    .sum()
+            };
+            assert_eq!(asked("gpm_metrics"), 1, "frame {frame} device {}", d.id);
+            assert_eq!(asked("memory_temperature"), 1, "frame {frame}");
+            assert_eq!(asked("memory_errors"), 8, "one per memory location");
+            let recorded = backend.fixture().frames[frame].devices[&d.id]
+                .gpm_metrics
+                .ok()
+                .copied();
+            assert!(recorded.is_some());
+            assert_eq!(d.gpm.value().copied(), recorded, "frame {frame} {}", d.id);
+        }
+    }
+}
+
 #[test]
 fn snapshots_round_trip_through_json() {
     for stem in all_stems() {

@@ -6,7 +6,7 @@ use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
 use gpu_devices::text::{escape_control, Escaped};
-use gpu_devices::{Device, DeviceSnapshot, Section};
+use gpu_devices::{Device, DeviceSnapshot, Na, Section};
 use gpu_processes::Snapshots;
 
 use crate::source::{SourceArgs, UsageError};
@@ -207,6 +207,127 @@ fn render_health(out: &mut String, h: &crate::snapshot::HealthView) {
         "    Memory bus       : {}",
         na(h.memory_bus_width_bits.map(|b| format!("{b} bits")))
     );
+    let _ = writeln!(
+        out,
+        "    Memory temp      : {}",
+        celsius(h.memory_temperature_celsius)
+    );
+    let fans: Vec<String> = h
+        .fan_target_speeds_percent
+        .iter()
+        .map(|f| na(f.map(|p| format!("{p} %"))))
+        .collect();
+    let _ = writeln!(
+        out,
+        "    Fan targets      : {}",
+        if fans.is_empty() {
+            "N/A".to_string()
+        } else {
+            fans.join(", ")
+        }
+    );
+    let links: Vec<&gpu_backend::NvLinkErrorCounters> = h.nvlink_errors.iter().flatten().collect();
+    if links.is_empty() {
+        let _ = writeln!(out, "    NVLink errors    : N/A");
+    } else {
+        let sum = |f: fn(&gpu_backend::NvLinkErrorCounters) -> u64| {
+            links.iter().map(|c| f(c)).fold(0u64, u64::saturating_add)
+        };
+        let _ = writeln!(
+            out,
+            "    NVLink errors    : replay {}, recovery {}, CRC flit {}, CRC data {} ({} links)",
+            sum(|c| c.replay),
+            sum(|c| c.recovery),
+            sum(|c| c.crc_flit),
+            sum(|c| c.crc_data),
+            links.len()
+        );
+    }
+    let mut by_location = Vec::new();
+    for (name, v) in &h.ecc_errors_by_location {
+        let Some(c) = v.as_object() else { continue };
+        let n = |k: &str| na(c.get(k).and_then(serde_json::Value::as_u64));
+        by_location.push(format!(
+            "{name} {}/{} (aggregate {}/{})",
+            n("volatile_corrected"),
+            n("volatile_uncorrected"),
+            n("aggregate_corrected"),
+            n("aggregate_uncorrected")
+        ));
+    }
+    let _ = writeln!(
+        out,
+        "    ECC by location  : {}",
+        if by_location.is_empty() {
+            "N/A".to_string()
+        } else {
+            format!("corrected/uncorrected: {}", by_location.join(", "))
+        }
+    );
+    let _ = writeln!(out);
+}
+
+/// The ACTIVITY section: GPM metrics since the previous refresh; N/A where GPM cannot tell.
+fn render_activity(out: &mut String, d: &DeviceSnapshot) {
+    let _ = writeln!(out, "ACTIVITY (GPM):");
+    let Some(m) = d.gpm.value() else {
+        let why = match &d.gpm {
+            Na::Failed(e) => format!("N/A ({e})"),
+            _ => "N/A".to_string(),
+        };
+        let _ = writeln!(out, "    {why}");
+        let _ = writeln!(out);
+        return;
+    };
+    let pct = |v: Option<f64>| v.map_or_else(|| "N/A".to_string(), |v| format!("{v:.1} %"));
+    let rate = |v: Option<f64>| v.map_or_else(|| "N/A".to_string(), |v| format!("{v:.1} MiB/s"));
+    let _ = writeln!(
+        out,
+        "    SM               : active {}, occupancy {}",
+        pct(m.sm_activity),
+        pct(m.sm_occupancy)
+    );
+    let _ = writeln!(
+        out,
+        "    Tensor           : any {}, DFMA {}, HMMA {}, IMMA {}",
+        pct(m.tensor_activity),
+        pct(m.tensor_dfma_activity),
+        pct(m.tensor_hmma_activity),
+        pct(m.tensor_imma_activity)
+    );
+    let _ = writeln!(
+        out,
+        "    Pipes            : FP64 {}, FP32 {}, FP16 {}, integer {}",
+        pct(m.fp64_activity),
+        pct(m.fp32_activity),
+        pct(m.fp16_activity),
+        pct(m.integer_activity)
+    );
+    let _ = writeln!(
+        out,
+        "    DRAM bandwidth   : {}; graphics engine {}",
+        pct(m.dram_activity),
+        pct(m.graphics_activity)
+    );
+    let _ = writeln!(
+        out,
+        "    PCIe             : tx {}, rx {}",
+        rate(m.pcie_tx),
+        rate(m.pcie_rx)
+    );
+    let _ = writeln!(
+        out,
+        "    NVLink           : tx {}, rx {}",
+        rate(m.nvlink_tx),
+        rate(m.nvlink_rx)
+    );
+    let _ = writeln!(
+        out,
+        "    Media engines    : NVDEC {}, NVJPG {}, NVOFA {} (mean of the engines)",
+        pct(m.engine_mean("nvdec")),
+        pct(m.engine_mean("nvjpg")),
+        pct(m.engine_mean("nvofa"))
+    );
     let _ = writeln!(out);
 }
 
@@ -230,6 +351,7 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
         }
     }
     render_health(&mut out, &crate::snapshot::health_view(d));
+    render_activity(&mut out, d);
     let _ = writeln!(out, "PROCESSES:");
     let mig_children = snaps
         .devices

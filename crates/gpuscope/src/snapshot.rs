@@ -90,6 +90,9 @@ pub struct DeviceView {
     pub compute_instance_id: Option<u32>,
     /// Health: ECC, retired pages, remapped rows, throttling, thresholds, versions.
     pub health: HealthView,
+    /// GPM activity since the previous refresh, one key per metric (`activity_view`); `null`
+    /// where GPM cannot tell (before Hopper, an old driver, a first refresh).
+    pub activity: Option<serde_json::Map<String, serde_json::Value>>,
     /// Processes with a context on this device; `None` (JSON `null`) when no process list
     /// could be read, with the reason in `errors`.
     pub processes: Option<Vec<ProcessView>>,
@@ -136,6 +139,35 @@ pub struct HealthView {
     pub power_min_limit_watts: Option<f64>,
     pub power_max_limit_watts: Option<f64>,
     pub power_enforced_limit_watts: Option<f64>,
+    pub memory_temperature_celsius: Option<u32>,
+    pub fan_target_speeds_percent: Vec<Option<u32>>,
+    /// Per NVLink link, as far as the device's links go.
+    pub nvlink_errors: Vec<Option<gpu_backend::NvLinkErrorCounters>>,
+    /// Per memory location (`l1_cache`, `l2_cache`, `device_memory`, ...).
+    pub ecc_errors_by_location: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The JSON key of a GPM metric: its name and its unit (`sm_activity_percent`,
+/// `pcie_tx_mib_per_second`).
+pub fn activity_key(name: &str, unit: &str) -> String {
+    if unit == "%" {
+        format!("{name}_percent")
+    } else {
+        format!("{name}_mib_per_second")
+    }
+}
+
+/// The activity part of a device's view: every GPM metric by [`activity_key`], `null` for one
+/// the device does not give; `None` when GPM itself cannot tell.
+pub fn activity_view(d: &DeviceSnapshot) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let m = d.gpm.value()?;
+    Some(
+        m.fields()
+            .iter()
+            .zip(gpu_backend::GPM_METRICS)
+            .map(|((name, v), (_, _, unit))| (activity_key(name, unit), serde_json::json!(v)))
+            .collect(),
+    )
 }
 
 /// The health part of a device's view.
@@ -181,6 +213,22 @@ pub fn health_view(d: &DeviceSnapshot) -> HealthView {
         power_min_limit_watts: watts(limits.map(|l| l.min_mw)),
         power_max_limit_watts: watts(limits.map(|l| l.max_mw)),
         power_enforced_limit_watts: watts(d.enforced_power_limit.value().copied()),
+        memory_temperature_celsius: d.memory_temperature.value().copied(),
+        fan_target_speeds_percent: d
+            .fan_target_speeds
+            .iter()
+            .map(|f| f.value().copied())
+            .collect(),
+        nvlink_errors: d.nvlink_errors.iter().map(|l| l.value().copied()).collect(),
+        ecc_errors_by_location: gpu_backend::MemoryLocation::ALL
+            .iter()
+            .map(|&l| {
+                (
+                    l.name().to_string(),
+                    serde_json::json!(d.ecc_by_location.get(l).value()),
+                )
+            })
+            .collect(),
     }
 }
 
@@ -331,6 +379,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         gpu_instance_id: d.gpu_instance_id.value().copied(),
         compute_instance_id: d.compute_instance_id.value().copied(),
         health: health_view(d),
+        activity: activity_view(d),
         processes: Some(Vec::new()),
         errors,
     }

@@ -197,7 +197,14 @@ fn render_once(app: &mut App, width: u16) -> String {
     }
     let n = app.sample.as_ref().map_or(0, |s| s.snap.devices.len());
     let dev_h = if app.layout == LayoutMode::Full {
-        3 * n + 3
+        let activity = app.sample.as_ref().map_or(0, |s| {
+            s.snap
+                .devices
+                .iter()
+                .filter(|d| ui::has_activity(d))
+                .count()
+        });
+        3 * n + 3 + activity
     } else {
         n + 1
     };

@@ -490,3 +490,112 @@ fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
         );
     }
 }
+
+/// Issue 13: the exporter publishes GPM activity for the whole GPU and each MIG instance, and
+/// the remaining health values, with the fixture's values; a device without GPM publishes no
+/// GPM series.
+#[test]
+fn gpm_activity_and_health_series_match_the_fixture() {
+    let frame = 12;
+    let exp = Exporter::start(&["--fixture", &fixture("h100-mig"), "--frame", "12"]);
+    let m = exp.scrape();
+    let fx = fixture_json("h100-mig");
+    for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
+        let l = [("index", index.as_str())];
+        let gpm = ok(&dy["gpm_metrics"]).expect("GPM recorded");
+        let ratio = |k: &str| gpm[k].as_f64().map(|p| p / 100.0);
+        let close = |name: &str, with: &[(&str, &str)], want: Option<f64>| {
+            let got = m.value(name, with);
+            match (got, want) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < 1e-9, "{name} {with:?}: {g} vs {w}"),
+                _ => assert_eq!(got, want, "{name} {with:?}"),
+            }
+        };
+        close(
+            "gpuscope_device_gpm_sm_active_ratio",
+            &l,
+            ratio("sm_activity"),
+        );
+        close(
+            "gpuscope_device_gpm_sm_occupancy_ratio",
+            &l,
+            ratio("sm_occupancy"),
+        );
+        close(
+            "gpuscope_device_gpm_dram_active_ratio",
+            &l,
+            ratio("dram_activity"),
+        );
+        close(
+            "gpuscope_device_gpm_pipe_active_ratio",
+            &[("index", index.as_str()), ("pipe", "tensor")],
+            ratio("tensor_activity"),
+        );
+        close(
+            "gpuscope_device_gpm_pcie_transmit_bytes_per_second",
+            &l,
+            gpm["pcie_tx"].as_f64().map(|r| r * 1024.0 * 1024.0),
+        );
+        close(
+            "gpuscope_device_gpm_engine_active_ratio",
+            &[
+                ("index", index.as_str()),
+                ("engine", "nvdec"),
+                ("engine_index", "0"),
+            ],
+            ratio("nvdec0_activity"),
+        );
+        // No NVLink inside a MIG instance: the series is absent, not 0.
+        assert!(gpm.get("nvlink_tx").is_none());
+        assert!(m
+            .find("gpuscope_device_gpm_nvlink_transmit_bytes_per_second", &l)
+            .is_empty());
+    }
+    let whole = &fx["frames"][frame]["devices"]["0"];
+    assert_eq!(
+        m.value(
+            "gpuscope_device_memory_temperature_celsius",
+            &[("index", "0")]
+        ),
+        ok_f64(&whole["memory_temperature"])
+    );
+    assert_eq!(
+        m.value(
+            "gpuscope_device_ecc_errors_by_location",
+            &[
+                ("index", "0"),
+                ("location", "sram"),
+                ("counter", "aggregate"),
+                ("kind", "uncorrected")
+            ]
+        ),
+        ok(&whole["ecc_sram"]).and_then(|c| c["aggregate_uncorrected"].as_f64())
+    );
+
+    // The 8-GPU box: NVLink error counters per link; an old driver has no GPM.
+    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "24"]);
+    let m = exp.scrape();
+    assert_eq!(
+        m.value(
+            "gpuscope_device_nvlink_errors_total",
+            &[("index", "2"), ("link", "7"), ("counter", "replay")]
+        ),
+        Some(6.0)
+    );
+    assert_eq!(
+        m.find(
+            "gpuscope_device_nvlink_errors_total",
+            &[("counter", "replay")]
+        )
+        .len(),
+        8 * 18
+    );
+    let exp = Exporter::start(&["--fixture", &fixture("old-driver"), "--frame", "3"]);
+    let m = exp.scrape();
+    assert!(m
+        .find("gpuscope_device_gpm_sm_active_ratio", &[])
+        .is_empty());
+    assert!(m
+        .value("gpuscope_device_temperature_celsius", &[])
+        .is_some());
+}

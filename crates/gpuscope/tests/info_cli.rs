@@ -316,6 +316,8 @@ fn snapshot_and_info_json_have_exactly_the_documented_fields() {
     let device = documented(&doc, "## `devices[]`");
     let process = documented(&doc, "## `devices[].processes[]`");
     let health = documented(&doc, "## `devices[].health`");
+    let activity = documented(&doc, "## `devices[].activity`");
+    let mut activities = 0;
     assert!(top.contains("schema") && device.contains("memory_free_bytes"));
     for args in [
         &["snapshot", "--demo", "--frame", "5", "--json"][..],
@@ -332,11 +334,16 @@ fn snapshot_and_info_json_have_exactly_the_documented_fields() {
         for d in v["devices"].as_array().unwrap() {
             assert_eq!(keys(d), device, "{args:?}");
             assert_eq!(keys(&d["health"]), health, "{args:?}");
+            if d["activity"].is_object() {
+                assert_eq!(keys(&d["activity"]), activity, "{args:?}");
+                activities += 1;
+            }
             for p in d["processes"].as_array().into_iter().flatten() {
                 assert_eq!(keys(p), process, "{args:?}");
             }
         }
     }
+    assert!(activities > 0, "the demo's H100s give GPM activity");
 }
 
 /// Regression: `info` showed "N/A" without a reason, or "No running processes", for a process
@@ -424,4 +431,173 @@ fn unknown_host_facts_are_null_in_info() {
         .unwrap_or_else(|| panic!("PID 5759 in {text}"));
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cols[3..], ["N/A", "N/A"], "{row}");
+}
+
+/// The GPM metrics of a fixture's device at a frame, as `{field: number}` (absent: N/A).
+fn recorded_gpm(stem: &str, frame: usize, device: &str) -> Option<serde_json::Map<String, Value>> {
+    fixture_json(stem)["frames"][frame]["devices"][device]["gpm_metrics"]["ok"]
+        .as_object()
+        .cloned()
+}
+
+/// GPM activity (issue 13): `info --json` gives every metric the fixture recorded, under its
+/// documented key, for a whole GPU and for each MIG instance, and the text's ACTIVITY section
+/// shows SM and tensor activity; a GPU without GPM (old driver) and a first frame (no earlier
+/// sample) are N/A.
+#[test]
+fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
+    for (stem, frame, device) in [
+        ("h100-sxm-8gpu", 5, "0"),
+        ("h100-sxm-8gpu", 20, "5"),
+        ("h100-mig", 12, "0:0"),
+        ("h100-mig", 12, "0:1"),
+        ("h100-mig", 12, "0"),
+    ] {
+        let recorded = recorded_gpm(stem, frame, device)
+            .unwrap_or_else(|| panic!("{stem} frame {frame} device {device} records GPM"));
+        let v = json(&[
+            "info",
+            "--fixture",
+            &fixture(stem),
+            "--frame",
+            &frame.to_string(),
+            "--json",
+            device,
+        ]);
+        let d = v["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["id"] == device)
+            .unwrap_or_else(|| panic!("{device} in {v}"));
+        let activity = d["activity"].as_object().expect("activity is an object");
+        for (name, value) in &recorded {
+            let key = if name.starts_with("pcie_") || name.starts_with("nvlink_") {
+                format!("{name}_mib_per_second")
+            } else {
+                format!("{name}_percent")
+            };
+            assert_eq!(
+                &activity[&key], value,
+                "{stem} {device} frame {frame}: {key}"
+            );
+        }
+        let unrecorded = activity.values().filter(|v| v.is_null()).count();
+        assert_eq!(
+            unrecorded + recorded.len(),
+            activity.len(),
+            "{stem} {device}"
+        );
+        let text = ok_text(&[
+            "info",
+            "--fixture",
+            &fixture(stem),
+            "--frame",
+            &frame.to_string(),
+            device,
+        ]);
+        let sm = recorded["sm_activity"].as_f64().unwrap();
+        let tensor = recorded["tensor_activity"].as_f64().unwrap();
+        assert!(
+            text.contains(&format!("SM               : active {sm:.1} %")),
+            "{stem} {device}: {text}"
+        );
+        assert!(
+            text.contains(&format!("Tensor           : any {tensor:.1} %")),
+            "{text}"
+        );
+    }
+    // The first frame of a recording has no earlier sample; the old driver has no GPM at all.
+    for (stem, frame) in [
+        ("h100-sxm-8gpu", 0),
+        ("old-driver", 3),
+        ("geforce-desktop", 3),
+    ] {
+        let v = json(&[
+            "info",
+            "--fixture",
+            &fixture(stem),
+            "--frame",
+            &frame.to_string(),
+            "--json",
+            "0",
+        ]);
+        assert!(
+            v["devices"][0]["activity"].is_null(),
+            "{stem}: {}",
+            v["devices"][0]["activity"]
+        );
+        let text = ok_text(&[
+            "info",
+            "--fixture",
+            &fixture(stem),
+            "--frame",
+            &frame.to_string(),
+            "0",
+        ]);
+        assert!(
+            text.contains("ACTIVITY (GPM):\n    N/A\n"),
+            "{stem}: {text}"
+        );
+    }
+}
+
+/// The remaining health queries (issue 13 item 1) reach `info --json` with the fixture's
+/// values: memory temperature, fans' target speeds, NVLink error counters per link and ECC
+/// counts per memory location.
+#[test]
+fn info_json_has_the_recorded_health_values() {
+    for (stem, frame, device) in [("h100-sxm-8gpu", 24, "2"), ("geforce-desktop", 4, "0")] {
+        let f = fixture_json(stem);
+        let dy = &f["frames"][frame]["devices"][device];
+        let v = json(&[
+            "info",
+            "--fixture",
+            &fixture(stem),
+            "--frame",
+            &frame.to_string(),
+            "--json",
+            device,
+        ]);
+        let h = &v["devices"][0]["health"];
+        assert_eq!(
+            h["memory_temperature_celsius"], dy["memory_temperature"]["ok"],
+            "{stem}"
+        );
+        let fans: Vec<Value> = dy["fan_target_speeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["ok"].clone())
+            .collect();
+        assert_eq!(h["fan_target_speeds_percent"], Value::Array(fans), "{stem}");
+        let links: Vec<Value> = dy["nvlink_error_counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["ok"].clone())
+            .collect();
+        assert_eq!(h["nvlink_errors"], Value::Array(links), "{stem}");
+        for (field, key) in [
+            ("ecc_device_memory", "device_memory"),
+            ("ecc_sram", "sram"),
+            ("ecc_l1_cache", "l1_cache"),
+        ] {
+            assert_eq!(
+                h["ecc_errors_by_location"][key], dy[field]["ok"],
+                "{stem}: {key}"
+            );
+        }
+    }
+    // GPU 2 of the 8-GPU box takes NVLink replays on link 7 as the recording goes on.
+    let v = json(&[
+        "info",
+        "--fixture",
+        &fixture("h100-sxm-8gpu"),
+        "--frame",
+        "24",
+        "--json",
+        "2",
+    ]);
+    assert_eq!(v["devices"][0]["health"]["nvlink_errors"][7]["replay"], 6);
 }

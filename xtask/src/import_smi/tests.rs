@@ -1077,3 +1077,36 @@ proptest! {
         prop_assert!(f.validate().is_ok());
     }
 }
+
+/// The reference dumps imported, one fixture per dump in xtask/tests/data/imported/, are what
+/// the importer makes of them now: gpuscope's reference-dump test
+/// (crates/gpuscope/tests/reference_dumps.rs) reads them with `gpuscope info --json`. Run with
+/// `UPDATE_IMPORTED=1` to write them.
+#[test]
+fn imported_reference_dumps_are_up_to_date() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/imported");
+    let update = std::env::var_os("UPDATE_IMPORTED").is_some();
+    for (file, text) in xml_dumps() {
+        let stem = file.trim_end_matches(".xml");
+        let fixture = import_str(&text, &file, &file, stem).unwrap();
+        fixture.validate().unwrap();
+        let want = fixture.to_json_pretty() + "\n";
+        let path = dir.join(format!("{stem}.json"));
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &want).unwrap();
+            continue;
+        }
+        let got = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; run `UPDATE_IMPORTED=1 cargo test -p xtask imported_reference_dumps`",
+                path.display()
+            )
+        });
+        assert!(
+            got == want,
+            "{} is out of date; run `UPDATE_IMPORTED=1 cargo test -p xtask imported_reference_dumps`",
+            path.display()
+        );
+    }
+}

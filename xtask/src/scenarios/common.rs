@@ -6,8 +6,9 @@ use gpu_backend::fixture::{
     Meta, SystemAnswers,
 };
 use gpu_backend::{
-    Answer, BackendError, Bar1MemoryInfo, MemoryInfo, NvLinkCounters, PciInfo, PerClock,
-    PowerLimits, ProcessInfo, ProcessUtilizationSample,
+    Answer, BackendError, Bar1MemoryInfo, GpmMetrics, LocationEccCounts, MemoryInfo,
+    NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock, PowerLimits, ProcessInfo,
+    ProcessUtilizationSample,
 };
 
 /// Bytes in a MiB.
@@ -112,6 +113,87 @@ pub fn clocks(graphics: u32, sm: u32, memory: u32, video: u32) -> PerClock<Answe
         memory: ok(memory),
         video: ok(video),
     }
+}
+
+/// A GPM reading of a Hopper GPU (or MIG device) whose SMs are busy `busy` percent of the
+/// time, `tensor` of that on tensor cores; NVLink figures only with `nvlink`. A recording's
+/// first frame has no earlier sample to measure from: `no_data`. Values come from `rng` (a
+/// generator of their own, so that the scenario's other values stay as they were).
+pub fn gpm_reading(
+    frame: usize,
+    busy: f64,
+    tensor: f64,
+    nvlink: bool,
+    rng: &mut Rng,
+) -> Answer<GpmMetrics> {
+    if frame == 0 {
+        return Answer::Err(BackendError::NoData);
+    }
+    let busy = busy.clamp(0.0, 100.0);
+    let pct = |v: f64| Some(round2(v.clamp(0.0, 100.0)));
+    let mut m = GpmMetrics {
+        graphics_activity: pct(busy),
+        sm_activity: pct(busy * rng.rangef(0.86, 0.96)),
+        sm_occupancy: pct(busy * rng.rangef(0.30, 0.48)),
+        integer_activity: pct(busy * rng.rangef(0.04, 0.09)),
+        tensor_activity: pct(busy * tensor),
+        tensor_dfma_activity: Some(0.0),
+        tensor_hmma_activity: pct(busy * tensor * rng.rangef(0.95, 0.99)),
+        tensor_imma_activity: Some(0.0),
+        dram_activity: pct(busy * rng.rangef(0.35, 0.55)),
+        fp64_activity: Some(0.0),
+        fp32_activity: pct(busy * rng.rangef(0.08, 0.15)),
+        fp16_activity: pct(busy * rng.rangef(0.02, 0.05)),
+        pcie_tx: Some(round2(rng.rangef(20.0, 60.0) + busy * 2.5)),
+        pcie_rx: Some(round2(rng.rangef(30.0, 90.0) + busy * 4.0)),
+        nvofa0_activity: Some(0.0),
+        ..GpmMetrics::default()
+    };
+    // H100 has 7 NVDEC and 7 NVJPG engines, idle here.
+    for engine in 0..7 {
+        for id in [30 + engine, 40 + engine] {
+            if let Some(slot) = m.slot_by_id(id) {
+                *slot = Some(0.0);
+            }
+        }
+    }
+    if nvlink {
+        m.nvlink_tx = Some(round2(busy * rng.rangef(900.0, 1100.0)));
+        m.nvlink_rx = Some(round2(busy * rng.rangef(900.0, 1100.0)));
+    }
+    ok(m)
+}
+
+/// NVLink error counters for `links` links, all zero but link `noisy` (if any), which has
+/// taken `replays` replays and a CRC flit error per ten replays.
+pub fn nvlink_errors(
+    links: usize,
+    noisy: Option<(usize, u64)>,
+) -> Vec<Answer<NvLinkErrorCounters>> {
+    (0..links)
+        .map(|l| {
+            let replays = match noisy {
+                Some((n, r)) if n == l => r,
+                _ => 0,
+            };
+            ok(NvLinkErrorCounters {
+                replay: replays,
+                recovery: 0,
+                crc_flit: replays / 10,
+                crc_data: 0,
+            })
+        })
+        .collect()
+}
+
+/// ECC counts of one memory location, all zero.
+pub fn location_ecc_zero() -> Answer<LocationEccCounts> {
+    ok(LocationEccCounts {
+        volatile_corrected: Some(0),
+        volatile_uncorrected: Some(0),
+        aggregate_corrected: Some(0),
+        aggregate_uncorrected: Some(0),
+    })
 }
 
 /// ECC counts that all answer the same.

@@ -236,6 +236,7 @@ pub fn build() -> Fixture {
             dy.clocks = clocks(g, g, 5514, c.video);
             dy.fan_speed = ok(fan);
             dy.fan_speeds = vec![ok(fan)];
+            dy.fan_target_speeds = vec![ok(fan)];
             dy.temperature = ok(temps[i].round() as u32);
             dy.power_usage = ok((power_w * 1000.0) as u32);
             dy.performance_state = ok(2);

@@ -183,6 +183,8 @@ pub fn build() -> Fixture {
     let mut energy: u64 = 1_372_000_000;
     let mut load = LoadAvg::new([0.4, 0.3, 0.2]);
     let mut frames = Vec::new();
+    // GPM readings draw from their own generator, so the other values stay as they were.
+    let mut gpm_rng = Rng::new(0x6770_0007);
     for f in 0..FRAMES {
         let mut devs = BTreeMap::new();
         let mut host = BTreeMap::new();
@@ -224,6 +226,16 @@ pub fn build() -> Fixture {
             dy.memory_info = ok(memory(m.mem_total_mib * MIB, Some(0), used));
             dy.bar1_memory_info = ok(bar1(m.bar1_total_mib * MIB, 0));
             dy.compute_processes = ok(per_slot[slot].clone());
+            // GPM per instance: gpu_burn keeps its instance's SMs busy, a working instance a
+            // little, an idle one not at all.
+            let slot_busy = if per_slot[slot].iter().any(|p| p.pid == 21198) {
+                97.0
+            } else if per_slot[slot].is_empty() {
+                0.0
+            } else {
+                18.0
+            };
+            dy.gpm_metrics = gpm_reading(f, slot_busy, 0.55, false, &mut gpm_rng);
             all_procs.extend(per_slot[slot].iter().copied());
             devs.insert(
                 DeviceId::Mig {
@@ -274,6 +286,17 @@ pub fn build() -> Fixture {
         dy.pcie_rx_throughput = ok(rx as u32);
         dy.ecc_errors = ecc_all(ok(0));
         dy.clock_event_reasons = ok(if active { 0 } else { reasons::GPU_IDLE });
+        dy.memory_temperature = ok((temp + 5.0).round() as u32);
+        dy.ecc_device_memory = location_ecc_zero();
+        dy.ecc_sram = location_ecc_zero();
+        let whole_busy = if burn {
+            97.0 * 3.0 / 7.0
+        } else if active {
+            6.0
+        } else {
+            0.0
+        };
+        dy.gpm_metrics = gpm_reading(f, whole_busy, 0.55, false, &mut gpm_rng);
         all_procs.sort_by_key(|p| p.pid);
         dy.compute_processes = ok(all_procs);
         dy.graphics_processes = ok(Vec::new());

@@ -385,6 +385,8 @@ pub fn build() -> Fixture {
     let mut load = LoadAvg::new([22.4, 17.9, 11.2]);
     let mut frames = Vec::new();
 
+    // GPM readings draw from their own generator, so the other values stay as they were.
+    let mut gpm_rng = Rng::new(0x6770_0008);
     for f in 0..FRAMES {
         let mut devs = BTreeMap::new();
         let mut host_samples = BTreeMap::new();
@@ -497,6 +499,15 @@ pub fn build() -> Fixture {
             dy.pcie_tx_throughput = ok(rng.range(2_400, 9_800) as u32);
             dy.pcie_rx_throughput = ok(rng.range(5_200, 21_000) as u32);
             dy.nvlink_throughput = nvlink_counters(&links[gi]);
+            dy.nvlink_error_counters = nvlink_errors(
+                links[gi].len(),
+                // GPU 2's link 7 takes a replay now and then.
+                (g == 2).then_some((7, f as u64 / 4)),
+            );
+            dy.memory_temperature = ok((temps[gi] + 6.0).round() as u32);
+            dy.ecc_device_memory = location_ecc_zero();
+            dy.ecc_sram = location_ecc_zero();
+            dy.gpm_metrics = gpm_reading(f, util, 0.62, true, &mut gpm_rng);
             // The health story: GPU 5 waits for a row remap from frame REMAP_FRAME on. (Its
             // uncorrectable ECC error, and HW slowdown on another GPU, would change answers
             // that the frozen v1 copy of this fixture pins: the compat test compares them.)

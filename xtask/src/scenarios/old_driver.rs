@@ -17,8 +17,9 @@ const UUID: &str = "GPU-304a277d-3545-63b8-3a36-dfde3c992989";
 const TRAIN: u32 = 3127;
 const TRAIN_START: usize = 6;
 
-/// NVML entry points that libnvidia-ml 418.43 does not export (all came with R450 or later).
-const MISSING: [&str; 15] = [
+/// NVML entry points that libnvidia-ml 418.43 does not export (all came with R450 or later;
+/// GPM with R520).
+const MISSING: [&str; 22] = [
     "nvmlDeviceGetArchitecture",
     "nvmlDeviceGetComputeInstanceId",
     "nvmlDeviceGetComputeRunningProcesses_v2",
@@ -34,6 +35,13 @@ const MISSING: [&str; 15] = [
     "nvmlDeviceGetNumFans",
     "nvmlDeviceIsMigDeviceHandle",
     "nvmlDeviceGetMPSComputeRunningProcesses_v3",
+    "nvmlDeviceGetTargetFanSpeed",
+    "nvmlGpmMetricsGet",
+    "nvmlGpmMigSampleGet",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleFree",
+    "nvmlGpmSampleGet",
 ];
 
 pub fn build() -> Fixture {
@@ -188,6 +196,7 @@ pub fn build() -> Fixture {
             0
         });
         dy.ecc_errors = ecc_all(ns());
+        dy.gpm_metrics = fnf();
         dy.clock_event_reasons = ok(if on { 0 } else { reasons::GPU_IDLE });
         dy.compute_processes = ok(procs);
         dy.graphics_processes = ok(Vec::new());

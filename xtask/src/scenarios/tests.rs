@@ -78,7 +78,9 @@ fn fixture_files_equal_the_generators() {
             "{} is out of date; run `cargo xtask gen-fixtures`",
             path.display()
         );
-        assert!(text.len() < 3_000_000, "{stem} is {} bytes", text.len());
+        // A bound on the repository's size: the 8-GPU scenario, with 18 NVLink error
+        // counters and GPM per GPU per frame, is the largest (3.8 MB).
+        assert!(text.len() < 4_000_000, "{stem} is {} bytes", text.len());
         Fixture::load(&path).unwrap();
     }
 }

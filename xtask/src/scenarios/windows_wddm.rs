@@ -235,6 +235,7 @@ pub fn build() -> Fixture {
         dy.clocks = clocks(gclk, gclk, mclk, vclk);
         dy.fan_speed = ok(fan);
         dy.fan_speeds = vec![ok(fan)];
+        dy.fan_target_speeds = vec![ok(fan)];
         dy.temperature = ok(temp.round() as u32);
         dy.power_usage = ok(power_mw);
         dy.total_energy_consumption = ok(energy);

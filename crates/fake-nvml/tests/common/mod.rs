@@ -122,7 +122,9 @@ fn dynamic(frame: u64, used_gib: u64) -> DeviceDynamic {
         clocks: PerClock::from_fn(|c| ok(500 + c as u32)),
         fan_speed: ns(),
         fan_speeds: vec![],
+        fan_target_speeds: vec![],
         temperature: ok(40 + frame as u32),
+        memory_temperature: ok(50 + frame as u32),
         power_usage: ok(60_000 + frame as u32 * 100_000),
         total_energy_consumption: ok(1_000_000 + frame * 5_000),
         performance_state: ok(0),
@@ -137,12 +139,44 @@ fn dynamic(frame: u64, used_gib: u64) -> DeviceDynamic {
             }),
             Answer::Err(BackendError::NotSupported),
         ],
+        nvlink_error_counters: vec![
+            ok(NvLinkErrorCounters {
+                replay: frame,
+                recovery: 1,
+                crc_flit: 7 + frame,
+                crc_data: 0,
+            }),
+            Answer::Err(BackendError::NotSupported),
+        ],
         ecc_errors: EccCounts {
             volatile_corrected: ok(0),
             volatile_uncorrected: ok(0),
             aggregate_corrected: ok(3),
             aggregate_uncorrected: ns(),
         },
+        ecc_l1_cache: ns(),
+        ecc_l2_cache: ok(LocationEccCounts {
+            volatile_corrected: Some(frame),
+            volatile_uncorrected: Some(0),
+            aggregate_corrected: Some(2),
+            aggregate_uncorrected: None,
+        }),
+        ecc_device_memory: ok(LocationEccCounts {
+            volatile_corrected: Some(0),
+            volatile_uncorrected: Some(0),
+            aggregate_corrected: Some(1),
+            aggregate_uncorrected: Some(0),
+        }),
+        ecc_register_file: ns(),
+        ecc_texture_memory: ns(),
+        ecc_texture_shm: ns(),
+        ecc_cbu: ns(),
+        ecc_sram: ok(LocationEccCounts {
+            volatile_corrected: Some(3),
+            volatile_uncorrected: Some(0),
+            aggregate_corrected: Some(3),
+            aggregate_uncorrected: Some(0),
+        }),
         clock_event_reasons: ok(0x1),
         pcie_replay_counter: ok(2 + frame as u32),
         retired_pages_single_bit: ok(vec![0x1234_5000, 0x0abc_d000]),
@@ -157,6 +191,22 @@ fn dynamic(frame: u64, used_gib: u64) -> DeviceDynamic {
         compute_processes: ok(vec![]),
         graphics_processes: ok(vec![]),
         process_utilization: ok(vec![]),
+        // A recording's first refresh has no earlier GPM sample to measure from.
+        gpm_metrics: if frame == 0 {
+            Answer::Err(BackendError::NoData)
+        } else {
+            ok(GpmMetrics {
+                sm_activity: Some(41.25 + frame as f64),
+                sm_occupancy: Some(20.5),
+                tensor_activity: Some(12.0),
+                tensor_hmma_activity: Some(11.5),
+                dram_activity: Some(33.0),
+                fp32_activity: Some(7.75),
+                pcie_tx: Some(1024.5),
+                nvlink_rx: Some(0.0),
+                ..GpmMetrics::default()
+            })
+        },
     }
 }
 
@@ -224,6 +274,8 @@ pub fn fixture() -> Fixture {
             let mut d1 = dynamic(f, 1 + f);
             d1.fan_speed = ok(30 + f as u32);
             d1.fan_speeds = vec![ok(30 + f as u32), ok(31 + f as u32)];
+            d1.fan_target_speeds = vec![ok(35), ok(40 + f as u32)];
+            d1.gpm_metrics = ns();
             d1.graphics_processes = ok(vec![ProcessInfo {
                 pid: 3000,
                 used_gpu_memory: Some(256 << 20),

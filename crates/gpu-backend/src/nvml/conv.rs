@@ -60,7 +60,7 @@ pub fn error_from_wrapper(error: NvmlError) -> BackendError {
         NvmlError::LibRmVersionMismatch => BackendError::Unknown(c::LIB_RM_VERSION_MISMATCH),
         NvmlError::InUse => BackendError::Unknown(c::IN_USE),
         NvmlError::InsufficientMemory => BackendError::Unknown(c::MEMORY),
-        NvmlError::NoData => BackendError::Unknown(c::NO_DATA),
+        NvmlError::NoData => BackendError::NoData,
         NvmlError::VgpuEccNotSupported => {
             error_from_return(sys::nvmlReturn_enum_NVML_ERROR_VGPU_ECC_NOT_SUPPORTED)
         }
@@ -417,7 +417,7 @@ mod tests {
             (NvmlError::LibRmVersionMismatch, BackendError::Unknown(18)),
             (NvmlError::InUse, BackendError::Unknown(19)),
             (NvmlError::InsufficientMemory, BackendError::Unknown(20)),
-            (NvmlError::NoData, BackendError::Unknown(21)),
+            (NvmlError::NoData, BackendError::NoData),
             (NvmlError::VgpuEccNotSupported, BackendError::Unknown(22)),
             (NvmlError::UnexpectedVariant(25), BackendError::Unknown(25)),
             (NvmlError::UnexpectedVariant(3), BackendError::NotSupported),

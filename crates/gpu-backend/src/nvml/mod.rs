@@ -8,6 +8,7 @@
 //! v1, and NVLink counters are read as field values with a link scope.
 
 pub mod conv;
+mod gpm;
 pub mod libcuda;
 
 use std::collections::HashMap;
@@ -28,9 +29,10 @@ use crate::backend::GpuBackend;
 use crate::error::{nvml_codes, BackendError, Result};
 use crate::types::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, MemoryInfo,
-    NvLinkCounters, PciInfo, PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample,
-    RemappedRows, RetirementCause, TemperatureThreshold, Utilization, MAX_DEVICE_COUNT, MAX_FANS,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, GpmMetrics,
+    LocationEccCounts, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo,
+    PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
+    RetirementCause, TemperatureThreshold, Utilization, MAX_DEVICE_COUNT, MAX_FANS,
     NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
@@ -147,6 +149,8 @@ pub struct NvmlBackend {
     cuda_library: Option<PathBuf>,
     /// libcuda's answer, asked once (in a child process) on first use.
     cuda: OnceLock<Result<LibcudaReport>>,
+    /// Each device's GPM state: whether it supports GPM and its last sample.
+    gpm: gpm::GpmSamples,
 }
 
 const _: () = {
@@ -162,6 +166,8 @@ impl fmt::Debug for NvmlBackend {
 
 impl Drop for NvmlBackend {
     fn drop(&mut self) {
+        // GPM samples are freed while the library is still loaded.
+        self.gpm.free_all(self.nvml.lib());
         if self.nvml.lib().nvmlShutdown.is_ok() {
             // SAFETY: `self.nvml` is not used again after this; dropping it calls `nvmlShutdown`
             // and unloads the library.
@@ -289,6 +295,7 @@ impl NvmlBackend {
                 handles: RwLock::new(HashMap::new()),
                 cuda_library: default_libcuda(path),
                 cuda: OnceLock::new(),
+                gpm: gpm::GpmSamples::default(),
             }),
             Err(e) => {
                 let loader_message = match &e {
@@ -958,8 +965,32 @@ impl GpuBackend for NvmlBackend {
         Ok(speed)
     }
 
+    fn fan_target_speed_of(&self, id: DeviceId, fan: u32) -> Result<u32> {
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetTargetFanSpeed)?;
+        let mut speed: c_uint = 0;
+        // SAFETY: a live handle and a writable out-pointer; NVML checks the fan index itself.
+        check(unsafe { func(handle, fan, &mut speed) })?;
+        Ok(speed)
+    }
+
     fn temperature(&self, id: DeviceId) -> Result<u32> {
         self.with_device(id, |d| d.temperature(TemperatureSensor::Gpu))
+    }
+
+    /// The field value `NVML_FI_DEV_MEMORY_TEMP`; its own return code is its error.
+    fn memory_temperature(&self, id: DeviceId) -> Result<u32> {
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetFieldValues)?;
+        // SAFETY: `nvmlFieldValue_t` is plain old data; all zeroes is a valid value.
+        let mut value: sys::nvmlFieldValue_t = unsafe { mem::zeroed() };
+        value.fieldId = sys::field_id::NVML_FI_DEV_MEMORY_TEMP;
+        // SAFETY: a live handle and one entry, the count passed.
+        check(unsafe { func(handle, 1, &mut value) })?;
+        let t = conv::field_value_u64(&value)?;
+        u32::try_from(t).map_err(|_| {
+            BackendError::Other(format!("NVML reported a memory temperature of {t} °C"))
+        })
     }
 
     fn power_usage(&self, id: DeviceId) -> Result<u32> {
@@ -1008,6 +1039,76 @@ impl GpuBackend for NvmlBackend {
             tx_kib: conv::field_value_u64(&values[0])?,
             rx_kib: conv::field_value_u64(&values[1])?,
         })
+    }
+
+    /// Four `nvmlDeviceGetNvLinkErrorCounter` calls: DL replay, recovery, CRC flit, CRC data.
+    fn nvlink_error_counters(&self, id: DeviceId, link: u32) -> Result<NvLinkErrorCounters> {
+        check_link(link)?;
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetNvLinkErrorCounter)?;
+        let read = |counter: sys::nvmlNvLinkErrorCounter_t| -> Result<u64> {
+            let mut value = 0;
+            // SAFETY: a live handle, a link below NVML's maximum and a writable out-pointer.
+            check(unsafe { func(handle, link, counter, &mut value) })?;
+            Ok(value)
+        };
+        Ok(NvLinkErrorCounters {
+            replay: read(sys::nvmlNvLinkErrorCounter_enum_NVML_NVLINK_ERROR_DL_REPLAY)?,
+            recovery: read(sys::nvmlNvLinkErrorCounter_enum_NVML_NVLINK_ERROR_DL_RECOVERY)?,
+            crc_flit: read(sys::nvmlNvLinkErrorCounter_enum_NVML_NVLINK_ERROR_DL_CRC_FLIT)?,
+            crc_data: read(sys::nvmlNvLinkErrorCounter_enum_NVML_NVLINK_ERROR_DL_CRC_DATA)?,
+        })
+    }
+
+    /// `nvmlDeviceGetMemoryErrorCounter` for each (kind, counter) pair of the location: a pair
+    /// the device does not count ("cannot tell") is `None`; when no pair answers, the first
+    /// pair's error is the answer; any other failure is the answer at once.
+    fn memory_errors(&self, id: DeviceId, location: MemoryLocation) -> Result<LocationEccCounts> {
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetMemoryErrorCounter)?;
+        let mut counts = LocationEccCounts::default();
+        let mut first_error = None;
+        let mut any = false;
+        for counter in [EccCounter::Volatile, EccCounter::Aggregate] {
+            for kind in [EccErrorKind::Corrected, EccErrorKind::Uncorrected] {
+                let mut value = 0;
+                let error_type = match kind {
+                    EccErrorKind::Corrected => {
+                        sys::nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_CORRECTED
+                    }
+                    EccErrorKind::Uncorrected => {
+                        sys::nvmlMemoryErrorType_enum_NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+                    }
+                };
+                let counter_type = match counter {
+                    EccCounter::Volatile => sys::nvmlEccCounterType_enum_NVML_VOLATILE_ECC,
+                    EccCounter::Aggregate => sys::nvmlEccCounterType_enum_NVML_AGGREGATE_ECC,
+                };
+                // SAFETY: a live handle, NVML's enum numbers and a writable out-pointer.
+                match check(unsafe {
+                    func(
+                        handle,
+                        error_type,
+                        counter_type,
+                        location.nvml_code(),
+                        &mut value,
+                    )
+                }) {
+                    Ok(()) => {
+                        *counts.get_mut(kind, counter) = Some(value);
+                        any = true;
+                    }
+                    Err(e) if e.is_not_available() => {
+                        first_error.get_or_insert(e);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        match first_error {
+            Some(e) if !any => Err(e),
+            _ => Ok(counts),
+        }
     }
 
     fn ecc_errors(&self, id: DeviceId, kind: EccErrorKind, counter: EccCounter) -> Result<u64> {
@@ -1090,6 +1191,21 @@ impl GpuBackend for NvmlBackend {
             pending: pending != 0,
             failure: failure != 0,
         })
+    }
+
+    /// GPM: one sample of the device now (`nvmlGpmSampleGet`, or `nvmlGpmMigSampleGet` under
+    /// the parent for a MIG device), measured against the sample the previous call took; the
+    /// first call only takes the sample and answers [`BackendError::NoData`]. See `gpm.rs`.
+    fn gpm_metrics(&self, id: DeviceId) -> Result<GpmMetrics> {
+        let device = self.handle(id)?;
+        let target = match id {
+            DeviceId::Gpu(_) => gpm::Target::Gpu { device },
+            DeviceId::Mig { parent, .. } => gpm::Target::Mig {
+                parent: self.gpu_handle(parent)?,
+                mig: device,
+            },
+        };
+        self.gpm.metrics(self.lib(), id, target)
     }
 
     fn compute_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {

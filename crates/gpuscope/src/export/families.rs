@@ -132,6 +132,7 @@ pub fn build(inputs: &Inputs<'_>, options: &Options) -> Vec<Family> {
     for d in &inputs.snapshots.devices {
         let labels = device_labels(d, &options.hostname);
         device_families(&mut b, d, &labels);
+        health_and_activity_families(&mut b, d, &labels);
         let f = b.family(
             "gpuscope_device_info",
             None,
@@ -489,6 +490,175 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     for (link, c) in d.nvlink_counters.iter().enumerate() {
         let v = c.value().map(|c| c.rx_kib as f64 * 1024.0);
         b.put(f, &with(labels, "link", link.to_string()), v);
+    }
+}
+
+/// MiB/s (GPM's unit) to bytes per second.
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The families of issue 13's remaining health queries and of GPM activity (named after the
+/// dcgm-exporter fields they stand for; docs/exporter.md maps them).
+fn health_and_activity_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let f = b.family(
+        "gpuscope_device_memory_temperature_celsius",
+        Some("celsius"),
+        Kind::Gauge,
+        "Memory (HBM) temperature.",
+    );
+    b.put(
+        f,
+        labels,
+        d.memory_temperature.value().map(|&t| f64::from(t)),
+    );
+    let f = b.family(
+        "gpuscope_device_fan_target_speed_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "The speed each fan is driven towards, as a ratio of its maximum.",
+    );
+    for (fan, v) in d.fan_target_speeds.iter().enumerate() {
+        b.put(
+            f,
+            &with(labels, "fan", fan.to_string()),
+            ratio(v.value().copied()),
+        );
+    }
+    let f = b.family(
+        "gpuscope_device_nvlink_errors",
+        None,
+        Kind::Counter,
+        "NVLink errors per link and counter (replay, recovery, crc_flit, crc_data).",
+    );
+    for (link, c) in d.nvlink_errors.iter().enumerate() {
+        let Some(c) = c.value() else { continue };
+        let l = with(labels, "link", link.to_string());
+        for (counter, v) in [
+            ("replay", c.replay),
+            ("recovery", c.recovery),
+            ("crc_flit", c.crc_flit),
+            ("crc_data", c.crc_data),
+        ] {
+            b.put(f, &with(&l, "counter", counter.into()), Some(v as f64));
+        }
+    }
+    let f = b.family(
+        "gpuscope_device_ecc_errors_by_location",
+        None,
+        Kind::Gauge,
+        "ECC errors per memory location (location), kind (corrected, uncorrected) and counter \
+         (volatile: since the driver loaded, aggregate: over the device's life).",
+    );
+    for location in gpu_backend::MemoryLocation::ALL {
+        let Some(c) = d.ecc_by_location.get(location).value() else {
+            continue;
+        };
+        let l = with(labels, "location", location.name().into());
+        for (counter, kind, v) in [
+            ("volatile", "corrected", c.volatile_corrected),
+            ("volatile", "uncorrected", c.volatile_uncorrected),
+            ("aggregate", "corrected", c.aggregate_corrected),
+            ("aggregate", "uncorrected", c.aggregate_uncorrected),
+        ] {
+            let l = with(&with(&l, "counter", counter.into()), "kind", kind.into());
+            b.put(f, &l, v.map(|n| n as f64));
+        }
+    }
+
+    let gpm = d.gpm.value();
+    let pct = |v: Option<f64>| v.map(|p| p / 100.0);
+    for (name, help, pick) in [
+        (
+            "gpuscope_device_gpm_graphics_engine_active_ratio",
+            "GPM: time the graphics engine was active (DCGM_FI_PROF_GR_ENGINE_ACTIVE).",
+            (|m: &gpu_backend::GpmMetrics| m.graphics_activity) as fn(&gpu_backend::GpmMetrics) -> Option<f64>,
+        ),
+        (
+            "gpuscope_device_gpm_sm_active_ratio",
+            "GPM: SMs with at least one warp resident, averaged over the SMs (DCGM_FI_PROF_SM_ACTIVE).",
+            |m| m.sm_activity,
+        ),
+        (
+            "gpuscope_device_gpm_sm_occupancy_ratio",
+            "GPM: resident warps over the most the SMs hold (DCGM_FI_PROF_SM_OCCUPANCY).",
+            |m| m.sm_occupancy,
+        ),
+        (
+            "gpuscope_device_gpm_dram_active_ratio",
+            "GPM: DRAM bandwidth used, of the peak (DCGM_FI_PROF_DRAM_ACTIVE).",
+            |m| m.dram_activity,
+        ),
+    ] {
+        let f = b.family(name, Some("ratio"), Kind::Gauge, help);
+        b.put(f, labels, pct(gpm.and_then(pick)));
+    }
+    let f = b.family(
+        "gpuscope_device_gpm_pipe_active_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "GPM: time each pipe was active (pipe: tensor, tensor_dfma, tensor_hmma, tensor_imma, \
+         fp64, fp32, fp16, integer; DCGM_FI_PROF_PIPE_*_ACTIVE).",
+    );
+    if let Some(m) = gpm {
+        for (pipe, v) in [
+            ("tensor", m.tensor_activity),
+            ("tensor_dfma", m.tensor_dfma_activity),
+            ("tensor_hmma", m.tensor_hmma_activity),
+            ("tensor_imma", m.tensor_imma_activity),
+            ("fp64", m.fp64_activity),
+            ("fp32", m.fp32_activity),
+            ("fp16", m.fp16_activity),
+            ("integer", m.integer_activity),
+        ] {
+            b.put(f, &with(labels, "pipe", pipe.into()), pct(v));
+        }
+    }
+    for (name, help, v) in [
+        (
+            "gpuscope_device_gpm_pcie_transmit_bytes_per_second",
+            "GPM: PCIe transmit (DCGM_FI_PROF_PCIE_TX_BYTES).",
+            gpm.and_then(|m| m.pcie_tx),
+        ),
+        (
+            "gpuscope_device_gpm_pcie_receive_bytes_per_second",
+            "GPM: PCIe receive (DCGM_FI_PROF_PCIE_RX_BYTES).",
+            gpm.and_then(|m| m.pcie_rx),
+        ),
+        (
+            "gpuscope_device_gpm_nvlink_transmit_bytes_per_second",
+            "GPM: NVLink transmit over all links (DCGM_FI_PROF_NVLINK_TX_BYTES).",
+            gpm.and_then(|m| m.nvlink_tx),
+        ),
+        (
+            "gpuscope_device_gpm_nvlink_receive_bytes_per_second",
+            "GPM: NVLink receive over all links (DCGM_FI_PROF_NVLINK_RX_BYTES).",
+            gpm.and_then(|m| m.nvlink_rx),
+        ),
+    ] {
+        let f = b.family(name, Some("bytes_per_second"), Kind::Gauge, help);
+        b.put(f, labels, v.map(|r| r * MIB));
+    }
+    let f = b.family(
+        "gpuscope_device_gpm_engine_active_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "GPM: time each media engine was active (engine: nvdec, nvjpg, nvofa; engine_index; \
+         DCGM_FI_PROF_NVDEC*_ACTIVE, NVJPG*, NVOFA*).",
+    );
+    if let Some(m) = gpm {
+        for (field, v) in m.fields() {
+            for engine in ["nvdec", "nvjpg", "nvofa"] {
+                let Some(rest) = field.strip_prefix(engine) else {
+                    continue;
+                };
+                let index: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                let l = with(
+                    &with(labels, "engine", engine.into()),
+                    "engine_index",
+                    index,
+                );
+                b.put(f, &l, pct(v));
+            }
+        }
     }
 }
 

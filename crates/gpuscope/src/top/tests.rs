@@ -647,3 +647,35 @@ fn once_width_falls_back_when_the_terminal_reports_no_width() {
     assert_eq!(choose_once_width(None, Some("wide")), 120);
     assert_eq!(choose_once_width(None, None), 120);
 }
+
+/// Issue 13: the SM-active and tensor-active bars are drawn only where GPM answers: not on a
+/// GPU without GPM, nor on the first frame of a recording (no earlier sample yet); on the H100s
+/// they show the recorded values.
+#[test]
+fn activity_bars_only_where_gpm_answers() {
+    for (stem, frames) in [
+        ("geforce-desktop", 0..=5),
+        ("old-driver", 0..=5),
+        ("h100-sxm-8gpu", 0..=0),
+    ] {
+        let mut app = app_over(stem, frames);
+        app.layout = LayoutMode::Full;
+        let text = render_text(&app, 160, 60);
+        assert!(!text.contains("TENS"), "{stem}: {text}");
+    }
+    let mut app = app_over("h100-sxm-8gpu", 0..=5);
+    app.layout = LayoutMode::Full;
+    let text = render_text(&app, 160, 60);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("     SM  "))
+        .collect();
+    assert_eq!(rows.len(), 8, "{text}");
+    let d0 = &app.sample.as_ref().unwrap().snap.devices[0];
+    let sm = d0.gpm.value().and_then(|m| m.sm_activity).unwrap();
+    assert!(
+        rows[0].contains(&format!("{}%  TENS", sm.round() as u64)),
+        "{}",
+        rows[0]
+    );
+}

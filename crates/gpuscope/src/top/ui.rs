@@ -79,7 +79,11 @@ pub fn is_full(app: &App, area: Rect) -> bool {
 pub fn areas(app: &App, area: Rect) -> Areas {
     let n = app.sample.as_ref().map_or(0, |s| s.snap.devices.len()) as u16;
     let full = is_full(app, area);
-    let dev_h = if full { 2 * n } else { n } + 1;
+    // In full, a device whose GPM answers has a third line of activity bars.
+    let gpm_lines = app.sample.as_ref().map_or(0, |s| {
+        s.snap.devices.iter().filter(|d| has_activity(d)).count()
+    }) as u16;
+    let dev_h = if full { 2 * n + gpm_lines } else { n } + 1;
     // History graphs need two samples to say anything.
     let hist_h = if full && app.host_cpu.len() >= 2 {
         n + 2
@@ -479,7 +483,33 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
             Line::raw("     no readings: NVML answers gpu_lost for this device"),
         ];
     }
-    vec![clip(first.spans, w), second]
+    let mut lines = vec![clip(first.spans, w), second];
+    if let Some(m) = d.gpm.value().filter(|_| has_activity(d)) {
+        // What the SMs and tensor cores really did (GPM), beside UTIL's "a kernel ran".
+        let sm = m.sm_activity;
+        let tensor = m.tensor_activity;
+        let fixed = 5 + 4 + 1 + 19 + 1 + 5 + 2 + 5 + 1 + 5;
+        let bar_w = (w.saturating_sub(fixed) / 2).max(3);
+        let occupancy = format!("occ {}", percent(m.sm_occupancy));
+        lines.push(clip(
+            vec![
+                Span::raw("     SM  "),
+                Span::styled(theme.bar(sm, bar_w), theme.level(sm)),
+                Span::raw(format!(" {occupancy:>19} {:>5}  ", percent(sm))),
+                Span::raw("TENS "),
+                Span::styled(theme.bar(tensor, bar_w), theme.level(tensor)),
+                Span::raw(format!(" {:>5}", percent(tensor))),
+            ],
+            w,
+        ));
+    }
+    lines
+}
+
+/// Whether the device's GPM answered with SM activity (Hopper and newer, after the first
+/// refresh): then the full layout shows its activity bars.
+pub(crate) fn has_activity(d: &DeviceSnapshot) -> bool {
+    !is_lost(d) && d.gpm.value().is_some_and(|m| m.sm_activity.is_some())
 }
 
 fn host_line(sample: &Refresh, theme: &Theme, width: u16) -> Line<'static> {
