@@ -320,6 +320,8 @@ pub fn process_name(comm: &str, cmdline: &[String]) -> Option<String> {
     Some(comm.to_string()).filter(|c| !c.is_empty())
 }
 
+pub use crate::container::HostRoots;
+
 #[cfg(feature = "host-live")]
 mod live {
     use std::collections::HashMap;
@@ -365,13 +367,19 @@ mod live {
 
     /// Host facts of this machine, read from `/proc`. Only the PIDs asked for are read, never
     /// the whole process table: one read of `/proc/<pid>/stat` per look-up (state, parent,
-    /// CPU times, resident memory); the command line, user, start time and namespace PID once
-    /// per (PID, start time), kept until the process ends. CPU percent is measured between
+    /// CPU times, resident memory); the command line, user, start time, namespace PID and
+    /// container (`/proc/<pid>/cgroup`, and one listing of the kubelet's container-log
+    /// directory for a process in a pod) once per (PID, start time), kept until the process
+    /// ends. CPU percent is measured between
     /// look-ups, so the first look-up of a process has none (N/A). The clock-tick rate, page
     /// size, boot time and machine facts are read once; user names once per uid.
     pub struct LiveHost {
         state: Mutex<State>,
         statics: OnceLock<Statics>,
+        /// The directory read as `/proc`, without a trailing `/`.
+        proc_root: String,
+        /// The kubelet's container-log directory.
+        container_logs: std::path::PathBuf,
     }
 
     impl std::fmt::Debug for LiveHost {
@@ -451,12 +459,29 @@ mod live {
     }
 
     impl LiveHost {
-        /// A source for this machine.
+        /// A source for this machine, reading the roots [`HostRoots::from_env`] names
+        /// (`/proc` and `/var/log/containers` unless `GPUSCOPE_PROC_ROOT` or
+        /// `GPUSCOPE_CONTAINER_LOGS` say otherwise).
         pub fn new() -> LiveHost {
+            LiveHost::with_roots(HostRoots::from_env())
+        }
+
+        /// A source for this machine that reads `roots.proc` as `/proc` and finds pods' names
+        /// in `roots.container_logs`: for tests, and for a monitor in a container that mounts
+        /// the host's directories at other paths.
+        pub fn with_roots(roots: HostRoots) -> LiveHost {
+            let proc_root = roots.proc.to_string_lossy();
             LiveHost {
                 state: Mutex::new(State::default()),
                 statics: OnceLock::new(),
+                proc_root: proc_root.trim_end_matches('/').to_string(),
+                container_logs: roots.container_logs,
             }
+        }
+
+        /// `<proc root>/<name>`.
+        fn proc_path(&self, name: &str) -> String {
+            format!("{}/{name}", self.proc_root)
         }
 
         fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -471,9 +496,10 @@ mod live {
                         .ok()
                         .map(|()| String::from_utf8_lossy(buf).into_owned())
                 };
-                let meminfo = text("/proc/meminfo", &mut buf).unwrap_or_default();
-                let boot_time_s = text("/proc/stat", &mut buf).and_then(|s| parse_boot_time(&s));
-                let hostname = text("/proc/sys/kernel/hostname", &mut buf)
+                let meminfo = text(&self.proc_path("meminfo"), &mut buf).unwrap_or_default();
+                let boot_time_s =
+                    text(&self.proc_path("stat"), &mut buf).and_then(|s| parse_boot_time(&s));
+                let hostname = text(&self.proc_path("sys/kernel/hostname"), &mut buf)
                     .map(|h| h.trim().to_string())
                     .filter(|h| !h.is_empty());
                 Statics {
@@ -508,7 +534,7 @@ mod live {
             path.clear();
             {
                 use std::fmt::Write;
-                let _ = write!(path, "/proc/{pid}/stat");
+                let _ = write!(path, "{}/{pid}/stat", self.proc_root);
             }
             let Some(stat) = read_into(path, buf)
                 .ok()
@@ -550,6 +576,14 @@ mod live {
                     .ok()
                     .map(|()| String::from_utf8_lossy(buf).into_owned());
                 let uid = status.as_deref().and_then(parse_status_uid);
+                file.truncate(base.len());
+                file.push_str("cgroup");
+                let container = read_into(&file, buf).ok().and_then(|()| {
+                    crate::container::container_facts(
+                        &String::from_utf8_lossy(buf),
+                        &self.container_logs,
+                    )
+                });
                 let user = uid.and_then(|uid| {
                     users
                         .entry(uid)
@@ -571,6 +605,7 @@ mod live {
                     start_time_s: statics
                         .boot_time_s
                         .map(|b| b.saturating_add(stat.start_ticks / statics.clk_tck)),
+                    container,
                 };
                 processes.insert(
                     pid,
@@ -601,7 +636,7 @@ mod live {
         fn sample(&self) -> HostFrame {
             let mut state = self.lock();
             let State { buf, cpu, .. } = &mut *state;
-            let meminfo = read_into("/proc/meminfo", buf)
+            let meminfo = read_into(&self.proc_path("meminfo"), buf)
                 .ok()
                 .map(|()| String::from_utf8_lossy(buf).into_owned())
                 .unwrap_or_default();
@@ -609,10 +644,10 @@ mod live {
             let used = |total: Option<u64>, free: Option<u64>| total?.checked_sub(free?);
             let memory_used = used(mem("MemTotal"), mem("MemAvailable"));
             let swap_used = used(mem("SwapTotal"), mem("SwapFree"));
-            let load_average = read_into("/proc/loadavg", buf)
+            let load_average = read_into(&self.proc_path("loadavg"), buf)
                 .ok()
                 .and_then(|()| parse_loadavg(&String::from_utf8_lossy(buf)));
-            let ticks = read_into("/proc/stat", buf)
+            let ticks = read_into(&self.proc_path("stat"), buf)
                 .ok()
                 .and_then(|()| parse_stat_cpu_ticks(&String::from_utf8_lossy(buf)));
             // Measured between samples: the first has none.

@@ -346,6 +346,7 @@ impl ProcessCollector {
             status: sample.and_then(|s| s.status).filter(|s| !s.is_empty()),
             ppid: facts.ppid,
             ns_pid: ns_pid.filter(|&inner| inner != pid),
+            container: facts.container,
         }
     }
 }
