@@ -455,6 +455,26 @@ pub fn select_from_figures(figures: Vec<Figures>, criteria: &Criteria) -> Result
     })
 }
 
+/// Whether a process belongs to `account`: `pod:NAME` (or `pod:NAMESPACE/NAME`) names a
+/// Kubernetes pod, anything else a user. A process whose user or pod is not known belongs to
+/// none. (A user name cannot hold `:`, so `pod:` never hides one.)
+fn account_matches(account: &str, host: &gpu_processes::HostProcess) -> bool {
+    match account.strip_prefix("pod:") {
+        Some(pod) => {
+            let Some(c) = &host.container else {
+                return false;
+            };
+            let (namespace, name) = match pod.split_once('/') {
+                Some((ns, name)) => (Some(ns), name),
+                None => (None, pod),
+            };
+            c.pod.as_deref() == Some(name)
+                && namespace.is_none_or(|ns| c.namespace.as_deref() == Some(ns))
+        }
+        None => host.user.as_deref() == Some(account),
+    }
+}
+
 /// A snapshot's figures, with the free accounts' memory.
 fn figures(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Figures {
     let memory = d.memory.value().copied();
@@ -464,10 +484,10 @@ fn figures(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Fi
         .iter()
         .filter(|p| p.device == d.id)
         .filter(|p| {
-            p.host
-                .user
-                .as_ref()
-                .is_some_and(|u| criteria.free_accounts.iter().any(|a| a == u))
+            criteria
+                .free_accounts
+                .iter()
+                .any(|a| account_matches(a, &p.host))
         })
         .filter_map(|p| p.gpu_memory)
         .sum();

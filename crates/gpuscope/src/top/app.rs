@@ -231,12 +231,17 @@ enum Term {
     Pid(u32),
     Type(String),
     Device(String),
+    Pod(String),
+    Namespace(String),
+    Container(String),
     Text(String),
 }
 
 impl Filter {
-    /// Parses `user:NAME`, `pid:N`, `type:C|G|C+G`, `gpu:ID` and plain words (matched, ignoring
-    /// case, against the command, user, name and PID), separated by spaces.
+    /// Parses `user:NAME`, `pid:N`, `type:C|G|C+G`, `gpu:ID`, `pod:NAME`, `ns:NAMESPACE`,
+    /// `container:NAME` (Kubernetes names; a process outside any pod matches none) and plain
+    /// words (matched, ignoring case, against the command, user, name and PID), separated by
+    /// spaces.
     ///
     /// # Errors
     ///
@@ -252,6 +257,9 @@ impl Filter {
                 ),
                 Some(("type", v)) => Term::Type(v.to_ascii_uppercase()),
                 Some(("gpu", v)) => Term::Device(v.to_string()),
+                Some(("pod", v)) => Term::Pod(v.to_string()),
+                Some(("ns", v)) => Term::Namespace(v.to_string()),
+                Some(("container", v)) => Term::Container(v.to_string()),
                 _ => Term::Text(word.to_lowercase()),
             };
             terms.push(term);
@@ -274,6 +282,9 @@ impl Filter {
             Term::Pid(pid) => p.pid == *pid,
             Term::Type(k) => p.kind.as_str() == k,
             Term::Device(d) => p.device.to_string() == *d,
+            Term::Pod(v) => container_is(p, |c| &c.pod, v),
+            Term::Namespace(v) => container_is(p, |c| &c.namespace, v),
+            Term::Container(v) => container_is(p, |c| &c.container, v),
             Term::Text(w) => {
                 let hay = [
                     p.host.command.as_deref(),
@@ -288,6 +299,19 @@ impl Filter {
             }
         })
     }
+}
+
+/// Whether a container fact of `p` is `value`; never for a process outside any container or
+/// one whose fact is not known.
+fn container_is(
+    p: &GpuProcess,
+    field: impl Fn(&gpu_backend::ContainerFacts) -> &Option<String>,
+    value: &str,
+) -> bool {
+    p.host
+        .container
+        .as_ref()
+        .is_some_and(|c| field(c).as_deref() == Some(value))
 }
 
 /// One row of the process table.

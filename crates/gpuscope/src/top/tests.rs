@@ -631,3 +631,36 @@ fn once_is_bounded_whatever_the_width() {
         .count();
     assert_eq!(shown + left_out, 640, "{text}");
 }
+
+#[test]
+fn pod_namespace_and_container_filters_keep_that_pods_processes_only() {
+    let mut app = app_over("k8s-time-slicing", 0..=4);
+    let filter = |app: &mut App, text: &str| {
+        press(app, KeyCode::Char('/'));
+        for _ in 0..60 {
+            press(app, KeyCode::Backspace);
+        }
+        type_text(app, text);
+        press(app, KeyCode::Enter);
+        let mut pids = shown_pids(app);
+        pids.sort_unstable();
+        pids
+    };
+    // The recording: two notebook kernels in data-science, two trainers in ml-research, one
+    // Triton server in serving, and gpu_burn outside any container.
+    assert_eq!(filter(&mut app, "pod:notebook-7f9c"), vec![40303, 40304]);
+    assert_eq!(filter(&mut app, "ns:ml-research"), vec![40101, 40202]);
+    assert_eq!(filter(&mut app, "container:server"), vec![40404]);
+    assert_eq!(
+        filter(
+            &mut app,
+            "ns:ml-research container:trainer pod:finetune-b-0"
+        ),
+        vec![40202]
+    );
+    assert!(filter(&mut app, "pod:gpu_burn").is_empty());
+    assert!(
+        filter(&mut app, "ns:").is_empty(),
+        "no process has an empty namespace"
+    );
+}
