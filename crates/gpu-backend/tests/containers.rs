@@ -296,3 +296,108 @@ proptest::proptest! {
         proptest::prop_assert_eq!(facts.runtime.as_deref(), Some("cri-o"));
     }
 }
+
+#[cfg(feature = "host-live")]
+/// A directory laid out like `/proc` with one process, and a container-log directory.
+struct FakeHost {
+    root: std::path::PathBuf,
+}
+
+#[cfg(feature = "host-live")]
+impl FakeHost {
+    const PID: u32 = 4242;
+
+    fn new(tag: &str) -> FakeHost {
+        let root =
+            std::env::temp_dir().join(format!("gpuscope-fakehost-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("proc").join(Self::PID.to_string())).unwrap();
+        std::fs::create_dir_all(root.join("logs")).unwrap();
+        std::fs::write(
+            root.join("proc/stat"),
+            "cpu  1 2 3 4 5 6 7\nbtime 1700000000\n",
+        )
+        .unwrap();
+        let host = FakeHost { root };
+        host.write("cmdline", "python3\0train.py\0");
+        host.write("status", "Name:\tpython3\nUid:\t0\t0\t0\t0\n");
+        host.start(100);
+        host
+    }
+
+    fn write(&self, file: &str, text: &str) {
+        std::fs::write(
+            self.root
+                .join("proc")
+                .join(Self::PID.to_string())
+                .join(file),
+            text,
+        )
+        .unwrap();
+    }
+
+    /// The process now has this start time (a new process when it changes).
+    fn start(&self, ticks: u64) {
+        self.write(
+            "stat",
+            &format!(
+                "{} (python3) S 1 1 1 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 {ticks} 1000 100\n",
+                Self::PID
+            ),
+        );
+    }
+
+    fn roots(&self) -> gpu_backend::HostRoots {
+        gpu_backend::HostRoots {
+            proc: self.root.join("proc"),
+            container_logs: self.root.join("logs"),
+        }
+    }
+}
+
+#[cfg(feature = "host-live")]
+impl Drop for FakeHost {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.root).ok();
+    }
+}
+
+#[cfg(feature = "host-live")]
+#[test]
+fn the_live_host_reads_container_facts_once_per_process_lifetime_from_its_roots() {
+    use gpu_backend::host::{HostSource, LiveHost};
+    let fake = FakeHost::new("once");
+    let id = "f45298cd514d1930c4fe3afc4412e59547f7e3148fddd22ca33cefce046eb830";
+    fake.write(
+        "cgroup",
+        &format!("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-poddd1bf9d1_241d_47f5_8e25_12de83135812.slice/cri-containerd-{id}.scope\n"),
+    );
+    let entry = fake
+        .root
+        .join("logs")
+        .join(format!("trainer-0_ml_worker-{id}.log"));
+    std::fs::write(&entry, "").unwrap();
+    let host = LiveHost::with_roots(fake.roots());
+    let container = |host: &LiveHost| host.lookup(FakeHost::PID).expect("seen").facts.container;
+    let first = container(&host).expect("in a container");
+    assert_eq!(
+        (
+            first.pod.as_deref(),
+            first.namespace.as_deref(),
+            first.container.as_deref()
+        ),
+        (Some("trainer-0"), Some("ml"), Some("worker"))
+    );
+    assert_eq!(
+        first.pod_uid.as_deref(),
+        Some("dd1bf9d1-241d-47f5-8e25-12de83135812")
+    );
+    // A refresh reads /proc/PID/stat only: what the cgroup file or log directory say now does
+    // not matter while the process lives.
+    fake.write("cgroup", "0::/\n");
+    std::fs::remove_file(&entry).unwrap();
+    assert_eq!(container(&host).as_ref(), Some(&first));
+    // Another process under the same PID (another start time) is read afresh: outside any
+    // container now, so N/A.
+    fake.start(200);
+    assert_eq!(container(&host), None);
+}
