@@ -1,7 +1,8 @@
 //! The cost of container and pod attribution in the live host source: the first look-up of a
-//! process (which reads its facts, the cgroup file and, for a process in a pod, one listing of
-//! the kubelet's container-log directory) with and without a pod, and a later look-up (a
-//! refresh), which reads `/proc/<pid>/stat` only whatever the process's container.
+//! process (which reads its facts and cgroup file and, for a process in a pod the host has no
+//! listing for, lists the kubelet's container-log directory) without a container, in a pod,
+//! and in a pod whose listing is kept; and a later look-up (a refresh), which reads
+//! `/proc/<pid>/stat` only whatever the process's container.
 //!
 //! The roots are a temporary directory laid out like `/proc` and `/var/log/containers`
 //! (`LiveHost::with_roots`), so the figures do not depend on this machine's processes.
@@ -17,6 +18,8 @@ use gpu_backend::HostRoots;
 
 const NO_CONTAINER: u32 = 1001;
 const IN_POD: u32 = 1002;
+/// Another process of the same container.
+const IN_POD_TOO: u32 = 1003;
 /// Entries in the container-log directory: a busy node.
 const LOG_ENTRIES: usize = 250;
 
@@ -37,14 +40,16 @@ fn lay_out(root: &Path) -> HostRoots {
     );
     write(&proc.join("sys/kernel/hostname"), "bench\n");
     let id = "3c5e7a9b1d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c";
+    let in_pod = format!(
+        "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6f1d2a9e_3b4c_4d5e_8f60_718293a4b5c6.slice/cri-containerd-{id}.scope\n"
+    );
     for (pid, cgroup) in [
-        (NO_CONTAINER, "0::/user.slice/user-1000.slice/session-2.scope\n".to_string()),
         (
-            IN_POD,
-            format!(
-                "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6f1d2a9e_3b4c_4d5e_8f60_718293a4b5c6.slice/cri-containerd-{id}.scope\n"
-            ),
+            NO_CONTAINER,
+            "0::/user.slice/user-1000.slice/session-2.scope\n".to_string(),
         ),
+        (IN_POD, in_pod.clone()),
+        (IN_POD_TOO, in_pod),
     ] {
         let dir = proc.join(pid.to_string());
         write(
@@ -104,6 +109,18 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             fresh,
             |h| black_box(h.lookup(IN_POD)),
+            BatchSize::SmallInput,
+        )
+    });
+    // A second process of a pod whose entry the host's kept listing has: no listing.
+    g.bench_function("first-lookup/in-pod-listing-kept", |b| {
+        b.iter_batched(
+            || {
+                let h = fresh();
+                h.lookup(IN_POD);
+                h
+            },
+            |h| black_box(h.lookup(IN_POD_TOO)),
             BatchSize::SmallInput,
         )
     });

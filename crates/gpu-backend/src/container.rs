@@ -8,6 +8,7 @@
 //! directory. The live host source ([`crate::host::LiveHost`]) reads both once per process
 //! lifetime and keeps the answer in [`crate::fixture::HostProcessFacts::container`].
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -244,29 +245,32 @@ pub fn parse_container_log_name(name: &str) -> Option<PodNames> {
     })
 }
 
-/// The names of container `id`'s pod, from the entries of the kubelet's container-log
-/// directory `dir` (one listing; the entries are not opened). `None` when the directory cannot
-/// be read or has no entry for the container.
-pub fn find_pod_names(dir: &Path, id: &str) -> Option<PodNames> {
-    let suffix = format!("-{id}.log");
-    std::fs::read_dir(dir)
-        .ok()?
+/// The pod names of every container the kubelet's container-log directory `dir` has an entry
+/// for, by container id (one listing; the entries are not opened). Empty when the directory
+/// cannot be read.
+pub fn list_pod_names(dir: &Path) -> HashMap<String, PodNames> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return HashMap::new();
+    };
+    entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.ends_with(&suffix))
-        .find_map(|n| parse_container_log_name(&n))
+        .filter_map(|n| parse_container_log_name(&n))
+        .map(|names| (names.container_id.clone(), names))
+        .collect()
 }
 
-/// A process's container facts: its cgroup file `cgroup_text` parsed, with its pod's names
-/// from the container-log directory `logs` when it is in a pod.
-pub fn container_facts(cgroup_text: &str, logs: &Path) -> Option<ContainerFacts> {
-    let mut facts = parse_cgroup(cgroup_text)?;
-    if let Some(id) = facts.id.as_deref() {
-        if let Some(names) = find_pod_names(logs, id) {
-            facts.pod = Some(names.pod);
-            facts.namespace = Some(names.namespace);
-            facts.container = Some(names.container);
-        }
+/// The names of container `id`'s pod, from one listing of the kubelet's container-log
+/// directory `dir`. `None` when the directory cannot be read or has no entry for the container.
+pub fn find_pod_names(dir: &Path, id: &str) -> Option<PodNames> {
+    list_pod_names(dir).remove(id)
+}
+
+impl ContainerFacts {
+    /// Fills in the pod's name, namespace and container name from `names`.
+    pub fn set_names(&mut self, names: &PodNames) {
+        self.pod = Some(names.pod.clone());
+        self.namespace = Some(names.namespace.clone());
+        self.container = Some(names.container.clone());
     }
-    Some(facts)
 }

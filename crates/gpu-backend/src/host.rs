@@ -363,6 +363,8 @@ mod live {
         passwd: Option<HashMap<u32, String>>,
         /// Busy and total ticks of all CPUs at the last [`HostSource::sample`].
         cpu: Option<(u64, u64)>,
+        /// Pod names by container id, from the last listing of the container-log directory.
+        pod_names: HashMap<String, crate::container::PodNames>,
     }
 
     /// Host facts of this machine, read from `/proc`. Only the PIDs asked for are read, never
@@ -529,6 +531,7 @@ mod live {
                 processes,
                 users,
                 passwd,
+                pod_names,
                 ..
             } = state;
             path.clear();
@@ -578,12 +581,21 @@ mod live {
                 let uid = status.as_deref().and_then(parse_status_uid);
                 file.truncate(base.len());
                 file.push_str("cgroup");
-                let container = read_into(&file, buf).ok().and_then(|()| {
-                    crate::container::container_facts(
-                        &String::from_utf8_lossy(buf),
-                        &self.container_logs,
-                    )
-                });
+                let mut container = read_into(&file, buf)
+                    .ok()
+                    .and_then(|()| crate::container::parse_cgroup(&String::from_utf8_lossy(buf)));
+                if let Some(c) = container.as_mut().filter(|c| c.pod_uid.is_some()) {
+                    if let Some(id) = c.id.as_deref() {
+                        // The kept listing first; a container it does not know lists the
+                        // directory again (a new pod's entry appears when it starts).
+                        if !pod_names.contains_key(id) {
+                            *pod_names = crate::container::list_pod_names(&self.container_logs);
+                        }
+                        if let Some(names) = pod_names.get(id) {
+                            c.set_names(names);
+                        }
+                    }
+                }
                 let user = uid.and_then(|uid| {
                     users
                         .entry(uid)

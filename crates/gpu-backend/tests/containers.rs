@@ -400,4 +400,33 @@ fn the_live_host_reads_container_facts_once_per_process_lifetime_from_its_roots(
     // container now, so N/A.
     fake.start(200);
     assert_eq!(container(&host), None);
+    // A pod started since the directory was listed: its entry is found by listing again.
+    let other = "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
+    fake.write(
+        "cgroup",
+        &format!("0::/kubepods.slice/kubepods-pod0a1b2c3d_4e5f_4a6b_8c7d_9e0f1a2b3c4d.slice/crio-{other}.scope\n"),
+    );
+    std::fs::write(
+        fake.root
+            .join("logs")
+            .join(format!("infer-1_serving_server-{other}.log")),
+        "",
+    )
+    .unwrap();
+    fake.start(300);
+    let c = container(&host).expect("in a container");
+    assert_eq!(
+        (
+            c.runtime.as_deref(),
+            c.qos_class.as_deref(),
+            c.pod.as_deref(),
+            c.namespace.as_deref()
+        ),
+        (
+            Some("cri-o"),
+            Some("Guaranteed"),
+            Some("infer-1"),
+            Some("serving")
+        )
+    );
 }
