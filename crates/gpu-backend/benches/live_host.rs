@@ -99,14 +99,14 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("live-host");
     g.bench_function("first-lookup/no-container", |b| {
-        b.iter_batched(
+        b.iter_batched_ref(
             fresh,
             |h| black_box(h.lookup(NO_CONTAINER)),
             BatchSize::SmallInput,
         )
     });
     g.bench_function("first-lookup/in-pod-250-log-entries", |b| {
-        b.iter_batched(
+        b.iter_batched_ref(
             fresh,
             |h| black_box(h.lookup(IN_POD)),
             BatchSize::SmallInput,
@@ -114,7 +114,7 @@ fn bench(c: &mut Criterion) {
     });
     // A second process of a pod whose entry the host's kept listing has: no listing.
     g.bench_function("first-lookup/in-pod-listing-kept", |b| {
-        b.iter_batched(
+        b.iter_batched_ref(
             || {
                 let h = fresh();
                 h.lookup(IN_POD);
