@@ -370,10 +370,10 @@ mod live {
     /// Host facts of this machine, read from `/proc`. Only the PIDs asked for are read, never
     /// the whole process table: one read of `/proc/<pid>/stat` per look-up (state, parent,
     /// CPU times, resident memory); the command line, user, start time, namespace PID and
-    /// container (`/proc/<pid>/cgroup`, and one listing of the kubelet's container-log
-    /// directory for a process in a pod) once per (PID, start time), kept until the process
-    /// ends. CPU percent is measured between
-    /// look-ups, so the first look-up of a process has none (N/A). The clock-tick rate, page
+    /// container (`/proc/<pid>/cgroup`; for a process in a pod, its names from the kept
+    /// listing of the kubelet's container-log directory, listed again only for a container it
+    /// does not know) once per (PID, start time), kept until the process ends. CPU percent is
+    /// measured between look-ups, so the first look-up of a process has none (N/A). The clock-tick rate, page
     /// size, boot time and machine facts are read once; user names once per uid.
     pub struct LiveHost {
         state: Mutex<State>,
