@@ -228,3 +228,91 @@ fn a_process_in_a_kubepods_cgroup_shows_its_pod_in_snapshot_and_metrics() {
     drop(group);
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+/// A monitor in a container sees the host's `/proc` and container-log directory where they are
+/// mounted: `--proc-root` / `GPUSCOPE_PROC_ROOT` and `--container-logs` /
+/// `GPUSCOPE_CONTAINER_LOGS` name them. Here the "host" is a directory laid out like `/proc`
+/// holding a PID that does not exist on this machine.
+#[test]
+fn the_proc_root_and_container_logs_are_read_where_the_options_say() {
+    // Above PID_MAX_LIMIT (2^22): no process of this machine has it.
+    const PID: u32 = 4_194_400;
+    let tmp = std::env::temp_dir().join(format!("gpuscope-pods-roots-{}", std::process::id()));
+    let proc = tmp.join("host-proc");
+    let logs = tmp.join("host-logs");
+    let dir = proc.join(PID.to_string());
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&logs).unwrap();
+    let id = "2b180104511194aab36fd295d3e217439f3ddb5bc88277f37b4952abee85c40e";
+    std::fs::write(proc.join("stat"), "cpu  1 2 3 4 5 6 7\nbtime 1700000000\n").unwrap();
+    std::fs::write(
+        dir.join("stat"),
+        format!("{PID} (python3) S 1 1 1 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 100 1000 100\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("cmdline"), "python3\0serve.py\0").unwrap();
+    std::fs::write(dir.join("status"), "Name:\tpython3\nUid:\t0\t0\t0\t0\n").unwrap();
+    std::fs::write(
+        dir.join("cgroup"),
+        format!("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod3cae2e45_052c_4b11_80d3_4d7b2d2d3464.slice/cri-containerd-{id}.scope\n"),
+    )
+    .unwrap();
+    std::fs::write(logs.join(format!("web-0_shop_api-{id}.log")), "").unwrap();
+    let fixture = tmp.join("fixture.json");
+    fixture_with(PID, &fixture);
+    let lib = fake_nvml(&tmp.join("lib"));
+    let snapshot = |args: &[&str], env: &[(&str, &str)]| -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+            .args(["snapshot", "--json", "--nvml-lib", lib.to_str().unwrap()])
+            .args(args)
+            .env_remove("GPUSCOPE_FIXTURE")
+            .env_remove("GPUSCOPE_PROC_ROOT")
+            .env_remove("GPUSCOPE_CONTAINER_LOGS")
+            .env(fake_nvml::FIXTURE_ENV, &fixture)
+            .env(fake_nvml::FRAME_ENV, "0")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["devices"][0]["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == PID)
+            .expect("the PID is served")
+            .clone()
+    };
+    let (proc_s, logs_s) = (proc.to_str().unwrap(), logs.to_str().unwrap());
+    for p in [
+        snapshot(&["--proc-root", proc_s, "--container-logs", logs_s], &[]),
+        snapshot(
+            &[],
+            &[
+                ("GPUSCOPE_PROC_ROOT", proc_s),
+                ("GPUSCOPE_CONTAINER_LOGS", logs_s),
+            ],
+        ),
+    ] {
+        assert_eq!(p["command"], "python3 serve.py", "{p}");
+        assert_eq!(
+            (&p["pod"], &p["namespace"], &p["container"], &p["qos_class"]),
+            (
+                &json!("web-0"),
+                &json!("shop"),
+                &json!("api"),
+                &json!("BestEffort")
+            ),
+            "{p}"
+        );
+    }
+    // Without the options, this machine's /proc: no such process, so nothing is known about
+    // it, its pod least of all.
+    let p = snapshot(&[], &[]);
+    assert!(p["command"].is_null() && p["pod"].is_null(), "{p}");
+    std::fs::remove_dir_all(&tmp).ok();
+}
