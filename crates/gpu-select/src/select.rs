@@ -455,24 +455,38 @@ pub fn select_from_figures(figures: Vec<Figures>, criteria: &Criteria) -> Result
     })
 }
 
-/// Whether a process belongs to `account`: `pod:NAME` (or `pod:NAMESPACE/NAME`) names a
-/// Kubernetes pod, anything else a user. A process whose user or pod is not known belongs to
-/// none. (A user name cannot hold `:`, so `pod:` never hides one.)
-fn account_matches(account: &str, host: &gpu_processes::HostProcess) -> bool {
+/// Whether a process of `user`, in Kubernetes pod `pod` of `namespace` (each `None` when not
+/// known, or outside any pod), belongs to the free account `account` ([`Criteria::free_accounts`]):
+/// `pod:NAME` (or `pod:NAMESPACE/NAME`) names a pod, anything else a user. A process whose user
+/// or pod is not known belongs to none. (A user name cannot hold `:`, so `pod:` never hides
+/// one.)
+pub fn account_matches(
+    account: &str,
+    user: Option<&str>,
+    namespace: Option<&str>,
+    pod: Option<&str>,
+) -> bool {
     match account.strip_prefix("pod:") {
-        Some(pod) => {
-            let Some(c) = &host.container else {
-                return false;
-            };
-            let (namespace, name) = match pod.split_once('/') {
+        Some(want) => {
+            let (want_ns, want_pod) = match want.split_once('/') {
                 Some((ns, name)) => (Some(ns), name),
-                None => (None, pod),
+                None => (None, want),
             };
-            c.pod.as_deref() == Some(name)
-                && namespace.is_none_or(|ns| c.namespace.as_deref() == Some(ns))
+            pod == Some(want_pod) && want_ns.is_none_or(|ns| namespace == Some(ns))
         }
-        None => host.user.as_deref() == Some(account),
+        None => user == Some(account),
     }
+}
+
+/// [`account_matches`] for a process's host facts.
+fn host_matches(account: &str, host: &gpu_processes::HostProcess) -> bool {
+    let c = host.container.as_ref();
+    account_matches(
+        account,
+        host.user.as_deref(),
+        c.and_then(|c| c.namespace.as_deref()),
+        c.and_then(|c| c.pod.as_deref()),
+    )
 }
 
 /// A snapshot's figures, with the free accounts' memory.
@@ -487,7 +501,7 @@ fn figures(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Fi
             criteria
                 .free_accounts
                 .iter()
-                .any(|a| account_matches(a, &p.host))
+                .any(|a| host_matches(a, &p.host))
         })
         .filter_map(|p| p.gpu_memory)
         .sum();

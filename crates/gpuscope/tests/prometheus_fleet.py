@@ -263,6 +263,12 @@ def fleet_view(binary, prom, fixtures):
             want_pids = sorted(int(r["metric"]["pid"]) for r in series)
             got_pids = [p["pid"] for p in d.get("processes", [])]
             check(got_pids == want_pids, f"fleet view {hostname} {index}: pids {got_pids} != {want_pids}")
+            # Each process's pod, as the host recorded it; none outside containers.
+            for p in d.get("processes", []):
+                c = fx["host"]["processes"].get(str(p["pid"]), {}).get("container") or {}
+                for key in ("pod", "namespace", "container"):
+                    check(p.get(key) == c.get(key),
+                          f"fleet view {hostname} {index} PID {p['pid']}: {key} {p.get(key)!r}")
 
     # select -n 2 -f 20GiB: the two whole GPUs of the fleet with the most free memory.
     picked = gpuscope("select", "--prometheus", f"http://{prom}", "-n", "2", "-f", "20GiB").split()
