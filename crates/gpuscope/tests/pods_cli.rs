@@ -217,3 +217,35 @@ fn snapshot_json_shows_each_process_pod_and_null_outside_containers() {
     // Processes on a MIG device are listed there, not also on its GPU.
     assert_eq!(seen, 6);
 }
+
+#[test]
+fn info_json_shows_the_same_pods_as_snapshot_json() {
+    let json = |args: &[&str]| -> Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+            .args(args)
+            .args(["--json", "--frame", "4", "--fixture", &fixture(STEM)])
+            .env_remove("GPUSCOPE_FIXTURE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let info = json(&["info", "0"]);
+    let snapshot = json(&["snapshot"]);
+    let procs = info["devices"][0]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 4, "four processes time-slice GPU 0");
+    assert_eq!(
+        info["devices"][0]["processes"],
+        snapshot["devices"][0]["processes"]
+    );
+    let pods: std::collections::BTreeSet<&str> =
+        procs.iter().map(|p| p["pod"].as_str().unwrap()).collect();
+    assert_eq!(
+        pods,
+        ["finetune-a-0", "finetune-b-0", "notebook-7f9c"].into()
+    );
+}
