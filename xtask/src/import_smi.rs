@@ -1061,6 +1061,7 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
                     user: None,
                     ppid: None,
                     start_time_s: None,
+                    container: None,
                 });
             }
         }

@@ -336,6 +336,8 @@ pub fn process_name(comm: &str, cmdline: &[String]) -> Option<String> {
     Some(comm.to_string()).filter(|c| !c.is_empty())
 }
 
+pub use crate::container::HostRoots;
+
 #[cfg(feature = "host-live")]
 mod live {
     use std::collections::HashMap;
@@ -377,17 +379,25 @@ mod live {
         passwd: Option<HashMap<u32, String>>,
         /// Busy and total ticks of all CPUs at the last [`HostSource::sample`].
         cpu: Option<(u64, u64)>,
+        /// Pod names by container id, from the last listing of the container-log directory.
+        pod_names: HashMap<String, crate::container::PodNames>,
     }
 
     /// Host facts of this machine, read from `/proc`. Only the PIDs asked for are read, never
     /// the whole process table: one read of `/proc/<pid>/stat` per look-up (state, parent,
-    /// CPU times, resident memory); the command line, user, start time and namespace PID once
-    /// per (PID, start time), kept until the process ends. CPU percent is measured between
-    /// look-ups, so the first look-up of a process has none (N/A). The clock-tick rate, page
+    /// CPU times, resident memory); the command line, user, start time, namespace PID and
+    /// container (`/proc/<pid>/cgroup`; for a process in a pod, its names from the kept
+    /// listing of the kubelet's container-log directory, listed again only for a container it
+    /// does not know) once per (PID, start time), kept until the process ends. CPU percent is
+    /// measured between look-ups, so the first look-up of a process has none (N/A). The clock-tick rate, page
     /// size, boot time and machine facts are read once; user names once per uid.
     pub struct LiveHost {
         state: Mutex<State>,
         statics: OnceLock<Statics>,
+        /// The directory read as `/proc`, without a trailing `/`.
+        proc_root: String,
+        /// The kubelet's container-log directory.
+        container_logs: std::path::PathBuf,
     }
 
     impl std::fmt::Debug for LiveHost {
@@ -467,12 +477,29 @@ mod live {
     }
 
     impl LiveHost {
-        /// A source for this machine.
+        /// A source for this machine, reading the roots [`HostRoots::from_env`] names
+        /// (`/proc` and `/var/log/containers` unless `GPUSCOPE_PROC_ROOT` or
+        /// `GPUSCOPE_CONTAINER_LOGS` say otherwise).
         pub fn new() -> LiveHost {
+            LiveHost::with_roots(HostRoots::from_env())
+        }
+
+        /// A source for this machine that reads `roots.proc` as `/proc` and finds pods' names
+        /// in `roots.container_logs`: for tests, and for a monitor in a container that mounts
+        /// the host's directories at other paths.
+        pub fn with_roots(roots: HostRoots) -> LiveHost {
+            let proc_root = roots.proc.to_string_lossy();
             LiveHost {
                 state: Mutex::new(State::default()),
                 statics: OnceLock::new(),
+                proc_root: proc_root.trim_end_matches('/').to_string(),
+                container_logs: roots.container_logs,
             }
+        }
+
+        /// `<proc root>/<name>`.
+        fn proc_path(&self, name: &str) -> String {
+            format!("{}/{name}", self.proc_root)
         }
 
         fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -487,9 +514,10 @@ mod live {
                         .ok()
                         .map(|()| String::from_utf8_lossy(buf).into_owned())
                 };
-                let meminfo = text("/proc/meminfo", &mut buf).unwrap_or_default();
-                let boot_time_s = text("/proc/stat", &mut buf).and_then(|s| parse_boot_time(&s));
-                let hostname = text("/proc/sys/kernel/hostname", &mut buf)
+                let meminfo = text(&self.proc_path("meminfo"), &mut buf).unwrap_or_default();
+                let boot_time_s =
+                    text(&self.proc_path("stat"), &mut buf).and_then(|s| parse_boot_time(&s));
+                let hostname = text(&self.proc_path("sys/kernel/hostname"), &mut buf)
                     .map(|h| h.trim().to_string())
                     .filter(|h| !h.is_empty());
                 Statics {
@@ -519,12 +547,13 @@ mod live {
                 processes,
                 users,
                 passwd,
+                pod_names,
                 ..
             } = state;
             path.clear();
             {
                 use std::fmt::Write;
-                let _ = write!(path, "/proc/{pid}/stat");
+                let _ = write!(path, "{}/{pid}/stat", self.proc_root);
             }
             let Some(stat) = read_into(path, buf)
                 .ok()
@@ -566,6 +595,23 @@ mod live {
                     .ok()
                     .map(|()| String::from_utf8_lossy(buf).into_owned());
                 let uid = status.as_deref().and_then(parse_status_uid);
+                file.truncate(base.len());
+                file.push_str("cgroup");
+                let mut container = read_into(&file, buf)
+                    .ok()
+                    .and_then(|()| crate::container::parse_cgroup(&String::from_utf8_lossy(buf)));
+                if let Some(c) = container.as_mut().filter(|c| c.pod_uid.is_some()) {
+                    if let Some(id) = c.id.as_deref() {
+                        // The kept listing first; a container it does not know lists the
+                        // directory again (a new pod's entry appears when it starts).
+                        if !pod_names.contains_key(id) {
+                            *pod_names = crate::container::list_pod_names(&self.container_logs);
+                        }
+                        if let Some(names) = pod_names.get(id) {
+                            c.set_names(names);
+                        }
+                    }
+                }
                 let user = uid.and_then(|uid| {
                     users
                         .entry(uid)
@@ -587,6 +633,7 @@ mod live {
                     start_time_s: statics
                         .boot_time_s
                         .map(|b| b.saturating_add(stat.start_ticks / statics.clk_tck)),
+                    container,
                 };
                 processes.insert(
                     pid,
@@ -630,7 +677,7 @@ mod live {
         fn sample(&self) -> HostFrame {
             let mut state = self.lock();
             let State { buf, cpu, .. } = &mut *state;
-            let meminfo = read_into("/proc/meminfo", buf)
+            let meminfo = read_into(&self.proc_path("meminfo"), buf)
                 .ok()
                 .map(|()| String::from_utf8_lossy(buf).into_owned())
                 .unwrap_or_default();
@@ -638,10 +685,10 @@ mod live {
             let used = |total: Option<u64>, free: Option<u64>| total?.checked_sub(free?);
             let memory_used = used(mem("MemTotal"), mem("MemAvailable"));
             let swap_used = used(mem("SwapTotal"), mem("SwapFree"));
-            let load_average = read_into("/proc/loadavg", buf)
+            let load_average = read_into(&self.proc_path("loadavg"), buf)
                 .ok()
                 .and_then(|()| parse_loadavg(&String::from_utf8_lossy(buf)));
-            let ticks = read_into("/proc/stat", buf)
+            let ticks = read_into(&self.proc_path("stat"), buf)
                 .ok()
                 .and_then(|()| parse_stat_cpu_ticks(&String::from_utf8_lossy(buf)));
             // Measured between samples: the first has none.

@@ -4,6 +4,7 @@
 #![recursion_limit = "256"]
 
 pub mod backend;
+pub mod container;
 pub mod error;
 pub mod fixture;
 pub mod host;
@@ -18,6 +19,7 @@ pub mod types;
 #[cfg(feature = "mock")]
 pub use backend::MockGpuBackend;
 pub use backend::{all_device_ids, GpuBackend, NotSupportedBase};
+pub use container::{ContainerFacts, HostRoots};
 pub use error::{BackendError, Result};
 pub use fixture::{Answer, Fixture, FixtureError};
 #[cfg(feature = "nvml")]

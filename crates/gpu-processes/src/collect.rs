@@ -427,6 +427,7 @@ pub(crate) fn host_process(
         status: sample.and_then(|s| s.status).filter(|s| !s.is_empty()),
         ppid: facts.ppid,
         ns_pid: ns_pid.filter(|&inner| inner != pid),
+        container: facts.container,
     }
 }
 

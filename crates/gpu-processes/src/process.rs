@@ -1,6 +1,6 @@
 //! What one GPU process is: the GPU side (per device) and the host side (per PID).
 
-use gpu_backend::DeviceId;
+use gpu_backend::{ContainerFacts, DeviceId};
 use gpu_devices::ProcessKind;
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +53,10 @@ pub struct HostProcess {
     /// The PID in the innermost PID namespace of the process (its PID inside its container),
     /// when that differs from the host PID and the kernel tells it.
     pub ns_pid: Option<u32>,
+    /// The container and Kubernetes pod the process runs in; `None` (N/A) for a process
+    /// outside any container, or one whose cgroup could not be read. Each field inside is N/A
+    /// where it cannot be told.
+    pub container: Option<ContainerFacts>,
 }
 
 /// One process on one device, with its host facts.

@@ -78,7 +78,9 @@ pub struct Criteria {
     /// memory `m` accepts `m * (1 - tolerance / 100)`, a maximum utilization `u` accepts
     /// `u + tolerance`. Devices that needed the tolerance sort after those that did not.
     pub tolerance: u32,
-    /// Users whose processes' GPU memory counts as free (and not used) on the devices they use.
+    /// Users whose processes' GPU memory counts as free (and not used) on the devices they use;
+    /// `pod:NAME` or `pod:NAMESPACE/NAME` names a Kubernetes pod's processes instead
+    /// (docs/containers.md).
     pub free_accounts: Vec<String>,
     /// Sort the chosen devices best first (fewest loosened constraints, most free memory, most
     /// used memory, lowest GPU then memory utilization, highest physical index); otherwise keep

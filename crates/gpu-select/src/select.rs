@@ -455,6 +455,40 @@ pub fn select_from_figures(figures: Vec<Figures>, criteria: &Criteria) -> Result
     })
 }
 
+/// Whether a process of `user`, in Kubernetes pod `pod` of `namespace` (each `None` when not
+/// known, or outside any pod), belongs to the free account `account` ([`Criteria::free_accounts`]):
+/// `pod:NAME` (or `pod:NAMESPACE/NAME`) names a pod, anything else a user. A process whose user
+/// or pod is not known belongs to none. (A user name cannot hold `:`, so `pod:` never hides
+/// one.)
+pub fn account_matches(
+    account: &str,
+    user: Option<&str>,
+    namespace: Option<&str>,
+    pod: Option<&str>,
+) -> bool {
+    match account.strip_prefix("pod:") {
+        Some(want) => {
+            let (want_ns, want_pod) = match want.split_once('/') {
+                Some((ns, name)) => (Some(ns), name),
+                None => (None, want),
+            };
+            pod == Some(want_pod) && want_ns.is_none_or(|ns| namespace == Some(ns))
+        }
+        None => user == Some(account),
+    }
+}
+
+/// [`account_matches`] for a process's host facts.
+fn host_matches(account: &str, host: &gpu_processes::HostProcess) -> bool {
+    let c = host.container.as_ref();
+    account_matches(
+        account,
+        host.user.as_deref(),
+        c.and_then(|c| c.namespace.as_deref()),
+        c.and_then(|c| c.pod.as_deref()),
+    )
+}
+
 /// A snapshot's figures, with the free accounts' memory.
 fn figures(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Figures {
     let memory = d.memory.value().copied();
@@ -464,10 +498,10 @@ fn figures(d: &DeviceSnapshot, snapshots: &Snapshots, criteria: &Criteria) -> Fi
         .iter()
         .filter(|p| p.device == d.id)
         .filter(|p| {
-            p.host
-                .user
-                .as_ref()
-                .is_some_and(|u| criteria.free_accounts.iter().any(|a| a == u))
+            criteria
+                .free_accounts
+                .iter()
+                .any(|a| host_matches(a, &p.host))
         })
         .filter_map(|p| p.gpu_memory)
         .sum();

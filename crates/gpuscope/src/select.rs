@@ -36,6 +36,7 @@ pub struct Args {
     inherit: Option<Option<String>>,
 
     /// Count the GPU memory of these users' processes as free; without a name, $USER.
+    /// `pod:NAME` (or `pod:NAMESPACE/NAME`) names a Kubernetes pod's processes instead.
     #[arg(long = "account-as-free", visible_alias = "free-accounts", value_name = "USERNAME", num_args = 0..)]
     account_as_free: Option<Vec<String>>,
 

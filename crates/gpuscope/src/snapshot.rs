@@ -254,6 +254,20 @@ pub struct ProcessView {
     pub host_memory_bytes: Option<u64>,
     /// How long the process has run.
     pub running_time_seconds: Option<u64>,
+    /// The container runtime (`docker`, `containerd`, `cri-o`, `podman`).
+    pub container_runtime: Option<String>,
+    /// The container id.
+    pub container_id: Option<String>,
+    /// The container's name in its Kubernetes pod.
+    pub container: Option<String>,
+    /// The Kubernetes pod's name.
+    pub pod: Option<String>,
+    /// The pod's namespace.
+    pub namespace: Option<String>,
+    /// The pod's UID.
+    pub pod_uid: Option<String>,
+    /// The pod's QoS class (`Guaranteed`, `Burstable`, `BestEffort`).
+    pub qos_class: Option<String>,
 }
 
 /// The value, noting a failure that is not "not available" under `field`.
@@ -399,6 +413,13 @@ fn process_view(p: &GpuProcess) -> ProcessView {
         cpu_percent: p.host.cpu_percent,
         host_memory_bytes: p.host.rss,
         running_time_seconds: p.host.running_time_s,
+        container_runtime: container_field(p, |c| &c.runtime),
+        container_id: container_field(p, |c| &c.id),
+        container: container_field(p, |c| &c.container),
+        pod: container_field(p, |c| &c.pod),
+        namespace: container_field(p, |c| &c.namespace),
+        pod_uid: container_field(p, |c| &c.pod_uid),
+        qos_class: container_field(p, |c| &c.qos_class),
     }
 }
 
@@ -417,6 +438,14 @@ pub(crate) fn human_utc(rfc3339: &str) -> String {
         "{} UTC",
         seconds.trim_end_matches('Z').replacen('T', " ", 1)
     )
+}
+
+/// One container fact of a process; `None` outside a container or where it is not known.
+fn container_field(
+    p: &GpuProcess,
+    field: impl Fn(&gpu_backend::ContainerFacts) -> &Option<String>,
+) -> Option<String> {
+    p.host.container.as_ref().and_then(|c| field(c).clone())
 }
 
 /// A value for people, or N/A.

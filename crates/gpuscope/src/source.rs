@@ -37,6 +37,17 @@ pub struct SourceArgs {
     /// Path of the NVML library to load (default: the system's libnvidia-ml.so.1).
     #[arg(long, value_name = "PATH", env = "GPUSCOPE_NVML_LIB")]
     pub nvml_lib: Option<PathBuf>,
+
+    /// With the real GPUs: read this directory as /proc (the host's /proc mounted elsewhere,
+    /// for a monitor in a container). Default /proc.
+    #[arg(long, value_name = "DIR", env = "GPUSCOPE_PROC_ROOT")]
+    pub proc_root: Option<PathBuf>,
+
+    /// With the real GPUs: the kubelet's container-log directory, whose entry names tell each
+    /// pod's name, namespace and container name (docs/containers.md). Default
+    /// /var/log/containers.
+    #[arg(long, value_name = "DIR", env = "GPUSCOPE_CONTAINER_LOGS")]
+    pub container_logs: Option<PathBuf>,
 }
 
 /// When to replay the built-in demo fixture.
@@ -72,7 +83,15 @@ impl SourceArgs {
             };
             return replay(&source, format!("fixture {}", path.display()));
         }
-        match open_nvml(self.nvml_lib.as_ref()) {
+        let defaults = gpu_backend::HostRoots::default();
+        let roots = gpu_backend::HostRoots {
+            proc: self.proc_root.clone().unwrap_or(defaults.proc),
+            container_logs: self
+                .container_logs
+                .clone()
+                .unwrap_or(defaults.container_logs),
+        };
+        match open_nvml(self.nvml_lib.as_ref(), roots) {
             Err(NvmlOpenError::NoDriver(e)) if self.demo == Some(DemoMode::Auto) => {
                 eprintln!(
                     "gpuscope: no NVIDIA driver here ({}); showing the built-in demo fixture",
@@ -134,7 +153,10 @@ fn replay(source: &gpu_backend::Source, label: String) -> Result<Source> {
     })
 }
 
-fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
+fn open_nvml(
+    lib: Option<&PathBuf>,
+    roots: gpu_backend::HostRoots,
+) -> Result<Source, NvmlOpenError> {
     let source = gpu_backend::Source::Nvml {
         library: lib.cloned(),
     };
@@ -157,8 +179,10 @@ fn open_nvml(lib: Option<&PathBuf>) -> Result<Source, NvmlOpenError> {
             other => other.into(),
         })
     })?;
+    // The live host facts, from the roots the command line or environment names.
+    let host = std::sync::Arc::new(gpu_backend::host::LiveHost::with_roots(roots));
     Ok(Source {
-        collector: ProcessCollector::new(context, opened.host),
+        collector: ProcessCollector::new(context, host),
         label: opened.label,
     })
 }

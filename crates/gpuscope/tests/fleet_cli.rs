@@ -209,6 +209,7 @@ fn snapshot_lists_every_device_of_every_host_with_its_values() {
     assert_eq!(
         d0["processes"],
         json!([{"pid": 4242, "user": "alice", "command": "python train.py",
+                "pod": null, "namespace": null, "container": null,
                 "used_memory_bytes": 20 * GIB, "sm_utilization_percent": null}])
     );
     assert_eq!(

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""A real Prometheus scrapes a fleet of three `gpuscope export` hosts.
+"""A real Prometheus scrapes a fleet of four `gpuscope export` hosts.
 
-Starts three exporters on loopback ports, each replaying a different fixture pinned to one
-frame (three "hosts" with distinct --hostname), starts a private Prometheus (own config, own
+Starts four exporters on loopback ports, each replaying a different fixture pinned to one
+frame (four "hosts" with distinct --hostname, one a Kubernetes node whose pods time-slice a GPU), starts a private Prometheus (own config, own
 temporary TSDB, own loopback port; never the Debian service) scraping them every second, and
 checks through Prometheus's HTTP query API that every device of every host is there with the
 values of its fixture file. Also runs `promtool check metrics` on each exporter's text
@@ -18,7 +18,7 @@ Usage: python3 crates/gpuscope/tests/prometheus_fleet.py [--bin PATH]
 Installs the Debian packages `prometheus`, `apache2-utils` (htpasswd) and `openssl` when they are
 missing and we are root.
 When they are still missing, fails under CI (env CI set) and skips otherwise, saying why.
-Prints one summary line: `prometheus-fleet: 3 hosts, N devices, N checks, N failures`.
+Prints one summary line: `prometheus-fleet: 4 hosts, N devices, N checks, N failures`.
 """
 
 import argparse
@@ -40,11 +40,14 @@ import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
-# (fixture stem, pinned frame, hostname label)
+# (fixture stem, pinned frame, hostname label, exporter interval)
 HOSTS = [
-    ("h100-sxm-8gpu", 5, "fleet-a"),
-    ("h100-mig", 3, "fleet-b"),
-    ("geforce-desktop", 7, "fleet-c"),
+    ("h100-sxm-8gpu", 5, "fleet-a", "1s"),
+    ("h100-mig", 3, "fleet-b", "1s"),
+    # Pods time-slicing a GPU. One sample only: a pinned frame's per-process SM samples count in
+    # the first sample and, being no newer, in none after it.
+    ("k8s-time-slicing", 4, "fleet-d", "1h"),
+    ("geforce-desktop", 7, "fleet-c", "1s"),
 ]
 
 children = []
@@ -174,7 +177,7 @@ def on_signal(signum, _frame):
     sys.exit(128 + signum)
 
 
-def start_exporter(binary, stem, frame, hostname, log, web_config):
+def start_exporter(binary, stem, frame, hostname, interval, log, web_config):
     port = free_port()
     p = subprocess.Popen(
         [
@@ -184,7 +187,7 @@ def start_exporter(binary, stem, frame, hostname, log, web_config):
             "--hostname", hostname,
             "--processes",
             "--listen", f"127.0.0.1:{port}",
-            "--interval", "1s",
+            "--interval", interval,
             "--web.config.file", web_config,
         ],
         stdout=log, stderr=log,
@@ -223,7 +226,9 @@ def fleet_view(binary, prom, fixtures):
         check(r.returncode == 0, f"gpuscope {' '.join(argv)}: exit {r.returncode}: {r.stderr}")
         return r.stdout
 
-    fleet = json.loads(gpuscope("snapshot", "--prometheus", f"http://{prom}", "--json"))
+    # fleet-d samples once (see HOSTS): its sample ages as the test runs.
+    fleet = json.loads(gpuscope("snapshot", "--prometheus", f"http://{prom}", "--json",
+                                "--stale-after", "10m"))
     hosts = {h["host"]: h for h in fleet["hosts"]}
     check(sorted(hosts) == sorted(fixtures), f"fleet view hosts: {sorted(hosts)}")
     check(fleet["errors"] == [], f"fleet view errors: {fleet['errors']}")
@@ -258,6 +263,12 @@ def fleet_view(binary, prom, fixtures):
             want_pids = sorted(int(r["metric"]["pid"]) for r in series)
             got_pids = [p["pid"] for p in d.get("processes", [])]
             check(got_pids == want_pids, f"fleet view {hostname} {index}: pids {got_pids} != {want_pids}")
+            # Each process's pod, as the host recorded it; none outside containers.
+            for p in d.get("processes", []):
+                c = fx["host"]["processes"].get(str(p["pid"]), {}).get("container") or {}
+                for key in ("pod", "namespace", "container"):
+                    check(p.get(key) == c.get(key),
+                          f"fleet view {hostname} {index} PID {p['pid']}: {key} {p.get(key)!r}")
 
     # select -n 2 -f 20GiB: the two whole GPUs of the fleet with the most free memory.
     picked = gpuscope("select", "--prometheus", f"http://{prom}", "-n", "2", "-f", "20GiB").split()
@@ -280,6 +291,64 @@ def fleet_view(binary, prom, fixtures):
         better = [n for f, n in whole if f > least and n not in picked]
         check(not better, f"select left out devices with more free memory: {better} (picked {picked})")
     return fleet
+
+
+def pods_through_prometheus(prom, fixture):
+    """fleet-d, the time-slicing node: each pod's series on each device sum its processes; the
+    pods sharing GPU 0 sum to the device's memory use and utilization; the pod in a MIG device
+    is on that MIG device; process series carry their pod."""
+    fx, frame = fixture
+    h = 'hostname="fleet-d"'
+    facts = fx["host"]["processes"]
+    # A MIG-mode GPU's list holds its MIG devices' processes, which count on the MIG devices.
+    mig_parents = {i.split(":")[0] for i in fx["devices"] if ":" in i}
+    for index, d in fx["frames"][frame]["devices"].items():
+        if index in mig_parents:
+            check(scalar(prom, f'count(gpuscope_pod_processes{{{h},index="{index}"}})') is None,
+                  f"fleet-d {index}: no pod on a MIG-mode GPU itself")
+            continue
+        samples = {s["pid"]: s["sm"] for s in ok(d.get("process_utilization")) or []}
+        pods = {}
+        for p in ok(d["compute_processes"]) or []:
+            c = facts[str(p["pid"])].get("container")
+            series = values(prom, f'gpuscope_process_gpu_memory_bytes{{{h},pid="{p["pid"]}"}}')
+            labels = dict(next(iter(series))) if series else {}
+            for key in ("pod", "namespace", "container"):
+                check(labels.get(key) == (c or {}).get(key),
+                      f"fleet-d PID {p['pid']}: label {key} {labels.get(key)!r}")
+            if c is None:
+                continue
+            e = pods.setdefault(c["pod_uid"], [c, 0, 0, None])
+            e[1] += 1
+            e[2] += p["used_gpu_memory"]
+            if p["pid"] in samples:
+                e[3] = (e[3] or 0) + samples[p["pid"]]
+        got = values(prom, f'gpuscope_pod_processes{{{h},index="{index}"}}')
+        check(len(got) == len(pods), f"fleet-d {index}: {len(got)} pods, want {len(pods)}")
+        for uid, (c, n, mem, sm) in pods.items():
+            sel = f'{h},index="{index}",pod_uid="{uid}",pod="{c["pod"]}",namespace="{c["namespace"]}"'
+            got_n = scalar(prom, f"gpuscope_pod_processes{{{sel}}}")
+            check(got_n == n, f"fleet-d {index} {c['pod']}: processes {got_n} != {n}")
+            got_mem = scalar(prom, f"gpuscope_pod_gpu_memory_bytes{{{sel}}}")
+            check(got_mem == mem, f"fleet-d {index} {c['pod']}: memory {got_mem} != {mem}")
+            got_sm = scalar(prom, f"gpuscope_pod_gpu_sm_utilization_ratio{{{sel}}}")
+            want_sm = None if sm is None else sm / 100
+            check(got_sm is not None and want_sm is not None and abs(got_sm - want_sm) < 1e-9
+                  or got_sm is None and want_sm is None,
+                  f"fleet-d {index} {c['pod']}: SM {got_sm} != {want_sm}")
+    # Time-slicing: the three pods on GPU 0 add up to the device, not each to the whole of it.
+    d0 = fx["frames"][frame]["devices"]["0"]
+    sel = f'{h},index="0"'
+    check(scalar(prom, f"count(gpuscope_pod_processes{{{sel}}})") == 3, "fleet-d: 3 pods on GPU 0")
+    got = scalar(prom, f"sum(gpuscope_pod_gpu_memory_bytes{{{sel}}})")
+    want = ok(d0["memory_info"])["used"]
+    check(got == want, f"fleet-d GPU 0: pods' memory {got} != the device's {want}")
+    got = scalar(prom, f"sum(gpuscope_pod_gpu_sm_utilization_ratio{{{sel}}})")
+    want = ok(d0["utilization_rates"])["gpu"] / 100
+    check(got is not None and abs(got - want) < 1e-9,
+          f"fleet-d GPU 0: pods' SM share {got} != the device's {want}")
+    got = scalar(prom, f"gpuscope_device_utilization_ratio{{{sel}}}")
+    check(got is not None and abs(got - want) < 1e-9, f"fleet-d GPU 0: utilization {got}")
 
 
 def down_within(binary, prom, exporter, hostname, interval):
@@ -334,10 +403,11 @@ def main():
         AUTH_HEADER = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         fixtures = {}
         targets = {}
-        for stem, frame, hostname in HOSTS:
+        for stem, frame, hostname, interval in HOSTS:
             with open(os.path.join(ROOT, "fixtures", f"{stem}.json")) as f:
                 fixtures[hostname] = (json.load(f), frame)
-            targets[hostname] = start_exporter(binary, stem, frame, hostname, log, web_config)
+            targets[hostname] = start_exporter(
+                binary, stem, frame, hostname, interval, log, web_config)
         for hostname, addr in targets.items():
             wait_for(f"exporter {hostname}", lambda a=addr: exporter_get(a)[0] == 200)
             status, hdrs, body, wire = exporter_get(addr)
@@ -381,7 +451,8 @@ def main():
 
         # Prometheus's own view of the scrapes.
         ups = values(prom, 'up{job="gpuscope"}')
-        check(len(ups) == 3 and all(v == 1.0 for v in ups.values()), f"up of the targets: {ups}")
+        check(len(ups) == len(HOSTS) and all(v == 1.0 for v in ups.values()),
+              f"up of the targets: {ups}")
 
         fleet_used = 0
         for hostname, (fx, frame) in fixtures.items():
@@ -447,6 +518,8 @@ def main():
         check(got == want, f"fleet-a process memory {got} != {want}")
         got = scalar(prom, 'count(gpuscope_process_gpu_memory_bytes{command!=""})')
         check(got is None, "no command label without --process-command")
+
+        pods_through_prometheus(prom, fixtures["fleet-d"])
 
         # promtool reads each text exposition without a warning.
         for hostname, addr in targets.items():

@@ -432,3 +432,51 @@ fn select_never_chooses_a_gpu_whose_memory_cannot_be_read() {
         "{err}"
     );
 }
+
+/// k8s-time-slicing at frame 4: three pods share GPU 0. `--account-as-free pod:NAME` counts the
+/// memory of that pod's processes as free, and only that pod's (in its namespace, when named).
+#[test]
+fn a_pods_memory_counts_as_free() {
+    let fx: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("k8s-time-slicing")).unwrap())
+            .unwrap();
+    let dy = &fx["frames"][4]["devices"]["0"];
+    let free = dy["memory_info"]["ok"]["free"].as_u64().unwrap();
+    let pod_memory: u64 = dy["compute_processes"]["ok"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            fx["host"]["processes"][p["pid"].to_string()]["container"]["pod"] == "finetune-a-0"
+        })
+        .map(|p| p["used_gpu_memory"].as_u64().unwrap())
+        .sum();
+    assert!(pod_memory > 0);
+    // More than GPU 0 has free, less than it has with the pod's memory counted as free; no
+    // MIG device of GPU 1 has as much.
+    let need = (free + pod_memory / 2).to_string();
+    let base = [
+        "--fixture",
+        &fixture("k8s-time-slicing"),
+        "--frame",
+        "4",
+        "-f",
+        &need,
+    ];
+    let chosen = |extra: &[&str]| {
+        let out = run(&[&base[..], extra].concat());
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    assert_eq!(chosen(&[]), "");
+    assert_eq!(chosen(&["--account-as-free", "pod:finetune-a-0"]), "0");
+    assert_eq!(
+        chosen(&["--account-as-free", "pod:ml-research/finetune-a-0"]),
+        "0"
+    );
+    assert_eq!(
+        chosen(&["--account-as-free", "pod:serving/finetune-a-0"]),
+        ""
+    );
+    // The other pods on GPU 0 use less: not enough.
+    assert_eq!(chosen(&["--account-as-free", "pod:notebook-7f9c"]), "");
+}

@@ -360,6 +360,7 @@ pub fn host_proc(
         user: Some(user.to_string()),
         ppid: Some(ppid),
         start_time_s: Some(start_time_s),
+        container: None,
     }
 }
 

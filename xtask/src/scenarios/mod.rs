@@ -10,6 +10,7 @@ mod geforce_desktop;
 mod gpu_lost;
 mod h100_mig;
 mod h100_sxm_8gpu;
+mod k8s_time_slicing;
 mod old_driver;
 mod windows_wddm;
 
@@ -26,6 +27,7 @@ pub fn all() -> Vec<(&'static str, Fixture)> {
         (windows_wddm::STEM, windows_wddm::build()),
         (old_driver::STEM, old_driver::build()),
         (gpu_lost::STEM, gpu_lost::build()),
+        (k8s_time_slicing::STEM, k8s_time_slicing::build()),
     ]
 }
 

@@ -28,7 +28,7 @@ fn dy(frame: &Frame, id: DeviceId) -> &DeviceDynamic {
 }
 
 #[test]
-fn the_six_scenarios_exist_with_their_names() {
+fn the_scenarios_exist_with_their_names() {
     let stems: Vec<_> = all()
         .iter()
         .map(|(s, f)| {
@@ -46,7 +46,8 @@ fn the_six_scenarios_exist_with_their_names() {
             "geforce-desktop",
             "windows-wddm",
             "old-driver",
-            "gpu-lost"
+            "gpu-lost",
+            "k8s-time-slicing"
         ]
     );
 }

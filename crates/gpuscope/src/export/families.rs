@@ -141,6 +141,7 @@ pub fn build(inputs: &Inputs<'_>, options: &Options) -> Vec<Family> {
         );
         b.put(f, &info_labels(d, &labels, options), Some(1.0));
     }
+    pod_families(&mut b, inputs.snapshots, &options.hostname);
     if options.processes {
         let start = b.families.len();
         process_descriptors(&mut b);
@@ -740,6 +741,18 @@ fn process_labels(p: &GpuProcess, devices: &[DeviceSnapshot], options: &Options)
     if let Some(user) = &p.host.user {
         labels.push(("username", user.clone()));
     }
+    // The container and pod, each only where known: a process outside any container has none.
+    if let Some(c) = &p.host.container {
+        for (name, value) in [
+            ("container", &c.container),
+            ("pod", &c.pod),
+            ("namespace", &c.namespace),
+        ] {
+            if let Some(v) = value {
+                labels.push((name, v.clone()));
+            }
+        }
+    }
     if options.process_command {
         if let Some(command) = &p.host.command {
             labels.push(("command", command.clone()));
@@ -762,5 +775,88 @@ fn process_samples(b: &mut Builder, start: usize, p: &GpuProcess, labels: &Label
     ];
     for (i, v) in values.into_iter().enumerate() {
         b.put(start + i, labels, v);
+    }
+}
+
+/// What one pod uses on one device: the sums over its processes there.
+#[derive(Default)]
+struct PodUse<'a> {
+    pod: Option<&'a str>,
+    namespace: Option<&'a str>,
+    processes: u32,
+    /// `None` once a process's memory is N/A: the sum is then not known.
+    memory: Option<u64>,
+    /// The sum over the processes that have a sample; `None` when none has.
+    sm_percent: Option<u32>,
+}
+
+/// Per (device, pod) families: GPU memory, SM share and process count summed over the pod's
+/// processes on the device, for every process in a Kubernetes pod (one whose pod UID is known).
+/// Labels: `hostname`, the device's `index` and `uuid`, `pod_uid`, and `pod` and `namespace`
+/// where known. With time-slicing, each pod sharing a GPU gets its own figures.
+fn pod_families(b: &mut Builder, snapshots: &Snapshots, hostname: &str) {
+    let memory = b.family(
+        "gpuscope_pod_gpu_memory_bytes",
+        Some("bytes"),
+        Kind::Gauge,
+        "GPU memory the pod's processes use on the device (absent when one of them is N/A).",
+    );
+    let sm = b.family(
+        "gpuscope_pod_gpu_sm_utilization_ratio",
+        Some("ratio"),
+        Kind::Gauge,
+        "The pod's share of the device's SMs since the previous sample, summed over its processes.",
+    );
+    let count = b.family(
+        "gpuscope_pod_processes",
+        None,
+        Kind::Gauge,
+        "Processes of the pod with a context on the device.",
+    );
+    let mut pods: std::collections::BTreeMap<(DeviceId, &str), PodUse<'_>> = Default::default();
+    for p in &snapshots.processes {
+        let Some(c) = &p.host.container else { continue };
+        let Some(uid) = c.pod_uid.as_deref() else {
+            continue;
+        };
+        let first = !pods.contains_key(&(p.device, uid));
+        let e = pods.entry((p.device, uid)).or_default();
+        if first {
+            e.memory = Some(0);
+        }
+        e.pod = e.pod.or(c.pod.as_deref());
+        e.namespace = e.namespace.or(c.namespace.as_deref());
+        e.processes = e.processes.saturating_add(1);
+        e.memory = match (e.memory, p.gpu_memory) {
+            (Some(sum), Some(m)) => Some(sum.saturating_add(m)),
+            _ => None,
+        };
+        if let Some(u) = p.utilization.sm {
+            e.sm_percent = Some(e.sm_percent.unwrap_or(0).saturating_add(u));
+        }
+    }
+    for ((device, uid), u) in pods {
+        let mut labels: Labels = vec![
+            ("hostname", hostname.to_string()),
+            ("index", device.to_string()),
+        ];
+        let uuid = snapshots
+            .devices
+            .iter()
+            .find(|d| d.id == device)
+            .and_then(|d| d.uuid.value());
+        if let Some(uuid) = uuid {
+            labels.push(("uuid", uuid.clone()));
+        }
+        labels.push(("pod_uid", uid.to_string()));
+        if let Some(pod) = u.pod {
+            labels.push(("pod", pod.to_string()));
+        }
+        if let Some(ns) = u.namespace {
+            labels.push(("namespace", ns.to_string()));
+        }
+        b.put(memory, &labels, u.memory.map(|m| m as f64));
+        b.put(sm, &labels, ratio(u.sm_percent));
+        b.put(count, &labels, Some(f64::from(u.processes)));
     }
 }

@@ -117,6 +117,10 @@ pub struct FleetProcess {
     pub user: Option<String>,
     /// The shell-quoted command line (exported with `--process-command` only).
     pub command: Option<String>,
+    /// The Kubernetes pod, its namespace and the container's name (docs/containers.md).
+    pub pod: Option<String>,
+    pub namespace: Option<String>,
+    pub container: Option<String>,
     pub used_memory_bytes: Option<u64>,
     pub sm_utilization_percent: Option<u32>,
 }
@@ -409,6 +413,9 @@ impl FleetBuilder {
                     pid,
                     user: s.label("username").map(str::to_string),
                     command: s.label("command").map(str::to_string),
+                    pod: s.label("pod").map(str::to_string),
+                    namespace: s.label("namespace").map(str::to_string),
+                    container: s.label("container").map(str::to_string),
                     used_memory_bytes: None,
                     sm_utilization_percent: None,
                 });

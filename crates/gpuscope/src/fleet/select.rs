@@ -73,9 +73,14 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 .processes
                 .iter()
                 .filter(|p| {
-                    p.user
-                        .as_ref()
-                        .is_some_and(|u| criteria.free_accounts.iter().any(|a| a == u))
+                    criteria.free_accounts.iter().any(|a| {
+                        gpu_select::account_matches(
+                            a,
+                            p.user.as_deref(),
+                            p.namespace.as_deref(),
+                            p.pod.as_deref(),
+                        )
+                    })
                 })
                 .filter_map(|p| p.used_memory_bytes)
                 .fold(0u64, u64::saturating_add);
@@ -144,6 +149,9 @@ mod tests {
                 pid: 1,
                 user: Some(user.into()),
                 command: None,
+                pod: None,
+                namespace: None,
+                container: None,
                 used_memory_bytes: Some(30 << 30),
                 sm_utilization_percent: None,
             }],
@@ -212,6 +220,41 @@ mod tests {
         let c = &s.selection.candidates[2];
         assert_eq!(c.memory_free, Some(55 << 30));
         assert_eq!(s.identifiers(false), ["b:3"]);
+    }
+
+    #[test]
+    fn a_pods_memory_counts_as_free_on_the_remote_host() {
+        // "me"'s processes run in pod ml/trainer-0.
+        let mut f = fleet();
+        for p in f
+            .hosts
+            .iter_mut()
+            .flat_map(|h| h.devices.iter_mut())
+            .flat_map(|d| d.processes.iter_mut())
+            .filter(|p| p.user.as_deref() == Some("me"))
+        {
+            p.pod = Some("trainer-0".into());
+            p.namespace = Some("ml".into());
+        }
+        let free_b0 = |account: &str| {
+            let criteria = Criteria::new()
+                .count(1)
+                .min_free_memory(50u64 << 30)
+                .free_accounts([account]);
+            let s = select(&f, &criteria).unwrap();
+            // b:0, with 25 GiB free of its own.
+            let b0 = s
+                .selection
+                .candidates
+                .iter()
+                .find(|c| c.uuid.as_deref() == Some("GPU-0-25"))
+                .expect("b:0 is a candidate");
+            b0.memory_free
+        };
+        assert_eq!(free_b0("pod:trainer-0"), Some(55 << 30));
+        assert_eq!(free_b0("pod:ml/trainer-0"), Some(55 << 30));
+        assert_eq!(free_b0("pod:web/trainer-0"), Some(25 << 30));
+        assert_eq!(free_b0("pod:me"), Some(25 << 30), "a user is no pod");
     }
 
     #[test]

@@ -117,13 +117,15 @@ pub enum Column {
     HostMem,
     /// Running time.
     Time,
+    /// Container or Kubernetes pod; shown only when some process runs in one.
+    Pod,
     /// Command line.
     Command,
 }
 
 impl Column {
     /// Every column, in screen order.
-    pub const ALL: [Column; 10] = [
+    pub const ALL: [Column; 11] = [
         Column::Device,
         Column::Pid,
         Column::User,
@@ -133,6 +135,7 @@ impl Column {
         Column::Cpu,
         Column::HostMem,
         Column::Time,
+        Column::Pod,
         Column::Command,
     ];
 
@@ -148,6 +151,7 @@ impl Column {
             Column::Cpu => "CPU%",
             Column::HostMem => "HOST-MEM",
             Column::Time => "TIME",
+            Column::Pod => "POD",
             Column::Command => "COMMAND",
         }
     }
@@ -231,12 +235,17 @@ enum Term {
     Pid(u32),
     Type(String),
     Device(String),
+    Pod(String),
+    Namespace(String),
+    Container(String),
     Text(String),
 }
 
 impl Filter {
-    /// Parses `user:NAME`, `pid:N`, `type:C|G|C+G`, `gpu:ID` and plain words (matched, ignoring
-    /// case, against the command, user, name and PID), separated by spaces.
+    /// Parses `user:NAME`, `pid:N`, `type:C|G|C+G`, `gpu:ID`, `pod:NAME`, `ns:NAMESPACE`,
+    /// `container:NAME` (Kubernetes names; a process outside any pod matches none) and plain
+    /// words (matched, ignoring case, against the command, user, name and PID), separated by
+    /// spaces.
     ///
     /// # Errors
     ///
@@ -252,6 +261,9 @@ impl Filter {
                 ),
                 Some(("type", v)) => Term::Type(v.to_ascii_uppercase()),
                 Some(("gpu", v)) => Term::Device(v.to_string()),
+                Some(("pod", v)) => Term::Pod(v.to_string()),
+                Some(("ns", v)) => Term::Namespace(v.to_string()),
+                Some(("container", v)) => Term::Container(v.to_string()),
                 _ => Term::Text(word.to_lowercase()),
             };
             terms.push(term);
@@ -274,6 +286,9 @@ impl Filter {
             Term::Pid(pid) => p.pid == *pid,
             Term::Type(k) => p.kind.as_str() == k,
             Term::Device(d) => p.device.to_string() == *d,
+            Term::Pod(v) => container_is(p, |c| &c.pod, v),
+            Term::Namespace(v) => container_is(p, |c| &c.namespace, v),
+            Term::Container(v) => container_is(p, |c| &c.container, v),
             Term::Text(w) => {
                 let hay = [
                     p.host.command.as_deref(),
@@ -288,6 +303,19 @@ impl Filter {
             }
         })
     }
+}
+
+/// Whether a container fact of `p` is `value`; never for a process outside any container or
+/// one whose fact is not known.
+fn container_is(
+    p: &GpuProcess,
+    field: impl Fn(&gpu_backend::ContainerFacts) -> &Option<String>,
+    value: &str,
+) -> bool {
+    p.host
+        .container
+        .as_ref()
+        .is_some_and(|c| field(c).as_deref() == Some(value))
 }
 
 /// One row of the process table.
@@ -349,6 +377,8 @@ pub struct App {
     pub filter_input: Option<String>,
     /// Tree view of parent processes.
     pub tree: bool,
+    /// The process table grouped by Kubernetes pod, per device.
+    pub by_pod: bool,
     /// Device panel layout.
     pub layout: LayoutMode,
     /// The screen shown.
@@ -383,6 +413,7 @@ impl App {
             filter: Filter::default(),
             filter_input: None,
             tree: false,
+            by_pod: false,
             layout: LayoutMode::Auto,
             screen: Screen::Main,
             selected: None,
@@ -435,6 +466,73 @@ impl App {
         self.process_history
             .retain(|_, h| now - h.seen < HISTORY_LEN as u64);
         self.sample = Some(sample);
+    }
+
+    /// Whether any process of the newest sample runs in a container (the POD column is shown
+    /// then only, so a machine without containers keeps its columns).
+    pub fn shows_pods(&self) -> bool {
+        self.sample
+            .as_ref()
+            .is_some_and(|s| s.snap.processes.iter().any(|p| p.host.container.is_some()))
+    }
+
+    /// The view grouped by pod: one entry per (device, Kubernetes pod) over the processes that
+    /// pass the filter, in device order, then most GPU memory first; and how many of those
+    /// processes run in no pod.
+    pub fn pod_groups(&self) -> (Vec<PodGroup>, usize) {
+        let Some(sample) = &self.sample else {
+            return (Vec::new(), 0);
+        };
+        let mut groups: Vec<(String, PodGroup)> = Vec::new();
+        let mut outside = 0;
+        for p in sample
+            .snap
+            .processes
+            .iter()
+            .filter(|p| self.filter.matches(p))
+        {
+            let Some(uid) = p.host.container.as_ref().and_then(|c| c.pod_uid.clone()) else {
+                outside += 1;
+                continue;
+            };
+            let i = match groups
+                .iter()
+                .position(|(u, g)| *u == uid && g.device == p.device)
+            {
+                Some(i) => i,
+                None => {
+                    let label = pod_label(p).unwrap_or_else(|| format!("pod {uid}"));
+                    groups.push((
+                        uid,
+                        PodGroup {
+                            device: p.device,
+                            label,
+                            processes: 0,
+                            gpu_memory: Some(0),
+                            sm: None,
+                        },
+                    ));
+                    groups.len() - 1
+                }
+            };
+            let g = &mut groups[i].1;
+            g.processes += 1;
+            g.gpu_memory = match (g.gpu_memory, p.gpu_memory) {
+                (Some(sum), Some(m)) => Some(sum.saturating_add(m)),
+                _ => None,
+            };
+            if let Some(sm) = p.utilization.sm {
+                g.sm = Some(g.sm.unwrap_or(0).saturating_add(sm));
+            }
+        }
+        let mut groups: Vec<PodGroup> = groups.into_iter().map(|(_, g)| g).collect();
+        groups.sort_by(|a, b| {
+            a.device
+                .cmp(&b.device)
+                .then(b.gpu_memory.cmp(&a.gpu_memory))
+                .then(a.label.cmp(&b.label))
+        });
+        (groups, outside)
     }
 
     /// The rows of the process table: filtered, sorted, and nested in the tree view.
@@ -542,8 +640,41 @@ fn compare(col: Column, a: &GpuProcess, b: &GpuProcess) -> std::cmp::Ordering {
         Column::Cpu => opt(a.host.cpu_percent, b.host.cpu_percent),
         Column::HostMem => opt(a.host.rss, b.host.rss),
         Column::Time => opt(a.host.running_time_s, b.host.running_time_s),
+        Column::Pod => opt(pod_label(a), pod_label(b)),
         Column::Command => opt(a.host.command.as_deref(), b.host.command.as_deref()),
     }
+}
+
+/// What the POD column shows: `NAMESPACE/POD` for a Kubernetes pod whose names are known, else
+/// `pod UID`, else the container's runtime and short id; `None` (N/A) outside any container.
+pub fn pod_label(p: &GpuProcess) -> Option<String> {
+    let c = p.host.container.as_ref()?;
+    let short = |id: &str| id.chars().take(12).collect::<String>();
+    Some(match (&c.namespace, &c.pod, &c.pod_uid, &c.id) {
+        (Some(ns), Some(pod), _, _) => format!("{ns}/{pod}"),
+        (None, Some(pod), _, _) => pod.clone(),
+        (_, None, Some(uid), _) => format!("pod {uid}"),
+        (_, None, None, Some(id)) => match &c.runtime {
+            Some(rt) => format!("{rt}:{}", short(id)),
+            None => short(id),
+        },
+        _ => return None,
+    })
+}
+
+/// One Kubernetes pod on one device, for the view grouped by pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodGroup {
+    /// The device.
+    pub device: DeviceId,
+    /// `NAMESPACE/POD`, or `pod UID` when the names are not known.
+    pub label: String,
+    /// The pod's processes on the device that pass the filter.
+    pub processes: usize,
+    /// Their GPU memory, summed; `None` when one of them is N/A.
+    pub gpu_memory: Option<u64>,
+    /// Their SM shares, summed over those with a sample; `None` when none has.
+    pub sm: Option<u32>,
 }
 
 /// Nests the rows `idx` (already sorted) under their parents: a parent on a GPU holds its

@@ -133,6 +133,7 @@ pub fn key(app: &mut App, key: KeyEvent, area: Rect) -> Effect {
         KeyCode::Char('r') => app.descending = !app.descending,
         KeyCode::Char('/') => app.filter_input = Some(app.filter.text.clone()),
         KeyCode::Char('t') => app.tree = !app.tree,
+        KeyCode::Char('p') => app.by_pod = !app.by_pod,
         KeyCode::Char('f') => {
             app.layout = match app.layout {
                 LayoutMode::Auto => LayoutMode::Compact,
@@ -148,9 +149,14 @@ pub fn key(app: &mut App, key: KeyEvent, area: Rect) -> Effect {
 }
 
 fn shift_sort(app: &mut App, by: isize) {
-    let n = Column::ALL.len() as isize;
-    let i = Column::ALL.iter().position(|&c| c == app.sort).unwrap_or(0) as isize;
-    let col = Column::ALL[(i + by).rem_euclid(n) as usize];
+    // The columns on screen: POD only when some process runs in a container.
+    let shown: Vec<Column> = Column::ALL
+        .into_iter()
+        .filter(|&c| c != Column::Pod || app.shows_pods())
+        .collect();
+    let n = shown.len() as isize;
+    let i = shown.iter().position(|&c| c == app.sort).unwrap_or(0) as isize;
+    let col = shown[(i + by).rem_euclid(n) as usize];
     // Moving to a column starts its natural order; the same column again would reverse it.
     if col != app.sort {
         app.sort_by(col);
@@ -211,7 +217,7 @@ pub fn mouse(app: &mut App, ev: MouseEvent, area: Rect) {
     }
     if ev.row == table.y {
         let x = ev.column.saturating_sub(table.x);
-        if let Some(&(col, _, _)) = ui::columns(table.width)
+        if let Some(&(col, _, _)) = ui::columns(table.width, app.shows_pods())
             .iter()
             .find(|&&(_, cx, w)| x >= cx && x < cx.saturating_add(w))
         {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use gpu_backend::{Fixture, ReplayBackend, ReplayClock};
+use gpu_backend::{DeviceId, Fixture, ReplayBackend, ReplayClock};
 use gpu_processes::ProcessCollector;
 use ratatui::crossterm::event::{
     KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
@@ -12,7 +12,8 @@ use ratatui::crossterm::event::{
 use ratatui::layout::Rect;
 
 use super::app::{
-    App, Column, LayoutMode, Options, PendingSignal, ProcIdentity, Ring, Screen, Sig, HISTORY_LEN,
+    pod_label, App, Column, LayoutMode, Options, PendingSignal, PodGroup, ProcIdentity, Ring,
+    Screen, Sig, HISTORY_LEN,
 };
 use super::input::{self, Effect};
 use super::{render_text, sampler, signals};
@@ -678,4 +679,152 @@ fn activity_bars_only_where_gpm_answers() {
         "{}",
         rows[0]
     );
+}
+
+#[test]
+fn pod_namespace_and_container_filters_keep_that_pods_processes_only() {
+    let mut app = app_over("k8s-time-slicing", 0..=4);
+    let filter = |app: &mut App, text: &str| {
+        press(app, KeyCode::Char('/'));
+        for _ in 0..60 {
+            press(app, KeyCode::Backspace);
+        }
+        type_text(app, text);
+        press(app, KeyCode::Enter);
+        let mut pids = shown_pids(app);
+        pids.sort_unstable();
+        pids
+    };
+    // The recording: two notebook kernels in data-science, two trainers in ml-research, one
+    // Triton server in serving, and gpu_burn outside any container.
+    assert_eq!(filter(&mut app, "pod:notebook-7f9c"), vec![40303, 40304]);
+    assert_eq!(filter(&mut app, "ns:ml-research"), vec![40101, 40202]);
+    assert_eq!(filter(&mut app, "container:server"), vec![40404]);
+    assert_eq!(
+        filter(
+            &mut app,
+            "ns:ml-research container:trainer pod:finetune-b-0"
+        ),
+        vec![40202]
+    );
+    assert!(filter(&mut app, "pod:gpu_burn").is_empty());
+    assert!(
+        filter(&mut app, "ns:").is_empty(),
+        "no process has an empty namespace"
+    );
+}
+
+/// The screen's line holding `needle`.
+fn line_with<'a>(screen: &'a str, needle: &str) -> &'a str {
+    screen
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle}:\n{screen}"))
+}
+
+#[test]
+fn the_pod_column_names_each_process_pod_and_na_outside_containers() {
+    let app = app_over("k8s-time-slicing", 0..=4);
+    let screen = render_text(&app, 200, 50);
+    assert!(line_with(&screen, "COMMAND").contains("POD"), "{screen}");
+    let procs = &app.sample.as_ref().unwrap().snap.processes;
+    for p in procs {
+        let row = line_with(&screen, &format!(" {} ", p.pid));
+        match &p.host.container {
+            Some(c) => {
+                let want = format!(
+                    "{}/{}",
+                    c.namespace.as_ref().unwrap(),
+                    c.pod.as_ref().unwrap()
+                );
+                assert!(row.contains(&want), "{row}");
+            }
+            None => assert!(row.contains("N/A"), "{row}"),
+        }
+    }
+    // A machine without containers keeps its columns.
+    let plain = render_text(&app_over("h100-sxm-8gpu", 0..=2), 200, 50);
+    assert!(!line_with(&plain, "COMMAND").contains("POD"));
+}
+
+#[test]
+fn the_view_grouped_by_pod_sums_each_pods_processes_per_device() {
+    let mut app = app_over("k8s-time-slicing", 0..=4);
+    press(&mut app, KeyCode::Char('p'));
+    assert!(app.by_pod);
+    let (groups, outside) = app.pod_groups();
+    let snap = app.sample.as_ref().unwrap().snap.clone();
+    assert_eq!(
+        outside,
+        snap.processes
+            .iter()
+            .filter(|p| p.host.container.is_none())
+            .count()
+    );
+    assert_eq!(outside, 1, "gpu_burn runs outside any container");
+    // Worked out from the processes themselves: (device, label) -> (count, memory, SM).
+    let mut want: std::collections::BTreeMap<(DeviceId, String), (usize, u64, u32)> =
+        Default::default();
+    for p in &snap.processes {
+        if p.host
+            .container
+            .as_ref()
+            .and_then(|c| c.pod_uid.as_ref())
+            .is_none()
+        {
+            continue;
+        }
+        let e = want.entry((p.device, pod_label(p).unwrap())).or_default();
+        e.0 += 1;
+        e.1 += p.gpu_memory.unwrap();
+        e.2 += p.utilization.sm.unwrap_or(0);
+    }
+    assert_eq!(groups.len(), want.len());
+    let screen = render_text(&app, 160, 50);
+    for g in &groups {
+        let (n, mem, sm) = want[&(g.device, g.label.clone())];
+        assert_eq!((g.processes, g.gpu_memory), (n, Some(mem)), "{}", g.label);
+        if g.device == DeviceId::Gpu(0) {
+            assert_eq!(g.sm, Some(sm), "{}", g.label);
+        } else {
+            assert_eq!(g.sm, None, "MIG devices give no per-process samples");
+        }
+        let row = line_with(&screen, &g.label);
+        assert!(row.trim_start().starts_with(&g.device.to_string()), "{row}");
+    }
+    // The three time-sliced pods' figures add up to GPU 0's own.
+    let on0: Vec<&PodGroup> = groups
+        .iter()
+        .filter(|g| g.device == DeviceId::Gpu(0))
+        .collect();
+    assert_eq!(on0.len(), 3);
+    let gpu0 = snap
+        .devices
+        .iter()
+        .find(|d| d.id == DeviceId::Gpu(0))
+        .unwrap();
+    assert_eq!(
+        on0.iter().map(|g| g.gpu_memory.unwrap()).sum::<u64>(),
+        gpu0.memory.value().unwrap().used
+    );
+    assert_eq!(
+        on0.iter().map(|g| g.sm.unwrap()).sum::<u32>(),
+        gpu0.utilization.value().unwrap().gpu
+    );
+    // The pod inside a MIG device is on that MIG device.
+    assert!(groups.iter().any(|g| g.device
+        == DeviceId::Mig {
+            parent: 1,
+            index: 0
+        }
+        && g.label == "serving/triton-0"));
+    assert!(screen.contains("1 process(es) outside any pod"), "{screen}");
+    // A filter applies before grouping.
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "ns:ml-research");
+    press(&mut app, KeyCode::Enter);
+    let (groups, outside) = app.pod_groups();
+    assert_eq!((groups.len(), outside), (2, 0));
+    press(&mut app, KeyCode::Char('p'));
+    assert!(!app.by_pod);
 }

@@ -38,9 +38,13 @@ pub const KEYS: &[(&str, &str)] = &[
     ("click a header", "sort by that column (again: reverse)"),
     (
         "/",
-        "filter: user:NAME pid:N type:C|G|C+G gpu:ID or any text; Esc clears",
+        "filter: user: pid: type: gpu: pod: ns: container: or any text; Esc clears",
     ),
     ("t", "tree view of parent processes"),
+    (
+        "p",
+        "group by pod: each pod's GPU memory and SM share per device",
+    ),
     ("f", "device panel layout: auto, compact, full"),
     (
         "I  T  K",
@@ -115,7 +119,8 @@ pub fn areas(app: &App, area: Rect) -> Areas {
 
 /// The process table's columns at `width`: (column, x offset, width). The first two cells of a
 /// row hold the selection and tag marks.
-pub fn columns(width: u16) -> Vec<(Column, u16, u16)> {
+/// The POD column is there only when `pods` (some process runs in a container).
+pub fn columns(width: u16, pods: bool) -> Vec<(Column, u16, u16)> {
     let narrow = width < 110;
     let mut out = Vec::new();
     let mut x = 2u16;
@@ -138,6 +143,14 @@ pub fn columns(width: u16) -> Vec<(Column, u16, u16)> {
             Column::HostMem if narrow => continue,
             Column::HostMem => 9,
             Column::Time => 9,
+            Column::Pod if !pods => continue,
+            Column::Pod => {
+                if narrow {
+                    16
+                } else {
+                    28
+                }
+            }
             Column::Command => width.saturating_sub(x).max(1),
         };
         out.push((col, x, w));
@@ -585,6 +598,7 @@ fn cell(p: &GpuProcess, col: Column) -> String {
         Column::Cpu => na(p.host.cpu_percent.map(|c| format!("{c:.1}"))),
         Column::HostMem => na(p.host.rss.map(short_bytes)),
         Column::Time => na(p.host.running_time_human.as_deref()),
+        Column::Pod => na(super::app::pod_label(p)),
         Column::Command => p
             .host
             .command
@@ -619,7 +633,11 @@ fn draw_table(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     if area.height == 0 {
         return;
     }
-    let cols = columns(area.width);
+    if app.by_pod {
+        draw_pod_table(frame, app, area);
+        return;
+    }
+    let cols = columns(area.width, app.shows_pods());
     let rows = app.rows();
     let cursor = app.cursor(&rows);
     let body_h = area.height.saturating_sub(1) as usize;
@@ -712,6 +730,53 @@ fn draw_table(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// The view grouped by Kubernetes pod: per device, each pod's process count, GPU memory and SM
+/// share summed over its processes (those that pass the filter).
+fn draw_pod_table(frame: &mut Frame, app: &App, area: Rect) {
+    let (groups, outside) = app.pod_groups();
+    let width = area.width as usize;
+    let header = format!(
+        "  {:<5} {:<40} {:>5} {:>8} {:>4}  (by pod{})",
+        "GPU",
+        "NAMESPACE/POD",
+        "PROCS",
+        "GPU-MEM",
+        "SM%",
+        if app.filter.is_empty() {
+            String::new()
+        } else {
+            format!(", filter: {}", app.filter.text)
+        }
+    );
+    let mut lines = vec![Line::styled(
+        fit(&header, width),
+        Style::default().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+    )];
+    if groups.is_empty() {
+        lines.push(Line::raw(
+            "  No process runs in a Kubernetes pod (p: back to processes).",
+        ));
+    }
+    for g in groups.iter().take(area.height.saturating_sub(2) as usize) {
+        let row = format!(
+            "  {:<5} {:<40} {:>5} {:>8} {:>4}",
+            g.device.to_string(),
+            fit(&g.label, 40),
+            g.processes,
+            na(g.gpu_memory.map(short_bytes)),
+            na(g.sm),
+        );
+        lines.push(Line::raw(fit(&row, width)));
+    }
+    if outside > 0 {
+        lines.push(Line::raw(fit(
+            &format!("  {outside} process(es) outside any pod"),
+            width,
+        )));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
 /// The devices whose process lists could not be read, grouped by the (escaped) reason, in
 /// device order.
 fn unknown_process_lists(snap: &gpu_processes::Snapshots) -> Vec<(String, Vec<String>)> {
@@ -786,7 +851,7 @@ fn table_row(
 fn draw_status(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     let text = if let Some(input) = &app.filter_input {
         format!(
-            "Filter: {input}_   (Enter apply, Esc clear; user:NAME pid:N type:C|G|C+G gpu:ID text)"
+            "Filter: {input}_   (Enter apply, Esc clear; user:NAME pid:N type:C|G|C+G gpu:ID pod: ns: container: text)"
         )
     } else if let Some(msg) = &app.status {
         msg.clone()

@@ -23,12 +23,18 @@ pub struct Exporter {
 impl Exporter {
     /// Starts `gpuscope export --listen 127.0.0.1:0 ARGS` and waits for its address.
     pub fn start(args: &[&str]) -> Exporter {
+        Exporter::start_with_env(args, &[])
+    }
+
+    /// [`Exporter::start`] with these environment variables set for the exporter.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Exporter {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
             .arg("export")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .env_remove("GPUSCOPE_FIXTURE")
             .env_remove("GPUSCOPE_NVML_LIB")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
