@@ -5,6 +5,7 @@
 //! handles keys and clicks. The UI never calls the backend, so a slow driver cannot freeze it.
 
 mod app;
+pub mod fleet;
 mod input;
 mod sampler;
 mod signals;
@@ -34,10 +35,26 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
+    /// The fleet instead of this machine: every host's GPUs from Prometheus (--prometheus URL)
+    /// or from exporters read directly (--remote URL...); docs/fleet.md.
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
+
+    /// With --prometheus or --remote: the first order (the `s` key changes it): host, gpu,
+    /// free-memory (most first) or utilization (least first).
+    #[arg(long, value_enum)]
+    sort: Option<crate::fleet::view::SortKey>,
+
+    /// With --prometheus or --remote: the first filter (the `/` key changes it): host:NAME
+    /// (host:gpu-* for a prefix), gpu:ID, user:NAME, pid:N, state:up|down|stale, and words.
+    #[arg(long, value_name = "TERMS")]
+    filter: Option<String>,
+
     /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 50ms to 1h.
-    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s",
+    /// Default 1s, and 2s with --prometheus or --remote.
+    #[arg(long, short = 'i', value_name = "DURATION",
           value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
-    interval: Duration,
+    interval: Option<Duration>,
 
     /// Show only these devices: comma-separated ids, `2` for GPU 2 (with its MIG devices),
     /// `0:1` for one MIG device.
@@ -83,6 +100,10 @@ fn keys_help() -> String {
     for (keys, what) in ui::KEYS {
         s.push_str(&format!("  {keys:<22} {what}\n"));
     }
+    s.push_str("\nKeys of the fleet view (--prometheus, --remote):\n");
+    for (keys, what) in fleet::KEYS {
+        s.push_str(&format!("  {keys:<22} {what}\n"));
+    }
     s.push_str(
         "\nSignals go to the tagged processes (or the selected one) after a y/n confirmation, and \
          only to a process whose start time and owner are still the ones shown. A replay \
@@ -125,8 +146,47 @@ fn choose_devices(all: Vec<Device>, only: &[String]) -> Result<Vec<Device>> {
         .collect())
 }
 
+/// The fleet viewer's refresh interval unless --interval says otherwise.
+const FLEET_INTERVAL: Duration = Duration::from_secs(2);
+
+/// `top --prometheus URL` / `top --remote URL...`.
+fn run_fleet(args: Args) -> Result<()> {
+    if !args.only.is_empty() {
+        return Err(UsageError(
+            "--only names this machine's devices; with --prometheus or --remote use --filter gpu:ID"
+                .into(),
+        )
+        .into());
+    }
+    let source = args.fleet.open()?;
+    let label = match (&args.fleet.prometheus, &args.fleet.remote) {
+        (Some(url), _) => url.clone(),
+        (None, urls) => urls.join(" "),
+    };
+    let mut app = fleet::FleetApp::new(
+        label,
+        args.interval.unwrap_or(FLEET_INTERVAL),
+        !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        args.ascii,
+    );
+    app.sort = args.sort.unwrap_or_default();
+    if let Some(text) = &args.filter {
+        app.set_filter(text)
+            .map_err(|e| UsageError(format!("--filter: {e}")))?;
+    }
+    fleet::run(app, source, args.once)
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if args.fleet.is_set() {
+        return run_fleet(args);
+    }
+    if args.sort.is_some() || args.filter.is_some() {
+        return Err(
+            UsageError("--sort and --filter go with --prometheus or --remote".into()).into(),
+        );
+    }
     let src = args.source.open()?;
     let ctx = src.collector.context();
     let devices = choose_devices(ctx.all_devices(), &args.only)?;
@@ -136,7 +196,7 @@ pub fn run(args: Args) -> Result<()> {
         readonly: args.readonly,
         color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         ascii: args.ascii,
-        interval: args.interval,
+        interval: args.interval.unwrap_or(Duration::from_secs(1)),
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
     };
@@ -155,7 +215,7 @@ pub fn run(args: Args) -> Result<()> {
     interactive(app, src.collector, devices)
 }
 
-fn once_width() -> u16 {
+pub(crate) fn once_width() -> u16 {
     use std::io::IsTerminal as _;
     if std::io::stdout().is_terminal() {
         if let Ok((w, _)) = ratatui::crossterm::terminal::size() {
@@ -171,7 +231,8 @@ fn once_width() -> u16 {
 
 /// The most cells `--once` draws (its width times its height): the screen is drawn into
 /// buffers of that size, so a huge width or process list must not make them huge.
-const ONCE_MAX_CELLS: usize = terminal::MAX_WIDTH as usize * terminal::MAX_HEIGHT as usize;
+pub(crate) const ONCE_MAX_CELLS: usize =
+    terminal::MAX_WIDTH as usize * terminal::MAX_HEIGHT as usize;
 
 /// The screen as plain text, as tall as it needs to be: every device and every process, up to
 /// [`ONCE_MAX_CELLS`] (then a last line says how many processes were left out). At most
@@ -227,7 +288,7 @@ fn render_text(app: &App, width: u16, height: u16) -> String {
     buffer_text(terminal.backend().buffer())
 }
 
-fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+pub(crate) fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
     let area = buf.area;
     let mut out = String::new();
     for y in area.y..area.y + area.height {
@@ -334,13 +395,13 @@ fn interactive(
 
 /// The terminal the keys come from (as crossterm chooses it: stdin when it is a terminal, else
 /// /dev/tty).
-enum InputTty {
+pub(crate) enum InputTty {
     Stdin,
     DevTty(std::fs::File),
 }
 
 impl InputTty {
-    fn open() -> Result<InputTty> {
+    pub(crate) fn open() -> Result<InputTty> {
         use std::io::IsTerminal as _;
         if std::io::stdin().is_terminal() {
             return Ok(InputTty::Stdin);
@@ -359,7 +420,7 @@ impl InputTty {
 }
 
 /// What waiting for the terminal gave.
-enum Input {
+pub(crate) enum Input {
     /// Something to read (or a signal such as a resize interrupted the wait).
     Ready,
     /// Nothing within the time.
@@ -369,7 +430,7 @@ enum Input {
 }
 
 /// Waits up to `timeout_ms` for input on the terminal.
-fn input_ready(tty: &InputTty, timeout_ms: i32) -> Input {
+pub(crate) fn input_ready(tty: &InputTty, timeout_ms: i32) -> Input {
     let mut fds = libc::pollfd {
         fd: tty.fd(),
         events: libc::POLLIN,

@@ -180,7 +180,8 @@ pub fn sort(fleet: &mut Fleet, key: SortKey) {
     });
 }
 
-fn device_order(key: SortKey, a: &FleetDevice, b: &FleetDevice) -> Ordering {
+/// The order of two devices for `key` (N/A last), index breaking ties.
+pub fn device_order(key: SortKey, a: &FleetDevice, b: &FleetDevice) -> Ordering {
     let by_index = (a.index, a.mig_index).cmp(&(b.index, b.mig_index));
     match key {
         SortKey::Host | SortKey::Gpu => by_index,
