@@ -49,19 +49,29 @@ pub struct FleetArgs {
     #[arg(long, value_name = "URL", num_args = 1..)]
     pub remote: Vec<String>,
 
-    /// Basic-auth user for the Prometheus server; the password comes from
-    /// --prometheus-password-file or $GPUSCOPE_PROMETHEUS_PASSWORD.
-    #[arg(long, value_name = "USER", requires = "prometheus")]
+    /// Basic-auth user for the Prometheus server (or, with --remote, the exporters); the
+    /// password comes from --prometheus-password-file or $GPUSCOPE_PROMETHEUS_PASSWORD, never
+    /// from the command line.
+    #[arg(long, value_name = "USER")]
     pub prometheus_user: Option<String>,
 
     /// File holding the basic-auth password (its first line).
     #[arg(long, value_name = "FILE", requires = "prometheus_user")]
     pub prometheus_password_file: Option<PathBuf>,
 
-    /// PEM file of the CA certificates to trust for an https:// server, instead of the
-    /// built-in web roots.
+    /// PEM file of the CA certificates to trust for an https:// server (Prometheus, or the
+    /// exporters with --remote), instead of the built-in web roots.
     #[arg(long, value_name = "FILE")]
     pub prometheus_ca: Option<PathBuf>,
+
+    /// PEM file of a client certificate (and its chain) to present to a server that asks for
+    /// one (mutual TLS); needs --prometheus-key.
+    #[arg(long, value_name = "FILE", requires = "prometheus_key")]
+    pub prometheus_cert: Option<PathBuf>,
+
+    /// PEM file of the client certificate's private key.
+    #[arg(long, value_name = "FILE", requires = "prometheus_cert")]
+    pub prometheus_key: Option<PathBuf>,
 
     /// Give up on one query (or one exporter with --remote) after this long.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
@@ -103,25 +113,29 @@ impl FleetArgs {
     /// A usage error for a bad URL, an unreadable password or CA file, or a user without a
     /// password.
     pub fn open(&self) -> anyhow::Result<FleetSource> {
+        let basic_auth = match &self.prometheus_user {
+            None => None,
+            Some(user) => Some((user.clone(), self.password()?)),
+        };
+        let options = ClientOptions {
+            url: self.prometheus.clone().unwrap_or_default(),
+            basic_auth,
+            ca_file: self.prometheus_ca.clone(),
+            client_cert: self
+                .prometheus_cert
+                .clone()
+                .zip(self.prometheus_key.clone()),
+            timeout: self.prometheus_timeout,
+        };
         let Some(url) = &self.prometheus else {
-            let remote = remote::Remote::new(&self.remote, self.prometheus_timeout)
+            let remote = remote::Remote::new(&self.remote, &options)
                 .map_err(|e| UsageError(e.to_string()))?;
             return Ok(FleetSource::Remote {
                 remote,
                 stale_after: self.stale_after.as_secs_f64(),
             });
         };
-        let basic_auth = match &self.prometheus_user {
-            None => None,
-            Some(user) => Some((user.clone(), self.password()?)),
-        };
-        let client = Client::new(&ClientOptions {
-            url: url.clone(),
-            basic_auth,
-            ca_file: self.prometheus_ca.clone(),
-            timeout: self.prometheus_timeout,
-        })
-        .map_err(|e| UsageError(e.to_string()))?;
+        let client = Client::new(&options).map_err(|e| UsageError(e.to_string()))?;
         Ok(FleetSource::Prometheus {
             client,
             url: url.clone(),

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,8 +61,26 @@ fn decode(text: &str) -> String {
 /// Starts a stub that answers each query from `replies` (an empty vector when not listed),
 /// and requires `Authorization: <auth>` when `auth` is set (401 otherwise).
 pub fn start(replies: HashMap<String, Reply>, auth: Option<String>) -> Stub {
+    start_with(replies, auth, None)
+}
+
+/// As [`start`], over TLS with this server configuration (`https://127.0.0.1:PORT`).
+pub fn start_tls(
+    replies: HashMap<String, Reply>,
+    auth: Option<String>,
+    tls: Arc<tokio_rustls::rustls::ServerConfig>,
+) -> Stub {
+    start_with(replies, auth, Some(tls))
+}
+
+fn start_with(
+    replies: HashMap<String, Reply>,
+    auth: Option<String>,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+) -> Stub {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{}", listener.local_addr().unwrap());
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
     let replies = Arc::new(replies);
@@ -71,19 +89,29 @@ pub fn start(replies: HashMap<String, Reply>, auth: Option<String>) -> Stub {
             let replies = replies.clone();
             let seen = seen.clone();
             let auth = auth.clone();
-            std::thread::spawn(move || serve(stream, &replies, &seen, auth.as_deref()));
+            let tls = tls.clone();
+            std::thread::spawn(move || match tls {
+                None => serve(stream, &replies, &seen, auth.as_deref()),
+                Some(config) => {
+                    let Ok(conn) = tokio_rustls::rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    let tls = tokio_rustls::rustls::StreamOwned::new(conn, stream);
+                    serve(tls, &replies, &seen, auth.as_deref())
+                }
+            });
         }
     });
     Stub { url, asked }
 }
 
-fn serve(
-    stream: TcpStream,
+fn serve<S: std::io::Read + Write>(
+    stream: S,
     replies: &HashMap<String, Reply>,
     seen: &Mutex<Vec<String>>,
     auth: Option<&str>,
 ) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut reader = BufReader::new(stream);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -130,12 +158,15 @@ fn serve(
                 (200, vector(1000.0, &[]))
             }
         };
-        let mut w = &stream;
+        let w = reader.get_mut();
         let head = format!(
             "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
-        if w.write_all(head.as_bytes()).is_err() || w.write_all(body.as_bytes()).is_err() {
+        if w.write_all(head.as_bytes()).is_err()
+            || w.write_all(body.as_bytes()).is_err()
+            || w.flush().is_err()
+        {
             return;
         }
     }
