@@ -56,9 +56,9 @@ pub struct Args {
           value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
     interval: Option<Duration>,
 
-    /// Show only these devices: comma-separated ids, `2` for GPU 2 (with its MIG devices),
+    /// Show only these devices: ids separated by commas or spaces (`--only 0 1`), `2` for GPU 2 (with its MIG devices),
     /// `0:1` for one MIG device.
-    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    #[arg(long, value_name = "IDS", value_delimiter = ',', num_args = 1..)]
     only: Vec<String>,
 
     /// Read-only: sending signals is turned off.
@@ -66,11 +66,15 @@ pub struct Args {
     readonly: bool,
 
     /// No colours (also when the NO_COLOR environment variable is set).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "force_color")]
     no_color: bool,
 
-    /// ASCII only: no block, line-drawing or other non-ASCII characters.
+    /// Colours even when NO_COLOR is set.
     #[arg(long)]
+    force_color: bool,
+
+    /// ASCII only: no block, line-drawing or other non-ASCII characters.
+    #[arg(long, short = 'U', visible_alias = "no-unicode")]
     ascii: bool,
 
     /// Device panel layout; the `f` key switches it while running.
@@ -146,6 +150,33 @@ fn choose_devices(all: Vec<Device>, only: &[String]) -> Result<Vec<Device>> {
         .collect())
 }
 
+/// `secs` (Unix time) as a time of day in the local time zone (`TZ`, else /etc/localtime):
+/// `HH:MM:SS ZONE`; `None` when the C library cannot convert it.
+pub(crate) fn local_clock(secs: u64) -> Option<String> {
+    let t = libc::time_t::try_from(secs).ok()?;
+    // SAFETY: a zeroed tm is a valid value for localtime_r to overwrite.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: localtime_r reads `t` and writes `tm`, both valid for the call.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return None;
+    }
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: glibc's tm_zone points at a NUL-terminated name that lives as long as the
+        // time-zone data (the process).
+        let name = unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) };
+        format!(
+            " {}",
+            gpu_devices::text::escape_control(&name.to_string_lossy())
+        )
+    };
+    Some(format!(
+        "{:02}:{:02}:{:02}{zone}",
+        tm.tm_hour, tm.tm_min, tm.tm_sec
+    ))
+}
+
 /// The fleet viewer's refresh interval unless --interval says otherwise.
 const FLEET_INTERVAL: Duration = Duration::from_secs(2);
 
@@ -166,7 +197,7 @@ fn run_fleet(args: Args) -> Result<()> {
     let mut app = fleet::FleetApp::new(
         label,
         args.interval.unwrap_or(FLEET_INTERVAL),
-        !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        colors_on(&args),
         args.ascii,
     );
     app.sort = args.sort.unwrap_or_default();
@@ -175,6 +206,13 @@ fn run_fleet(args: Args) -> Result<()> {
             .map_err(|e| UsageError(format!("--filter: {e}")))?;
     }
     fleet::run(app, source, args.once)
+}
+
+/// Whether to draw in colour: not with --no-color, nor when NO_COLOR is set unless
+/// --force-color says so.
+fn colors_on(args: &Args) -> bool {
+    args.force_color
+        || (!args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
 }
 
 /// Runs the command.
@@ -194,11 +232,12 @@ pub fn run(args: Args) -> Result<()> {
         live: src.label == "nvml",
         source_label: src.label.clone(),
         readonly: args.readonly,
-        color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        color: colors_on(&args),
         ascii: args.ascii,
         interval: args.interval.unwrap_or(Duration::from_secs(1)),
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
+        local_time: true,
     };
     let mut app = App::new(opts);
     app.layout = match args.layout {

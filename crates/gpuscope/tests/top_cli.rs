@@ -319,3 +319,71 @@ fn a_process_list_that_cannot_be_read_is_na_in_the_viewer_not_empty() {
     assert!(!rows.is_empty(), "{screen}");
     assert!(rows.iter().all(|(dev, _)| dev != "1"), "{screen}");
 }
+
+#[test]
+fn nvitop_style_options_only_with_spaces_no_unicode_and_version() {
+    // `--only 0 3` (nvitop's space-separated form) and `-U` are `--only 0,3 --ascii`.
+    let nvitop = stdout_of(&[
+        "top", "--demo", "--frame", "5", "--once", "--only", "0", "3", "-U",
+    ]);
+    let ours = stdout_of(&[
+        "top", "--demo", "--frame", "5", "--once", "--only", "0,3", "--ascii",
+    ]);
+    assert_eq!(nvitop, ours);
+    assert!(nvitop.is_ascii());
+    let long = stdout_of(&[
+        "top",
+        "--demo",
+        "--frame",
+        "5",
+        "--once",
+        "--only",
+        "0",
+        "3",
+        "--no-unicode",
+    ]);
+    assert_eq!(long, ours);
+    // `top -V` prints the version, as `nvitop -V` does.
+    let v = stdout_of(&["top", "-V"]);
+    assert!(v.contains(env!("CARGO_PKG_VERSION")), "{v}");
+    // --force-color and --no-color contradict each other.
+    let out = gpuscope(&["top", "--demo", "--once", "--force-color", "--no-color"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The header's time of a `--once` screen over the demo's frame 5, under time zone `tz`.
+fn header_time(tz: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["top", "--demo", "--frame", "5", "--once"])
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "140")
+        .env("TZ", tz)
+        .output()
+        .unwrap();
+    let screen = String::from_utf8(out.stdout).unwrap();
+    let header = screen.lines().next().unwrap_or("").to_string();
+    header
+        .split("  ")
+        .find(|p| p.len() >= 8 && p.as_bytes()[2] == b':' && p.as_bytes()[5] == b':')
+        .unwrap_or_else(|| panic!("no time in {header:?}"))
+        .to_string()
+}
+
+#[test]
+fn the_header_shows_local_time_in_the_time_zone() {
+    // POSIX time-zone strings need no tz database: "IST-5:30" is 5 h 30 ahead of UTC.
+    let utc = header_time("UTC0");
+    let ist = header_time("IST-5:30");
+    assert!(utc.ends_with(" UTC"), "{utc}");
+    assert!(ist.ends_with(" IST"), "{ist}");
+    let minutes = |t: &str| -> i32 {
+        let h: i32 = t[0..2].parse().unwrap();
+        let m: i32 = t[3..5].parse().unwrap();
+        h * 60 + m
+    };
+    assert_eq!(
+        (minutes(&ist) - minutes(&utc)).rem_euclid(24 * 60),
+        5 * 60 + 30
+    );
+    assert_eq!(ist[6..8], utc[6..8], "the seconds are the same");
+}

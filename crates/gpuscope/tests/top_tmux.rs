@@ -772,3 +772,32 @@ fn a_slow_prometheus_never_freezes_the_fleet_viewer() {
         started.elapsed()
     );
 }
+
+#[test]
+fn nvitop_style_options_and_local_time_in_a_real_terminal() {
+    let Some(t) = Tmux::new("nvitop-options") else {
+        return;
+    };
+    t.start(
+        &shell_command_env("TZ=IST-5:30", "--demo --frame 5 --only 0 3 -U"),
+        160,
+        50,
+    );
+    let s = t.wait_for("the demo's devices", |s| s.contains("NVIDIA H100"));
+    // Local time, in the zone TZ names.
+    let header = s.lines().next().unwrap_or("");
+    assert!(
+        header.trim_end().ends_with(" IST") || header.contains(" IST "),
+        "{header}"
+    );
+    // Only GPUs 0 and 3, and no character outside ASCII.
+    let devices: Vec<&str> = s
+        .lines()
+        .filter(|l| l.contains("NVIDIA H100"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(devices, ["0", "3"], "{s}");
+    assert!(s.is_ascii(), "{s}");
+    t.keys(&["q"]);
+    assert_restored(&t);
+}

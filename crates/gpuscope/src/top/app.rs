@@ -321,6 +321,8 @@ pub struct Options {
     pub driver_version: Option<String>,
     /// CUDA driver version, for the header.
     pub cuda_version: Option<String>,
+    /// The header's time in the local time zone (`TZ`), else in UTC.
+    pub local_time: bool,
 }
 
 /// The whole state of the viewer.

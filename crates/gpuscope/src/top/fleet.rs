@@ -459,20 +459,12 @@ fn title(app: &FleetApp) -> Line<'static> {
     Line::from(spans)
 }
 
-/// A time of day, local, as `HH:MM:SS`.
+/// A time of day, local, as `HH:MM:SS ZONE`.
 fn clock(t: SystemTime) -> String {
     let secs = t
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let Ok(secs) = libc::time_t::try_from(secs) else {
-        return "?".into();
-    };
-    // SAFETY: localtime_r writes into the tm given and reads the time given.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
-        return "?".into();
-    }
-    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+    super::local_clock(secs).unwrap_or_else(|| "?".into())
 }
 
 impl FleetApp {

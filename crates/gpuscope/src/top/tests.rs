@@ -40,6 +40,7 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
         interval: std::time::Duration::from_secs(1),
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
+        local_time: false,
     });
     for f in frames {
         backend.set_frame(f);

@@ -284,12 +284,19 @@ fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
             parts.push(h.clone());
         }
         let secs = s.now_ms / 1000;
-        parts.push(format!(
-            "{:02}:{:02}:{:02} UTC",
-            secs / 3600 % 24,
-            secs / 60 % 60,
-            secs % 60
-        ));
+        let local = if app.opts.local_time {
+            super::local_clock(secs)
+        } else {
+            None
+        };
+        parts.push(local.unwrap_or_else(|| {
+            format!(
+                "{:02}:{:02}:{:02} UTC",
+                secs / 3600 % 24,
+                secs / 60 % 60,
+                secs % 60
+            )
+        }));
     } else {
         parts.push("waiting for the first sample".into());
     }
