@@ -5,7 +5,8 @@
 //! when Prometheus scrapes it in a job that has served gpuscope metrics within the lookback,
 //! so an exporter that is down stays in the view, marked down.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -114,9 +115,11 @@ pub struct FleetDevice {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FleetProcess {
     pub pid: u32,
-    pub user: Option<String>,
-    /// The shell-quoted command line (exported with `--process-command` only).
-    pub command: Option<String>,
+    /// The user name, shared by every process of the fleet that has it.
+    pub user: Option<Arc<str>>,
+    /// The shell-quoted command line (exported with `--process-command` only), shared by
+    /// every process of the fleet that has the same one (a job's ranks, its workers).
+    pub command: Option<Arc<str>>,
     pub used_memory_bytes: Option<u64>,
     pub sm_utilization_percent: Option<u32>,
 }
@@ -212,6 +215,19 @@ pub struct FleetBuilder {
     jobs: Vec<String>,
     evaluated_at: Option<f64>,
     errors: Vec<FamilyError>,
+    /// User names and command lines seen, each kept once (64,000 processes of a large fleet
+    /// have a few hundred distinct ones).
+    texts: HashSet<Arc<str>>,
+}
+
+/// `text`, shared with the equal text seen before.
+fn intern(texts: &mut HashSet<Arc<str>>, text: &str) -> Arc<str> {
+    if let Some(t) = texts.get(text) {
+        return t.clone();
+    }
+    let t: Arc<str> = Arc::from(text);
+    texts.insert(t.clone());
+    t
 }
 
 /// A ratio (0 to 1) as a whole percent.
@@ -401,14 +417,15 @@ impl FleetBuilder {
             return;
         };
         let key = (h, d, pid);
+        let texts = &mut self.texts;
         let processes = &mut self.hosts[h].devices[d].processes;
         let p = match self.processes.get(&key) {
             Some(&p) => p,
             None => {
                 processes.push(FleetProcess {
                     pid,
-                    user: s.label("username").map(str::to_string),
-                    command: s.label("command").map(str::to_string),
+                    user: s.label("username").map(|u| intern(texts, u)),
+                    command: s.label("command").map(|c| intern(texts, c)),
                     used_memory_bytes: None,
                     sm_utilization_percent: None,
                 });

@@ -75,7 +75,7 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 .filter(|p| {
                     p.user
                         .as_ref()
-                        .is_some_and(|u| criteria.free_accounts.iter().any(|a| a == u))
+                        .is_some_and(|u| criteria.free_accounts.iter().any(|a| **a == **u))
                 })
                 .filter_map(|p| p.used_memory_bytes)
                 .fold(0u64, u64::saturating_add);

@@ -399,7 +399,7 @@ mod tests {
             compute_instance_id: None,
             processes: vec![FleetProcess {
                 pid: 100 + index,
-                user: Some(format!("user{index}")),
+                user: Some(format!("user{index}").into()),
                 command: Some("python train.py".into()),
                 used_memory_bytes: Some(1 << 30),
                 sm_utilization_percent: None,

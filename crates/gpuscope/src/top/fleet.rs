@@ -665,6 +665,7 @@ fn status_line(app: &FleetApp, height: usize) -> Line<'static> {
 
 /// Runs the fleet viewer until `q` or a quitting signal.
 pub fn run(mut app: FleetApp, source: FleetSource, once: bool) -> Result<()> {
+    crate::fleet::release_large_blocks();
     if once {
         let started = Instant::now();
         let result = source.refresh().map_err(|e| format!("{e:#}"));
