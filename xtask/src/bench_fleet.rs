@@ -12,6 +12,12 @@
 //!   process exits, for the last one), summed; that is parsing, folding and, at the end,
 //!   rendering and writing the output;
 //! - the peak RSS (`VmHWM` at exit, as bench-oneshot reads it) and CPU time.
+//!
+//! The same for the viewer printing its screen once (`top --prometheus URL --once`: the same
+//! refresh, then ordering and drawing its rows). Then the viewer itself runs in a terminal
+//! (a private tmux server, `--viewer-seconds` long, default 30) at `--viewer-interval`
+//! (default 2 s): its CPU over that time (from `/proc/PID/stat`, after the first refresh), as
+//! a share of one core, its peak RSS, and how many refreshes the stub served meanwhile.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -42,6 +48,12 @@ pub struct Args {
     /// The gpuscope binary (default: build it in release mode).
     #[arg(long, value_name = "PATH")]
     bin: Option<PathBuf>,
+    /// How long the interactive viewer is measured, seconds (0: not run).
+    #[arg(long, default_value_t = 30)]
+    viewer_seconds: u64,
+    /// The interactive viewer's refresh interval, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    viewer_interval: f64,
 }
 
 /// What the stub saw: (time the request arrived, time its answer was written).
@@ -271,13 +283,17 @@ pub fn run(args: Args) -> Result<()> {
         answers.len(),
         bytes as f64 / 1e6
     );
-    for json in [false, true] {
+    for form in ["text", "json", "top --once"] {
         for _ in 0..args.runs {
             if let Ok(mut l) = log.lock() {
                 l.clear();
             }
-            let mut tool_args = vec!["snapshot".into(), "--prometheus".into(), url.clone().into()];
-            if json {
+            let mut tool_args: Vec<std::ffi::OsString> = match form {
+                "top --once" => vec!["top".into(), "--once".into()],
+                _ => vec!["snapshot".into()],
+            };
+            tool_args.extend(["--prometheus".into(), url.clone().into()]);
+            if form == "json" {
                 tool_args.push("--json".into());
             }
             let tool = Tool {
@@ -302,8 +318,8 @@ pub fn run(args: Args) -> Result<()> {
             }
             let last = end.saturating_duration_since(l.last().map_or(end, |&(_, w)| w));
             println!(
-                "{:<5} wall {:>6.0} ms  after answers {:>6.0} ms (after the last {:>5.0} ms)  cpu {:>6.0} ms  peak RSS {:>5.1} MB",
-                if json { "json" } else { "text" },
+                "{:<10} wall {:>6.0} ms  after answers {:>6.0} ms (after the last {:>5.0} ms)  cpu {:>6.0} ms  peak RSS {:>5.1} MB",
+                form,
                 run.wall.as_secs_f64() * 1e3,
                 after.as_secs_f64() * 1e3,
                 last.as_secs_f64() * 1e3,
@@ -312,5 +328,118 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
     }
+    if args.viewer_seconds > 0 {
+        viewer(&bin, &url, &args, &log)?;
+    }
     Ok(())
+}
+
+/// CPU time (user + system) of `pid` so far, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("a /proc/PID/stat line")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the command: state is field 3, utime 14 and stime 15 (1-based, as in proc(5)).
+    let ticks: u64 = fields
+        .get(11)
+        .and_then(|u| u.parse::<u64>().ok())
+        .zip(fields.get(12).and_then(|s| s.parse::<u64>().ok()))
+        .map(|(u, s)| u + s)
+        .context("utime and stime in /proc/PID/stat")?;
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// `VmHWM` of `pid`, KiB.
+fn peak_rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("VmHWM in /proc/PID/status")
+}
+
+/// The interactive viewer in a private tmux server: CPU share and peak RSS over
+/// `--viewer-seconds` at `--viewer-interval`.
+fn viewer(bin: &Path, url: &str, args: &Args, log: &Log) -> Result<()> {
+    let socket = format!("gpuscope-bench-fleet-{}", std::process::id());
+    let tmux = |a: &[&str]| -> Result<String> {
+        let out = Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null"])
+            .args(a)
+            .output()
+            .context("tmux runs (the viewer is measured in a terminal)")?;
+        ensure!(
+            out.status.success(),
+            "tmux {a:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let command = format!(
+        "exec {} top --prometheus {url} --interval {}s",
+        bin.display(),
+        args.viewer_interval
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "b",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &command,
+    ])?;
+    let measured = (|| -> Result<()> {
+        let pid: u32 = tmux(&["display-message", "-p", "-t", "b", "#{pane_pid}"])?
+            .trim()
+            .parse()
+            .context("the pane's PID")?;
+        // The first refresh on the screen.
+        let started = Instant::now();
+        loop {
+            let screen = tmux(&["capture-pane", "-p", "-t", "b"])?;
+            if screen.contains(&format!("{} hosts", args.hosts)) {
+                break;
+            }
+            ensure!(
+                started.elapsed() < Duration::from_secs(60),
+                "the viewer showed no fleet within 60 s:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        println!(
+            "viewer: first screen {:.0} ms after start",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let served_before = log.lock().map(|l| l.len()).unwrap_or(0);
+        let cpu0 = cpu_time(pid)?;
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs(args.viewer_seconds));
+        let cpu = cpu_time(pid)?.saturating_sub(cpu0);
+        let wall = t0.elapsed();
+        let served = log.lock().map(|l| l.len()).unwrap_or(0) - served_before;
+        println!(
+            "viewer at a {}s refresh over {:.1} s: cpu {:.0} ms = {:.1}% of a core, {:.1} refreshes ({} queries), {:.0} ms cpu per refresh, peak RSS {:.1} MB",
+            args.viewer_interval,
+            wall.as_secs_f64(),
+            cpu.as_secs_f64() * 1e3,
+            100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
+            served as f64 / 15.0,
+            served,
+            cpu.as_secs_f64() * 1e3 / (served as f64 / 15.0).max(1.0),
+            peak_rss_kib(pid)? as f64 / 1024.0
+        );
+        Ok(())
+    })();
+    let _ = tmux(&["kill-server"]);
+    measured
 }
