@@ -61,6 +61,22 @@ pub struct Args {
     #[arg(long, value_name = "IDS", value_delimiter = ',', num_args = 1..)]
     only: Vec<String>,
 
+    /// Only this user's processes (nvitop's --user); without a name, the current user's.
+    #[arg(long, value_name = "USER", num_args = 0..=1, default_missing_value = "")]
+    user: Option<String>,
+
+    /// Only these processes (nvitop's --pid), e.g. --pid 4242 4243.
+    #[arg(long, value_name = "PID", num_args = 1..)]
+    pid: Vec<u32>,
+
+    /// Only processes with a compute context (C or C+G).
+    #[arg(long, short = 'c', conflicts_with = "graphics")]
+    compute: bool,
+
+    /// Only processes with a graphics context (G or C+G).
+    #[arg(long, short = 'g')]
+    graphics: bool,
+
     /// Read-only: sending signals is turned off.
     #[arg(long)]
     readonly: bool,
@@ -189,6 +205,14 @@ fn run_fleet(args: Args) -> Result<()> {
         )
         .into());
     }
+    if args.user.is_some() || !args.pid.is_empty() || args.compute || args.graphics {
+        return Err(UsageError(
+            "--user, --pid, -c and -g are for this machine's processes; with --prometheus or \
+             --remote use --filter user:NAME or pid:N"
+                .into(),
+        )
+        .into());
+    }
     let source = args.fleet.open()?;
     let label = match (&args.fleet.prometheus, &args.fleet.remote) {
         (Some(url), _) => url.clone(),
@@ -215,6 +239,66 @@ fn colors_on(args: &Args) -> bool {
         || (!args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
 }
 
+/// The name of the user running gpuscope: $LOGNAME, $USER or the user database's entry of the
+/// effective uid (as Python's getpass.getuser, which nvitop uses).
+fn current_user() -> Option<String> {
+    for var in ["LOGNAME", "USER", "LNAME", "USERNAME"] {
+        if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+            return Some(v);
+        }
+    }
+    // SAFETY: a zeroed passwd is a valid out-parameter (plain pointers and integers).
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf: Vec<libc::c_char> = vec![0; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call, `buf` for `buf.len()` bytes.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded, so pw_name is a NUL-terminated string inside `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned()).filter(|n| !n.is_empty())
+}
+
+/// The process filter that nvitop's startup options ask for (`--user`, `--pid`, `-c`, `-g`),
+/// in the filter syntax of the `/` key, or `None` when none is given.
+fn startup_filter(args: &Args) -> Result<Option<String>> {
+    let mut terms = Vec::new();
+    match args.user.as_deref() {
+        None => {}
+        Some("") => {
+            let me = current_user().ok_or_else(|| {
+                UsageError("--user: cannot tell who the current user is; name one".into())
+            })?;
+            terms.push(format!("user:{me}"));
+        }
+        Some(u) if u.chars().any(char::is_whitespace) => {
+            return Err(UsageError(format!("--user {u:?}: a user name has no spaces")).into())
+        }
+        Some(u) => terms.push(format!("user:{u}")),
+    }
+    if !args.pid.is_empty() {
+        let pids: Vec<String> = args.pid.iter().map(u32::to_string).collect();
+        terms.push(format!("pid:{}", pids.join(",")));
+    }
+    if args.compute {
+        terms.push("type:compute".into());
+    }
+    if args.graphics {
+        terms.push("type:graphics".into());
+    }
+    Ok((!terms.is_empty()).then(|| terms.join(" ")))
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     if args.fleet.is_set() {
@@ -239,7 +323,11 @@ pub fn run(args: Args) -> Result<()> {
         cuda_version: ctx.cuda_driver_version().into_option(),
         local_time: true,
     };
+    let filter = startup_filter(&args)?;
     let mut app = App::new(opts);
+    if let Some(text) = filter {
+        app.filter = app::Filter::parse(&text).map_err(UsageError)?;
+    }
     app.layout = match args.layout {
         LayoutArg::Auto => LayoutMode::Auto,
         LayoutArg::Compact => LayoutMode::Compact,

@@ -387,3 +387,93 @@ fn the_header_shows_local_time_in_the_time_zone() {
     );
     assert_eq!(ist[6..8], utc[6..8], "the seconds are the same");
 }
+
+/// (PID, user, type) of every process row of a `--once` screen.
+fn typed_rows(screen: &str) -> Vec<(u32, String, String)> {
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in screen.lines() {
+        if line.contains("PID") && line.contains("COMMAND") {
+            in_table = true;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        let rest: String = line.chars().skip(2).collect();
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        if let (Some(pid), Some(user), Some(kind)) = (w.get(1), w.get(2), w.get(3)) {
+            if let Ok(pid) = pid.parse() {
+                rows.push((pid, user.to_string(), kind.to_string()));
+            }
+        }
+    }
+    rows.sort();
+    rows
+}
+
+fn once_rows(extra: &[&str], env: &[(&str, &str)]) -> Vec<(u32, String, String)> {
+    let f = fixture("geforce-desktop");
+    let mut args = vec!["top", "--fixture", f.as_str(), "--frame", "5", "--once"];
+    args.extend_from_slice(extra);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    cmd.args(&args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "200");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    typed_rows(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn nvitop_startup_filters_user_pid_compute_graphics() {
+    let all = once_rows(&[], &[]);
+    assert!(all.len() >= 3, "{all:?}");
+    // --user NAME: exactly that user's rows.
+    let user = all[0].1.clone();
+    let want: Vec<_> = all.iter().filter(|r| r.1 == user).cloned().collect();
+    assert_eq!(once_rows(&["--user", &user], &[]), want);
+    // --user alone: the current user ($LOGNAME first, as nvitop's getpass).
+    assert_eq!(once_rows(&["--user"], &[("LOGNAME", &user)]), want);
+    // --pid A B: those two.
+    let pids = [all[0].0.to_string(), all[all.len() - 1].0.to_string()];
+    let got: Vec<u32> = once_rows(&["--pid", &pids[0], &pids[1]], &[])
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    // (A process on two GPUs has a row on each.)
+    let want_pids: Vec<u32> = all
+        .iter()
+        .map(|r| r.0)
+        .filter(|&p| p == all[0].0 || p == all[all.len() - 1].0)
+        .collect();
+    assert_eq!(got, want_pids);
+    // -c: C and C+G; -g: G and C+G.
+    let c = once_rows(&["-c"], &[]);
+    let g = once_rows(&["-g"], &[]);
+    assert_eq!(
+        c,
+        all.iter()
+            .filter(|r| r.2 == "C" || r.2 == "C+G")
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        g,
+        all.iter()
+            .filter(|r| r.2 == "G" || r.2 == "C+G")
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    assert!(!c.is_empty() && !g.is_empty() && c != g, "{c:?} {g:?}");
+    // They are for this machine's processes, not the fleet's.
+    let out = gpuscope(&["top", "--prometheus", "http://127.0.0.1:9", "-c", "--once"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -801,3 +801,21 @@ fn nvitop_style_options_and_local_time_in_a_real_terminal() {
     t.keys(&["q"]);
     assert_restored(&t);
 }
+
+#[test]
+fn nvitop_startup_filters_in_a_real_terminal() {
+    let Some(t) = Tmux::new("nvitop-filters") else {
+        return;
+    };
+    t.start(&shell_command("--demo --frame 5 --user eve -c"), 160, 50);
+    let s = t.wait_for("only eve's processes", |s| {
+        let rows = table(s);
+        !rows.is_empty() && rows.iter().all(|(_, u)| u == "eve")
+    });
+    assert!(s.contains("filter: user:eve type:compute"), "{s}");
+    // Esc clears it like a typed filter: every user again.
+    t.keys(&["Escape"]);
+    t.wait_for("other users", |s| table(s).iter().any(|(_, u)| u != "eve"));
+    t.keys(&["q"]);
+    assert_restored(&t);
+}

@@ -228,15 +228,17 @@ pub struct Filter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Term {
     User(String),
-    Pid(u32),
+    /// Any of these PIDs.
+    Pid(Vec<u32>),
     Type(String),
     Device(String),
     Text(String),
 }
 
 impl Filter {
-    /// Parses `user:NAME`, `pid:N`, `type:C|G|C+G`, `gpu:ID` and plain words (matched, ignoring
-    /// case, against the command, user, name and PID), separated by spaces.
+    /// Parses `user:NAME`, `pid:N` (`pid:N,M` for any of several), `type:C|G|C+G` (and
+    /// `type:compute`, `type:graphics`: C or C+G, G or C+G), `gpu:ID` and plain words (matched,
+    /// ignoring case, against the command, user, name and PID), separated by spaces.
     ///
     /// # Errors
     ///
@@ -247,8 +249,12 @@ impl Filter {
             let term = match word.split_once(':') {
                 Some(("user", v)) => Term::User(v.to_string()),
                 Some(("pid", v)) => Term::Pid(
-                    v.parse()
-                        .map_err(|_| format!("pid:{v}: a PID is a whole number"))?,
+                    v.split(',')
+                        .map(|p| {
+                            p.parse()
+                                .map_err(|_| format!("pid:{v}: a PID is a whole number"))
+                        })
+                        .collect::<Result<_, _>>()?,
                 ),
                 Some(("type", v)) => Term::Type(v.to_ascii_uppercase()),
                 Some(("gpu", v)) => Term::Device(v.to_string()),
@@ -271,8 +277,12 @@ impl Filter {
     pub fn matches(&self, p: &GpuProcess) -> bool {
         self.terms.iter().all(|t| match t {
             Term::User(u) => p.host.user.as_deref() == Some(u.as_str()),
-            Term::Pid(pid) => p.pid == *pid,
-            Term::Type(k) => p.kind.as_str() == k,
+            Term::Pid(pids) => pids.contains(&p.pid),
+            Term::Type(k) => match k.as_str() {
+                "COMPUTE" => matches!(p.kind.as_str(), "C" | "C+G"),
+                "GRAPHICS" => matches!(p.kind.as_str(), "G" | "C+G"),
+                k => p.kind.as_str() == k,
+            },
             Term::Device(d) => p.device.to_string() == *d,
             Term::Text(w) => {
                 let hay = [
