@@ -819,3 +819,26 @@ fn nvitop_startup_filters_in_a_real_terminal() {
     t.keys(&["q"]);
     assert_restored(&t);
 }
+
+#[test]
+fn the_tree_view_draws_nvitop_branches_in_a_real_terminal() {
+    let Some(t) = Tmux::new("tree") else {
+        return;
+    };
+    let f = format!(
+        "{}/../../fixtures/geforce-desktop.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    t.start(&shell_command(&format!("--fixture {f} --frame 5")), 160, 40);
+    t.wait_text("nbminer");
+    t.keys(&["t"]);
+    // nbminer runs on both GPUs under one parent: the first row's branch goes on, the last
+    // one ends it.
+    let s = t.wait_text("(tree,");
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("nbminer")).collect();
+    assert_eq!(rows.len(), 2, "{s}");
+    assert!(rows[0].contains("├─ /opt/nbminer"), "{s}");
+    assert!(rows[1].contains("└─ /opt/nbminer"), "{s}");
+    t.keys(&["q"]);
+    assert_restored(&t);
+}

@@ -309,6 +309,10 @@ pub struct Row {
     pub pid: u32,
     /// Nesting depth in the tree view (0 outside it).
     pub depth: usize,
+    /// Tree view: bit `L - 1` is set when the row's ancestor at depth `L` (the row itself for
+    /// `L == depth`) has a sibling further down, so its branch goes on (`├─`, `│`) rather
+    /// than ending (`└─`, nothing). Depths past 64 draw as ended.
+    pub more: u64,
 }
 
 /// What the viewer was started with.
@@ -471,6 +475,7 @@ impl App {
                     process: Some(i),
                     pid: procs[i].pid,
                     depth: 0,
+                    more: 0,
                 })
                 .collect();
         }
@@ -594,6 +599,7 @@ fn tree_rows(procs: &[GpuProcess], idx: &[usize]) -> Vec<Row> {
             process: Some(i),
             pid,
             depth,
+            more: 0,
         });
         // A PID on several devices shows its children once, under its first row.
         if shown.insert(pid) {
@@ -610,6 +616,7 @@ fn tree_rows(procs: &[GpuProcess], idx: &[usize]) -> Vec<Row> {
             process: None,
             pid: *pp,
             depth: 0,
+            more: 0,
         });
         for &i in kids {
             walk(procs, i, 1, &children, &mut shown, &mut out);
@@ -623,8 +630,27 @@ fn tree_rows(procs: &[GpuProcess], idx: &[usize]) -> Vec<Row> {
                 process: Some(i),
                 pid: procs[i].pid,
                 depth: 0,
+                more: 0,
             });
         }
     }
+    mark_branches(&mut out);
     out
+}
+
+/// Sets each row's [`Row::more`]: from the bottom up, a level goes on at a row when a row of
+/// that depth comes later before any shallower one.
+pub fn mark_branches(rows: &mut [Row]) {
+    // later[L - 1]: a row of depth L follows, with no shallower row in between.
+    let mut later: u64 = 0;
+    for row in rows.iter_mut().rev() {
+        let d = row.depth.min(64);
+        let mask = if d == 64 { u64::MAX } else { (1u64 << d) - 1 };
+        row.more = later & mask;
+        // This row ends the groups deeper than it, and is a later row of its own depth.
+        later &= mask;
+        if d > 0 {
+            later |= 1 << (d - 1);
+        }
+    }
 }

@@ -632,3 +632,42 @@ fn once_is_bounded_whatever_the_width() {
         .count();
     assert_eq!(shown + left_out, 640, "{text}");
 }
+
+/// The tree's branches as nvitop draws them, for rows of these depths: `├─` while a sibling
+/// follows, `└─` for the last, `│` under an ancestor whose siblings go on.
+#[test]
+fn tree_branches_continue_under_ancestors_with_siblings_below() {
+    let depths = [0, 1, 2, 2, 1, 2, 0, 1];
+    let mut rows: Vec<super::app::Row> = depths
+        .iter()
+        .enumerate()
+        .map(|(i, &depth)| super::app::Row {
+            process: None,
+            pid: i as u32,
+            depth,
+            more: 0,
+        })
+        .collect();
+    super::app::mark_branches(&mut rows);
+    let drawn: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            (1..=r.depth)
+                .map(|level| {
+                    let on = r.more & (1 << (level - 1)) != 0;
+                    match (level == r.depth, on) {
+                        (true, true) => "├─",
+                        (true, false) => "└─",
+                        (false, true) => "│ ",
+                        (false, false) => "  ",
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        drawn,
+        ["", "├─", "│ ├─", "│ └─", "└─", "  └─", "", "└─"],
+        "{rows:?}"
+    );
+}

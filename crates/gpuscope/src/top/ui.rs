@@ -723,13 +723,25 @@ fn table_row(
     } else {
         ' '
     });
-    let branch = if theme.ascii { "`- " } else { "└─ " };
+    // nvitop's branches: `├─` for a child with a sibling below, `└─` for the last one, and
+    // `│` below an ancestor whose siblings go on.
+    let (tee, end, bar) = if theme.ascii {
+        ("|- ", "`- ", "|  ")
+    } else {
+        ("├─ ", "└─ ", "│  ")
+    };
     let indent = |depth: usize| {
-        if depth == 0 {
-            String::new()
-        } else {
-            format!("{}{branch}", "   ".repeat(depth - 1))
+        let mut s = String::new();
+        for level in 1..=depth {
+            let goes_on = level <= 64 && row.more & (1 << (level - 1)) != 0;
+            s.push_str(match (level == depth, goes_on) {
+                (true, true) => tee,
+                (true, false) => end,
+                (false, true) => bar,
+                (false, false) => "   ",
+            });
         }
+        s
     };
     for &(col, x, w) in cols {
         pad_to(&mut s, x as usize);
