@@ -842,3 +842,70 @@ fn the_tree_view_draws_nvitop_branches_in_a_real_terminal() {
     t.keys(&["q"]);
     assert_restored(&t);
 }
+
+#[test]
+fn the_tree_shows_a_live_parents_command_and_user() {
+    let Some(t) = Tmux::new("tree-parent") else {
+        return;
+    };
+    let child = Child::spawn();
+    let pid = child.0.id();
+    let path = std::env::temp_dir().join(format!("gpuscope-top-parent-{pid}.json"));
+    fixture_with(pid, &path);
+    // Live NVML (fake-nvml): the child's parent is this test, which is on no GPU.
+    t.start(
+        &shell_command_env(
+            &format!(
+                "{}={} {}=0",
+                fake_nvml::FIXTURE_ENV,
+                path.display(),
+                fake_nvml::FRAME_ENV
+            ),
+            &format!("--nvml-lib {} --pid {pid}", fake_nvml().display()),
+        ),
+        200,
+        30,
+    );
+    t.wait_text(&pid.to_string());
+    t.keys(&["t"]);
+    let me = std::process::id().to_string();
+    let s = t.wait_text("(not on a GPU)");
+    let parent = s
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == me) && l.contains("(not on a GPU)"))
+        .unwrap_or_else(|| panic!("no row for the parent {me}:\n{s}"));
+    // The words after the PID: the user, then the other columns.
+    let after_pid: Vec<&str> = parent
+        .split_whitespace()
+        .skip_while(|w| *w != me)
+        .skip(1)
+        .collect();
+    let exe = std::env::current_exe().unwrap();
+    let name = exe.file_name().unwrap().to_str().unwrap();
+    assert!(
+        parent.contains(&name[..name.len().min(20)]),
+        "the parent's command: {parent}"
+    );
+    // Its user, as the host's user database names the owner of this process.
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().next().map(str::to_string))
+        .unwrap();
+    let user = std::fs::read_to_string("/etc/passwd")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
+        })
+        .unwrap_or(uid);
+    assert_eq!(after_pid.first(), Some(&user.as_str()), "{parent}");
+    // The child's row below it.
+    let child_row = s.lines().find(|l| l.contains(&format!(" {pid} "))).unwrap();
+    assert!(child_row.contains("└─ sleep 1000"), "{child_row}");
+    t.keys(&["q"]);
+    assert_restored(&t);
+    let _ = std::fs::remove_file(&path);
+}

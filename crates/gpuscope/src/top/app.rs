@@ -31,6 +31,10 @@ pub struct Refresh {
     /// what a signal's target is checked against. Live only; a replay's is empty (its PIDs
     /// belong to another machine).
     pub identities: HashMap<u32, ProcIdentity>,
+    /// The host facts (name, user, command line) of the parents of GPU processes that are not
+    /// on a GPU themselves, for the tree view: read from this machine when live, from the
+    /// fixture when it recorded them (else absent).
+    pub parents: HashMap<u32, gpu_backend::fixture::HostProcessFacts>,
 }
 
 /// What tells a process from a later one that reuses its PID: its start time, in clock ticks

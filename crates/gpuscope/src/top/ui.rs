@@ -754,11 +754,33 @@ fn table_row(
                     t
                 }
             }
-            None => match col {
-                Column::Pid => row.pid.to_string(),
-                Column::Command => format!("{}(parent process, not on a GPU)", indent(row.depth)),
-                _ => "-".into(),
-            },
+            // A parent that is not on a GPU: its name, user and command when the host told them
+            // (nvitop shows them too).
+            None => {
+                let facts = app.sample.as_ref().and_then(|s| s.parents.get(&row.pid));
+                match (col, facts) {
+                    (Column::Pid, _) => row.pid.to_string(),
+                    (Column::User, Some(f)) => {
+                        escape_control(f.user.as_deref().unwrap_or("N/A")).into_owned()
+                    }
+                    (Column::Command, Some(f)) => {
+                        let command = if f.cmdline.is_empty() {
+                            f.name.clone().unwrap_or_else(|| "N/A".into())
+                        } else {
+                            gpu_processes::shell_join(&f.cmdline)
+                        };
+                        format!(
+                            "{}{}  (not on a GPU)",
+                            indent(row.depth),
+                            escape_control(&command)
+                        )
+                    }
+                    (Column::Command, None) => {
+                        format!("{}(parent process, not on a GPU)", indent(row.depth))
+                    }
+                    _ => "-".into(),
+                }
+            }
         };
         s.push_str(&align(&text, w as usize, right_aligned(col)));
     }
