@@ -52,7 +52,7 @@ pub struct Args {
 
     /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 50ms to 1h.
     /// Default 1s, and 2s with --prometheus or --remote.
-    #[arg(long, short = 'i', value_name = "DURATION",
+    #[arg(long, short = 'i', value_name = "DURATION", env = "GPUSCOPE_TOP_INTERVAL",
           value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
     interval: Option<Duration>,
 
@@ -60,6 +60,11 @@ pub struct Args {
     /// `0:1` for one MIG device.
     #[arg(long, value_name = "IDS", value_delimiter = ',', num_args = 1..)]
     only: Vec<String>,
+
+    /// Show only the devices CUDA sees under CUDA_VISIBLE_DEVICES (and CUDA_DEVICE_ORDER).
+    #[arg(long, env = "GPUSCOPE_TOP_ONLY_VISIBLE",
+          value_parser = clap::builder::FalseyValueParser::new())]
+    only_visible: bool,
 
     /// Only this user's processes (nvitop's --user); without a name, the current user's.
     #[arg(long, value_name = "USER", num_args = 0..=1, default_missing_value = "")]
@@ -78,7 +83,8 @@ pub struct Args {
     graphics: bool,
 
     /// Read-only: sending signals is turned off.
-    #[arg(long)]
+    #[arg(long, env = "GPUSCOPE_TOP_READONLY",
+          value_parser = clap::builder::FalseyValueParser::new())]
     readonly: bool,
 
     /// No colours (also when the NO_COLOR environment variable is set).
@@ -90,11 +96,17 @@ pub struct Args {
     force_color: bool,
 
     /// ASCII only: no block, line-drawing or other non-ASCII characters.
-    #[arg(long, short = 'U', visible_alias = "no-unicode")]
+    #[arg(
+        long,
+        short = 'U',
+        visible_alias = "no-unicode",
+        env = "GPUSCOPE_TOP_ASCII",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
     ascii: bool,
 
     /// Device panel layout; the `f` key switches it while running.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", env = "GPUSCOPE_TOP_LAYOUT")]
     layout: LayoutArg,
 
     /// Print the screen once, as plain text, and exit (width: the terminal's, else COLUMNS,
@@ -205,9 +217,14 @@ fn run_fleet(args: Args) -> Result<()> {
         )
         .into());
     }
-    if args.user.is_some() || !args.pid.is_empty() || args.compute || args.graphics {
+    if args.user.is_some()
+        || !args.pid.is_empty()
+        || args.compute
+        || args.graphics
+        || args.only_visible
+    {
         return Err(UsageError(
-            "--user, --pid, -c and -g are for this machine's processes; with --prometheus or \
+            "--user, --pid, -c, -g and --only-visible are for this machine; with --prometheus or \
              --remote use --filter user:NAME or pid:N"
                 .into(),
         )
@@ -311,7 +328,17 @@ pub fn run(args: Args) -> Result<()> {
     }
     let src = args.source.open()?;
     let ctx = src.collector.context();
-    let devices = choose_devices(ctx.all_devices(), &args.only)?;
+    let mut devices = choose_devices(ctx.all_devices(), &args.only)?;
+    if args.only_visible {
+        let visible: Vec<DeviceId> = ctx.cuda_devices().iter().map(|c| c.device().id()).collect();
+        devices.retain(|d| {
+            let id = d.id();
+            visible.iter().any(|&v| {
+                v == id
+                    || (matches!(v, DeviceId::Gpu(_)) && v.physical_index() == id.physical_index())
+            })
+        });
+    }
     let opts = Options {
         live: src.label == "nvml",
         source_label: src.label.clone(),

@@ -477,3 +477,91 @@ fn nvitop_startup_filters_user_pid_compute_graphics() {
     let out = gpuscope(&["top", "--prometheus", "http://127.0.0.1:9", "-c", "--once"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn once_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    cmd.args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "140");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn device_lines(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter(|l| l.contains("NVIDIA H100"))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn only_visible_follows_cuda_visible_devices() {
+    let out = once_with_env(
+        &["top", "--demo", "--frame", "5", "--once", "--only-visible"],
+        &[
+            ("CUDA_VISIBLE_DEVICES", "5,2"),
+            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+        ],
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        device_lines(&String::from_utf8_lossy(&out.stdout)),
+        ["2", "5"]
+    );
+    // Unset: every device.
+    let out = once_with_env(
+        &["top", "--demo", "--frame", "5", "--once", "--only-visible"],
+        &[],
+    );
+    assert_eq!(device_lines(&String::from_utf8_lossy(&out.stdout)).len(), 8);
+}
+
+#[test]
+fn environment_variables_set_the_defaults() {
+    let screen = |env: &[(&str, &str)], extra: &[&str]| {
+        let mut args = vec!["top", "--demo", "--frame", "5", "--once"];
+        args.extend_from_slice(extra);
+        let out = once_with_env(&args, env);
+        assert!(
+            out.status.success(),
+            "{env:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = screen(&[], &[]);
+    assert!(!plain.is_ascii());
+    assert_eq!(
+        screen(&[("GPUSCOPE_TOP_ASCII", "1")], &[]),
+        screen(&[], &["--ascii"])
+    );
+    assert_eq!(screen(&[("GPUSCOPE_TOP_ASCII", "0")], &[]), plain);
+    assert!(screen(&[("GPUSCOPE_TOP_READONLY", "yes")], &[])
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("read-only"));
+    assert_eq!(
+        screen(&[("GPUSCOPE_TOP_LAYOUT", "compact")], &[]),
+        screen(&[], &["--layout", "compact"])
+    );
+    assert_eq!(
+        screen(
+            &[
+                ("CUDA_VISIBLE_DEVICES", "1"),
+                ("GPUSCOPE_TOP_ONLY_VISIBLE", "true")
+            ],
+            &[]
+        ),
+        screen(&[], &["--only", "1"])
+    );
+    // A bad value is a usage error, as on the command line.
+    let out = once_with_env(
+        &["top", "--demo", "--once"],
+        &[("GPUSCOPE_TOP_INTERVAL", "soon")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
