@@ -82,6 +82,18 @@ pub struct Args {
     #[arg(long, short = 'g')]
     graphics: bool,
 
+    /// GPU utilization colours as nvitop's: green under TH1 percent, yellow from it, red from
+    /// TH2 (default 10 75).
+    #[arg(long, num_args = 2, value_names = ["TH1", "TH2"],
+          value_parser = crate::args::whole::<u8>((0, 100)))]
+    gpu_util_thresh: Vec<u8>,
+
+    /// GPU memory colours as nvitop's: green under TH1 percent, yellow from it, red from TH2
+    /// (default 10 80).
+    #[arg(long, num_args = 2, value_names = ["TH1", "TH2"],
+          value_parser = crate::args::whole::<u8>((0, 100)))]
+    mem_util_thresh: Vec<u8>,
+
     /// Read-only: sending signals is turned off.
     #[arg(long, env = "GPUSCOPE_TOP_READONLY",
           value_parser = clap::builder::FalseyValueParser::new())]
@@ -316,6 +328,19 @@ fn startup_filter(args: &Args) -> Result<Option<String>> {
     Ok((!terms.is_empty()).then(|| terms.join(" ")))
 }
 
+/// Two thresholds given on the command line (or `default`), the first below the second.
+fn thresholds(option: &str, given: &[u8], default: (u8, u8)) -> Result<(u8, u8)> {
+    match given {
+        [] => Ok(default),
+        [low, high] if low < high => Ok((*low, *high)),
+        [low, high] => Err(UsageError(format!(
+            "{option} {low} {high}: the first threshold must be below the second"
+        ))
+        .into()),
+        _ => Err(UsageError(format!("{option} takes two percents")).into()),
+    }
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     if args.fleet.is_set() {
@@ -349,6 +374,8 @@ pub fn run(args: Args) -> Result<()> {
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
         local_time: true,
+        gpu_util_thresh: thresholds("--gpu-util-thresh", &args.gpu_util_thresh, (10, 75))?,
+        mem_util_thresh: thresholds("--mem-util-thresh", &args.mem_util_thresh, (10, 80))?,
     };
     let filter = startup_filter(&args)?;
     let mut app = App::new(opts);

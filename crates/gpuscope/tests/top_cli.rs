@@ -565,3 +565,36 @@ fn environment_variables_set_the_defaults() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn utilization_thresholds_are_two_ordered_percents() {
+    let ok = gpuscope(&[
+        "top",
+        "--demo",
+        "--once",
+        "--gpu-util-thresh",
+        "20",
+        "90",
+        "--mem-util-thresh",
+        "5",
+        "50",
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    for bad in [["90", "20"], ["20", "101"], ["x", "50"]] {
+        let out = gpuscope(&[
+            "top",
+            "--demo",
+            "--once",
+            "--gpu-util-thresh",
+            bad[0],
+            bad[1],
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("gpu-util-thresh"), "{bad:?}: {err}");
+    }
+}

@@ -341,6 +341,10 @@ pub struct Options {
     pub cuda_version: Option<String>,
     /// The header's time in the local time zone (`TZ`), else in UTC.
     pub local_time: bool,
+    /// GPU utilization colours: yellow from the first percent, red from the second.
+    pub gpu_util_thresh: (u8, u8),
+    /// GPU memory use colours: yellow from the first percent, red from the second.
+    pub mem_util_thresh: (u8, u8),
 }
 
 /// The whole state of the viewer.

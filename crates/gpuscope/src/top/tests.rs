@@ -41,6 +41,8 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
         local_time: false,
+        gpu_util_thresh: (10, 75),
+        mem_util_thresh: (10, 80),
     });
     for f in frames {
         backend.set_frame(f);
@@ -669,5 +671,49 @@ fn tree_branches_continue_under_ancestors_with_siblings_below() {
         drawn,
         ["", "├─", "│ ├─", "│ └─", "└─", "  └─", "", "└─"],
         "{rows:?}"
+    );
+}
+
+/// The colour of the first filled bar cell on the line that holds `label` (`MEM`, `UTIL`) of
+/// the first device.
+fn bar_colour(app: &App, label: &str) -> Option<ratatui::style::Color> {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 40)).unwrap();
+    t.draw(|f| super::ui::draw(f, app)).unwrap();
+    let buf = t.backend().buffer();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
+        if let Some(at) = line.find(label) {
+            let start = line[..at].chars().count() + label.len();
+            for x in start as u16..buf.area.width {
+                if buf[(x, y)].symbol() == "█" {
+                    return buf[(x, y)].fg.into();
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn utilization_thresholds_choose_the_bar_colours_as_nvitop_does() {
+    use ratatui::style::Color;
+    // GeForce GPU 0: memory 52% used, GPU utilization 100%.
+    let mut app = app_over("geforce-desktop", 0..=20);
+    app.opts.color = true;
+    app.opts.mem_util_thresh = (10, 80);
+    app.opts.gpu_util_thresh = (10, 75);
+    assert_eq!(bar_colour(&app, "MEM"), Some(Color::Yellow));
+    assert_eq!(bar_colour(&app, "UTIL"), Some(Color::Red));
+    app.opts.mem_util_thresh = (60, 90);
+    assert_eq!(bar_colour(&app, "MEM"), Some(Color::Green));
+    app.opts.mem_util_thresh = (10, 50);
+    assert_eq!(bar_colour(&app, "MEM"), Some(Color::Red));
+    app.opts.gpu_util_thresh = (10, 100);
+    assert_eq!(
+        bar_colour(&app, "UTIL"),
+        Some(Color::Red),
+        "100% reaches 100"
     );
 }

@@ -145,6 +145,8 @@ pub fn columns(width: u16) -> Vec<(Column, u16, u16)> {
 struct Theme {
     color: bool,
     ascii: bool,
+    gpu_thresh: (u8, u8),
+    mem_thresh: (u8, u8),
 }
 
 impl Theme {
@@ -152,16 +154,35 @@ impl Theme {
         Theme {
             color: app.opts.color,
             ascii: app.opts.ascii,
+            gpu_thresh: app.opts.gpu_util_thresh,
+            mem_thresh: app.opts.mem_util_thresh,
         }
     }
 
-    fn level(&self, pct: Option<f64>) -> Style {
+    /// Green under the first threshold, yellow from it, red from the second (nvitop's light,
+    /// moderate and heavy load).
+    fn level_with(&self, pct: Option<f64>, (low, high): (u8, u8)) -> Style {
         match (self.color, pct) {
             (false, _) | (true, None) => Style::default(),
-            (true, Some(p)) if p >= 80.0 => Style::default().fg(Color::Red),
-            (true, Some(p)) if p >= 50.0 => Style::default().fg(Color::Yellow),
+            (true, Some(p)) if p >= f64::from(high) => Style::default().fg(Color::Red),
+            (true, Some(p)) if p >= f64::from(low) => Style::default().fg(Color::Yellow),
             (true, Some(_)) => Style::default().fg(Color::Green),
         }
+    }
+
+    /// A host reading's colour: 50% and 80%.
+    fn level(&self, pct: Option<f64>) -> Style {
+        self.level_with(pct, (50, 80))
+    }
+
+    /// A GPU utilization's colour (--gpu-util-thresh).
+    fn gpu_level(&self, pct: Option<f64>) -> Style {
+        self.level_with(pct, self.gpu_thresh)
+    }
+
+    /// A GPU memory use's colour (--mem-util-thresh).
+    fn mem_level(&self, pct: Option<f64>) -> Style {
+        self.level_with(pct, self.mem_thresh)
     }
 
     fn accent(&self) -> Style {
@@ -418,10 +439,10 @@ fn device_compact(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Line<'static
         Span::raw(head),
         Span::raw(format!("{temp:>4} {:<3} {power:>11} ", pstate(d))),
         Span::raw("MEM "),
-        Span::styled(theme.bar(mem, bar_w), theme.level(mem)),
+        Span::styled(theme.bar(mem, bar_w), theme.mem_level(mem)),
         Span::raw(format!(" {:>4} ", percent(mem))),
         Span::raw("UTIL "),
-        Span::styled(theme.bar(util, bar_w), theme.level(util)),
+        Span::styled(theme.bar(util, bar_w), theme.gpu_level(util)),
         Span::raw(format!(" {:>4}", percent(util))),
     ];
     clip(spans, w)
@@ -472,10 +493,10 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
     let second = clip(
         vec![
             Span::raw("     MEM "),
-            Span::styled(theme.bar(mem_pct, bar_w), theme.level(mem_pct)),
+            Span::styled(theme.bar(mem_pct, bar_w), theme.mem_level(mem_pct)),
             Span::raw(format!(" {mem_text:>19} {:>5}  ", percent(mem_pct))),
             Span::raw("UTIL "),
-            Span::styled(theme.bar(util, bar_w), theme.level(util)),
+            Span::styled(theme.bar(util, bar_w), theme.gpu_level(util)),
             Span::raw(format!(" {:>5}", percent(util))),
         ],
         w,
@@ -528,9 +549,9 @@ fn history_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         lines.push(clip(
             vec![
                 Span::raw(format!("{:<6}", label(d.id))),
-                Span::styled(theme.spark(&h.gpu, graph_w, 100.0), theme.level(util)),
+                Span::styled(theme.spark(&h.gpu, graph_w, 100.0), theme.gpu_level(util)),
                 Span::raw(format!(" {:>5} | ", percent(util))),
-                Span::styled(theme.spark(&h.memory, graph_w, 100.0), theme.level(mem)),
+                Span::styled(theme.spark(&h.memory, graph_w, 100.0), theme.mem_level(mem)),
                 Span::raw(format!(" {:>5}", percent(mem))),
             ],
             w,
