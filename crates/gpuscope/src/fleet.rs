@@ -12,6 +12,7 @@ pub mod remote;
 pub mod select;
 pub mod view;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use anyhow::Context as _;
 
 use crate::args::{self, DurationBounds};
 use crate::source::UsageError;
-use model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
+use model::{Fleet, FleetBuilder, Host, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
 use prom::{Client, ClientOptions};
 use view::{FleetFilter, SortKey};
 
@@ -191,12 +192,26 @@ impl FleetSource {
     /// When no query at all could be answered (Prometheus unreachable, refusing every
     /// query); a partial answer is a fleet with `errors`.
     pub fn refresh(&self) -> anyhow::Result<Fleet> {
+        self.refresh_after(None)
+    }
+
+    /// Reads the fleet again after `previous` (the last fleet this source gave, unsorted
+    /// and unfiltered, or `None`). From Prometheus, a host whose data did not change since
+    /// (scraped now, up then, the same sample time) keeps its devices from `previous`, and the
+    /// device and process families are asked only for the hosts that changed (still one query
+    /// per family, `instance=~"..."`), or not at all when none did. `--remote` reads every
+    /// exporter each time.
+    ///
+    /// # Errors
+    ///
+    /// As [`FleetSource::refresh`].
+    pub fn refresh_after(&self, previous: Option<&Fleet>) -> anyhow::Result<Fleet> {
         match self {
             FleetSource::Prometheus {
                 client,
                 url,
                 stale_after,
-            } => refresh_prometheus(client, url, *stale_after),
+            } => refresh_prometheus(client, url, *stale_after, previous),
             FleetSource::Remote {
                 remote,
                 stale_after,
@@ -230,14 +245,91 @@ pub fn queries() -> Vec<String> {
     q
 }
 
+/// The hosts to ask again, and the hosts that keep their devices, after the sample-time and
+/// `up` answers.
+enum Plan<'p> {
+    /// Ask every family for every host.
+    Full,
+    /// Ask every family for the hosts matching this regular expression (of their instances);
+    /// the others keep their devices from the previous fleet.
+    Some(String, Vec<(String, &'p Host)>),
+    /// Nothing changed: every host keeps its devices; the families are not asked.
+    None(Vec<(String, &'p Host)>),
+}
+
+/// `text` as a literal in an RE2 regular expression.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` inside a PromQL double-quoted string.
+fn promql_string(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn plan<'p>(b: &FleetBuilder, previous: Option<&'p Fleet>) -> Plan<'p> {
+    // After a refresh with failed families, ask everything again rather than keep holes.
+    let Some(prev) = previous.filter(|p| p.errors.is_empty()) else {
+        return Plan::Full;
+    };
+    if !b.all_have_instances() {
+        return Plan::Full;
+    }
+    let before: HashMap<&str, &Host> = prev
+        .hosts
+        .iter()
+        .filter(|h| h.state == model::HostState::Up && h.sample_time.is_some())
+        .filter_map(|h| Some((h.instance.as_deref()?, h)))
+        .collect();
+    let mut kept = Vec::new();
+    let mut changed = Vec::new();
+    for (instance, t) in b.scraped_hosts() {
+        match before.get(instance.as_str()) {
+            Some(h) if h.sample_time == t => kept.push((instance, *h)),
+            _ => changed.push(instance),
+        }
+    }
+    // Nearly every host changed: one plain query per family is shorter than a selector
+    // naming them all.
+    if kept.is_empty() || changed.len() * 4 > (kept.len() + changed.len()) * 3 {
+        return Plan::Full;
+    }
+    if changed.is_empty() {
+        return Plan::None(kept);
+    }
+    let alternatives: Vec<String> = changed.iter().map(|i| regex_escape(i)).collect();
+    Plan::Some(promql_string(&alternatives.join("|")), kept)
+}
+
 /// One refresh from Prometheus: [`queries`], each answer folded into the fleet as it is
-/// parsed.
-fn refresh_prometheus(client: &Client, url: &str, stale_after: f64) -> anyhow::Result<Fleet> {
+/// parsed; after `previous`, only what changed (see [`FleetSource::refresh_after`]).
+fn refresh_prometheus(
+    client: &Client,
+    url: &str,
+    stale_after: f64,
+    previous: Option<&Fleet>,
+) -> anyhow::Result<Fleet> {
     let mut b = FleetBuilder::new();
     let mut answered = 0;
     let mut first_error = None;
+    let mut planned = Plan::Full;
     for (i, query) in queries().iter().enumerate() {
-        let text = match client.query_text(query) {
+        if i == 2 {
+            planned = plan(&b, previous);
+        }
+        let asked = match (&planned, i) {
+            (_, 0 | 1) | (Plan::Full, _) => query.clone(),
+            (Plan::Some(selector, _), _) => format!("{query}{{instance=~\"{selector}\"}}"),
+            (Plan::None(_), _) => break,
+        };
+        let text = match client.query_text(&asked) {
             Ok(text) => text,
             Err(e) => {
                 first_error.get_or_insert_with(|| e.to_string());
@@ -280,6 +372,11 @@ fn refresh_prometheus(client: &Client, url: &str, stale_after: f64) -> anyhow::R
             first_error.unwrap_or_default()
         );
     }
+    if let Plan::Some(_, kept) | Plan::None(kept) = &planned {
+        for (instance, host) in kept {
+            b.keep_devices(instance, host);
+        }
+    }
     Ok(b.finish(url.to_string(), stale_after, false))
 }
 
@@ -302,16 +399,20 @@ pub fn write_json(fleet: &Fleet) -> anyhow::Result<()> {
 /// `--watch` interval.
 pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Result<()> {
     let source = fleet.open()?;
-    let one = |source: &FleetSource| -> anyhow::Result<Fleet> {
-        let mut f = source.refresh()?;
+    let one = |source: &FleetSource, previous: &mut Option<Fleet>| -> anyhow::Result<Fleet> {
+        let mut f = source.refresh_after(previous.as_ref())?;
+        if view.watch.is_some() {
+            *previous = Some(f.clone());
+        }
         if let Some(filter) = &view.filter {
             filter.apply(&mut f);
         }
         view::sort(&mut f, view.sort);
         Ok(f)
     };
+    let mut previous = None;
     let Some(every) = view.watch else {
-        let f = one(&source)?;
+        let f = one(&source, &mut previous)?;
         return if json {
             write_json(&f)
         } else {
@@ -321,7 +422,7 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     release_large_blocks();
     loop {
         let started = std::time::Instant::now();
-        match one(&source) {
+        match one(&source, &mut previous) {
             Ok(f) if json => write_json(&f)?,
             Ok(f) => crate::write_stdout(&format!(
                 "\x1b[H\x1b[2J{}",
@@ -334,5 +435,51 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
             ))?,
         }
         std::thread::sleep(every.saturating_sub(started.elapsed()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{promql_string, regex_escape};
+
+    /// What Prometheus reads back from `promql_string(regex_escape(..))` joined by `|`: the
+    /// PromQL string's escapes undone, then the alternatives split and their escapes undone.
+    fn read_back(text: &str) -> Vec<String> {
+        let mut unquoted = String::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            unquoted.push(if c == '\\' { chars.next().unwrap() } else { c });
+        }
+        let mut out = vec![String::new()];
+        let mut chars = unquoted.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.last_mut().unwrap().push(chars.next().unwrap()),
+                '|' => out.push(String::new()),
+                c => out.last_mut().unwrap().push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_instance_is_matched_literally() {
+        assert_eq!(regex_escape("10.0.0.1:9445"), "10\\.0\\.0\\.1:9445");
+        assert_eq!(promql_string(&regex_escape("a.b")), "a\\\\.b");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_instances_survive_the_selector(instances in proptest::collection::vec("\\PC{1,20}", 1..5)) {
+            let joined: Vec<String> = instances.iter().map(|i| regex_escape(i)).collect();
+            let text = promql_string(&joined.join("|"));
+            // Nothing unescaped can end the string early.
+            let mut escaped = false;
+            for c in text.chars() {
+                proptest::prop_assert!(escaped || c != '"', "{text}");
+                escaped = !escaped && c == '\\';
+            }
+            proptest::prop_assert_eq!(read_back(&text), instances);
+        }
     }
 }

@@ -900,3 +900,134 @@ fn remote_exporters_over_tls_with_basic_auth() {
     assert_eq!(fleet["hosts"][0]["state"], "down");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `snapshot --prometheus --watch 0.3s --json`, its documents as they come.
+struct Watch {
+    child: std::process::Child,
+    docs: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Watch {
+    fn start(stub: &Stub) -> Watch {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+            .args([
+                "snapshot",
+                "--prometheus",
+                &stub.url,
+                "--json",
+                "--watch",
+                "0.3s",
+            ])
+            .env_remove("GPUSCOPE_PROMETHEUS_PASSWORD")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, docs) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for doc in serde_json::Deserializer::from_reader(out).into_iter::<Value>() {
+                let Ok(doc) = doc else { return };
+                if tx.send(doc).is_err() {
+                    return;
+                }
+            }
+        });
+        Watch { child, docs }
+    }
+
+    fn next(&self) -> Value {
+        self.docs
+            .recv_timeout(Duration::from_secs(15))
+            .expect("a refresh within 15 s")
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_of(fleet: &Value, host_name: &str, index: usize) -> Value {
+    host(fleet, host_name)["devices"][index]["memory_free_bytes"].clone()
+}
+
+#[test]
+fn refreshes_ask_again_only_for_the_hosts_whose_sample_changed() {
+    let stub = start(replies(), None);
+    let watch = Watch::start(&stub);
+    let first = watch.next();
+    let asked_first = stub.asked.lock().unwrap().len();
+    assert_eq!(asked_first, 15, "the first refresh asks every family");
+    // Nothing changed on node-a and node-b: the next refresh asks the sample times and `up`,
+    // then every family for node-d only (stale: it is asked each time), and shows the same
+    // values for all.
+    let second = watch.next();
+    let asked: Vec<String> = stub.asked.lock().unwrap()[15..30].to_vec();
+    assert_eq!(asked[0], first_query());
+    assert_eq!(asked[1], "up");
+    for q in &asked[2..] {
+        let (_, instances) =
+            fleet_support::split_selector(q).unwrap_or_else(|| panic!("no selector: {q}"));
+        assert_eq!(instances, ["10.0.0.4:9445"], "{q}");
+    }
+    assert_eq!(first["hosts"], second["hosts"]);
+
+    // node-a's exporter serves a new sample with less free memory on GPU 0.
+    {
+        let mut r = stub.replies.lock().unwrap();
+        let host = |h: &str, i: &str| json!({"instance": i, "job": "gpu", "hostname": h});
+        r.insert(
+            first_query(),
+            Reply::Body(vector(
+                T,
+                &[
+                    (host("node-a", "10.0.0.1:9445"), "999.9".into()),
+                    (host("node-b", "10.0.0.2:9445"), "999".into()),
+                    (host("node-c", "10.0.0.3:9445"), "900".into()),
+                    (host("node-d", "10.0.0.4:9445"), "940".into()),
+                ],
+            )),
+        );
+        let series: Vec<(Value, String)> = DEVICES
+            .iter()
+            .map(|d| {
+                let free = if (d.0, d.2) == ("node-a", "0") {
+                    5
+                } else {
+                    d.3
+                };
+                (labels(d.0, d.1, d.2, json!({})), (free * GIB).to_string())
+            })
+            .collect();
+        r.insert(
+            "gpuscope_device_memory_free_bytes".into(),
+            Reply::Body(vector(T, &series)),
+        );
+    }
+    let changed = loop {
+        let doc = watch.next();
+        if free_of(&doc, "node-a", 0) == json!(5 * GIB) {
+            break doc;
+        }
+    };
+    // node-a's new values; node-b's kept; one selector naming node-a (and stale node-d).
+    assert_eq!(free_of(&changed, "node-b", 1), free_of(&first, "node-b", 1));
+    assert_eq!(free_of(&changed, "node-a", 1), free_of(&first, "node-a", 1));
+    assert_eq!(
+        host(&changed, "node-a")["devices"][0]["processes"][0]["pid"],
+        4242
+    );
+    let asked = stub.asked.lock().unwrap().clone();
+    let with_a = asked
+        .iter()
+        .filter_map(|q| fleet_support::split_selector(q))
+        .find(|(_, i)| i.iter().any(|x| x == "10.0.0.1:9445"))
+        .expect("a selector naming node-a");
+    assert_eq!(with_a.1, ["10.0.0.1:9445", "10.0.0.4:9445"]);
+}
+
+fn first_query() -> String {
+    "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".to_string()
+}

@@ -78,6 +78,10 @@ pub struct Host {
     pub sample_age_seconds: Option<f64>,
     /// Driver version (from `gpuscope_device_info`, when exported).
     pub driver_version: Option<String>,
+    /// The exporter's latest sample time (Unix seconds, its own clock), which tells whether
+    /// the host's data changed since an earlier refresh. Not in the JSON.
+    #[serde(skip)]
+    pub sample_time: Option<f64>,
     /// Physical devices, each followed by its MIG devices.
     pub devices: Vec<FleetDevice>,
 }
@@ -302,6 +306,7 @@ impl FleetBuilder {
             state: HostState::Stale,
             sample_age_seconds: None,
             driver_version: None,
+            sample_time: None,
             devices: Vec::new(),
         });
         self.by_instance
@@ -319,6 +324,35 @@ impl FleetBuilder {
         }
         if let Some(t) = s.number().and_then(finite) {
             self.hosts[h].sample_age_seconds = Some((s.value.0 - t).max(0.0));
+            self.hosts[h].sample_time = Some(t);
+        }
+    }
+
+    /// The hosts seen so far that Prometheus scrapes now (`up == 1`), by instance, with their
+    /// sample time: after the sample-time and `up` answers, what an incremental refresh
+    /// compares with the previous fleet.
+    pub fn scraped_hosts(&self) -> Vec<(String, Option<f64>)> {
+        self.hosts
+            .iter()
+            .filter_map(|h| {
+                let i = h.instance.as_ref()?;
+                matches!(self.up.get(i), Some((true, _))).then(|| (i.clone(), h.sample_time))
+            })
+            .collect()
+    }
+
+    /// Whether every host seen so far has an instance (an incremental refresh selects hosts
+    /// by it).
+    pub fn all_have_instances(&self) -> bool {
+        self.hosts.iter().all(|h| h.instance.is_some())
+    }
+
+    /// Takes a host's devices (and driver version) from an earlier refresh: its data did not
+    /// change, so its families were not asked again.
+    pub fn keep_devices(&mut self, instance: &str, from: &Host) {
+        if let Some(&h) = self.by_instance.get(instance) {
+            self.hosts[h].devices = from.devices.clone();
+            self.hosts[h].driver_version = from.driver_version.clone();
         }
     }
 
@@ -449,6 +483,7 @@ impl FleetBuilder {
             state: HostState::Down,
             sample_age_seconds: None,
             driver_version: None,
+            sample_time: None,
             devices: Vec::new(),
         });
     }
@@ -476,6 +511,7 @@ impl FleetBuilder {
                 state: HostState::Stale,
                 sample_age_seconds: None,
                 driver_version: None,
+                sample_time: None,
                 devices: Vec::new(),
             });
         }

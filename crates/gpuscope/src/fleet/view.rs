@@ -415,6 +415,7 @@ mod tests {
             state,
             sample_age_seconds: Some(0.5),
             driver_version: None,
+            sample_time: None,
             devices,
         }
     }

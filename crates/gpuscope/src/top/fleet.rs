@@ -55,23 +55,32 @@ impl FleetSampler {
         let (control, control_rx) = mpsc::channel::<()>();
         std::thread::Builder::new()
             .name("gpuscope-fleet-sampler".into())
-            .spawn(move || loop {
-                let started = Instant::now();
-                let result = source.refresh().map_err(|e| format!("{e:#}"));
-                let refresh = FleetRefresh {
-                    result,
-                    took: started.elapsed(),
-                    at: SystemTime::now(),
-                };
-                match tx.try_send(refresh) {
-                    Ok(()) | Err(TrySendError::Full(_)) => {}
-                    Err(TrySendError::Disconnected(_)) => return,
-                }
-                let wait = interval.saturating_sub(started.elapsed());
-                match control_rx.recv_timeout(wait) {
-                    // `r`: refresh now.
-                    Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return,
+            .spawn(move || {
+                // The last fleet read: the next refresh asks only for the hosts that changed.
+                let mut previous: Option<Fleet> = None;
+                loop {
+                    let started = Instant::now();
+                    let result = source
+                        .refresh_after(previous.as_ref())
+                        .map_err(|e| format!("{e:#}"));
+                    if let Ok(fleet) = &result {
+                        previous = Some(fleet.clone());
+                    }
+                    let refresh = FleetRefresh {
+                        result,
+                        took: started.elapsed(),
+                        at: SystemTime::now(),
+                    };
+                    match tx.try_send(refresh) {
+                        Ok(()) | Err(TrySendError::Full(_)) => {}
+                        Err(TrySendError::Disconnected(_)) => return,
+                    }
+                    let wait = interval.saturating_sub(started.elapsed());
+                    match control_rx.recv_timeout(wait) {
+                        // `r`: refresh now.
+                        Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
                 }
             })?;
         Ok((FleetSampler { control }, rx))
@@ -840,6 +849,7 @@ mod tests {
             state,
             sample_age_seconds: Some(2.0),
             driver_version: None,
+            sample_time: None,
             devices,
         }
     }

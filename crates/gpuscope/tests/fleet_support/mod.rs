@@ -28,6 +28,44 @@ pub struct Stub {
     pub url: String,
     /// Every query asked, in order.
     pub asked: Arc<Mutex<Vec<String>>>,
+    /// The answers, which a test may change while the stub runs.
+    pub replies: Arc<Mutex<HashMap<String, Reply>>>,
+}
+
+/// A query with an `{instance=~"a|b"}` selector (as gpuscope's incremental refreshes ask):
+/// the family and the instances named (regular-expression escapes undone).
+pub fn split_selector(query: &str) -> Option<(&str, Vec<String>)> {
+    let (family, rest) = query.split_once("{instance=~\"")?;
+    let regex = rest.strip_suffix("\"}")?;
+    // The PromQL string's escapes, then the regular expression's.
+    let regex = regex.replace("\\\\", "\\");
+    let mut instances = vec![String::new()];
+    let mut chars = regex.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    instances.last_mut().unwrap().push(n);
+                }
+            }
+            '|' => instances.push(String::new()),
+            c => instances.last_mut().unwrap().push(c),
+        }
+    }
+    Some((family, instances))
+}
+
+/// `body` (an instant-vector answer) with only the series of these instances.
+fn only_instances(body: &str, instances: &[String]) -> String {
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    if let Some(result) = v["data"]["result"].as_array_mut() {
+        result.retain(|s| {
+            s["metric"]["instance"]
+                .as_str()
+                .is_some_and(|i| instances.iter().any(|x| x == i))
+        });
+    }
+    v.to_string()
 }
 
 /// An instant-vector answer with these (labels, value) series, evaluated at `t`.
@@ -83,7 +121,8 @@ fn start_with(
     let url = format!("{scheme}://{}", listener.local_addr().unwrap());
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
-    let replies = Arc::new(replies);
+    let replies = Arc::new(Mutex::new(replies));
+    let handle = replies.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let replies = replies.clone();
@@ -102,12 +141,16 @@ fn start_with(
             });
         }
     });
-    Stub { url, asked }
+    Stub {
+        url,
+        asked,
+        replies: handle,
+    }
 }
 
 fn serve<S: std::io::Read + Write>(
     stream: S,
-    replies: &HashMap<String, Reply>,
+    replies: &Mutex<HashMap<String, Reply>>,
     seen: &Mutex<Vec<String>>,
     auth: Option<&str>,
 ) {
@@ -145,10 +188,18 @@ fn serve<S: std::io::Read + Write>(
         let reply = if auth.is_some() && authorization.as_deref() != auth {
             Reply::Status(401, "Unauthorized".into())
         } else {
-            replies
-                .get(&query)
-                .cloned()
-                .unwrap_or_else(|| Reply::Body(vector(1000.0, &[])))
+            let replies = replies.lock().unwrap();
+            match split_selector(&query) {
+                Some((family, instances)) => match replies.get(family) {
+                    Some(Reply::Body(b)) => Reply::Body(only_instances(b, &instances)),
+                    Some(other) => other.clone(),
+                    None => Reply::Body(vector(1000.0, &[])),
+                },
+                None => replies
+                    .get(&query)
+                    .cloned()
+                    .unwrap_or_else(|| Reply::Body(vector(1000.0, &[]))),
+            }
         };
         let (status, body) = match reply {
             Reply::Body(b) => (200, b),
