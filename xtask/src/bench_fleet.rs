@@ -54,82 +54,101 @@ pub struct Args {
     /// The interactive viewer's refresh interval, seconds.
     #[arg(long, default_value_t = 2.0)]
     viewer_interval: f64,
+    /// Each host's exporter sample moves every this many seconds (Prometheus's scrape
+    /// interval), the hosts spread evenly over it: what the viewer's refreshes after the first
+    /// ask again.
+    #[arg(long, default_value_t = 15.0)]
+    scrape_interval: f64,
 }
 
-/// What the stub saw: (time the request arrived, time its answer was written).
-type Log = Arc<Mutex<Vec<(Instant, Instant)>>>;
+/// What the stub saw: (time the request arrived, time its answer was written, whether it
+/// was a refresh's first query).
+type Log = Arc<Mutex<Vec<(Instant, Instant, bool)>>>;
 
 const T: f64 = 1_763_800_000.0;
 
-fn vector(series: &mut dyn Iterator<Item = (String, String)>) -> String {
+/// One family's answer, host by host: each host's series as JSON objects joined by commas,
+/// so that an answer for any set of hosts is their pieces joined.
+type Family = Vec<String>;
+
+fn series_json(labels: &str, value: &str, at: f64) -> String {
+    format!(r#"{{"metric":{{{labels}}},"value":[{at},"{value}"]}}"#)
+}
+
+/// The answer made of these hosts' pieces of `family`.
+fn vector_of<'a>(pieces: impl Iterator<Item = &'a String>) -> String {
     let mut out = String::from(r#"{"status":"success","data":{"resultType":"vector","result":["#);
     let mut first = true;
-    for (labels, value) in series {
+    for p in pieces.filter(|p| !p.is_empty()) {
         if !first {
             out.push(',');
         }
         first = false;
-        out.push_str(&format!(
-            r#"{{"metric":{{{labels}}},"value":[{T},"{value}"]}}"#
-        ));
+        out.push_str(p);
     }
     out.push_str("]}}");
     out
 }
 
-/// The answer of every query of one refresh, by query.
-fn answers(args: &Args) -> Vec<(String, String)> {
-    let host = |h: usize| {
-        format!(
-            r#""instance":"10.{}.{}.{}:9445","job":"gpuscope","hostname":"gpu-node-{h:04}""#,
-            h / 65536,
-            (h / 256) % 256,
-            h % 256
-        )
-    };
+/// The labels that tell host `h` apart.
+fn host_labels(h: usize) -> String {
+    format!(
+        r#""instance":"{}","job":"gpuscope","hostname":"gpu-node-{h:04}""#,
+        instance(h)
+    )
+}
+
+fn instance(h: usize) -> String {
+    format!("10.{}.{}.{}:9445", h / 65536, (h / 256) % 256, h % 256)
+}
+
+/// Every family of one refresh but the sample times (made per request), by query.
+fn answers(args: &Args) -> Vec<(String, Family)> {
     let device = |h: usize, g: usize| {
         format!(
             r#"{},"index":"{g}","uuid":"GPU-{h:08x}-{g:04x}-4e8f-9a3c-1b2d3e4f5a6b","name":"NVIDIA H100 80GB HBM3""#,
-            host(h)
+            host_labels(h)
         )
     };
-    let devices = |value: &dyn Fn(usize, usize) -> String| {
-        vector(
-            &mut (0..args.hosts)
-                .flat_map(|h| (0..args.gpus).map(move |g| (h, g)))
-                .map(|(h, g)| (device(h, g), value(h, g))),
-        )
+    let devices = |value: &dyn Fn(usize, usize) -> String| -> Family {
+        (0..args.hosts)
+            .map(|h| {
+                (0..args.gpus)
+                    .map(|g| series_json(&device(h, g), &value(h, g), T))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
     };
-    let processes = |value: &dyn Fn(usize) -> String| {
-        vector(
-            &mut (0..args.hosts)
-                .flat_map(|h| (0..args.gpus).map(move |g| (h, g)))
-                .flat_map(|(h, g)| (0..args.processes).map(move |p| (h, g, p)))
-                .map(|(h, g, p)| {
-                    (
-                        format!(
-                            r#"{},"pid":"{}","username":"user{}","command":"python train.py --config configs/run-{p}.yaml --rank {g}""#,
-                            device(h, g),
-                            10_000 + g * 100 + p,
-                            p % 4
-                        ),
-                        value(p),
-                    )
-                }),
-        )
+    let processes = |value: &dyn Fn(usize) -> String| -> Family {
+        (0..args.hosts)
+            .map(|h| {
+                (0..args.gpus)
+                    .flat_map(|g| (0..args.processes).map(move |p| (g, p)))
+                    .map(|(g, p)| {
+                        series_json(
+                            &format!(
+                                r#"{},"pid":"{}","username":"user{}","command":"python train.py --config configs/run-{p}.yaml --rank {g}""#,
+                                device(h, g),
+                                10_000 + g * 100 + p,
+                                p % 4
+                            ),
+                            &value(p),
+                            T,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
     };
     let gib = 1u64 << 30;
     vec![
         (
-            "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".into(),
-            vector(&mut (0..args.hosts).map(|h| (host(h), format!("{}", T - 0.5)))),
-        ),
-        (
             "up".into(),
-            vector(&mut (0..args.hosts).map(|h| {
-                let h = host(h);
-                (h, "1".into())
-            })),
+            (0..args.hosts)
+                .map(|h| series_json(&host_labels(h), "1", T))
+                .collect(),
         ),
         ("gpuscope_device_up".into(), devices(&|_, _| "1".into())),
         (
@@ -158,7 +177,7 @@ fn answers(args: &Args) -> Vec<(String, String)> {
         ),
         (
             "gpuscope_device_fan_speed_ratio".into(),
-            vector(&mut std::iter::empty()),
+            (0..args.hosts).map(|_| String::new()).collect(),
         ),
         (
             "gpuscope_device_power_usage_watts".into(),
@@ -180,6 +199,56 @@ fn answers(args: &Args) -> Vec<(String, String)> {
     ]
 }
 
+const SAMPLE_TIMES: &str = "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])";
+
+/// How the stub answers: the families, and the clock of the exporters' samples.
+struct Stub {
+    families: Vec<(String, Family)>,
+    /// Host by instance, for selectors.
+    by_instance: std::collections::HashMap<String, usize>,
+    started: Instant,
+    /// Each host's exporter takes a new sample every this many seconds (Prometheus's scrape
+    /// interval), the hosts spread evenly over it.
+    scrape: f64,
+}
+
+impl Stub {
+    /// The answer to `query`: the sample times as of now; a family for every host, or for
+    /// the hosts an `{instance=~"a|b"}` selector names.
+    fn answer(&self, query: &str) -> Option<String> {
+        let n = self.by_instance.len();
+        if query == SAMPLE_TIMES {
+            let elapsed = self.started.elapsed().as_secs_f64();
+            let now = T + elapsed;
+            let pieces: Vec<String> = (0..n)
+                .map(|h| {
+                    let phase = self.scrape * h as f64 / n.max(1) as f64;
+                    let scrapes = ((elapsed + phase) / self.scrape).floor();
+                    let t = T + scrapes * self.scrape - phase;
+                    series_json(&host_labels(h), &format!("{t:.3}"), now)
+                })
+                .collect();
+            return Some(vector_of(pieces.iter()));
+        }
+        let (family, hosts) = match query.split_once("{instance=~\"") {
+            None => (query, None),
+            Some((family, rest)) => {
+                let regex = rest.strip_suffix("\"}")?.replace("\\\\", "\\");
+                let mut hosts = Vec::new();
+                for alt in regex.split('|') {
+                    hosts.push(*self.by_instance.get(&alt.replace('\\', ""))?);
+                }
+                (family, Some(hosts))
+            }
+        };
+        let (_, pieces) = self.families.iter().find(|(q, _)| q == family)?;
+        Some(match hosts {
+            None => vector_of(pieces.iter()),
+            Some(hosts) => vector_of(hosts.iter().filter_map(|&h| pieces.get(h))),
+        })
+    }
+}
+
 fn decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -199,7 +268,7 @@ fn decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn serve(stream: TcpStream, answers: &[(String, String)], log: &Log) -> Result<()> {
+fn serve(stream: TcpStream, stub: &Stub, log: &Log) -> Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     loop {
         let mut line = String::new();
@@ -219,10 +288,9 @@ fn serve(stream: TcpStream, answers: &[(String, String)], log: &Log) -> Result<(
             .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("query=")))
             .map(decode)
             .unwrap_or_default();
-        let body = answers.iter().find(|(q, _)| *q == query).map_or(
-            r#"{"status":"error","errorType":"bad_data","error":"unknown"}"#,
-            |(_, b)| b,
-        );
+        let body = stub.answer(&query).unwrap_or_else(|| {
+            r#"{"status":"error","errorType":"bad_data","error":"unknown"}"#.to_string()
+        });
         let mut w = &stream;
         write!(
             w,
@@ -232,7 +300,7 @@ fn serve(stream: TcpStream, answers: &[(String, String)], log: &Log) -> Result<(
         w.write_all(body.as_bytes())?;
         w.flush()?;
         if let Ok(mut l) = log.lock() {
-            l.push((arrived, Instant::now()));
+            l.push((arrived, Instant::now(), query == SAMPLE_TIMES));
         }
     }
 }
@@ -257,20 +325,32 @@ pub fn run(args: Args) -> Result<()> {
             target.join("release/gpuscope")
         }
     };
-    let answers = Arc::new(answers(&args));
-    let bytes: usize = answers.iter().map(|(_, b)| b.len()).sum();
+    let families = answers(&args);
+    let stub = Arc::new(Stub {
+        by_instance: (0..args.hosts).map(|h| (instance(h), h)).collect(),
+        families,
+        started: Instant::now(),
+        scrape: args.scrape_interval,
+    });
+    let queries = stub.families.len() + 1;
+    let bytes: usize = stub
+        .families
+        .iter()
+        .map(|(q, _)| stub.answer(q).map_or(0, |b| b.len()))
+        .sum::<usize>()
+        + stub.answer(SAMPLE_TIMES).map_or(0, |b| b.len());
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}", listener.local_addr()?);
     let log: Log = Arc::default();
     {
-        let answers = answers.clone();
+        let stub = stub.clone();
         let log = log.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let answers = answers.clone();
+                let stub = stub.clone();
                 let log = log.clone();
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &answers, &log);
+                    let _ = serve(stream, &stub, &log);
                 });
             }
         });
@@ -280,7 +360,7 @@ pub fn run(args: Args) -> Result<()> {
         args.hosts,
         args.gpus,
         args.processes,
-        answers.len(),
+        queries,
         bytes as f64 / 1e6
     );
     for form in ["text", "json", "top --once"] {
@@ -306,17 +386,17 @@ pub fn run(args: Args) -> Result<()> {
             let end = start + run.wall;
             let l = log.lock().map(|l| l.clone()).unwrap_or_default();
             ensure!(
-                l.len() == answers.len(),
+                l.len() == queries,
                 "{} queries asked, expected {}",
                 l.len(),
-                answers.len()
+                queries
             );
             let mut after = Duration::ZERO;
-            for (i, &(_, written)) in l.iter().enumerate() {
-                let next = l.get(i + 1).map_or(end, |&(arrived, _)| arrived);
+            for (i, &(_, written, _)) in l.iter().enumerate() {
+                let next = l.get(i + 1).map_or(end, |&(arrived, _, _)| arrived);
                 after += next.saturating_duration_since(written);
             }
-            let last = end.saturating_duration_since(l.last().map_or(end, |&(_, w)| w));
+            let last = end.saturating_duration_since(l.last().map_or(end, |&(_, w, _)| w));
             println!(
                 "{:<10} wall {:>6.0} ms  after answers {:>6.0} ms (after the last {:>5.0} ms)  cpu {:>6.0} ms  peak RSS {:>5.1} MB",
                 form,
@@ -420,22 +500,30 @@ fn viewer(bin: &Path, url: &str, args: &Args, log: &Log) -> Result<()> {
             "viewer: first screen {:.0} ms after start",
             started.elapsed().as_secs_f64() * 1e3
         );
-        let served_before = log.lock().map(|l| l.len()).unwrap_or(0);
+        let count = |log: &Log| {
+            log.lock()
+                .map(|l| (l.len(), l.iter().filter(|e| e.2).count()))
+                .unwrap_or((0, 0))
+        };
+        let (served_before, refreshes_before) = count(log);
         let cpu0 = cpu_time(pid)?;
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_secs(args.viewer_seconds));
         let cpu = cpu_time(pid)?.saturating_sub(cpu0);
         let wall = t0.elapsed();
-        let served = log.lock().map(|l| l.len()).unwrap_or(0) - served_before;
+        let (served, refreshes) = count(log);
+        let served = served - served_before;
+        let refreshes = refreshes - refreshes_before;
         println!(
-            "viewer at a {}s refresh over {:.1} s: cpu {:.0} ms = {:.1}% of a core, {:.1} refreshes ({} queries), {:.0} ms cpu per refresh, peak RSS {:.1} MB",
+            "viewer at a {}s refresh (samples moving every {}s) over {:.1} s: cpu {:.0} ms = {:.1}% of a core, {} refreshes ({} queries), {:.0} ms cpu per refresh, peak RSS {:.1} MB",
             args.viewer_interval,
+            args.scrape_interval,
             wall.as_secs_f64(),
             cpu.as_secs_f64() * 1e3,
             100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
-            served as f64 / 15.0,
+            refreshes,
             served,
-            cpu.as_secs_f64() * 1e3 / (served as f64 / 15.0).max(1.0),
+            cpu.as_secs_f64() * 1e3 / (refreshes as f64).max(1.0),
             peak_rss_kib(pid)? as f64 / 1024.0
         );
         Ok(())
