@@ -12,6 +12,12 @@
 //!   process exits, for the last one), summed; that is parsing, folding and, at the end,
 //!   rendering and writing the output;
 //! - the peak RSS (`VmHWM` at exit, as bench-oneshot reads it) and CPU time.
+//!
+//! The same for the viewer printing its screen once (`top --prometheus URL --once`: the same
+//! refresh, then ordering and drawing its rows). Then the viewer itself runs in a terminal
+//! (a private tmux server, `--viewer-seconds` long, default 30) at `--viewer-interval`
+//! (default 2 s): its CPU over that time (from `/proc/PID/stat`, after the first refresh), as
+//! a share of one core, its peak RSS, and how many refreshes the stub served meanwhile.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -42,82 +48,107 @@ pub struct Args {
     /// The gpuscope binary (default: build it in release mode).
     #[arg(long, value_name = "PATH")]
     bin: Option<PathBuf>,
+    /// How long the interactive viewer is measured, seconds (0: not run).
+    #[arg(long, default_value_t = 30)]
+    viewer_seconds: u64,
+    /// The interactive viewer's refresh interval, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    viewer_interval: f64,
+    /// Each host's exporter sample moves every this many seconds (Prometheus's scrape
+    /// interval), the hosts spread evenly over it: what the viewer's refreshes after the first
+    /// ask again.
+    #[arg(long, default_value_t = 15.0)]
+    scrape_interval: f64,
 }
 
-/// What the stub saw: (time the request arrived, time its answer was written).
-type Log = Arc<Mutex<Vec<(Instant, Instant)>>>;
+/// What the stub saw: (time the request arrived, time its answer was written, whether it
+/// was a refresh's first query).
+type Log = Arc<Mutex<Vec<(Instant, Instant, bool)>>>;
 
 const T: f64 = 1_763_800_000.0;
 
-fn vector(series: &mut dyn Iterator<Item = (String, String)>) -> String {
+/// One family's answer, host by host: each host's series as JSON objects joined by commas,
+/// so that an answer for any set of hosts is their pieces joined.
+type Family = Vec<String>;
+
+fn series_json(labels: &str, value: &str, at: f64) -> String {
+    format!(r#"{{"metric":{{{labels}}},"value":[{at},"{value}"]}}"#)
+}
+
+/// The answer made of these hosts' pieces of `family`.
+fn vector_of<'a>(pieces: impl Iterator<Item = &'a String>) -> String {
     let mut out = String::from(r#"{"status":"success","data":{"resultType":"vector","result":["#);
     let mut first = true;
-    for (labels, value) in series {
+    for p in pieces.filter(|p| !p.is_empty()) {
         if !first {
             out.push(',');
         }
         first = false;
-        out.push_str(&format!(
-            r#"{{"metric":{{{labels}}},"value":[{T},"{value}"]}}"#
-        ));
+        out.push_str(p);
     }
     out.push_str("]}}");
     out
 }
 
-/// The answer of every query of one refresh, by query.
-fn answers(args: &Args) -> Vec<(String, String)> {
-    let host = |h: usize| {
-        format!(
-            r#""instance":"10.{}.{}.{}:9445","job":"gpuscope","hostname":"gpu-node-{h:04}""#,
-            h / 65536,
-            (h / 256) % 256,
-            h % 256
-        )
-    };
+/// The labels that tell host `h` apart.
+fn host_labels(h: usize) -> String {
+    format!(
+        r#""instance":"{}","job":"gpuscope","hostname":"gpu-node-{h:04}""#,
+        instance(h)
+    )
+}
+
+fn instance(h: usize) -> String {
+    format!("10.{}.{}.{}:9445", h / 65536, (h / 256) % 256, h % 256)
+}
+
+/// Every family of one refresh but the sample times (made per request), by query.
+fn answers(args: &Args) -> Vec<(String, Family)> {
     let device = |h: usize, g: usize| {
         format!(
             r#"{},"index":"{g}","uuid":"GPU-{h:08x}-{g:04x}-4e8f-9a3c-1b2d3e4f5a6b","name":"NVIDIA H100 80GB HBM3""#,
-            host(h)
+            host_labels(h)
         )
     };
-    let devices = |value: &dyn Fn(usize, usize) -> String| {
-        vector(
-            &mut (0..args.hosts)
-                .flat_map(|h| (0..args.gpus).map(move |g| (h, g)))
-                .map(|(h, g)| (device(h, g), value(h, g))),
-        )
+    let devices = |value: &dyn Fn(usize, usize) -> String| -> Family {
+        (0..args.hosts)
+            .map(|h| {
+                (0..args.gpus)
+                    .map(|g| series_json(&device(h, g), &value(h, g), T))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
     };
-    let processes = |value: &dyn Fn(usize) -> String| {
-        vector(
-            &mut (0..args.hosts)
-                .flat_map(|h| (0..args.gpus).map(move |g| (h, g)))
-                .flat_map(|(h, g)| (0..args.processes).map(move |p| (h, g, p)))
-                .map(|(h, g, p)| {
-                    (
-                        format!(
-                            r#"{},"pid":"{}","username":"user{}","command":"python train.py --config configs/run-{p}.yaml --rank {g}""#,
-                            device(h, g),
-                            10_000 + g * 100 + p,
-                            p % 4
-                        ),
-                        value(p),
-                    )
-                }),
-        )
+    let processes = |value: &dyn Fn(usize) -> String| -> Family {
+        (0..args.hosts)
+            .map(|h| {
+                (0..args.gpus)
+                    .flat_map(|g| (0..args.processes).map(move |p| (g, p)))
+                    .map(|(g, p)| {
+                        series_json(
+                            &format!(
+                                r#"{},"pid":"{}","username":"user{}","command":"python train.py --config configs/run-{p}.yaml --rank {g}""#,
+                                device(h, g),
+                                10_000 + g * 100 + p,
+                                p % 4
+                            ),
+                            &value(p),
+                            T,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
     };
     let gib = 1u64 << 30;
     vec![
         (
-            "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".into(),
-            vector(&mut (0..args.hosts).map(|h| (host(h), format!("{}", T - 0.5)))),
-        ),
-        (
             "up".into(),
-            vector(&mut (0..args.hosts).map(|h| {
-                let h = host(h);
-                (h, "1".into())
-            })),
+            (0..args.hosts)
+                .map(|h| series_json(&host_labels(h), "1", T))
+                .collect(),
         ),
         ("gpuscope_device_up".into(), devices(&|_, _| "1".into())),
         (
@@ -146,7 +177,7 @@ fn answers(args: &Args) -> Vec<(String, String)> {
         ),
         (
             "gpuscope_device_fan_speed_ratio".into(),
-            vector(&mut std::iter::empty()),
+            (0..args.hosts).map(|_| String::new()).collect(),
         ),
         (
             "gpuscope_device_power_usage_watts".into(),
@@ -168,6 +199,56 @@ fn answers(args: &Args) -> Vec<(String, String)> {
     ]
 }
 
+const SAMPLE_TIMES: &str = "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])";
+
+/// How the stub answers: the families, and the clock of the exporters' samples.
+struct Stub {
+    families: Vec<(String, Family)>,
+    /// Host by instance, for selectors.
+    by_instance: std::collections::HashMap<String, usize>,
+    started: Instant,
+    /// Each host's exporter takes a new sample every this many seconds (Prometheus's scrape
+    /// interval), the hosts spread evenly over it.
+    scrape: f64,
+}
+
+impl Stub {
+    /// The answer to `query`: the sample times as of now; a family for every host, or for
+    /// the hosts an `{instance=~"a|b"}` selector names.
+    fn answer(&self, query: &str) -> Option<String> {
+        let n = self.by_instance.len();
+        if query == SAMPLE_TIMES {
+            let elapsed = self.started.elapsed().as_secs_f64();
+            let now = T + elapsed;
+            let pieces: Vec<String> = (0..n)
+                .map(|h| {
+                    let phase = self.scrape * h as f64 / n.max(1) as f64;
+                    let scrapes = ((elapsed + phase) / self.scrape).floor();
+                    let t = T + scrapes * self.scrape - phase;
+                    series_json(&host_labels(h), &format!("{t:.3}"), now)
+                })
+                .collect();
+            return Some(vector_of(pieces.iter()));
+        }
+        let (family, hosts) = match query.split_once("{instance=~\"") {
+            None => (query, None),
+            Some((family, rest)) => {
+                let regex = rest.strip_suffix("\"}")?.replace("\\\\", "\\");
+                let mut hosts = Vec::new();
+                for alt in regex.split('|') {
+                    hosts.push(*self.by_instance.get(&alt.replace('\\', ""))?);
+                }
+                (family, Some(hosts))
+            }
+        };
+        let (_, pieces) = self.families.iter().find(|(q, _)| q == family)?;
+        Some(match hosts {
+            None => vector_of(pieces.iter()),
+            Some(hosts) => vector_of(hosts.iter().filter_map(|&h| pieces.get(h))),
+        })
+    }
+}
+
 fn decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -187,7 +268,7 @@ fn decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn serve(stream: TcpStream, answers: &[(String, String)], log: &Log) -> Result<()> {
+fn serve(stream: TcpStream, stub: &Stub, log: &Log) -> Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     loop {
         let mut line = String::new();
@@ -207,10 +288,9 @@ fn serve(stream: TcpStream, answers: &[(String, String)], log: &Log) -> Result<(
             .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("query=")))
             .map(decode)
             .unwrap_or_default();
-        let body = answers.iter().find(|(q, _)| *q == query).map_or(
-            r#"{"status":"error","errorType":"bad_data","error":"unknown"}"#,
-            |(_, b)| b,
-        );
+        let body = stub.answer(&query).unwrap_or_else(|| {
+            r#"{"status":"error","errorType":"bad_data","error":"unknown"}"#.to_string()
+        });
         let mut w = &stream;
         write!(
             w,
@@ -220,7 +300,7 @@ fn serve(stream: TcpStream, answers: &[(String, String)], log: &Log) -> Result<(
         w.write_all(body.as_bytes())?;
         w.flush()?;
         if let Ok(mut l) = log.lock() {
-            l.push((arrived, Instant::now()));
+            l.push((arrived, Instant::now(), query == SAMPLE_TIMES));
         }
     }
 }
@@ -245,20 +325,32 @@ pub fn run(args: Args) -> Result<()> {
             target.join("release/gpuscope")
         }
     };
-    let answers = Arc::new(answers(&args));
-    let bytes: usize = answers.iter().map(|(_, b)| b.len()).sum();
+    let families = answers(&args);
+    let stub = Arc::new(Stub {
+        by_instance: (0..args.hosts).map(|h| (instance(h), h)).collect(),
+        families,
+        started: Instant::now(),
+        scrape: args.scrape_interval,
+    });
+    let queries = stub.families.len() + 1;
+    let bytes: usize = stub
+        .families
+        .iter()
+        .map(|(q, _)| stub.answer(q).map_or(0, |b| b.len()))
+        .sum::<usize>()
+        + stub.answer(SAMPLE_TIMES).map_or(0, |b| b.len());
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}", listener.local_addr()?);
     let log: Log = Arc::default();
     {
-        let answers = answers.clone();
+        let stub = stub.clone();
         let log = log.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let answers = answers.clone();
+                let stub = stub.clone();
                 let log = log.clone();
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &answers, &log);
+                    let _ = serve(stream, &stub, &log);
                 });
             }
         });
@@ -268,16 +360,20 @@ pub fn run(args: Args) -> Result<()> {
         args.hosts,
         args.gpus,
         args.processes,
-        answers.len(),
+        queries,
         bytes as f64 / 1e6
     );
-    for json in [false, true] {
+    for form in ["text", "json", "top --once"] {
         for _ in 0..args.runs {
             if let Ok(mut l) = log.lock() {
                 l.clear();
             }
-            let mut tool_args = vec!["snapshot".into(), "--prometheus".into(), url.clone().into()];
-            if json {
+            let mut tool_args: Vec<std::ffi::OsString> = match form {
+                "top --once" => vec!["top".into(), "--once".into()],
+                _ => vec!["snapshot".into()],
+            };
+            tool_args.extend(["--prometheus".into(), url.clone().into()]);
+            if form == "json" {
                 tool_args.push("--json".into());
             }
             let tool = Tool {
@@ -290,20 +386,20 @@ pub fn run(args: Args) -> Result<()> {
             let end = start + run.wall;
             let l = log.lock().map(|l| l.clone()).unwrap_or_default();
             ensure!(
-                l.len() == answers.len(),
+                l.len() == queries,
                 "{} queries asked, expected {}",
                 l.len(),
-                answers.len()
+                queries
             );
             let mut after = Duration::ZERO;
-            for (i, &(_, written)) in l.iter().enumerate() {
-                let next = l.get(i + 1).map_or(end, |&(arrived, _)| arrived);
+            for (i, &(_, written, _)) in l.iter().enumerate() {
+                let next = l.get(i + 1).map_or(end, |&(arrived, _, _)| arrived);
                 after += next.saturating_duration_since(written);
             }
-            let last = end.saturating_duration_since(l.last().map_or(end, |&(_, w)| w));
+            let last = end.saturating_duration_since(l.last().map_or(end, |&(_, w, _)| w));
             println!(
-                "{:<5} wall {:>6.0} ms  after answers {:>6.0} ms (after the last {:>5.0} ms)  cpu {:>6.0} ms  peak RSS {:>5.1} MB",
-                if json { "json" } else { "text" },
+                "{:<10} wall {:>6.0} ms  after answers {:>6.0} ms (after the last {:>5.0} ms)  cpu {:>6.0} ms  peak RSS {:>5.1} MB",
+                form,
                 run.wall.as_secs_f64() * 1e3,
                 after.as_secs_f64() * 1e3,
                 last.as_secs_f64() * 1e3,
@@ -312,5 +408,126 @@ pub fn run(args: Args) -> Result<()> {
             );
         }
     }
+    if args.viewer_seconds > 0 {
+        viewer(&bin, &url, &args, &log)?;
+    }
     Ok(())
+}
+
+/// CPU time (user + system) of `pid` so far, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("a /proc/PID/stat line")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the command: state is field 3, utime 14 and stime 15 (1-based, as in proc(5)).
+    let ticks: u64 = fields
+        .get(11)
+        .and_then(|u| u.parse::<u64>().ok())
+        .zip(fields.get(12).and_then(|s| s.parse::<u64>().ok()))
+        .map(|(u, s)| u + s)
+        .context("utime and stime in /proc/PID/stat")?;
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// `VmHWM` of `pid`, KiB.
+fn peak_rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("VmHWM in /proc/PID/status")
+}
+
+/// The interactive viewer in a private tmux server: CPU share and peak RSS over
+/// `--viewer-seconds` at `--viewer-interval`.
+fn viewer(bin: &Path, url: &str, args: &Args, log: &Log) -> Result<()> {
+    let socket = format!("gpuscope-bench-fleet-{}", std::process::id());
+    let tmux = |a: &[&str]| -> Result<String> {
+        let out = Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null"])
+            .args(a)
+            .output()
+            .context("tmux runs (the viewer is measured in a terminal)")?;
+        ensure!(
+            out.status.success(),
+            "tmux {a:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let command = format!(
+        "exec {} top --prometheus {url} --interval {}s",
+        bin.display(),
+        args.viewer_interval
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "b",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &command,
+    ])?;
+    let measured = (|| -> Result<()> {
+        let pid: u32 = tmux(&["display-message", "-p", "-t", "b", "#{pane_pid}"])?
+            .trim()
+            .parse()
+            .context("the pane's PID")?;
+        // The first refresh on the screen.
+        let started = Instant::now();
+        loop {
+            let screen = tmux(&["capture-pane", "-p", "-t", "b"])?;
+            if screen.contains(&format!("{} hosts", args.hosts)) {
+                break;
+            }
+            ensure!(
+                started.elapsed() < Duration::from_secs(60),
+                "the viewer showed no fleet within 60 s:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        println!(
+            "viewer: first screen {:.0} ms after start",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let count = |log: &Log| {
+            log.lock()
+                .map(|l| (l.len(), l.iter().filter(|e| e.2).count()))
+                .unwrap_or((0, 0))
+        };
+        let (served_before, refreshes_before) = count(log);
+        let cpu0 = cpu_time(pid)?;
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs(args.viewer_seconds));
+        let cpu = cpu_time(pid)?.saturating_sub(cpu0);
+        let wall = t0.elapsed();
+        let (served, refreshes) = count(log);
+        let served = served - served_before;
+        let refreshes = refreshes - refreshes_before;
+        println!(
+            "viewer at a {}s refresh (samples moving every {}s) over {:.1} s: cpu {:.0} ms = {:.1}% of a core, {} refreshes ({} queries), {:.0} ms cpu per refresh, peak RSS {:.1} MB",
+            args.viewer_interval,
+            args.scrape_interval,
+            wall.as_secs_f64(),
+            cpu.as_secs_f64() * 1e3,
+            100.0 * cpu.as_secs_f64() / wall.as_secs_f64(),
+            refreshes,
+            served,
+            cpu.as_secs_f64() * 1e3 / (refreshes as f64).max(1.0),
+            peak_rss_kib(pid)? as f64 / 1024.0
+        );
+        Ok(())
+    })();
+    let _ = tmux(&["kill-server"]);
+    measured
 }

@@ -12,6 +12,7 @@ pub mod remote;
 pub mod select;
 pub mod view;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use anyhow::Context as _;
 
 use crate::args::{self, DurationBounds};
 use crate::source::UsageError;
-use model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
+use model::{Fleet, FleetBuilder, Host, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
 use prom::{Client, ClientOptions};
 use view::{FleetFilter, SortKey};
 
@@ -49,19 +50,29 @@ pub struct FleetArgs {
     #[arg(long, value_name = "URL", num_args = 1..)]
     pub remote: Vec<String>,
 
-    /// Basic-auth user for the Prometheus server; the password comes from
-    /// --prometheus-password-file or $GPUSCOPE_PROMETHEUS_PASSWORD.
-    #[arg(long, value_name = "USER", requires = "prometheus")]
+    /// Basic-auth user for the Prometheus server (or, with --remote, the exporters); the
+    /// password comes from --prometheus-password-file or $GPUSCOPE_PROMETHEUS_PASSWORD, never
+    /// from the command line.
+    #[arg(long, value_name = "USER")]
     pub prometheus_user: Option<String>,
 
     /// File holding the basic-auth password (its first line).
     #[arg(long, value_name = "FILE", requires = "prometheus_user")]
     pub prometheus_password_file: Option<PathBuf>,
 
-    /// PEM file of the CA certificates to trust for an https:// server, instead of the
-    /// built-in web roots.
+    /// PEM file of the CA certificates to trust for an https:// server (Prometheus, or the
+    /// exporters with --remote), instead of the built-in web roots.
     #[arg(long, value_name = "FILE")]
     pub prometheus_ca: Option<PathBuf>,
+
+    /// PEM file of a client certificate (and its chain) to present to a server that asks for
+    /// one (mutual TLS); needs --prometheus-key.
+    #[arg(long, value_name = "FILE", requires = "prometheus_key")]
+    pub prometheus_cert: Option<PathBuf>,
+
+    /// PEM file of the client certificate's private key.
+    #[arg(long, value_name = "FILE", requires = "prometheus_cert")]
+    pub prometheus_key: Option<PathBuf>,
 
     /// Give up on one query (or one exporter with --remote) after this long.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
@@ -104,25 +115,29 @@ impl FleetArgs {
     /// A usage error for a bad URL, an unreadable password or CA file, or a user without a
     /// password.
     pub fn open(&self) -> anyhow::Result<FleetSource> {
+        let basic_auth = match &self.prometheus_user {
+            None => None,
+            Some(user) => Some((user.clone(), self.password()?)),
+        };
+        let options = ClientOptions {
+            url: self.prometheus.clone().unwrap_or_default(),
+            basic_auth,
+            ca_file: self.prometheus_ca.clone(),
+            client_cert: self
+                .prometheus_cert
+                .clone()
+                .zip(self.prometheus_key.clone()),
+            timeout: self.prometheus_timeout,
+        };
         let Some(url) = &self.prometheus else {
-            let remote = remote::Remote::new(&self.remote, self.prometheus_timeout)
+            let remote = remote::Remote::new(&self.remote, &options)
                 .map_err(|e| UsageError(e.to_string()))?;
             return Ok(FleetSource::Remote {
                 remote,
                 stale_after: self.stale_after.as_secs_f64(),
             });
         };
-        let basic_auth = match &self.prometheus_user {
-            None => None,
-            Some(user) => Some((user.clone(), self.password()?)),
-        };
-        let client = Client::new(&ClientOptions {
-            url: url.clone(),
-            basic_auth,
-            ca_file: self.prometheus_ca.clone(),
-            timeout: self.prometheus_timeout,
-        })
-        .map_err(|e| UsageError(e.to_string()))?;
+        let client = Client::new(&options).map_err(|e| UsageError(e.to_string()))?;
         Ok(FleetSource::Prometheus {
             client,
             url: url.clone(),
@@ -178,17 +193,44 @@ impl FleetSource {
     /// When no query at all could be answered (Prometheus unreachable, refusing every
     /// query); a partial answer is a fleet with `errors`.
     pub fn refresh(&self) -> anyhow::Result<Fleet> {
+        self.refresh_after(None)
+    }
+
+    /// Reads the fleet again after `previous` (the last fleet this source gave, unsorted
+    /// and unfiltered, or `None`). From Prometheus, a host whose data did not change since
+    /// (scraped now, up then, the same sample time) keeps its devices from `previous`, and the
+    /// device and process families are asked only for the hosts that changed (still one query
+    /// per family, `instance=~"..."`), or not at all when none did. `--remote` reads every
+    /// exporter each time.
+    ///
+    /// # Errors
+    ///
+    /// As [`FleetSource::refresh`].
+    pub fn refresh_after(&self, previous: Option<&Fleet>) -> anyhow::Result<Fleet> {
         match self {
             FleetSource::Prometheus {
                 client,
                 url,
                 stale_after,
-            } => refresh_prometheus(client, url, *stale_after),
+            } => refresh_prometheus(client, url, *stale_after, previous),
             FleetSource::Remote {
                 remote,
                 stale_after,
             } => Ok(remote.refresh(*stale_after)),
         }
+    }
+}
+
+/// Makes every large allocation (1 MiB and more: an answer's text, the fleet's vectors) a
+/// mapping of its own, given back to the system when freed. glibc otherwise raises its
+/// threshold to the largest block freed so far, after which each refresh's 25 MB answers come
+/// from the heap of the thread that read them and stay there, fragmented: the viewer peaked at
+/// 87 MB instead of 63 MB (docs/benchmarks.md). For the commands that refresh again and again.
+pub fn release_large_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tunable of the allocator; called before the threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 
@@ -204,14 +246,91 @@ pub fn queries() -> Vec<String> {
     q
 }
 
+/// The hosts to ask again, and the hosts that keep their devices, after the sample-time and
+/// `up` answers.
+enum Plan<'p> {
+    /// Ask every family for every host.
+    Full,
+    /// Ask every family for the hosts matching this regular expression (of their instances);
+    /// the others keep their devices from the previous fleet.
+    Some(String, Vec<(String, &'p Host)>),
+    /// Nothing changed: every host keeps its devices; the families are not asked.
+    None(Vec<(String, &'p Host)>),
+}
+
+/// `text` as a literal in an RE2 regular expression.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` inside a PromQL double-quoted string.
+fn promql_string(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn plan<'p>(b: &FleetBuilder, previous: Option<&'p Fleet>) -> Plan<'p> {
+    // After a refresh with failed families, ask everything again rather than keep holes.
+    let Some(prev) = previous.filter(|p| p.errors.is_empty()) else {
+        return Plan::Full;
+    };
+    if !b.all_have_instances() {
+        return Plan::Full;
+    }
+    let before: HashMap<&str, &Host> = prev
+        .hosts
+        .iter()
+        .filter(|h| h.state == model::HostState::Up && h.sample_time.is_some())
+        .filter_map(|h| Some((h.instance.as_deref()?, h)))
+        .collect();
+    let mut kept = Vec::new();
+    let mut changed = Vec::new();
+    for (instance, t) in b.scraped_hosts() {
+        match before.get(instance.as_str()) {
+            Some(h) if h.sample_time == t => kept.push((instance, *h)),
+            _ => changed.push(instance),
+        }
+    }
+    // Nearly every host changed: one plain query per family is shorter than a selector
+    // naming them all.
+    if kept.is_empty() || changed.len() * 4 > (kept.len() + changed.len()) * 3 {
+        return Plan::Full;
+    }
+    if changed.is_empty() {
+        return Plan::None(kept);
+    }
+    let alternatives: Vec<String> = changed.iter().map(|i| regex_escape(i)).collect();
+    Plan::Some(promql_string(&alternatives.join("|")), kept)
+}
+
 /// One refresh from Prometheus: [`queries`], each answer folded into the fleet as it is
-/// parsed.
-fn refresh_prometheus(client: &Client, url: &str, stale_after: f64) -> anyhow::Result<Fleet> {
+/// parsed; after `previous`, only what changed (see [`FleetSource::refresh_after`]).
+fn refresh_prometheus(
+    client: &Client,
+    url: &str,
+    stale_after: f64,
+    previous: Option<&Fleet>,
+) -> anyhow::Result<Fleet> {
     let mut b = FleetBuilder::new();
     let mut answered = 0;
     let mut first_error = None;
+    let mut planned = Plan::Full;
     for (i, query) in queries().iter().enumerate() {
-        let text = match client.query_text(query) {
+        if i == 2 {
+            planned = plan(&b, previous);
+        }
+        let asked = match (&planned, i) {
+            (_, 0 | 1) | (Plan::Full, _) => query.clone(),
+            (Plan::Some(selector, _), _) => format!("{query}{{instance=~\"{selector}\"}}"),
+            (Plan::None(_), _) => break,
+        };
+        let text = match client.query_text(&asked) {
             Ok(text) => text,
             Err(e) => {
                 first_error.get_or_insert_with(|| e.to_string());
@@ -254,6 +373,11 @@ fn refresh_prometheus(client: &Client, url: &str, stale_after: f64) -> anyhow::R
             first_error.unwrap_or_default()
         );
     }
+    if let Plan::Some(_, kept) | Plan::None(kept) = &planned {
+        for (instance, host) in kept {
+            b.keep_devices(instance, host);
+        }
+    }
     Ok(b.finish(url.to_string(), stale_after, false))
 }
 
@@ -276,25 +400,30 @@ pub fn write_json(fleet: &Fleet) -> anyhow::Result<()> {
 /// `--watch` interval.
 pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Result<()> {
     let source = fleet.open()?;
-    let one = |source: &FleetSource| -> anyhow::Result<Fleet> {
-        let mut f = source.refresh()?;
+    let one = |source: &FleetSource, previous: &mut Option<Fleet>| -> anyhow::Result<Fleet> {
+        let mut f = source.refresh_after(previous.as_ref())?;
+        if view.watch.is_some() {
+            *previous = Some(f.clone());
+        }
         if let Some(filter) = &view.filter {
             filter.apply(&mut f);
         }
         view::sort(&mut f, view.sort);
         Ok(f)
     };
+    let mut previous = None;
     let Some(every) = view.watch else {
-        let f = one(&source)?;
+        let f = one(&source, &mut previous)?;
         return if json {
             write_json(&f)
         } else {
             crate::write_stdout(&view::render_text(&f, view.sort))
         };
     };
+    release_large_blocks();
     loop {
         let started = std::time::Instant::now();
-        match one(&source) {
+        match one(&source, &mut previous) {
             Ok(f) if json => write_json(&f)?,
             Ok(f) => crate::write_stdout(&format!(
                 "\x1b[H\x1b[2J{}",
@@ -307,5 +436,51 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
             ))?,
         }
         std::thread::sleep(every.saturating_sub(started.elapsed()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{promql_string, regex_escape};
+
+    /// What Prometheus reads back from `promql_string(regex_escape(..))` joined by `|`: the
+    /// PromQL string's escapes undone, then the alternatives split and their escapes undone.
+    fn read_back(text: &str) -> Vec<String> {
+        let mut unquoted = String::new();
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            unquoted.push(if c == '\\' { chars.next().unwrap() } else { c });
+        }
+        let mut out = vec![String::new()];
+        let mut chars = unquoted.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => out.last_mut().unwrap().push(chars.next().unwrap()),
+                '|' => out.push(String::new()),
+                c => out.last_mut().unwrap().push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_instance_is_matched_literally() {
+        assert_eq!(regex_escape("10.0.0.1:9445"), "10\\.0\\.0\\.1:9445");
+        assert_eq!(promql_string(&regex_escape("a.b")), "a\\\\.b");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_instances_survive_the_selector(instances in proptest::collection::vec("\\PC{1,20}", 1..5)) {
+            let joined: Vec<String> = instances.iter().map(|i| regex_escape(i)).collect();
+            let text = promql_string(&joined.join("|"));
+            // Nothing unescaped can end the string early.
+            let mut escaped = false;
+            for c in text.chars() {
+                proptest::prop_assert!(escaped || c != '"', "{text}");
+                escaped = !escaped && c == '\\';
+            }
+            proptest::prop_assert_eq!(read_back(&text), instances);
+        }
     }
 }

@@ -22,7 +22,7 @@ use crate::source::SourceArgs;
 
 /// Watch and choose NVIDIA GPUs.
 #[derive(Parser)]
-#[command(name = "gpuscope", version, about, long_about = None, after_help = shell::DEFAULT_COMMAND_HELP)]
+#[command(name = "gpuscope", version, propagate_version = true, about, long_about = None, after_help = shell::DEFAULT_COMMAND_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -5,6 +5,7 @@
 //! handles keys and clicks. The UI never calls the backend, so a slow driver cannot freeze it.
 
 mod app;
+pub mod fleet;
 mod input;
 mod sampler;
 mod signals;
@@ -34,30 +35,90 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
-    /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 50ms to 1h.
-    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s",
-          value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
-    interval: Duration,
+    /// The fleet instead of this machine: every host's GPUs from Prometheus (--prometheus URL)
+    /// or from exporters read directly (--remote URL...); docs/fleet.md.
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
 
-    /// Show only these devices: comma-separated ids, `2` for GPU 2 (with its MIG devices),
+    /// With --prometheus or --remote: the first order (the `s` key changes it): host, gpu,
+    /// free-memory (most first) or utilization (least first).
+    #[arg(long, value_enum)]
+    sort: Option<crate::fleet::view::SortKey>,
+
+    /// With --prometheus or --remote: the first filter (the `/` key changes it): host:NAME
+    /// (host:gpu-* for a prefix), gpu:ID, user:NAME, pid:N, state:up|down|stale, and words.
+    #[arg(long, value_name = "TERMS")]
+    filter: Option<String>,
+
+    /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 50ms to 1h.
+    /// Default 1s, and 2s with --prometheus or --remote.
+    #[arg(long, short = 'i', value_name = "DURATION", env = "GPUSCOPE_TOP_INTERVAL",
+          value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
+    interval: Option<Duration>,
+
+    /// Show only these devices: ids separated by commas or spaces (`--only 0 1`), `2` for GPU 2 (with its MIG devices),
     /// `0:1` for one MIG device.
-    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    #[arg(long, value_name = "IDS", value_delimiter = ',', num_args = 1..)]
     only: Vec<String>,
 
+    /// Show only the devices CUDA sees under CUDA_VISIBLE_DEVICES (and CUDA_DEVICE_ORDER).
+    #[arg(long, env = "GPUSCOPE_TOP_ONLY_VISIBLE",
+          value_parser = clap::builder::FalseyValueParser::new())]
+    only_visible: bool,
+
+    /// Only this user's processes (nvitop's --user); without a name, the current user's.
+    #[arg(long, value_name = "USER", num_args = 0..=1, default_missing_value = "")]
+    user: Option<String>,
+
+    /// Only these processes (nvitop's --pid), e.g. --pid 4242 4243.
+    #[arg(long, value_name = "PID", num_args = 1..)]
+    pid: Vec<u32>,
+
+    /// Only processes with a compute context (C or C+G).
+    #[arg(long, short = 'c', conflicts_with = "graphics")]
+    compute: bool,
+
+    /// Only processes with a graphics context (G or C+G).
+    #[arg(long, short = 'g')]
+    graphics: bool,
+
+    /// GPU utilization colours as nvitop's: green under TH1 percent, yellow from it, red from
+    /// TH2 (default 10 75).
+    #[arg(long, num_args = 2, value_names = ["TH1", "TH2"],
+          value_parser = crate::args::whole::<u8>((0, 100)))]
+    gpu_util_thresh: Vec<u8>,
+
+    /// GPU memory colours as nvitop's: green under TH1 percent, yellow from it, red from TH2
+    /// (default 10 80).
+    #[arg(long, num_args = 2, value_names = ["TH1", "TH2"],
+          value_parser = crate::args::whole::<u8>((0, 100)))]
+    mem_util_thresh: Vec<u8>,
+
     /// Read-only: sending signals is turned off.
-    #[arg(long)]
+    #[arg(long, env = "GPUSCOPE_TOP_READONLY",
+          value_parser = clap::builder::FalseyValueParser::new())]
     readonly: bool,
 
     /// No colours (also when the NO_COLOR environment variable is set).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "force_color")]
     no_color: bool,
 
-    /// ASCII only: no block, line-drawing or other non-ASCII characters.
+    /// Colours even when NO_COLOR is set.
     #[arg(long)]
+    force_color: bool,
+
+    /// ASCII only: no block, line-drawing or other non-ASCII characters.
+    #[arg(
+        long,
+        short = 'U',
+        visible_alias = "no-unicode",
+        env = "GPUSCOPE_TOP_ASCII",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
     ascii: bool,
 
     /// Device panel layout; the `f` key switches it while running.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", env = "GPUSCOPE_TOP_LAYOUT")]
     layout: LayoutArg,
 
     /// Print the screen once, as plain text, and exit (width: the terminal's, else COLUMNS,
@@ -81,6 +142,10 @@ enum LayoutArg {
 fn keys_help() -> String {
     let mut s = String::from("Keys:\n");
     for (keys, what) in ui::KEYS {
+        s.push_str(&format!("  {keys:<22} {what}\n"));
+    }
+    s.push_str("\nKeys of the fleet view (--prometheus, --remote):\n");
+    for (keys, what) in fleet::KEYS {
         s.push_str(&format!("  {keys:<22} {what}\n"));
     }
     s.push_str(
@@ -125,22 +190,198 @@ fn choose_devices(all: Vec<Device>, only: &[String]) -> Result<Vec<Device>> {
         .collect())
 }
 
+/// `secs` (Unix time) as a time of day in the local time zone (`TZ`, else /etc/localtime):
+/// `HH:MM:SS ZONE`; `None` when the C library cannot convert it.
+pub(crate) fn local_clock(secs: u64) -> Option<String> {
+    let t = libc::time_t::try_from(secs).ok()?;
+    // SAFETY: a zeroed tm is a valid value for localtime_r to overwrite.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: localtime_r reads `t` and writes `tm`, both valid for the call.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return None;
+    }
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: glibc's tm_zone points at a NUL-terminated name that lives as long as the
+        // time-zone data (the process).
+        let name = unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) };
+        format!(
+            " {}",
+            gpu_devices::text::escape_control(&name.to_string_lossy())
+        )
+    };
+    Some(format!(
+        "{:02}:{:02}:{:02}{zone}",
+        tm.tm_hour, tm.tm_min, tm.tm_sec
+    ))
+}
+
+/// The fleet viewer's refresh interval unless --interval says otherwise.
+const FLEET_INTERVAL: Duration = Duration::from_secs(2);
+
+/// `top --prometheus URL` / `top --remote URL...`.
+fn run_fleet(args: Args) -> Result<()> {
+    if !args.only.is_empty() {
+        return Err(UsageError(
+            "--only names this machine's devices; with --prometheus or --remote use --filter gpu:ID"
+                .into(),
+        )
+        .into());
+    }
+    if args.user.is_some()
+        || !args.pid.is_empty()
+        || args.compute
+        || args.graphics
+        || args.only_visible
+    {
+        return Err(UsageError(
+            "--user, --pid, -c, -g and --only-visible are for this machine; with --prometheus or \
+             --remote use --filter user:NAME or pid:N"
+                .into(),
+        )
+        .into());
+    }
+    let source = args.fleet.open()?;
+    let label = match (&args.fleet.prometheus, &args.fleet.remote) {
+        (Some(url), _) => url.clone(),
+        (None, urls) => urls.join(" "),
+    };
+    let mut app = fleet::FleetApp::new(
+        label,
+        args.interval.unwrap_or(FLEET_INTERVAL),
+        colors_on(&args),
+        args.ascii,
+    );
+    app.sort = args.sort.unwrap_or_default();
+    if let Some(text) = &args.filter {
+        app.set_filter(text)
+            .map_err(|e| UsageError(format!("--filter: {e}")))?;
+    }
+    fleet::run(app, source, args.once)
+}
+
+/// Whether to draw in colour: not with --no-color, nor when NO_COLOR is set unless
+/// --force-color says so.
+fn colors_on(args: &Args) -> bool {
+    args.force_color
+        || (!args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
+}
+
+/// The name of the user running gpuscope: $LOGNAME, $USER or the user database's entry of the
+/// effective uid (as Python's getpass.getuser, which nvitop uses).
+fn current_user() -> Option<String> {
+    for var in ["LOGNAME", "USER", "LNAME", "USERNAME"] {
+        if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+            return Some(v);
+        }
+    }
+    // SAFETY: a zeroed passwd is a valid out-parameter (plain pointers and integers).
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf: Vec<libc::c_char> = vec![0; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call, `buf` for `buf.len()` bytes.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: getpwuid_r succeeded, so pw_name is a NUL-terminated string inside `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned()).filter(|n| !n.is_empty())
+}
+
+/// The process filter that nvitop's startup options ask for (`--user`, `--pid`, `-c`, `-g`),
+/// in the filter syntax of the `/` key, or `None` when none is given.
+fn startup_filter(args: &Args) -> Result<Option<String>> {
+    let mut terms = Vec::new();
+    match args.user.as_deref() {
+        None => {}
+        Some("") => {
+            let me = current_user().ok_or_else(|| {
+                UsageError("--user: cannot tell who the current user is; name one".into())
+            })?;
+            terms.push(format!("user:{me}"));
+        }
+        Some(u) if u.chars().any(char::is_whitespace) => {
+            return Err(UsageError(format!("--user {u:?}: a user name has no spaces")).into())
+        }
+        Some(u) => terms.push(format!("user:{u}")),
+    }
+    if !args.pid.is_empty() {
+        let pids: Vec<String> = args.pid.iter().map(u32::to_string).collect();
+        terms.push(format!("pid:{}", pids.join(",")));
+    }
+    if args.compute {
+        terms.push("type:compute".into());
+    }
+    if args.graphics {
+        terms.push("type:graphics".into());
+    }
+    Ok((!terms.is_empty()).then(|| terms.join(" ")))
+}
+
+/// Two thresholds given on the command line (or `default`), the first below the second.
+fn thresholds(option: &str, given: &[u8], default: (u8, u8)) -> Result<(u8, u8)> {
+    match given {
+        [] => Ok(default),
+        [low, high] if low < high => Ok((*low, *high)),
+        [low, high] => Err(UsageError(format!(
+            "{option} {low} {high}: the first threshold must be below the second"
+        ))
+        .into()),
+        _ => Err(UsageError(format!("{option} takes two percents")).into()),
+    }
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if args.fleet.is_set() {
+        return run_fleet(args);
+    }
+    if args.sort.is_some() || args.filter.is_some() {
+        return Err(
+            UsageError("--sort and --filter go with --prometheus or --remote".into()).into(),
+        );
+    }
     let src = args.source.open()?;
     let ctx = src.collector.context();
-    let devices = choose_devices(ctx.all_devices(), &args.only)?;
+    let mut devices = choose_devices(ctx.all_devices(), &args.only)?;
+    if args.only_visible {
+        let visible: Vec<DeviceId> = ctx.cuda_devices().iter().map(|c| c.device().id()).collect();
+        devices.retain(|d| {
+            let id = d.id();
+            visible.iter().any(|&v| {
+                v == id
+                    || (matches!(v, DeviceId::Gpu(_)) && v.physical_index() == id.physical_index())
+            })
+        });
+    }
     let opts = Options {
         live: src.label == "nvml",
         source_label: src.label.clone(),
         readonly: args.readonly,
-        color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        color: colors_on(&args),
         ascii: args.ascii,
-        interval: args.interval,
+        interval: args.interval.unwrap_or(Duration::from_secs(1)),
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
+        local_time: true,
+        gpu_util_thresh: thresholds("--gpu-util-thresh", &args.gpu_util_thresh, (10, 75))?,
+        mem_util_thresh: thresholds("--mem-util-thresh", &args.mem_util_thresh, (10, 80))?,
     };
+    let filter = startup_filter(&args)?;
     let mut app = App::new(opts);
+    if let Some(text) = filter {
+        app.filter = app::Filter::parse(&text).map_err(UsageError)?;
+    }
     app.layout = match args.layout {
         LayoutArg::Auto => LayoutMode::Auto,
         LayoutArg::Compact => LayoutMode::Compact,
@@ -155,7 +396,7 @@ pub fn run(args: Args) -> Result<()> {
     interactive(app, src.collector, devices)
 }
 
-fn once_width() -> u16 {
+pub(crate) fn once_width() -> u16 {
     use std::io::IsTerminal as _;
     let terminal = if std::io::stdout().is_terminal() {
         ratatui::crossterm::terminal::size().ok().map(|(w, _)| w)
@@ -181,7 +422,8 @@ fn choose_once_width(terminal: Option<u16>, columns: Option<&str>) -> u16 {
 
 /// The most cells `--once` draws (its width times its height): the screen is drawn into
 /// buffers of that size, so a huge width or process list must not make them huge.
-const ONCE_MAX_CELLS: usize = terminal::MAX_WIDTH as usize * terminal::MAX_HEIGHT as usize;
+pub(crate) const ONCE_MAX_CELLS: usize =
+    terminal::MAX_WIDTH as usize * terminal::MAX_HEIGHT as usize;
 
 /// The screen as plain text, as tall as it needs to be: every device and every process, up to
 /// [`ONCE_MAX_CELLS`] (then a last line says how many processes were left out). At most
@@ -244,7 +486,7 @@ fn render_text(app: &App, width: u16, height: u16) -> String {
     buffer_text(terminal.backend().buffer())
 }
 
-fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+pub(crate) fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
     let area = buf.area;
     let mut out = String::new();
     for y in area.y..area.y + area.height {
@@ -351,13 +593,13 @@ fn interactive(
 
 /// The terminal the keys come from (as crossterm chooses it: stdin when it is a terminal, else
 /// /dev/tty).
-enum InputTty {
+pub(crate) enum InputTty {
     Stdin,
     DevTty(std::fs::File),
 }
 
 impl InputTty {
-    fn open() -> Result<InputTty> {
+    pub(crate) fn open() -> Result<InputTty> {
         use std::io::IsTerminal as _;
         if std::io::stdin().is_terminal() {
             return Ok(InputTty::Stdin);
@@ -376,7 +618,7 @@ impl InputTty {
 }
 
 /// What waiting for the terminal gave.
-enum Input {
+pub(crate) enum Input {
     /// Something to read (or a signal such as a resize interrupted the wait).
     Ready,
     /// Nothing within the time.
@@ -386,7 +628,7 @@ enum Input {
 }
 
 /// Waits up to `timeout_ms` for input on the terminal.
-fn input_ready(tty: &InputTty, timeout_ms: i32) -> Input {
+pub(crate) fn input_ready(tty: &InputTty, timeout_ms: i32) -> Input {
     let mut fds = libc::pollfd {
         fd: tty.fd(),
         events: libc::POLLIN,

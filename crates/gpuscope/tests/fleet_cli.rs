@@ -599,3 +599,436 @@ fn remote_reads_exporters_directly_and_an_unreachable_one_is_down() {
     let uuid = ok(&out);
     assert!(uuid.starts_with("GPU-"), "{uuid}");
 }
+
+/// A private CA and what it signed: a server certificate for 127.0.0.1 and a client
+/// certificate, in `dir` as `ca.pem`, `server.pem`/`server.key`, `client.pem`/`client.key`.
+fn make_pki(dir: &std::path::Path) -> Pki {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "gpuscope test CA");
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let leaf = |name: &str| {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec![name.to_string()])
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server, server_key) = leaf("127.0.0.1");
+    let (client, client_key) = leaf("gpuscope-client");
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, text) in [
+        ("ca.pem", ca.pem()),
+        ("server.pem", server.clone()),
+        ("server.key", server_key.clone()),
+        ("client.pem", client),
+        ("client.key", client_key),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    Pki {
+        ca: ca.pem(),
+        server,
+        server_key,
+    }
+}
+
+struct Pki {
+    ca: String,
+    server: String,
+    server_key: String,
+}
+
+/// A TLS server configuration that presents the server certificate and requires a client
+/// certificate signed by the CA.
+fn mutual_tls(pki: &Pki) -> std::sync::Arc<tokio_rustls::rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::sync::Arc;
+    use tokio_rustls::rustls;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(pki.ca.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pki.server.as_bytes())
+        .map(|c| c.unwrap())
+        .collect();
+    let key = PrivateKeyDer::from_pem_slice(pki.server_key.as_bytes()).unwrap();
+    Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain, key)
+            .unwrap(),
+    )
+}
+
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
+}
+
+#[test]
+fn prometheus_over_mutual_tls_with_basic_auth() {
+    let dir = std::env::temp_dir().join(format!("gpuscope-fleet-mtls-{}", std::process::id()));
+    let pki = make_pki(&dir);
+    std::fs::write(dir.join("pass"), "s3cret\n").unwrap();
+    let stub = fleet_support::start_tls(replies(), Some(basic("ops", "s3cret")), mutual_tls(&pki));
+    let p = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let (ca, cert, key, pass) = (p("ca.pem"), p("client.pem"), p("client.key"), p("pass"));
+    let tls = [
+        "--prometheus-ca",
+        ca.as_str(),
+        "--prometheus-cert",
+        cert.as_str(),
+        "--prometheus-key",
+        key.as_str(),
+        "--prometheus-user",
+        "ops",
+        "--prometheus-password-file",
+        pass.as_str(),
+    ];
+    // Everything right: the fleet's values.
+    let fleet = fleet_json(&stub, &tls);
+    let a = host(&fleet, "node-a");
+    assert_eq!(a["state"], "up");
+    assert_eq!(a["devices"][1]["memory_free_bytes"], 60 * GIB);
+    // The viewer reads the same way: every host on its screen.
+    let mut args = vec!["top", "--once", "--prometheus", &stub.url];
+    args.extend_from_slice(&tls);
+    let screen = ok(&gpuscope(&args, &[("COLUMNS", "160")]));
+    for h in ["node-a", "node-b", "node-c", "node-d"] {
+        assert!(
+            screen.lines().any(|l| l.starts_with(h)),
+            "{h} missing:\n{screen}"
+        );
+    }
+    // The password from the environment instead of a file.
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--prometheus-ca",
+            &ca,
+            "--prometheus-cert",
+            &cert,
+            "--prometheus-key",
+            &key,
+            "--prometheus-user",
+            "ops",
+        ],
+        &[("GPUSCOPE_PROMETHEUS_PASSWORD", "s3cret")],
+    );
+    assert!(ok(&out).contains("node-a"));
+
+    // Each missing piece is refused: no client certificate (the handshake fails), no CA (the
+    // server's certificate is not trusted), a wrong password (401).
+    let without = |skip: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["snapshot", "--prometheus", stub.url.as_str()];
+        let mut i = 0;
+        while i < tls.len() {
+            if !skip.contains(&tls[i]) {
+                args.extend_from_slice(&tls[i..i + 2]);
+            }
+            i += 2;
+        }
+        gpuscope(&args, env)
+    };
+    for (skip, why) in [
+        (
+            &["--prometheus-cert", "--prometheus-key"][..],
+            "no client certificate",
+        ),
+        (&["--prometheus-ca"][..], "an untrusted server"),
+    ] {
+        let out = without(skip, &[]);
+        assert_eq!(out.status.code(), Some(1), "{why}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("answered no query"), "{why}: {err}");
+    }
+    std::fs::write(dir.join("pass"), "guess\n").unwrap();
+    let out = without(&[], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("401"));
+    // A key without a certificate, or a certificate file with no certificate, is a usage error.
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--prometheus-key",
+            &key,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--prometheus",
+            &stub.url,
+            "--prometheus-cert",
+            &pass,
+            "--prometheus-key",
+            &key,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--prometheus-cert") && err.contains("pass"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn remote_exporters_over_tls_with_basic_auth() {
+    let dir = std::env::temp_dir().join(format!("gpuscope-fleet-rtls-{}", std::process::id()));
+    make_pki(&dir);
+    // Cost 4, the least bcrypt allows, keeps the test quick.
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    std::fs::write(
+        dir.join("web.yml"),
+        format!(
+            "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n\
+             basic_auth_users:\n  prometheus: {hash}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("pass"), "s3cret\n").unwrap();
+    let p = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let exporter = export_support::Exporter::start(&[
+        "--fixture",
+        &fixture("h100-sxm-8gpu"),
+        "--frame",
+        "5",
+        "--hostname",
+        "lab-tls",
+        "--web.config.file",
+        &p("web.yml"),
+    ]);
+    let url = format!("https://{}", exporter.addr);
+    let (ca, pass) = (p("ca.pem"), p("pass"));
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--json",
+            "--remote",
+            &url,
+            "--prometheus-ca",
+            &ca,
+            "--prometheus-user",
+            "prometheus",
+            "--prometheus-password-file",
+            &pass,
+        ],
+        &[],
+    );
+    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let h = host(&fleet, "lab-tls");
+    assert_eq!(h["state"], "up");
+    assert_eq!(h["devices"].as_array().unwrap().len(), 8);
+    // The viewer over the same exporter.
+    let screen = ok(&gpuscope(
+        &[
+            "top",
+            "--once",
+            "--remote",
+            &url,
+            "--prometheus-ca",
+            &ca,
+            "--prometheus-user",
+            "prometheus",
+            "--prometheus-password-file",
+            &pass,
+        ],
+        &[("COLUMNS", "160")],
+    ));
+    assert!(screen.contains("1 hosts  8 devices  1 up"), "{screen}");
+    // Without the password the exporter is down, and why is said.
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--json",
+            "--remote",
+            &url,
+            "--prometheus-ca",
+            &ca,
+        ],
+        &[],
+    );
+    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(fleet["hosts"][0]["state"], "down");
+    assert!(
+        fleet["errors"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("401"),
+        "{fleet}"
+    );
+    // Without the CA the exporter's certificate is not trusted.
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--json",
+            "--remote",
+            &url,
+            "--prometheus-user",
+            "prometheus",
+            "--prometheus-password-file",
+            &pass,
+        ],
+        &[],
+    );
+    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(fleet["hosts"][0]["state"], "down");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `snapshot --prometheus --watch 0.3s --json`, its documents as they come.
+struct Watch {
+    child: std::process::Child,
+    docs: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Watch {
+    fn start(stub: &Stub) -> Watch {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+            .args([
+                "snapshot",
+                "--prometheus",
+                &stub.url,
+                "--json",
+                "--watch",
+                "0.3s",
+            ])
+            .env_remove("GPUSCOPE_PROMETHEUS_PASSWORD")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, docs) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for doc in serde_json::Deserializer::from_reader(out).into_iter::<Value>() {
+                let Ok(doc) = doc else { return };
+                if tx.send(doc).is_err() {
+                    return;
+                }
+            }
+        });
+        Watch { child, docs }
+    }
+
+    fn next(&self) -> Value {
+        self.docs
+            .recv_timeout(Duration::from_secs(15))
+            .expect("a refresh within 15 s")
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_of(fleet: &Value, host_name: &str, index: usize) -> Value {
+    host(fleet, host_name)["devices"][index]["memory_free_bytes"].clone()
+}
+
+#[test]
+fn refreshes_ask_again_only_for_the_hosts_whose_sample_changed() {
+    let stub = start(replies(), None);
+    let watch = Watch::start(&stub);
+    let first = watch.next();
+    let asked_first = stub.asked.lock().unwrap().len();
+    assert_eq!(asked_first, 15, "the first refresh asks every family");
+    // Nothing changed on node-a and node-b: the next refresh asks the sample times and `up`,
+    // then every family for node-d only (stale: it is asked each time), and shows the same
+    // values for all.
+    let second = watch.next();
+    let asked: Vec<String> = stub.asked.lock().unwrap()[15..30].to_vec();
+    assert_eq!(asked[0], first_query());
+    assert_eq!(asked[1], "up");
+    for q in &asked[2..] {
+        let (_, instances) =
+            fleet_support::split_selector(q).unwrap_or_else(|| panic!("no selector: {q}"));
+        assert_eq!(instances, ["10.0.0.4:9445"], "{q}");
+    }
+    assert_eq!(first["hosts"], second["hosts"]);
+
+    // node-a's exporter serves a new sample with less free memory on GPU 0.
+    {
+        let mut r = stub.replies.lock().unwrap();
+        let host = |h: &str, i: &str| json!({"instance": i, "job": "gpu", "hostname": h});
+        r.insert(
+            first_query(),
+            Reply::Body(vector(
+                T,
+                &[
+                    (host("node-a", "10.0.0.1:9445"), "999.9".into()),
+                    (host("node-b", "10.0.0.2:9445"), "999".into()),
+                    (host("node-c", "10.0.0.3:9445"), "900".into()),
+                    (host("node-d", "10.0.0.4:9445"), "940".into()),
+                ],
+            )),
+        );
+        let series: Vec<(Value, String)> = DEVICES
+            .iter()
+            .map(|d| {
+                let free = if (d.0, d.2) == ("node-a", "0") {
+                    5
+                } else {
+                    d.3
+                };
+                (labels(d.0, d.1, d.2, json!({})), (free * GIB).to_string())
+            })
+            .collect();
+        r.insert(
+            "gpuscope_device_memory_free_bytes".into(),
+            Reply::Body(vector(T, &series)),
+        );
+    }
+    let changed = loop {
+        let doc = watch.next();
+        if free_of(&doc, "node-a", 0) == json!(5 * GIB) {
+            break doc;
+        }
+    };
+    // node-a's new values; node-b's kept; one selector naming node-a (and stale node-d).
+    assert_eq!(free_of(&changed, "node-b", 1), free_of(&first, "node-b", 1));
+    assert_eq!(free_of(&changed, "node-a", 1), free_of(&first, "node-a", 1));
+    assert_eq!(
+        host(&changed, "node-a")["devices"][0]["processes"][0]["pid"],
+        4242
+    );
+    let asked = stub.asked.lock().unwrap().clone();
+    let with_a = asked
+        .iter()
+        .filter_map(|q| fleet_support::split_selector(q))
+        .find(|(_, i)| i.iter().any(|x| x == "10.0.0.1:9445"))
+        .expect("a selector naming node-a");
+    assert_eq!(with_a.1, ["10.0.0.1:9445", "10.0.0.4:9445"]);
+}
+
+fn first_query() -> String {
+    "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".to_string()
+}

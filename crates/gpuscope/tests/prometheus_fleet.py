@@ -351,6 +351,62 @@ def pods_through_prometheus(prom, fixture):
     check(got is not None and abs(got - want) < 1e-9, f"fleet-d GPU 0: utilization {got}")
 
 
+def top_in_tmux(binary, prom, fleet):
+    """`top --prometheus` in a real terminal (tmux) shows every host with its devices."""
+    if shutil.which("tmux") is None:
+        check(not os.environ.get("CI"), "tmux is required in CI (.ci/run installs it)")
+        print("prometheus-fleet: tmux is not installed; top --prometheus not checked")
+        return
+    sock = f"gpuscope-fleet-{os.getpid()}"
+
+    def tmux(*argv):
+        return subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", *argv],
+                              capture_output=True, text=True, timeout=10).stdout
+
+    hosts = sorted(h["host"] for h in fleet["hosts"])
+    devices = sum(len(h["devices"]) for h in fleet["hosts"])
+    want = f"{len(hosts)} hosts  {devices} devices  {len(hosts)} up  0 down"
+    try:
+        tmux("new-session", "-d", "-s", "t", "-x", "200", "-y", "80",
+             f"{binary} top --prometheus http://{prom} -i 0.5s --stale-after 10m; "
+             "echo exit=$?; sleep 60")
+        screen = ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and want not in screen:
+            screen = tmux("capture-pane", "-p", "-t", "t")
+            time.sleep(0.2)
+        check(want in screen, f"top --prometheus title: want {want!r}, screen:\n{screen}")
+        # The processes hidden (p), every host and device fits on the screen.
+        tmux("send-keys", "-t", "t", "p")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            screen = tmux("capture-pane", "-p", "-t", "t")
+            shown = sorted(line.split()[0] for line in screen.splitlines()
+                           if line.split() and line.split()[0] in hosts)
+            if shown == hosts:
+                break
+            time.sleep(0.2)
+        lines = screen.splitlines()
+        for h in hosts:
+            line = next((x for x in lines if x.startswith(h + " ")), "")
+            check(" up " in line, f"top --prometheus: host {h} listed up: {line!r}")
+        # Every physical GPU of every host has its line beneath its host.
+        for h in fleet["hosts"]:
+            if h["devices"]:
+                name = h["devices"][0]["name"][:28]
+                check(name in screen, f"top --prometheus: {h['host']}'s {name} shown")
+        tmux("send-keys", "-t", "t", "q")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "exit=" not in screen:
+            screen = tmux("capture-pane", "-p", "-t", "t")
+            time.sleep(0.1)
+        check("exit=0" in screen, f"top --prometheus quits with q: {screen[-300:]}")
+        print(f"prometheus-fleet: top --prometheus in tmux shows {len(hosts)} hosts, "
+              f"{devices} devices")
+    finally:
+        tmux("kill-server")
+
+
 def down_within(binary, prom, exporter, hostname, interval):
     """Stops one exporter; the fleet view marks its host down within two scrape intervals."""
     exporter.terminate()
@@ -530,7 +586,8 @@ def main():
             check(r.returncode == 0 and out == "", f"promtool check metrics on {hostname}: {out}")
 
         # The fleet view over this Prometheus; then one exporter stops (the last one started).
-        fleet_view(binary, prom, fixtures)
+        fleet = fleet_view(binary, prom, fixtures)
+        top_in_tmux(binary, prom, fleet)
         down_within(binary, prom, children[len(HOSTS) - 1], HOSTS[-1][2], 1.0)
     finally:
         cleanup()

@@ -344,3 +344,282 @@ fn a_process_list_that_cannot_be_read_is_na_in_the_viewer_not_empty() {
     assert!(!rows.is_empty(), "{screen}");
     assert!(rows.iter().all(|(dev, _)| dev != "1"), "{screen}");
 }
+
+#[test]
+fn nvitop_style_options_only_with_spaces_no_unicode_and_version() {
+    // `--only 0 3` (nvitop's space-separated form) and `-U` are `--only 0,3 --ascii`.
+    let nvitop = stdout_of(&[
+        "top", "--demo", "--frame", "5", "--once", "--only", "0", "3", "-U",
+    ]);
+    let ours = stdout_of(&[
+        "top", "--demo", "--frame", "5", "--once", "--only", "0,3", "--ascii",
+    ]);
+    assert_eq!(nvitop, ours);
+    assert!(nvitop.is_ascii());
+    let long = stdout_of(&[
+        "top",
+        "--demo",
+        "--frame",
+        "5",
+        "--once",
+        "--only",
+        "0",
+        "3",
+        "--no-unicode",
+    ]);
+    assert_eq!(long, ours);
+    // `top -V` prints the version, as `nvitop -V` does.
+    let v = stdout_of(&["top", "-V"]);
+    assert!(v.contains(env!("CARGO_PKG_VERSION")), "{v}");
+    // --force-color and --no-color contradict each other.
+    let out = gpuscope(&["top", "--demo", "--once", "--force-color", "--no-color"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// The header's time of a `--once` screen over the demo's frame 5, under time zone `tz`.
+fn header_time(tz: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["top", "--demo", "--frame", "5", "--once"])
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "140")
+        .env("TZ", tz)
+        .output()
+        .unwrap();
+    let screen = String::from_utf8(out.stdout).unwrap();
+    let header = screen.lines().next().unwrap_or("").to_string();
+    header
+        .split("  ")
+        .find(|p| p.len() >= 8 && p.as_bytes()[2] == b':' && p.as_bytes()[5] == b':')
+        .unwrap_or_else(|| panic!("no time in {header:?}"))
+        .to_string()
+}
+
+#[test]
+fn the_header_shows_local_time_in_the_time_zone() {
+    // POSIX time-zone strings need no tz database: "IST-5:30" is 5 h 30 ahead of UTC.
+    let utc = header_time("UTC0");
+    let ist = header_time("IST-5:30");
+    assert!(utc.ends_with(" UTC"), "{utc}");
+    assert!(ist.ends_with(" IST"), "{ist}");
+    let minutes = |t: &str| -> i32 {
+        let h: i32 = t[0..2].parse().unwrap();
+        let m: i32 = t[3..5].parse().unwrap();
+        h * 60 + m
+    };
+    assert_eq!(
+        (minutes(&ist) - minutes(&utc)).rem_euclid(24 * 60),
+        5 * 60 + 30
+    );
+    assert_eq!(ist[6..8], utc[6..8], "the seconds are the same");
+}
+
+/// (PID, user, type) of every process row of a `--once` screen.
+fn typed_rows(screen: &str) -> Vec<(u32, String, String)> {
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in screen.lines() {
+        if line.contains("PID") && line.contains("COMMAND") {
+            in_table = true;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        let rest: String = line.chars().skip(2).collect();
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        if let (Some(pid), Some(user), Some(kind)) = (w.get(1), w.get(2), w.get(3)) {
+            if let Ok(pid) = pid.parse() {
+                rows.push((pid, user.to_string(), kind.to_string()));
+            }
+        }
+    }
+    rows.sort();
+    rows
+}
+
+fn once_rows(extra: &[&str], env: &[(&str, &str)]) -> Vec<(u32, String, String)> {
+    let f = fixture("geforce-desktop");
+    let mut args = vec!["top", "--fixture", f.as_str(), "--frame", "5", "--once"];
+    args.extend_from_slice(extra);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    cmd.args(&args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "200");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    typed_rows(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn nvitop_startup_filters_user_pid_compute_graphics() {
+    let all = once_rows(&[], &[]);
+    assert!(all.len() >= 3, "{all:?}");
+    // --user NAME: exactly that user's rows.
+    let user = all[0].1.clone();
+    let want: Vec<_> = all.iter().filter(|r| r.1 == user).cloned().collect();
+    assert_eq!(once_rows(&["--user", &user], &[]), want);
+    // --user alone: the current user ($LOGNAME first, as nvitop's getpass).
+    assert_eq!(once_rows(&["--user"], &[("LOGNAME", &user)]), want);
+    // --pid A B: those two.
+    let pids = [all[0].0.to_string(), all[all.len() - 1].0.to_string()];
+    let got: Vec<u32> = once_rows(&["--pid", &pids[0], &pids[1]], &[])
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    // (A process on two GPUs has a row on each.)
+    let want_pids: Vec<u32> = all
+        .iter()
+        .map(|r| r.0)
+        .filter(|&p| p == all[0].0 || p == all[all.len() - 1].0)
+        .collect();
+    assert_eq!(got, want_pids);
+    // -c: C and C+G; -g: G and C+G.
+    let c = once_rows(&["-c"], &[]);
+    let g = once_rows(&["-g"], &[]);
+    assert_eq!(
+        c,
+        all.iter()
+            .filter(|r| r.2 == "C" || r.2 == "C+G")
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        g,
+        all.iter()
+            .filter(|r| r.2 == "G" || r.2 == "C+G")
+            .cloned()
+            .collect::<Vec<_>>()
+    );
+    assert!(!c.is_empty() && !g.is_empty() && c != g, "{c:?} {g:?}");
+    // They are for this machine's processes, not the fleet's.
+    let out = gpuscope(&["top", "--prometheus", "http://127.0.0.1:9", "-c", "--once"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn once_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    cmd.args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("COLUMNS", "140");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn device_lines(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter(|l| l.contains("NVIDIA H100"))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn only_visible_follows_cuda_visible_devices() {
+    let out = once_with_env(
+        &["top", "--demo", "--frame", "5", "--once", "--only-visible"],
+        &[
+            ("CUDA_VISIBLE_DEVICES", "5,2"),
+            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+        ],
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        device_lines(&String::from_utf8_lossy(&out.stdout)),
+        ["2", "5"]
+    );
+    // Unset: every device.
+    let out = once_with_env(
+        &["top", "--demo", "--frame", "5", "--once", "--only-visible"],
+        &[],
+    );
+    assert_eq!(device_lines(&String::from_utf8_lossy(&out.stdout)).len(), 8);
+}
+
+#[test]
+fn environment_variables_set_the_defaults() {
+    let screen = |env: &[(&str, &str)], extra: &[&str]| {
+        let mut args = vec!["top", "--demo", "--frame", "5", "--once"];
+        args.extend_from_slice(extra);
+        let out = once_with_env(&args, env);
+        assert!(
+            out.status.success(),
+            "{env:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = screen(&[], &[]);
+    assert!(!plain.is_ascii());
+    assert_eq!(
+        screen(&[("GPUSCOPE_TOP_ASCII", "1")], &[]),
+        screen(&[], &["--ascii"])
+    );
+    assert_eq!(screen(&[("GPUSCOPE_TOP_ASCII", "0")], &[]), plain);
+    assert!(screen(&[("GPUSCOPE_TOP_READONLY", "yes")], &[])
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("read-only"));
+    assert_eq!(
+        screen(&[("GPUSCOPE_TOP_LAYOUT", "compact")], &[]),
+        screen(&[], &["--layout", "compact"])
+    );
+    assert_eq!(
+        screen(
+            &[
+                ("CUDA_VISIBLE_DEVICES", "1"),
+                ("GPUSCOPE_TOP_ONLY_VISIBLE", "true")
+            ],
+            &[]
+        ),
+        screen(&[], &["--only", "1"])
+    );
+    // A bad value is a usage error, as on the command line.
+    let out = once_with_env(
+        &["top", "--demo", "--once"],
+        &[("GPUSCOPE_TOP_INTERVAL", "soon")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn utilization_thresholds_are_two_ordered_percents() {
+    let ok = gpuscope(&[
+        "top",
+        "--demo",
+        "--once",
+        "--gpu-util-thresh",
+        "20",
+        "90",
+        "--mem-util-thresh",
+        "5",
+        "50",
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    for bad in [["90", "20"], ["20", "101"], ["x", "50"]] {
+        let out = gpuscope(&[
+            "top",
+            "--demo",
+            "--once",
+            "--gpu-util-thresh",
+            bad[0],
+            bad[1],
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("gpu-util-thresh"), "{bad:?}: {err}");
+    }
+}

@@ -584,3 +584,329 @@ fn a_panic_restores_the_terminal_before_its_message() {
     }
     assert_shell_modes(&t, "a panic");
 }
+
+mod fleet_support;
+
+/// A stub Prometheus with three hosts: gpu-a (two GPUs, a process on GPU 1), gpu-b (one GPU)
+/// up, and gpu-c, whose exporter is down. `slow`: every device family waits this long.
+fn fleet_stub(slow: Option<Duration>) -> fleet_support::Stub {
+    use fleet_support::{vector, Reply};
+    let t = 1000.0;
+    let host = |h: &str| json!({"instance": format!("{h}:9445"), "job": "gpu", "hostname": h});
+    let dev = |h: &str, i: &str| {
+        json!({"instance": format!("{h}:9445"), "job": "gpu", "hostname": h, "index": i,
+               "uuid": format!("GPU-{h}-{i}"), "name": "NVIDIA H100 80GB HBM3"})
+    };
+    let mut r = std::collections::HashMap::new();
+    r.insert(
+        "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".to_string(),
+        Reply::Body(vector(
+            t,
+            &[
+                (host("gpu-a"), "999.5".into()),
+                (host("gpu-b"), "999.5".into()),
+                (host("gpu-c"), "900".into()),
+            ],
+        )),
+    );
+    r.insert(
+        "up".into(),
+        Reply::Body(vector(
+            t,
+            &[
+                (json!({"instance": "gpu-a:9445", "job": "gpu"}), "1".into()),
+                (json!({"instance": "gpu-b:9445", "job": "gpu"}), "1".into()),
+                (json!({"instance": "gpu-c:9445", "job": "gpu"}), "0".into()),
+            ],
+        )),
+    );
+    let gib = 1u64 << 30;
+    // gpu-a:0 has 10 GiB free, gpu-a:1 70 GiB, gpu-b:0 40 GiB.
+    let free = [("gpu-a", "0", 10), ("gpu-a", "1", 70), ("gpu-b", "0", 40)];
+    r.insert(
+        "gpuscope_device_memory_free_bytes".into(),
+        Reply::Body(vector(
+            t,
+            &free
+                .iter()
+                .map(|(h, i, f)| (dev(h, i), (f * gib).to_string()))
+                .collect::<Vec<_>>(),
+        )),
+    );
+    r.insert(
+        "gpuscope_device_memory_total_bytes".into(),
+        Reply::Body(vector(
+            t,
+            &free
+                .iter()
+                .map(|(h, i, _)| (dev(h, i), (80 * gib).to_string()))
+                .collect::<Vec<_>>(),
+        )),
+    );
+    let mut p = dev("gpu-a", "1");
+    p["pid"] = json!("4242");
+    p["username"] = json!("alice");
+    p["command"] = json!("python train.py \u{1b}[2J");
+    r.insert(
+        "gpuscope_process_gpu_memory_bytes".into(),
+        Reply::Body(vector(t, &[(p, (5 * gib).to_string())])),
+    );
+    if let Some(d) = slow {
+        r.insert("gpuscope_device_up".into(), Reply::Slow(d));
+    }
+    fleet_support::start(r, None)
+}
+
+/// The host of each line that starts with one, in order.
+fn fleet_hosts(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.starts_with("gpu-"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn top_prometheus_shows_every_host_sorts_filters_and_quits() {
+    let Some(t) = Tmux::new("fleet") else {
+        return;
+    };
+    let stub = fleet_stub(None);
+    t.start(
+        &shell_command(&format!(
+            "--prometheus {} --interval 0.5s --prometheus-timeout 5s",
+            stub.url
+        )),
+        170,
+        30,
+    );
+    let s = t.wait_text("3 hosts  3 devices  2 up  1 down");
+    assert_viewer_modes(&t);
+    assert_eq!(fleet_hosts(&s), ["gpu-a", "gpu-b", "gpu-c"], "{s}");
+    let down = s.lines().find(|l| l.starts_with("gpu-c")).unwrap();
+    assert!(
+        down.contains("DOWN") && down.contains("no current samples"),
+        "{s}"
+    );
+    // The process beneath gpu-a's GPU 1, its command's escape sequence shown escaped.
+    assert!(s.contains("└─ PID 4242") && s.contains("alice"), "{s}");
+    assert!(s.contains("python train.py \\x1b[2J"), "{s}");
+    // It refreshes on its own thread, every interval: three refreshes of the same 15 queries.
+    wait_until("three refreshes", || {
+        stub.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|q| *q == "up")
+            .count()
+            >= 3
+    });
+    let asked = stub.asked.lock().unwrap().clone();
+    let distinct: std::collections::HashSet<&String> = asked.iter().collect();
+    assert_eq!(distinct.len(), 15, "{distinct:?}");
+
+    // Most free memory first: gpu-a (70 GiB on GPU 1) before gpu-b (40 GiB).
+    t.keys(&["s", "s"]);
+    let s = t.wait_text("sort: free-memory");
+    assert_eq!(fleet_hosts(&s), ["gpu-a", "gpu-b", "gpu-c"], "{s}");
+    // One list across hosts: gpu-a:1, gpu-b:0, gpu-a:0.
+    t.keys(&["g", "p"]);
+    let s = t.wait_text("(across hosts)");
+    let order: Vec<String> = s
+        .lines()
+        .skip(2)
+        .filter(|l| l.starts_with("gpu-") && !l.contains("DOWN"))
+        .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(":"))
+        .collect();
+    assert_eq!(order, ["gpu-a:1", "gpu-b:0", "gpu-a:0"], "{s}");
+    t.keys(&["g", "p"]);
+
+    // A host filter keeps that host; a down host is found by its state.
+    t.keys(&["/", "host:gpu-b", "Enter"]);
+    let s = t.wait_for("only gpu-b", |s| {
+        s.contains("filter: host:gpu-b") && fleet_hosts(s) == ["gpu-b"]
+    });
+    assert!(s.contains("1 hosts"), "{s}");
+    t.keys(&["/"]);
+    for _ in 0.."host:gpu-b".len() {
+        t.run(&["send-keys", "-t", "t", "BSpace"]);
+    }
+    t.keys(&["state:down", "Enter"]);
+    t.wait_for("only gpu-c", |s| fleet_hosts(s) == ["gpu-c"]);
+    t.keys(&["q"]);
+    assert_restored(&t);
+}
+
+#[test]
+fn a_slow_prometheus_never_freezes_the_fleet_viewer() {
+    let Some(t) = Tmux::new("fleet-slow") else {
+        return;
+    };
+    // One family takes 20 s to answer: the first refresh is far away.
+    let stub = fleet_stub(Some(Duration::from_secs(20)));
+    t.start(
+        &shell_command(&format!(
+            "--prometheus {} --prometheus-timeout 30s",
+            stub.url
+        )),
+        170,
+        30,
+    );
+    t.wait_text("reading the fleet...");
+    wait_until("the slow query", || {
+        stub.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|q| q == "gpuscope_device_up")
+    });
+    // Keys are still handled while the refresh waits.
+    t.keys(&["s"]);
+    t.wait_text("sort: gpu");
+    let started = Instant::now();
+    t.keys(&["q"]);
+    assert_restored(&t);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "quitting waited {:?} on the refresh",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn nvitop_style_options_and_local_time_in_a_real_terminal() {
+    let Some(t) = Tmux::new("nvitop-options") else {
+        return;
+    };
+    t.start(
+        &shell_command_env("TZ=IST-5:30", "--demo --frame 5 --only 0 3 -U"),
+        160,
+        50,
+    );
+    let s = t.wait_for("the demo's devices", |s| s.contains("NVIDIA H100"));
+    // Local time, in the zone TZ names.
+    let header = s.lines().next().unwrap_or("");
+    assert!(
+        header.trim_end().ends_with(" IST") || header.contains(" IST "),
+        "{header}"
+    );
+    // Only GPUs 0 and 3, and no character outside ASCII.
+    let devices: Vec<&str> = s
+        .lines()
+        .filter(|l| l.contains("NVIDIA H100"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(devices, ["0", "3"], "{s}");
+    assert!(s.is_ascii(), "{s}");
+    t.keys(&["q"]);
+    assert_restored(&t);
+}
+
+#[test]
+fn nvitop_startup_filters_in_a_real_terminal() {
+    let Some(t) = Tmux::new("nvitop-filters") else {
+        return;
+    };
+    t.start(&shell_command("--demo --frame 5 --user eve -c"), 160, 50);
+    let s = t.wait_for("only eve's processes", |s| {
+        let rows = table(s);
+        !rows.is_empty() && rows.iter().all(|(_, u)| u == "eve")
+    });
+    assert!(s.contains("filter: user:eve type:compute"), "{s}");
+    // Esc clears it like a typed filter: every user again.
+    t.keys(&["Escape"]);
+    t.wait_for("other users", |s| table(s).iter().any(|(_, u)| u != "eve"));
+    t.keys(&["q"]);
+    assert_restored(&t);
+}
+
+#[test]
+fn the_tree_view_draws_nvitop_branches_in_a_real_terminal() {
+    let Some(t) = Tmux::new("tree") else {
+        return;
+    };
+    let f = format!(
+        "{}/../../fixtures/geforce-desktop.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    t.start(&shell_command(&format!("--fixture {f} --frame 5")), 160, 40);
+    t.wait_text("nbminer");
+    t.keys(&["t"]);
+    // nbminer runs on both GPUs under one parent: the first row's branch goes on, the last
+    // one ends it.
+    let s = t.wait_text("(tree,");
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("nbminer")).collect();
+    assert_eq!(rows.len(), 2, "{s}");
+    assert!(rows[0].contains("├─ /opt/nbminer"), "{s}");
+    assert!(rows[1].contains("└─ /opt/nbminer"), "{s}");
+    t.keys(&["q"]);
+    assert_restored(&t);
+}
+
+#[test]
+fn the_tree_shows_a_live_parents_command_and_user() {
+    let Some(t) = Tmux::new("tree-parent") else {
+        return;
+    };
+    let child = Child::spawn();
+    let pid = child.0.id();
+    let path = std::env::temp_dir().join(format!("gpuscope-top-parent-{pid}.json"));
+    fixture_with(pid, &path);
+    // Live NVML (fake-nvml): the child's parent is this test, which is on no GPU.
+    t.start(
+        &shell_command_env(
+            &format!(
+                "{}={} {}=0",
+                fake_nvml::FIXTURE_ENV,
+                path.display(),
+                fake_nvml::FRAME_ENV
+            ),
+            &format!("--nvml-lib {} --pid {pid}", fake_nvml().display()),
+        ),
+        200,
+        30,
+    );
+    t.wait_text(&pid.to_string());
+    t.keys(&["t"]);
+    let me = std::process::id().to_string();
+    let s = t.wait_text("(not on a GPU)");
+    let parent = s
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == me) && l.contains("(not on a GPU)"))
+        .unwrap_or_else(|| panic!("no row for the parent {me}:\n{s}"));
+    // The words after the PID: the user, then the other columns.
+    let after_pid: Vec<&str> = parent
+        .split_whitespace()
+        .skip_while(|w| *w != me)
+        .skip(1)
+        .collect();
+    let exe = std::env::current_exe().unwrap();
+    let name = exe.file_name().unwrap().to_str().unwrap();
+    assert!(
+        parent.contains(&name[..name.len().min(20)]),
+        "the parent's command: {parent}"
+    );
+    // Its user, as the host's user database names the owner of this process.
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().next().map(str::to_string))
+        .unwrap();
+    let user = std::fs::read_to_string("/etc/passwd")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
+        })
+        .unwrap_or(uid);
+    assert_eq!(after_pid.first(), Some(&user.as_str()), "{parent}");
+    // The child's row below it.
+    let child_row = s.lines().find(|l| l.contains(&format!(" {pid} "))).unwrap();
+    assert!(child_row.contains("└─ sleep 1000"), "{child_row}");
+    t.keys(&["q"]);
+    assert_restored(&t);
+    let _ = std::fs::remove_file(&path);
+}

@@ -5,7 +5,8 @@
 //! when Prometheus scrapes it in a job that has served gpuscope metrics within the lookback,
 //! so an exporter that is down stays in the view, marked down.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -77,6 +78,10 @@ pub struct Host {
     pub sample_age_seconds: Option<f64>,
     /// Driver version (from `gpuscope_device_info`, when exported).
     pub driver_version: Option<String>,
+    /// The exporter's latest sample time (Unix seconds, its own clock), which tells whether
+    /// the host's data changed since an earlier refresh. Not in the JSON.
+    #[serde(skip)]
+    pub sample_time: Option<f64>,
     /// Physical devices, each followed by its MIG devices.
     pub devices: Vec<FleetDevice>,
 }
@@ -114,9 +119,11 @@ pub struct FleetDevice {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FleetProcess {
     pub pid: u32,
-    pub user: Option<String>,
-    /// The shell-quoted command line (exported with `--process-command` only).
-    pub command: Option<String>,
+    /// The user name, shared by every process of the fleet that has it.
+    pub user: Option<Arc<str>>,
+    /// The shell-quoted command line (exported with `--process-command` only), shared by
+    /// every process of the fleet that has the same one (a job's ranks, its workers).
+    pub command: Option<Arc<str>>,
     /// The Kubernetes pod, its namespace and the container's name (docs/containers.md).
     pub pod: Option<String>,
     pub namespace: Option<String>,
@@ -216,6 +223,19 @@ pub struct FleetBuilder {
     jobs: Vec<String>,
     evaluated_at: Option<f64>,
     errors: Vec<FamilyError>,
+    /// User names and command lines seen, each kept once (64,000 processes of a large fleet
+    /// have a few hundred distinct ones).
+    texts: HashSet<Arc<str>>,
+}
+
+/// `text`, shared with the equal text seen before.
+fn intern(texts: &mut HashSet<Arc<str>>, text: &str) -> Arc<str> {
+    if let Some(t) = texts.get(text) {
+        return t.clone();
+    }
+    let t: Arc<str> = Arc::from(text);
+    texts.insert(t.clone());
+    t
 }
 
 /// A ratio (0 to 1) as a whole percent.
@@ -290,6 +310,7 @@ impl FleetBuilder {
             state: HostState::Stale,
             sample_age_seconds: None,
             driver_version: None,
+            sample_time: None,
             devices: Vec::new(),
         });
         self.by_instance
@@ -307,6 +328,35 @@ impl FleetBuilder {
         }
         if let Some(t) = s.number().and_then(finite) {
             self.hosts[h].sample_age_seconds = Some((s.value.0 - t).max(0.0));
+            self.hosts[h].sample_time = Some(t);
+        }
+    }
+
+    /// The hosts seen so far that Prometheus scrapes now (`up == 1`), by instance, with their
+    /// sample time: after the sample-time and `up` answers, what an incremental refresh
+    /// compares with the previous fleet.
+    pub fn scraped_hosts(&self) -> Vec<(String, Option<f64>)> {
+        self.hosts
+            .iter()
+            .filter_map(|h| {
+                let i = h.instance.as_ref()?;
+                matches!(self.up.get(i), Some((true, _))).then(|| (i.clone(), h.sample_time))
+            })
+            .collect()
+    }
+
+    /// Whether every host seen so far has an instance (an incremental refresh selects hosts
+    /// by it).
+    pub fn all_have_instances(&self) -> bool {
+        self.hosts.iter().all(|h| h.instance.is_some())
+    }
+
+    /// Takes a host's devices (and driver version) from an earlier refresh: its data did not
+    /// change, so its families were not asked again.
+    pub fn keep_devices(&mut self, instance: &str, from: &Host) {
+        if let Some(&h) = self.by_instance.get(instance) {
+            self.hosts[h].devices = from.devices.clone();
+            self.hosts[h].driver_version = from.driver_version.clone();
         }
     }
 
@@ -405,14 +455,15 @@ impl FleetBuilder {
             return;
         };
         let key = (h, d, pid);
+        let texts = &mut self.texts;
         let processes = &mut self.hosts[h].devices[d].processes;
         let p = match self.processes.get(&key) {
             Some(&p) => p,
             None => {
                 processes.push(FleetProcess {
                     pid,
-                    user: s.label("username").map(str::to_string),
-                    command: s.label("command").map(str::to_string),
+                    user: s.label("username").map(|u| intern(texts, u)),
+                    command: s.label("command").map(|c| intern(texts, c)),
                     pod: s.label("pod").map(str::to_string),
                     namespace: s.label("namespace").map(str::to_string),
                     container: s.label("container").map(str::to_string),
@@ -439,6 +490,7 @@ impl FleetBuilder {
             state: HostState::Down,
             sample_age_seconds: None,
             driver_version: None,
+            sample_time: None,
             devices: Vec::new(),
         });
     }
@@ -466,6 +518,7 @@ impl FleetBuilder {
                 state: HostState::Stale,
                 sample_age_seconds: None,
                 driver_version: None,
+                sample_time: None,
                 devices: Vec::new(),
             });
         }

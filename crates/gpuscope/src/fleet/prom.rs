@@ -274,8 +274,8 @@ impl<'a> Visitor<'a> for ResultSeed<'_, 'a> {
     }
 }
 
-/// How to reach a Prometheus server.
-#[derive(Debug, Clone)]
+/// How to reach a Prometheus server (or, for `--remote`, the exporters): TLS and basic auth.
+#[derive(Debug, Clone, Default)]
 pub struct ClientOptions {
     /// Base URL, e.g. `http://prometheus:9090` (a path prefix is kept).
     pub url: String,
@@ -283,16 +283,69 @@ pub struct ClientOptions {
     pub basic_auth: Option<(String, String)>,
     /// PEM file of the CA certificates to trust instead of the built-in roots.
     pub ca_file: Option<std::path::PathBuf>,
+    /// PEM files of a client certificate (with its chain) and its private key, for a server
+    /// that asks for one (mutual TLS).
+    pub client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// Whole-request timeout (connect, send, wait, read).
     pub timeout: Duration,
+}
+
+/// An HTTP agent with the TLS settings and the `Authorization` header of [`ClientOptions`].
+#[derive(Clone)]
+pub struct Connection {
+    /// The agent (timeout, TLS roots, client certificate).
+    pub agent: ureq::Agent,
+    /// `Basic ...`, when basic auth is set.
+    pub authorization: Option<String>,
+}
+
+impl Connection {
+    /// Sets up an agent. The CA and client certificate files, when given, are read now.
+    ///
+    /// # Errors
+    ///
+    /// An unreadable CA or client certificate file, or one with nothing usable in it.
+    pub fn new(options: &ClientOptions) -> Result<Connection, SetupError> {
+        let mut tls = ureq::tls::TlsConfig::builder();
+        if let Some(path) = &options.ca_file {
+            tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(read_ca(path)?)));
+        }
+        if let Some((cert, key)) = &options.client_cert {
+            tls = tls.client_cert(Some(read_client_cert(cert, key)?));
+        }
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(options.timeout))
+            .http_status_as_error(false)
+            .user_agent(concat!("gpuscope/", env!("CARGO_PKG_VERSION")))
+            .tls_config(tls.build())
+            .build();
+        let authorization = options.basic_auth.as_ref().map(|(user, password)| {
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        });
+        Ok(Connection {
+            agent: config.into(),
+            authorization,
+        })
+    }
+
+    /// A GET of `url` with the `Authorization` header, when set.
+    pub fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let request = self.agent.get(url);
+        match &self.authorization {
+            Some(auth) => request.header("Authorization", auth),
+            None => request,
+        }
+    }
 }
 
 /// A blocking client of one Prometheus server.
 #[derive(Clone)]
 pub struct Client {
-    agent: ureq::Agent,
+    connection: Connection,
     query_url: String,
-    authorization: Option<String>,
 }
 
 impl fmt::Debug for Client {
@@ -317,39 +370,34 @@ pub enum SetupError {
         /// What went wrong.
         reason: String,
     },
+    /// The client certificate or key file cannot be read or holds nothing usable.
+    #[error("{option} {path}: {reason}")]
+    ClientCert {
+        /// `--prometheus-cert` or `--prometheus-key`.
+        option: &'static str,
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl Client {
-    /// A client with these options. The CA file, when given, is read now.
+    /// A client with these options. The CA and client certificate files, when given, are
+    /// read now.
     ///
     /// # Errors
     ///
-    /// A URL that is not http(s), an unreadable CA file or one with no certificate.
+    /// A URL that is not http(s), an unreadable CA file or one with no certificate, an
+    /// unreadable client certificate or key.
     pub fn new(options: &ClientOptions) -> Result<Client, SetupError> {
         let url = options.url.trim_end_matches('/');
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(SetupError::Url(options.url.clone()));
         }
-        let mut tls = ureq::tls::TlsConfig::builder();
-        if let Some(path) = &options.ca_file {
-            tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(read_ca(path)?)));
-        }
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(options.timeout))
-            .http_status_as_error(false)
-            .user_agent(concat!("gpuscope/", env!("CARGO_PKG_VERSION")))
-            .tls_config(tls.build())
-            .build();
-        let authorization = options.basic_auth.as_ref().map(|(user, password)| {
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-            )
-        });
         Ok(Client {
-            agent: config.into(),
+            connection: Connection::new(options)?,
             query_url: format!("{url}/api/v1/query"),
-            authorization,
         })
     }
 
@@ -361,11 +409,10 @@ impl Client {
     ///
     /// [`QueryError::Transport`] or [`QueryError::Http`].
     pub fn query_text(&self, query: &str) -> Result<String, QueryError> {
-        let mut request = self.agent.get(&self.query_url).query("query", query);
-        if let Some(auth) = &self.authorization {
-            request = request.header("Authorization", auth);
-        }
-        let mut response = request
+        let mut response = self
+            .connection
+            .get(&self.query_url)
+            .query("query", query)
             .call()
             .map_err(|e| QueryError::Transport(e.to_string()))?;
         let status = response.status().as_u16();
@@ -413,6 +460,34 @@ fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, SetupErr
         return Err(fail("no PEM certificate in the file".into()));
     }
     Ok(certs)
+}
+
+fn read_client_cert(cert: &Path, key: &Path) -> Result<ureq::tls::ClientCert, SetupError> {
+    let fail = |option: &'static str, path: &Path, reason: String| SetupError::ClientCert {
+        option,
+        path: path.display().to_string(),
+        reason,
+    };
+    let pem = std::fs::read(cert).map_err(|e| fail("--prometheus-cert", cert, e.to_string()))?;
+    let mut chain = Vec::new();
+    for item in ureq::tls::parse_pem(&pem) {
+        if let ureq::tls::PemItem::Certificate(c) =
+            item.map_err(|e| fail("--prometheus-cert", cert, e.to_string()))?
+        {
+            chain.push(c);
+        }
+    }
+    if chain.is_empty() {
+        return Err(fail(
+            "--prometheus-cert",
+            cert,
+            "no PEM certificate in the file".into(),
+        ));
+    }
+    let pem = std::fs::read(key).map_err(|e| fail("--prometheus-key", key, e.to_string()))?;
+    let key_item = ureq::tls::PrivateKey::from_pem(&pem)
+        .map_err(|e| fail("--prometheus-key", key, format!("no PEM private key: {e}")))?;
+    Ok(ureq::tls::ClientCert::new_with_certs(&chain, key_item))
 }
 
 #[cfg(test)]

@@ -7,10 +7,10 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
-use super::prom::{parse_value, Series};
+use super::prom::{parse_value, ClientOptions, Connection, Series, SetupError};
 
 /// The largest exposition read from one exporter, bytes.
 const MAX_EXPOSITION_BYTES: u64 = 64 << 20;
@@ -18,7 +18,7 @@ const MAX_EXPOSITION_BYTES: u64 = 64 << 20;
 /// Exporters read directly.
 #[derive(Clone)]
 pub struct Remote {
-    agent: ureq::Agent,
+    connection: Connection,
     urls: Vec<String>,
 }
 
@@ -34,16 +34,19 @@ pub enum RemoteError {
     /// A URL that is not http(s).
     #[error("--remote {0:?} is not an http:// or https:// URL")]
     Url(String),
+    /// A TLS file that cannot be used.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
 }
 
 impl Remote {
     /// A reader of these exporters (`http://node1:9445`; `/metrics` is added when the URL has
-    /// no path).
+    /// no path), with the TLS settings and basic auth of `options` (its `url` is not used).
     ///
     /// # Errors
     ///
-    /// A URL that is not http(s).
-    pub fn new(urls: &[String], timeout: Duration) -> Result<Remote, RemoteError> {
+    /// A URL that is not http(s), a TLS file that cannot be used.
+    pub fn new(urls: &[String], options: &ClientOptions) -> Result<Remote, RemoteError> {
         let mut out = Vec::new();
         for url in urls {
             let rest = url
@@ -59,12 +62,8 @@ impl Remote {
                 format!("{url}/metrics")
             });
         }
-        let config = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .user_agent(concat!("gpuscope/", env!("CARGO_PKG_VERSION")))
-            .build();
         Ok(Remote {
-            agent: config.into(),
+            connection: Connection::new(options)?,
             urls: out,
         })
     }
@@ -101,11 +100,15 @@ impl Remote {
 
     fn read(&self, url: &str) -> Result<String, String> {
         let mut response = self
-            .agent
+            .connection
             .get(url)
             .header("Accept", "text/plain;version=0.0.4")
             .call()
             .map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            return Err(format!("the exporter answered HTTP {status}"));
+        }
         response
             .body_mut()
             .with_config()

@@ -166,6 +166,7 @@ mod tests {
             state,
             sample_age_seconds: None,
             driver_version: None,
+            sample_time: None,
             devices,
         }
     }

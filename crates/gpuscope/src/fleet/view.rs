@@ -180,7 +180,8 @@ pub fn sort(fleet: &mut Fleet, key: SortKey) {
     });
 }
 
-fn device_order(key: SortKey, a: &FleetDevice, b: &FleetDevice) -> Ordering {
+/// The order of two devices for `key` (N/A last), index breaking ties.
+pub fn device_order(key: SortKey, a: &FleetDevice, b: &FleetDevice) -> Ordering {
     let by_index = (a.index, a.mig_index).cmp(&(b.index, b.mig_index));
     match key {
         SortKey::Host | SortKey::Gpu => by_index,
@@ -398,7 +399,7 @@ mod tests {
             compute_instance_id: None,
             processes: vec![FleetProcess {
                 pid: 100 + index,
-                user: Some(format!("user{index}")),
+                user: Some(format!("user{index}").into()),
                 command: Some("python train.py".into()),
                 pod: None,
                 namespace: None,
@@ -417,6 +418,7 @@ mod tests {
             state,
             sample_age_seconds: Some(0.5),
             driver_version: None,
+            sample_time: None,
             devices,
         }
     }

@@ -31,6 +31,10 @@ pub struct Refresh {
     /// what a signal's target is checked against. Live only; a replay's is empty (its PIDs
     /// belong to another machine).
     pub identities: HashMap<u32, ProcIdentity>,
+    /// The host facts (name, user, command line) of the parents of GPU processes that are not
+    /// on a GPU themselves, for the tree view: read from this machine when live, from the
+    /// fixture when it recorded them (else absent).
+    pub parents: HashMap<u32, gpu_backend::fixture::HostProcessFacts>,
 }
 
 /// What tells a process from a later one that reuses its PID: its start time, in clock ticks
@@ -232,7 +236,8 @@ pub struct Filter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Term {
     User(String),
-    Pid(u32),
+    /// Any of these PIDs.
+    Pid(Vec<u32>),
     Type(String),
     Device(String),
     Pod(String),
@@ -242,10 +247,11 @@ enum Term {
 }
 
 impl Filter {
-    /// Parses `user:NAME`, `pid:N`, `type:C|G|C+G`, `gpu:ID`, `pod:NAME`, `ns:NAMESPACE`,
-    /// `container:NAME` (Kubernetes names; a process outside any pod matches none) and plain
-    /// words (matched, ignoring case, against the command, user, name and PID), separated by
-    /// spaces.
+    /// Parses `user:NAME`, `pid:N` (`pid:N,M` for any of several), `type:C|G|C+G` (and
+    /// `type:compute`, `type:graphics`: C or C+G, G or C+G), `gpu:ID`, `pod:NAME`,
+    /// `ns:NAMESPACE`, `container:NAME` (Kubernetes names; a process outside any pod matches
+    /// none) and plain words (matched, ignoring case, against the command, user, name and PID),
+    /// separated by spaces.
     ///
     /// # Errors
     ///
@@ -256,8 +262,12 @@ impl Filter {
             let term = match word.split_once(':') {
                 Some(("user", v)) => Term::User(v.to_string()),
                 Some(("pid", v)) => Term::Pid(
-                    v.parse()
-                        .map_err(|_| format!("pid:{v}: a PID is a whole number"))?,
+                    v.split(',')
+                        .map(|p| {
+                            p.parse()
+                                .map_err(|_| format!("pid:{v}: a PID is a whole number"))
+                        })
+                        .collect::<Result<_, _>>()?,
                 ),
                 Some(("type", v)) => Term::Type(v.to_ascii_uppercase()),
                 Some(("gpu", v)) => Term::Device(v.to_string()),
@@ -283,8 +293,12 @@ impl Filter {
     pub fn matches(&self, p: &GpuProcess) -> bool {
         self.terms.iter().all(|t| match t {
             Term::User(u) => p.host.user.as_deref() == Some(u.as_str()),
-            Term::Pid(pid) => p.pid == *pid,
-            Term::Type(k) => p.kind.as_str() == k,
+            Term::Pid(pids) => pids.contains(&p.pid),
+            Term::Type(k) => match k.as_str() {
+                "COMPUTE" => matches!(p.kind.as_str(), "C" | "C+G"),
+                "GRAPHICS" => matches!(p.kind.as_str(), "G" | "C+G"),
+                k => p.kind.as_str() == k,
+            },
             Term::Device(d) => p.device.to_string() == *d,
             Term::Pod(v) => container_is(p, |c| &c.pod, v),
             Term::Namespace(v) => container_is(p, |c| &c.namespace, v),
@@ -327,6 +341,10 @@ pub struct Row {
     pub pid: u32,
     /// Nesting depth in the tree view (0 outside it).
     pub depth: usize,
+    /// Tree view: bit `L - 1` is set when the row's ancestor at depth `L` (the row itself for
+    /// `L == depth`) has a sibling further down, so its branch goes on (`├─`, `│`) rather
+    /// than ending (`└─`, nothing). Depths past 64 draw as ended.
+    pub more: u64,
 }
 
 /// What the viewer was started with.
@@ -349,6 +367,12 @@ pub struct Options {
     pub driver_version: Option<String>,
     /// CUDA driver version, for the header.
     pub cuda_version: Option<String>,
+    /// The header's time in the local time zone (`TZ`), else in UTC.
+    pub local_time: bool,
+    /// GPU utilization colours: yellow from the first percent, red from the second.
+    pub gpu_util_thresh: (u8, u8),
+    /// GPU memory use colours: yellow from the first percent, red from the second.
+    pub mem_util_thresh: (u8, u8),
 }
 
 /// The whole state of the viewer.
@@ -557,6 +581,7 @@ impl App {
                     process: Some(i),
                     pid: procs[i].pid,
                     depth: 0,
+                    more: 0,
                 })
                 .collect();
         }
@@ -713,6 +738,7 @@ fn tree_rows(procs: &[GpuProcess], idx: &[usize]) -> Vec<Row> {
             process: Some(i),
             pid,
             depth,
+            more: 0,
         });
         // A PID on several devices shows its children once, under its first row.
         if shown.insert(pid) {
@@ -729,6 +755,7 @@ fn tree_rows(procs: &[GpuProcess], idx: &[usize]) -> Vec<Row> {
             process: None,
             pid: *pp,
             depth: 0,
+            more: 0,
         });
         for &i in kids {
             walk(procs, i, 1, &children, &mut shown, &mut out);
@@ -742,8 +769,27 @@ fn tree_rows(procs: &[GpuProcess], idx: &[usize]) -> Vec<Row> {
                 process: Some(i),
                 pid: procs[i].pid,
                 depth: 0,
+                more: 0,
             });
         }
     }
+    mark_branches(&mut out);
     out
+}
+
+/// Sets each row's [`Row::more`]: from the bottom up, a level goes on at a row when a row of
+/// that depth comes later before any shallower one.
+pub fn mark_branches(rows: &mut [Row]) {
+    // later[L - 1]: a row of depth L follows, with no shallower row in between.
+    let mut later: u64 = 0;
+    for row in rows.iter_mut().rev() {
+        let d = row.depth.min(64);
+        let mask = if d == 64 { u64::MAX } else { (1u64 << d) - 1 };
+        row.more = later & mask;
+        // This row ends the groups deeper than it, and is a later row of its own depth.
+        later &= mask;
+        if d > 0 {
+            later |= 1 << (d - 1);
+        }
+    }
 }

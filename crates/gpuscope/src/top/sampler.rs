@@ -85,12 +85,26 @@ pub fn sample_with(
             &identities,
         );
     }
+    // Parents not on a GPU: a few per refresh (a job's launcher, a shell), looked up once each.
+    let on_gpu: std::collections::HashSet<u32> = snap.processes.iter().map(|p| p.pid).collect();
+    let mut parents = HashMap::new();
+    for p in &snap.processes {
+        let Some(pp) = p.host.ppid.filter(|&pp| pp > 1 && !on_gpu.contains(&pp)) else {
+            continue;
+        };
+        if let Entry::Vacant(e) = parents.entry(pp) {
+            if let Some(facts) = host.process(pp) {
+                e.insert(facts);
+            }
+        }
+    }
     Refresh {
         snap,
         host: host.sample(),
         machine: host.machine(),
         now_ms: host.now_unix_ms(),
         identities,
+        parents,
     }
 }
 

@@ -41,6 +41,9 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
         interval: std::time::Duration::from_secs(1),
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
+        local_time: false,
+        gpu_util_thresh: (10, 75),
+        mem_util_thresh: (10, 80),
     });
     for f in frames {
         backend.set_frame(f);
@@ -827,4 +830,87 @@ fn the_view_grouped_by_pod_sums_each_pods_processes_per_device() {
     assert_eq!((groups.len(), outside), (2, 0));
     press(&mut app, KeyCode::Char('p'));
     assert!(!app.by_pod);
+}
+
+/// The tree's branches as nvitop draws them, for rows of these depths: `├─` while a sibling
+/// follows, `└─` for the last, `│` under an ancestor whose siblings go on.
+#[test]
+fn tree_branches_continue_under_ancestors_with_siblings_below() {
+    let depths = [0, 1, 2, 2, 1, 2, 0, 1];
+    let mut rows: Vec<super::app::Row> = depths
+        .iter()
+        .enumerate()
+        .map(|(i, &depth)| super::app::Row {
+            process: None,
+            pid: i as u32,
+            depth,
+            more: 0,
+        })
+        .collect();
+    super::app::mark_branches(&mut rows);
+    let drawn: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            (1..=r.depth)
+                .map(|level| {
+                    let on = r.more & (1 << (level - 1)) != 0;
+                    match (level == r.depth, on) {
+                        (true, true) => "├─",
+                        (true, false) => "└─",
+                        (false, true) => "│ ",
+                        (false, false) => "  ",
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        drawn,
+        ["", "├─", "│ ├─", "│ └─", "└─", "  └─", "", "└─"],
+        "{rows:?}"
+    );
+}
+
+/// The colour of the first filled bar cell on the line that holds `label` (`MEM`, `UTIL`) of
+/// the first device.
+fn bar_colour(app: &App, label: &str) -> Option<ratatui::style::Color> {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 40)).unwrap();
+    t.draw(|f| super::ui::draw(f, app)).unwrap();
+    let buf = t.backend().buffer();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
+        if let Some(at) = line.find(label) {
+            let start = line[..at].chars().count() + label.len();
+            for x in start as u16..buf.area.width {
+                if buf[(x, y)].symbol() == "█" {
+                    return buf[(x, y)].fg.into();
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn utilization_thresholds_choose_the_bar_colours_as_nvitop_does() {
+    use ratatui::style::Color;
+    // GeForce GPU 0: memory 52% used, GPU utilization 100%.
+    let mut app = app_over("geforce-desktop", 0..=20);
+    app.opts.color = true;
+    app.opts.mem_util_thresh = (10, 80);
+    app.opts.gpu_util_thresh = (10, 75);
+    assert_eq!(bar_colour(&app, "MEM"), Some(Color::Yellow));
+    assert_eq!(bar_colour(&app, "UTIL"), Some(Color::Red));
+    app.opts.mem_util_thresh = (60, 90);
+    assert_eq!(bar_colour(&app, "MEM"), Some(Color::Green));
+    app.opts.mem_util_thresh = (10, 50);
+    assert_eq!(bar_colour(&app, "MEM"), Some(Color::Red));
+    app.opts.gpu_util_thresh = (10, 100);
+    assert_eq!(
+        bar_colour(&app, "UTIL"),
+        Some(Color::Red),
+        "100% reaches 100"
+    );
 }

@@ -162,6 +162,8 @@ pub fn columns(width: u16, pods: bool) -> Vec<(Column, u16, u16)> {
 struct Theme {
     color: bool,
     ascii: bool,
+    gpu_thresh: (u8, u8),
+    mem_thresh: (u8, u8),
 }
 
 impl Theme {
@@ -169,16 +171,35 @@ impl Theme {
         Theme {
             color: app.opts.color,
             ascii: app.opts.ascii,
+            gpu_thresh: app.opts.gpu_util_thresh,
+            mem_thresh: app.opts.mem_util_thresh,
         }
     }
 
-    fn level(&self, pct: Option<f64>) -> Style {
+    /// Green under the first threshold, yellow from it, red from the second (nvitop's light,
+    /// moderate and heavy load).
+    fn level_with(&self, pct: Option<f64>, (low, high): (u8, u8)) -> Style {
         match (self.color, pct) {
             (false, _) | (true, None) => Style::default(),
-            (true, Some(p)) if p >= 80.0 => Style::default().fg(Color::Red),
-            (true, Some(p)) if p >= 50.0 => Style::default().fg(Color::Yellow),
+            (true, Some(p)) if p >= f64::from(high) => Style::default().fg(Color::Red),
+            (true, Some(p)) if p >= f64::from(low) => Style::default().fg(Color::Yellow),
             (true, Some(_)) => Style::default().fg(Color::Green),
         }
+    }
+
+    /// A host reading's colour: 50% and 80%.
+    fn level(&self, pct: Option<f64>) -> Style {
+        self.level_with(pct, (50, 80))
+    }
+
+    /// A GPU utilization's colour (--gpu-util-thresh).
+    fn gpu_level(&self, pct: Option<f64>) -> Style {
+        self.level_with(pct, self.gpu_thresh)
+    }
+
+    /// A GPU memory use's colour (--mem-util-thresh).
+    fn mem_level(&self, pct: Option<f64>) -> Style {
+        self.level_with(pct, self.mem_thresh)
     }
 
     fn accent(&self) -> Style {
@@ -301,12 +322,19 @@ fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
             parts.push(h.clone());
         }
         let secs = s.now_ms / 1000;
-        parts.push(format!(
-            "{:02}:{:02}:{:02} UTC",
-            secs / 3600 % 24,
-            secs / 60 % 60,
-            secs % 60
-        ));
+        let local = if app.opts.local_time {
+            super::local_clock(secs)
+        } else {
+            None
+        };
+        parts.push(local.unwrap_or_else(|| {
+            format!(
+                "{:02}:{:02}:{:02} UTC",
+                secs / 3600 % 24,
+                secs / 60 % 60,
+                secs % 60
+            )
+        }));
     } else {
         parts.push("waiting for the first sample".into());
     }
@@ -428,10 +456,10 @@ fn device_compact(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Line<'static
         Span::raw(head),
         Span::raw(format!("{temp:>4} {:<3} {power:>11} ", pstate(d))),
         Span::raw("MEM "),
-        Span::styled(theme.bar(mem, bar_w), theme.level(mem)),
+        Span::styled(theme.bar(mem, bar_w), theme.mem_level(mem)),
         Span::raw(format!(" {:>4} ", percent(mem))),
         Span::raw("UTIL "),
-        Span::styled(theme.bar(util, bar_w), theme.level(util)),
+        Span::styled(theme.bar(util, bar_w), theme.gpu_level(util)),
         Span::raw(format!(" {:>4}", percent(util))),
     ];
     clip(spans, w)
@@ -482,10 +510,10 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
     let second = clip(
         vec![
             Span::raw("     MEM "),
-            Span::styled(theme.bar(mem_pct, bar_w), theme.level(mem_pct)),
+            Span::styled(theme.bar(mem_pct, bar_w), theme.mem_level(mem_pct)),
             Span::raw(format!(" {mem_text:>19} {:>5}  ", percent(mem_pct))),
             Span::raw("UTIL "),
-            Span::styled(theme.bar(util, bar_w), theme.level(util)),
+            Span::styled(theme.bar(util, bar_w), theme.gpu_level(util)),
             Span::raw(format!(" {:>5}", percent(util))),
         ],
         w,
@@ -564,9 +592,9 @@ fn history_lines(app: &App, theme: &Theme, width: u16) -> Vec<Line<'static>> {
         lines.push(clip(
             vec![
                 Span::raw(format!("{:<6}", label(d.id))),
-                Span::styled(theme.spark(&h.gpu, graph_w, 100.0), theme.level(util)),
+                Span::styled(theme.spark(&h.gpu, graph_w, 100.0), theme.gpu_level(util)),
                 Span::raw(format!(" {:>5} | ", percent(util))),
-                Span::styled(theme.spark(&h.memory, graph_w, 100.0), theme.level(mem)),
+                Span::styled(theme.spark(&h.memory, graph_w, 100.0), theme.mem_level(mem)),
                 Span::raw(format!(" {:>5}", percent(mem))),
             ],
             w,
@@ -811,13 +839,25 @@ fn table_row(
     } else {
         ' '
     });
-    let branch = if theme.ascii { "`- " } else { "└─ " };
+    // nvitop's branches: `├─` for a child with a sibling below, `└─` for the last one, and
+    // `│` below an ancestor whose siblings go on.
+    let (tee, end, bar) = if theme.ascii {
+        ("|- ", "`- ", "|  ")
+    } else {
+        ("├─ ", "└─ ", "│  ")
+    };
     let indent = |depth: usize| {
-        if depth == 0 {
-            String::new()
-        } else {
-            format!("{}{branch}", "   ".repeat(depth - 1))
+        let mut s = String::new();
+        for level in 1..=depth {
+            let goes_on = level <= 64 && row.more & (1 << (level - 1)) != 0;
+            s.push_str(match (level == depth, goes_on) {
+                (true, true) => tee,
+                (true, false) => end,
+                (false, true) => bar,
+                (false, false) => "   ",
+            });
         }
+        s
     };
     for &(col, x, w) in cols {
         pad_to(&mut s, x as usize);
@@ -830,11 +870,33 @@ fn table_row(
                     t
                 }
             }
-            None => match col {
-                Column::Pid => row.pid.to_string(),
-                Column::Command => format!("{}(parent process, not on a GPU)", indent(row.depth)),
-                _ => "-".into(),
-            },
+            // A parent that is not on a GPU: its name, user and command when the host told them
+            // (nvitop shows them too).
+            None => {
+                let facts = app.sample.as_ref().and_then(|s| s.parents.get(&row.pid));
+                match (col, facts) {
+                    (Column::Pid, _) => row.pid.to_string(),
+                    (Column::User, Some(f)) => {
+                        escape_control(f.user.as_deref().unwrap_or("N/A")).into_owned()
+                    }
+                    (Column::Command, Some(f)) => {
+                        let command = if f.cmdline.is_empty() {
+                            f.name.clone().unwrap_or_else(|| "N/A".into())
+                        } else {
+                            gpu_processes::shell_join(&f.cmdline)
+                        };
+                        format!(
+                            "{}{}  (not on a GPU)",
+                            indent(row.depth),
+                            escape_control(&command)
+                        )
+                    }
+                    (Column::Command, None) => {
+                        format!("{}(parent process, not on a GPU)", indent(row.depth))
+                    }
+                    _ => "-".into(),
+                }
+            }
         };
         s.push_str(&align(&text, w as usize, right_aligned(col)));
     }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +28,44 @@ pub struct Stub {
     pub url: String,
     /// Every query asked, in order.
     pub asked: Arc<Mutex<Vec<String>>>,
+    /// The answers, which a test may change while the stub runs.
+    pub replies: Arc<Mutex<HashMap<String, Reply>>>,
+}
+
+/// A query with an `{instance=~"a|b"}` selector (as gpuscope's incremental refreshes ask):
+/// the family and the instances named (regular-expression escapes undone).
+pub fn split_selector(query: &str) -> Option<(&str, Vec<String>)> {
+    let (family, rest) = query.split_once("{instance=~\"")?;
+    let regex = rest.strip_suffix("\"}")?;
+    // The PromQL string's escapes, then the regular expression's.
+    let regex = regex.replace("\\\\", "\\");
+    let mut instances = vec![String::new()];
+    let mut chars = regex.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    instances.last_mut().unwrap().push(n);
+                }
+            }
+            '|' => instances.push(String::new()),
+            c => instances.last_mut().unwrap().push(c),
+        }
+    }
+    Some((family, instances))
+}
+
+/// `body` (an instant-vector answer) with only the series of these instances.
+fn only_instances(body: &str, instances: &[String]) -> String {
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    if let Some(result) = v["data"]["result"].as_array_mut() {
+        result.retain(|s| {
+            s["metric"]["instance"]
+                .as_str()
+                .is_some_and(|i| instances.iter().any(|x| x == i))
+        });
+    }
+    v.to_string()
 }
 
 /// An instant-vector answer with these (labels, value) series, evaluated at `t`.
@@ -61,29 +99,62 @@ fn decode(text: &str) -> String {
 /// Starts a stub that answers each query from `replies` (an empty vector when not listed),
 /// and requires `Authorization: <auth>` when `auth` is set (401 otherwise).
 pub fn start(replies: HashMap<String, Reply>, auth: Option<String>) -> Stub {
+    start_with(replies, auth, None)
+}
+
+/// As [`start`], over TLS with this server configuration (`https://127.0.0.1:PORT`).
+pub fn start_tls(
+    replies: HashMap<String, Reply>,
+    auth: Option<String>,
+    tls: Arc<tokio_rustls::rustls::ServerConfig>,
+) -> Stub {
+    start_with(replies, auth, Some(tls))
+}
+
+fn start_with(
+    replies: HashMap<String, Reply>,
+    auth: Option<String>,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+) -> Stub {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{}", listener.local_addr().unwrap());
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
-    let replies = Arc::new(replies);
+    let replies = Arc::new(Mutex::new(replies));
+    let handle = replies.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let replies = replies.clone();
             let seen = seen.clone();
             let auth = auth.clone();
-            std::thread::spawn(move || serve(stream, &replies, &seen, auth.as_deref()));
+            let tls = tls.clone();
+            std::thread::spawn(move || match tls {
+                None => serve(stream, &replies, &seen, auth.as_deref()),
+                Some(config) => {
+                    let Ok(conn) = tokio_rustls::rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    let tls = tokio_rustls::rustls::StreamOwned::new(conn, stream);
+                    serve(tls, &replies, &seen, auth.as_deref())
+                }
+            });
         }
     });
-    Stub { url, asked }
+    Stub {
+        url,
+        asked,
+        replies: handle,
+    }
 }
 
-fn serve(
-    stream: TcpStream,
-    replies: &HashMap<String, Reply>,
+fn serve<S: std::io::Read + Write>(
+    stream: S,
+    replies: &Mutex<HashMap<String, Reply>>,
     seen: &Mutex<Vec<String>>,
     auth: Option<&str>,
 ) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut reader = BufReader::new(stream);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -117,10 +188,18 @@ fn serve(
         let reply = if auth.is_some() && authorization.as_deref() != auth {
             Reply::Status(401, "Unauthorized".into())
         } else {
-            replies
-                .get(&query)
-                .cloned()
-                .unwrap_or_else(|| Reply::Body(vector(1000.0, &[])))
+            let replies = replies.lock().unwrap();
+            match split_selector(&query) {
+                Some((family, instances)) => match replies.get(family) {
+                    Some(Reply::Body(b)) => Reply::Body(only_instances(b, &instances)),
+                    Some(other) => other.clone(),
+                    None => Reply::Body(vector(1000.0, &[])),
+                },
+                None => replies
+                    .get(&query)
+                    .cloned()
+                    .unwrap_or_else(|| Reply::Body(vector(1000.0, &[]))),
+            }
         };
         let (status, body) = match reply {
             Reply::Body(b) => (200, b),
@@ -130,12 +209,15 @@ fn serve(
                 (200, vector(1000.0, &[]))
             }
         };
-        let mut w = &stream;
+        let w = reader.get_mut();
         let head = format!(
             "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
-        if w.write_all(head.as_bytes()).is_err() || w.write_all(body.as_bytes()).is_err() {
+        if w.write_all(head.as_bytes()).is_err()
+            || w.write_all(body.as_bytes()).is_err()
+            || w.flush().is_err()
+        {
             return;
         }
     }
