@@ -901,6 +901,8 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
         compute_processes: compute,
         graphics_processes: graphics,
         process_utilization: Answer::Err(BackendError::NotSupported),
+        // A dump is one moment: it holds no events (XIDs are in the kernel log, not in it).
+        events: Answer::Err(BackendError::NotRecorded),
     }
 }
 
