@@ -615,6 +615,34 @@ impl EventKind {
     }
 }
 
+/// What an XID code means, in NVIDIA's words shortened, for the codes seen most in the field
+/// (NVIDIA's "Xid Errors" catalog); `None` for the others, which people look up by number.
+pub fn xid_description(code: u64) -> Option<&'static str> {
+    Some(match code {
+        13 => "Graphics engine exception",
+        31 => "GPU memory page fault",
+        32 => "Invalid or corrupted push buffer stream",
+        43 => "GPU stopped processing",
+        45 => "Preemptive cleanup, due to previous errors",
+        48 => "Double-bit ECC error",
+        61 => "Internal micro-controller breakpoint/warning",
+        62 => "Internal micro-controller halt",
+        63 => "ECC page retirement or row remapping recording event",
+        64 => "ECC page retirement or row remapper recording failure",
+        68 => "NVDEC0 exception",
+        69 => "Graphics engine class error",
+        74 => "NVLink error",
+        79 => "GPU has fallen off the bus",
+        92 => "High single-bit ECC error rate",
+        94 => "Contained ECC error",
+        95 => "Uncontained ECC error",
+        109 => "Context switch timeout error",
+        119 => "GSP RPC timeout",
+        120 => "GSP error",
+        _ => return None,
+    })
+}
+
 /// The most events a backend keeps per device: the newest, older ones are dropped. The bound on
 /// a fixture's `events` list too.
 pub const MAX_EVENTS: usize = 256;
