@@ -221,6 +221,19 @@ fn events_out_of_order_or_of_an_unknown_kind_are_refused() {
         "frames[1].devices.0.events[1].timestamp_us",
         &["not after the event before it", "oldest first"],
     );
+    // A later frame that rewrites an event, or forgets one, is refused.
+    let xid = |data: u64| serde_json::json!({"timestamp_us": 2_000, "kind": "xid", "data": data});
+    for later in [serde_json::json!([xid(48)]), serde_json::json!([])] {
+        let mut v = base();
+        v["frames"][1]["devices"]["0"]["events"] = serde_json::json!({ "ok": [xid(79)] });
+        v["frames"][2]["devices"]["0"]["events"] = serde_json::json!({ "ok": later });
+        let err = refuse(&v.to_string());
+        check(
+            &err,
+            "frames[2].devices.0.events",
+            &["do not continue those of the device's previous frame"],
+        );
+    }
     let mut v = base();
     v["frames"][1]["devices"]["0"]["events"] =
         serde_json::json!({"ok": [{"timestamp_us": 2_000, "kind": "meltdown", "data": 0}]});

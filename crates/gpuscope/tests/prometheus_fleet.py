@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""A real Prometheus scrapes a fleet of three `gpuscope export` hosts.
+"""A real Prometheus scrapes a fleet of four `gpuscope export` hosts.
 
-Starts three exporters on loopback ports, each replaying a different fixture pinned to one
-frame (three "hosts" with distinct --hostname), starts a private Prometheus (own config, own
+Starts four exporters on loopback ports, each replaying a fixture pinned to one frame (four
+"hosts" with distinct --hostname; two are the 8-GPU recording before and after its XIDs), starts a private Prometheus (own config, own
 temporary TSDB, own loopback port; never the Debian service) scraping them every second, and
 checks through Prometheus's HTTP query API that every device of every host is there with the
 values of its fixture file. Also runs `promtool check metrics` on each exporter's text
@@ -18,7 +18,7 @@ Usage: python3 crates/gpuscope/tests/prometheus_fleet.py [--bin PATH]
 Installs the Debian packages `prometheus`, `apache2-utils` (htpasswd) and `openssl` when they are
 missing and we are root.
 When they are still missing, fails under CI (env CI set) and skips otherwise, saying why.
-Prints one summary line: `prometheus-fleet: 3 hosts, N devices, N checks, N failures`.
+Prints one summary line: `prometheus-fleet: 4 hosts, N devices, N checks, N failures`.
 """
 
 import argparse
@@ -43,6 +43,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 # (fixture stem, pinned frame, hostname label)
 HOSTS = [
     ("h100-sxm-8gpu", 5, "fleet-a"),
+    # The same box later: after GPU 2's XID 79 (frame 14) and GPU 5's XID 63 with its pending
+    # row remap (frame 18).
+    ("h100-sxm-8gpu", 20, "fleet-d"),
     ("h100-mig", 3, "fleet-b"),
     ("geforce-desktop", 7, "fleet-c"),
 ]
@@ -381,7 +384,7 @@ def main():
 
         # Prometheus's own view of the scrapes.
         ups = values(prom, 'up{job="gpuscope"}')
-        check(len(ups) == 3 and all(v == 1.0 for v in ups.values()), f"up of the targets: {ups}")
+        check(len(ups) == len(HOSTS) and all(v == 1.0 for v in ups.values()), f"up of the targets: {ups}")
 
         fleet_used = 0
         for hostname, (fx, frame) in fixtures.items():
@@ -447,6 +450,24 @@ def main():
         check(got == want, f"fleet-a process memory {got} != {want}")
         got = scalar(prom, 'count(gpuscope_process_gpu_memory_bytes{command!=""})')
         check(got is None, "no command label without --process-command")
+
+        # Health through Prometheus: each GPU of the 8-GPU hosts has the last XID its recording
+        # holds at the frame (0 for none), and one waiting for a row remap says so; only
+        # fleet-d, pinned after the XIDs, has any.
+        for hostname in ["fleet-a", "fleet-d"]:
+            fx, frame = fixtures[hostname]
+            for index, d in fx["frames"][frame]["devices"].items():
+                xids = [e["data"] for e in (ok(d["events"]) or []) if e["kind"] == "xid"]
+                sel = f'hostname="{hostname}",index="{index}"'
+                got = scalar(prom, f"gpuscope_device_last_xid{{{sel}}}")
+                want = xids[-1] if xids else 0
+                check(got == want, f"{hostname} {index}: last XID {got} != {want}")
+                rows = ok(d["remapped_rows"])
+                got = scalar(prom, f"gpuscope_device_row_remap_pending{{{sel}}}")
+                check(got == float(rows["pending"]), f"{hostname} {index}: remap pending {got}")
+        got = values(prom, "gpuscope_device_last_xid == 79")
+        where = sorted((dict(k)["hostname"], dict(k)["index"]) for k in got)
+        check(where == [("fleet-d", "2")], f"XID 79 on fleet-d GPU 2 only, not {where}")
 
         # promtool reads each text exposition without a warning.
         for hostname, addr in targets.items():
