@@ -202,18 +202,26 @@ fn shell_command_env(env: &str, args: &str) -> String {
     )
 }
 
-/// fake-nvml's library, installed as `libnvidia-ml.so.1` for this test binary.
+/// fake-nvml's library, installed as `libnvidia-ml.so.1` once for this test binary.
+// Regression: each test installed it into the same directory, and two tests doing so at once
+// (the tests run in parallel) failed with "install: No such file or directory".
 fn fake_nvml() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe");
-    let lib = fake_nvml::find_cdylib(&exe).unwrap_or_else(|| {
-        panic!(
-            "no {} near {}: cargo builds it as a dev-dependency",
-            fake_nvml::CDYLIB_FILE_NAME,
-            exe.display()
-        )
-    });
-    let dir = std::env::temp_dir().join(format!("gpuscope-top-nvml-{}", std::process::id()));
-    fake_nvml::install(&lib, &dir).expect("install").nvml
+    static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test exe");
+            let lib = fake_nvml::find_cdylib(&exe).unwrap_or_else(|| {
+                panic!(
+                    "no {} near {}: cargo builds it as a dev-dependency",
+                    fake_nvml::CDYLIB_FILE_NAME,
+                    exe.display()
+                )
+            });
+            let dir =
+                std::env::temp_dir().join(format!("gpuscope-top-nvml-{}", std::process::id()));
+            fake_nvml::install(&lib, &dir).expect("install").nvml
+        })
+        .clone()
 }
 
 /// The table rows of a screen: (PID, user). A row is two mark characters, then the device, the
