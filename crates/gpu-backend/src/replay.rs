@@ -553,8 +553,8 @@ mod tests {
         );
         assert_eq!(r.events(gpu, events[0].timestamp_us), Ok(vec![]));
         assert_eq!(r.events(gpu, events[0].timestamp_us - 1).unwrap(), events);
-        // Old fixtures did not record events: N/A, not "none".
-        let r = ReplayBackend::new(load("old-driver"));
+        // Events the device cannot report (Windows): N/A, not "none".
+        let r = ReplayBackend::new(load("windows-wddm"));
         assert!(r
             .events(DeviceId::Gpu(0), 0)
             .is_err_and(|e| e.is_not_available()));

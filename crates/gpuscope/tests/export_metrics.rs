@@ -604,7 +604,8 @@ fn health_families_publish_the_xids_remaps_and_throttling_of_the_8_gpu_box() {
 
 /// Retired pages (a Turing-era board: the old-driver scenario's GPU 0, given two single-bit
 /// retirements, one pending, and a double-bit one) are published per cause with the pending
-/// flag; a fixture that recorded no events has no XID series at all.
+/// flag; its event listener saw no XID (0), and a board whose events cannot be known
+/// (Windows) has no XID series at all.
 #[test]
 fn retired_pages_are_published_per_cause_with_the_pending_flag() {
     let edited = EditedFixture::new("old-driver", "retired", |fx| {
@@ -637,5 +638,13 @@ fn retired_pages_are_published_per_cause_with_the_pending_flag() {
         ),
         Some(1.0)
     );
-    assert!(m.find("gpuscope_device_last_xid", &[]).is_empty());
+    assert_eq!(
+        m.value("gpuscope_device_last_xid", &[("index", "0")]),
+        Some(0.0)
+    );
+    let wddm = Exporter::start(&["--fixture", &fixture("windows-wddm"), "--frame", "1"]);
+    assert!(wddm
+        .scrape()
+        .find("gpuscope_device_last_xid", &[])
+        .is_empty());
 }
