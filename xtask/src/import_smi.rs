@@ -987,6 +987,8 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
         process_utilization: Answer::Err(BackendError::NotSupported),
         // nvidia-smi -q -x does not print GPM metrics.
         gpm_metrics: Answer::Err(BackendError::NotSupported),
+        // A dump is one moment: it holds no events (XIDs are in the kernel log, not in it).
+        events: Answer::Err(BackendError::NotRecorded),
     }
 }
 

@@ -44,6 +44,7 @@ pub mod ret {
     pub const GPU_IS_LOST: nvmlReturn_t = c::GPU_IS_LOST as nvmlReturn_t;
     pub const ARGUMENT_VERSION_MISMATCH: nvmlReturn_t =
         c::ARGUMENT_VERSION_MISMATCH as nvmlReturn_t;
+    pub const TIMEOUT: nvmlReturn_t = c::TIMEOUT as nvmlReturn_t;
     pub const UNKNOWN: nvmlReturn_t = c::UNKNOWN as nvmlReturn_t;
 }
 
@@ -302,6 +303,31 @@ pub struct nvmlGpmSupport_t {
     pub isSupportedDevice: c_uint,
 }
 
+/// NVML's opaque event set (`nvmlEventSet_t`). This library never dereferences it.
+pub type nvmlEventSet_t = *mut nvmlEventSet_st;
+
+/// The opaque target of [`nvmlEventSet_t`].
+#[repr(C)]
+pub struct nvmlEventSet_st {
+    _private: [u8; 0],
+}
+
+/// `nvmlEventData_t`: one event, as `nvmlEventSetWait_v2` fills it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct nvmlEventData_t {
+    /// The device the event happened on.
+    pub device: nvmlDevice_t,
+    /// Its type: one `nvmlEventType*` bit.
+    pub eventType: c_ulonglong,
+    /// Its data: the XID code for an XID critical error.
+    pub eventData: c_ulonglong,
+    /// The GPU instance, or [`NVML_NO_INSTANCE_ID`].
+    pub gpuInstanceId: c_uint,
+    /// The compute instance, or [`NVML_NO_INSTANCE_ID`].
+    pub computeInstanceId: c_uint,
+}
+
 /// CUDA's return code (`CUresult`).
 pub type CUresult = c_int;
 /// A CUDA device ordinal (`CUdevice`).
@@ -329,6 +355,7 @@ pub mod cuda {
 
 const _: () = {
     assert!(std::mem::size_of::<nvmlPciInfo_t>() == 68);
+    assert!(std::mem::size_of::<nvmlEventData_t>() == 32);
     assert!(std::mem::size_of::<nvmlMemory_t>() == 24);
     assert!(std::mem::size_of::<nvmlMemory_v2_t>() == 40);
     assert!(NVML_MEMORY_V2 == 0x0200_0028);

@@ -8,8 +8,8 @@
 //! `cuDeviceGet`, `cuDeviceGetUuid[_v2]`, `cuDeviceGetPCIBusId`, `cuDeviceGetName`,
 //! `cuDriverGetVersion`) when installed as `libcuda.so.1`, from the fixture's CUDA order.
 //!
-//! **What it is not for:** it is not a GPU emulator and changes nothing: no setters, no events,
-//! no vGPU, no accounting, no CUDA contexts. Entry points it does not export are simply absent
+//! **What it is not for:** it is not a GPU emulator and changes nothing: no setters, no vGPU,
+//! no accounting, no CUDA contexts. Entry points it does not export are simply absent
 //! (a client's symbol lookup fails as on an old driver). It serves only what a fixture records.
 //!
 //! # Environment
@@ -47,6 +47,12 @@
 //!   `NVML_ERROR_FUNCTION_NOT_FOUND` (13). A real old driver lacks the symbol instead; clients
 //!   that look symbols up one by one (nvml-wrapper: `FailedToLoadSymbol`; pynvml:
 //!   `NVMLError_FunctionNotFound`) should treat both alike.
+//! * Events (`nvmlEventSetCreate`, `nvmlDeviceGetSupportedEventTypes`,
+//!   `nvmlDeviceRegisterEvents`, `nvmlEventSetWait[_v2]`, `nvmlEventSetFree`) come from the
+//!   fixture's `events`: a set delivers each event of a registered device and kind once, from
+//!   the frame that records it on, oldest first; a wait with nothing to deliver polls the frame
+//!   until its timeout and answers `NVML_ERROR_TIMEOUT`. A device whose fixture records no
+//!   events answers the recorded error (not recorded: `NVML_ERROR_NOT_SUPPORTED`).
 //! * No panic crosses the ABI: every entry point catches it and answers `NVML_ERROR_UNKNOWN`
 //!   (CUDA: `CUDA_ERROR_UNKNOWN`). All state is behind one mutex; calls are thread safe.
 //!

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
     Answer, BackendError, ClockType, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
-    GpuBackend, MemoryLocation, PcieDirection, ProcessInfo, ReplayBackend, RetirementCause,
-    TemperatureThreshold, GPM_METRICS,
+    EventKind, GpuBackend, MemoryLocation, PcieDirection, ProcessInfo, ReplayBackend,
+    RetirementCause, TemperatureThreshold, GPM_METRICS,
 };
 
 use crate::abi::*;
@@ -662,6 +662,47 @@ nvml_api! {
         put(is_pending, c_uint::from(rows.pending))?;
         put(failure_occurred, c_uint::from(rows.failure))
     }
+    /// `nvmlDeviceGetSupportedEventTypes`: every kind gpuscope records (XID, single- and
+    /// double-bit ECC, clock, power source) on a device whose fixture records events; the
+    /// recorded error (not recorded: not supported) otherwise.
+    fn nvmlDeviceGetSupportedEventTypes(device: nvmlDevice_t, event_types: *mut c_ulonglong) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(event_types)?;
+        ctx.b.events(id, 0)?;
+        put(event_types, EventKind::all_bits())
+    }
+    /// `nvmlEventSetCreate`: a new, empty event set.
+    fn nvmlEventSetCreate(set: *mut nvmlEventSet_t) |_ctx| {
+        nn(set)?;
+        put(set, event_sets::create())
+    }
+    /// `nvmlDeviceRegisterEvents`: adds the device's events of the kinds in `event_types` to the
+    /// set; a kind the device does not support answers `NVML_ERROR_NOT_SUPPORTED`, as NVML does.
+    fn nvmlDeviceRegisterEvents(device: nvmlDevice_t, event_types: c_ulonglong, set: nvmlEventSet_t) |ctx| {
+        let id = ctx.dev(device)?;
+        ctx.b.events(id, 0)?;
+        if event_types & !EventKind::all_bits() != 0 {
+            return Err(Code(ret::NOT_SUPPORTED));
+        }
+        event_sets::register(set, id, event_types)
+    }
+    /// `nvmlEventSetWait_v2`: the oldest event of the set not delivered yet among those the
+    /// fixture records up to the frame served, waiting up to `timeoutms` for the frame that
+    /// holds one; `NVML_ERROR_TIMEOUT` when none comes.
+    fn nvmlEventSetWait_v2(set: nvmlEventSet_t, data: *mut nvmlEventData_t, timeoutms: c_uint) |_ctx| {
+        nn(data)?;
+        put(data, event_sets::wait(set, timeoutms)?)
+    }
+    /// `nvmlEventSetWait`, the first version: as `nvmlEventSetWait_v2`.
+    fn nvmlEventSetWait(set: nvmlEventSet_t, data: *mut nvmlEventData_t, timeoutms: c_uint) |_ctx| {
+        nn(data)?;
+        put(data, event_sets::wait(set, timeoutms)?)
+    }
+    /// `nvmlEventSetFree`: forgets the set; a set it does not know answers
+    /// `NVML_ERROR_INVALID_ARGUMENT`.
+    fn nvmlEventSetFree(set: nvmlEventSet_t) |_ctx| {
+        event_sets::free(set)
+    }
     /// `nvmlDeviceGetCudaComputeCapability`.
     fn nvmlDeviceGetCudaComputeCapability(device: nvmlDevice_t, major: *mut c_int, minor: *mut c_int) |ctx| {
         let id = ctx.dev(device)?;
@@ -1216,4 +1257,109 @@ mod tests {
         assert_eq!(parse_bus_id("af:01.0"), Some((0, 0xAF, 1)));
         assert_eq!(parse_bus_id("junk"), None);
     }
+}
+
+/// The event sets handed out, and what each has delivered.
+mod event_sets {
+    use std::collections::{BTreeMap, HashMap};
+    use std::sync::{Mutex, PoisonError};
+    use std::time::{Duration, Instant};
+
+    use gpu_backend::{DeviceId, EventKind, GpuBackend};
+
+    use super::{handle_of, Code, INVALID};
+    use crate::abi::*;
+    use crate::state;
+
+    /// Sets are small numbers dressed as pointers, like device handles.
+    const SET_BASE: usize = 0x6576_0000;
+    /// How often a waiting call looks for a new frame.
+    const POLL: Duration = Duration::from_millis(10);
+
+    #[derive(Default)]
+    struct Set {
+        /// Registered kinds (NVML's bits) per device.
+        kinds: BTreeMap<DeviceId, u64>,
+        /// The time of the newest event delivered, per device.
+        delivered: HashMap<DeviceId, u64>,
+    }
+
+    #[derive(Default)]
+    struct Sets {
+        next: usize,
+        live: HashMap<usize, Set>,
+    }
+
+    static SETS: Mutex<Option<Sets>> = Mutex::new(None);
+
+    fn with<T>(f: impl FnOnce(&mut Sets) -> T) -> T {
+        let mut guard = SETS.lock().unwrap_or_else(PoisonError::into_inner);
+        f(guard.get_or_insert_with(Sets::default))
+    }
+
+    pub(super) fn create() -> nvmlEventSet_t {
+        with(|sets| {
+            sets.next = sets.next.wrapping_add(1);
+            let key = SET_BASE + sets.next * 16;
+            sets.live.insert(key, Set::default());
+            key as nvmlEventSet_t
+        })
+    }
+
+    pub(super) fn register(set: nvmlEventSet_t, id: DeviceId, kinds: u64) -> Result<(), Code> {
+        with(|sets| {
+            let set = sets.live.get_mut(&(set as usize)).ok_or(INVALID)?;
+            *set.kinds.entry(id).or_default() |= kinds;
+            Ok(())
+        })
+    }
+
+    pub(super) fn free(set: nvmlEventSet_t) -> Result<(), Code> {
+        with(|sets| sets.live.remove(&(set as usize)).map(|_| ()).ok_or(INVALID))
+    }
+
+    /// The next event of `set`, waiting up to `timeout_ms` for the frame that holds one.
+    pub(super) fn wait(set: nvmlEventSet_t, timeout_ms: u32) -> Result<nvmlEventData_t, Code> {
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms.into());
+        loop {
+            // The frame may change while waiting (wall clock, or a test stepping it).
+            let b = state::nvml_backend().ok_or(Code(ret::UNINITIALIZED))?;
+            let found = with(|sets| -> Result<_, Code> {
+                let set = sets.live.get_mut(&(set as usize)).ok_or(INVALID)?;
+                let mut oldest: Option<(DeviceId, gpu_backend::GpuEvent)> = None;
+                for (&id, &kinds) in &set.kinds {
+                    let since = set.delivered.get(&id).copied().unwrap_or(0);
+                    let Ok(events) = b.events(id, since) else {
+                        continue;
+                    };
+                    if let Some(e) = events.into_iter().find(|e| kinds & e.kind.nvml_bit() != 0) {
+                        if oldest.is_none_or(|(_, o)| e.timestamp_us < o.timestamp_us) {
+                            oldest = Some((id, e));
+                        }
+                    }
+                }
+                if let Some((id, e)) = oldest {
+                    set.delivered.insert(id, e.timestamp_us);
+                }
+                Ok(oldest)
+            })?;
+            if let Some((id, e)) = found {
+                return Ok(nvmlEventData_t {
+                    device: handle_of(id),
+                    eventType: e.kind.nvml_bit(),
+                    eventData: e.data,
+                    gpuInstanceId: NVML_NO_INSTANCE_ID,
+                    computeInstanceId: NVML_NO_INSTANCE_ID,
+                });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Code(ret::TIMEOUT));
+            }
+            std::thread::sleep(POLL.min(deadline - now));
+        }
+    }
+
+    /// Kept so that the kinds' bits stay NVML's (checked by the ABI test as well).
+    const _: () = assert!(EventKind::Xid.nvml_bit() == 0x8);
 }

@@ -831,3 +831,57 @@ fn calls_from_many_threads_agree() {
         }
     });
 }
+
+/// The event calls serve the fixture's events through the C ABI: a set delivers each
+/// registered event once, from the frame that records it on, with `nvmlEventData_t` laid out as
+/// `nvml.h` lays it out; an unregistered kind is not delivered, and a wait with nothing to
+/// deliver times out.
+#[test]
+fn events_are_delivered_once_from_their_frame() {
+    with_nvml(&fixture(), Some(0), || unsafe {
+        let g0 = handle(0);
+        let mut kinds: c_ulonglong = 0;
+        assert_eq!(nvmlDeviceGetSupportedEventTypes(g0, &mut kinds), OK);
+        assert_eq!(kinds, 0x1 | 0x2 | 0x8 | 0x10 | 0x80);
+        let mut mig = null_mut();
+        assert_eq!(nvmlDeviceGetMigDeviceHandleByIndex(g0, 0, &mut mig), OK);
+        assert_eq!(
+            nvmlDeviceGetSupportedEventTypes(mig, &mut kinds),
+            ret::NOT_SUPPORTED,
+            "the fixture's MIG devices have no events"
+        );
+
+        let mut set: nvmlEventSet_t = null_mut();
+        assert_eq!(nvmlEventSetCreate(&mut set), OK);
+        assert!(!set.is_null());
+        // XID and double-bit ECC only: frame 0's clock change is not for this set.
+        assert_eq!(nvmlDeviceRegisterEvents(g0, 0x8 | 0x2, set), OK);
+        assert_eq!(nvmlDeviceRegisterEvents(mig, 0x8, set), ret::NOT_SUPPORTED);
+        assert_eq!(
+            nvmlDeviceRegisterEvents(g0, 0x8 | 0x4000_0000, set),
+            ret::NOT_SUPPORTED,
+            "a kind the device does not support"
+        );
+        let mut data = std::mem::zeroed::<nvmlEventData_t>();
+        assert_eq!(nvmlEventSetWait_v2(set, &mut data, 20), ret::TIMEOUT);
+
+        assert_eq!(fakeNvmlSetFrame(1), OK);
+        assert_eq!(nvmlEventSetWait_v2(set, &mut data, 20), OK);
+        assert_eq!(data.device, g0);
+        assert_eq!((data.eventType, data.eventData), (0x8, 79));
+        assert_eq!(nvmlEventSetWait(set, &mut data, 20), OK);
+        assert_eq!((data.device, data.eventType), (g0, 0x2));
+        assert_eq!(nvmlEventSetWait_v2(set, &mut data, 20), ret::TIMEOUT);
+        assert_eq!(
+            nvmlEventSetWait_v2(set, null_mut(), 20),
+            ret::INVALID_ARGUMENT
+        );
+
+        assert_eq!(nvmlEventSetFree(set), OK);
+        assert_eq!(nvmlEventSetFree(set), ret::INVALID_ARGUMENT);
+        assert_eq!(
+            nvmlEventSetWait_v2(set, &mut data, 0),
+            ret::INVALID_ARGUMENT
+        );
+    });
+}

@@ -6,6 +6,13 @@
 //! installed as `libcuda.so.1` beside it, in a child process), with two exceptions: the CUDA
 //! runtime version (the machine's libcudart, which fake-nvml does not stand in for) and the host
 //! facts (the host's; they are served from the fixture by `ReplayHost`, on the same frame).
+//!
+//! Events come through the backend's listener thread, which waits on fake-nvml's
+//! `nvmlEventSetWait_v2`: they arrive in the frame that records them, with the same kind and
+//! data in the same order, but stamped with the time the listener received them (NVML's events
+//! carry no time). And the listener registers each GPU once, when the backend starts: a GPU
+//! that could not be registered answers the error it gave then, and one lost later answers the
+//! events received before (the GPU's other queries say it is lost).
 
 #![cfg(target_os = "linux")]
 
@@ -13,10 +20,11 @@ mod common;
 
 use std::ffi::c_uint;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use gpu_backend::host::ReplayHost;
 use gpu_backend::recorder::{record, RecordOptions, ReplayTimeline, Timeline};
-use gpu_backend::{Fixture, NvmlBackend, ReplayBackend};
+use gpu_backend::{Answer, EventKind, Fixture, GpuBackend, GpuEvent, NvmlBackend, ReplayBackend};
 use libloading::{Library, Symbol};
 
 use common::*;
@@ -34,10 +42,32 @@ fn installed() -> &'static std::path::Path {
 }
 
 /// Moves the loaded fake library and a replay of the same fixture (for the host facts) to each
-/// frame, and carries the fixture's frame times.
+/// frame, and carries the fixture's frame times. After each step it waits (at most 5 s) until
+/// the backend's listener holds as many events of each GPU as the frame records.
 struct FakeTimeline<'a> {
     set_frame: Symbol<'a, unsafe extern "C" fn(c_uint) -> c_uint>,
     replay: ReplayTimeline<'a>,
+    backend: &'a NvmlBackend,
+    fixture: &'a Fixture,
+}
+
+impl FakeTimeline<'_> {
+    fn wait_for_events(&self, index: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (&id, dy) in &self.fixture.frames[index].devices {
+            let Answer::Ok(want) = &dy.events else {
+                continue;
+            };
+            while self.backend.events(id, 0).map_or(0, |e| e.len()) < want.len() {
+                assert!(
+                    Instant::now() < deadline,
+                    "frame {index} device {id}: the listener did not receive {} events",
+                    want.len()
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
 }
 
 impl Timeline for FakeTimeline<'_> {
@@ -50,6 +80,7 @@ impl Timeline for FakeTimeline<'_> {
             "fakeNvmlSetFrame({index})"
         );
         self.replay.wait_for_frame(index);
+        self.wait_for_events(index);
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -73,6 +104,8 @@ fn check_round_trip(fixture: &Fixture, tag: &str) {
     let mut timeline = FakeTimeline {
         set_frame,
         replay: ReplayTimeline::new(&replay),
+        backend: &backend,
+        fixture,
     };
     let options = RecordOptions {
         frames: fixture.frames.len(),
@@ -97,6 +130,30 @@ fn check_round_trip(fixture: &Fixture, tag: &str) {
     }
     recorded.system.cuda_device_order = fixture.system.cuda_device_order.clone();
     recorded.system.cuda_runtime_version = fixture.system.cuda_runtime_version.clone();
+    for (frame, (got, want)) in recorded.frames.iter_mut().zip(&fixture.frames).enumerate() {
+        for (id, want) in &want.devices {
+            let Some(got) = got.devices.get_mut(id) else {
+                continue;
+            };
+            let at = format!("{tag} frame {frame} device {id} events");
+            match (&got.events, &want.events) {
+                (Answer::Ok(g), Answer::Ok(w)) => {
+                    let kinds = |l: &[GpuEvent]| -> Vec<(EventKind, u64)> {
+                        l.iter().map(|e| (e.kind, e.data)).collect()
+                    };
+                    assert_eq!(kinds(g), kinds(w), "{at}");
+                    assert!(
+                        g.windows(2).all(|p| p[0].timestamp_us < p[1].timestamp_us),
+                        "{at}: times not increasing: {g:?}"
+                    );
+                }
+                (Answer::Err(_), Answer::Err(_))
+                | (Answer::Ok(_), Answer::Err(gpu_backend::BackendError::GpuLost)) => {}
+                (g, w) => panic!("{at}: {g:?}, the fixture has {w:?}"),
+            }
+            got.events = want.events.clone();
+        }
+    }
     assert_same(tag, &recorded, fixture);
 }
 

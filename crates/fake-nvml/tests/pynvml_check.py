@@ -8,7 +8,9 @@ temperature, power, compute/graphics processes, the health queries (memory tempe
 target speeds, NVLink error counters, ECC counts per memory location, ...) and GPM metrics
 (a sample per device per frame, measured against the previous frame's sample as a monitoring
 client does), including recorded errors (which pynvml raises as NVMLError with the same code)
-and functions the fixture lists as missing.
+and functions the fixture lists as missing; and the
+events: one event set registered at frame 0 for every device that records events, drained after
+each frame, must deliver exactly the events that frame adds (device, type bit, XID code).
 
 Usage (see crates/fake-nvml/README.md):
 
@@ -419,6 +421,71 @@ def check_gpm(c, fixture, gpm, index):
         c.answer(f"{where} GPM metrics", recorded(dy, "gpm_metrics"), lambda: gpm.metrics(key))
 
 
+EVENT_BITS = {
+    "single_bit_ecc": 0x1,
+    "double_bit_ecc": 0x2,
+    "xid": 0x8,
+    "clock": 0x10,
+    "power_source": 0x80,
+}
+ALL_EVENT_BITS = sum(EVENT_BITS.values())
+
+
+class Events:
+    """One event set with every device that records events registered for every kind, drained
+    after each frame: what pynvml receives must be exactly the events the frame adds, in order of
+    their times, with the XID code as the event's data."""
+
+    def __init__(self, c, fixture, handles):
+        self.c = c
+        self.handles = handles
+        self.set = pynvml.nvmlEventSetCreate()
+        self.registered = []
+        first = fixture["frames"][0]["devices"]
+        for key, dy in first.items():
+            answer = recorded(dy, "events")
+            c.answer(
+                f"device {key} supported event types",
+                answer,
+                lambda: pynvml.nvmlDeviceGetSupportedEventTypes(handles[key]),
+                lambda _events: ALL_EVENT_BITS,
+            )
+            if "ok" in answer:
+                pynvml.nvmlDeviceRegisterEvents(handles[key], ALL_EVENT_BITS, self.set)
+                self.registered.append(key)
+        self.seen = {key: set() for key in self.registered}
+        self.delivered = 0
+
+    def check_frame(self, fixture, index):
+        frame = fixture["frames"][index]["devices"]
+        want = []
+        for key in self.registered:
+            answer = recorded(frame[key], "events")
+            for e in answer.get("ok", []):
+                if e["timestamp_us"] not in self.seen[key]:
+                    self.seen[key].add(e["timestamp_us"])
+                    want.append((e["timestamp_us"], key, EVENT_BITS[e["kind"]], e["data"]))
+        want = [w[1:] for w in sorted(want)]
+        by_handle = {ctypes.cast(self.handles[k], ctypes.c_void_p).value: k for k in self.registered}
+        got = []
+        while True:
+            try:
+                data = pynvml.nvmlEventSetWait(self.set, 0)
+            except pynvml.NVMLError as e:
+                if e.value != pynvml.NVML_ERROR_TIMEOUT:
+                    got.append(("error", e.value))
+                break
+            device = by_handle.get(ctypes.cast(data.device, ctypes.c_void_p).value, "?")
+            got.append((device, data.eventType, data.eventData))
+            if len(got) > 1000:
+                break
+        self.delivered += len(got)
+        self.c.equal(f"frame {index} events delivered", got, want)
+
+    def free(self):
+        pynvml.nvmlEventSetFree(self.set)
+
+
 def check_frame(c, fixture, handles, index):
     """Every changing answer of every device in frame `index`, which the library must serve now."""
     for key, dy in fixture["frames"][index]["devices"].items():
@@ -504,11 +571,16 @@ def main():
     handles = device_handles(fixture)
     check_system(c, fixture, handles)
     gpm = Gpm(fixture, handles)
+    if fake.fakeNvmlSetFrame(ctypes.c_uint(0)) != 0:
+        sys.exit("fakeNvmlSetFrame(0) failed")
+    events = Events(c, fixture, handles)
     for index in range(len(fixture["frames"])):
         if fake.fakeNvmlSetFrame(ctypes.c_uint(index)) != 0:
             sys.exit(f"fakeNvmlSetFrame({index}) failed")
         check_frame(c, fixture, handles, index)
         check_gpm(c, fixture, gpm, index)
+        events.check_frame(fixture, index)
+    events.free()
 
     pynvml.nvmlShutdown()
     name = fixture["meta"]["name"]
@@ -519,7 +591,8 @@ def main():
         return 1
     print(
         f"pynvml check of {name}: all {c.checks} comparisons match over "
-        f"{len(fixture['frames'])} frames and {len(fixture['devices'])} devices"
+        f"{len(fixture['frames'])} frames and {len(fixture['devices'])} devices "
+        f"({events.delivered} events delivered)"
     )
     return 0
 

@@ -348,6 +348,29 @@ impl GpuBackend for ReplayBackend {
             crate::fixture::Answer::Err(e) => Err(e.clone()),
         }
     }
+
+    fn events(&self, id: DeviceId, since_us: u64) -> Result<Vec<GpuEvent>> {
+        // The frame's list holds every event delivered up to that frame. A looping wall-clock
+        // replay starts each loop with no events yet and moves their times on by one loop's
+        // length, as for the process samples.
+        self.note("events", Some(id));
+        let (index, loops) = self.position();
+        let frame = &self.fixture.frames[index];
+        let shift = loops
+            .saturating_mul(loop_period_ms(&self.fixture.frames))
+            .saturating_mul(1000);
+        match &frame.devices.get(&id).ok_or(BackendError::NotFound)?.events {
+            crate::fixture::Answer::Ok(events) => Ok(events
+                .iter()
+                .map(|e| GpuEvent {
+                    timestamp_us: e.timestamp_us.saturating_add(shift),
+                    ..*e
+                })
+                .filter(|e| e.timestamp_us > since_us)
+                .collect()),
+            crate::fixture::Answer::Err(e) => Err(e.clone()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -510,6 +533,31 @@ mod tests {
             newer.len(),
             all.iter().filter(|s| s.timestamp_us > oldest).count()
         );
+    }
+
+    #[test]
+    fn events_are_served_from_their_frame_on_and_newer_than_the_callers_time() {
+        let r = ReplayBackend::new(load("h100-sxm-8gpu"));
+        let gpu = DeviceId::Gpu(2);
+        r.set_frame(13);
+        assert_eq!(r.events(gpu, 0), Ok(vec![]));
+        r.set_frame(14);
+        let events = r.events(gpu, 0).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].kind, events[0].data), (EventKind::Xid, 79));
+        r.set_frame(29);
+        assert_eq!(
+            r.events(gpu, 0).unwrap(),
+            events,
+            "an event stays in later frames"
+        );
+        assert_eq!(r.events(gpu, events[0].timestamp_us), Ok(vec![]));
+        assert_eq!(r.events(gpu, events[0].timestamp_us - 1).unwrap(), events);
+        // Events the device cannot report (Windows): N/A, not "none".
+        let r = ReplayBackend::new(load("windows-wddm"));
+        assert!(r
+            .events(DeviceId::Gpu(0), 0)
+            .is_err_and(|e| e.is_not_available()));
     }
 
     #[test]

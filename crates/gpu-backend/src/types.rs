@@ -809,6 +809,112 @@ pub struct ProcessUtilizationSample {
     pub decoder: u32,
 }
 
+/// The kinds of NVML event the backend listens for (`nvmlEventType*`), with NVML's bit for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A single-bit ECC error (`nvmlEventTypeSingleBitEccError`, bit 0x1).
+    SingleBitEcc,
+    /// A double-bit ECC error (`nvmlEventTypeDoubleBitEccError`, bit 0x2).
+    DoubleBitEcc,
+    /// An XID critical error (`nvmlEventTypeXidCriticalError`, bit 0x8); the event's data is the
+    /// XID code.
+    Xid,
+    /// A clock change (`nvmlEventTypeClock`, bit 0x10).
+    Clock,
+    /// A power-source change, AC or battery (`nvmlEventTypePowerSourceChange`, bit 0x80).
+    PowerSource,
+}
+
+impl EventKind {
+    /// Every kind, in NVML's bit order.
+    pub const ALL: [EventKind; 5] = [
+        EventKind::SingleBitEcc,
+        EventKind::DoubleBitEcc,
+        EventKind::Xid,
+        EventKind::Clock,
+        EventKind::PowerSource,
+    ];
+
+    /// NVML's bit for this kind (`nvmlEventType*`).
+    pub const fn nvml_bit(self) -> u64 {
+        match self {
+            EventKind::SingleBitEcc => 0x1,
+            EventKind::DoubleBitEcc => 0x2,
+            EventKind::Xid => 0x8,
+            EventKind::Clock => 0x10,
+            EventKind::PowerSource => 0x80,
+        }
+    }
+
+    /// The kind whose NVML bit is exactly `bits`; `None` for any other value.
+    pub fn from_nvml_bit(bits: u64) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.nvml_bit() == bits)
+    }
+
+    /// Every kind's bit together: the mask the backend registers for.
+    pub fn all_bits() -> u64 {
+        EventKind::ALL.iter().fold(0, |m, k| m | k.nvml_bit())
+    }
+
+    /// The kind's name as it is written in fixtures and JSON (`"xid"`, `"double_bit_ecc"`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            EventKind::SingleBitEcc => "single_bit_ecc",
+            EventKind::DoubleBitEcc => "double_bit_ecc",
+            EventKind::Xid => "xid",
+            EventKind::Clock => "clock",
+            EventKind::PowerSource => "power_source",
+        }
+    }
+}
+
+/// What an XID code means, in NVIDIA's words shortened, for the codes seen most in the field
+/// (NVIDIA's "Xid Errors" catalog); `None` for the others, which people look up by number.
+pub fn xid_description(code: u64) -> Option<&'static str> {
+    Some(match code {
+        13 => "Graphics engine exception",
+        31 => "GPU memory page fault",
+        32 => "Invalid or corrupted push buffer stream",
+        43 => "GPU stopped processing",
+        45 => "Preemptive cleanup, due to previous errors",
+        48 => "Double-bit ECC error",
+        61 => "Internal micro-controller breakpoint/warning",
+        62 => "Internal micro-controller halt",
+        63 => "ECC page retirement or row remapping recording event",
+        64 => "ECC page retirement or row remapper recording failure",
+        68 => "NVDEC0 exception",
+        69 => "Graphics engine class error",
+        74 => "NVLink error",
+        79 => "GPU has fallen off the bus",
+        92 => "High single-bit ECC error rate",
+        94 => "Contained ECC error",
+        95 => "Uncontained ECC error",
+        109 => "Context switch timeout error",
+        119 => "GSP RPC timeout",
+        120 => "GSP error",
+        _ => return None,
+    })
+}
+
+/// The most events a backend keeps per device: the newest, older ones are dropped. The bound on
+/// a fixture's `events` list too.
+pub const MAX_EVENTS: usize = 256;
+
+/// One event NVML delivered about a device (`nvmlEventData_t`), with the time it was received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuEvent {
+    /// When the event was received, microseconds since the Unix epoch. Strictly increasing
+    /// among one device's events.
+    pub timestamp_us: u64,
+    /// What happened.
+    pub kind: EventKind,
+    /// The event's data (`eventData`): the XID code for [`EventKind::Xid`], else what NVML gave
+    /// (usually 0).
+    pub data: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

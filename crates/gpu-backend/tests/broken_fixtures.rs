@@ -196,6 +196,30 @@ fn sizes_counts_and_timestamps_beyond_their_bounds_are_refused_with_their_path()
             },
             "frames[0].devices.0.process_utilization[0].timestamp_us",
         ),
+        (
+            "event timestamp",
+            |v| {
+                v["frames"][2]["devices"]["0"]["events"] = serde_json::json!({"ok": [
+                    {"timestamp_us": u64::MAX, "kind": "xid", "data": 79}
+                ]})
+            },
+            "frames[2].devices.0.events[0].timestamp_us",
+        ),
+        (
+            "events",
+            |v| {
+                let one = serde_json::json!({"timestamp_us": 1, "kind": "clock", "data": 0});
+                let many: Vec<serde_json::Value> = (0..257)
+                    .map(|i| {
+                        let mut e = one.clone();
+                        e["timestamp_us"] = (i + 1).into();
+                        e
+                    })
+                    .collect();
+                v["frames"][2]["devices"]["0"]["events"] = serde_json::json!({ "ok": many });
+            },
+            "frames[2].devices.0.events",
+        ),
     ];
     for (what, mutate, path) in cases {
         let mut v = base();
@@ -204,6 +228,45 @@ fn sizes_counts_and_timestamps_beyond_their_bounds_are_refused_with_their_path()
         assert_eq!(err.path, path, "{what}: {err}");
         assert!(err.to_string().contains("bound"), "{what}: {err}");
     }
+}
+
+/// A device's events are listed oldest first, each at its own time, so that "newer than" (what
+/// replay and fake-nvml deliver) never skips or repeats one; an unknown kind is refused.
+#[test]
+fn events_out_of_order_or_of_an_unknown_kind_are_refused() {
+    let mut v = base();
+    v["frames"][1]["devices"]["0"]["events"] = serde_json::json!({"ok": [
+        {"timestamp_us": 2_000, "kind": "xid", "data": 79},
+        {"timestamp_us": 2_000, "kind": "double_bit_ecc", "data": 0}
+    ]});
+    let err = refuse(&v.to_string());
+    check(
+        &err,
+        "frames[1].devices.0.events[1].timestamp_us",
+        &["not after the event before it", "oldest first"],
+    );
+    // A later frame that rewrites an event, or forgets one, is refused.
+    let xid = |data: u64| serde_json::json!({"timestamp_us": 2_000, "kind": "xid", "data": data});
+    for later in [serde_json::json!([xid(48)]), serde_json::json!([])] {
+        let mut v = base();
+        v["frames"][1]["devices"]["0"]["events"] = serde_json::json!({ "ok": [xid(79)] });
+        v["frames"][2]["devices"]["0"]["events"] = serde_json::json!({ "ok": later });
+        let err = refuse(&v.to_string());
+        check(
+            &err,
+            "frames[2].devices.0.events",
+            &["do not continue those of the device's previous frame"],
+        );
+    }
+    let mut v = base();
+    v["frames"][1]["devices"]["0"]["events"] =
+        serde_json::json!({"ok": [{"timestamp_us": 2_000, "kind": "meltdown", "data": 0}]});
+    let err = refuse(&v.to_string());
+    check(
+        &err,
+        "frames[1].devices.0.events.ok[0].kind",
+        &["unknown variant", "xid"],
+    );
 }
 
 #[test]

@@ -9,10 +9,10 @@
 
 use gpu_backend::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, GpmMetrics,
-    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PcieDirection,
-    PowerLimits, ProcessInfo, RemappedRows, RetirementCause, TemperatureThreshold, Utilization,
-    CLOCK_EVENT_ATTENTION_MASK, NVLINK_MAX_LINKS,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, EventKind,
+    GpmMetrics, GpuEvent, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo,
+    PcieDirection, PowerLimits, ProcessInfo, RemappedRows, RetirementCause, TemperatureThreshold,
+    Utilization, CLOCK_EVENT_ATTENTION_MASK, NVLINK_MAX_LINKS,
 };
 
 use crate::device::Device;
@@ -265,6 +265,13 @@ fields_with! {
         live: |d| d.backend().retired_pages(d.id(), RetirementCause::DoubleBit).into(),
         snapshot: |s| s.retired_pages_double_bit.clone(),
     }
+    /// The events the backend received about the device since it started (for a replay: since
+    /// the recording started), oldest first: XID errors, single- and double-bit ECC errors,
+    /// clock and power-source changes.
+    events -> Na<Vec<GpuEvent>> {
+        live: |d| d.backend().events(d.id(), 0).into(),
+        snapshot: |s| s.events.clone(),
+    }
     /// PCIe transmit throughput, KiB/s.
     pcie_tx_throughput -> Na<u64> {
         live: |d| Na::from(d.backend().pcie_throughput(d.id(), PcieDirection::Tx)).map(u64::from),
@@ -330,10 +337,12 @@ impl Device {
 
 impl DeviceSnapshot {
     /// Why the device needs attention, empty when nothing does: a page retirement or row
-    /// remap pending, a failed row remap, uncorrected ECC errors since the driver loaded, or
+    /// remap pending, a failed row remap, uncorrected ECC errors since the driver loaded,
     /// clocks held down by the hardware (HW slowdown, HW or SW thermal slowdown, HW power
-    /// brake; named as in [`gpu_backend::CLOCK_EVENT_REASONS`]). Values that are N/A raise
-    /// nothing.
+    /// brake; named as in [`gpu_backend::CLOCK_EVENT_REASONS`]), or an XID error since the
+    /// backend started (`xid_79`, each code once, in the order they came). Values that are N/A
+    /// raise nothing: with no event listener (an old driver, a fixture without events) an XID
+    /// cannot be known.
     pub fn attention(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.retired_pages_pending.value() == Some(&true) {
@@ -356,7 +365,22 @@ impl DeviceSnapshot {
                 mask & CLOCK_EVENT_ATTENTION_MASK,
             ));
         }
+        for code in self.xid_codes() {
+            out.push(format!("xid_{code}"));
+        }
         out
+    }
+
+    /// The codes of the XID errors among [`DeviceSnapshot::events`], each once, in the order
+    /// they came; empty when there were none or events are N/A.
+    pub fn xid_codes(&self) -> Vec<u64> {
+        let mut codes: Vec<u64> = Vec::new();
+        for e in self.events.value().into_iter().flatten() {
+            if e.kind == EventKind::Xid && !codes.contains(&e.data) {
+                codes.push(e.data);
+            }
+        }
+        codes
     }
 
     /// The device: `"3"` for GPU 3, `"3:1"` for its MIG slot 1.

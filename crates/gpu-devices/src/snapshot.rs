@@ -8,9 +8,9 @@ use gpu_backend::fixture::{DeviceDynamic, DeviceStatic, EccCounts, SystemAnswers
 use gpu_backend::recorder::Snapshot as RawSnapshot;
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, GpmMetrics, LocationEccCounts, MemoryInfo,
-    MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock, PowerLimits,
-    ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, GpmMetrics, GpuEvent, LocationEccCounts,
+    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock,
+    PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
 };
 use serde::{Deserialize, Serialize};
 
@@ -457,6 +457,8 @@ pub struct DeviceSnapshot {
     pub graphics_processes: Na<Vec<ProcessInfo>>,
     /// Per-process utilization samples the driver held.
     pub process_utilization: Na<Vec<ProcessUtilizationSample>>,
+    /// The events received since the backend started, oldest first.
+    pub events: Na<Vec<GpuEvent>>,
     /// The fields whose value is missing because the backend failed unexpectedly (not the
     /// "cannot tell" answers, which are plain N/A).
     pub errors: Vec<FieldError>,
@@ -633,6 +635,7 @@ impl DeviceSnapshot {
             graphics_processes,
             process_utilization,
             gpm_metrics,
+            events,
         } = dy;
         let mut c = Collect { errors: Vec::new() };
         // NVLink lists hold links up to the last one that answers.
@@ -763,6 +766,7 @@ impl DeviceSnapshot {
             compute_processes: c.take("compute_processes", compute_processes),
             graphics_processes: c.take("graphics_processes", graphics_processes),
             process_utilization,
+            events: c.take("events", events),
             errors: c.errors,
         }
     }

@@ -349,6 +349,15 @@ fn a_snapshot_asks_each_query_once_per_device() {
     assert_eq!(s.devices.len(), 8);
     assert_eq!(s.processes.len(), 64);
     assert!(counts.repeated().is_empty(), "{:?}", counts.repeated());
+    // The events too, once per device (on NVML they are read from the listener's buffer).
+    for &id in backend.fixture().devices.keys() {
+        let key = gpu_backend::CallKey {
+            query: "events",
+            arg: None,
+            device: Some(id),
+        };
+        assert_eq!(counts.by_query.get(&key), Some(&1), "events of {id}");
+    }
     // Exactly the calls of a bare device snapshot: processes cost no extra backend query.
     let raw = Arc::new(ReplayBackend::new(backend.fixture().as_ref().clone()));
     raw.set_frame(9);

@@ -264,6 +264,36 @@ fn render_health(out: &mut String, h: &crate::snapshot::HealthView) {
             format!("corrected/uncorrected: {}", by_location.join(", "))
         }
     );
+    match &h.recent_events {
+        None => {
+            let _ = writeln!(out, "    Events           : N/A");
+        }
+        Some(events) if events.is_empty() => {
+            let _ = writeln!(out, "    Events           : none since start");
+        }
+        Some(events) => {
+            let xids = match h.xid_errors.as_deref() {
+                Some([]) | None => "no XID".to_string(),
+                Some(codes) => {
+                    let codes: Vec<String> = codes.iter().map(u64::to_string).collect();
+                    format!("XID {}", codes.join(", "))
+                }
+            };
+            let _ = writeln!(
+                out,
+                "    Events           : {xids} since start; the last {}, newest last:",
+                events.len()
+            );
+            for e in events {
+                let what = match (e.kind, e.description) {
+                    ("xid", Some(d)) => format!("XID {}: {d}", e.data),
+                    ("xid", None) => format!("XID {}", e.data),
+                    (kind, _) => kind.replace('_', " "),
+                };
+                let _ = writeln!(out, "        {}  {what}", e.time);
+            }
+        }
+    }
     let _ = writeln!(out);
 }
 

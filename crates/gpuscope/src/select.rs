@@ -96,8 +96,9 @@ pub struct Args {
     no_sort: bool,
 
     /// Skip GPUs that need attention: a page retirement or row remap pending, a failed row
-    /// remap, uncorrected ECC errors since the driver loaded, or clocks held down by the
-    /// hardware (HW slowdown, thermal slowdown, power brake).
+    /// remap, uncorrected ECC errors since the driver loaded, clocks held down by the hardware
+    /// (HW slowdown, thermal slowdown, power brake), or an XID error since the recording
+    /// started (a replay; live, only one reported while gpuscope runs is known).
     #[arg(long)]
     healthy: bool,
 

@@ -145,6 +145,12 @@ pub struct HealthView {
     pub nvlink_errors: Vec<Option<gpu_backend::NvLinkErrorCounters>>,
     /// Per memory location (`l1_cache`, `l2_cache`, `device_memory`, ...).
     pub ecc_errors_by_location: serde_json::Map<String, serde_json::Value>,
+    /// The codes of the XID errors since the backend started (a replay: since the recording
+    /// started), each once, in the order they came; `null` when events are N/A.
+    pub xid_errors: Option<Vec<u64>>,
+    /// The newest events since the backend started ([`RECENT_EVENTS`] at most), oldest first;
+    /// `null` when events are N/A.
+    pub recent_events: Option<Vec<EventView>>,
 }
 
 /// The JSON key of a GPM metric: its name and its unit (`sm_activity_percent`,
@@ -168,6 +174,51 @@ pub fn activity_view(d: &DeviceSnapshot) -> Option<serde_json::Map<String, serde
             .map(|((name, v), (_, _, unit))| (activity_key(name, unit), serde_json::json!(v)))
             .collect(),
     )
+}
+
+/// How many of a device's newest events the JSON and `info` show.
+pub const RECENT_EVENTS: usize = 16;
+
+/// One event (docs/snapshot-json.md).
+#[derive(Debug, Serialize)]
+pub struct EventView {
+    /// When it was received, RFC 3339 UTC with microseconds.
+    pub time: String,
+    /// The same, microseconds since the Unix epoch.
+    pub timestamp_us: u64,
+    /// `xid`, `single_bit_ecc`, `double_bit_ecc`, `clock` or `power_source`.
+    pub kind: &'static str,
+    /// The event's data: the XID code for `xid`.
+    pub data: u64,
+    /// What the XID code means, for the well-known codes; `null` otherwise.
+    pub description: Option<&'static str>,
+}
+
+impl EventView {
+    /// The view of one event.
+    pub fn of(e: &gpu_backend::GpuEvent) -> EventView {
+        EventView {
+            time: event_time(e.timestamp_us),
+            timestamp_us: e.timestamp_us,
+            kind: e.kind.name(),
+            data: e.data,
+            description: (e.kind == gpu_backend::EventKind::Xid)
+                .then(|| gpu_backend::xid_description(e.data))
+                .flatten(),
+        }
+    }
+}
+
+/// Microseconds since the Unix epoch as RFC 3339 UTC with microseconds. The value comes from a
+/// backend or a fixture, where it is bounded (the year 10000); any larger one is shown as it is.
+pub fn event_time(timestamp_us: u64) -> String {
+    std::time::UNIX_EPOCH
+        .checked_add(std::time::Duration::from_micros(timestamp_us))
+        .filter(|_| timestamp_us <= gpu_backend::fixture::limits::MAX_TIMESTAMP_US)
+        .map_or_else(
+            || format!("{timestamp_us} us after the Unix epoch"),
+            |t| humantime::format_rfc3339_micros(t).to_string(),
+        )
 }
 
 /// The health part of a device's view.
@@ -229,6 +280,11 @@ pub fn health_view(d: &DeviceSnapshot) -> HealthView {
                 )
             })
             .collect(),
+        xid_errors: d.events.value().map(|_| d.xid_codes()),
+        recent_events: d.events.value().map(|list| {
+            let skip = list.len().saturating_sub(RECENT_EVENTS);
+            list.iter().skip(skip).map(EventView::of).collect()
+        }),
     }
 }
 

@@ -1,7 +1,10 @@
 //! `gpuscope export` end to end: the binary on a free port, scraped over HTTP, every value
 //! checked against the fixture file it replays.
 
+mod edited_fixture;
 mod export_support;
+
+use edited_fixture::EditedFixture;
 
 use export_support::{fixture, fixture_json, get, Exporter};
 use serde_json::Value;
@@ -598,4 +601,159 @@ fn gpm_activity_and_health_series_match_the_fixture() {
     assert!(m
         .value("gpuscope_device_temperature_celsius", &[])
         .is_some());
+}
+
+/// The health families over the 8-GPU recording at frame 25: GPU 2's XID 79 (frame 14) as the
+/// last XID and per code, GPU 5's XID 63 and pending row remap, GPU 3's HW slowdown, every
+/// other GPU at 0; the reasons for attention as `top` and `select --healthy` see them. The same
+/// recording before the XID (frame 13) has GPU 2's last XID at 0.
+#[test]
+fn health_families_publish_the_xids_remaps_and_throttling_of_the_8_gpu_box() {
+    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "25"]);
+    let m = exp.scrape();
+    let gpu = |i: &'static str| [("index", i)];
+    for (index, last, attention) in [
+        ("0", 0.0, 0.0),
+        ("1", 0.0, 0.0),
+        ("2", 79.0, 1.0),
+        ("3", 0.0, 1.0),
+        ("4", 0.0, 0.0),
+        ("5", 63.0, 2.0),
+        ("6", 0.0, 0.0),
+        ("7", 0.0, 0.0),
+    ] {
+        assert_eq!(
+            m.value("gpuscope_device_last_xid", &gpu(index)),
+            Some(last),
+            "GPU {index}"
+        );
+        assert_eq!(
+            m.value("gpuscope_device_needs_attention", &gpu(index)),
+            Some(attention),
+            "GPU {index}"
+        );
+    }
+    assert_eq!(
+        m.value(
+            "gpuscope_device_xid_errors",
+            &[("index", "2"), ("xid", "79")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(m.find("gpuscope_device_xid_errors", &[]).len(), 2);
+    assert_eq!(
+        m.value(
+            "gpuscope_device_attention_reason",
+            &[("index", "2"), ("reason", "xid_79")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.value(
+            "gpuscope_device_clock_event_reason",
+            &[("index", "3"), ("reason", "hw_slowdown")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.value(
+            "gpuscope_device_clock_event_reason",
+            &[("index", "4"), ("reason", "hw_slowdown")]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        m.value("gpuscope_device_row_remap_pending", &gpu("5")),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.value(
+            "gpuscope_device_remapped_rows",
+            &[("index", "5"), ("cause", "uncorrectable")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.value(
+            "gpuscope_device_ecc_errors_total",
+            &[
+                ("index", "0"),
+                ("error", "uncorrected"),
+                ("counter", "volatile")
+            ]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        m.value("gpuscope_device_pcie_replays_total", &gpu("0")),
+        Some(0.0)
+    );
+    assert_eq!(
+        m.value(
+            "gpuscope_device_temperature_threshold_celsius",
+            &[("index", "0"), ("threshold", "slowdown")]
+        ),
+        Some(89.0)
+    );
+    assert_eq!(
+        m.value("gpuscope_device_power_min_limit_watts", &gpu("0")),
+        Some(200.0)
+    );
+    // An H100 remaps rows instead of retiring pages: no retired-page series, not 0.
+    assert!(m.find("gpuscope_device_retired_pages", &[]).is_empty());
+    assert_eq!(m.types["gpuscope_device_ecc_errors_total"], "counter");
+    assert_eq!(m.types["gpuscope_device_last_xid"], "gauge");
+
+    let before = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "13"]);
+    assert_eq!(
+        before.scrape().value("gpuscope_device_last_xid", &gpu("2")),
+        Some(0.0)
+    );
+}
+
+/// Retired pages (a Turing-era board: the old-driver scenario's GPU 0, given two single-bit
+/// retirements, one pending, and a double-bit one) are published per cause with the pending
+/// flag; its event listener saw no XID (0), and a board whose events cannot be known
+/// (Windows) has no XID series at all.
+#[test]
+fn retired_pages_are_published_per_cause_with_the_pending_flag() {
+    let edited = EditedFixture::new("old-driver", "retired", |fx| {
+        for frame in fx["frames"].as_array_mut().unwrap() {
+            let d = &mut frame["devices"]["0"];
+            d["retired_pages_single_bit"] = serde_json::json!({"ok": [4096, 8192]});
+            d["retired_pages_double_bit"] = serde_json::json!({"ok": [12288]});
+            d["retired_pages_pending"] = serde_json::json!({"ok": true});
+        }
+    });
+    let exp = Exporter::start(&["--fixture", &edited.path(), "--frame", "1"]);
+    let m = exp.scrape();
+    let l = |cause: &'static str| [("index", "0"), ("cause", cause)];
+    assert_eq!(
+        m.value("gpuscope_device_retired_pages", &l("single_bit")),
+        Some(2.0)
+    );
+    assert_eq!(
+        m.value("gpuscope_device_retired_pages", &l("double_bit")),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.value("gpuscope_device_retired_pages_pending", &[("index", "0")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.value(
+            "gpuscope_device_attention_reason",
+            &[("index", "0"), ("reason", "retired_page_pending")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        m.value("gpuscope_device_last_xid", &[("index", "0")]),
+        Some(0.0)
+    );
+    let wddm = Exporter::start(&["--fixture", &fixture("windows-wddm"), "--frame", "1"]);
+    assert!(wddm
+        .scrape()
+        .find("gpuscope_device_last_xid", &[])
+        .is_empty());
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""A real Prometheus scrapes a fleet of four `gpuscope export` hosts.
+"""A real Prometheus scrapes a fleet of five `gpuscope export` hosts.
 
-Starts four exporters on loopback ports, each replaying a different fixture pinned to one
-frame (four "hosts" with distinct --hostname, one a Kubernetes node whose pods time-slice a GPU), starts a private Prometheus (own config, own
+Starts five exporters on loopback ports, each replaying a fixture pinned to one frame (five
+"hosts" with distinct --hostname: one a Kubernetes node whose pods time-slice a GPU, two the
+8-GPU recording before and after its XIDs), starts a private Prometheus (own config, own
 temporary TSDB, own loopback port; never the Debian service) scraping them every second, and
 checks through Prometheus's HTTP query API that every device of every host is there with the
 values of its fixture file. Also runs `promtool check metrics` on each exporter's text
@@ -18,7 +19,7 @@ Usage: python3 crates/gpuscope/tests/prometheus_fleet.py [--bin PATH]
 Installs the Debian packages `prometheus`, `apache2-utils` (htpasswd) and `openssl` when they are
 missing and we are root.
 When they are still missing, fails under CI (env CI set) and skips otherwise, saying why.
-Prints one summary line: `prometheus-fleet: 4 hosts, N devices, N checks, N failures`.
+Prints one summary line: `prometheus-fleet: 5 hosts, N devices, N checks, N failures`.
 """
 
 import argparse
@@ -47,6 +48,9 @@ HOSTS = [
     # Pods time-slicing a GPU. One sample only: a pinned frame's per-process SM samples count in
     # the first sample and, being no newer, in none after it.
     ("k8s-time-slicing", 4, "fleet-d", "1h"),
+    # The 8-GPU box later: after GPU 2's XID 79 (frame 14) and GPU 5's XID 63 with its pending
+    # row remap (frame 18).
+    ("h100-sxm-8gpu", 20, "fleet-e", "1s"),
     ("geforce-desktop", 7, "fleet-c", "1s"),
 ]
 
@@ -576,6 +580,24 @@ def main():
         check(got is None, "no command label without --process-command")
 
         pods_through_prometheus(prom, fixtures["fleet-d"])
+
+        # Health through Prometheus: each GPU of the 8-GPU hosts has the last XID its recording
+        # holds at the frame (0 for none), and one waiting for a row remap says so; only
+        # fleet-e, pinned after the XIDs, has any.
+        for hostname in ["fleet-a", "fleet-e"]:
+            fx, frame = fixtures[hostname]
+            for index, d in fx["frames"][frame]["devices"].items():
+                xids = [e["data"] for e in (ok(d["events"]) or []) if e["kind"] == "xid"]
+                sel = f'hostname="{hostname}",index="{index}"'
+                got = scalar(prom, f"gpuscope_device_last_xid{{{sel}}}")
+                want = xids[-1] if xids else 0
+                check(got == want, f"{hostname} {index}: last XID {got} != {want}")
+                rows = ok(d["remapped_rows"])
+                got = scalar(prom, f"gpuscope_device_row_remap_pending{{{sel}}}")
+                check(got == float(rows["pending"]), f"{hostname} {index}: remap pending {got}")
+        got = values(prom, "gpuscope_device_last_xid == 79")
+        where = sorted((dict(k)["hostname"], dict(k)["index"]) for k in got)
+        check(where == [("fleet-e", "2")], f"XID 79 on fleet-e GPU 2 only, not {where}")
 
         # promtool reads each text exposition without a warning.
         for hostname, addr in targets.items():

@@ -480,3 +480,34 @@ fn a_pods_memory_counts_as_free() {
     // The other pods on GPU 0 use less: not enough.
     assert_eq!(chosen(&["--account-as-free", "pod:notebook-7f9c"]), "");
 }
+
+/// `--healthy` on the 8-GPU recording skips GPU 2 from the frame of its XID 79 (frame 14) on,
+/// and says why with `--explain`; before it GPU 2 is chosen like the rest.
+#[test]
+fn healthy_skips_a_gpu_with_an_xid_since_start() {
+    let path = fixture("h100-sxm-8gpu");
+    let chosen = |frame: &str| -> BTreeSet<String> {
+        stdout(&["--fixture", &path, "--frame", frame, "--healthy"])
+            .trim()
+            .split(',')
+            .map(str::to_string)
+            .collect()
+    };
+    assert!(chosen("13").contains("2"));
+    assert!(!chosen("14").contains("2"));
+    assert!(chosen("14").contains("0"));
+    let out = run(&[
+        "--fixture",
+        &path,
+        "--frame",
+        "20",
+        "--healthy",
+        "--explain",
+    ]);
+    let why = String::from_utf8_lossy(&out.stderr);
+    let row = why
+        .lines()
+        .find(|l| l.starts_with("2 "))
+        .unwrap_or_else(|| panic!("no line for GPU 2: {why}"));
+    assert!(row.contains("needs attention (xid_79)"), "{why}");
+}

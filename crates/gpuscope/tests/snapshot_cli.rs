@@ -771,3 +771,59 @@ fn watch_repeats_the_snapshot() {
     child.wait().ok();
     assert_eq!(headers, 3);
 }
+
+/// The 8-GPU recording's XID 79 on GPU 2 (frame 14) in the JSON and in `info`: its code among
+/// `xid_errors`, the event with its time, kind, code and meaning among `recent_events`, and
+/// `xid_79` among the reasons for attention; absent the frame before. Where events cannot be
+/// known (Windows: no event sets) both are `null`.
+#[test]
+fn an_xid_since_start_is_in_the_health_of_its_gpu() {
+    let path = fixture("h100-sxm-8gpu");
+    let health = |frame: &str, gpu: usize| {
+        json(&["snapshot", "--fixture", &path, "--frame", frame, "--json"])["devices"][gpu]
+            ["health"]
+            .clone()
+    };
+    let before = health("13", 2);
+    assert_eq!(before["xid_errors"], serde_json::json!([]));
+    assert_eq!(before["recent_events"], serde_json::json!([]));
+    let h = health("14", 2);
+    assert_eq!(h["xid_errors"], serde_json::json!([79]));
+    let events = h["recent_events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["kind"], "xid");
+    assert_eq!(events[0]["data"], 79);
+    assert_eq!(events[0]["description"], "GPU has fallen off the bus");
+    let us = events[0]["timestamp_us"].as_u64().unwrap();
+    let time: std::time::SystemTime =
+        humantime::parse_rfc3339(events[0]["time"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        time.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros(),
+        u128::from(us)
+    );
+    assert!(h["needs_attention"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("xid_79")));
+    assert_eq!(health("14", 0)["xid_errors"], serde_json::json!([]));
+
+    let out = gpuscope(&["info", "--fixture", &path, "--frame", "14"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Events           : XID 79 since start"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "        {}  XID 79: GPU has fallen off the bus",
+            events[0]["time"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+
+    let wddm = json(&["snapshot", "--fixture", &fixture("windows-wddm"), "--json"]);
+    assert_eq!(wddm["devices"][0]["health"]["xid_errors"], Value::Null);
+    assert_eq!(wddm["devices"][0]["health"]["recent_events"], Value::Null);
+}

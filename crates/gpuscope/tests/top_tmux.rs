@@ -202,19 +202,26 @@ fn shell_command_env(env: &str, args: &str) -> String {
     )
 }
 
-/// fake-nvml's library, installed as `libnvidia-ml.so.1` for this test binary.
+/// fake-nvml's library, installed as `libnvidia-ml.so.1` once for this test binary.
+// Regression: each test installed it into the same directory, and two tests doing so at once
+// (the tests run in parallel) failed with "install: No such file or directory".
 fn fake_nvml() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe");
-    let lib = fake_nvml::find_cdylib(&exe).unwrap_or_else(|| {
-        panic!(
-            "no {} near {}: cargo builds it as a dev-dependency",
-            fake_nvml::CDYLIB_FILE_NAME,
-            exe.display()
-        )
-    });
-    fake_nvml::install_per_process(&lib, &std::env::temp_dir(), "gpuscope-top-nvml")
-        .expect("install")
-        .nvml
+    static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test exe");
+            let lib = fake_nvml::find_cdylib(&exe).unwrap_or_else(|| {
+                panic!(
+                    "no {} near {}: cargo builds it as a dev-dependency",
+                    fake_nvml::CDYLIB_FILE_NAME,
+                    exe.display()
+                )
+            });
+            fake_nvml::install_per_process(&lib, &std::env::temp_dir(), "gpuscope-top-nvml")
+                .expect("install")
+                .nvml
+        })
+        .clone()
 }
 
 /// The table rows of a screen: (PID, user). A row is two mark characters, then the device, the
@@ -510,6 +517,47 @@ fn sigtstp_and_ctrl_z_suspend_and_sigcont_redraws() {
         wait_until("the viewer's modes", || t.pane("alternate_on") == "1");
         t.wait_text("of 64 shown");
     }
+    t.keys(&["q"]);
+    assert_restored(&t);
+}
+
+/// The viewer on live NVML (fake-nvml serving the 8-GPU recording at frame 14, the frame of GPU
+/// 2's XID 79): the backend's listener receives the XID through `nvmlEventSetWait_v2`, and GPU
+/// 2's row is marked `!` with the reason and the XID's meaning; GPU 0's is not.
+#[test]
+fn an_xid_marks_its_gpu_with_the_detail() {
+    let lib = fake_nvml();
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-sxm-8gpu.json");
+    let Some(t) = Tmux::new("xid") else {
+        return;
+    };
+    t.start(
+        &shell_command_env(
+            &format!(
+                "{}={} {}=14",
+                fake_nvml::FIXTURE_ENV,
+                fixture.display(),
+                fake_nvml::FRAME_ENV
+            ),
+            &format!("--nvml-lib {} --interval 0.2s", lib.display()),
+        ),
+        220,
+        50,
+    );
+    let screen = t.wait_text("GPU has fallen off the bus");
+    let row = |gpu: &str| {
+        screen
+            .lines()
+            .map(|l| l.trim_start_matches('│').trim_start())
+            .find(|l| l.starts_with(gpu) && l.contains("NVIDIA H100"))
+            .unwrap_or_else(|| panic!("no row for GPU {gpu}:\n{screen}"))
+            .to_string()
+    };
+    let gpu2 = row("2!");
+    assert!(gpu2.contains("! xid_79"), "{screen}");
+    assert!(gpu2.contains("XID 79 at "), "{screen}");
+    assert!(!row("0 ").contains('!'), "{screen}");
     t.keys(&["q"]);
     assert_restored(&t);
 }

@@ -31,6 +31,8 @@ pub mod reasons {
     pub const GPU_IDLE: u64 = 0x1;
     /// Software power cap.
     pub const SW_POWER_CAP: u64 = 0x4;
+    /// Hardware slowdown (clocks cut by the hardware: overheating, a power brake, a bad supply).
+    pub const HW_SLOWDOWN: u64 = 0x8;
 }
 
 /// A small deterministic PRNG (SplitMix64); no dependency, same numbers on every machine.

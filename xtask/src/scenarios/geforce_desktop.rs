@@ -219,6 +219,8 @@ pub fn build() -> Fixture {
             let bin = rng.range(0, 2) as u32; // Pascal boost bins are ~13 MHz
             let g = c.graphics - 13 + 13 * bin;
             let mut dy = dynamic_unsupported();
+            // The event listener is up and nothing has happened.
+            dy.events = ok(Vec::new());
             dy.memory_info = ok(memory(c.mem_total_mib * MIB, None, used));
             dy.bar1_memory_info = ok(bar1(256 * MIB, 5 * MIB));
             dy.utilization_rates = ok(Utilization {

@@ -177,6 +177,8 @@ pub fn build() -> Fixture {
                 1_590
             };
             let mut dy = dynamic_unsupported();
+            // The event listener is up and nothing has happened (a lost GPU answers gpu_lost).
+            dy.events = ok(Vec::new());
             dy.memory_info = ok(memory(15_360 * MIB, Some(388 * MIB), used));
             dy.bar1_memory_info = ok(bar1(256 * MIB, 5 * MIB));
             dy.utilization_rates = ok(Utilization {

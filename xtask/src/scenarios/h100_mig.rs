@@ -259,6 +259,9 @@ pub fn build() -> Fixture {
         let power_mw = (power_w * 1000.0) as u32;
         energy += u64::from(power_mw);
         let mut dy = dynamic_unsupported();
+        // The GPU's event listener is up and nothing has happened (MIG devices have no events
+        // of their own: not supported).
+        dy.events = ok(Vec::new());
         dy.memory_info = ok(memory(
             h100::MEM_TOTAL,
             Some(h100::MEM_RESERVED),

@@ -8,7 +8,7 @@ use gpu_backend::fixture::{
 };
 use gpu_backend::{
     Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
-    DeviceId, Fixture, ProcessUtilizationSample, RemappedRows, Utilization,
+    DeviceId, EventKind, Fixture, GpuEvent, ProcessUtilizationSample, RemappedRows, Utilization,
 };
 
 use super::common::*;
@@ -19,6 +19,17 @@ const GPUS: u32 = 8;
 /// From this frame on, GPU 5 has a pending row remap (one row remapped for an uncorrectable
 /// error).
 pub const REMAP_FRAME: usize = 18;
+/// The events of the recording: (GPU, frame it arrives in, kind, data, microseconds before that
+/// frame's reading). GPU 2 reports XID 79 ("GPU has fallen off the bus") and keeps answering;
+/// GPU 5 reports XID 63 (a row-remapping recording event) with its pending remap.
+pub const EVENTS: &[(u32, usize, EventKind, u64, u64)] = &[
+    (2, XID_FRAME, EventKind::Xid, 79, 412_000),
+    (5, REMAP_FRAME, EventKind::Xid, 63, 250_000),
+];
+/// The frame in which GPU 2's XID 79 arrives.
+pub const XID_FRAME: usize = 14;
+/// GPU 3's clocks are cut by the hardware (HW slowdown) in these frames.
+pub const HW_SLOWDOWN_FRAMES: std::ops::RangeInclusive<usize> = 22..=25;
 
 /// Values of the H100 80GB HBM3 from utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt.
 pub mod h100 {
@@ -457,8 +468,12 @@ pub fn build() -> Fixture {
             let power_mw = (power_w * 1000.0) as u32;
             temps[gi] += (36.0 + power_w / 700.0 * 30.0 - temps[gi]) * 0.25;
             energy[gi] += u64::from(power_mw); // mW x 1 s = mJ
+            let slowdown = g == 3 && HW_SLOWDOWN_FRAMES.contains(&f);
             let graphics = if util < 2.0 {
                 h100::IDLE_GRAPHICS
+            } else if slowdown {
+                // HW slowdown cuts the clocks by half or more.
+                870 + 15 * rng.range(0, 4) as u32
             } else if capped {
                 1_830 + 15 * rng.range(0, 6) as u32
             } else {
@@ -508,9 +523,8 @@ pub fn build() -> Fixture {
             dy.ecc_device_memory = location_ecc_zero();
             dy.ecc_sram = location_ecc_zero();
             dy.gpm_metrics = gpm_reading(f, util, 0.62, true, &mut gpm_rng);
-            // The health story: GPU 5 waits for a row remap from frame REMAP_FRAME on. (Its
-            // uncorrectable ECC error, and HW slowdown on another GPU, would change answers
-            // that the frozen v1 copy of this fixture pins: the compat test compares them.)
+            // The health story: GPU 5 waits for a row remap from frame REMAP_FRAME on; GPU 2
+            // reports XID 79 at XID_FRAME; GPU 3 is in HW slowdown in HW_SLOWDOWN_FRAMES.
             let remap = g == 5 && f >= REMAP_FRAME;
             dy.ecc_errors = ecc_all(ok(0));
             dy.remapped_rows = ok(RemappedRows {
@@ -520,7 +534,17 @@ pub fn build() -> Fixture {
                 failure: false,
             });
             dy.pcie_replay_counter = ok(0);
-            dy.clock_event_reasons = ok(if capped { reasons::SW_POWER_CAP } else { 0 });
+            let held = if slowdown { reasons::HW_SLOWDOWN } else { 0 };
+            dy.clock_event_reasons = ok(held | if capped { reasons::SW_POWER_CAP } else { 0 });
+            dy.events = ok(EVENTS
+                .iter()
+                .filter(|&&(gpu, frame, ..)| gpu == g && frame <= f)
+                .map(|&(_, frame, kind, data, before_us)| GpuEvent {
+                    timestamp_us: frame_time_us(frame) - before_us,
+                    kind,
+                    data,
+                })
+                .collect());
             dy.compute_processes = ok(compute);
             dy.graphics_processes = ok(Vec::new());
             samples.sort_by_key(|s| s.pid);

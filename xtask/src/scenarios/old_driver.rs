@@ -98,6 +98,8 @@ pub fn build() -> Fixture {
     for f in 0..FRAMES {
         let on = f >= TRAIN_START;
         let mut dy = dynamic_unsupported();
+        // Events are as old as NVML: the listener is up and nothing has happened.
+        dy.events = ok(Vec::new());
         let mut host = BTreeMap::new();
         let (used, procs, samples);
         if on {

@@ -207,6 +207,7 @@ fn dynamic(frame: u64, used_gib: u64) -> DeviceDynamic {
                 ..GpmMetrics::default()
             })
         },
+        events: ns(),
     }
 }
 
@@ -216,6 +217,8 @@ fn dynamic(frame: u64, used_gib: u64) -> DeviceDynamic {
 ///   process (pid 1000, 1 GiB) on GPU 0 itself plus pid 2000 inside MIG slot 0 (memory N/A).
 /// * GPU 1 (RTX 4090, bus 0x3B) has two fans, a graphics process, no serial (not supported),
 ///   process utilization samples, and is lost in frame 1 (power usage `gpu_lost`).
+/// * GPU 0 reports a clock change in frame 0, then XID 79 and a double-bit ECC error in frame 1;
+///   GPU 1 reports none; the MIG devices have no events (not supported).
 /// * CUDA order is GPU 1 first.
 pub fn fixture() -> Fixture {
     let mut devices = BTreeMap::new();
@@ -303,6 +306,31 @@ pub fn fixture() -> Fixture {
             if f == 1 {
                 d1.power_usage = Answer::Err(BackendError::GpuLost);
             }
+            // GPU 0 reports a clock change in frame 0, and an XID 79 and a double-bit ECC
+            // error in frame 1; GPU 1 has no events.
+            let clock = GpuEvent {
+                timestamp_us: 1_700_000_000_500_000,
+                kind: EventKind::Clock,
+                data: 0,
+            };
+            d0.events = ok(if f == 0 {
+                vec![clock]
+            } else {
+                vec![
+                    clock,
+                    GpuEvent {
+                        timestamp_us: 1_700_000_001_200_000,
+                        kind: EventKind::Xid,
+                        data: 79,
+                    },
+                    GpuEvent {
+                        timestamp_us: 1_700_000_001_300_000,
+                        kind: EventKind::DoubleBitEcc,
+                        data: 0,
+                    },
+                ]
+            });
+            d1.events = ok(vec![]);
             let mut dm0 = dynamic(f, 1);
             dm0.compute_processes = ok(vec![ProcessInfo {
                 pid: 2000,

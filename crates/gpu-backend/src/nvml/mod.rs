@@ -8,6 +8,7 @@
 //! v1, and NVLink counters are read as field values with a link scope.
 
 pub mod conv;
+mod events;
 mod gpm;
 pub mod libcuda;
 
@@ -30,8 +31,8 @@ use crate::error::{nvml_codes, BackendError, Result};
 use crate::types::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, GpmMetrics,
-    LocationEccCounts, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo,
-    PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
+    GpuEvent, LocationEccCounts, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters,
+    PciInfo, PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
     RetirementCause, TemperatureThreshold, Utilization, MAX_DEVICE_COUNT, MAX_FANS,
     NVLINK_MAX_LINKS,
 };
@@ -151,6 +152,8 @@ pub struct NvmlBackend {
     cuda: OnceLock<Result<LibcudaReport>>,
     /// Each device's GPM state: whether it supports GPM and its last sample.
     gpm: gpm::GpmSamples,
+    /// The event listener started with the backend, or why it could not start.
+    listener: Result<events::Listener>,
 }
 
 const _: () = {
@@ -166,6 +169,8 @@ impl fmt::Debug for NvmlBackend {
 
 impl Drop for NvmlBackend {
     fn drop(&mut self) {
+        // The listener's thread and event set go first, while the library is still up.
+        self.listener = Err(BackendError::Uninitialized);
         // GPM samples are freed while the library is still loaded.
         self.gpm.free_all(self.nvml.lib());
         if self.nvml.lib().nvmlShutdown.is_ok() {
@@ -290,13 +295,18 @@ impl NvmlBackend {
             |p| p.to_string_lossy().into_owned(),
         );
         match init {
-            Ok(nvml) => Ok(NvmlBackend {
-                nvml: ManuallyDrop::new(nvml),
-                handles: RwLock::new(HashMap::new()),
-                cuda_library: default_libcuda(path),
-                cuda: OnceLock::new(),
-                gpm: gpm::GpmSamples::default(),
-            }),
+            Ok(nvml) => {
+                let mut backend = NvmlBackend {
+                    nvml: ManuallyDrop::new(nvml),
+                    handles: RwLock::new(HashMap::new()),
+                    cuda_library: default_libcuda(path),
+                    cuda: OnceLock::new(),
+                    listener: Err(BackendError::Uninitialized),
+                    gpm: gpm::GpmSamples::default(),
+                };
+                backend.listener = backend.start_listener();
+                Ok(backend)
+            }
             Err(e) => {
                 let loader_message = match &e {
                     NvmlError::LibloadingError(inner) => Some(inner.to_string()),
@@ -360,6 +370,15 @@ impl NvmlBackend {
         Err(BackendError::Other(format!(
             "libcuda named a device at PCI bus id {bus:?}, which NVML does not list"
         )))
+    }
+
+    /// Starts the event listener on every GPU (see [`events`]).
+    fn start_listener(&self) -> Result<events::Listener> {
+        let count = self.device_count()?;
+        let gpus: Vec<(u32, RawDevice)> = (0..count)
+            .filter_map(|i| self.gpu_handle(i).ok().map(|h| (i, RawDevice(h))))
+            .collect();
+        events::Listener::start(self.lib(), &gpus)
     }
 
     /// The raw function table of the loaded library.
@@ -1214,6 +1233,20 @@ impl GpuBackend for NvmlBackend {
 
     fn graphics_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {
         self.processes(id, ProcessList::Graphics)
+    }
+
+    /// From the listener's buffer: never waits on the driver. A MIG device has no events of
+    /// its own (NVML delivers them on the parent GPU).
+    fn events(&self, id: DeviceId, since_us: u64) -> Result<Vec<GpuEvent>> {
+        self.handle(id)?;
+        match id {
+            DeviceId::Gpu(index) => self
+                .listener
+                .as_ref()
+                .map_err(Clone::clone)?
+                .events(index, since_us),
+            DeviceId::Mig { .. } => Err(BackendError::NotSupported),
+        }
     }
 
     /// `nvmlDeviceGetProcessUtilization` with `since_us` as the last-seen timestamp. No samples

@@ -455,6 +455,7 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             .value()
             .map(|&mj| mj as f64 / 1000.0),
     );
+    health_families(b, d, labels);
 
     let kib_s = |v: Option<&u32>| v.map(|&k| f64::from(k) * 1024.0);
     let f = b.family(
@@ -491,6 +492,201 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     for (link, c) in d.nvlink_counters.iter().enumerate() {
         let v = c.value().map(|c| c.rx_kib as f64 * 1024.0);
         b.put(f, &with(labels, "link", link.to_string()), v);
+    }
+}
+
+/// Health: what needs attention, XIDs, ECC, retired pages, remapped rows, PCIe replays, clock
+/// event reasons, temperature thresholds and power limits (dcgm-exporter's default fields and
+/// more; docs/exporter.md maps them).
+fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let flag = |v: bool| if v { 1.0 } else { 0.0 };
+    let attention = d.attention();
+    let f = b.family(
+        "gpuscope_device_needs_attention",
+        None,
+        Kind::Gauge,
+        "How many reasons the device needs attention for (0: none); the reasons are gpuscope_device_attention_reason.",
+    );
+    b.put(f, labels, Some(attention.len() as f64));
+    let f = b.family(
+        "gpuscope_device_attention_reason",
+        None,
+        Kind::Gauge,
+        "Always 1, one series per reason the device needs attention for (label reason).",
+    );
+    for reason in attention {
+        b.put(f, &with(labels, "reason", reason), Some(1.0));
+    }
+    let f = b.family(
+        "gpuscope_device_last_xid",
+        None,
+        Kind::Gauge,
+        "The code of the newest XID error since the exporter started (0: none); absent where events cannot be known.",
+    );
+    b.put(
+        f,
+        labels,
+        d.events.value().map(|_| {
+            d.xid_codes()
+                .last()
+                .map_or(0.0, |&c| c.min(u64::from(u32::MAX)) as f64)
+        }),
+    );
+    let f = b.family(
+        "gpuscope_device_xid_errors",
+        None,
+        Kind::Gauge,
+        "XID errors since the exporter started, per code (label xid), among the newest 256 events kept.",
+    );
+    if let Some(events) = d.events.value() {
+        for code in d.xid_codes() {
+            let n = events
+                .iter()
+                .filter(|e| e.kind == gpu_backend::EventKind::Xid && e.data == code)
+                .count();
+            b.put(f, &with(labels, "xid", code.to_string()), Some(n as f64));
+        }
+    }
+
+    let f = b.family(
+        "gpuscope_device_ecc_errors",
+        None,
+        Kind::Counter,
+        "ECC errors, per error (corrected, uncorrected) and counter (volatile: since the driver loaded; aggregate: the device's life).",
+    );
+    let e = &d.ecc_errors;
+    for (error, counter, v) in [
+        ("corrected", "volatile", &e.volatile_corrected),
+        ("uncorrected", "volatile", &e.volatile_uncorrected),
+        ("corrected", "aggregate", &e.aggregate_corrected),
+        ("uncorrected", "aggregate", &e.aggregate_uncorrected),
+    ] {
+        let mut l = with(labels, "error", error.into());
+        l.push(("counter", counter.into()));
+        b.put(f, &l, v.value().map(|&n| n as f64));
+    }
+
+    let f = b.family(
+        "gpuscope_device_retired_pages",
+        None,
+        Kind::Gauge,
+        "Memory pages retired, per cause (single_bit: multiple single-bit ECC errors; double_bit: a double-bit error). Kepler to Turing.",
+    );
+    for (cause, v) in [
+        ("single_bit", &d.retired_pages_single_bit),
+        ("double_bit", &d.retired_pages_double_bit),
+    ] {
+        b.put(
+            f,
+            &with(labels, "cause", cause.into()),
+            v.value().map(|l| l.len() as f64),
+        );
+    }
+    let f = b.family(
+        "gpuscope_device_retired_pages_pending",
+        None,
+        Kind::Gauge,
+        "1 when a page retirement waits for the next reset.",
+    );
+    b.put(f, labels, d.retired_pages_pending.value().map(|&p| flag(p)));
+    let rows = d.remapped_rows.value();
+    let f = b.family(
+        "gpuscope_device_remapped_rows",
+        None,
+        Kind::Gauge,
+        "Memory rows remapped, per cause (correctable, uncorrectable errors). Ampere and newer.",
+    );
+    for (cause, v) in [
+        ("correctable", rows.map(|r| r.correctable)),
+        ("uncorrectable", rows.map(|r| r.uncorrectable)),
+    ] {
+        b.put(f, &with(labels, "cause", cause.into()), v.map(f64::from));
+    }
+    let f = b.family(
+        "gpuscope_device_row_remap_pending",
+        None,
+        Kind::Gauge,
+        "1 when a row remap waits for the next reset.",
+    );
+    b.put(f, labels, rows.map(|r| flag(r.pending)));
+    let f = b.family(
+        "gpuscope_device_row_remap_failure",
+        None,
+        Kind::Gauge,
+        "1 when a row remap failed.",
+    );
+    b.put(f, labels, rows.map(|r| flag(r.failure)));
+    let f = b.family(
+        "gpuscope_device_pcie_replays",
+        None,
+        Kind::Counter,
+        "PCIe replays (retries) since the driver loaded.",
+    );
+    b.put(
+        f,
+        labels,
+        d.pcie_replay_counter.value().map(|&n| f64::from(n)),
+    );
+
+    let f = b.family(
+        "gpuscope_device_clock_event_reason",
+        None,
+        Kind::Gauge,
+        "1 when a clock event (throttle) reason holds the clocks down now, 0 when not, per reason.",
+    );
+    if let Some(&mask) = d.clock_event_reasons.value() {
+        for &(bit, reason) in gpu_backend::CLOCK_EVENT_REASONS {
+            b.put(
+                f,
+                &with(labels, "reason", reason.into()),
+                Some(flag(mask & bit != 0)),
+            );
+        }
+    }
+    let f = b.family(
+        "gpuscope_device_temperature_threshold_celsius",
+        Some("celsius"),
+        Kind::Gauge,
+        "Temperature thresholds (shutdown, slowdown, gpu_max, memory_max).",
+    );
+    for (threshold, v) in [
+        ("shutdown", &d.temperature_shutdown),
+        ("slowdown", &d.temperature_slowdown),
+        ("gpu_max", &d.temperature_gpu_max),
+        ("memory_max", &d.temperature_memory_max),
+    ] {
+        b.put(
+            f,
+            &with(labels, "threshold", threshold.into()),
+            v.value().map(|&c| f64::from(c)),
+        );
+    }
+    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
+    let limits = d.power_limit_constraints.value();
+    for (name, help, v) in [
+        (
+            "gpuscope_device_power_enforced_limit_watts",
+            "The power limit in force (the lowest of all limits).",
+            watts(d.enforced_power_limit.value().copied()),
+        ),
+        (
+            "gpuscope_device_power_default_limit_watts",
+            "The power-management limit the board starts with.",
+            watts(d.power_default_limit.value().copied()),
+        ),
+        (
+            "gpuscope_device_power_min_limit_watts",
+            "The lowest the power-management limit may be set to.",
+            watts(limits.map(|l| l.min_mw)),
+        ),
+        (
+            "gpuscope_device_power_max_limit_watts",
+            "The highest the power-management limit may be set to.",
+            watts(limits.map(|l| l.max_mw)),
+        ),
+    ] {
+        let f = b.family(name, Some("watts"), Kind::Gauge, help);
+        b.put(f, labels, v);
     }
 }
 

@@ -112,21 +112,44 @@ fn screen_lost_gpu() {
     insta::assert_snapshot!(text);
 }
 
-/// The 8-GPU recording at frame 25: GPU 5, waiting for a row remap, is marked `!` with its
-/// reason; the others are not.
+/// The device row of GPU `gpu` in a rendered main screen (its first line, label first).
+fn device_row(text: &str, gpu: u32) -> String {
+    text.lines()
+        .map(|l| l.trim_start_matches('│').trim_start())
+        .find(|l| {
+            l.contains("NVIDIA H100")
+                && l.split_whitespace().next().map(|w| w.trim_end_matches('!'))
+                    == Some(gpu.to_string().as_str())
+        })
+        .unwrap_or_else(|| panic!("no row for GPU {gpu}: {text}"))
+        .to_string()
+}
+
+/// The 8-GPU recording at frame 25: GPU 2 (XID 79 at frame 14), GPU 3 (HW slowdown) and GPU 5
+/// (waiting for a row remap after XID 63) are marked `!` with their reasons, GPU 2 with its XID's
+/// time and meaning; the others are not. Before frame 14 GPU 2 is not marked.
 #[test]
 fn gpus_that_need_attention_are_marked_with_their_reasons() {
+    let app = app_over("h100-sxm-8gpu", 10..=13);
+    let text = render_text(&app, 220, 50);
+    assert!(!device_row(&text, 2).contains('!'), "{text}");
+
     let app = app_over("h100-sxm-8gpu", 16..=25);
-    let text = render_text(&app, 160, 50);
-    let row = |gpu: &str| {
-        text.lines()
-            .find(|l| l.trim_start_matches('│').trim_start().starts_with(gpu))
-            .unwrap_or_else(|| panic!("no row for GPU {gpu}: {text}"))
-            .to_string()
-    };
-    assert!(row("5!").contains("! row_remap_pending"), "{text}");
-    for gpu in ["0 ", "1 ", "2 ", "3 ", "4 ", "6 ", "7 "] {
-        assert!(!row(gpu).contains('!'), "GPU {gpu}: {text}");
+    let text = render_text(&app, 220, 50);
+    let gpu2 = device_row(&text, 2);
+    assert!(gpu2.starts_with("2!"), "{text}");
+    assert!(gpu2.contains("! xid_79"), "{text}");
+    assert!(
+        gpu2.contains("XID 79 at 2026-11-01T10:00:13.588000Z: GPU has fallen off the bus"),
+        "{text}"
+    );
+    assert!(device_row(&text, 3).contains("! hw_slowdown"), "{text}");
+    assert!(
+        device_row(&text, 5).contains("! row_remap_pending, xid_63"),
+        "{text}"
+    );
+    for gpu in [0, 1, 4, 6, 7] {
+        assert!(!device_row(&text, gpu).contains('!'), "GPU {gpu}: {text}");
     }
 }
 

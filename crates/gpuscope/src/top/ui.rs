@@ -402,6 +402,24 @@ fn marked_label(d: &DeviceSnapshot) -> String {
     }
 }
 
+/// The newest XID error since start, with its time and meaning: `"  XID 79 at ...: GPU has
+/// fallen off the bus"`.
+fn last_xid(d: &DeviceSnapshot) -> Option<String> {
+    let e = d
+        .events
+        .value()?
+        .iter()
+        .rev()
+        .find(|e| e.kind == gpu_backend::EventKind::Xid)?;
+    let meaning =
+        gpu_backend::xid_description(e.data).map_or_else(String::new, |m| format!(": {m}"));
+    Some(format!(
+        "  XID {} at {}{meaning}",
+        e.data,
+        crate::snapshot::event_time(e.timestamp_us)
+    ))
+}
+
 fn na<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "N/A".into(), |v| v.to_string())
 }
@@ -495,6 +513,9 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
                 format!("  ! {}", attention.join(", ")),
                 theme.warn(),
             ));
+        }
+        if let Some(xid) = last_xid(d) {
+            spans.push(Span::styled(xid, theme.warn()));
         }
         Line::from(spans)
     };

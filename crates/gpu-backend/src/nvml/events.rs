@@ -1,0 +1,210 @@
+//! The event listener: one thread per [`super::NvmlBackend`] that waits on an NVML event set
+//! (`nvmlEventSetCreate`, `nvmlDeviceRegisterEvents`, `nvmlEventSetWait_v2`,
+//! `nvmlEventSetFree`) and keeps what it receives, so that [`crate::GpuBackend::events`] reads
+//! a buffer and never waits on the driver.
+//!
+//! nvml-wrapper's `EventSet` borrows its `Nvml` for its whole life, which a thread owned by the
+//! backend beside that `Nvml` cannot hold; so the listener calls the same four entry points
+//! through the raw function table. It registers each GPU for the kinds of
+//! [`EventKind::ALL`] that the GPU supports (`nvmlDeviceGetSupportedEventTypes`), stamps each
+//! event with the time it arrived (NVML's event carries none), and keeps the newest
+//! [`MAX_EVENTS`] per GPU.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::raw::c_uint;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use nvml_wrapper_sys::bindings as sys;
+
+use super::conv::{check, error_from_return, symbol};
+use super::RawDevice;
+use crate::error::{BackendError, Result};
+use crate::types::{EventKind, GpuEvent, MAX_EVENTS};
+
+/// How long one `nvmlEventSetWait_v2` waits before the thread looks whether it should stop:
+/// dropping the backend waits at most this long for the thread.
+const WAIT_MS: c_uint = 50;
+
+/// An event set, an opaque token of NVML's.
+#[derive(Clone, Copy)]
+struct RawSet(sys::nvmlEventSet_t);
+
+// SAFETY: like `RawDevice`: a token NVML interprets itself, never dereferenced here. NVML's
+// event calls are thread safe; the set is freed only after the thread that waits on it ended.
+unsafe impl Send for RawSet {}
+// SAFETY: see `Send` above; the backend only reads the token, to free it once.
+unsafe impl Sync for RawSet {}
+
+/// The events received so far, per GPU index.
+type Received = Mutex<HashMap<u32, VecDeque<GpuEvent>>>;
+
+/// A running listener. Dropping it stops the thread and frees the event set.
+pub(super) struct Listener {
+    stop: Arc<AtomicBool>,
+    received: Arc<Received>,
+    /// Why a GPU could not be registered, by index; a GPU absent here is registered.
+    refused: HashMap<u32, BackendError>,
+    thread: Option<JoinHandle<()>>,
+    set: RawSet,
+    free: unsafe extern "C" fn(sys::nvmlEventSet_t) -> sys::nvmlReturn_t,
+}
+
+impl Listener {
+    /// Creates an event set, registers `gpus` (index and handle) on it and starts the thread.
+    /// An error when the library has no event set (an old driver, or no event functions).
+    pub(super) fn start(lib: &sys::NvmlLib, gpus: &[(u32, RawDevice)]) -> Result<Listener> {
+        let create = symbol(&lib.nvmlEventSetCreate)?;
+        let register = symbol(&lib.nvmlDeviceRegisterEvents)?;
+        let supported = symbol(&lib.nvmlDeviceGetSupportedEventTypes)?;
+        let wait = symbol(&lib.nvmlEventSetWait_v2)?;
+        let free = symbol(&lib.nvmlEventSetFree)?;
+        let mut set: sys::nvmlEventSet_t = ptr::null_mut();
+        // SAFETY: the library's own entry point with a writable out-pointer.
+        check(unsafe { create(&mut set) })?;
+        if set.is_null() {
+            return Err(BackendError::Other(
+                "NVML returned success with a null event set".into(),
+            ));
+        }
+        let mut refused = HashMap::new();
+        for &(index, RawDevice(handle)) in gpus {
+            let mut mask: std::os::raw::c_ulonglong = 0;
+            // SAFETY: a live handle of this library and a writable out-pointer.
+            let answer = check(unsafe { supported(handle, &mut mask) }).and_then(|()| {
+                let wanted = mask & EventKind::all_bits();
+                if wanted == 0 {
+                    return Err(BackendError::NotSupported);
+                }
+                // SAFETY: a live handle and the set created above.
+                check(unsafe { register(handle, wanted, set) })
+            });
+            if let Err(e) = answer {
+                refused.insert(index, e);
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let received: Arc<Received> = Arc::default();
+        let handles: Vec<(usize, u32)> = gpus
+            .iter()
+            .map(|&(index, RawDevice(h))| (h as usize, index))
+            .collect();
+        let thread = {
+            let stop = Arc::clone(&stop);
+            let received = Arc::clone(&received);
+            let set = RawSet(set);
+            std::thread::Builder::new()
+                .name("gpuscope-nvml-events".into())
+                .spawn(move || listen(set, wait, &handles, &stop, &received))
+                .map_err(|e| BackendError::Other(format!("cannot start the event thread: {e}")))
+        };
+        let thread = match thread {
+            Ok(t) => t,
+            Err(e) => {
+                // SAFETY: the set created above, which nothing waits on.
+                unsafe { free(set) };
+                return Err(e);
+            }
+        };
+        Ok(Listener {
+            stop,
+            received,
+            refused,
+            thread: Some(thread),
+            set: RawSet(set),
+            free,
+        })
+    }
+
+    /// The events received about GPU `index` newer than `since_us`, oldest first.
+    pub(super) fn events(&self, index: u32, since_us: u64) -> Result<Vec<GpuEvent>> {
+        if let Some(e) = self.refused.get(&index) {
+            return Err(e.clone());
+        }
+        let received = self.received.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(received
+            .get(&index)
+            .map(|list| {
+                list.iter()
+                    .filter(|e| e.timestamp_us > since_us)
+                    .copied()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            // The thread looks at `stop` at least every `WAIT_MS`.
+            let _ = thread.join();
+        }
+        // SAFETY: the set created in `start`; the only thread waiting on it has ended.
+        unsafe { (self.free)(self.set.0) };
+    }
+}
+
+/// Microseconds since the Unix epoch now, 1 at the least.
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .max(1)
+}
+
+/// The thread's body: waits for events until told to stop.
+fn listen(
+    set: RawSet,
+    wait: unsafe extern "C" fn(
+        sys::nvmlEventSet_t,
+        *mut sys::nvmlEventData_t,
+        c_uint,
+    ) -> sys::nvmlReturn_t,
+    handles: &[(usize, u32)],
+    stop: &AtomicBool,
+    received: &Received,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let mut data = sys::nvmlEventData_t {
+            device: ptr::null_mut(),
+            eventType: 0,
+            eventData: 0,
+            gpuInstanceId: 0,
+            computeInstanceId: 0,
+        };
+        // SAFETY: the set stays alive until this thread ends (`Listener::drop` joins first),
+        // and `data` is a writable `nvmlEventData_t`.
+        let code = unsafe { wait(set.0, &mut data, WAIT_MS) };
+        if code != sys::nvmlReturn_enum_NVML_SUCCESS {
+            if error_from_return(code) != BackendError::Timeout {
+                // A failing wait (a GPU lost, the driver gone) must not spin: pause as long as
+                // a wait would have.
+                std::thread::sleep(std::time::Duration::from_millis(WAIT_MS.into()));
+            }
+            continue;
+        }
+        let Some(&(_, index)) = handles.iter().find(|(h, _)| *h == data.device as usize) else {
+            continue;
+        };
+        let Some(kind) = EventKind::from_nvml_bit(data.eventType) else {
+            continue;
+        };
+        let mut received = received.lock().unwrap_or_else(PoisonError::into_inner);
+        let list = received.entry(index).or_default();
+        // Strictly increasing per GPU, so that "newer than" never loses an event.
+        let after = list.back().map_or(0, |e| e.timestamp_us.saturating_add(1));
+        list.push_back(GpuEvent {
+            timestamp_us: now_us().max(after),
+            kind,
+            data: data.eventData,
+        });
+        while list.len() > MAX_EVENTS {
+            list.pop_front();
+        }
+    }
+}
