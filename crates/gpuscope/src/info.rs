@@ -87,6 +87,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return crate::write_stdout(&(serde_json::to_string_pretty(&view)? + "\n"));
     }
     let snaps = src.collector.take_snapshots(&devices);
+    // A process's parent by name, as igpu shows it: the host asked once per parent.
+    let host = src.collector.host().clone();
+    let parent_name = |ppid: u32| host.process(ppid).and_then(|f| f.name);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -96,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Escaped(&ctx.cuda_driver_version().to_string())
     );
     for d in &snaps.devices {
-        out.push_str(&render_device(d, &snaps));
+        out.push_str(&render_device(d, &snaps, &parent_name));
     }
     crate::write_stdout(&out)
 }
@@ -362,7 +365,11 @@ fn render_activity(out: &mut String, d: &DeviceSnapshot) {
 }
 
 /// One device: gpu-devices' sections, then its processes joined with their host facts.
-fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
+fn render_device(
+    d: &DeviceSnapshot,
+    snaps: &Snapshots,
+    parent_name: &dyn Fn(u32) -> Option<String>,
+) -> String {
     let mut out = String::new();
     let title = if d.id.is_mig() {
         format!("MIG DEVICE {}", d.id)
@@ -399,19 +406,37 @@ fn render_device(d: &DeviceSnapshot, snaps: &Snapshots) -> String {
             let _ = writeln!(out, "    No running processes");
         }
         Ok(mine) => {
+            // igpu's columns (PID, NAME, USER, PARENT, CREATION TIME, GPU MEM), then the type
+            // and the command line.
             let _ = writeln!(
                 out,
-                "    {:>8}  {:<4}  {:>10}  {:<12}  COMMAND",
-                "PID", "TYPE", "GPU MEM", "USER"
+                "    {:<8} | {:<16} | {:<12} | {:<18} | {:<19} | {:<4} | {:>10} | COMMAND",
+                "PID", "NAME", "USER", "PARENT", "CREATION TIME", "TYPE", "GPU MEM"
             );
             for p in mine {
+                let text = |v: Option<&str>| escape_control(v.unwrap_or("N/A")).into_owned();
+                let parent = match p.host.ppid {
+                    Some(ppid) => match parent_name(ppid) {
+                        Some(name) => format!("{ppid} ({})", escape_control(&name)),
+                        None => ppid.to_string(),
+                    },
+                    None => "N/A".to_string(),
+                };
+                let created = p
+                    .host
+                    .create_time_s
+                    .and_then(crate::top::local_datetime)
+                    .unwrap_or_else(|| "N/A".to_string());
                 let _ = writeln!(
                     out,
-                    "    {:>8}  {:<4}  {:>10}  {:<12}  {}",
+                    "    {:<8} | {:<16} | {:<12} | {:<18} | {:<19} | {:<4} | {:>10} | {}",
                     p.pid,
+                    crate::snapshot::truncate(&text(p.host.name.as_deref()), 16),
+                    crate::snapshot::truncate(&text(p.host.user.as_deref()), 12),
+                    crate::snapshot::truncate(&parent, 18),
+                    created,
                     p.kind.as_str(),
                     p.gpu_memory_human.as_deref().unwrap_or("N/A"),
-                    escape_control(p.host.user.as_deref().unwrap_or("N/A")),
                     Escaped(
                         p.host
                             .command

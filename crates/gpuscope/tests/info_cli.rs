@@ -215,9 +215,10 @@ fn process_memory_the_driver_cannot_tell_is_na() {
         .collect();
     assert!(procs.len() >= 5, "{b}");
     for line in procs {
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(cols[1], "C+G", "{line}");
-        assert_eq!(cols[2], "N/A", "{line}");
+        // PID | NAME | USER | PARENT | CREATION TIME | TYPE | GPU MEM | COMMAND
+        let cols: Vec<&str> = line.split(" | ").map(str::trim).collect();
+        assert_eq!(cols[5], "C+G", "{line}");
+        assert_eq!(cols[6], "N/A", "{line}");
     }
 }
 
@@ -429,8 +430,12 @@ fn unknown_host_facts_are_null_in_info() {
         .lines()
         .find(|l| l.trim_start().starts_with("5759 "))
         .unwrap_or_else(|| panic!("PID 5759 in {text}"));
-    let cols: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cols[3..], ["N/A", "N/A"], "{row}");
+    // PID | NAME | USER | PARENT | CREATION TIME | TYPE | GPU MEM | COMMAND: the host facts
+    // N/A, the GPU's own known.
+    let cols: Vec<&str> = row.split(" | ").map(str::trim).collect();
+    assert_eq!(cols[1..5], ["N/A", "N/A", "N/A", "N/A"], "{row}");
+    assert_eq!(cols[7], "N/A", "{row}");
+    assert_ne!(cols[6], "N/A", "{row}");
 }
 
 /// The GPM metrics of a fixture's device at a frame, as `{field: number}` (absent: N/A).
@@ -600,4 +605,82 @@ fn info_json_has_the_recorded_health_values() {
         "2",
     ]);
     assert_eq!(v["devices"][0]["health"]["nvlink_errors"][7]["replay"], 6);
+}
+
+/// igpu's PROCESSES table: PID, NAME, USER, PARENT (with its name when the host knows it),
+/// CREATION TIME as local date and time text, GPU MEM; then our TYPE and COMMAND.
+#[test]
+fn processes_show_name_parent_and_creation_time_as_igpu_does() {
+    // The trainer's parent is made another process the recording knows (a launcher).
+    let fx = fixture_json("h100-sxm-8gpu");
+    let procs = fx["frames"][5]["devices"]["0"]["compute_processes"]["ok"]
+        .as_array()
+        .unwrap();
+    let (child, parent) = (
+        procs[0]["pid"].as_u64().unwrap(),
+        procs[1]["pid"].as_u64().unwrap(),
+    );
+    let edited = EditedFixture::new("h100-sxm-8gpu", "igpu-parent", |f| {
+        f["host"]["processes"][child.to_string()]["ppid"] = parent.into();
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["info", "0", "--fixture", &edited.path(), "--frame", "5"])
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env("TZ", "UTC")
+        .output()
+        .expect("gpuscope runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("PID "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let columns: Vec<&str> = header.split('|').map(str::trim).collect();
+    assert_eq!(
+        columns,
+        [
+            "PID",
+            "NAME",
+            "USER",
+            "PARENT",
+            "CREATION TIME",
+            "TYPE",
+            "GPU MEM",
+            "COMMAND"
+        ]
+    );
+    let row = |pid: u64| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{pid} ")))
+            .unwrap_or_else(|| panic!("no row for {pid}: {text}"));
+        line.split(" | ").map(|c| c.trim().to_string()).collect()
+    };
+    let facts = &fx["host"]["processes"];
+    for pid in [child, parent] {
+        let r = row(pid);
+        let f = &facts[pid.to_string()];
+        assert_eq!(r[1], f["name"].as_str().unwrap(), "{r:?}");
+        assert_eq!(r[2], f["user"].as_str().unwrap(), "{r:?}");
+        // Start time as UTC text (TZ=UTC), as igpu's `create_time` prints.
+        let start = f["start_time_s"].as_u64().unwrap();
+        let when = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(start),
+        )
+        .to_string();
+        assert_eq!(
+            r[4],
+            when.trim_end_matches('Z').replacen('T', " ", 1),
+            "{r:?}"
+        );
+    }
+    let parent_name = facts[parent.to_string()]["name"].as_str().unwrap();
+    assert_eq!(row(child)[3], format!("{parent} ({parent_name})"));
+    // A parent the host does not know is its PID alone.
+    let ppid = facts[parent.to_string()]["ppid"].as_u64().unwrap();
+    assert_eq!(row(parent)[3], ppid.to_string());
 }
