@@ -107,6 +107,11 @@ pub struct Args {
     #[arg(long)]
     force_color: bool,
 
+    /// Colours for a light terminal background (nvitop's --light): dark yellow, green and blue
+    /// where the default theme uses yellow, green and cyan, which a white background washes out.
+    #[arg(long, env = "GPUSCOPE_TOP_LIGHT", value_parser = clap::builder::FalseyValueParser::new())]
+    light: bool,
+
     /// ASCII only: no block, line-drawing or other non-ASCII characters.
     #[arg(
         long,
@@ -275,6 +280,7 @@ fn run_fleet(args: Args) -> Result<()> {
         args.ascii,
     );
     app.sort = args.sort.unwrap_or_default();
+    app.light = args.light;
     if let Some(text) = &args.filter {
         app.set_filter(text)
             .map_err(|e| UsageError(format!("--filter: {e}")))?;
@@ -397,6 +403,7 @@ pub fn run(args: Args) -> Result<()> {
         local_time: true,
         gpu_util_thresh: thresholds("--gpu-util-thresh", &args.gpu_util_thresh, (10, 75))?,
         mem_util_thresh: thresholds("--mem-util-thresh", &args.mem_util_thresh, (10, 80))?,
+        light: args.light,
     };
     let filter = startup_filter(&args)?;
     let mut app = App::new(opts);

@@ -373,6 +373,8 @@ pub struct Options {
     pub gpu_util_thresh: (u8, u8),
     /// GPU memory use colours: yellow from the first percent, red from the second.
     pub mem_util_thresh: (u8, u8),
+    /// Colours for a light terminal background (`--light`): darker yellow, green and cyan.
+    pub light: bool,
 }
 
 /// The whole state of the viewer.

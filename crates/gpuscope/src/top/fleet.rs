@@ -111,6 +111,8 @@ pub struct FleetApp {
     pub color: bool,
     /// ASCII only.
     pub ascii: bool,
+    /// Colours for a light background (`--light`).
+    pub light: bool,
     /// The order.
     pub sort: SortKey,
     /// One list of devices across hosts (`g`) instead of devices grouped under their host.
@@ -146,6 +148,7 @@ impl FleetApp {
             interval,
             color,
             ascii,
+            light: false,
             sort: SortKey::Host,
             flat: false,
             processes: true,
@@ -479,7 +482,7 @@ fn clock(t: SystemTime) -> String {
 impl FleetApp {
     fn style(&self, fg: Color) -> Style {
         if self.color {
-            Style::default().fg(fg)
+            Style::default().fg(super::ui::light_shade(fg, self.light))
         } else {
             Style::default()
         }

@@ -44,6 +44,7 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
         local_time: false,
         gpu_util_thresh: (10, 75),
         mem_util_thresh: (10, 80),
+        light: false,
     });
     for f in frames {
         backend.set_frame(f);
@@ -936,4 +937,30 @@ fn utilization_thresholds_choose_the_bar_colours_as_nvitop_does() {
         Some(Color::Red),
         "100% reaches 100"
     );
+}
+
+/// `--light` (nvitop's option of that name): the yellow and green a white background washes
+/// out are drawn in darker shades; red stays red.
+#[test]
+fn light_theme_darkens_the_colours_a_white_background_washes_out() {
+    use ratatui::style::Color;
+    let mut app = app_over("geforce-desktop", 0..=20);
+    app.opts.color = true;
+    app.opts.light = true;
+    app.opts.mem_util_thresh = (10, 80);
+    assert_eq!(
+        bar_colour(&app, "MEM"),
+        Some(Color::Indexed(136)),
+        "dark yellow"
+    );
+    app.opts.mem_util_thresh = (60, 90);
+    assert_eq!(
+        bar_colour(&app, "MEM"),
+        Some(Color::Indexed(28)),
+        "dark green"
+    );
+    app.opts.gpu_util_thresh = (10, 75);
+    assert_eq!(bar_colour(&app, "UTIL"), Some(Color::Red));
+    assert_eq!(super::ui::light_shade(Color::Cyan, true), Color::Blue);
+    assert_eq!(super::ui::light_shade(Color::Cyan, false), Color::Cyan);
 }

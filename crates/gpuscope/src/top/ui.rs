@@ -161,15 +161,27 @@ pub fn columns(width: u16, pods: bool) -> Vec<(Column, u16, u16)> {
 
 struct Theme {
     color: bool,
+    light: bool,
     ascii: bool,
     gpu_thresh: (u8, u8),
     mem_thresh: (u8, u8),
+}
+
+/// `c` as the light theme shows it (or as it is, when `light` is off).
+pub(crate) fn light_shade(c: Color, light: bool) -> Color {
+    match (light, c) {
+        (true, Color::Yellow) => Color::Indexed(136),
+        (true, Color::Green) => Color::Indexed(28),
+        (true, Color::Cyan) => Color::Blue,
+        (_, c) => c,
+    }
 }
 
 impl Theme {
     fn of(app: &App) -> Theme {
         Theme {
             color: app.opts.color,
+            light: app.opts.light,
             ascii: app.opts.ascii,
             gpu_thresh: app.opts.gpu_util_thresh,
             mem_thresh: app.opts.mem_util_thresh,
@@ -182,8 +194,8 @@ impl Theme {
         match (self.color, pct) {
             (false, _) | (true, None) => Style::default(),
             (true, Some(p)) if p >= f64::from(high) => Style::default().fg(Color::Red),
-            (true, Some(p)) if p >= f64::from(low) => Style::default().fg(Color::Yellow),
-            (true, Some(_)) => Style::default().fg(Color::Green),
+            (true, Some(p)) if p >= f64::from(low) => self.fg(Color::Yellow),
+            (true, Some(_)) => self.fg(Color::Green),
         }
     }
 
@@ -202,9 +214,15 @@ impl Theme {
         self.level_with(pct, self.mem_thresh)
     }
 
+    /// A foreground colour of the theme: on a light background (`--light`), yellow, green and
+    /// cyan become darker shades (256-colour indices 136, 28 and blue) that stay readable.
+    fn fg(&self, c: Color) -> Style {
+        Style::default().fg(light_shade(c, self.light))
+    }
+
     fn accent(&self) -> Style {
         if self.color {
-            Style::default().fg(Color::Cyan)
+            self.fg(Color::Cyan)
         } else {
             Style::default()
         }
@@ -212,7 +230,7 @@ impl Theme {
 
     fn warn(&self) -> Style {
         if self.color {
-            Style::default().fg(Color::Yellow)
+            self.fg(Color::Yellow)
         } else {
             Style::default()
         }
