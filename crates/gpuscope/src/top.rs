@@ -112,6 +112,12 @@ pub struct Args {
     #[arg(long, env = "GPUSCOPE_TOP_LIGHT", value_parser = clap::builder::FalseyValueParser::new())]
     light: bool,
 
+    /// Spectrum bars (nvitop's --colorful): each filled cell in the colour of the share it
+    /// stands for (green, yellow from the first threshold, red from the second), instead of the
+    /// whole bar in the colour of its value.
+    #[arg(long, env = "GPUSCOPE_TOP_COLORFUL", value_parser = clap::builder::FalseyValueParser::new())]
+    colorful: bool,
+
     /// ASCII only: no block, line-drawing or other non-ASCII characters.
     #[arg(
         long,
@@ -404,6 +410,7 @@ pub fn run(args: Args) -> Result<()> {
         gpu_util_thresh: thresholds("--gpu-util-thresh", &args.gpu_util_thresh, (10, 75))?,
         mem_util_thresh: thresholds("--mem-util-thresh", &args.mem_util_thresh, (10, 80))?,
         light: args.light,
+        colorful: args.colorful,
     };
     let filter = startup_filter(&args)?;
     let mut app = App::new(opts);

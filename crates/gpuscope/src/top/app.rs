@@ -375,6 +375,8 @@ pub struct Options {
     pub mem_util_thresh: (u8, u8),
     /// Colours for a light terminal background (`--light`): darker yellow, green and cyan.
     pub light: bool,
+    /// Bars in spectrum colours, cell by cell (`--colorful`).
+    pub colorful: bool,
 }
 
 /// The whole state of the viewer.

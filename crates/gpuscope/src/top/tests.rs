@@ -45,6 +45,7 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
         gpu_util_thresh: (10, 75),
         mem_util_thresh: (10, 80),
         light: false,
+        colorful: false,
     });
     for f in frames {
         backend.set_frame(f);
@@ -963,4 +964,60 @@ fn light_theme_darkens_the_colours_a_white_background_washes_out() {
     assert_eq!(bar_colour(&app, "UTIL"), Some(Color::Red));
     assert_eq!(super::ui::light_shade(Color::Cyan, true), Color::Blue);
     assert_eq!(super::ui::light_shade(Color::Cyan, false), Color::Cyan);
+}
+
+/// The colours of a bar's filled cells, left to right, each colour once per run.
+fn bar_colours(app: &App, label: &str) -> Vec<ratatui::style::Color> {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 40)).unwrap();
+    t.draw(|f| super::ui::draw(f, app)).unwrap();
+    let buf = t.backend().buffer();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width)
+            .map(|x| buf[(x, y)].symbol().to_string())
+            .collect();
+        if let Some(at) = line.find(label) {
+            let start = (line[..at].chars().count() + label.len()) as u16;
+            let mut runs = Vec::new();
+            let mut in_bar = false;
+            for x in start..buf.area.width {
+                match buf[(x, y)].symbol() {
+                    "█" => {
+                        in_bar = true;
+                        let c = buf[(x, y)].fg;
+                        if runs.last() != Some(&c) {
+                            runs.push(c);
+                        }
+                    }
+                    "░" => in_bar = true,
+                    _ if in_bar => break,
+                    _ => {}
+                }
+            }
+            return runs;
+        }
+    }
+    Vec::new()
+}
+
+/// `--colorful` (nvitop's spectrum bars): each filled cell takes the colour of the share it
+/// stands for, so a full bar runs green, yellow, red; without it, the whole bar is one colour.
+#[test]
+fn colorful_bars_run_through_the_thresholds_colours() {
+    use ratatui::style::Color;
+    // GeForce GPU 0: GPU utilization 100%.
+    let mut app = app_over("geforce-desktop", 0..=20);
+    app.opts.color = true;
+    app.opts.gpu_util_thresh = (10, 75);
+    assert_eq!(bar_colours(&app, "UTIL"), vec![Color::Red]);
+    app.opts.colorful = true;
+    assert_eq!(
+        bar_colours(&app, "UTIL"),
+        vec![Color::Green, Color::Yellow, Color::Red]
+    );
+    // Memory at 52% with thresholds 10 and 80: green, then yellow, and no red cell.
+    app.opts.mem_util_thresh = (10, 80);
+    assert_eq!(bar_colours(&app, "MEM"), vec![Color::Green, Color::Yellow]);
+    // No colour at all: plain, whatever --colorful says.
+    app.opts.color = false;
+    assert_eq!(bar_colours(&app, "UTIL"), vec![Color::Reset]);
 }

@@ -162,10 +162,40 @@ pub fn columns(width: u16, pods: bool) -> Vec<(Column, u16, u16)> {
 struct Theme {
     color: bool,
     light: bool,
+    colorful: bool,
     ascii: bool,
     gpu_thresh: (u8, u8),
     mem_thresh: (u8, u8),
 }
+
+/// A span, or several, to go into a line: what [`spans!`] takes.
+trait IntoSpans {
+    fn push_into(self, spans: &mut Vec<Span<'static>>);
+}
+
+impl IntoSpans for Span<'static> {
+    fn push_into(self, spans: &mut Vec<Span<'static>>) {
+        spans.push(self);
+    }
+}
+
+impl IntoSpans for Vec<Span<'static>> {
+    fn push_into(self, spans: &mut Vec<Span<'static>>) {
+        spans.extend(self);
+    }
+}
+
+/// `vec![...]` of spans where an item may also be several spans (a bar in `--colorful`).
+macro_rules! spans {
+    ($($item:expr),* $(,)?) => {{
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        $( IntoSpans::push_into($item, &mut spans); )*
+        spans
+    }};
+}
+
+/// The host's and GPM's bars: yellow from 50%, red from 80%.
+const HOST_THRESH: (u8, u8) = (50, 80);
 
 /// `c` as the light theme shows it (or as it is, when `light` is off).
 pub(crate) fn light_shade(c: Color, light: bool) -> Color {
@@ -182,6 +212,7 @@ impl Theme {
         Theme {
             color: app.opts.color,
             light: app.opts.light,
+            colorful: app.opts.colorful,
             ascii: app.opts.ascii,
             gpu_thresh: app.opts.gpu_util_thresh,
             mem_thresh: app.opts.mem_util_thresh,
@@ -201,7 +232,42 @@ impl Theme {
 
     /// A host reading's colour: 50% and 80%.
     fn level(&self, pct: Option<f64>) -> Style {
-        self.level_with(pct, (50, 80))
+        self.level_with(pct, HOST_THRESH)
+    }
+
+    /// A bar of `width` cells for `pct`, coloured by the thresholds `(low, high)`: all in the
+    /// colour of the value, or with `--colorful` each filled cell in the colour of the share it
+    /// stands for (green, then yellow from `low`, red from `high`: nvitop's spectrum bars).
+    fn bar_spans(&self, pct: Option<f64>, width: usize, thresh: (u8, u8)) -> Vec<Span<'static>> {
+        let text = self.bar(pct, width);
+        if !(self.color && self.colorful) || pct.is_none() || width == 0 {
+            return vec![Span::styled(text, self.level_with(pct, thresh))];
+        }
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        let mut run = String::new();
+        let mut run_style: Option<Style> = None;
+        for (i, c) in text.chars().enumerate() {
+            let filled = !(c == '░' || c == '.');
+            let style = if filled {
+                // The share of 100% at the middle of this cell.
+                let at = (i as f64 + 0.5) * 100.0 / width as f64;
+                self.level_with(Some(at), thresh)
+            } else {
+                Style::default()
+            };
+            if run_style != Some(style) && !run.is_empty() {
+                spans.push(Span::styled(
+                    std::mem::take(&mut run),
+                    run_style.unwrap_or_default(),
+                ));
+            }
+            run_style = Some(style);
+            run.push(c);
+        }
+        if !run.is_empty() {
+            spans.push(Span::styled(run, run_style.unwrap_or_default()));
+        }
+        spans
     }
 
     /// A GPU utilization's colour (--gpu-util-thresh).
@@ -488,14 +554,14 @@ fn device_compact(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Line<'static
     let fixed = head.chars().count() + 5 + 4 + 12 + 5 + 5 + 6 + 5;
     let bar_w = w.saturating_sub(fixed) / 2;
     let bar_w = bar_w.max(3);
-    let spans = vec![
+    let spans = spans![
         Span::raw(head),
         Span::raw(format!("{temp:>4} {:<3} {power:>11} ", pstate(d))),
         Span::raw("MEM "),
-        Span::styled(theme.bar(mem, bar_w), theme.mem_level(mem)),
+        theme.bar_spans(mem, bar_w, theme.mem_thresh),
         Span::raw(format!(" {:>4} ", percent(mem))),
         Span::raw("UTIL "),
-        Span::styled(theme.bar(util, bar_w), theme.gpu_level(util)),
+        theme.bar_spans(util, bar_w, theme.gpu_thresh),
         Span::raw(format!(" {:>4}", percent(util))),
     ];
     clip(spans, w)
@@ -547,12 +613,12 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
     let fixed = 5 + 4 + 1 + 19 + 1 + 5 + 2 + 5 + 1 + 5;
     let bar_w = (w.saturating_sub(fixed) / 2).max(3);
     let second = clip(
-        vec![
+        spans![
             Span::raw("     MEM "),
-            Span::styled(theme.bar(mem_pct, bar_w), theme.mem_level(mem_pct)),
+            theme.bar_spans(mem_pct, bar_w, theme.mem_thresh),
             Span::raw(format!(" {mem_text:>19} {:>5}  ", percent(mem_pct))),
             Span::raw("UTIL "),
-            Span::styled(theme.bar(util, bar_w), theme.gpu_level(util)),
+            theme.bar_spans(util, bar_w, theme.gpu_thresh),
             Span::raw(format!(" {:>5}", percent(util))),
         ],
         w,
@@ -572,12 +638,12 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
         let bar_w = (w.saturating_sub(fixed) / 2).max(3);
         let occupancy = format!("occ {}", percent(m.sm_occupancy));
         lines.push(clip(
-            vec![
+            spans![
                 Span::raw("     SM  "),
-                Span::styled(theme.bar(sm, bar_w), theme.level(sm)),
+                theme.bar_spans(sm, bar_w, HOST_THRESH),
                 Span::raw(format!(" {occupancy:>19} {:>5}  ", percent(sm))),
                 Span::raw("TENS "),
-                Span::styled(theme.bar(tensor, bar_w), theme.level(tensor)),
+                theme.bar_spans(tensor, bar_w, HOST_THRESH),
                 Span::raw(format!(" {:>5}", percent(tensor))),
             ],
             w,
@@ -605,11 +671,11 @@ fn host_line(sample: &Refresh, theme: &Theme, width: u16) -> Line<'static> {
     );
     let bar_w = (w.saturating_sub(5 + 4 + 6 + 5 + 6 + 24) / 2).max(3);
     clip(
-        vec![
+        spans![
             Span::raw("Host CPU "),
-            Span::styled(theme.bar(cpu, bar_w), theme.level(cpu)),
+            theme.bar_spans(cpu, bar_w, HOST_THRESH),
             Span::raw(format!(" {:>5} MEM ", percent(cpu))),
-            Span::styled(theme.bar(mem, bar_w), theme.level(mem)),
+            theme.bar_spans(mem, bar_w, HOST_THRESH),
             Span::raw(format!(" {:>5} Load {load}", percent(mem))),
         ],
         w,
