@@ -121,14 +121,57 @@ impl<T> Na<T> {
         self.into_option().unwrap_or(default)
     }
 
-    /// The value, or `T::default()`.
+    /// The value, or `T::default()`: nvitop's `int(NA)`, which is 0.
     pub fn unwrap_or_default(self) -> T
     where
         T: Default,
     {
         self.into_option().unwrap_or_default()
     }
+
+    /// The value as a float, NaN when missing: nvitop's `float(NA)`, for arithmetic that
+    /// should carry "unknown" through instead of stopping (NaN stays NaN through `+`, `*`,
+    /// `/`, and compares false).
+    ///
+    /// ```
+    /// use gpu_backend::BackendError;
+    /// use gpu_devices::Na;
+    ///
+    /// let cpu: Na<f64> = Ok(12.5).into();
+    /// assert_eq!(cpu.to_f64(), 12.5);
+    /// // nvitop's failsafe example: `float(p.cpu_percent())` of a process that ended is nan,
+    /// // `int(...)` is 0.
+    /// let gone: Na<f64> = Err(BackendError::NotFound).into();
+    /// assert!(gone.to_f64().is_nan());
+    /// assert!((gone.to_f64() * 100.0 / 8.0).is_nan());
+    /// assert_eq!(gone.clone().unwrap_or_default(), 0.0);
+    /// let memory: Na<u64> = Ok(1 << 30).into();
+    /// assert_eq!(memory.to_f64() / 1024.0, 1_048_576.0);
+    /// ```
+    pub fn to_f64(&self) -> f64
+    where
+        T: Copy + IntoF64,
+    {
+        self.value().map_or(f64::NAN, |&v| v.into_f64())
+    }
 }
+
+/// A number that [`Na::to_f64`] can give as a float (large integers to the nearest float).
+pub trait IntoF64 {
+    /// The number as a float.
+    fn into_f64(self) -> f64;
+}
+
+macro_rules! into_f64 {
+    ($($t:ty),*) => {$(
+        impl IntoF64 for $t {
+            fn into_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    )*};
+}
+into_f64!(u8, u16, u32, u64, usize, i32, i64, f32, f64);
 
 impl<T> From<Result<T, BackendError>> for Na<T> {
     fn from(r: Result<T, BackendError>) -> Self {
