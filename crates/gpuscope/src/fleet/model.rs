@@ -5,7 +5,7 @@
 //! when Prometheus scrapes it in a job that has served gpuscope metrics within the lookback,
 //! so an exporter that is down stays in the view, marked down.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;

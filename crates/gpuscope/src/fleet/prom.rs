@@ -5,7 +5,6 @@
 //! body's text and the model it is folded into do.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -45,12 +44,88 @@ pub enum QueryError {
     Malformed(String),
 }
 
+/// A series' labels, in the order given, borrowed from the text where no escape had to be
+/// undone. A list, not a hash map: a series has about ten labels, which a linear look-up finds
+/// faster than hashing each name (the hashing took a sixth of the fleet viewer's CPU).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabelSet<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
+
+impl<'a> LabelSet<'a> {
+    /// The value of label `name`, if set.
+    pub fn get(&self, name: &str) -> Option<&Cow<'a, str>> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    /// Sets label `name`, replacing an earlier value.
+    pub fn insert(&mut self, name: Cow<'a, str>, value: Cow<'a, str>) {
+        match self.0.iter_mut().find(|(k, _)| *k == name) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((name, value)),
+        }
+    }
+}
+
+impl<'a> FromIterator<(Cow<'a, str>, Cow<'a, str>)> for LabelSet<'a> {
+    fn from_iter<I: IntoIterator<Item = (Cow<'a, str>, Cow<'a, str>)>>(iter: I) -> Self {
+        let mut set = LabelSet::default();
+        for (k, v) in iter {
+            set.insert(k, v);
+        }
+        set
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LabelSet<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Labels;
+        impl<'de> Visitor<'de> for Labels {
+            type Value = LabelSet<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of label names and values")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<LabelSet<'de>, M::Error> {
+                let mut set = LabelSet(Vec::with_capacity(map.size_hint().unwrap_or(12)));
+                while let Some((k, v)) = map.next_entry::<Borrowed<'de>, Borrowed<'de>>()? {
+                    set.insert(k.0, v.0);
+                }
+                Ok(set)
+            }
+        }
+        d.deserialize_map(Labels)
+    }
+}
+
+/// A string borrowed from the JSON text where it holds no escape, owned where it does.
+struct Borrowed<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Borrowed<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Borrowed<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Borrowed<'de>, E> {
+                Ok(Borrowed(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Borrowed<'de>, E> {
+                Ok(Borrowed(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Borrowed<'de>, E> {
+                Ok(Borrowed(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(Text)
+    }
+}
+
 /// One series of an instant vector, borrowed from the answer's text.
 #[derive(Debug, Deserialize)]
 pub struct Series<'a> {
     /// Labels (with `__name__` when the query keeps it).
     #[serde(borrow)]
-    pub metric: HashMap<Cow<'a, str>, Cow<'a, str>>,
+    pub metric: LabelSet<'a>,
     /// `[evaluation time, "value"]`.
     #[serde(borrow)]
     pub value: (f64, Cow<'a, str>),

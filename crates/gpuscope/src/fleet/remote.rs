@@ -6,7 +6,6 @@
 //! exporter. An exporter that cannot be read is a host that is down.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
@@ -139,7 +138,7 @@ pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) {
 }
 
 /// A sample's labels, borrowed from the text where no escape had to be undone.
-pub type Labels<'a> = HashMap<Cow<'a, str>, Cow<'a, str>>;
+pub type Labels<'a> = super::prom::LabelSet<'a>;
 
 /// One sample line of the text format: `name{label="value",...} value [timestamp]`; `None`
 /// for comments, blank lines and anything malformed.
@@ -155,7 +154,7 @@ pub fn parse_line(line: &str) -> Option<(&str, Labels<'_>, &str)> {
     if name.is_empty() {
         return None;
     }
-    let mut labels = HashMap::new();
+    let mut labels = Labels::default();
     let mut rest = &line[name_end..];
     if let Some(after) = rest.strip_prefix('{') {
         rest = after;
@@ -222,11 +221,14 @@ mod tests {
             parse_line(r#"gpuscope_device_up{hostname="a \"b\"\\c",index="0:1"} 1 1700000000"#)
                 .unwrap();
         assert_eq!(name, "gpuscope_device_up");
-        assert_eq!(labels["hostname"], "a \"b\"\\c");
-        assert_eq!(labels["index"], "0:1");
+        assert_eq!(labels.get("hostname").unwrap(), "a \"b\"\\c");
+        assert_eq!(labels.get("index").unwrap(), "0:1");
         assert_eq!(value, "1");
         let (name, labels, value) = parse_line("gpuscope_host_cpus 64").unwrap();
-        assert_eq!((name, labels.len(), value), ("gpuscope_host_cpus", 0, "64"));
+        assert_eq!(
+            (name, labels, value),
+            ("gpuscope_host_cpus", Labels::default(), "64")
+        );
         for bad in [
             "# HELP x y",
             "",
@@ -270,7 +272,7 @@ mod tests {
             let escaped = v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
             let line = format!("m{{l=\"{escaped}\"}} 1");
             let (_, labels, _) = parse_line(&line).unwrap();
-            proptest::prop_assert_eq!(labels["l"].as_ref(), v.as_str());
+            proptest::prop_assert_eq!(labels.get("l").unwrap().as_ref(), v.as_str());
         }
     }
 }
