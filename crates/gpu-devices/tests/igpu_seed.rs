@@ -1,4 +1,4 @@
-//! The examples of igpu's README (../shared/seeds/igpu-README.md in the project's reading),
+//! The examples of igpu's README (github.com/acnazarejr/igpu, its Quick Start and Examples),
 //! written with gpu-devices over a replayed fixture at a fixed frame: what each prints is kept
 //! as an insta snapshot, so a change to igpu's layout shows up in review.
 
