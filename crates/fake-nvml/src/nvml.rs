@@ -185,6 +185,25 @@ fn enable(on: bool) -> nvmlEnableState_t {
     c_uint::from(on)
 }
 
+/// NVML's `nvmlMemoryErrorType_t` (0 corrected, 1 uncorrected) and `nvmlEccCounterType_t`
+/// (0 volatile, 1 aggregate), as the ECC calls take them.
+fn ecc_kind_and_counter(
+    error_type: c_uint,
+    counter_type: c_uint,
+) -> Result<(EccErrorKind, EccCounter), Code> {
+    let kind = match error_type {
+        0 => EccErrorKind::Corrected,
+        1 => EccErrorKind::Uncorrected,
+        _ => return Err(INVALID),
+    };
+    let counter = match counter_type {
+        0 => EccCounter::Volatile,
+        1 => EccCounter::Aggregate,
+        _ => return Err(INVALID),
+    };
+    Ok((kind, counter))
+}
+
 fn clock_type(t: c_uint) -> Result<ClockType, Code> {
     ClockType::ALL.get(t as usize).copied().ok_or(INVALID)
 }
@@ -585,16 +604,7 @@ nvml_api! {
     fn nvmlDeviceGetTotalEccErrors(device: nvmlDevice_t, error_type: c_uint, counter_type: c_uint, ecc_counts: *mut c_ulonglong) |ctx| {
         let id = ctx.dev(device)?;
         nn(ecc_counts)?;
-        let kind = match error_type {
-            0 => EccErrorKind::Corrected,
-            1 => EccErrorKind::Uncorrected,
-            _ => return Err(INVALID),
-        };
-        let counter = match counter_type {
-            0 => EccCounter::Volatile,
-            1 => EccCounter::Aggregate,
-            _ => return Err(INVALID),
-        };
+        let (kind, counter) = ecc_kind_and_counter(error_type, counter_type)?;
         put(ecc_counts, ctx.b.ecc_errors(id, kind, counter)?)
     }
     /// `nvmlDeviceGetTargetFanSpeed`: the speed one fan is driven towards, percent.
@@ -623,16 +633,7 @@ nvml_api! {
     fn nvmlDeviceGetMemoryErrorCounter(device: nvmlDevice_t, error_type: c_uint, counter_type: c_uint, location: c_uint, count: *mut c_ulonglong) |ctx| {
         let id = ctx.dev(device)?;
         nn(count)?;
-        let kind = match error_type {
-            0 => EccErrorKind::Corrected,
-            1 => EccErrorKind::Uncorrected,
-            _ => return Err(INVALID),
-        };
-        let counter = match counter_type {
-            0 => EccCounter::Volatile,
-            1 => EccCounter::Aggregate,
-            _ => return Err(INVALID),
-        };
+        let (kind, counter) = ecc_kind_and_counter(error_type, counter_type)?;
         let location = *MemoryLocation::ALL.get(location as usize).ok_or(INVALID)?;
         let counts = ctx.b.memory_errors(id, location)?;
         put(count, counts.get(kind, counter).ok_or(Code(ret::NOT_SUPPORTED))?)
