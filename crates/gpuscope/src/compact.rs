@@ -11,7 +11,7 @@ use std::io::IsTerminal as _;
 use anstyle::{AnsiColor, Style};
 use gpu_devices::text::escape_control;
 
-use crate::snapshot::{DeviceView, ProcessView, SnapshotView};
+use crate::snapshot::{na, text, DeviceView, ProcessView, SnapshotView};
 
 /// The options of the compact view (gpustat's names where it has them).
 #[derive(Debug, Clone, clap::Args)]
@@ -151,8 +151,9 @@ fn line(pieces: &[Piece], width: Option<usize>, paint: &Paint) -> String {
     out
 }
 
+/// Bytes in whole MiB, without the unit; N/A when unknown.
 fn mib(b: Option<u64>) -> String {
-    b.map_or_else(|| "N/A".into(), |b| (b / (1024 * 1024)).to_string())
+    na(b.map(|b| b / (1024 * 1024)))
 }
 
 /// The compact view of a snapshot.
@@ -167,19 +168,13 @@ pub fn render(
     let mut out = String::new();
     if !args.no_header {
         let header = vec![
-            (
-                escape_control(view.hostname.as_deref().unwrap_or("N/A")).into_owned(),
-                Style::new().bold(),
-            ),
+            (text(view.hostname.as_deref()), Style::new().bold()),
             (
                 format!("  {}", crate::snapshot::human_utc(&view.time)),
                 plain,
             ),
             (
-                format!(
-                    "  {}",
-                    escape_control(view.driver_version.as_deref().unwrap_or("N/A"))
-                ),
+                format!("  {}", text(view.driver_version.as_deref())),
                 Style::new().bold(),
             ),
         ];
@@ -189,11 +184,7 @@ pub fn render(
     let name_width = view
         .devices
         .iter()
-        .map(|d| {
-            escape_control(d.name.as_deref().unwrap_or("N/A"))
-                .chars()
-                .count()
-        })
+        .map(|d| text(d.name.as_deref()).chars().count())
         .max()
         .unwrap_or(0);
     let id_width = view
@@ -251,10 +242,7 @@ fn device_pieces(
         ),
         (" ".into(), plain),
         (
-            format!(
-                "{:<name_width$}",
-                escape_control(d.name.as_deref().unwrap_or("N/A"))
-            ),
+            format!("{:<name_width$}", text(d.name.as_deref())),
             fg(AnsiColor::Blue),
         ),
         (" | ".into(), plain),
@@ -330,10 +318,7 @@ fn process_pieces(p: &ProcessView, args: &CompactArgs) -> Vec<Piece> {
     let plain = Style::new();
     let mut pieces: Vec<Piece> = vec![("  └ ".into(), plain)];
     if !args.no_user {
-        pieces.push((
-            escape_control(p.user.as_deref().unwrap_or("N/A")).into_owned(),
-            fg(AnsiColor::BrightBlack),
-        ));
+        pieces.push((text(p.user.as_deref()), fg(AnsiColor::BrightBlack)));
     }
     if args.show_pid {
         let sep = if args.no_user { "" } else { "/" };
@@ -344,9 +329,11 @@ fn process_pieces(p: &ProcessView, args: &CompactArgs) -> Vec<Piece> {
         .map_or_else(|| "N/A".into(), |b| format!("{}M", b / (1024 * 1024)));
     pieces.push((format!("({mem})"), fg(AnsiColor::Yellow)));
     if args.show_cmd {
-        let cmd = p.command.as_deref().or(p.name.as_deref()).unwrap_or("N/A");
         pieces.push((" ".into(), plain));
-        pieces.push((escape_control(cmd).into_owned(), fg(AnsiColor::Blue)));
+        pieces.push((
+            text(p.command.as_deref().or(p.name.as_deref())),
+            fg(AnsiColor::Blue),
+        ));
     }
     pieces
 }

@@ -414,7 +414,7 @@ fn render_device(
                 "PID", "NAME", "USER", "PARENT", "CREATION TIME", "TYPE", "GPU MEM"
             );
             for p in mine {
-                let text = |v: Option<&str>| escape_control(v.unwrap_or("N/A")).into_owned();
+                let text = crate::snapshot::text;
                 let parent = match p.host.ppid {
                     Some(ppid) => match parent_name(ppid) {
                         Some(name) => format!("{ppid} ({})", escape_control(&name)),
