@@ -120,7 +120,7 @@ fn check_round_trip(fixture: &Fixture, tag: &str) {
         None,
         &mut |_, _| {},
     );
-    drop(backend);
+    backend.shutdown();
     if let gpu_backend::Answer::Ok(order) = &fixture.system.cuda_device_order {
         assert_eq!(
             recorded.system.cuda_device_order,
@@ -261,5 +261,5 @@ fn gpm_takes_one_sample_per_device_per_refresh() {
     }
     let (s1, m1) = read();
     assert_eq!((s1 - s0, m1 - m0), (15, 10));
-    drop(backend);
+    backend.shutdown();
 }

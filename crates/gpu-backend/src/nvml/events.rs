@@ -25,8 +25,9 @@ use super::RawDevice;
 use crate::error::{BackendError, Result};
 use crate::types::{EventKind, GpuEvent, MAX_EVENTS};
 
-/// How long one `nvmlEventSetWait_v2` waits before the thread looks whether it should stop:
-/// dropping the backend waits at most this long for the thread.
+/// How long one `nvmlEventSetWait_v2` waits before the thread looks whether it should stop: the
+/// thread ends (and frees its set) at most this long after the backend is dropped, which does
+/// not wait for it.
 const WAIT_MS: c_uint = 50;
 
 /// An event set, an opaque token of NVML's.
@@ -34,29 +35,31 @@ const WAIT_MS: c_uint = 50;
 struct RawSet(sys::nvmlEventSet_t);
 
 // SAFETY: like `RawDevice`: a token NVML interprets itself, never dereferenced here. NVML's
-// event calls are thread safe; the set is freed only after the thread that waits on it ended.
+// event calls are thread safe; the set is used and freed by the one thread that waits on it.
 unsafe impl Send for RawSet {}
-// SAFETY: see `Send` above; the backend only reads the token, to free it once.
-unsafe impl Sync for RawSet {}
 
 /// The events received so far, per GPU index.
 type Received = Mutex<HashMap<u32, VecDeque<GpuEvent>>>;
 
-/// A running listener. Dropping it stops the thread and frees the event set.
+/// A running listener. Dropping it tells the thread to stop without waiting for it: the thread
+/// frees the event set when its wait in progress returns, then lets go of the library.
 pub(super) struct Listener {
     stop: Arc<AtomicBool>,
     received: Arc<Received>,
     /// Why a GPU could not be registered, by index; a GPU absent here is registered.
     refused: HashMap<u32, BackendError>,
     thread: Option<JoinHandle<()>>,
-    set: RawSet,
-    free: unsafe extern "C" fn(sys::nvmlEventSet_t) -> sys::nvmlReturn_t,
 }
 
 impl Listener {
-    /// Creates an event set, registers `gpus` (index and handle) on it and starts the thread.
-    /// An error when the library has no event set (an old driver, or no event functions).
-    pub(super) fn start(lib: &sys::NvmlLib, gpus: &[(u32, RawDevice)]) -> Result<Listener> {
+    /// Creates an event set, registers `gpus` (index and handle) on it and starts the thread,
+    /// which holds `library` (what keeps `lib` initialised and loaded) until it has freed the
+    /// set. An error when the library has no event set (an old driver, or no event functions).
+    pub(super) fn start(
+        lib: &sys::NvmlLib,
+        gpus: &[(u32, RawDevice)],
+        library: Arc<dyn Send + Sync>,
+    ) -> Result<Listener> {
         let create = symbol(&lib.nvmlEventSetCreate)?;
         let register = symbol(&lib.nvmlDeviceRegisterEvents)?;
         let supported = symbol(&lib.nvmlDeviceGetSupportedEventTypes)?;
@@ -98,13 +101,18 @@ impl Listener {
             let set = RawSet(set);
             std::thread::Builder::new()
                 .name("gpuscope-nvml-events".into())
-                .spawn(move || listen(set, wait, &handles, &stop, &received))
+                .spawn(move || {
+                    listen(set, wait, &handles, &stop, &received);
+                    // SAFETY: the set created in `start`; this thread was its only user.
+                    unsafe { free(set.0) };
+                    drop(library);
+                })
                 .map_err(|e| BackendError::Other(format!("cannot start the event thread: {e}")))
         };
         let thread = match thread {
             Ok(t) => t,
             Err(e) => {
-                // SAFETY: the set created above, which nothing waits on.
+                // SAFETY: the set created above, which nothing waits on (the thread never ran).
                 unsafe { free(set) };
                 return Err(e);
             }
@@ -114,8 +122,6 @@ impl Listener {
             received,
             refused,
             thread: Some(thread),
-            set: RawSet(set),
-            free,
         })
     }
 
@@ -137,15 +143,22 @@ impl Listener {
     }
 }
 
-impl Drop for Listener {
-    fn drop(&mut self) {
+impl Listener {
+    /// Stops the thread and waits until it has freed the set and let go of the library: at
+    /// most `WAIT_MS`.
+    pub(super) fn stop_and_wait(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
-            // The thread looks at `stop` at least every `WAIT_MS`.
             let _ = thread.join();
         }
-        // SAFETY: the set created in `start`; the only thread waiting on it has ended.
-        unsafe { (self.free)(self.set.0) };
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        // The thread looks at `stop` at least every `WAIT_MS`, then frees the set; nobody waits
+        // for it here (see `stop_and_wait`).
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -177,8 +190,9 @@ fn listen(
             gpuInstanceId: 0,
             computeInstanceId: 0,
         };
-        // SAFETY: the set stays alive until this thread ends (`Listener::drop` joins first),
-        // and `data` is a writable `nvmlEventData_t`.
+        // SAFETY: the set stays alive until this thread frees it after the loop, the library
+        // stays up while the thread holds its session, and `data` is a writable
+        // `nvmlEventData_t`.
         let code = unsafe { wait(set.0, &mut data, WAIT_MS) };
         if code != sys::nvmlReturn_enum_NVML_SUCCESS {
             if error_from_return(code) != BackendError::Timeout {

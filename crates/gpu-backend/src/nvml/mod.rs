@@ -19,7 +19,7 @@ use std::mem::{self, ManuallyDrop};
 use std::os::raw::{c_char, c_uint};
 use std::path::PathBuf;
 use std::ptr;
-use std::sync::{OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::error::NvmlError;
@@ -141,9 +141,9 @@ enum ProcessList {
 /// # Ok::<(), gpu_backend::BackendError>(())
 /// ```
 pub struct NvmlBackend {
-    /// The initialised library. `ManuallyDrop` so that `Drop` can refuse to shut down through a
-    /// library that lacks `nvmlShutdown` (nvml-wrapper would panic there).
-    nvml: ManuallyDrop<Nvml>,
+    /// The initialised library, shared with the event thread: whichever lets go last shuts
+    /// NVML down and unloads it (see [`Session`]).
+    nvml: Arc<Session>,
     /// Handles of physical GPUs by NVML index, filled on first use.
     handles: RwLock<HashMap<u32, RawDevice>>,
     /// The libcuda to ask for CUDA's order; `None`: the loader's default.
@@ -169,14 +169,32 @@ impl fmt::Debug for NvmlBackend {
 
 impl Drop for NvmlBackend {
     fn drop(&mut self) {
-        // The listener's thread and event set go first, while the library is still up.
+        // The listener is told to stop; its thread frees the event set and lets go of the
+        // session when its wait in progress returns. Dropping never waits for it.
         self.listener = Err(BackendError::Uninitialized);
-        // GPM samples are freed while the library is still loaded.
+        // GPM samples are freed while the library is still loaded (the session outlives this).
         self.gpm.free_all(self.nvml.lib());
-        if self.nvml.lib().nvmlShutdown.is_ok() {
-            // SAFETY: `self.nvml` is not used again after this; dropping it calls `nvmlShutdown`
+    }
+}
+
+/// An initialised NVML library. The backend and its event thread each hold one reference: the
+/// thread may be inside `nvmlEventSetWait_v2` for up to its timeout after the backend is
+/// dropped, and the library must stay up until that wait returns, without the backend's owner
+/// waiting for it (a one-shot command would otherwise spend that timeout at exit).
+struct Session(ManuallyDrop<Nvml>);
+
+impl Session {
+    fn lib(&self) -> &sys::NvmlLib {
+        self.0.lib()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.0.lib().nvmlShutdown.is_ok() {
+            // SAFETY: `self.0` is not used again after this; dropping it calls `nvmlShutdown`
             // and unloads the library.
-            unsafe { ManuallyDrop::drop(&mut self.nvml) };
+            unsafe { ManuallyDrop::drop(&mut self.0) };
         }
         // Otherwise the library stays loaded: it cannot be shut down, and nvml-wrapper's own
         // `Drop` would panic on the missing symbol.
@@ -297,7 +315,7 @@ impl NvmlBackend {
         match init {
             Ok(nvml) => {
                 let mut backend = NvmlBackend {
-                    nvml: ManuallyDrop::new(nvml),
+                    nvml: Arc::new(Session(ManuallyDrop::new(nvml))),
                     handles: RwLock::new(HashMap::new()),
                     cuda_library: default_libcuda(path),
                     cuda: OnceLock::new(),
@@ -372,13 +390,27 @@ impl NvmlBackend {
         )))
     }
 
+    /// Shuts NVML down and returns when it is down: the event thread has ended and this
+    /// session's `nvmlShutdown` has been called (other sessions of this process, and other
+    /// processes, keep the library initialised for themselves).
+    ///
+    /// Dropping the backend does the same without waiting: the event thread, which may be
+    /// inside a wait on the driver, ends within 50 ms and shuts the session down then. Call
+    /// this when what comes next needs the library down, e.g. initialising it again afresh.
+    pub fn shutdown(mut self) {
+        if let Ok(listener) = mem::replace(&mut self.listener, Err(BackendError::Uninitialized)) {
+            listener.stop_and_wait();
+        }
+    }
+
     /// Starts the event listener on every GPU (see [`events`]).
     fn start_listener(&self) -> Result<events::Listener> {
         let count = self.device_count()?;
         let gpus: Vec<(u32, RawDevice)> = (0..count)
             .filter_map(|i| self.gpu_handle(i).ok().map(|h| (i, RawDevice(h))))
             .collect();
-        events::Listener::start(self.lib(), &gpus)
+        let session: Arc<dyn Send + Sync> = self.nvml.clone();
+        events::Listener::start(self.lib(), &gpus, session)
     }
 
     /// The raw function table of the loaded library.
@@ -440,7 +472,7 @@ impl NvmlBackend {
         let handle = self.handle(id)?;
         // SAFETY: `handle` came from this very `Nvml` instance and stays valid until it is shut
         // down, which cannot happen while `self` is borrowed.
-        let device = unsafe { Device::new(handle, &self.nvml) };
+        let device = unsafe { Device::new(handle, &self.nvml.0) };
         query(&device).map_err(error_from_wrapper)
     }
 
@@ -640,7 +672,7 @@ impl GpuBackend for NvmlBackend {
 
     fn device_count(&self) -> Result<u32> {
         believed_count(
-            self.nvml.device_count().map_err(error_from_wrapper)?,
+            self.nvml.0.device_count().map_err(error_from_wrapper)?,
             MAX_DEVICE_COUNT,
             "devices",
         )
