@@ -12,8 +12,10 @@ mod common;
 
 use std::sync::OnceLock;
 
-use gpu_backend::DeviceId;
-use gpu_devices::{CudaDeviceOrder, DeviceKind, Na};
+use std::sync::Arc;
+
+use gpu_backend::{DeviceId, ReplayBackend};
+use gpu_devices::{Context, CudaDeviceOrder, DeviceKind, Na};
 use serde_json::Value;
 
 use common::*;
@@ -26,18 +28,38 @@ fn json(stem: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The 8-GPU box at `frame`: its JSON (read once), a context and the replay backend.
+fn h100_at(frame: usize) -> (&'static Value, Context, Arc<ReplayBackend>) {
+    static JSON: OnceLock<Value> = OnceLock::new();
+    let j = JSON.get_or_init(|| json("h100-sxm-8gpu"));
+    let (ctx, backend) = open("h100-sxm-8gpu");
+    backend.set_frame(frame);
+    (j, ctx, backend)
+}
+
+/// A field of a device's `memory_info` at a frame (`total`, `used`, `free`), bytes.
+fn memory(j: &Value, frame: usize, device: &str, field: &str) -> u64 {
+    j["frames"][frame]["devices"][device]["memory_info"]["ok"][field]
+        .as_u64()
+        .unwrap()
+}
+
+/// Memory for people as nvitop prints it below 100 GiB: whole MiB.
+fn human_mib(bytes: u64) -> String {
+    format!("{}MiB", (bytes as f64 / MIB).round())
+}
+
 /// nvitop's `NA` as our crate gives it: the fan speed of an H100 SXM board, which has no fan
 /// (the fixture records `not_supported`). Read once for all the tests of this file, since debug
 /// builds parse the large fixture slowly.
 fn na() -> Na<u32> {
     static NA: OnceLock<Na<u32>> = OnceLock::new();
     NA.get_or_init(|| {
+        let (j, ctx, _) = h100_at(0);
         assert_eq!(
-            json("h100-sxm-8gpu")["frames"][0]["devices"]["0"]["fan_speed"]["err"],
+            j["frames"][0]["devices"]["0"]["fan_speed"]["err"],
             "not_supported"
         );
-        let (ctx, backend) = open("h100-sxm-8gpu");
-        backend.set_frame(0);
         let fan = ctx.device(0).unwrap().fan_speed();
         assert!(fan.is_na());
         fan
@@ -219,11 +241,8 @@ fn natype_round() {
 /// snapshot.
 #[test]
 fn device_examples() {
-    let stem = "h100-sxm-8gpu";
-    let j = json(stem);
-    let (ctx, backend) = open(stem);
     let frame = 7;
-    backend.set_frame(frame);
+    let (j, ctx, _) = h100_at(frame);
 
     // Device.driver_version(), Device.count(), Device.all()
     assert_eq!(
@@ -248,23 +267,15 @@ fn device_examples() {
     assert_eq!(ctx.device_by_uuid(&uuid2[..12]).unwrap(), nvidia2);
 
     // nvidia0.memory_free(), nvidia0.memory_free_human()
-    let free = j["frames"][frame]["devices"]["0"]["memory_info"]["ok"]["free"]
-        .as_u64()
-        .unwrap();
+    let free = memory(j, frame, "0", "free");
     assert_eq!(nvidia0.memory_free(), Na::Value(free));
-    let free_mib = (free as f64 / MIB).round();
-    assert_eq!(
-        nvidia0.memory_free_human().to_string(),
-        format!("{free_mib}MiB")
-    );
+    assert_eq!(nvidia0.memory_free_human().to_string(), human_mib(free));
 
     // nvidia2.as_snapshot(): every metric at once, for device 2.
     let snap = nvidia2.snapshot();
     assert_eq!(snap.id, DeviceId::Gpu(2));
     assert_eq!(snap.uuid().to_string(), uuid2);
-    let used2 = j["frames"][frame]["devices"]["2"]["memory_info"]["ok"]["used"]
-        .as_u64()
-        .unwrap();
+    let used2 = memory(j, frame, "2", "used");
     assert_eq!(snap.memory_used(), Na::Value(used2));
 
     // mig10 = Device(index=(1, 0)); mig30 = Device(uuid='MIG-xxxxxx'), on the MIG box (its
@@ -289,8 +300,7 @@ fn device_examples() {
 /// already, on the device and on the backend (the query table declares it once).
 #[test]
 fn device_getattr_examples() {
-    let j = json("h100-sxm-8gpu");
-    let (ctx, _) = open("h100-sxm-8gpu");
+    let (j, ctx, _) = h100_at(0);
     let device = ctx.device(0).unwrap();
     let cc = &j["devices"]["0"]["cuda_compute_capability"]["ok"];
     let want = (
@@ -311,10 +321,8 @@ fn device_getattr_examples() {
 /// and its accessors (the same names as the device's getters) ask nothing more.
 #[test]
 fn device_oneshot_examples() {
-    let j = json("h100-sxm-8gpu");
-    let (ctx, backend) = open("h100-sxm-8gpu");
     let frame = 4;
-    backend.set_frame(frame);
+    let (j, ctx, backend) = h100_at(frame);
     let device = ctx.device(0).unwrap();
     backend.count_calls(true);
     let snap = device.snapshot(); // with device.oneshot():
@@ -327,19 +335,12 @@ fn device_oneshot_examples() {
         .sum();
     assert_eq!(memory_info_calls, 1);
 
-    let m = &j["frames"][frame]["devices"]["0"]["memory_info"]["ok"];
-    let (total, used, free) = (
-        m["total"].as_u64().unwrap(),
-        m["used"].as_u64().unwrap(),
-        m["free"].as_u64().unwrap(),
-    );
+    let [total, used, free] = ["total", "used", "free"].map(|f| memory(j, frame, "0", f));
     let info = snap.memory_info().into_option().unwrap(); // device.memory_info()
     assert_eq!((info.total, info.used, info.free), (total, used, free));
     assert_eq!(snap.memory_used(), Na::Value(used)); // device.memory_used()
-    assert_eq!(
-        snap.memory_free_human().to_string(), // device.memory_free_human()
-        format!("{}MiB", (free as f64 / MIB).round())
-    );
+                                                     // device.memory_free_human()
+    assert_eq!(snap.memory_free_human().to_string(), human_mib(free));
     let percent = snap.memory_percent().into_option().unwrap(); // device.memory_percent()
     assert!(
         (percent - used as f64 * 100.0 / total as f64).abs() < 0.051,
@@ -357,10 +358,8 @@ fn device_oneshot_examples() {
 #[test]
 fn cuda_device_examples() {
     use CudaDeviceOrder::PciBusId;
-    let j = json("h100-sxm-8gpu");
-    let (ctx, backend) = open("h100-sxm-8gpu");
     let frame = 2;
-    backend.set_frame(frame);
+    let (j, ctx, _) = h100_at(frame);
     let visible = Some("3,2,1,0");
 
     // CudaDevice.count(), CudaDevice.all()
@@ -393,14 +392,9 @@ fn cuda_device_examples() {
     );
 
     // cuda0.memory_free(), cuda0.memory_free_human(): CUDA device 0 is GPU 3.
-    let free = j["frames"][frame]["devices"]["3"]["memory_info"]["ok"]["free"]
-        .as_u64()
-        .unwrap();
+    let free = memory(j, frame, "3", "free");
     assert_eq!(cuda0.memory_free(), Na::Value(free));
-    assert_eq!(
-        cuda0.memory_free_human().to_string(),
-        format!("{}MiB", (free as f64 / MIB).round())
-    );
+    assert_eq!(cuda0.memory_free_human().to_string(), human_mib(free));
 
     // cuda1.as_snapshot(): it carries its CUDA ordinal.
     let snap = cuda1.snapshot();
