@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use gpu_backend::host::{HostSource, LiveHost};
 use gpu_backend::DeviceId;
-use gpu_devices::{CudaDeviceOrder, Na};
-use gpu_processes::{ProcessCollector, ProcessGone, ProcessHandle};
+use gpu_devices::{bytes2human, CudaDeviceOrder, Na};
+use gpu_processes::{command_join, ProcessCollector, ProcessGone, ProcessHandle};
 use serde_json::Value;
 
 fn path(stem: &str) -> PathBuf {
@@ -218,6 +218,7 @@ fn quick_start_process_table() {
     let j = json(stem);
     let collector = ProcessCollector::from_fixture(path(stem), Some(0)).unwrap();
     let ctx = collector.context();
+    let mut shown = 0;
     for device in ctx.cuda_devices_for(None, CudaDeviceOrder::PciBusId) {
         // processes = device.processes()
         let snap = device.snapshot();
@@ -236,12 +237,68 @@ fn quick_start_process_table() {
             let key = (p.host.user.clone(), p.pid);
             assert!(last.as_ref().is_none_or(|l| *l <= key), "sorted");
             last = Some(key);
-            let gpu_memory = p.gpu_memory_human.as_deref().unwrap_or("WDDM:N/A");
-            assert_eq!(gpu_memory, "WDDM:N/A", "WDDM gives no per-process memory");
+
+            // The script's row, from our values ...
+            let user = p.host.user.as_deref().unwrap_or("N/A");
+            let got = row(
+                p.pid,
+                user,
+                Na::from(p.host.cpu_percent),
+                Na::from(p.host.rss.map(bytes2human)),
+                p.host.running_time_human.as_deref().unwrap_or("N/A"),
+                p.gpu_memory_human.as_deref().unwrap_or("WDDM:N/A"),
+                Na::from(p.utilization.sm),
+                p.host.command.as_deref().unwrap_or("N/A"),
+            );
+            // ... and from the recording's.
             let facts = &j["host"]["processes"][p.pid.to_string()];
-            assert_eq!(p.host.user.as_deref(), facts["user"].as_str());
-            let rss = j["frames"][0]["host"]["processes"][p.pid.to_string()]["rss"].as_u64();
-            assert_eq!(p.host.rss, rss);
+            let now = &j["frames"][0]["host"]["processes"][p.pid.to_string()];
+            let rss = now["rss"].as_u64().unwrap();
+            assert!((1 << 20..100 << 30).contains(&rss), "shown in MiB");
+            let cmdline: Vec<String> = facts["cmdline"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect();
+            let want = row(
+                p.pid,
+                facts["user"].as_str().unwrap(),
+                Na::Value(now["cpu_percent"].as_f64().unwrap()),
+                Na::Value(format!("{}MiB", (rss as f64 / 1048576.0).round())),
+                p.host.running_time_human.as_deref().unwrap_or("N/A"),
+                "WDDM:N/A", // WDDM gives no per-process memory
+                Na::NotAvailable,
+                // nvitop's joining, checked against nvitop's own output in gpu-processes.
+                &command_join(&cmdline),
+            );
+            assert_eq!(got, want);
+            shown += 1;
         }
     }
+    assert!(shown > 0, "the Windows fixture has processes");
+}
+
+/// One row of the quick start's table: `'    {pid:<5}  {username:<8} {cpu:>5}  {host_memory:>8}
+/// {time:>8}  {gpu_memory:>8}  {sm:>3}  {command:<}'`, the user name cut to eight characters
+/// with `+` when longer.
+#[allow(clippy::too_many_arguments)]
+fn row(
+    pid: u32,
+    user: &str,
+    cpu: Na<f64>,
+    host_memory: Na<String>,
+    time: &str,
+    gpu_memory: &str,
+    sm: Na<u32>,
+    command: &str,
+) -> String {
+    let chars: Vec<char> = user.chars().collect();
+    let user: String = if chars.len() > 8 {
+        chars[..7].iter().chain(['+'].iter()).collect()
+    } else {
+        user.to_string()
+    };
+    let cpu = cpu.map(|c| format!("{c:.1}"));
+    format!("    {pid:<5}  {user:<8} {cpu:>5}  {host_memory:>8} {time:>8}  {gpu_memory:>8}  {sm:>3}  {command}")
 }
