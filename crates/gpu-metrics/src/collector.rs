@@ -737,10 +737,10 @@ fn process_attribute(p: &GpuProcess, attribute: &str) -> Option<f64> {
     }
 }
 
-/// Which PIDs descend from the roots, following parents on the host; remembered for one sample.
 /// The PID of init, the ancestor of every process.
 const INIT_PID: u32 = 1;
 
+/// Which PIDs descend from the roots, following parents on the host; remembered for one sample.
 struct Ancestry<'a> {
     roots: &'a BTreeSet<u32>,
     host: &'a dyn gpu_backend::host::HostSource,
