@@ -35,6 +35,16 @@ fn listed(j: &Value, frame: usize, device: &str) -> Vec<u64> {
     pids
 }
 
+/// A recorded process's command line, from the JSON.
+fn cmdline_of(facts: &Value) -> Vec<String> {
+    facts["cmdline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect()
+}
+
 /// `HostProcess`'s examples. `HostProcess()` is this process, read live; the others a
 /// recorded process: the same PID gives equal handles (nvitop: the same instance), and its
 /// command line is joined as nvitop joins it (`python3 -c "import IPython; ..."` in the seed;
@@ -64,12 +74,7 @@ fn host_process_examples() {
 
     // p.cmdline(); p.command()  (shell-escaped, as nvitop joins it)
     let snap = p1.snapshot().unwrap(); // p.as_snapshot()
-    let cmdline: Vec<String> = facts["cmdline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect();
+    let cmdline = cmdline_of(facts);
     assert_eq!(snap.cmdline.as_ref(), Some(&cmdline));
     assert_eq!(cmdline[1], "-c");
     assert!(cmdline[2].contains(' ') && !cmdline[2].contains('"'));
@@ -255,12 +260,7 @@ fn quick_start_process_table() {
             let now = &j["frames"][0]["host"]["processes"][p.pid.to_string()];
             let rss = now["rss"].as_u64().unwrap();
             assert!((1 << 20..100 << 30).contains(&rss), "shown in MiB");
-            let cmdline: Vec<String> = facts["cmdline"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_str().unwrap().to_string())
-                .collect();
+            let cmdline = cmdline_of(facts);
             let want = row(
                 p.pid,
                 facts["user"].as_str().unwrap(),
