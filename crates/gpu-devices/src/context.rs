@@ -459,6 +459,57 @@ impl Context {
             .ok_or(Error::NoSuchCudaDevice { index, count })
     }
 
+    /// The device as CUDA numbers it under the environment's `CUDA_VISIBLE_DEVICES` and
+    /// `CUDA_DEVICE_ORDER`: nvitop's `CudaDevice(nvml_index=2)` is
+    /// `ctx.cuda_device_of(&ctx.device(2)?)`, its `CudaDevice(uuid=...)` is
+    /// `ctx.cuda_device_of(&ctx.device_by_uuid(...)?)`. See [`Context::cuda_device_of_for`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotVisibleToCuda`] when CUDA does not show the device.
+    pub fn cuda_device_of(&self, device: &Device) -> Result<CudaDevice> {
+        self.cuda_device_of_for(
+            device,
+            cuda::visible_devices_from_env().as_deref(),
+            CudaDeviceOrder::from_env(),
+        )
+    }
+
+    /// The device as CUDA numbers it for this `CUDA_VISIBLE_DEVICES` value and order.
+    ///
+    /// ```
+    /// use gpu_devices::{Context, CudaDeviceOrder::PciBusId};
+    ///
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-sxm-8gpu.json");
+    /// let ctx = Context::from_fixture(path)?;
+    /// // CUDA_VISIBLE_DEVICES=3,2,1,0: GPU 2 is CUDA device 1.
+    /// let cuda1 = ctx.cuda_device_of_for(&ctx.device(2)?, Some("3,2,1,0"), PciBusId)?;
+    /// assert_eq!((cuda1.cuda_index(), cuda1.physical_index()), (1, 2));
+    /// // GPU 5 is not shown.
+    /// assert!(ctx.cuda_device_of_for(&ctx.device(5)?, Some("3,2,1,0"), PciBusId).is_err());
+    /// # Ok::<(), gpu_devices::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotVisibleToCuda`] when CUDA does not show the device, or the device is of
+    /// another context.
+    pub fn cuda_device_of_for(
+        &self,
+        device: &Device,
+        value: Option<&str>,
+        order: CudaDeviceOrder,
+    ) -> Result<CudaDevice> {
+        let all = self.cuda_devices_for(value, order);
+        let count = all.len() as u32;
+        all.into_iter()
+            .find(|c| c.device() == device)
+            .ok_or(Error::NotVisibleToCuda {
+                device: device.id(),
+                count,
+            })
+    }
+
     // ---- Snapshots ----
 
     /// Everything about the system and every device (physical, then its MIG devices), each

@@ -398,6 +398,8 @@ impl Device {
     /// once, and the answers that do not change (name, UUID, limits, max clocks, modes: the
     /// query table's static rows) asked on this device's first snapshot only and kept by the
     /// [`Context`] for the rest of the session.
+    #[doc(alias = "as_snapshot")]
+    #[doc(alias = "oneshot")]
     pub fn snapshot(&self) -> DeviceSnapshot {
         let st = self.ctx.statics_of(self.id);
         let dy = recorder::capture_dynamic(self.backend(), self.id, &st.num_fans);

@@ -74,6 +74,14 @@ pub enum Error {
         /// How many CUDA devices are visible.
         count: u32,
     },
+    /// CUDA does not show this device under the current `CUDA_VISIBLE_DEVICES`.
+    #[error("device {device} is not visible to CUDA: {}", cuda_shows(*.count))]
+    NotVisibleToCuda {
+        /// The device asked about.
+        device: DeviceId,
+        /// How many CUDA devices are visible.
+        count: u32,
+    },
 }
 
 /// "this machine has 8 GPUs (0-7)", "this machine has 1 GPU (0)", "this machine has no GPUs".

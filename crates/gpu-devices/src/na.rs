@@ -34,6 +34,33 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// assert_eq!(power.error(), Some(&BackendError::GpuLost));
 /// assert_eq!(serde_json::to_string(&power).unwrap(), "null");
 /// ```
+///
+/// # nvitop's `NA` in Rust
+///
+/// nvitop's `NA` is a `str` (`'N/A'`) that becomes `nan` in arithmetic (`NA + 1`, `NA / 1024`)
+/// and `0` through `int(NA)`. `Na` has no arithmetic operators: the conversion is said out
+/// loud, `to_string()` or `{}` for the text, [`Na::to_f64`] for nvitop's float (NaN, which
+/// IEEE arithmetic carries through), [`Na::unwrap_or_default`] for `int(NA)`, and
+/// [`Na::map`] to compute on a value while keeping the reason it is missing.
+/// Dividing by zero gives NaN or infinity instead of Python's `ZeroDivisionError`.
+///
+/// ```
+/// use gpu_devices::Na;
+///
+/// let fan: Na<u32> = Na::NotAvailable;
+/// assert_eq!(format!("fan: {fan:<5}|"), "fan: N/A  |"); // 'fan: ' + NA.ljust(5)
+/// assert!((fan.to_f64() / 1024.0).is_nan()); // NA / 1024
+/// assert_eq!(fan.clone().unwrap_or_default(), 0); // int(NA)
+/// assert_eq!(fan.map(|v| v * 2), Na::NotAvailable);
+/// ```
+///
+/// Arithmetic straight on an `Na` does not compile, whatever the other operand (Python's
+/// `NA - 'str'` is a `TypeError` at run time):
+///
+/// ```compile_fail
+/// let fan: gpu_devices::Na<u32> = gpu_devices::Na::NotAvailable;
+/// let _ = fan + 1;
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum Na<T> {
     /// The value.

@@ -266,7 +266,8 @@ impl CollectorBuilder {
     }
 
     /// Only the GPU processes descending from these PIDs (or being one) are reported (default:
-    /// this process). `[1]` reports every GPU process.
+    /// this process). `[1]` reports every GPU process, also one whose chain of parents cannot
+    /// be read all the way up.
     pub fn root_pids(mut self, pids: impl IntoIterator<Item = u32>) -> CollectorBuilder {
         self.root_pids = Some(pids.into_iter().collect());
         self
@@ -461,6 +462,7 @@ impl ResourceMetricCollector {
     /// [`Error::InvalidTag`] for an empty tag or one with `/`; [`Error::TagActive`] when the tag
     /// is active already; [`Error::Spawn`] when the sampling thread cannot be started (the tag
     /// is then not active).
+    #[doc(alias = "start")]
     pub fn activate(&self, tag: &str) -> Result<&Self> {
         if tag.is_empty() || tag.contains('/') {
             return Err(Error::InvalidTag(tag.to_string()));
@@ -489,6 +491,7 @@ impl ResourceMetricCollector {
     /// # Errors
     ///
     /// [`Error::NoSuchTag`] when `tag` is not active.
+    #[doc(alias = "stop")]
     pub fn deactivate(&self, tag: Option<&str>) -> Result<&Self> {
         let sampler = {
             let mut state = self.lock();
@@ -513,6 +516,7 @@ impl ResourceMetricCollector {
     /// # Errors
     ///
     /// As [`ResourceMetricCollector::activate`].
+    #[doc(alias = "context")]
     pub fn scope(&self, tag: &str) -> Result<TagGuard> {
         self.activate(tag)?;
         Ok(TagGuard {
@@ -527,6 +531,7 @@ impl ResourceMetricCollector {
     /// # Errors
     ///
     /// As [`ResourceMetricCollector::deactivate`].
+    #[doc(alias = "clear")]
     pub fn reset(&self, tag: Option<&str>) -> Result<()> {
         let now = self.shared.clock.elapsed();
         let unix = self.shared.clock.unix_time();
@@ -732,6 +737,9 @@ fn process_attribute(p: &GpuProcess, attribute: &str) -> Option<f64> {
     }
 }
 
+/// The PID of init, the ancestor of every process.
+const INIT_PID: u32 = 1;
+
 /// Which PIDs descend from the roots, following parents on the host; remembered for one sample.
 struct Ancestry<'a> {
     roots: &'a BTreeSet<u32>,
@@ -749,6 +757,12 @@ impl<'a> Ancestry<'a> {
     }
 
     fn descends(&mut self, pid: u32, ppid: Option<u32>) -> bool {
+        // Every process descends from PID 1 (init, or a PID namespace's own init), even when
+        // a parent between them cannot be read (ended and reparented late, another user's, or
+        // not kept in a recording): nvitop's `root_pids={1}` is every GPU process.
+        if self.roots.contains(&INIT_PID) {
+            return true;
+        }
         let mut chain = vec![pid];
         let mut next = ppid;
         let mut answer = false;

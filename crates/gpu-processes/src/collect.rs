@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use gpu_backend::host::{HostSource, ReplayHost};
 use gpu_backend::{BackendError, DeviceId, ProcessUtilizationSample, ReplayBackend};
 use gpu_devices::units::{bytes2human, timedelta2human};
-use gpu_devices::{Context, Device, DeviceSnapshot, Na};
+use gpu_devices::{Context, CudaDevice, Device, DeviceSnapshot, Na};
 use serde::Serialize;
 
 use crate::process::{GpuProcess, HostProcess, ProcessUtilization};
@@ -217,6 +217,13 @@ impl ProcessCollector {
     pub fn take_snapshots(&self, devices: &[Device]) -> Snapshots {
         let snapshots: Vec<DeviceSnapshot> = devices.iter().map(Device::snapshot).collect();
         self.join(snapshots)
+    }
+
+    /// [`ProcessCollector::take_snapshots`] of devices as CUDA numbers them (nvitop's
+    /// `take_snapshots(Device.cuda.all())`): each device snapshot carries its CUDA ordinal
+    /// (`DeviceSnapshot::cuda_index`).
+    pub fn take_cuda_snapshots(&self, devices: &[CudaDevice]) -> Snapshots {
+        self.join(devices.iter().map(CudaDevice::snapshot).collect())
     }
 
     /// [`ProcessCollector::take_snapshots`] of every physical and MIG device.

@@ -130,6 +130,8 @@ impl ProcessHandle {
 
     /// What the host says of the process now (user, command, CPU, memory, running time, ...);
     /// `None` once it has ended.
+    #[doc(alias = "as_snapshot")]
+    #[doc(alias = "oneshot")]
     pub fn snapshot(&self) -> Option<HostProcess> {
         if !self.is_running() {
             return None;
