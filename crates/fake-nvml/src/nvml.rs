@@ -1274,8 +1274,6 @@ mod event_sets {
 
     /// Sets are small numbers dressed as pointers, like device handles.
     const SET_BASE: usize = 0x6576_0000;
-    /// How often a waiting call looks for a new frame.
-    const POLL: Duration = Duration::from_millis(10);
 
     #[derive(Default)]
     struct Set {
@@ -1357,7 +1355,9 @@ mod event_sets {
             if now >= deadline {
                 return Err(Code(ret::TIMEOUT));
             }
-            std::thread::sleep(POLL.min(deadline - now));
+            // Asleep until the frame can have changed, as NVML's wait sleeps in the driver:
+            // a waiting thread costs its process nothing between frames.
+            state::wait_for_frame_change(&b, deadline - now);
         }
     }
 

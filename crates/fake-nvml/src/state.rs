@@ -3,7 +3,8 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
 
 use gpu_backend::{DeviceId, Fixture, GpuBackend, ReplayBackend, ReplayClock};
 
@@ -184,6 +185,22 @@ pub(crate) fn nvml_backend() -> Option<Arc<ReplayBackend>> {
     st.nvml.as_ref().map(|s| Arc::clone(&s.backend))
 }
 
+/// Counts the frames set by hand, so that a waiting call wakes when one is (see
+/// [`wait_for_frame_change`]).
+static FRAMES_SET: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// Waits up to `timeout` for the served frame to change: until a frame is set by hand, or
+/// until a wall-clock replay's next frame is due, whichever comes first.
+pub(crate) fn wait_for_frame_change(backend: &ReplayBackend, timeout: Duration) {
+    let timeout = backend.next_frame_in().map_or(timeout, |d| d.min(timeout));
+    let (count, changed) = &FRAMES_SET;
+    let guard = count.lock().unwrap_or_else(PoisonError::into_inner);
+    let seen = *guard;
+    let _ = changed
+        .wait_timeout_while(guard, timeout, |now| *now == seen)
+        .unwrap_or_else(PoisonError::into_inner);
+}
+
 /// Serves frame `index` from now on (switching a wall clock to a manual one).
 pub(crate) fn set_frame(index: usize) -> nvmlReturn_t {
     let mut st = lock();
@@ -195,6 +212,10 @@ pub(crate) fn set_frame(index: usize) -> nvmlReturn_t {
         served.manual = true;
     }
     served.backend.set_frame(index);
+    drop(st);
+    let (count, changed) = &FRAMES_SET;
+    *count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    changed.notify_all();
     ret::SUCCESS
 }
 

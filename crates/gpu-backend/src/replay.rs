@@ -133,6 +133,31 @@ impl ReplayBackend {
         }
     }
 
+    /// How long until a wall-clock replay serves another frame; `None` on a manual clock
+    /// (whose frame changes only when set) and on a wall clock that has reached its last frame
+    /// without looping.
+    pub fn next_frame_in(&self) -> Option<Duration> {
+        let ReplayClock::Wall { start, looping } = &self.clock else {
+            return None;
+        };
+        let frames = &self.fixture.frames;
+        let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (index, loops) = position_at(frames, start.elapsed(), *looping);
+        let next_t = match frames.get(index + 1) {
+            Some(next) => next.t_ms,
+            None if *looping => loop_period_ms(frames),
+            None => return None,
+        };
+        let loop_start = if *looping {
+            loops.saturating_mul(loop_period_ms(frames))
+        } else {
+            0
+        };
+        let due = loop_start.saturating_add(next_t);
+        // At least a millisecond: `elapsed` is read twice, and a frame due now is due next.
+        Some(Duration::from_millis(due.saturating_sub(elapsed).max(1)))
+    }
+
     /// The frame served now.
     pub fn frame(&self) -> &Frame {
         &self.fixture.frames[self.frame_index()]
@@ -404,6 +429,36 @@ mod tests {
         assert_eq!(at(2500), 2);
         // Without looping the last frame stays.
         assert_eq!(at(60_000), 3);
+    }
+
+    #[test]
+    fn next_frame_in_counts_down_to_the_next_frame_and_over_the_loop() {
+        let mut fixture = load("old-driver");
+        fixture.frames = frames_at(&[0, 1000, 2000]);
+        let started_ago = |ms: u64, looping: bool| {
+            let clock = ReplayClock::Wall {
+                start: Instant::now() - Duration::from_millis(ms),
+                looping,
+            };
+            ReplayBackend::with_clock(fixture.clone(), clock)
+        };
+        let within = |r: ReplayBackend, lo: u64, hi: u64| {
+            let d = r.next_frame_in().expect("a next frame");
+            assert!(
+                d >= Duration::from_millis(lo) && d <= Duration::from_millis(hi),
+                "{d:?} not in {lo}..={hi} ms"
+            );
+        };
+        // 1.5 s in: frame 1, frame 2 due at 2 s.
+        within(started_ago(1500, false), 400, 500);
+        // 2.5 s in, looping: the last frame lasts one step (1 s), then frame 0 again at 3 s.
+        within(started_ago(2500, true), 400, 500);
+        // 3.2 s in, looping: the second loop's frame 0; its frame 1 is due at 4 s.
+        within(started_ago(3200, true), 700, 800);
+        // Not looping, past the last frame: nothing more comes.
+        assert_eq!(started_ago(2500, false).next_frame_in(), None);
+        // A manual clock changes only when set.
+        assert_eq!(ReplayBackend::new(fixture.clone()).next_frame_in(), None);
     }
 
     #[test]
