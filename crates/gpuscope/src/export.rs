@@ -105,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // an empty exposition.
     let mut sampler = Sampler {
         collector,
-        options,
+        options: Arc::new(options),
         shared: None,
         stop_after: args.test_stop_sampler_after,
         taken: 0,
@@ -185,7 +185,7 @@ async fn watch_health(shared: Arc<Shared>) {
 /// Takes samples and publishes their encodings.
 struct Sampler {
     collector: ProcessCollector,
-    options: Options,
+    options: Arc<Options>,
     shared: Option<Arc<Shared>>,
     stop_after: Option<u64>,
     taken: u64,
@@ -234,21 +234,14 @@ impl Sampler {
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         let inputs = families::Inputs {
-            snapshots: &snapshots,
-            machine: &machine,
-            host: &frame,
+            snapshots,
+            machine,
+            host: frame,
             sample_duration_s,
             sample_time_s,
         };
-        let families = families::build(&inputs, &self.options);
-        let text = exposition::encode_text(&families);
-        let openmetrics =
-            exposition::encode_openmetrics(families).context("cannot encode OpenMetrics text")?;
         self.taken += 1;
-        Ok(Exposition::new(
-            text.into_bytes(),
-            openmetrics.into_bytes(),
-            started,
-        ))
+        // Turned into families and encoded when a scrape asks (see `Exposition`).
+        Ok(Exposition::new(inputs, Arc::clone(&self.options), started))
     }
 }

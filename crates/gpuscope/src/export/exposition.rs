@@ -3,6 +3,7 @@
 //! for), the latter through the prometheus-client crate's encoder.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::MetricType;
@@ -101,9 +102,8 @@ fn write_value(out: &mut String, v: f64) {
 }
 
 /// Families in OpenMetrics 1.0 text, ending with `# EOF`. Families without samples are left out.
-/// Takes the families by value: prometheus-client's collectors own what they encode.
-pub fn encode_openmetrics(mut families: Vec<Family>) -> Result<String, std::fmt::Error> {
-    families.retain(|f| !f.samples.is_empty());
+/// Takes the families shared: prometheus-client's collectors own what they encode.
+pub fn encode_openmetrics(families: Arc<[Family]>) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Collected(families)));
     let mut out = String::with_capacity(64 * 1024);
@@ -113,11 +113,11 @@ pub fn encode_openmetrics(mut families: Vec<Family>) -> Result<String, std::fmt:
 
 /// Families handed to prometheus-client's encoder.
 #[derive(Debug)]
-struct Collected(Vec<Family>);
+struct Collected(Arc<[Family]>);
 
 impl prometheus_client::collector::Collector for Collected {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        for f in &self.0 {
+        for f in self.0.iter().filter(|f| !f.samples.is_empty()) {
             // prometheus-client appends the unit to the name itself.
             let (base, unit) = match f.unit {
                 Some(u) => (
@@ -216,11 +216,11 @@ mod tests {
 
     #[test]
     fn openmetrics_has_unit_and_eof() {
-        let text = encode_openmetrics(vec![family(
+        let text = encode_openmetrics(Arc::from(vec![family(
             Kind::Counter,
             vec![("index", "0".into())],
             2.0,
-        )])
+        )]))
         .expect("encodes");
         assert!(
             text.contains("# TYPE gpuscope_test_bytes counter\n"),
@@ -276,6 +276,9 @@ mod tests {
         let mut f = family(Kind::Gauge, vec![], 1.0);
         f.samples.clear();
         assert_eq!(encode_text(&[f.clone()]), "");
-        assert_eq!(encode_openmetrics(vec![f]).expect("encodes"), "# EOF\n");
+        assert_eq!(
+            encode_openmetrics(Arc::from(vec![f])).expect("encodes"),
+            "# EOF\n"
+        );
     }
 }

@@ -63,14 +63,14 @@ pub struct Options {
 }
 
 /// Everything one sample publishes.
-#[derive(Debug, Clone, Copy)]
-pub struct Inputs<'a> {
+#[derive(Debug)]
+pub struct Inputs {
     /// Devices and processes.
-    pub snapshots: &'a Snapshots,
+    pub snapshots: Snapshots,
     /// Host totals.
-    pub machine: &'a HostMachine,
+    pub machine: HostMachine,
     /// Host readings.
-    pub host: &'a HostFrame,
+    pub host: HostFrame,
     /// How long taking the sample took, seconds.
     pub sample_duration_s: f64,
     /// When the sample was taken, seconds since the Unix epoch.
@@ -122,7 +122,7 @@ fn ratio(percent: Option<u32>) -> Option<f64> {
 
 /// The families of one sample. Families with no sample are still listed (with their help), so
 /// that the set of families does not depend on the hardware; the encoders skip empty ones.
-pub fn build(inputs: &Inputs<'_>, options: &Options) -> Vec<Family> {
+pub fn build(inputs: &Inputs, options: &Options) -> Vec<Family> {
     let mut b = Builder {
         families: Vec::new(),
         by_name: HashMap::new(),
@@ -141,7 +141,7 @@ pub fn build(inputs: &Inputs<'_>, options: &Options) -> Vec<Family> {
         );
         b.put(f, &info_labels(d, &labels, options), Some(1.0));
     }
-    pod_families(&mut b, inputs.snapshots, &options.hostname);
+    pod_families(&mut b, &inputs.snapshots, &options.hostname);
     if options.processes {
         let start = b.families.len();
         process_descriptors(&mut b);
@@ -153,9 +153,9 @@ pub fn build(inputs: &Inputs<'_>, options: &Options) -> Vec<Family> {
     b.families
 }
 
-fn host_families(b: &mut Builder, inputs: &Inputs<'_>, labels: &Labels) {
-    let m = inputs.machine;
-    let h = inputs.host;
+fn host_families(b: &mut Builder, inputs: &Inputs, labels: &Labels) {
+    let m = &inputs.machine;
+    let h = &inputs.host;
     let f = b.family(
         "gpuscope_host_cpus",
         None,

@@ -1,6 +1,7 @@
 //! The HTTP side of the exporter, on hyper (HTTP/1.1) over a current-thread tokio runtime, with TLS
-//! from rustls when configured. A scrape copies the bytes the sampler encoded (or their gzipped
-//! form, compressed once per sample); it never waits on the GPUs.
+//! from rustls when configured. A scrape serves the latest sample, encoded in the form it asks for
+//! by the first scrape of that sample that asks (see `shared::Exposition`); it never waits on
+//! the GPUs.
 //!
 //! Limits that hold under abuse: at most [`Limits::per_client`] connections from one address
 //! and [`Limits::total`] in all (more are told 503 and closed at once), a deadline to send a
@@ -228,11 +229,23 @@ fn metrics(server: &Server, headers: &HeaderMap) -> Response<Full<Bytes>> {
             .iter()
             .filter_map(|v| v.to_str().ok()),
     );
-    let (body, content_type) = match (openmetrics, gzip) {
-        (true, true) => (latest.openmetrics_gzip(), OPENMETRICS_CONTENT_TYPE),
-        (true, false) => (latest.openmetrics.clone(), OPENMETRICS_CONTENT_TYPE),
-        (false, true) => (latest.text_gzip(), TEXT_CONTENT_TYPE),
-        (false, false) => (latest.text.clone(), TEXT_CONTENT_TYPE),
+    let encoded = match (openmetrics, gzip) {
+        (true, true) => latest.openmetrics_gzip(),
+        (true, false) => latest.openmetrics(),
+        (false, true) => Ok(latest.text_gzip()),
+        (false, false) => Ok(latest.text()),
+    };
+    let body = match encoded {
+        Ok(body) => body,
+        Err(why) => {
+            eprintln!("gpuscope: {why}");
+            return plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"));
+        }
+    };
+    let content_type = if openmetrics {
+        OPENMETRICS_CONTENT_TYPE
+    } else {
+        TEXT_CONTENT_TYPE
     };
     let mut r = Response::new(Full::new(body));
     let h = r.headers_mut();

@@ -1,6 +1,6 @@
-//! What the sampler thread publishes and the HTTP server reads: the latest encoded sample (and
-//! its gzipped forms, made at most once per sample), when it was taken, and whether the sampler
-//! is still alive. Health is judged from these alone, so a dead or stuck sampler turns
+//! What the sampler thread publishes and the HTTP server reads: the latest sample (encoded, and
+//! gzipped, at most once per sample and form, on the first scrape that asks), when it was taken,
+//! and whether the sampler is still alive. Health is judged from these alone, so a dead or stuck sampler turns
 //! `/health` and `/metrics` to 503 instead of serving an old sample as if it were fresh.
 
 use std::io::Write as _;
@@ -11,43 +11,85 @@ use bytes::Bytes;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 
+use super::exposition::{encode_openmetrics, encode_text};
+use super::families::{build, Family, Inputs, Options};
+
 /// A sample older than this many intervals is stale.
 pub const STALE_AFTER_INTERVALS: u32 = 3;
 
-/// One encoded sample, in both formats; gzipped forms are made on first demand and kept.
+/// One sample, turned into families and encoded on demand: each format (and its gzipped form)
+/// is made on the first scrape that asks for it and kept for the scrapes after, so a sample no
+/// scrape asks for costs neither (Prometheus scrapes every 15 s or more; the exporter samples
+/// every second).
 #[derive(Debug)]
 pub struct Exposition {
-    /// Prometheus text format 0.0.4.
-    pub text: Bytes,
-    /// OpenMetrics 1.0.
-    pub openmetrics: Bytes,
+    inputs: Inputs,
+    options: Arc<Options>,
+    families: OnceLock<Arc<[Family]>>,
     /// When the sample was taken.
     pub taken: Instant,
+    text: OnceLock<Bytes>,
+    openmetrics: OnceLock<Result<Bytes, String>>,
     text_gzip: OnceLock<Bytes>,
-    openmetrics_gzip: OnceLock<Bytes>,
+    openmetrics_gzip: OnceLock<Result<Bytes, String>>,
 }
 
 impl Exposition {
-    /// A sample taken at `taken`.
-    pub fn new(text: Vec<u8>, openmetrics: Vec<u8>, taken: Instant) -> Exposition {
+    /// A sample of `inputs` taken at `taken`, published with `options`.
+    pub fn new(inputs: Inputs, options: Arc<Options>, taken: Instant) -> Exposition {
         Exposition {
-            text: text.into(),
-            openmetrics: openmetrics.into(),
+            inputs,
+            options,
+            families: OnceLock::new(),
             taken,
+            text: OnceLock::new(),
+            openmetrics: OnceLock::new(),
             text_gzip: OnceLock::new(),
             openmetrics_gzip: OnceLock::new(),
         }
     }
 
+    /// The sample's families (built on the first call for this sample only).
+    pub fn families(&self) -> &Arc<[Family]> {
+        self.families
+            .get_or_init(|| build(&self.inputs, &self.options).into())
+    }
+
+    /// The Prometheus text format 0.0.4 (encoded on the first call for this sample only).
+    pub fn text(&self) -> Bytes {
+        self.text
+            .get_or_init(|| encode_text(self.families()).into_bytes().into())
+            .clone()
+    }
+
+    /// OpenMetrics 1.0 (encoded on the first call for this sample only).
+    ///
+    /// # Errors
+    ///
+    /// Why prometheus-client could not encode the families.
+    pub fn openmetrics(&self) -> Result<Bytes, String> {
+        self.openmetrics
+            .get_or_init(|| {
+                encode_openmetrics(Arc::clone(self.families()))
+                    .map(|t| t.into_bytes().into())
+                    .map_err(|e| format!("cannot encode OpenMetrics text: {e}"))
+            })
+            .clone()
+    }
+
     /// The text format, gzipped (compressed on the first call for this sample only).
     pub fn text_gzip(&self) -> Bytes {
-        self.text_gzip.get_or_init(|| gzip(&self.text)).clone()
+        self.text_gzip.get_or_init(|| gzip(&self.text())).clone()
     }
 
     /// OpenMetrics, gzipped (compressed on the first call for this sample only).
-    pub fn openmetrics_gzip(&self) -> Bytes {
+    ///
+    /// # Errors
+    ///
+    /// As [`Exposition::openmetrics`].
+    pub fn openmetrics_gzip(&self) -> Result<Bytes, String> {
         self.openmetrics_gzip
-            .get_or_init(|| gzip(&self.openmetrics))
+            .get_or_init(|| self.openmetrics().map(|b| gzip(&b)))
             .clone()
     }
 }
@@ -197,18 +239,64 @@ mod tests {
         );
     }
 
+    /// A sample of the 8-GPU recording at frame 0, as the exporter's sampler takes it.
+    fn sample() -> Exposition {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/h100-sxm-8gpu.json"
+        );
+        let collector = gpu_processes::ProcessCollector::from_fixture(path, Some(0)).unwrap();
+        let inputs = Inputs {
+            snapshots: collector.take_all(),
+            machine: collector.host().machine(),
+            host: collector.host().sample(),
+            sample_duration_s: 0.001,
+            sample_time_s: 1.0,
+        };
+        let options = Options {
+            hostname: "box".into(),
+            processes: true,
+            process_command: false,
+            driver_version: None,
+            cuda_driver_version: None,
+        };
+        Exposition::new(inputs, Arc::new(options), Instant::now())
+    }
+
     #[test]
-    fn gzip_decompresses_to_the_same_bytes_and_is_made_once() {
-        let text = "gpuscope_host_cpus{hostname=\"a\"} 8\n".repeat(1000);
-        let e = Exposition::new(text.clone().into_bytes(), Vec::new(), Instant::now());
+    fn each_form_is_encoded_once_and_gzip_decompresses_to_the_text() {
+        let e = sample();
+        let text = e.text();
+        let text_str = std::str::from_utf8(&text).unwrap();
+        // Every device of the recording, and its processes.
+        for i in 0..8 {
+            assert!(
+                text_str.contains(&format!(
+                    "gpuscope_device_up{{hostname=\"box\",index=\"{i}\""
+                )),
+                "GPU {i}"
+            );
+        }
+        assert!(text_str.contains("gpuscope_process_gpu_memory_bytes{"));
         let gz = e.text_gzip();
         assert!(gz.len() < text.len() / 10, "{} bytes", gz.len());
-        let mut back = String::new();
+        let mut back = Vec::new();
         flate2::read::GzDecoder::new(&gz[..])
-            .read_to_string(&mut back)
+            .read_to_end(&mut back)
             .unwrap();
         assert_eq!(back, text);
-        // The second call hands out the same buffer, not a new compression.
+        // Later calls hand out the same buffers, not new encodings.
+        assert_eq!(e.text().as_ptr(), text.as_ptr());
         assert_eq!(e.text_gzip().as_ptr(), gz.as_ptr());
+        let om = e.openmetrics().unwrap();
+        assert!(om.ends_with(b"# EOF\n"));
+        assert_eq!(e.openmetrics().unwrap().as_ptr(), om.as_ptr());
+        // Both formats carry the same samples.
+        let count = |b: &[u8]| {
+            b.split(|&c| c == b'\n')
+                .filter(|l| !l.is_empty() && l[0] != b'#')
+                .count()
+        };
+        assert_eq!(count(&text), count(&om));
     }
 }
