@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use fixture_mutations::{apply, mutation};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -99,7 +100,7 @@ fn run_on(command: &[&str], path: &Path) -> i32 {
 }
 
 fn base(stem: &str) -> Value {
-    serde_json::from_slice(&std::fs::read(fixture(stem)).expect("fixture")).expect("JSON")
+    fixture_mutations::scenario(stem).clone()
 }
 
 #[test]
@@ -232,99 +233,6 @@ fn nvml_lib_that_does_not_exist_is_named_in_the_error() {
         err.contains("No such file or directory"),
         "the loader's reason: {err}"
     );
-}
-
-/// One mutation of a fixture's JSON at a chosen place.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Drop,
-    Set(Value),
-    Truncate(usize),
-}
-
-/// The JSON pointer of every node of a document, in document order.
-fn leaves_and_nodes(v: &Value, at: String, out: &mut Vec<String>) {
-    out.push(at.clone());
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                leaves_and_nodes(
-                    x,
-                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-                    out,
-                );
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                leaves_and_nodes(x, format!("{at}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn apply(doc: &Value, pick: usize, m: &Mutation) -> String {
-    let mut pointers = Vec::new();
-    leaves_and_nodes(doc, String::new(), &mut pointers);
-    let at = &pointers[pick % pointers.len()];
-    let mut v = doc.clone();
-    match m {
-        Mutation::Truncate(n) => {
-            let text = doc.to_string();
-            let mut cut = n % text.len();
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            return text[..cut].to_string();
-        }
-        Mutation::Drop => {
-            if let Some((parent, key)) = at.rsplit_once('/') {
-                match v.pointer_mut(parent) {
-                    Some(Value::Object(o)) => {
-                        o.remove(&key.replace("~1", "/").replace("~0", "~"));
-                    }
-                    Some(Value::Array(a)) => {
-                        if let Ok(i) = key.parse::<usize>() {
-                            if i < a.len() {
-                                a.remove(i);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Mutation::Set(x) => {
-            if let Some(slot) = v.pointer_mut(at) {
-                *slot = x.clone();
-            }
-        }
-    }
-    v.to_string()
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        Just(Mutation::Drop),
-        any::<usize>().prop_map(Mutation::Truncate),
-        prop_oneof![
-            Just(Value::from(u64::MAX)),
-            Just(Value::from(u32::MAX)),
-            Just(Value::from(i32::MIN)),
-            Just(Value::from((1u64 << 50) + 1)),
-            Just(Value::from("x".repeat(100_000))),
-            Just(Value::from(i64::MIN)),
-            Just(Value::from(1e308)),
-            Just(Value::from(-1)),
-            Just(Value::from(17_985_575_471_866_812_826_u64)),
-            Just(Value::from("\u{1b}]0;TITLE\u{7}\u{1b}[2J")),
-            Just(Value::Null),
-            Just(serde_json::json!([])),
-            Just(serde_json::json!({})),
-        ]
-        .prop_map(Mutation::Set),
-    ]
 }
 
 proptest! {
