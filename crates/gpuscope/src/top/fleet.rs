@@ -810,62 +810,26 @@ fn interactive(mut app: FleetApp, source: FleetSource) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::model::JSON_SCHEMA;
+    use crate::fleet::testkit::{self, host};
 
+    /// GPU `id` with `free_gib` GiB free, `util` percent busy, and `procs` of alice's
+    /// processes (PIDs from 1000, 10% of the SMs each), which the screens show as branches.
     fn device(id: u32, free_gib: u64, util: u32, procs: usize) -> FleetDevice {
-        FleetDevice {
-            id: id.to_string(),
-            index: id,
-            mig_index: None,
-            name: Some("NVIDIA H100 80GB HBM3".into()),
-            uuid: Some(format!("GPU-{id}")),
-            bus_id: None,
-            up: Some(true),
-            memory_total_bytes: Some(80 << 30),
-            memory_used_bytes: Some((80 - free_gib) << 30),
-            memory_free_bytes: Some(free_gib << 30),
-            gpu_utilization_percent: Some(util),
-            memory_utilization_percent: None,
-            temperature_celsius: Some(40),
-            fan_speed_percent: None,
-            power_usage_watts: Some(100.0),
-            power_limit_watts: Some(700.0),
-            gpu_instance_id: None,
-            compute_instance_id: None,
-            processes: (0..procs)
-                .map(|i| FleetProcess {
-                    pid: 1000 + i as u32,
-                    user: Some("alice".into()),
-                    command: Some("python train.py".into()),
-                    used_memory_bytes: Some(1 << 30),
-                    sm_utilization_percent: Some(10),
-                    pod: None,
-                    namespace: None,
-                    container: None,
-                })
-                .collect(),
-        }
-    }
-
-    fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
-        Host {
-            host: name.into(),
-            instance: Some(format!("{name}:9445")),
-            job: Some("gpu".into()),
-            state,
-            sample_age_seconds: Some(2.0),
-            driver_version: None,
-            sample_time: None,
-            devices,
-        }
+        let mut d = testkit::device(&id.to_string(), Some(free_gib << 30), Some(util));
+        d.processes = (1000..)
+            .take(procs)
+            .map(|pid| FleetProcess {
+                sm_utilization_percent: Some(10),
+                ..testkit::process(pid, "alice")
+            })
+            .collect();
+        d
     }
 
     fn fleet() -> Fleet {
         Fleet {
-            schema: JSON_SCHEMA,
-            source: "http://prom:9090".into(),
             evaluated_at: Some(1000.0),
-            hosts: vec![
+            ..testkit::fleet(vec![
                 host(
                     "node-b",
                     HostState::Up,
@@ -873,8 +837,7 @@ mod tests {
                 ),
                 host("node-c", HostState::Down, vec![]),
                 host("node-a", HostState::Up, vec![device(0, 30, 50, 1)]),
-            ],
-            errors: vec![],
+            ])
         }
     }
 
