@@ -4,12 +4,14 @@
 //! `top --once`) exits 0 or 2 on mutated fixtures, never 101, and never hangs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use fixture_mutations::{apply, mutation};
 use proptest::prelude::*;
 use serde_json::Value;
+
+mod cli;
 
 /// The commands every fixture must survive.
 const COMMANDS: &[&[&str]] = &[
@@ -23,10 +25,7 @@ const COMMANDS: &[&[&str]] = &[
 /// Runs gpuscope with `args`, killing it if it has not finished in a minute (a hang guard, not
 /// a measurement: the test fails if it fires).
 fn gpuscope(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
+    let mut child = cli::command(args)
         .env("COLUMNS", "120")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -264,10 +263,7 @@ fn nvml_device_count_that_is_absurd_is_refused_with_a_message() {
     let dir = Scratch::new("nvml-count");
     let installed = fake_nvml::install(&lib, &dir.0.join("lib")).expect("install fake-nvml");
     for count in ["4294967295", "100000"] {
-        let out = Command::new(&exe)
-            .args(["snapshot", "--nvml-lib", installed.nvml.to_str().unwrap()])
-            .env_remove("GPUSCOPE_FIXTURE")
-            .env_remove("GPUSCOPE_NVML_LIB")
+        let out = cli::command(&["snapshot", "--nvml-lib", installed.nvml.to_str().unwrap()])
             .env(fake_nvml::FIXTURE_ENV, fixture("old-driver"))
             .env(fake_nvml::DEVICE_COUNT_ENV, count)
             .output()
