@@ -11,7 +11,7 @@ mod export_support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use export_support::Exporter;
+use export_support::{cli, Exporter};
 use serde_json::{json, Value};
 
 /// A cgroup this test made, removed (after its process is killed) when dropped.
@@ -170,20 +170,7 @@ fn a_process_in_a_kubepods_cgroup_shows_its_pod_in_snapshot_and_metrics() {
         logs.to_str().unwrap(),
     ];
 
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(["snapshot", "--json"])
-        .args(common)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_PROC_ROOT")
-        .envs(env)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = cli::json(cli::command(&["snapshot", "--json"]).args(common).envs(env));
     let procs = v["devices"][0]["processes"].as_array().expect("a list");
     let p = procs
         .iter()
@@ -262,23 +249,13 @@ fn the_proc_root_and_container_logs_are_read_where_the_options_say() {
     fixture_with(PID, &fixture);
     let lib = fake_nvml(&tmp.join("lib"));
     let snapshot = |args: &[&str], env: &[(&str, &str)]| -> Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-            .args(["snapshot", "--json", "--nvml-lib", lib.to_str().unwrap()])
-            .args(args)
-            .env_remove("GPUSCOPE_FIXTURE")
-            .env_remove("GPUSCOPE_PROC_ROOT")
-            .env_remove("GPUSCOPE_CONTAINER_LOGS")
-            .env(fake_nvml::FIXTURE_ENV, &fixture)
-            .env(fake_nvml::FRAME_ENV, "0")
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let v = cli::json(
+            cli::command(&["snapshot", "--json", "--nvml-lib", lib.to_str().unwrap()])
+                .args(args)
+                .env(fake_nvml::FIXTURE_ENV, &fixture)
+                .env(fake_nvml::FRAME_ENV, "0")
+                .envs(env.iter().copied()),
         );
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         v["devices"][0]["processes"]
             .as_array()
             .unwrap()

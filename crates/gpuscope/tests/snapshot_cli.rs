@@ -8,13 +8,7 @@ use cli::{fixture, run as gpuscope};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
 
 fn json(args: &[&str]) -> Value {
-    let out = gpuscope(args);
-    assert!(
-        out.status.success(),
-        "gpuscope {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+    cli::json(&mut cli::command(args))
 }
 
 #[test]

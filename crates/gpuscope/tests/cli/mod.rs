@@ -6,6 +6,8 @@
 
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 /// The environment variables that change what gpuscope does and are not `GPUSCOPE_*`.
 const OTHER_SETTINGS: [&str; 3] = ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NO_COLOR"];
 
@@ -28,6 +30,19 @@ pub fn command(args: &[&str]) -> Command {
 /// Runs gpuscope with `args` ([`command`]) and returns what it wrote and how it ended.
 pub fn run(args: &[&str]) -> Output {
     command(args).output().expect("gpuscope runs")
+}
+
+/// Runs `command`, checks that it exits 0 (else fails with its stderr) and returns its stdout
+/// parsed as JSON.
+pub fn json(command: &mut Command) -> Value {
+    let out = command.output().expect("gpuscope runs");
+    assert!(
+        out.status.success(),
+        "{command:?} exited {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
 /// The path of the scenario fixture `fixtures/<stem>.json`, as an argument.
