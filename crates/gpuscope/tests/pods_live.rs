@@ -6,6 +6,7 @@
 //! Needs to create cgroups (root, as CI runs). Where the kernel refuses (no cgroup mount, no
 //! permission, a read-only hierarchy), the test says why on stderr and passes without checking.
 
+mod edited_fixture;
 mod export_support;
 
 use std::path::{Path, PathBuf};
@@ -91,20 +92,12 @@ fn cgroup_with_child(root: &Path, path: &str) -> Result<Cgroup, String> {
 
 /// old-driver.json with `pid` on GPU 0 (200 MiB, 37% of the SMs) in every frame.
 fn fixture_with(pid: u32, path: &Path) {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/old-driver.json");
-    let mut f: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
-    for frame in f["frames"].as_array_mut().unwrap() {
-        frame["devices"]["0"]["compute_processes"]["ok"]
-            .as_array_mut()
-            .expect("old-driver's process lists are values")
-            .push(json!({
-                "pid": pid,
-                "used_gpu_memory": 209715200u64,
-                "gpu_instance_id": null,
-                "compute_instance_id": null,
-            }));
-    }
-    std::fs::write(path, serde_json::to_string(&f).unwrap()).unwrap();
+    let mut f: Value = serde_json::from_str(
+        &std::fs::read_to_string(edited_fixture::scenario("old-driver")).unwrap(),
+    )
+    .unwrap();
+    edited_fixture::add_compute_process(&mut f, pid, 200 << 20);
+    edited_fixture::write(&f, path);
 }
 
 /// fake-nvml's library, installed as `libnvidia-ml.so.1` in `dir`.

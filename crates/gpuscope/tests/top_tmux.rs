@@ -317,8 +317,10 @@ fn sort_filter_detail_help_and_quit_in_a_real_terminal() {
 /// old-driver.json with `pid` (a `sleep 1000`) on GPU 0 in every frame, its host facts (with
 /// its true command line) recorded.
 fn fixture_with(pid: u32, path: &Path) {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/old-driver.json");
-    let mut f: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    let mut f: Value = serde_json::from_str(
+        &std::fs::read_to_string(edited_fixture::scenario("old-driver")).unwrap(),
+    )
+    .unwrap();
     f["host"]["processes"][pid.to_string()] = json!({
         "name": "sleep",
         "cmdline": ["sleep", "1000"],
@@ -326,20 +328,12 @@ fn fixture_with(pid: u32, path: &Path) {
         "ppid": std::process::id(),
         "start_time_s": 1793527000u64,
     });
+    edited_fixture::add_compute_process(&mut f, pid, 100 << 20);
     for frame in f["frames"].as_array_mut().unwrap() {
-        frame["devices"]["0"]["compute_processes"]["ok"]
-            .as_array_mut()
-            .expect("old-driver's process lists are values")
-            .push(json!({
-                "pid": pid,
-                "used_gpu_memory": 104857600u64,
-                "gpu_instance_id": null,
-                "compute_instance_id": null,
-            }));
         frame["host"]["processes"][pid.to_string()] =
             json!({"cpu_percent": 0.0, "rss": 1048576u64, "status": "sleeping"});
     }
-    std::fs::write(path, serde_json::to_string(&f).unwrap()).unwrap();
+    edited_fixture::write(&f, path);
 }
 
 /// A `sleep 1000` child, killed if the test ends early.
@@ -639,6 +633,7 @@ fn a_panic_restores_the_terminal_before_its_message() {
     assert_shell_modes(&t, "a panic");
 }
 
+mod edited_fixture;
 mod fleet_support;
 
 /// A stub Prometheus with three hosts: gpu-a (two GPUs, a process on GPU 1), gpu-b (one GPU)
