@@ -38,7 +38,8 @@ impl Tmux {
     }
 
     fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
+        // The server that the first call starts passes its environment on to the viewer.
+        let out = cli::without_settings(&mut Command::new("tmux"))
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
             .output()
@@ -633,6 +634,7 @@ fn a_panic_restores_the_terminal_before_its_message() {
     assert_shell_modes(&t, "a panic");
 }
 
+mod cli;
 mod edited_fixture;
 mod fleet_support;
 

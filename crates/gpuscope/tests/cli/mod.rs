@@ -11,11 +11,17 @@ use serde_json::Value;
 /// The environment variables that change what gpuscope does and are not `GPUSCOPE_*`.
 const OTHER_SETTINGS: [&str; 3] = ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NO_COLOR"];
 
-/// A command that runs gpuscope with `args`, without the caller's `GPUSCOPE_*` variables nor
-/// [`OTHER_SETTINGS`].
+/// A command that runs gpuscope with `args`, without the caller's settings ([`without_settings`]).
 pub fn command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
     c.args(args);
+    without_settings(&mut c);
+    c
+}
+
+/// Leaves the caller's `GPUSCOPE_*` variables and [`OTHER_SETTINGS`] out of `c`'s environment
+/// (and so out of gpuscope's, when `c` starts it, directly or through a terminal server).
+pub fn without_settings(c: &mut Command) -> &mut Command {
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("GPUSCOPE_") {
             c.env_remove(name);
