@@ -50,26 +50,7 @@ enum Command {
     },
     /// Records a fixture from the real NVML (needs an NVIDIA GPU and driver). Ctrl+C stops early
     /// and keeps the frames recorded so far.
-    RecordFixture {
-        /// The fixture file to write.
-        #[arg(long, value_name = "FILE")]
-        out: PathBuf,
-        /// How many frames to record.
-        #[arg(long, default_value_t = 30)]
-        frames: usize,
-        /// Time between frames, e.g. `1s`, `500ms`.
-        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-        interval: std::time::Duration,
-        /// Path of the NVML library to load (default: the system's libnvidia-ml.so.1).
-        #[arg(long, value_name = "PATH", env = "GPUSCOPE_NVML_LIB")]
-        nvml_lib: Option<PathBuf>,
-        /// Scenario name kept in the fixture (default: the file's stem).
-        #[arg(long)]
-        name: Option<String>,
-        /// Description kept in the fixture.
-        #[arg(long)]
-        description: Option<String>,
-    },
+    RecordFixture(record::RecordArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,21 +62,7 @@ fn main() -> ExitCode {
         Command::BenchExport(args) => bench_export::run(args),
         Command::BenchFleet(args) => bench_fleet::run(args),
         Command::Man { out_dir } => man::run(&out_dir),
-        Command::RecordFixture {
-            out,
-            frames,
-            interval,
-            nvml_lib,
-            name,
-            description,
-        } => record::run(record::RecordArgs {
-            out,
-            frames,
-            interval,
-            nvml_lib,
-            name,
-            description,
-        }),
+        Command::RecordFixture(args) => record::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -33,12 +33,25 @@ const PROBED_FUNCTIONS: &[&str] = &[
 ];
 
 /// What to record.
+#[derive(clap::Args)]
 pub struct RecordArgs {
+    /// The fixture file to write.
+    #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// How many frames to record.
+    #[arg(long, default_value_t = 30)]
     pub frames: usize,
+    /// Time between frames, e.g. `1s`, `500ms`.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub interval: Duration,
+    /// Path of the NVML library to load (default: the system's libnvidia-ml.so.1).
+    #[arg(long, value_name = "PATH", env = "GPUSCOPE_NVML_LIB")]
     pub nvml_lib: Option<PathBuf>,
+    /// Scenario name kept in the fixture (default: the file's stem).
+    #[arg(long)]
     pub name: Option<String>,
+    /// Description kept in the fixture.
+    #[arg(long)]
     pub description: Option<String>,
 }
 

@@ -14,6 +14,7 @@ pub mod query;
 pub mod recorder;
 pub mod replay;
 pub mod source;
+pub mod text;
 pub mod types;
 
 #[cfg(feature = "mock")]

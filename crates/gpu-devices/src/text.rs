@@ -5,45 +5,11 @@
 //! the window, `ESC [2J` clears the screen). Everything gpuscope writes for people passes such
 //! text through [`escape_control`] first, so the bytes shown are inert.
 
-use std::borrow::Cow;
 use std::fmt;
 
-/// True for the characters a terminal may act on: C0 controls (U+0000–U+001F), DEL (U+007F)
-/// and C1 controls (U+0080–U+009F).
-pub fn is_control(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
-}
-
-/// `text` with every control character ([`is_control`]) written as a visible escape: `\x1b` for
-/// C0 and DEL, `\u{9b}` for C1. Text with none comes back borrowed, unchanged.
-///
-/// ```
-/// use gpu_devices::text::escape_control;
-/// assert_eq!(escape_control("python3 train.py"), "python3 train.py");
-/// assert_eq!(escape_control("a\u{1b}]0;pwned\u{7}b"), "a\\x1b]0;pwned\\x07b");
-/// assert_eq!(escape_control("line\nbreak\u{9b}"), "line\\x0abreak\\u{9b}");
-/// ```
-pub fn escape_control(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_control) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        push_escaped(&mut out, c);
-    }
-    Cow::Owned(out)
-}
-
-fn push_escaped(out: &mut String, c: char) {
-    use fmt::Write as _;
-    if !is_control(c) {
-        out.push(c);
-    } else if (c as u32) < 0x80 {
-        let _ = write!(out, "\\x{:02x}", c as u32);
-    } else {
-        let _ = write!(out, "\\u{{{:x}}}", c as u32);
-    }
-}
+// The escaping itself lives in the bottom crate, whose own error messages (a fixture's) need it
+// too; this is where the crates above find it.
+pub use gpu_backend::text::{escape_control, is_control};
 
 /// A `Display` of outside text with its control characters escaped, for use in `format!`:
 /// `format!("{}", Escaped(&name))`.
@@ -60,6 +26,7 @@ impl fmt::Display for Escaped<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::borrow::Cow;
 
     #[test]
     fn terminal_title_and_clear_screen_are_inert() {

@@ -439,6 +439,10 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     }
 }
 
+/// Hosts, devices and processes for the fleet modules' unit tests.
+#[cfg(test)]
+pub(crate) mod testkit;
+
 #[cfg(test)]
 mod tests {
     use super::{promql_string, regex_escape};

@@ -149,15 +149,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         OutputFormat::Index => Format::Index,
         OutputFormat::Uuid => Format::Uuid,
     };
-    // A UUID comes from the driver or a fixture: shown escaped (a real one is unchanged).
-    let ids: Vec<String> = selection
-        .identifiers(format, false)
-        .iter()
-        .map(|id| gpu_devices::text::escape_control(id).into_owned())
-        .collect();
     if args.explain {
         eprint!("{}", crate::escape_lines(&explain(&selection, &criteria)));
     }
+    // Only this machine's devices are CUDA's to see.
+    let cuda_hint = true;
+    print_chosen(
+        &args,
+        selection.identifiers(format, false),
+        selection.is_short(),
+        criteria.min_count,
+        cuda_hint,
+    )
+}
+
+/// Prints the chosen devices' identifiers on stdout, separated as `--sep`, `--newline` or
+/// `--null` say (escaped: a UUID comes from the driver, a fixture or an exporter; a real one is
+/// unchanged). When fewer than `--min-count` qualify (`short`), prints none and exits with
+/// status 4: a partial list on stdout would slip into `CUDA_VISIBLE_DEVICES=$(gpuscope select
+/// ...)` unnoticed by a script that does not check the exit code. `cuda_hint`: also say the
+/// `CUDA_VISIBLE_DEVICES` setting on stderr when stdout is not a terminal.
+fn print_chosen(
+    args: &Args,
+    ids: Vec<String>,
+    short: bool,
+    min_count: usize,
+    cuda_hint: bool,
+) -> anyhow::Result<()> {
+    let ids: Vec<String> = ids
+        .iter()
+        .map(|id| gpu_devices::text::escape_control(id).into_owned())
+        .collect();
     let (sep, end) = if args.null {
         ("\0", "\0")
     } else if args.newline {
@@ -165,17 +187,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         (args.sep.as_str(), "\n")
     };
-    if selection.is_short() {
-        // A partial list on stdout would slip into `CUDA_VISIBLE_DEVICES=$(gpuscope select ...)`
-        // unnoticed by a script that does not check the exit code: print none.
+    if short {
         eprintln!(
-            "gpuscope: not enough devices found: {} qualify, --min-count is {}",
+            "gpuscope: not enough devices found: {} qualify, --min-count is {min_count}",
             ids.len(),
-            criteria.min_count
         );
         std::process::exit(4);
     }
-    if !std::io::stdout().is_terminal() {
+    if cuda_hint && !std::io::stdout().is_terminal() {
         eprintln!("CUDA_VISIBLE_DEVICES=\"{}\"", ids.join(","));
     }
     crate::write_stdout(&(ids.join(sep) + end))?;
@@ -194,11 +213,6 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
     let fleet = args.fleet.open()?.refresh()?;
     let chosen =
         crate::fleet::select::select(&fleet, criteria).map_err(|e| UsageError(e.to_string()))?;
-    let ids: Vec<String> = chosen
-        .identifiers(args.format == OutputFormat::Uuid)
-        .iter()
-        .map(|id| gpu_devices::text::escape_control(id).into_owned())
-        .collect();
     if args.explain {
         let mut text = String::new();
         for e in &fleet.errors {
@@ -210,23 +224,15 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         text += &explain_named(&chosen.selection, criteria, &chosen.names);
         eprint!("{}", crate::escape_lines(&text));
     }
-    let (sep, end) = if args.null {
-        ("\0", "\0")
-    } else if args.newline {
-        ("\n", "\n")
-    } else {
-        (args.sep.as_str(), "\n")
-    };
-    if chosen.selection.is_short() {
-        eprintln!(
-            "gpuscope: not enough devices found: {} qualify, --min-count is {}",
-            ids.len(),
-            criteria.min_count
-        );
-        std::process::exit(4);
-    }
-    crate::write_stdout(&(ids.join(sep) + end))?;
-    Ok(())
+    // Devices of other hosts: no CUDA_VISIBLE_DEVICES for this one.
+    let cuda_hint = false;
+    print_chosen(
+        args,
+        chosen.identifiers(args.format == OutputFormat::Uuid),
+        chosen.selection.is_short(),
+        criteria.min_count,
+        cuda_hint,
+    )
 }
 
 /// The criteria the options ask for; a contradiction is a usage error.

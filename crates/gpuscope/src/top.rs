@@ -5,6 +5,7 @@
 //! handles keys and clicks. The UI never calls the backend, so a slow driver cannot freeze it.
 
 mod app;
+mod event_loop;
 pub mod fleet;
 mod input;
 mod sampler;
@@ -15,13 +16,13 @@ mod ui;
 #[cfg(test)]
 mod tests;
 
-use std::sync::mpsc::TryRecvError;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use gpu_devices::{Device, DeviceId};
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{self, Event};
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::layout::Rect;
 use ratatui::Terminal;
 
 use crate::source::{SourceArgs, UsageError};
@@ -542,88 +543,49 @@ fn interactive(
     collector: gpu_processes::ProcessCollector,
     devices: Vec<Device>,
 ) -> Result<()> {
-    use std::io::IsTerminal as _;
-    if !std::io::stdout().is_terminal() {
-        return Err(UsageError(
-            "gpuscope top needs a terminal; use `gpuscope top --once` to print the screen once"
-                .into(),
-        )
-        .into());
+    let (interval, live) = (app.opts.interval, app.opts.live);
+    event_loop::run(&mut app, || {
+        sampler::Sampler::start(collector, devices, interval, live)
+    })
+}
+
+impl event_loop::Viewer for App {
+    type Sample = app::Refresh;
+
+    fn quitting(&self) -> bool {
+        self.quit
     }
-    // SIGINT, SIGTERM, SIGHUP (the terminal closing) and SIGQUIT end the viewer cleanly;
-    // SIGTSTP suspends it and SIGCONT resumes it. Should the UI not get round to a quitting
-    // signal within a second, the signal thread leaves the terminal's modes and ends the process.
-    let signals = terminal::watch_signals().context("cannot install the signal handlers")?;
-    let live = app.opts.live;
-    // Detached: quitting never waits for a sample in progress (a hung driver call).
-    let (_sampler, rx) = sampler::Sampler::start(collector, devices, app.opts.interval, live)
-        .context("cannot start the sampler thread")?;
-    let tty = InputTty::open()?;
-    let mut screen = terminal::Screen::enter().context("cannot set up the terminal")?;
-    let mut dirty = true;
-    let mut area = terminal::fit(&mut screen.terminal)?;
-    while !app.quit {
-        for sig in signals.try_iter() {
-            match sig {
-                terminal::Signal::Quit(_) => app.quit = true,
-                terminal::Signal::Stop => screen.suspend(),
-                terminal::Signal::Continue => {
-                    screen
-                        .reenter()
-                        .context("cannot set up the terminal again")?;
-                    dirty = true;
-                }
+
+    fn quit(&mut self) {
+        self.quit = true;
+    }
+
+    fn push(&mut self, sample: app::Refresh) {
+        self.push_sample(sample);
+    }
+
+    fn draw(&self, frame: &mut ratatui::Frame) {
+        ui::draw(frame, self);
+    }
+
+    fn key(&mut self, key: KeyEvent, area: Rect) -> event_loop::After {
+        match input::key(self, key, area) {
+            Effect::Suspend => event_loop::After::Suspend,
+            effect => {
+                apply(self, effect);
+                event_loop::After::Redraw
             }
-        }
-        if app.quit || screen.left_elsewhere() {
-            break;
-        }
-        loop {
-            match rx.try_recv() {
-                Ok(sample) => {
-                    app.push_sample(sample);
-                    dirty = true;
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => anyhow::bail!("the sampler thread stopped"),
-            }
-        }
-        // After a suspend, nothing is written until SIGCONT's event has entered the modes again.
-        if !screen.suspended() {
-            area = terminal::fit(&mut screen.terminal)?;
-            if dirty {
-                screen.terminal.draw(|f| ui::draw(f, &app))?;
-                dirty = false;
-                // A test hook, in debug builds only: the panic exit path, tested in a terminal.
-                #[cfg(debug_assertions)]
-                if std::env::var_os("GPUSCOPE_TOP_TEST_PANIC").is_some() {
-                    panic!(
-                        "GPUSCOPE_TOP_TEST_PANIC is set: a panic, to test the terminal's restore"
-                    );
-                }
-            }
-        }
-        match input_ready(&tty, 100) {
-            Input::HungUp => break,
-            Input::Timeout => {}
-            Input::Ready => {}
-        }
-        // Only what is already there: crossterm is never left waiting on the terminal, whose
-        // end it does not notice (it would read end-of-file forever).
-        while event::poll(Duration::ZERO)? {
-            match event::read()? {
-                Event::Key(k) => match input::key(&mut app, k, area) {
-                    Effect::Suspend => screen.suspend(),
-                    effect => apply(&mut app, effect),
-                },
-                Event::Mouse(m) => input::mouse(&mut app, m, area),
-                _ => {}
-            }
-            dirty = true;
         }
     }
-    drop(screen);
-    Ok(())
+
+    fn mouse(&mut self, mouse: MouseEvent, area: Rect) {
+        input::mouse(self, mouse, area);
+    }
+}
+
+/// This machine's sampler samples on its interval only.
+impl event_loop::SamplerHandle for sampler::Sampler {
+    fn refresh_now(&self) {}
 }
 
 /// The terminal the keys come from (as crossterm chooses it: stdin when it is a terminal, else

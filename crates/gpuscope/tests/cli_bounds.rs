@@ -3,18 +3,10 @@
 //! numeric option of any command exit with status 2 and a message naming the option, never a
 //! panic (status 101). clap refuses them before any work is done, so each case is quick.
 
-use std::process::{Command, Output};
-
 use proptest::prelude::*;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
-        .output()
-        .expect("gpuscope runs")
-}
+mod cli;
+use cli::run;
 
 /// What an option takes, for choosing values out of its bounds.
 #[derive(Debug, Clone, Copy)]

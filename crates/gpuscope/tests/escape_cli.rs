@@ -4,9 +4,11 @@
 //! summary, and error messages.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
+
+mod cli;
 
 /// Retitles the terminal window, then clears the screen.
 const HOSTILE: &str = "\u{1b}]0;TITLE\u{7}\u{1b}[2J";
@@ -41,10 +43,7 @@ fn hostile_fixture(dir: &std::path::Path) -> PathBuf {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
+    cli::command(args)
         .env("NO_COLOR", "1")
         .output()
         .expect("gpuscope runs")

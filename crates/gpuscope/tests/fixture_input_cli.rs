@@ -4,11 +4,14 @@
 //! `top --once`) exits 0 or 2 on mutated fixtures, never 101, and never hangs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use fixture_mutations::{apply, mutation};
 use proptest::prelude::*;
 use serde_json::Value;
+
+mod cli;
 
 /// The commands every fixture must survive.
 const COMMANDS: &[&[&str]] = &[
@@ -22,10 +25,7 @@ const COMMANDS: &[&[&str]] = &[
 /// Runs gpuscope with `args`, killing it if it has not finished in a minute (a hang guard, not
 /// a measurement: the test fails if it fires).
 fn gpuscope(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
+    let mut child = cli::command(args)
         .env("COLUMNS", "120")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -99,7 +99,7 @@ fn run_on(command: &[&str], path: &Path) -> i32 {
 }
 
 fn base(stem: &str) -> Value {
-    serde_json::from_slice(&std::fs::read(fixture(stem)).expect("fixture")).expect("JSON")
+    fixture_mutations::scenario(stem).clone()
 }
 
 #[test]
@@ -234,99 +234,6 @@ fn nvml_lib_that_does_not_exist_is_named_in_the_error() {
     );
 }
 
-/// One mutation of a fixture's JSON at a chosen place.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Drop,
-    Set(Value),
-    Truncate(usize),
-}
-
-/// The JSON pointer of every node of a document, in document order.
-fn leaves_and_nodes(v: &Value, at: String, out: &mut Vec<String>) {
-    out.push(at.clone());
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                leaves_and_nodes(
-                    x,
-                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-                    out,
-                );
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                leaves_and_nodes(x, format!("{at}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn apply(doc: &Value, pick: usize, m: &Mutation) -> String {
-    let mut pointers = Vec::new();
-    leaves_and_nodes(doc, String::new(), &mut pointers);
-    let at = &pointers[pick % pointers.len()];
-    let mut v = doc.clone();
-    match m {
-        Mutation::Truncate(n) => {
-            let text = doc.to_string();
-            let mut cut = n % text.len();
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            return text[..cut].to_string();
-        }
-        Mutation::Drop => {
-            if let Some((parent, key)) = at.rsplit_once('/') {
-                match v.pointer_mut(parent) {
-                    Some(Value::Object(o)) => {
-                        o.remove(&key.replace("~1", "/").replace("~0", "~"));
-                    }
-                    Some(Value::Array(a)) => {
-                        if let Ok(i) = key.parse::<usize>() {
-                            if i < a.len() {
-                                a.remove(i);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Mutation::Set(x) => {
-            if let Some(slot) = v.pointer_mut(at) {
-                *slot = x.clone();
-            }
-        }
-    }
-    v.to_string()
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        Just(Mutation::Drop),
-        any::<usize>().prop_map(Mutation::Truncate),
-        prop_oneof![
-            Just(Value::from(u64::MAX)),
-            Just(Value::from(u32::MAX)),
-            Just(Value::from(i32::MIN)),
-            Just(Value::from((1u64 << 50) + 1)),
-            Just(Value::from("x".repeat(100_000))),
-            Just(Value::from(i64::MIN)),
-            Just(Value::from(1e308)),
-            Just(Value::from(-1)),
-            Just(Value::from(17_985_575_471_866_812_826_u64)),
-            Just(Value::from("\u{1b}]0;TITLE\u{7}\u{1b}[2J")),
-            Just(Value::Null),
-            Just(serde_json::json!([])),
-            Just(serde_json::json!({})),
-        ]
-        .prop_map(Mutation::Set),
-    ]
-}
-
 proptest! {
     // Each case runs five commands; a few dozen cover the kinds of mutation without taking
     // minutes on a small machine.
@@ -356,10 +263,7 @@ fn nvml_device_count_that_is_absurd_is_refused_with_a_message() {
     let dir = Scratch::new("nvml-count");
     let installed = fake_nvml::install(&lib, &dir.0.join("lib")).expect("install fake-nvml");
     for count in ["4294967295", "100000"] {
-        let out = Command::new(&exe)
-            .args(["snapshot", "--nvml-lib", installed.nvml.to_str().unwrap()])
-            .env_remove("GPUSCOPE_FIXTURE")
-            .env_remove("GPUSCOPE_NVML_LIB")
+        let out = cli::command(&["snapshot", "--nvml-lib", installed.nvml.to_str().unwrap()])
             .env(fake_nvml::FIXTURE_ENV, fixture("old-driver"))
             .env(fake_nvml::DEVICE_COUNT_ENV, count)
             .output()

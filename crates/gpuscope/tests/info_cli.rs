@@ -4,35 +4,20 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod cli;
 mod edited_fixture;
+use cli::{fixture, run as gpuscope};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn fixture(stem: &str) -> String {
-    root()
-        .join(format!("fixtures/{stem}.json"))
-        .display()
-        .to_string()
-}
-
 fn fixture_json(stem: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(fixture(stem)).unwrap()).unwrap()
-}
-
-fn gpuscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
-        .output()
-        .expect("gpuscope runs")
 }
 
 fn ok_text(args: &[&str]) -> String {
@@ -623,9 +608,7 @@ fn processes_show_name_parent_and_creation_time_as_igpu_does() {
     let edited = EditedFixture::new("h100-sxm-8gpu", "igpu-parent", |f| {
         f["host"]["processes"][child.to_string()]["ppid"] = parent.into();
     });
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(["info", "0", "--fixture", &edited.path(), "--frame", "5"])
-        .env_remove("GPUSCOPE_FIXTURE")
+    let out = cli::command(&["info", "0", "--fixture", &edited.path(), "--frame", "5"])
         .env("TZ", "UTC")
         .output()
         .expect("gpuscope runs");

@@ -7,7 +7,7 @@ mod export_support;
 
 use std::collections::BTreeMap;
 
-use export_support::{fixture, fixture_json, Exporter};
+use export_support::{cli, fixture, fixture_json, Exporter};
 use serde_json::Value;
 
 const STEM: &str = "k8s-time-slicing";
@@ -171,24 +171,15 @@ fn process_series_carry_their_pod_and_a_process_outside_any_container_has_none()
 
 #[test]
 fn snapshot_json_shows_each_process_pod_and_null_outside_containers() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args([
-            "snapshot",
-            "--json",
-            "--frame",
-            "4",
-            "--fixture",
-            &fixture(STEM),
-        ])
-        .env_remove("GPUSCOPE_FIXTURE")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = fixture(STEM);
+    let v = cli::json(&mut cli::command(&[
+        "snapshot",
+        "--json",
+        "--frame",
+        "4",
+        "--fixture",
+        &f,
+    ]));
     let fx = fixture_json(STEM);
     let mut seen = 0;
     for d in v["devices"].as_array().unwrap() {
@@ -221,18 +212,7 @@ fn snapshot_json_shows_each_process_pod_and_null_outside_containers() {
 #[test]
 fn info_json_shows_the_same_pods_as_snapshot_json() {
     let json = |args: &[&str]| -> Value {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-            .args(args)
-            .args(["--json", "--frame", "4", "--fixture", &fixture(STEM)])
-            .env_remove("GPUSCOPE_FIXTURE")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        cli::json(cli::command(args).args(["--json", "--frame", "4", "--fixture", &fixture(STEM)]))
     };
     let info = json(&["info", "0"]);
     let snapshot = json(&["snapshot"]);

@@ -6,12 +6,13 @@
 //! Needs to create cgroups (root, as CI runs). Where the kernel refuses (no cgroup mount, no
 //! permission, a read-only hierarchy), the test says why on stderr and passes without checking.
 
+mod edited_fixture;
 mod export_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use export_support::Exporter;
+use export_support::{cli, Exporter};
 use serde_json::{json, Value};
 
 /// A cgroup this test made, removed (after its process is killed) when dropped.
@@ -91,20 +92,12 @@ fn cgroup_with_child(root: &Path, path: &str) -> Result<Cgroup, String> {
 
 /// old-driver.json with `pid` on GPU 0 (200 MiB, 37% of the SMs) in every frame.
 fn fixture_with(pid: u32, path: &Path) {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/old-driver.json");
-    let mut f: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
-    for frame in f["frames"].as_array_mut().unwrap() {
-        frame["devices"]["0"]["compute_processes"]["ok"]
-            .as_array_mut()
-            .expect("old-driver's process lists are values")
-            .push(json!({
-                "pid": pid,
-                "used_gpu_memory": 209715200u64,
-                "gpu_instance_id": null,
-                "compute_instance_id": null,
-            }));
-    }
-    std::fs::write(path, serde_json::to_string(&f).unwrap()).unwrap();
+    let mut f: Value = serde_json::from_str(
+        &std::fs::read_to_string(edited_fixture::scenario("old-driver")).unwrap(),
+    )
+    .unwrap();
+    edited_fixture::add_compute_process(&mut f, pid, 200 << 20);
+    edited_fixture::write(&f, path);
 }
 
 /// fake-nvml's library, installed as `libnvidia-ml.so.1` in `dir`.
@@ -170,20 +163,7 @@ fn a_process_in_a_kubepods_cgroup_shows_its_pod_in_snapshot_and_metrics() {
         logs.to_str().unwrap(),
     ];
 
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(["snapshot", "--json"])
-        .args(common)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_PROC_ROOT")
-        .envs(env)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = cli::json(cli::command(&["snapshot", "--json"]).args(common).envs(env));
     let procs = v["devices"][0]["processes"].as_array().expect("a list");
     let p = procs
         .iter()
@@ -262,23 +242,13 @@ fn the_proc_root_and_container_logs_are_read_where_the_options_say() {
     fixture_with(PID, &fixture);
     let lib = fake_nvml(&tmp.join("lib"));
     let snapshot = |args: &[&str], env: &[(&str, &str)]| -> Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-            .args(["snapshot", "--json", "--nvml-lib", lib.to_str().unwrap()])
-            .args(args)
-            .env_remove("GPUSCOPE_FIXTURE")
-            .env_remove("GPUSCOPE_PROC_ROOT")
-            .env_remove("GPUSCOPE_CONTAINER_LOGS")
-            .env(fake_nvml::FIXTURE_ENV, &fixture)
-            .env(fake_nvml::FRAME_ENV, "0")
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let v = cli::json(
+            cli::command(&["snapshot", "--json", "--nvml-lib", lib.to_str().unwrap()])
+                .args(args)
+                .env(fake_nvml::FIXTURE_ENV, &fixture)
+                .env(fake_nvml::FRAME_ENV, "0")
+                .envs(env.iter().copied()),
         );
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         v["devices"][0]["processes"]
             .as_array()
             .unwrap()

@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+mod cli;
+use cli::{command, run};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -29,18 +32,6 @@ fn out_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
-    c.args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB");
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    command(args).output().expect("gpuscope runs")
 }
 
 fn spawn_recording(csv: &Path, png: &Path) -> Child {

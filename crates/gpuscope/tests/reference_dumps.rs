@@ -9,9 +9,10 @@
 //! `[N/A]`, deprecated) must be `null`.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::Value;
+
+mod cli;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -104,20 +105,7 @@ fn children(s: &str) -> Vec<(String, String)> {
 
 fn info_json(stem: &str) -> Value {
     let fixture = root().join(format!("xtask/tests/data/imported/{stem}.json"));
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(["info", "--json", "--fixture"])
-        .arg(&fixture)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
-        .output()
-        .expect("gpuscope runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stem}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("info --json is JSON")
+    cli::json(cli::command(&["info", "--json", "--fixture"]).arg(&fixture))
 }
 
 /// Compares one JSON value with what the XML says (`None`: the XML has no value there).

@@ -2,29 +2,18 @@
 //! codes. Expected devices are worked out from the fixture files, read here as plain JSON.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
+mod cli;
 mod edited_fixture;
+use cli::fixture;
 use edited_fixture::EditedFixture;
 
-fn fixture(stem: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../fixtures/{stem}.json"))
-        .display()
-        .to_string()
-}
-
 fn run_with(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
-    cmd.arg("select")
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env_remove("CUDA_DEVICE_ORDER");
+    let mut cmd = cli::command(&["select"]);
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -2,9 +2,11 @@
 //! in a pipe, the viewer on a terminal), `gpuscope completions <shell>`, and the man pages that
 //! `cargo xtask man` writes with `gpuscope __man DIR`.
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+mod cli;
+use cli::fixture;
 
 const COMMANDS: [&str; 7] = [
     "snapshot",
@@ -17,11 +19,8 @@ const COMMANDS: [&str; 7] = [
 ];
 
 fn gpuscope(args: &[&str], env: &[(&str, String)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
-    cmd.args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
-        .stdin(Stdio::null());
+    let mut cmd = cli::command(args);
+    cmd.stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -36,13 +35,6 @@ fn stdout_of(args: &[&str], env: &[(&str, String)]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("UTF-8")
-}
-
-fn fixture(stem: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../fixtures/{stem}.json"))
-        .display()
-        .to_string()
 }
 
 /// The device lines of a snapshot (those naming the GPU model), which do not change with time.

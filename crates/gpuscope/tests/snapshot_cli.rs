@@ -1,37 +1,14 @@
 //! `gpuscope snapshot` end to end, through the binary.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
+mod cli;
 mod edited_fixture;
+use cli::{fixture, run as gpuscope};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
 
-fn gpuscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
-        .output()
-        .expect("gpuscope runs")
-}
-
-fn fixture(stem: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../fixtures/{stem}.json"))
-        .display()
-        .to_string()
-}
-
 fn json(args: &[&str]) -> Value {
-    let out = gpuscope(args);
-    assert!(
-        out.status.success(),
-        "gpuscope {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+    cli::json(&mut cli::command(args))
 }
 
 #[test]
@@ -750,9 +727,7 @@ fn strip_sgr(text: &str) -> String {
 #[test]
 fn watch_repeats_the_snapshot() {
     use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(["snapshot", "--demo", "--compact", "--watch", "100ms"])
-        .env_remove("GPUSCOPE_FIXTURE")
+    let mut child = cli::command(&["snapshot", "--demo", "--compact", "--watch", "100ms"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("gpuscope runs");

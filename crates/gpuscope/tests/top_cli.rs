@@ -5,24 +5,13 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod cli;
 mod edited_fixture;
+use cli::fixture;
 use edited_fixture::{fail_process_lists, EditedFixture};
 
 fn gpuscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env_remove("GPUSCOPE_NVML_LIB")
-        .env("COLUMNS", "140")
-        .output()
-        .expect("gpuscope runs")
-}
-
-fn fixture(stem: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../fixtures/{stem}.json"))
-        .display()
-        .to_string()
+    once_with_env(args, &[])
 }
 
 fn stdout_of(args: &[&str]) -> String {
@@ -264,9 +253,7 @@ fn outside_text_reaches_the_output_escaped() {
 // bound.
 #[test]
 fn once_width_is_bounded() {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(["top", "--demo", "--frame", "5", "--once"])
-        .env_remove("GPUSCOPE_FIXTURE")
+    let out = cli::command(&["top", "--demo", "--frame", "5", "--once"])
         .env("COLUMNS", "65535")
         .output()
         .expect("gpuscope runs");
@@ -378,9 +365,7 @@ fn nvitop_style_options_only_with_spaces_no_unicode_and_version() {
 
 /// The header's time of a `--once` screen over the demo's frame 5, under time zone `tz`.
 fn header_time(tz: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-        .args(["top", "--demo", "--frame", "5", "--once"])
-        .env_remove("GPUSCOPE_FIXTURE")
+    let out = cli::command(&["top", "--demo", "--frame", "5", "--once"])
         .env("COLUMNS", "140")
         .env("TZ", tz)
         .output()
@@ -441,10 +426,8 @@ fn once_rows(extra: &[&str], env: &[(&str, &str)]) -> Vec<(u32, String, String)>
     let f = fixture("geforce-desktop");
     let mut args = vec!["top", "--fixture", f.as_str(), "--frame", "5", "--once"];
     args.extend_from_slice(extra);
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
-    cmd.args(&args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env("COLUMNS", "200");
+    let mut cmd = cli::command(&args);
+    cmd.env("COLUMNS", "200");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -504,10 +487,8 @@ fn nvitop_startup_filters_user_pid_compute_graphics() {
 }
 
 fn once_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
-    cmd.args(args)
-        .env_remove("GPUSCOPE_FIXTURE")
-        .env("COLUMNS", "140");
+    let mut cmd = cli::command(args);
+    cmd.env("COLUMNS", "140");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -3,8 +3,8 @@
 //! detail and help screens; terminate a process this test spawned through the UI (live NVML,
 //! served by fake-nvml) and check that a replay never signals one; end the viewer with `q` and
 //! every quitting signal, also while its sampler is stuck in a hung driver call, and a panic
-//! (a test hook of debug builds); suspend it and resume it; and check each time that the
-//! terminal was restored. tmux is required in CI
+//! (a test hook of debug builds); suspend it and resume it (the fleet viewer too); and check
+//! each time that the terminal was restored. tmux is required in CI
 //! (.ci/run installs it); elsewhere the tests say why they skip.
 
 use std::path::{Path, PathBuf};
@@ -38,7 +38,8 @@ impl Tmux {
     }
 
     fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
+        // The server that the first call starts passes its environment on to the viewer.
+        let out = cli::without_settings(&mut Command::new("tmux"))
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
             .output()
@@ -317,8 +318,10 @@ fn sort_filter_detail_help_and_quit_in_a_real_terminal() {
 /// old-driver.json with `pid` (a `sleep 1000`) on GPU 0 in every frame, its host facts (with
 /// its true command line) recorded.
 fn fixture_with(pid: u32, path: &Path) {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/old-driver.json");
-    let mut f: Value = serde_json::from_str(&std::fs::read_to_string(src).unwrap()).unwrap();
+    let mut f: Value = serde_json::from_str(
+        &std::fs::read_to_string(edited_fixture::scenario("old-driver")).unwrap(),
+    )
+    .unwrap();
     f["host"]["processes"][pid.to_string()] = json!({
         "name": "sleep",
         "cmdline": ["sleep", "1000"],
@@ -326,20 +329,12 @@ fn fixture_with(pid: u32, path: &Path) {
         "ppid": std::process::id(),
         "start_time_s": 1793527000u64,
     });
+    edited_fixture::add_compute_process(&mut f, pid, 100 << 20);
     for frame in f["frames"].as_array_mut().unwrap() {
-        frame["devices"]["0"]["compute_processes"]["ok"]
-            .as_array_mut()
-            .expect("old-driver's process lists are values")
-            .push(json!({
-                "pid": pid,
-                "used_gpu_memory": 104857600u64,
-                "gpu_instance_id": null,
-                "compute_instance_id": null,
-            }));
         frame["host"]["processes"][pid.to_string()] =
             json!({"cpu_percent": 0.0, "rss": 1048576u64, "status": "sleeping"});
     }
-    std::fs::write(path, serde_json::to_string(&f).unwrap()).unwrap();
+    edited_fixture::write(&f, path);
 }
 
 /// A `sleep 1000` child, killed if the test ends early.
@@ -482,24 +477,19 @@ fn every_quitting_signal_restores_the_terminal() {
     }
 }
 
-// Regression: SIGTSTP left the alternate screen on.
-#[test]
-fn sigtstp_and_ctrl_z_suspend_and_sigcont_redraws() {
-    let Some(t) = Tmux::new("suspend") else {
-        return;
-    };
-    t.start(&shell_command("--demo"), 100, 30);
-    t.wait_text("of 64 shown");
+/// Suspends the viewer in `t` by SIGTSTP and then by Ctrl+Z, checking each time that it stops
+/// with the shell's modes back, and resumes it by SIGCONT until `shown` is drawn again.
+fn assert_suspends_and_resumes(t: &Tmux, shown: &str) {
     let viewer = t.viewer();
     let tty = t.pane("pane_tty");
     for how in ["SIGTSTP", "Ctrl+Z"] {
-        assert_viewer_modes(&t);
+        assert_viewer_modes(t);
         match how {
             "SIGTSTP" => kill(viewer, libc::SIGTSTP),
             _ => t.keys(&["C-z"]),
         }
         wait_until("the viewer to stop", || state(viewer) == 'T');
-        assert_shell_modes(&t, how);
+        assert_shell_modes(t, how);
         // Raw mode is off while it is stopped: the shell's line editing is back.
         let modes = Command::new("stty")
             .args(["-F", &tty, "-a"])
@@ -515,8 +505,19 @@ fn sigtstp_and_ctrl_z_suspend_and_sigcont_redraws() {
         // `fg` sends SIGCONT: the viewer takes the terminal again and redraws all of it.
         kill(viewer, libc::SIGCONT);
         wait_until("the viewer's modes", || t.pane("alternate_on") == "1");
-        t.wait_text("of 64 shown");
+        t.wait_text(shown);
     }
+}
+
+// Regression: SIGTSTP left the alternate screen on.
+#[test]
+fn sigtstp_and_ctrl_z_suspend_and_sigcont_redraws() {
+    let Some(t) = Tmux::new("suspend") else {
+        return;
+    };
+    t.start(&shell_command("--demo"), 100, 30);
+    t.wait_text("of 64 shown");
+    assert_suspends_and_resumes(&t, "of 64 shown");
     t.keys(&["q"]);
     assert_restored(&t);
 }
@@ -633,6 +634,8 @@ fn a_panic_restores_the_terminal_before_its_message() {
     assert_shell_modes(&t, "a panic");
 }
 
+mod cli;
+mod edited_fixture;
 mod fleet_support;
 
 /// A stub Prometheus with three hosts: gpu-a (two GPUs, a process on GPU 1), gpu-b (one GPU)
@@ -820,6 +823,26 @@ fn a_slow_prometheus_never_freezes_the_fleet_viewer() {
         "quitting waited {:?} on the refresh",
         started.elapsed()
     );
+}
+
+/// The fleet viewer runs in the same event loop as this machine's: it suspends and resumes,
+/// and a quitting signal (the terminal hanging up) leaves the terminal as it was.
+#[test]
+fn the_fleet_viewer_suspends_resumes_and_quits_on_a_signal() {
+    let Some(t) = Tmux::new("fleet-signals") else {
+        return;
+    };
+    let stub = fleet_stub(None);
+    t.start(
+        &shell_command(&format!("--prometheus {} --interval 0.5s", stub.url)),
+        170,
+        30,
+    );
+    let shown = "3 hosts  3 devices  2 up  1 down";
+    t.wait_text(shown);
+    assert_suspends_and_resumes(&t, shown);
+    kill(t.viewer(), libc::SIGHUP);
+    assert_restored(&t);
 }
 
 #[test]

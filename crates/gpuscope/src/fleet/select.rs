@@ -119,79 +119,37 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::model::{FleetProcess, JSON_SCHEMA};
+    use crate::fleet::model::FleetProcess;
+    use crate::fleet::testkit::{self, host};
 
+    /// A device with `free_gib` GiB free (its UUID `GPU-<id>-<free_gib>`, which the tests'
+    /// identifiers show), 10% busy, with one process of `user` holding 30 GiB.
     fn device(id: &str, free_gib: u64, user: &str) -> FleetDevice {
-        let (index, mig_index) = match id.split_once(':') {
-            Some((g, m)) => (g.parse().unwrap(), Some(m.parse().unwrap())),
-            None => (id.parse().unwrap(), None),
-        };
-        FleetDevice {
-            id: id.into(),
-            index,
-            mig_index,
-            name: None,
-            uuid: Some(format!("GPU-{id}-{free_gib}")),
-            bus_id: None,
-            up: Some(true),
-            memory_total_bytes: Some(80 << 30),
-            memory_used_bytes: Some((80 - free_gib) << 30),
-            memory_free_bytes: Some(free_gib << 30),
-            gpu_utilization_percent: Some(10),
-            memory_utilization_percent: Some(10),
-            temperature_celsius: None,
-            fan_speed_percent: None,
-            power_usage_watts: None,
-            power_limit_watts: None,
-            gpu_instance_id: None,
-            compute_instance_id: None,
-            processes: vec![FleetProcess {
-                pid: 1,
-                user: Some(user.into()),
-                command: None,
-                pod: None,
-                namespace: None,
-                container: None,
-                used_memory_bytes: Some(30 << 30),
-                sm_utilization_percent: None,
-            }],
-        }
-    }
-
-    fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
-        Host {
-            host: name.into(),
-            instance: None,
-            job: None,
-            state,
-            sample_age_seconds: None,
-            driver_version: None,
-            sample_time: None,
-            devices,
-        }
+        let mut d = testkit::device(id, Some(free_gib << 30), Some(10));
+        d.uuid = Some(format!("GPU-{id}-{free_gib}"));
+        d.memory_utilization_percent = Some(10);
+        d.processes = vec![FleetProcess {
+            used_memory_bytes: Some(30 << 30),
+            ..testkit::process(1, user)
+        }];
+        d
     }
 
     fn fleet() -> Fleet {
-        Fleet {
-            schema: JSON_SCHEMA,
-            source: "test".into(),
-            evaluated_at: None,
-            hosts: vec![
-                host(
-                    "a",
-                    HostState::Up,
-                    vec![device("0", 5, "x"), device("1", 40, "x")],
-                ),
-                host(
-                    "b",
-                    HostState::Up,
-                    vec![device("0", 25, "me"), device("3", 70, "x")],
-                ),
-                host("c", HostState::Down, vec![]),
-                host("d", HostState::Stale, vec![device("0", 79, "x")]),
-            ],
-            errors: vec![],
-        }
+        testkit::fleet(vec![
+            host(
+                "a",
+                HostState::Up,
+                vec![device("0", 5, "x"), device("1", 40, "x")],
+            ),
+            host(
+                "b",
+                HostState::Up,
+                vec![device("0", 25, "me"), device("3", 70, "x")],
+            ),
+            host("c", HostState::Down, vec![]),
+            host("d", HostState::Stale, vec![device("0", 79, "x")]),
+        ])
     }
 
     #[test]

@@ -371,84 +371,36 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::model::JSON_SCHEMA;
+    use crate::fleet::testkit::{self, host};
 
+    /// A device with one process, `user<N>`'s PID 100 + N on GPU N (the user filter's test
+    /// relies on it).
     fn device(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDevice {
-        let (index, mig_index) = match id.split_once(':') {
-            Some((g, m)) => (g.parse().unwrap(), Some(m.parse().unwrap())),
-            None => (id.parse().unwrap(), None),
-        };
-        FleetDevice {
-            id: id.into(),
-            index,
-            mig_index,
-            name: Some("NVIDIA H100 80GB HBM3".into()),
-            uuid: Some(format!("GPU-{id}")),
-            bus_id: None,
-            up: Some(true),
-            memory_total_bytes: Some(80 << 30),
-            memory_used_bytes: free.map(|f| (80 << 30) - f),
-            memory_free_bytes: free,
-            gpu_utilization_percent: util,
-            memory_utilization_percent: None,
-            temperature_celsius: Some(40),
-            fan_speed_percent: None,
-            power_usage_watts: Some(100.0),
-            power_limit_watts: Some(700.0),
-            gpu_instance_id: None,
-            compute_instance_id: None,
-            processes: vec![FleetProcess {
-                pid: 100 + index,
-                user: Some(format!("user{index}").into()),
-                command: Some("python train.py".into()),
-                pod: None,
-                namespace: None,
-                container: None,
-                used_memory_bytes: Some(1 << 30),
-                sm_utilization_percent: None,
-            }],
-        }
-    }
-
-    fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
-        Host {
-            host: name.into(),
-            instance: Some(format!("{name}:9445")),
-            job: Some("gpu".into()),
-            state,
-            sample_age_seconds: Some(0.5),
-            driver_version: None,
-            sample_time: None,
-            devices,
-        }
+        let mut d = testkit::device(id, free, util);
+        d.processes = vec![testkit::process(100 + d.index, &format!("user{}", d.index))];
+        d
     }
 
     fn fleet() -> Fleet {
-        Fleet {
-            schema: JSON_SCHEMA,
-            source: "http://prom:9090".into(),
-            evaluated_at: None,
-            hosts: vec![
-                host(
-                    "b",
-                    HostState::Up,
-                    vec![
-                        device("0", Some(10 << 30), Some(90)),
-                        device("1", Some(70 << 30), Some(5)),
-                    ],
-                ),
-                host("c", HostState::Down, vec![]),
-                host(
-                    "a",
-                    HostState::Up,
-                    vec![
-                        device("0", Some(30 << 30), Some(50)),
-                        device("1", None, None),
-                    ],
-                ),
-            ],
-            errors: vec![],
-        }
+        testkit::fleet(vec![
+            host(
+                "b",
+                HostState::Up,
+                vec![
+                    device("0", Some(10 << 30), Some(90)),
+                    device("1", Some(70 << 30), Some(5)),
+                ],
+            ),
+            host("c", HostState::Down, vec![]),
+            host(
+                "a",
+                HostState::Up,
+                vec![
+                    device("0", Some(30 << 30), Some(50)),
+                    device("1", None, None),
+                ],
+            ),
+        ])
     }
 
     fn order(f: &Fleet, key: SortKey) -> Vec<String> {

@@ -10,12 +10,12 @@
 //! exporters (host names, device names, users, commands, error messages) is escaped before it
 //! is drawn.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use gpu_devices::text::escape_control;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::event::{self, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -726,146 +726,80 @@ pub fn render_once(app: &FleetApp, width: u16) -> String {
 }
 
 fn interactive(mut app: FleetApp, source: FleetSource) -> Result<()> {
-    use std::io::IsTerminal as _;
-    if !std::io::stdout().is_terminal() {
-        return Err(crate::source::UsageError(
-            "gpuscope top needs a terminal; use `gpuscope top --once` to print the screen once"
-                .into(),
-        )
-        .into());
+    let interval = app.interval;
+    super::event_loop::run(&mut app, || FleetSampler::start(source, interval))
+}
+
+impl super::event_loop::Viewer for FleetApp {
+    type Sample = FleetRefresh;
+
+    fn quitting(&self) -> bool {
+        self.quit
     }
-    let signals = super::terminal::watch_signals().context("cannot install the signal handlers")?;
-    let (sampler, rx) =
-        FleetSampler::start(source, app.interval).context("cannot start the sampler thread")?;
-    let tty = super::InputTty::open()?;
-    let mut screen = super::terminal::Screen::enter().context("cannot set up the terminal")?;
-    let mut dirty = true;
-    let mut area = super::terminal::fit(&mut screen.terminal)?;
-    while !app.quit {
-        for sig in signals.try_iter() {
-            match sig {
-                super::terminal::Signal::Quit(_) => app.quit = true,
-                super::terminal::Signal::Stop => screen.suspend(),
-                super::terminal::Signal::Continue => {
-                    screen
-                        .reenter()
-                        .context("cannot set up the terminal again")?;
-                    dirty = true;
-                }
-            }
-        }
-        if app.quit || screen.left_elsewhere() {
-            break;
-        }
-        loop {
-            match rx.try_recv() {
-                Ok(refresh) => {
-                    app.push(refresh);
-                    dirty = true;
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => anyhow::bail!("the sampler thread stopped"),
-            }
-        }
-        if !screen.suspended() {
-            let now = super::terminal::fit(&mut screen.terminal)?;
-            if now != area {
-                area = now;
-                dirty = true;
-            }
-            if dirty {
-                screen.terminal.draw(|f| draw(f, &app))?;
-                dirty = false;
-            }
-        }
-        match super::input_ready(&tty, 100) {
-            super::Input::HungUp => break,
-            super::Input::Timeout | super::Input::Ready => {}
-        }
-        while event::poll(Duration::ZERO)? {
-            match event::read()? {
-                Event::Key(k) => {
-                    if k.code == KeyCode::Char('z') && k.modifiers.contains(KeyModifiers::CONTROL) {
-                        screen.suspend();
-                    } else if app.key(k, list_height(area)) {
-                        sampler.refresh_now();
-                    }
-                }
-                Event::Mouse(m) => match m.kind {
-                    event::MouseEventKind::ScrollDown => {
-                        app.scroll = (app.scroll + 3).min(app.row_count().saturating_sub(1));
-                    }
-                    event::MouseEventKind::ScrollUp => app.scroll = app.scroll.saturating_sub(3),
-                    _ => {}
-                },
-                _ => {}
-            }
-            dirty = true;
+
+    fn quit(&mut self) {
+        self.quit = true;
+    }
+
+    fn push(&mut self, refresh: FleetRefresh) {
+        FleetApp::push(self, refresh);
+    }
+
+    fn draw(&self, frame: &mut Frame) {
+        draw(frame, self);
+    }
+
+    fn key(&mut self, k: KeyEvent, area: Rect) -> super::event_loop::After {
+        use super::event_loop::After;
+        if k.code == KeyCode::Char('z') && k.modifiers.contains(KeyModifiers::CONTROL) {
+            After::Suspend
+        } else if FleetApp::key(self, k, list_height(area)) {
+            After::RefreshNow
+        } else {
+            After::Redraw
         }
     }
-    drop(screen);
-    Ok(())
+
+    fn mouse(&mut self, m: event::MouseEvent, _area: Rect) {
+        match m.kind {
+            event::MouseEventKind::ScrollDown => {
+                self.scroll = (self.scroll + 3).min(self.row_count().saturating_sub(1));
+            }
+            event::MouseEventKind::ScrollUp => self.scroll = self.scroll.saturating_sub(3),
+            _ => {}
+        }
+    }
+}
+
+impl super::event_loop::SamplerHandle for FleetSampler {
+    fn refresh_now(&self) {
+        FleetSampler::refresh_now(self);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::model::JSON_SCHEMA;
+    use crate::fleet::testkit::{self, host};
 
+    /// GPU `id` with `free_gib` GiB free, `util` percent busy, and `procs` of alice's
+    /// processes (PIDs from 1000, 10% of the SMs each), which the screens show as branches.
     fn device(id: u32, free_gib: u64, util: u32, procs: usize) -> FleetDevice {
-        FleetDevice {
-            id: id.to_string(),
-            index: id,
-            mig_index: None,
-            name: Some("NVIDIA H100 80GB HBM3".into()),
-            uuid: Some(format!("GPU-{id}")),
-            bus_id: None,
-            up: Some(true),
-            memory_total_bytes: Some(80 << 30),
-            memory_used_bytes: Some((80 - free_gib) << 30),
-            memory_free_bytes: Some(free_gib << 30),
-            gpu_utilization_percent: Some(util),
-            memory_utilization_percent: None,
-            temperature_celsius: Some(40),
-            fan_speed_percent: None,
-            power_usage_watts: Some(100.0),
-            power_limit_watts: Some(700.0),
-            gpu_instance_id: None,
-            compute_instance_id: None,
-            processes: (0..procs)
-                .map(|i| FleetProcess {
-                    pid: 1000 + i as u32,
-                    user: Some("alice".into()),
-                    command: Some("python train.py".into()),
-                    used_memory_bytes: Some(1 << 30),
-                    sm_utilization_percent: Some(10),
-                    pod: None,
-                    namespace: None,
-                    container: None,
-                })
-                .collect(),
-        }
-    }
-
-    fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
-        Host {
-            host: name.into(),
-            instance: Some(format!("{name}:9445")),
-            job: Some("gpu".into()),
-            state,
-            sample_age_seconds: Some(2.0),
-            driver_version: None,
-            sample_time: None,
-            devices,
-        }
+        let mut d = testkit::device(&id.to_string(), Some(free_gib << 30), Some(util));
+        d.processes = (1000..)
+            .take(procs)
+            .map(|pid| FleetProcess {
+                sm_utilization_percent: Some(10),
+                ..testkit::process(pid, "alice")
+            })
+            .collect();
+        d
     }
 
     fn fleet() -> Fleet {
         Fleet {
-            schema: JSON_SCHEMA,
-            source: "http://prom:9090".into(),
             evaluated_at: Some(1000.0),
-            hosts: vec![
+            ..testkit::fleet(vec![
                 host(
                     "node-b",
                     HostState::Up,
@@ -873,8 +807,7 @@ mod tests {
                 ),
                 host("node-c", HostState::Down, vec![]),
                 host("node-a", HostState::Up, vec![device(0, 30, 50, 1)]),
-            ],
-            errors: vec![],
+            ])
         }
     }
 

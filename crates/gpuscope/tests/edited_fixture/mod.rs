@@ -45,6 +45,27 @@ impl Drop for EditedFixture {
     }
 }
 
+/// Puts process `pid` on GPU 0's compute process list in every frame, holding `used_bytes` of
+/// GPU memory (a fixture whose GPU 0 lists are values, such as old-driver's).
+pub fn add_compute_process(fx: &mut Value, pid: u32, used_bytes: u64) {
+    for frame in fx["frames"].as_array_mut().expect("frames") {
+        frame["devices"]["0"]["compute_processes"]["ok"]
+            .as_array_mut()
+            .expect("GPU 0's process lists are values")
+            .push(serde_json::json!({
+                "pid": pid,
+                "used_gpu_memory": used_bytes,
+                "gpu_instance_id": null,
+                "compute_instance_id": null,
+            }));
+    }
+}
+
+/// Writes `fx` to `path` (a file the test removes).
+pub fn write(fx: &Value, path: &std::path::Path) {
+    std::fs::write(path, serde_json::to_string(fx).expect("JSON writes")).expect("fixture writes");
+}
+
 /// Makes device `id`'s process lists at `frame` answer `error` (a fixture error name such as
 /// `"no_permission"`; see docs/fixture-format.md). `lists` names which: `compute_processes`,
 /// `graphics_processes`, or both.

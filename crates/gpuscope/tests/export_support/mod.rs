@@ -7,9 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+
+/// The binary as every CLI test runs it (the tests that use these helpers reach it here).
+#[path = "../cli/mod.rs"]
+pub mod cli;
 
 /// A running exporter, killed when dropped.
 pub struct Exporter {
@@ -28,12 +32,8 @@ impl Exporter {
 
     /// [`Exporter::start`] with these environment variables set for the exporter.
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Exporter {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
-            .arg("export")
-            .args(["--listen", "127.0.0.1:0"])
+        let mut child = cli::command(&["export", "--listen", "127.0.0.1:0"])
             .args(args)
-            .env_remove("GPUSCOPE_FIXTURE")
-            .env_remove("GPUSCOPE_NVML_LIB")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

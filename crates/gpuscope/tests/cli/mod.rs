@@ -1,0 +1,57 @@
+//! The gpuscope binary as the CLI tests run it: with none of the caller's own settings, so a
+//! developer's `GPUSCOPE_FIXTURE`, `GPUSCOPE_TOP_ASCII` or `CUDA_VISIBLE_DEVICES` cannot change
+//! what a test sees. A test that wants one sets it on the command.
+
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// The environment variables that change what gpuscope does and are not `GPUSCOPE_*`.
+const OTHER_SETTINGS: [&str; 3] = ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NO_COLOR"];
+
+/// A command that runs gpuscope with `args`, without the caller's settings ([`without_settings`]).
+pub fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuscope"));
+    c.args(args);
+    without_settings(&mut c);
+    c
+}
+
+/// Leaves the caller's `GPUSCOPE_*` variables and [`OTHER_SETTINGS`] out of `c`'s environment
+/// (and so out of gpuscope's, when `c` starts it, directly or through a terminal server).
+pub fn without_settings(c: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("GPUSCOPE_") {
+            c.env_remove(name);
+        }
+    }
+    for name in OTHER_SETTINGS {
+        c.env_remove(name);
+    }
+    c
+}
+
+/// Runs gpuscope with `args` ([`command`]) and returns what it wrote and how it ended.
+pub fn run(args: &[&str]) -> Output {
+    command(args).output().expect("gpuscope runs")
+}
+
+/// Runs `command`, checks that it exits 0 (else fails with its stderr) and returns its stdout
+/// parsed as JSON.
+pub fn json(command: &mut Command) -> Value {
+    let out = command.output().expect("gpuscope runs");
+    assert!(
+        out.status.success(),
+        "{command:?} exited {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// The path of the scenario fixture `fixtures/<stem>.json`, as an argument.
+pub fn fixture(stem: &str) -> String {
+    format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"))
+}
