@@ -167,7 +167,7 @@ mod tests {
             sample_age_seconds: None,
             driver_version: None,
             sample_time: None,
-            devices,
+            devices: std::sync::Arc::new(devices),
         }
     }
 
@@ -230,7 +230,7 @@ mod tests {
         for p in f
             .hosts
             .iter_mut()
-            .flat_map(|h| h.devices.iter_mut())
+            .flat_map(|h| std::sync::Arc::make_mut(&mut h.devices).iter_mut())
             .flat_map(|d| d.processes.iter_mut())
             .filter(|p| p.user.as_deref() == Some("me"))
         {
