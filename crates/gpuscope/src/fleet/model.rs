@@ -216,8 +216,9 @@ pub const SAMPLE_TIME_FAMILY: &str = "gpuscope_exporter_sample_timestamp_seconds
 pub struct FleetBuilder {
     hosts: Vec<Host>,
     by_instance: HashMap<String, usize>,
-    /// (host, device id) -> device position.
-    devices: HashMap<(usize, String), usize>,
+    /// (host, GPU index, MIG slot) -> device position (parsed, so that finding a series'
+    /// device allocates nothing).
+    devices: HashMap<(usize, u32, Option<u32>), usize>,
     /// (host, device position, pid) -> process position.
     processes: HashMap<(usize, usize, u32), usize>,
     /// `up` of each instance, with its job.
@@ -379,7 +380,7 @@ impl FleetBuilder {
         let id = s.label("index")?;
         let (index, mig_index) = parse_index(id)?;
         let h = self.host_of(s, fallback);
-        let key = (h, id.to_string());
+        let key = (h, index, mig_index);
         if let Some(&d) = self.devices.get(&key) {
             return Some((h, d));
         }
