@@ -346,11 +346,11 @@ fn refresh_prometheus(
             .checked_sub(2 + DEVICE_FAMILIES.len())
             .and_then(|k| PROCESS_FAMILIES.get(k))
             .map(|&(_, f)| f);
-        let mut fold = |s: prom::Series<'_>| match (i, device, process) {
-            (0, _, _) => b.sample_time(&s, None),
-            (1, _, _) => b.up(&s),
-            (_, Some(f), _) => b.device(f, &s, None),
-            (_, _, Some(f)) => b.process(f, &s, None),
+        let mut fold = |s: &prom::Series<'_>| match (i, device, process) {
+            (0, _, _) => b.sample_time(s, None),
+            (1, _, _) => b.up(s),
+            (_, Some(f), _) => b.device(f, s, None),
+            (_, _, Some(f)) => b.process(f, s, None),
             _ => {}
         };
         match prom::parse_answer(&text, &mut fold) {

@@ -82,8 +82,10 @@ pub struct Host {
     /// the host's data changed since an earlier refresh. Not in the JSON.
     #[serde(skip)]
     pub sample_time: Option<f64>,
-    /// Physical devices, each followed by its MIG devices.
-    pub devices: Vec<FleetDevice>,
+    /// Physical devices, each followed by its MIG devices. Shared between refreshes: a host
+    /// whose data did not change keeps the very same list (no copy of its devices and
+    /// processes), so change it through `Arc::make_mut`.
+    pub devices: Arc<Vec<FleetDevice>>,
 }
 
 /// One device of a host.
@@ -124,10 +126,11 @@ pub struct FleetProcess {
     /// The shell-quoted command line (exported with `--process-command` only), shared by
     /// every process of the fleet that has the same one (a job's ranks, its workers).
     pub command: Option<Arc<str>>,
-    /// The Kubernetes pod, its namespace and the container's name (docs/containers.md).
-    pub pod: Option<String>,
-    pub namespace: Option<String>,
-    pub container: Option<String>,
+    /// The Kubernetes pod, its namespace and the container's name (docs/containers.md),
+    /// shared as the user and command are (a pod's processes on all its GPUs).
+    pub pod: Option<Arc<str>>,
+    pub namespace: Option<Arc<str>>,
+    pub container: Option<Arc<str>>,
     pub used_memory_bytes: Option<u64>,
     pub sm_utilization_percent: Option<u32>,
 }
@@ -213,8 +216,9 @@ pub const SAMPLE_TIME_FAMILY: &str = "gpuscope_exporter_sample_timestamp_seconds
 pub struct FleetBuilder {
     hosts: Vec<Host>,
     by_instance: HashMap<String, usize>,
-    /// (host, device id) -> device position.
-    devices: HashMap<(usize, String), usize>,
+    /// (host, GPU index, MIG slot) -> device position (parsed, so that finding a series'
+    /// device allocates nothing).
+    devices: HashMap<(usize, u32, Option<u32>), usize>,
     /// (host, device position, pid) -> process position.
     processes: HashMap<(usize, usize, u32), usize>,
     /// `up` of each instance, with its job.
@@ -223,8 +227,8 @@ pub struct FleetBuilder {
     jobs: Vec<String>,
     evaluated_at: Option<f64>,
     errors: Vec<FamilyError>,
-    /// User names and command lines seen, each kept once (64,000 processes of a large fleet
-    /// have a few hundred distinct ones).
+    /// User names, command lines and pods seen, each kept once (64,000 processes of a large
+    /// fleet have a few hundred distinct ones).
     texts: HashSet<Arc<str>>,
 }
 
@@ -311,7 +315,7 @@ impl FleetBuilder {
             sample_age_seconds: None,
             driver_version: None,
             sample_time: None,
-            devices: Vec::new(),
+            devices: Arc::default(),
         });
         self.by_instance
             .insert(instance.to_string(), self.hosts.len() - 1);
@@ -352,10 +356,11 @@ impl FleetBuilder {
     }
 
     /// Takes a host's devices (and driver version) from an earlier refresh: its data did not
-    /// change, so its families were not asked again.
+    /// change, so its families were not asked again. The devices are shared with `from`, not
+    /// copied.
     pub fn keep_devices(&mut self, instance: &str, from: &Host) {
         if let Some(&h) = self.by_instance.get(instance) {
-            self.hosts[h].devices = from.devices.clone();
+            self.hosts[h].devices = Arc::clone(&from.devices);
             self.hosts[h].driver_version = from.driver_version.clone();
         }
     }
@@ -375,12 +380,12 @@ impl FleetBuilder {
         let id = s.label("index")?;
         let (index, mig_index) = parse_index(id)?;
         let h = self.host_of(s, fallback);
-        let key = (h, id.to_string());
+        let key = (h, index, mig_index);
         if let Some(&d) = self.devices.get(&key) {
             return Some((h, d));
         }
-        let host = &mut self.hosts[h];
-        host.devices.push(FleetDevice {
+        let devices = Arc::make_mut(&mut self.hosts[h].devices);
+        devices.push(FleetDevice {
             id: id.to_string(),
             index,
             mig_index,
@@ -401,7 +406,7 @@ impl FleetBuilder {
             compute_instance_id: None,
             processes: Vec::new(),
         });
-        let d = host.devices.len() - 1;
+        let d = devices.len() - 1;
         self.devices.insert(key, d);
         Some((h, d))
     }
@@ -417,7 +422,7 @@ impl FleetBuilder {
                 self.hosts[h].driver_version = Some(driver.to_string());
             }
         }
-        let dev = &mut self.hosts[h].devices[d];
+        let dev = &mut Arc::make_mut(&mut self.hosts[h].devices)[d];
         let text = |name: &str| s.label(name).map(str::to_string);
         if dev.name.is_none() {
             dev.name = text("name");
@@ -456,7 +461,7 @@ impl FleetBuilder {
         };
         let key = (h, d, pid);
         let texts = &mut self.texts;
-        let processes = &mut self.hosts[h].devices[d].processes;
+        let processes = &mut Arc::make_mut(&mut self.hosts[h].devices)[d].processes;
         let p = match self.processes.get(&key) {
             Some(&p) => p,
             None => {
@@ -464,9 +469,9 @@ impl FleetBuilder {
                     pid,
                     user: s.label("username").map(|u| intern(texts, u)),
                     command: s.label("command").map(|c| intern(texts, c)),
-                    pod: s.label("pod").map(str::to_string),
-                    namespace: s.label("namespace").map(str::to_string),
-                    container: s.label("container").map(str::to_string),
+                    pod: s.label("pod").map(|t| intern(texts, t)),
+                    namespace: s.label("namespace").map(|t| intern(texts, t)),
+                    container: s.label("container").map(|t| intern(texts, t)),
                     used_memory_bytes: None,
                     sm_utilization_percent: None,
                 });
@@ -491,7 +496,7 @@ impl FleetBuilder {
             sample_age_seconds: None,
             driver_version: None,
             sample_time: None,
-            devices: Vec::new(),
+            devices: Arc::default(),
         });
     }
 
@@ -519,7 +524,7 @@ impl FleetBuilder {
                 sample_age_seconds: None,
                 driver_version: None,
                 sample_time: None,
-                devices: Vec::new(),
+                devices: Arc::default(),
             });
         }
         for host in &mut self.hosts {
@@ -555,13 +560,22 @@ impl FleetBuilder {
             // A down host's series are marked stale by Prometheus: any device left over is
             // not shown as if current.
             if host.state == HostState::Down {
-                host.devices.clear();
+                host.devices = Arc::default();
             }
         }
         for host in &mut self.hosts {
-            host.devices.sort_by_key(|d| (d.index, d.mig_index));
-            for d in &mut host.devices {
-                d.processes.sort_by_key(|p| p.pid);
+            // A kept host's devices are in order already and stay shared.
+            let in_order = host.devices.is_sorted_by_key(|d| (d.index, d.mig_index))
+                && host
+                    .devices
+                    .iter()
+                    .all(|d| d.processes.is_sorted_by_key(|p| p.pid));
+            if !in_order {
+                let devices = Arc::make_mut(&mut host.devices);
+                devices.sort_by_key(|d| (d.index, d.mig_index));
+                for d in devices {
+                    d.processes.sort_by_key(|p| p.pid);
+                }
             }
         }
         self.hosts
@@ -616,6 +630,60 @@ mod tests {
             [("a", HostState::Up, None), ("b", HostState::Stale, None)]
         );
         assert_eq!(f.hosts[0].devices[0].memory_free_bytes, Some(5));
+    }
+
+    /// One refresh of hosts `a` and `b` (one GPU each, one process), `b`'s GPU with `free_b`
+    /// bytes free; after `previous`, `a` keeps its devices (as an unchanged host does).
+    fn refresh(free_b: &str, previous: Option<&Fleet>) -> Fleet {
+        let mut b = FleetBuilder::new();
+        for h in ["a", "b"] {
+            let host = [("instance", h), ("job", "gpu"), ("hostname", h)];
+            b.sample_time(&series(&host, 100.0, "99"), None);
+            b.up(&series(&host, 100.0, "1"));
+        }
+        for h in ["a", "b"] {
+            if h == "a" && previous.is_some() {
+                continue;
+            }
+            let free = if h == "b" { free_b } else { "7" };
+            let dev = [("instance", h), ("job", "gpu"), ("index", "0")];
+            b.device(DeviceField::MemoryFree, &series(&dev, 100.0, free), None);
+            let proc = [("instance", h), ("index", "0"), ("pid", "42"), ("pod", "p")];
+            b.process(ProcessField::Memory, &series(&proc, 100.0, "1"), None);
+        }
+        if let Some(prev) = previous {
+            b.keep_devices("a", &prev.hosts[0]);
+        }
+        b.finish("x".into(), 30.0, false)
+    }
+
+    #[test]
+    fn a_kept_host_shares_its_devices_with_the_previous_refresh() {
+        let first = refresh("5", None);
+        let second = refresh("6", Some(&first));
+        let free: Vec<Option<u64>> = second
+            .hosts
+            .iter()
+            .map(|h| h.devices[0].memory_free_bytes)
+            .collect();
+        assert_eq!(free, [Some(7), Some(6)], "a kept, b read again");
+        assert_eq!(
+            second.hosts[0].devices[0].processes[0].pod.as_deref(),
+            Some("p")
+        );
+        assert!(
+            Arc::ptr_eq(&first.hosts[0].devices, &second.hosts[0].devices),
+            "a's devices are the previous refresh's, not a copy"
+        );
+        assert!(!Arc::ptr_eq(
+            &first.hosts[1].devices,
+            &second.hosts[1].devices
+        ));
+        // Changing the new fleet's shared devices copies them: the previous fleet stays.
+        let mut third = second.clone();
+        Arc::make_mut(&mut third.hosts[0].devices)[0].memory_free_bytes = Some(1);
+        assert_eq!(first.hosts[0].devices[0].memory_free_bytes, Some(7));
+        assert_eq!(second.hosts[0].devices[0].memory_free_bytes, Some(7));
     }
 
     #[test]

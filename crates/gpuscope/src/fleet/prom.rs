@@ -46,22 +46,21 @@ pub enum QueryError {
 
 /// A series' labels, in the order given, borrowed from the text where no escape had to be
 /// undone. A list, not a hash map: a series has about ten labels, which a linear look-up finds
-/// faster than hashing each name (the hashing took a sixth of the fleet viewer's CPU).
+/// faster than hashing each name (the hashing took a sixth of the fleet viewer's CPU). A name
+/// given twice (a JSON object may repeat a key) keeps both entries and the later one is the
+/// label's value, as when a map is filled in order; adding a label never searches the list.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LabelSet<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
 
 impl<'a> LabelSet<'a> {
-    /// The value of label `name`, if set.
+    /// The value of label `name` (its last one), if set.
     pub fn get(&self, name: &str) -> Option<&Cow<'a, str>> {
-        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
-    /// Sets label `name`, replacing an earlier value.
+    /// Sets label `name`; it hides an earlier value.
     pub fn insert(&mut self, name: Cow<'a, str>, value: Cow<'a, str>) {
-        match self.0.iter_mut().find(|(k, _)| *k == name) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((name, value)),
-        }
+        self.0.push((name, value));
     }
 }
 
@@ -75,23 +74,83 @@ impl<'a> FromIterator<(Cow<'a, str>, Cow<'a, str>)> for LabelSet<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for LabelSet<'a> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Labels;
-        impl<'de> Visitor<'de> for Labels {
-            type Value = LabelSet<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object of label names and values")
-            }
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<LabelSet<'de>, M::Error> {
-                let mut set = LabelSet(Vec::with_capacity(map.size_hint().unwrap_or(12)));
-                while let Some((k, v)) = map.next_entry::<Borrowed<'de>, Borrowed<'de>>()? {
-                    set.insert(k.0, v.0);
+/// Reads a series' labels into a set that is emptied first (one set serves every series of
+/// an answer, so reading a series allocates nothing for its labels).
+struct LabelsInto<'s, 'a>(&'s mut LabelSet<'a>);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for LabelsInto<'_, 'a> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for LabelsInto<'_, 'a> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object of label names and values")
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        self.0 .0.clear();
+        while let Some((k, v)) = map.next_entry::<Borrowed<'de>, Borrowed<'de>>()? {
+            self.0.insert(k.0, v.0);
+        }
+        Ok(())
+    }
+}
+
+/// Reads one series (`{"metric": {...}, "value": [t, "v"]}`) into `labels` (reused) and
+/// gives it to `each`.
+struct SeriesSeed<'s, 'e, 'a> {
+    labels: &'s mut LabelSet<'a>,
+    each: &'e mut dyn FnMut(&Series<'a>),
+    info: &'e mut AnswerInfo,
+}
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for SeriesSeed<'_, '_, 'a> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for SeriesSeed<'_, '_, 'a> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a series (an object with metric and value)")
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        let mut metric = false;
+        let mut value: Option<(f64, Borrowed<'de>)> = None;
+        while let Some(key) = map.next_key::<Borrowed<'de>>()? {
+            match key.0.as_ref() {
+                "metric" if metric => return Err(de::Error::duplicate_field("metric")),
+                "metric" => {
+                    map.next_value_seed(LabelsInto(&mut *self.labels))?;
+                    metric = true;
                 }
-                Ok(set)
+                "value" if value.is_some() => return Err(de::Error::duplicate_field("value")),
+                "value" => value = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
-        d.deserialize_map(Labels)
+        if !metric {
+            return Err(de::Error::missing_field("metric"));
+        }
+        let (t, v) = value.ok_or_else(|| de::Error::missing_field("value"))?;
+        let series = Series {
+            metric: std::mem::take(self.labels),
+            value: (t, v.0),
+        };
+        self.info.series += 1;
+        if self.info.evaluated_at.is_none() {
+            self.info.evaluated_at = Some(t);
+        }
+        (self.each)(&series);
+        *self.labels = series.metric;
+        Ok(())
     }
 }
 
@@ -121,13 +180,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Borrowed<'a> {
 }
 
 /// One series of an instant vector, borrowed from the answer's text.
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct Series<'a> {
     /// Labels (with `__name__` when the query keeps it).
-    #[serde(borrow)]
     pub metric: LabelSet<'a>,
     /// `[evaluation time, "value"]`.
-    #[serde(borrow)]
     pub value: (f64, Cow<'a, str>),
 }
 
@@ -168,7 +225,8 @@ pub struct AnswerInfo {
     pub warnings: Vec<String>,
 }
 
-/// Parses a query answer, calling `each` for every series of the instant vector.
+/// Parses a query answer, calling `each` for every series of the instant vector (the series
+/// is lent: its labels' storage serves the next one).
 ///
 /// # Errors
 ///
@@ -176,7 +234,7 @@ pub struct AnswerInfo {
 /// that is not an instant-vector answer.
 pub fn parse_answer<'a>(
     text: &'a str,
-    each: &mut dyn FnMut(Series<'a>),
+    each: &mut dyn FnMut(&Series<'a>),
 ) -> Result<AnswerInfo, QueryError> {
     let mut info = AnswerInfo::default();
     let envelope = {
@@ -227,7 +285,7 @@ struct Envelope {
 }
 
 struct EnvelopeSeed<'e, 'a> {
-    each: &'e mut dyn FnMut(Series<'a>),
+    each: &'e mut dyn FnMut(&Series<'a>),
     info: &'e mut AnswerInfo,
 }
 
@@ -270,7 +328,7 @@ impl<'a> Visitor<'a> for EnvelopeSeed<'_, 'a> {
 }
 
 struct DataSeed<'e, 'a> {
-    each: &'e mut dyn FnMut(Series<'a>),
+    each: &'e mut dyn FnMut(&Series<'a>),
     info: &'e mut AnswerInfo,
 }
 
@@ -321,7 +379,7 @@ impl<'a> Visitor<'a> for DataSeed<'_, 'a> {
 }
 
 struct ResultSeed<'e, 'a> {
-    each: &'e mut dyn FnMut(Series<'a>),
+    each: &'e mut dyn FnMut(&Series<'a>),
     info: &'e mut AnswerInfo,
 }
 
@@ -338,13 +396,12 @@ impl<'a> Visitor<'a> for ResultSeed<'_, 'a> {
         f.write_str("a list of series")
     }
     fn visit_seq<S: SeqAccess<'a>>(self, mut seq: S) -> Result<(), S::Error> {
-        while let Some(series) = seq.next_element::<Series<'a>>()? {
-            self.info.series += 1;
-            if self.info.evaluated_at.is_none() {
-                self.info.evaluated_at = Some(series.value.0);
-            }
-            (self.each)(series);
-        }
+        let mut labels = LabelSet(Vec::with_capacity(16));
+        while let Some(()) = seq.next_element_seed(SeriesSeed {
+            labels: &mut labels,
+            each: &mut *self.each,
+            info: &mut *self.info,
+        })? {}
         Ok(())
     }
 }
@@ -591,6 +648,40 @@ mod tests {
         assert_eq!(series[0], ("a\u{e9}".to_string(), 42.0));
         assert_eq!(series[1].0, "b");
         assert!(series[1].1.is_nan());
+    }
+
+    #[test]
+    fn a_label_given_twice_has_its_later_value() {
+        let text = r#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"hostname":"a","job":"j","hostname":"b"},"value":[1,"1"]}]}}"#;
+        let (_, series) = collect(text).unwrap();
+        assert_eq!(series, [("b".to_string(), 1.0)]);
+    }
+
+    #[test]
+    fn a_series_has_only_its_own_labels() {
+        // The labels' storage serves one series after the other: nothing carries over.
+        let text = r#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"hostname":"a","job":"j","pod":"p"},"value":[1,"1"]},
+            {"metric":{},"value":[1,"2"]},
+            {"metric":{"job":"k"},"value":[1,"3"]}]}}"#;
+        let mut seen = Vec::new();
+        parse_answer(text, &mut |s| {
+            seen.push((
+                s.label("hostname").map(str::to_string),
+                s.label("job").map(str::to_string),
+                s.label("pod").is_some(),
+            ))
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            [
+                (Some("a".into()), Some("j".into()), true),
+                (None, None, false),
+                (None, Some("k".into()), false)
+            ]
+        );
     }
 
     #[test]

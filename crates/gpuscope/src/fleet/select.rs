@@ -188,7 +188,7 @@ mod tests {
         for p in f
             .hosts
             .iter_mut()
-            .flat_map(|h| h.devices.iter_mut())
+            .flat_map(|h| std::sync::Arc::make_mut(&mut h.devices).iter_mut())
             .flat_map(|d| d.processes.iter_mut())
             .filter(|p| p.user.as_deref() == Some("me"))
         {

@@ -65,7 +65,7 @@ pub(crate) fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> H
         sample_age_seconds: Some(2.0),
         driver_version: None,
         sample_time: None,
-        devices,
+        devices: std::sync::Arc::new(devices),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use gpu_devices::text::{escape_control, Escaped};
 
@@ -143,8 +144,9 @@ impl FleetFilter {
             if !self.host_matches(h) {
                 return false;
             }
+            // Changes this fleet's own copy of the list: a fleet sharing it keeps it whole.
             let host = h.host.clone();
-            h.devices.retain_mut(|d| {
+            Arc::make_mut(&mut h.devices).retain_mut(|d| {
                 if !self.device_matches(&host, d) {
                     return false;
                 }
@@ -164,12 +166,17 @@ impl FleetFilter {
 /// device of the fleet in that order.
 pub fn sort(fleet: &mut Fleet, key: SortKey) {
     for h in &mut fleet.hosts {
-        h.devices.sort_by(|a, b| device_order(key, a, b));
+        // Devices already in order (by index, as a refresh gives them) stay shared.
+        if !h
+            .devices
+            .is_sorted_by(|a, b| device_order(key, a, b).is_le())
+        {
+            Arc::make_mut(&mut h.devices).sort_by(|a, b| device_order(key, a, b));
+        }
     }
     fleet.hosts.sort_by(|a, b| {
-        let best = |h: &Host| h.devices.first().cloned();
-        let by_device = match (best(a), best(b)) {
-            (Some(x), Some(y)) if !matches!(key, SortKey::Host) => device_order(key, &x, &y),
+        let by_device = match (a.devices.first(), b.devices.first()) {
+            (Some(x), Some(y)) if !matches!(key, SortKey::Host) => device_order(key, x, y),
             (Some(_), None) if !matches!(key, SortKey::Host) => Ordering::Less,
             (None, Some(_)) if !matches!(key, SortKey::Host) => Ordering::Greater,
             _ => Ordering::Equal,
@@ -427,6 +434,29 @@ mod tests {
     }
 
     #[test]
+    fn ordering_or_filtering_a_copy_leaves_the_fleet_it_shares_devices_with_alone() {
+        // The viewer orders and filters the fleet it shows, which shares its hosts' devices
+        // with the sampler's copy (the next refresh keeps unchanged hosts from it).
+        let mut kept = fleet();
+        sort(&mut kept, SortKey::Host);
+        let mut shown = kept.clone();
+        sort(&mut shown, SortKey::Host);
+        assert!(
+            Arc::ptr_eq(&kept.hosts[0].devices, &shown.hosts[0].devices),
+            "devices already in order are not copied"
+        );
+        sort(&mut shown, SortKey::FreeMemory);
+        assert_eq!(order(&shown, SortKey::Host), ["b:1", "b:0", "a:0", "a:1"]);
+        assert_eq!(order(&kept, SortKey::Host), ["a:0", "a:1", "b:0", "b:1"]);
+        let mut filtered = kept.clone();
+        FleetFilter::parse("user:user1")
+            .unwrap()
+            .apply(&mut filtered);
+        assert_eq!(order(&filtered, SortKey::Host), ["a:1", "b:1"]);
+        assert_eq!(order(&kept, SortKey::Host), ["a:0", "a:1", "b:0", "b:1"]);
+    }
+
+    #[test]
     fn a_down_host_is_listed_even_when_it_has_no_devices() {
         let mut f = fleet();
         sort(&mut f, SortKey::Host);
@@ -478,7 +508,7 @@ mod tests {
     fn outside_text_is_escaped_in_the_table() {
         let mut f = fleet();
         f.hosts[0].host = "evil\u{1b}[2J".into();
-        f.hosts[0].devices[0].processes[0].command = Some("x\u{7}".into());
+        Arc::make_mut(&mut f.hosts[0].devices)[0].processes[0].command = Some("x\u{7}".into());
         let text = render_text(&f, SortKey::Host);
         assert!(
             !text.contains('\u{1b}') && !text.contains('\u{7}'),

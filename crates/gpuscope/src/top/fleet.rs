@@ -951,9 +951,10 @@ mod tests {
     fn text_from_prometheus_is_escaped() {
         let mut f = fleet();
         f.hosts[0].host = "evil\u{1b}]0;pwned\u{7}".into();
-        f.hosts[0].devices[0].name = Some("GPU\u{1b}[2J".into());
-        f.hosts[0].devices[0].processes[0].command = Some("rm\r\u{9b}x".into());
-        f.hosts[0].devices[0].processes[0].user = Some("u\u{1b}".into());
+        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0];
+        d.name = Some("GPU\u{1b}[2J".into());
+        d.processes[0].command = Some("rm\r\u{9b}x".into());
+        d.processes[0].user = Some("u\u{1b}".into());
         let mut app = FleetApp::new(
             "http://p\u{1b}".into(),
             Duration::from_secs(2),
