@@ -12,6 +12,7 @@ mod sampler;
 mod signals;
 mod terminal;
 mod ui;
+mod wake;
 
 #[cfg(test)]
 mod tests;
@@ -544,8 +545,8 @@ fn interactive(
     devices: Vec<Device>,
 ) -> Result<()> {
     let (interval, live) = (app.opts.interval, app.opts.live);
-    event_loop::run(&mut app, || {
-        sampler::Sampler::start(collector, devices, interval, live)
+    event_loop::run(&mut app, |waker| {
+        sampler::Sampler::start(collector, devices, interval, live, waker)
     })
 }
 
@@ -625,18 +626,28 @@ pub(crate) enum Input {
 }
 
 /// Waits up to `timeout_ms` for input on the terminal.
-pub(crate) fn input_ready(tty: &InputTty, timeout_ms: i32) -> Input {
-    let mut fds = libc::pollfd {
-        fd: tty.fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, for the duration of the call.
-    let rc = unsafe { libc::poll(&mut fds, 1, timeout_ms) };
+pub(crate) fn input_ready(tty: &InputTty, wake: &wake::Wake, timeout_ms: i32) -> Input {
+    let mut fds = [
+        libc::pollfd {
+            fd: tty.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two valid pollfds, for the duration of the call.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
     if rc < 0 {
         return Input::Ready;
     }
-    if fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+    if fds[1].revents & libc::POLLIN != 0 {
+        wake.drain();
+    }
+    if fds[0].revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
         return Input::HungUp;
     }
     if rc == 0 {

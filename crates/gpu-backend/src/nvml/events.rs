@@ -27,8 +27,8 @@ use crate::types::{EventKind, GpuEvent, MAX_EVENTS};
 
 /// How long one `nvmlEventSetWait_v2` waits before the thread looks whether it should stop: the
 /// thread ends (and frees its set) at most this long after the backend is dropped, which does
-/// not wait for it.
-const WAIT_MS: c_uint = 50;
+/// not wait for it. Each timeout is a wake-up of an idle process: 250 ms is four a second.
+const WAIT_MS: c_uint = 250;
 
 /// An event set, an opaque token of NVML's.
 #[derive(Clone, Copy)]

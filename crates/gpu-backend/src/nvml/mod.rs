@@ -395,7 +395,7 @@ impl NvmlBackend {
     /// processes, keep the library initialised for themselves).
     ///
     /// Dropping the backend does the same without waiting: the event thread, which may be
-    /// inside a wait on the driver, ends within 50 ms and shuts the session down then. Call
+    /// inside a wait on the driver, ends within 250 ms and shuts the session down then. Call
     /// this when what comes next needs the library down, e.g. initialising it again afresh.
     pub fn shutdown(mut self) {
         if let Ok(listener) = mem::replace(&mut self.listener, Err(BackendError::Uninitialized)) {

@@ -12,7 +12,11 @@ use ratatui::crossterm::event::{self, Event, KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
+use super::wake::{self, Waker};
 use super::{input_ready, terminal, Input, InputTty};
+
+/// The longest the loop sleeps with nothing to do.
+const IDLE_TIMEOUT_MS: i32 = 1000;
 use crate::source::UsageError;
 
 /// What a viewer does: the state behind the screen. The loop asks nothing else of it.
@@ -63,7 +67,7 @@ pub(crate) trait SamplerHandle {
 /// `--once` prints the screen instead).
 pub(crate) fn run<V: Viewer, S: SamplerHandle>(
     app: &mut V,
-    start_sampler: impl FnOnce() -> std::io::Result<(S, Receiver<V::Sample>)>,
+    start_sampler: impl FnOnce(Waker) -> std::io::Result<(S, Receiver<V::Sample>)>,
 ) -> Result<()> {
     use std::io::IsTerminal as _;
     if !std::io::stdout().is_terminal() {
@@ -76,9 +80,11 @@ pub(crate) fn run<V: Viewer, S: SamplerHandle>(
     // SIGINT, SIGTERM, SIGHUP (the terminal closing) and SIGQUIT end the viewer cleanly;
     // SIGTSTP suspends it and SIGCONT resumes it. Should the UI not get round to a quitting
     // signal within a second, the signal thread leaves the terminal's modes and ends the process.
-    let signals = terminal::watch_signals().context("cannot install the signal handlers")?;
+    let (wake, waker) = wake::pipe().context("cannot make the event loop's wake-up pipe")?;
+    let signals =
+        terminal::watch_signals(waker.clone()).context("cannot install the signal handlers")?;
     // Detached: quitting never waits for a sample in progress (a hung driver call).
-    let (sampler, samples) = start_sampler().context("cannot start the sampler thread")?;
+    let (sampler, samples) = start_sampler(waker).context("cannot start the sampler thread")?;
     let tty = InputTty::open()?;
     let mut screen = terminal::Screen::enter().context("cannot set up the terminal")?;
     let mut dirty = true;
@@ -94,6 +100,8 @@ pub(crate) fn run<V: Viewer, S: SamplerHandle>(
                         .context("cannot set up the terminal again")?;
                     dirty = true;
                 }
+                // The size is looked at below.
+                terminal::Signal::Resize => {}
             }
         }
         if app.quitting() || screen.left_elsewhere() {
@@ -128,7 +136,9 @@ pub(crate) fn run<V: Viewer, S: SamplerHandle>(
                 }
             }
         }
-        match input_ready(&tty, 100) {
+        // Asleep until a key, a sample or a signal (each wakes the pipe); the timeout only
+        // bounds what a missed wake-up could cost.
+        match input_ready(&tty, &wake, IDLE_TIMEOUT_MS) {
             Input::HungUp => break,
             Input::Timeout | Input::Ready => {}
         }

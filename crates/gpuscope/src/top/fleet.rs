@@ -46,10 +46,12 @@ pub struct FleetSampler {
 
 impl FleetSampler {
     /// Reads the fleet from `source` now and then every `interval`, sending each answer on the
-    /// returned channel (at most two wait there; newer ones are dropped while the UI is busy).
+    /// returned channel (at most two wait there; newer ones are dropped while the UI is busy)
+    /// and waking the event loop with `waker`.
     pub fn start(
         source: FleetSource,
         interval: Duration,
+        waker: super::wake::Waker,
     ) -> std::io::Result<(FleetSampler, Receiver<FleetRefresh>)> {
         let (tx, rx) = mpsc::sync_channel(2);
         let (control, control_rx) = mpsc::channel::<()>();
@@ -72,7 +74,8 @@ impl FleetSampler {
                         at: SystemTime::now(),
                     };
                     match tx.try_send(refresh) {
-                        Ok(()) | Err(TrySendError::Full(_)) => {}
+                        Ok(()) => waker.wake(),
+                        Err(TrySendError::Full(_)) => {}
                         Err(TrySendError::Disconnected(_)) => return,
                     }
                     let wait = interval.saturating_sub(started.elapsed());
@@ -727,7 +730,9 @@ pub fn render_once(app: &FleetApp, width: u16) -> String {
 
 fn interactive(mut app: FleetApp, source: FleetSource) -> Result<()> {
     let interval = app.interval;
-    super::event_loop::run(&mut app, || FleetSampler::start(source, interval))
+    super::event_loop::run(&mut app, |waker| {
+        FleetSampler::start(source, interval, waker)
+    })
 }
 
 impl super::event_loop::Viewer for FleetApp {

@@ -117,7 +117,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling `devices` every `interval` (`live`: see [`sample`]), sending each sample
-    /// on the returned channel. The channel holds at most two samples: when the UI has not
+    /// on the returned channel and waking the event loop with `waker`. The channel holds at most two samples: when the UI has not
     /// taken them, newer samples are dropped rather than piling up. The thread ends when the
     /// [`Sampler`] is dropped or the receiver is gone.
     pub fn start(
@@ -125,6 +125,7 @@ impl Sampler {
         devices: Vec<Device>,
         interval: Duration,
         live: bool,
+        waker: super::wake::Waker,
     ) -> std::io::Result<(Sampler, Receiver<Refresh>)> {
         let (tx, rx) = mpsc::sync_channel(2);
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -136,7 +137,8 @@ impl Sampler {
                 let mut known = Identities::default();
                 loop {
                     match tx.try_send(sample_with(&collector, &devices, live, &mut known)) {
-                        Ok(()) | Err(TrySendError::Full(_)) => {}
+                        Ok(()) => waker.wake(),
+                        Err(TrySendError::Full(_)) => {}
                         Err(TrySendError::Disconnected(_)) => return,
                     }
                     next += interval;

@@ -189,19 +189,22 @@ pub enum Signal {
     Stop,
     /// SIGCONT: the process was continued; redraw.
     Continue,
+    /// SIGWINCH: the terminal changed size; the loop looks at its size again.
+    Resize,
 }
 
 /// How long the UI has to leave after a quitting signal before the signal thread does it.
 pub const FALLBACK: Duration = Duration::from_secs(1);
 
-/// Starts the thread that receives SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP and SIGCONT and
-/// passes them on. On a quitting signal, should the process still be running [`FALLBACK`]
+/// Starts the thread that receives SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT and
+/// SIGWINCH and passes them on, waking the event loop with `waker`. On a quitting signal, should the process still be running [`FALLBACK`]
 /// later (the UI is stuck), the thread leaves the terminal's modes itself and ends the process
 /// with status 128 + the signal.
-pub fn watch_signals() -> std::io::Result<Receiver<Signal>> {
-    use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
-    let mut signals =
-        signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT])?;
+pub(crate) fn watch_signals(waker: super::wake::Waker) -> std::io::Result<Receiver<Signal>> {
+    use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGWINCH};
+    let mut signals = signal_hook::iterator::Signals::new([
+        SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT, SIGWINCH,
+    ])?;
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("gpuscope-signals".into())
@@ -210,11 +213,13 @@ pub fn watch_signals() -> std::io::Result<Receiver<Signal>> {
                 let event = match sig {
                     SIGTSTP => Signal::Stop,
                     SIGCONT => Signal::Continue,
+                    SIGWINCH => Signal::Resize,
                     other => Signal::Quit(other),
                 };
                 if tx.send(event).is_err() {
                     return;
                 }
+                waker.wake();
                 if let Signal::Quit(sig) = event {
                     std::thread::sleep(FALLBACK);
                     leave(false);
