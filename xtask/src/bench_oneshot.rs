@@ -20,9 +20,11 @@
 //! processes' `/proc/PID` files.
 //!
 //! every one with the same environment (`LD_LIBRARY_PATH` at the fake library, the fixture, the
-//! frame pinned). Each run is reaped with `wait4`, which gives its user and system CPU time; its
-//! peak resident set size is the kernel's `VmHWM`, read when it stops at its exit under ptrace
-//! (see [`time_once`]); wall time is measured around spawn and reap. Prints the medians as a
+//! frame pinned). Each timed run is spawned as any program starts one and reaped with `wait4`,
+//! which gives its user and system CPU time; wall time is measured around spawn and reap (see
+//! [`time_plain`]). Its peak resident set size comes from a second, untimed run of the same
+//! command: the kernel's `VmHWM`, read when it stops at its exit under ptrace (see
+//! [`time_once`]), whose stops and fork would add their own milliseconds to a wall time. Prints the medians as a
 //! markdown table (see docs/benchmarks.md).
 
 use std::ffi::OsString;
@@ -184,7 +186,12 @@ pub fn run(args: Args) -> Result<()> {
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); tools.len()];
     for round in 0..=args.runs {
         for (tool, record) in tools.iter().zip(&mut runs) {
-            let r = time_once(tool, &env)?;
+            let (wall, cpu) = time_plain(tool, &env)?;
+            let r = Run {
+                wall,
+                cpu,
+                max_rss_kib: time_once(tool, &env)?.max_rss_kib,
+            };
             // Round 0 is the warm-up.
             if round > 0 {
                 record.push(r);
@@ -458,6 +465,38 @@ fn check_outputs(
     Ok(())
 }
 
+/// Spawns the tool with its output thrown away as a shell would (no tracing), and reaps it with
+/// `wait4`: its wall time, spawn to reap, and its user and system CPU time.
+pub(crate) fn time_plain(tool: &Tool, env: &[(&str, OsString)]) -> Result<(Duration, Duration)> {
+    let start = Instant::now();
+    let child = Command::new(&tool.program)
+        .args(&tool.args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot run {}", tool.program.display()))?;
+    let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
+    let (status, usage) = wait4(pid)?;
+    let wall = start.elapsed();
+    drop(child);
+    ensure!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{} failed (wait status {status})",
+        tool.label
+    );
+    Ok((wall, cpu_of(&usage)))
+}
+
+/// User plus system CPU time of a reaped child.
+fn cpu_of(usage: &libc::rusage) -> Duration {
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 /// Spawns the tool with its output thrown away, reads its peak RSS just before it exits, and
 /// reaps it with `wait4` for its CPU time.
 ///
@@ -519,12 +558,9 @@ pub(crate) fn time_once(tool: &Tool, env: &[(&str, OsString)]) -> Result<Run> {
         "{} failed (wait status {status})",
         tool.label
     );
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
     Ok(Run {
         wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        cpu: cpu_of(&usage),
         max_rss_kib: hwm_kib.with_context(|| format!("no VmHWM of {} at its exit", tool.label))?,
     })
 }
