@@ -278,7 +278,7 @@ impl ProcessCollector {
                     None if failsafe => Ok(GpuProcess {
                         pid,
                         device,
-                        kind: gpu_devices::ProcessKind::Compute,
+                        kind: None,
                         gpu_memory: None,
                         gpu_memory_percent: None,
                         gpu_memory_human: None,
@@ -354,7 +354,7 @@ impl ProcessCollector {
                 GpuProcess {
                     pid: p.pid,
                     device,
-                    kind: p.kind,
+                    kind: Some(p.kind),
                     gpu_memory,
                     gpu_memory_percent: match (gpu_memory, total) {
                         (Some(used), Some(total)) if total > 0 => {

@@ -66,9 +66,11 @@ pub struct GpuProcess {
     pub pid: u32,
     /// The device (physical GPU or MIG device).
     pub device: DeviceId,
-    /// Compute, graphics or both.
+    /// Compute, graphics or both; `None` only for a process asked for by
+    /// [`crate::ProcessCollector::take_process_snapshots`] with `failsafe` that is no longer on
+    /// its device (nvitop's `type` N/A): nothing says which list it was on.
     #[serde(rename = "type")]
-    pub kind: ProcessKind,
+    pub kind: Option<ProcessKind>,
     /// GPU memory used, bytes; N/A where the driver cannot tell (WDDM, MIG without privileges).
     pub gpu_memory: Option<u64>,
     /// GPU memory used, percent of the device's memory.
@@ -83,4 +85,12 @@ pub struct GpuProcess {
     pub utilization: ProcessUtilization,
     /// Host facts, shared by every device the PID uses.
     pub host: HostProcess,
+}
+
+impl GpuProcess {
+    /// The kind as nvitop prints it (`C`, `G`, `C+G`), or `N/A` when unknown (see
+    /// [`GpuProcess::kind`]).
+    pub fn kind_str(&self) -> &'static str {
+        self.kind.map_or("N/A", |k| k.as_str())
+    }
 }

@@ -157,6 +157,7 @@ fn gpu_process_failsafe_examples() {
     assert_eq!(cpu.unwrap_or_default(), 0.0); // int(p.cpu_percent())
     let memory: Na<u64> = p.gpu_memory.into();
     assert_eq!(memory.to_string(), "N/A"); // gpu_memory=N/A in the repr
+    assert_eq!(p.kind_str(), "N/A"); // type=N/A in the repr
     assert!(!p.host.visible);
 }
 

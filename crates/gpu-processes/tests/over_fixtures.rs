@@ -115,10 +115,16 @@ fn a_process_in_both_lists_is_one_c_plus_g_entry() {
         .filter(|p| p.pid == pid && p.device == id)
         .collect();
     assert_eq!(entries.len(), 1);
-    assert_eq!(entries[0].kind, ProcessKind::ComputeGraphics);
-    assert_eq!(entries[0].kind.as_str(), "C+G");
-    assert!(s.processes.iter().any(|p| p.kind == ProcessKind::Graphics));
-    assert!(s.processes.iter().any(|p| p.kind == ProcessKind::Compute));
+    assert_eq!(entries[0].kind, Some(ProcessKind::ComputeGraphics));
+    assert_eq!(entries[0].kind_str(), "C+G");
+    assert!(s
+        .processes
+        .iter()
+        .any(|p| p.kind == Some(ProcessKind::Graphics)));
+    assert!(s
+        .processes
+        .iter()
+        .any(|p| p.kind == Some(ProcessKind::Compute)));
 }
 
 #[test]

@@ -139,6 +139,10 @@ fn snapshots_of_chosen_gpu_processes_with_and_without_failsafe() {
     assert_eq!(safe[1].pid, 999_999);
     assert_eq!(safe[1].gpu_memory, None);
     assert_eq!(safe[1].host.user, None);
+    // Which list it was on is not known either: N/A, not a made-up "C".
+    assert_eq!(safe[1].kind, None);
+    assert_eq!(safe[1].kind_str(), "N/A");
+    assert_eq!(safe[0].kind, b.kind);
     assert!(!safe[1].host.visible);
     // A device that does not exist is an error even with failsafe.
     assert!(collector

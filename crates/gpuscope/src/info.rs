@@ -435,7 +435,7 @@ fn render_device(
                     crate::snapshot::truncate(&text(p.host.user.as_deref()), 12),
                     crate::snapshot::truncate(&parent, 18),
                     created,
-                    p.kind.as_str(),
+                    p.kind_str(),
                     p.gpu_memory_human.as_deref().unwrap_or("N/A"),
                     Escaped(
                         p.host

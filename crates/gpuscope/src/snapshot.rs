@@ -458,7 +458,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
 fn process_view(p: &GpuProcess) -> ProcessView {
     ProcessView {
         pid: p.pid,
-        kind: p.kind.as_str(),
+        kind: p.kind_str(),
         used_memory_bytes: p.gpu_memory,
         gpu_instance_id: p.gpu_instance_id,
         compute_instance_id: p.compute_instance_id,

@@ -282,7 +282,7 @@ fn filters_by_user_pid_type_and_text() {
     press(&mut app, KeyCode::Char('/'));
     type_text(&mut app, "type:G");
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.rows().len(), count(&|p| p.kind.as_str() == "G"));
+    assert_eq!(app.rows().len(), count(&|p| p.kind_str() == "G"));
     assert!(!app.rows().is_empty());
     press(&mut app, KeyCode::Char('/'));
     press(&mut app, KeyCode::Esc);

@@ -725,7 +725,7 @@ fn cell(p: &GpuProcess, col: Column) -> String {
         Column::Device => p.device.to_string(),
         Column::Pid => p.pid.to_string(),
         Column::User => na(p.host.user.as_deref()),
-        Column::Type => p.kind.as_str().to_string(),
+        Column::Type => p.kind_str().to_string(),
         Column::GpuMem => na(p.gpu_memory.map(short_bytes)),
         Column::Sm => na(p.utilization.sm),
         Column::Cpu => na(p.host.cpu_percent.map(|c| format!("{c:.1}"))),
@@ -1123,7 +1123,7 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
                     &format!("GPU {}", p.device),
                     format!(
                         "type {}  memory {} ({})  SM {}%  mem {}%  enc {}%  dec {}%",
-                        p.kind.as_str(),
+                        p.kind_str(),
                         na(p.gpu_memory_human.as_deref()),
                         na(p.gpu_memory_percent.map(|m| format!("{m:.1}%"))),
                         na(p.utilization.sm),
