@@ -563,6 +563,66 @@ fn an_xid_marks_its_gpu_with_the_detail() {
     assert_restored(&t);
 }
 
+/// How many times all of `pid`'s threads have gone to sleep and woken since they started.
+fn wake_ups(pid: i32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| {
+            let status = std::fs::read_to_string(t.unwrap().path().join("status")).unwrap();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+// Regression (after issue 13's merge): an idle viewer woke 30 times a second: its event loop
+// every 100 ms to look for samples, the NVML event listener every 50 ms, and fake-nvml's event
+// wait every 10 ms; that was most of its CPU at a 1 s refresh. The loop now sleeps until a key,
+// a sample or a signal wakes it, the listener waits 250 ms per call, and fake-nvml's wait sleeps
+// until its frame can change. Counted, not timed: the threads' voluntary context switches.
+#[test]
+fn an_idle_viewer_sleeps_until_something_happens() {
+    let lib = fake_nvml();
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-sxm-8gpu.json");
+    let Some(t) = Tmux::new("idle") else {
+        return;
+    };
+    t.start(
+        &shell_command_env(
+            &format!(
+                "{}={} {}=3",
+                fake_nvml::FIXTURE_ENV,
+                fixture.display(),
+                fake_nvml::FRAME_ENV
+            ),
+            // No refresh during the count: what is left is the loop's and the listener's own.
+            &format!("--nvml-lib {} --interval 1h", lib.display()),
+        ),
+        160,
+        50,
+    );
+    t.wait_text("NVIDIA H100");
+    let viewer = t.viewer();
+    let before = wake_ups(viewer);
+    let window = Duration::from_secs(4);
+    std::thread::sleep(window);
+    let woke = wake_ups(viewer) - before;
+    // Per second: the loop's fallback timeout (1) and the listener's waits (4); twice that as
+    // slack for stray wake-ups (the pipe, tmux's own traffic). It was about 30.
+    let per_second = woke as f64 / window.as_secs_f64();
+    eprintln!("the idle viewer woke {woke} times in {window:?}");
+    assert!(
+        per_second <= 10.0,
+        "the idle viewer woke {woke} times in {window:?} ({per_second:.1} a second)"
+    );
+    t.keys(&["q"]);
+    assert_restored(&t);
+}
+
 // Regression: `q` waited for a sampling call in progress, so a hung driver hung quitting; and
 // SIGTERM then fell back to leaving raw mode only.
 #[test]
