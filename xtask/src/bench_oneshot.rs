@@ -280,15 +280,11 @@ fn count_syscalls(
     pids: &[u32],
 ) -> Result<live::Syscalls> {
     let log = work.join("strace.log");
-    let status = Command::new(strace)
-        .args(["-f", "-y", "-qq", "-o"])
+    let mut cmd = Command::new(strace);
+    cmd.args(["-f", "-y", "-qq", "-o"])
         .arg(&log)
-        .arg(&tool.program)
-        .args(&tool.args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .arg(&tool.program);
+    let status = quietly(&mut cmd, tool, env)
         .status()
         .context("cannot run strace")?;
     ensure!(status.success(), "{} failed under strace", tool.label);
@@ -465,16 +461,22 @@ fn check_outputs(
     Ok(())
 }
 
-/// Spawns the tool with its output thrown away as a shell would (no tracing), and reaps it with
-/// `wait4`: its wall time, spawn to reap, and its user and system CPU time.
-pub(crate) fn time_plain(tool: &Tool, env: &[(&str, OsString)]) -> Result<(Duration, Duration)> {
-    let start = Instant::now();
-    let child = Command::new(&tool.program)
-        .args(&tool.args)
+/// `cmd` (the tool's program, or a tracer before it) given the tool's arguments and `env`, no
+/// input, and its output thrown away.
+fn quietly<'a>(cmd: &'a mut Command, tool: &Tool, env: &[(&str, OsString)]) -> &'a mut Command {
+    cmd.args(&tool.args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+}
+
+/// Spawns the tool with its output thrown away as a shell would (no tracing), and reaps it with
+/// `wait4`: its wall time, spawn to reap, and its user and system CPU time.
+pub(crate) fn time_plain(tool: &Tool, env: &[(&str, OsString)]) -> Result<(Duration, Duration)> {
+    let mut cmd = Command::new(&tool.program);
+    let start = Instant::now();
+    let child = quietly(&mut cmd, tool, env)
         .spawn()
         .with_context(|| format!("cannot run {}", tool.program.display()))?;
     let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
@@ -509,11 +511,7 @@ pub(crate) fn time_once(tool: &Tool, env: &[(&str, OsString)]) -> Result<Run> {
     use std::os::unix::process::CommandExt;
 
     let mut cmd = Command::new(&tool.program);
-    cmd.args(&tool.args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    quietly(&mut cmd, tool, env);
     // SAFETY: the closure runs in the forked child before exec and calls only ptrace, which is
     // async-signal-safe.
     unsafe {
