@@ -203,6 +203,20 @@ fn shell_command_env(env: &str, args: &str) -> String {
     )
 }
 
+/// The shell command of `top` over live NVML: fake-nvml serving frame `frame` of `fixture`,
+/// then `args`.
+fn over_fake_nvml(fixture: &Path, frame: usize, args: &str) -> String {
+    shell_command_env(
+        &format!(
+            "{}={} {}={frame}",
+            fake_nvml::FIXTURE_ENV,
+            fixture.display(),
+            fake_nvml::FRAME_ENV
+        ),
+        &format!("--nvml-lib {} {args}", fake_nvml().display()),
+    )
+}
+
 /// fake-nvml's library, installed as `libnvidia-ml.so.1` once for this test binary.
 // Regression: each test installed it into the same directory, and two tests doing so at once
 // (the tests run in parallel) failed with "install: No such file or directory".
@@ -374,19 +388,7 @@ fn a_tagged_process_is_terminated_through_the_ui() {
     fixture_with(pid, &path);
 
     // Live NVML (fake-nvml serving the fixture): the process is this machine's.
-    t.start(
-        &shell_command_env(
-            &format!(
-                "{}={} {}=0",
-                fake_nvml::FIXTURE_ENV,
-                path.display(),
-                fake_nvml::FRAME_ENV
-            ),
-            &format!("--nvml-lib {}", fake_nvml().display()),
-        ),
-        120,
-        30,
-    );
+    t.start(&over_fake_nvml(&path, 0, ""), 120, 30);
     t.wait_text("gpuscope top (nvml)");
     t.wait_text(&pid.to_string());
     t.keys(&["/", &format!("pid:{pid}"), "Enter"]);
@@ -527,25 +529,12 @@ fn sigtstp_and_ctrl_z_suspend_and_sigcont_redraws() {
 /// 2's row is marked `!` with the reason and the XID's meaning; GPU 0's is not.
 #[test]
 fn an_xid_marks_its_gpu_with_the_detail() {
-    let lib = fake_nvml();
     let fixture =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-sxm-8gpu.json");
     let Some(t) = Tmux::new("xid") else {
         return;
     };
-    t.start(
-        &shell_command_env(
-            &format!(
-                "{}={} {}=14",
-                fake_nvml::FIXTURE_ENV,
-                fixture.display(),
-                fake_nvml::FRAME_ENV
-            ),
-            &format!("--nvml-lib {} --interval 0.2s", lib.display()),
-        ),
-        220,
-        50,
-    );
+    t.start(&over_fake_nvml(&fixture, 14, "--interval 0.2s"), 220, 50);
     let screen = t.wait_text("GPU has fallen off the bus");
     let row = |gpu: &str| {
         screen
@@ -585,23 +574,14 @@ fn wake_ups(pid: i32) -> u64 {
 // until its frame can change. Counted, not timed: the threads' voluntary context switches.
 #[test]
 fn an_idle_viewer_sleeps_until_something_happens() {
-    let lib = fake_nvml();
     let fixture =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-sxm-8gpu.json");
     let Some(t) = Tmux::new("idle") else {
         return;
     };
     t.start(
-        &shell_command_env(
-            &format!(
-                "{}={} {}=3",
-                fake_nvml::FIXTURE_ENV,
-                fixture.display(),
-                fake_nvml::FRAME_ENV
-            ),
-            // No refresh during the count: what is left is the loop's and the listener's own.
-            &format!("--nvml-lib {} --interval 1h", lib.display()),
-        ),
+        // No refresh during the count: what is left is the loop's and the listener's own.
+        &over_fake_nvml(&fixture, 3, "--interval 1h"),
         160,
         50,
     );
@@ -985,19 +965,7 @@ fn the_tree_shows_a_live_parents_command_and_user() {
     let path = std::env::temp_dir().join(format!("gpuscope-top-parent-{pid}.json"));
     fixture_with(pid, &path);
     // Live NVML (fake-nvml): the child's parent is this test, which is on no GPU.
-    t.start(
-        &shell_command_env(
-            &format!(
-                "{}={} {}=0",
-                fake_nvml::FIXTURE_ENV,
-                path.display(),
-                fake_nvml::FRAME_ENV
-            ),
-            &format!("--nvml-lib {} --pid {pid}", fake_nvml().display()),
-        ),
-        200,
-        30,
-    );
+    t.start(&over_fake_nvml(&path, 0, &format!("--pid {pid}")), 200, 30);
     t.wait_text(&pid.to_string());
     t.keys(&["t"]);
     let me = std::process::id().to_string();
