@@ -253,9 +253,13 @@ impl DeviceSnapshot {
             }
             Section::Processes => {
                 writeln!(f, "PROCESSES:")?;
+                // A list that could not be read is said so, never shown as no processes.
+                let (read, failed) = self.process_list_outcome();
                 match self.processes() {
-                    Na::Value(list) if list.is_empty() => writeln!(f, "    No running processes"),
-                    Na::Value(list) => {
+                    Na::Value(list) if read && list.is_empty() && failed.is_empty() => {
+                        writeln!(f, "    No running processes")?;
+                    }
+                    Na::Value(list) if read => {
                         writeln!(
                             f,
                             "    {:<8} | {:<4} | {:>10} | {:>3} | {:>3}",
@@ -276,10 +280,18 @@ impl DeviceSnapshot {
                                 p.compute_instance_id
                             )?;
                         }
-                        Ok(())
                     }
-                    _ => writeln!(f, "    {NA_TEXT}"),
+                    _ => {}
                 }
+                for e in &failed {
+                    let list = e.field.strip_suffix("_processes").unwrap_or(&e.field);
+                    writeln!(
+                        f,
+                        "    {list} processes: {NA_TEXT} ({})",
+                        crate::text::Escaped(&e.error.to_string())
+                    )?;
+                }
+                Ok(())
             }
         }
     }

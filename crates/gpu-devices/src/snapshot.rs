@@ -549,6 +549,35 @@ impl Collect {
 }
 
 impl DeviceSnapshot {
+    /// Whether any of the device's process lists was read, and the failures worth reporting:
+    /// every failed list when none was read; when one was, the other's failure unless the
+    /// device merely does not support that list (a MIG device has no graphics list). A list
+    /// that failed is never an empty list: whoever shows [`DeviceSnapshot::processes`] shows
+    /// these beside it.
+    pub fn process_list_outcome(&self) -> (bool, Vec<FieldError>) {
+        let read = self.compute_processes.is_value() || self.graphics_processes.is_value();
+        let mut failed = self.process_list_errors.clone();
+        // A snapshot that does not carry the reasons (one deserialised from an older form) still
+        // has its unexpected failures in `errors`.
+        for list in ["compute_processes", "graphics_processes"] {
+            if let Some(e) = self.errors.iter().find(|e| e.field == list) {
+                if !failed.iter().any(|f| f.field == list) {
+                    failed.push(e.clone());
+                }
+            }
+        }
+        if read {
+            failed.retain(|f| f.error != BackendError::NotSupported);
+        } else if failed.is_empty() {
+            // Both lists N/A, and the snapshot does not say why.
+            failed.push(FieldError {
+                field: "compute_processes".to_string(),
+                error: BackendError::Other("not available, reason not recorded".into()),
+            });
+        }
+        (read, failed)
+    }
+
     /// The snapshot of device `id` from its static and changing answers, as the recorder
     /// captures them (`gpu_backend::recorder::capture_static` / `capture_dynamic`).
     #[inline]

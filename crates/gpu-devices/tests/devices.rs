@@ -594,3 +594,43 @@ fn power_management_reads_supported_or_na_as_igpu() {
     let disabled = power(&off, DeviceId::Gpu(0));
     assert!(disabled.contains("    Management : N/A\n"), "{disabled}");
 }
+
+/// igpu's PROCESSES section over a device whose compute list cannot be read (no permission)
+/// while its graphics list is read and empty. Regression: it said "No running processes".
+#[test]
+fn a_process_list_that_cannot_be_read_is_na_in_the_processes_section_not_none() {
+    let mut f = fixture("geforce-desktop");
+    let frame = &mut f.frames[0];
+    let d = frame.devices.get_mut(&DeviceId::Gpu(0)).unwrap();
+    d.compute_processes = gpu_backend::fixture::Answer::Err(BackendError::NoPermission);
+    d.graphics_processes = gpu_backend::fixture::Answer::Ok(Vec::new());
+    let (ctx, _b) = open_fixture(f);
+    let snap = ctx.device(0).unwrap().snapshot();
+    let text = snap.section(gpu_devices::Section::Processes).to_string();
+    assert!(!text.contains("No running processes"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "    compute processes: N/A ({})",
+            BackendError::NoPermission
+        )),
+        "{text}"
+    );
+    let (read, failed) = snap.process_list_outcome();
+    assert!(read, "the graphics list was read");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].field, "compute_processes");
+
+    // The same device with both lists read and empty has no running processes.
+    let mut f = fixture("geforce-desktop");
+    let d = f.frames[0].devices.get_mut(&DeviceId::Gpu(0)).unwrap();
+    d.compute_processes = gpu_backend::fixture::Answer::Ok(Vec::new());
+    d.graphics_processes = gpu_backend::fixture::Answer::Ok(Vec::new());
+    let (ctx, _b) = open_fixture(f);
+    let text = ctx
+        .device(0)
+        .unwrap()
+        .snapshot()
+        .section(gpu_devices::Section::Processes)
+        .to_string();
+    assert_eq!(text, "PROCESSES:\n    No running processes\n");
+}

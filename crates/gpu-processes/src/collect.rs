@@ -304,7 +304,7 @@ impl ProcessCollector {
             .collect();
         let mut gpu_side = Vec::new();
         for dev in &devices {
-            let (read, failed) = process_list_outcome(dev);
+            let (read, failed) = dev.process_list_outcome();
             let list = match dev.processes() {
                 Na::Value(list) if read => list,
                 _ => Vec::new(),
@@ -312,10 +312,10 @@ impl ProcessCollector {
             if !read {
                 unknown_processes.push(dev.id);
             }
-            errors.extend(failed.into_iter().map(|(query, error)| ProcessQueryError {
+            errors.extend(failed.into_iter().map(|f| ProcessQueryError {
                 device: dev.id,
-                query,
-                error,
+                query: f.field,
+                error: f.error,
             }));
             if list.is_empty() {
                 continue;
@@ -436,37 +436,6 @@ pub(crate) fn host_process(
         ns_pid: ns_pid.filter(|&inner| inner != pid),
         container: facts.container,
     }
-}
-
-/// Whether any of a device's process lists was read, and the failures to report: every
-/// failed list when none was read; when one was, the other's failure unless the device merely
-/// does not support that list (a MIG device has no graphics list).
-fn process_list_outcome(dev: &DeviceSnapshot) -> (bool, Vec<(String, BackendError)>) {
-    let read = dev.compute_processes.is_value() || dev.graphics_processes.is_value();
-    let mut failed: Vec<(String, BackendError)> = dev
-        .process_list_errors
-        .iter()
-        .map(|e| (e.field.clone(), e.error.clone()))
-        .collect();
-    // A snapshot that does not carry the reasons (one deserialised from an older form) still
-    // has its unexpected failures in `errors`.
-    for list in ["compute_processes", "graphics_processes"] {
-        if let Some(e) = dev.errors.iter().find(|e| e.field == list) {
-            if !failed.iter().any(|(q, _)| q == list) {
-                failed.push((list.to_string(), e.error.clone()));
-            }
-        }
-    }
-    if read {
-        failed.retain(|(_, e)| *e != BackendError::NotSupported);
-    } else if failed.is_empty() {
-        // Both lists N/A, and the snapshot does not say why.
-        failed.push((
-            "compute_processes".to_string(),
-            BackendError::Other("not available, reason not recorded".into()),
-        ));
-    }
-    (read, failed)
 }
 
 /// Joins a command line for people, as nvitop's `command_join` does (what nvitop shows as a
