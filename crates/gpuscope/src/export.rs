@@ -47,6 +47,13 @@ pub struct Args {
     #[arg(long, requires = "processes")]
     process_command: bool,
 
+    /// Publish NVLink traffic and error counters per link, with a `link` label. By default each
+    /// is summed over the device's links: an 8-GPU H100 box has 18 links a GPU and 6 such
+    /// counters a link, 864 series a scrape that most fleets only ever sum (dcgm-exporter
+    /// leaves its per-link fields out by default).
+    #[arg(long)]
+    nvlink_per_link: bool,
+
     /// The `hostname` label (default: the host's name, or the name recorded in a fixture).
     #[arg(long, value_name = "NAME")]
     hostname: Option<String>,
@@ -88,6 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hostname,
         processes: args.processes,
         process_command: args.process_command,
+        nvlink_per_link: args.nvlink_per_link,
         driver_version: collector.context().driver_version().value().cloned(),
         cuda_driver_version: collector.context().cuda_driver_version().value().cloned(),
     };

@@ -84,17 +84,21 @@ fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
             m.value("gpuscope_device_clock_hertz", &sm),
             ok_f64(&dy["clocks"]["sm"]).map(|mhz| mhz * 1e6)
         );
+        // NVLink traffic summed over the device's links (per link with --nvlink-per-link).
         let links = dy["nvlink_throughput"].as_array().unwrap();
         assert!(!links.is_empty());
-        for (link, c) in links.iter().enumerate() {
-            let link = link.to_string();
-            let ll = [("index", index.as_str()), ("link", link.as_str())];
-            assert_eq!(
-                m.value("gpuscope_device_nvlink_transmit_bytes_total", &ll),
-                ok(c).and_then(|c| c["tx_kib"].as_f64()).map(|k| k * 1024.0),
-                "link {link} of GPU {index}"
-            );
-        }
+        let tx_kib: f64 = links
+            .iter()
+            .filter_map(|c| ok(c).and_then(|c| c["tx_kib"].as_f64()))
+            .sum();
+        assert_eq!(
+            m.value(
+                "gpuscope_device_nvlink_transmit_bytes_total",
+                &[("index", index.as_str())]
+            ),
+            Some(tx_kib * 1024.0),
+            "GPU {index}"
+        );
     }
     let host_frame = &fx["frames"][frame]["host"];
     assert_eq!(
@@ -575,23 +579,58 @@ fn gpm_activity_and_health_series_match_the_fixture() {
         ok(&whole["ecc_sram"]).and_then(|c| c["aggregate_uncorrected"].as_f64())
     );
 
-    // The 8-GPU box: NVLink error counters per link; an old driver has no GPM.
-    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "24"]);
-    let m = exp.scrape();
+    // The 8-GPU box: NVLink counters per link with --nvlink-per-link, summed over each
+    // device's links by default; an old driver has no GPM.
+    let args = ["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "24"];
+    let per_link = Exporter::start(&[&args[..], &["--nvlink-per-link"]].concat()).scrape();
     assert_eq!(
-        m.value(
+        per_link.value(
             "gpuscope_device_nvlink_errors_total",
             &[("index", "2"), ("link", "7"), ("counter", "replay")]
         ),
         Some(6.0)
     );
     assert_eq!(
-        m.find(
-            "gpuscope_device_nvlink_errors_total",
-            &[("counter", "replay")]
-        )
-        .len(),
+        per_link
+            .find(
+                "gpuscope_device_nvlink_errors_total",
+                &[("counter", "replay")]
+            )
+            .len(),
         8 * 18
+    );
+    let totals = Exporter::start(&args).scrape();
+    for family in [
+        "gpuscope_device_nvlink_errors_total",
+        "gpuscope_device_nvlink_transmit_bytes_total",
+        "gpuscope_device_nvlink_receive_bytes_total",
+    ] {
+        let summed = totals.find(family, &[]);
+        assert!(
+            summed.iter().all(|s| !s.labels.contains_key("link")),
+            "{family}: no link label by default"
+        );
+        // One series per device (and per counter for the errors).
+        let per_device = if family.contains("errors") { 8 * 4 } else { 8 };
+        assert_eq!(summed.len(), per_device, "{family}");
+        for s in summed {
+            let with: Vec<(&str, &str)> = s
+                .labels
+                .iter()
+                .filter(|(k, _)| *k != "hostname")
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let links: f64 = per_link.find(family, &with).iter().map(|l| l.value).sum();
+            assert_eq!(s.value, links, "{family} {with:?}: the sum of its links");
+        }
+    }
+    assert_eq!(
+        totals.value(
+            "gpuscope_device_nvlink_errors_total",
+            &[("index", "2"), ("counter", "replay")]
+        ),
+        Some(6.0),
+        "GPU 2's replays are all on link 7"
     );
     let exp = Exporter::start(&["--fixture", &fixture("old-driver"), "--frame", "3"]);
     let m = exp.scrape();

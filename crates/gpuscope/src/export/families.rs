@@ -6,7 +6,7 @@ use gpu_backend::host::HostMachine;
 use std::collections::HashMap;
 
 use gpu_backend::fixture::HostFrame;
-use gpu_backend::{BackendError, DeviceId};
+use gpu_backend::{BackendError, DeviceId, NvLinkCounters, NvLinkErrorCounters};
 use gpu_devices::DeviceSnapshot;
 use gpu_processes::{GpuProcess, Snapshots};
 
@@ -55,6 +55,9 @@ pub struct Options {
     pub processes: bool,
     /// Give process samples a `command` label (command lines can hold secrets).
     pub process_command: bool,
+    /// Publish NVLink traffic and error counters per link (a `link` label); by default they
+    /// are summed over each device's links.
+    pub nvlink_per_link: bool,
     /// The driver version, for the info family (read once at start: it cannot change while
     /// the driver is loaded).
     pub driver_version: Option<String>,
@@ -131,8 +134,8 @@ pub fn build(inputs: &Inputs, options: &Options) -> Vec<Family> {
     host_families(&mut b, inputs, &host_labels);
     for d in &inputs.snapshots.devices {
         let labels = device_labels(d, &options.hostname);
-        device_families(&mut b, d, &labels);
-        health_and_activity_families(&mut b, d, &labels);
+        device_families(&mut b, d, &labels, options);
+        health_and_activity_families(&mut b, d, &labels, options);
         let f = b.family(
             "gpuscope_device_info",
             None,
@@ -285,7 +288,7 @@ fn with(labels: &Labels, name: &'static str, value: String) -> Labels {
     l
 }
 
-fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options: &Options) {
     let f = b.family(
         "gpuscope_device_up",
         None,
@@ -473,25 +476,48 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     );
     b.put(f, labels, kib_s(d.pcie_rx_throughput.value()));
 
-    let f = b.family(
-        "gpuscope_device_nvlink_transmit_bytes",
-        Some("bytes"),
-        Kind::Counter,
-        "Data transmitted on each NVLink link (use rate() for throughput).",
-    );
-    for (link, c) in d.nvlink_counters.iter().enumerate() {
-        let v = c.value().map(|c| c.tx_kib as f64 * 1024.0);
-        b.put(f, &with(labels, "link", link.to_string()), v);
+    for (name, help, kib) in [
+        (
+            "gpuscope_device_nvlink_transmit_bytes",
+            "Data transmitted over NVLink, per device or per link with --nvlink-per-link (use \
+             rate() for throughput).",
+            (|c: &NvLinkCounters| c.tx_kib) as fn(&NvLinkCounters) -> u64,
+        ),
+        (
+            "gpuscope_device_nvlink_receive_bytes",
+            "Data received over NVLink, per device or per link with --nvlink-per-link (use \
+             rate() for throughput).",
+            |c: &NvLinkCounters| c.rx_kib,
+        ),
+    ] {
+        let f = b.family(name, Some("bytes"), Kind::Counter, help);
+        let per_link = d.nvlink_counters.iter().map(|c| c.value().map(kib));
+        for (l, kib) in per_link_or_total(labels, per_link, options.nvlink_per_link) {
+            b.put(f, &l, Some(kib as f64 * 1024.0));
+        }
     }
-    let f = b.family(
-        "gpuscope_device_nvlink_receive_bytes",
-        Some("bytes"),
-        Kind::Counter,
-        "Data received on each NVLink link (use rate() for throughput).",
-    );
-    for (link, c) in d.nvlink_counters.iter().enumerate() {
-        let v = c.value().map(|c| c.rx_kib as f64 * 1024.0);
-        b.put(f, &with(labels, "link", link.to_string()), v);
+}
+
+/// The samples of a per-link counter: one per link that answered, with a `link` label, when
+/// `per_link`; else one for the device, the sum over the links that answered (none when no
+/// link did).
+fn per_link_or_total(
+    labels: &Labels,
+    values: impl Iterator<Item = Option<u64>>,
+    per_link: bool,
+) -> Vec<(Labels, u64)> {
+    let answered = values.enumerate().filter_map(|(link, v)| Some((link, v?)));
+    if per_link {
+        answered
+            .map(|(link, v)| (with(labels, "link", link.to_string()), v))
+            .collect()
+    } else {
+        answered
+            .map(|(_, v)| v)
+            .reduce(u64::saturating_add)
+            .map(|total| (labels.clone(), total))
+            .into_iter()
+            .collect()
     }
 }
 
@@ -695,7 +721,12 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// The families of issue 13's remaining health queries and of GPM activity (named after the
 /// dcgm-exporter fields they stand for; docs/exporter.md maps them).
-fn health_and_activity_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+fn health_and_activity_families(
+    b: &mut Builder,
+    d: &DeviceSnapshot,
+    labels: &Labels,
+    options: &Options,
+) {
     let f = b.family(
         "gpuscope_device_memory_temperature_celsius",
         Some("celsius"),
@@ -724,18 +755,22 @@ fn health_and_activity_families(b: &mut Builder, d: &DeviceSnapshot, labels: &La
         "gpuscope_device_nvlink_errors",
         None,
         Kind::Counter,
-        "NVLink errors per link and counter (replay, recovery, crc_flit, crc_data).",
+        "NVLink errors per counter (replay, recovery, crc_flit, crc_data), per device or per \
+         link with --nvlink-per-link.",
     );
-    for (link, c) in d.nvlink_errors.iter().enumerate() {
-        let Some(c) = c.value() else { continue };
-        let l = with(labels, "link", link.to_string());
-        for (counter, v) in [
-            ("replay", c.replay),
-            ("recovery", c.recovery),
-            ("crc_flit", c.crc_flit),
-            ("crc_data", c.crc_data),
-        ] {
-            b.put(f, &with(&l, "counter", counter.into()), Some(v as f64));
+    for (counter, get) in [
+        (
+            "replay",
+            (|c: &NvLinkErrorCounters| c.replay) as fn(&NvLinkErrorCounters) -> u64,
+        ),
+        ("recovery", |c: &NvLinkErrorCounters| c.recovery),
+        ("crc_flit", |c: &NvLinkErrorCounters| c.crc_flit),
+        ("crc_data", |c: &NvLinkErrorCounters| c.crc_data),
+    ] {
+        let counter_labels = with(labels, "counter", counter.into());
+        let per_link = d.nvlink_errors.iter().map(|c| c.value().map(get));
+        for (l, v) in per_link_or_total(&counter_labels, per_link, options.nvlink_per_link) {
+            b.put(f, &l, Some(v as f64));
         }
     }
     let f = b.family(

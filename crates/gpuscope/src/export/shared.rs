@@ -257,6 +257,7 @@ mod tests {
             hostname: "box".into(),
             processes: true,
             process_command: false,
+            nvlink_per_link: false,
             driver_version: None,
             cuda_driver_version: None,
         };
