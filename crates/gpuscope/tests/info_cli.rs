@@ -227,6 +227,14 @@ fn a_lost_gpu_says_so_and_the_others_still_show() {
     }
 }
 
+/// `info --json` of frame `frame` of the fixture at `path`: of `device`, or of every device.
+fn info_json(path: &str, frame: usize, device: Option<&str>) -> Value {
+    let frame = frame.to_string();
+    let mut args = vec!["info", "--fixture", path, "--frame", &frame, "--json"];
+    args.extend(device);
+    json(&args)
+}
+
 fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok_text(args)).expect("stdout is JSON")
 }
@@ -241,15 +249,7 @@ fn info_json_is_the_snapshot_document_of_those_devices() {
     assert_eq!(devices.len(), 1);
     assert_eq!(devices[0], snap["devices"][3]);
 
-    let mig = json(&[
-        "info",
-        "--fixture",
-        &fixture("h100-mig"),
-        "--frame",
-        "20",
-        "0",
-        "--json",
-    ]);
+    let mig = info_json(&fixture("h100-mig"), 20, Some("0"));
     let ids: Vec<&str> = mig["devices"]
         .as_array()
         .unwrap()
@@ -257,14 +257,7 @@ fn info_json_is_the_snapshot_document_of_those_devices() {
         .map(|d| d["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["0", "0:0", "0:1", "0:2", "0:3"]);
-    let all = json(&[
-        "info",
-        "--fixture",
-        &fixture("gpu-lost"),
-        "--frame",
-        "31",
-        "--json",
-    ]);
+    let all = info_json(&fixture("gpu-lost"), 31, None);
     let lost = &all["devices"][2];
     assert!(lost["memory_free_bytes"].is_null());
     assert!(!lost["errors"].as_array().unwrap().is_empty());
@@ -365,15 +358,7 @@ fn a_process_list_without_permission_is_na_with_its_reason() {
     // The other GPUs list their processes as before.
     assert!(block(&text, "GPU 0").contains("5759"), "{text}");
 
-    let v = json(&[
-        "info",
-        "--fixture",
-        &fx.path(),
-        "--frame",
-        "5",
-        "1",
-        "--json",
-    ]);
+    let v = info_json(&fx.path(), 5, Some("1"));
     let d = &v["devices"][0];
     assert!(d["processes"].is_null(), "{d}");
     assert_eq!(
@@ -390,15 +375,7 @@ fn a_process_list_without_permission_is_na_with_its_reason() {
 #[test]
 fn unknown_host_facts_are_null_in_info() {
     let fx = EditedFixture::new("gpu-lost", "info-no-host-facts", forget_host_facts);
-    let v = json(&[
-        "info",
-        "--fixture",
-        &fx.path(),
-        "--frame",
-        "5",
-        "0",
-        "--json",
-    ]);
+    let v = info_json(&fx.path(), 5, Some("0"));
     let p = &v["devices"][0]["processes"][0];
     assert_eq!(p["pid"], 5759);
     for field in [
@@ -445,15 +422,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
     ] {
         let recorded = recorded_gpm(stem, frame, device)
             .unwrap_or_else(|| panic!("{stem} frame {frame} device {device} records GPM"));
-        let v = json(&[
-            "info",
-            "--fixture",
-            &fixture(stem),
-            "--frame",
-            &frame.to_string(),
-            "--json",
-            device,
-        ]);
+        let v = info_json(&fixture(stem), frame, Some(device));
         let d = v["devices"]
             .as_array()
             .unwrap()
@@ -503,15 +472,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
         ("old-driver", 3),
         ("geforce-desktop", 3),
     ] {
-        let v = json(&[
-            "info",
-            "--fixture",
-            &fixture(stem),
-            "--frame",
-            &frame.to_string(),
-            "--json",
-            "0",
-        ]);
+        let v = info_json(&fixture(stem), frame, Some("0"));
         assert!(
             v["devices"][0]["activity"].is_null(),
             "{stem}: {}",
@@ -540,15 +501,7 @@ fn info_json_has_the_recorded_health_values() {
     for (stem, frame, device) in [("h100-sxm-8gpu", 24, "2"), ("geforce-desktop", 4, "0")] {
         let f = fixture_json(stem);
         let dy = &f["frames"][frame]["devices"][device];
-        let v = json(&[
-            "info",
-            "--fixture",
-            &fixture(stem),
-            "--frame",
-            &frame.to_string(),
-            "--json",
-            device,
-        ]);
+        let v = info_json(&fixture(stem), frame, Some(device));
         let h = &v["devices"][0]["health"];
         assert_eq!(
             h["memory_temperature_celsius"], dy["memory_temperature"]["ok"],
@@ -580,15 +533,7 @@ fn info_json_has_the_recorded_health_values() {
         }
     }
     // GPU 2 of the 8-GPU box takes NVLink replays on link 7 as the recording goes on.
-    let v = json(&[
-        "info",
-        "--fixture",
-        &fixture("h100-sxm-8gpu"),
-        "--frame",
-        "24",
-        "--json",
-        "2",
-    ]);
+    let v = info_json(&fixture("h100-sxm-8gpu"), 24, Some("2"));
     assert_eq!(v["devices"][0]["health"]["nvlink_errors"][7]["replay"], 6);
 }
 
