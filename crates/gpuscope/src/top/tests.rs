@@ -896,26 +896,10 @@ fn tree_branches_continue_under_ancestors_with_siblings_below() {
     );
 }
 
-/// The colour of the first filled bar cell on the line that holds `label` (`MEM`, `UTIL`) of
-/// the first device.
+/// The colour of the first filled cell of the bar after `label` (`MEM`, `UTIL`) on the first
+/// device's line; `None` when the bar has none.
 fn bar_colour(app: &App, label: &str) -> Option<ratatui::style::Color> {
-    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 40)).unwrap();
-    t.draw(|f| super::ui::draw(f, app)).unwrap();
-    let buf = t.backend().buffer();
-    for y in 0..buf.area.height {
-        let line: String = (0..buf.area.width)
-            .map(|x| buf[(x, y)].symbol().to_string())
-            .collect();
-        if let Some(at) = line.find(label) {
-            let start = line[..at].chars().count() + label.len();
-            for x in start as u16..buf.area.width {
-                if buf[(x, y)].symbol() == "█" {
-                    return buf[(x, y)].fg.into();
-                }
-            }
-        }
-    }
-    None
+    bar_colours(app, label).first().copied()
 }
 
 #[test]
