@@ -1,17 +1,18 @@
 //! Collecting GPU processes: devices and their processes in one pass, per-process utilization
-//! since the last refresh, and the host join.
+//! (each process's newest sample, [`crate::UtilizationTracker`]), and the host join.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use gpu_backend::host::{HostSource, ReplayHost};
-use gpu_backend::{BackendError, DeviceId, ProcessUtilizationSample, ReplayBackend};
+use gpu_backend::{BackendError, DeviceId, ReplayBackend};
 use gpu_devices::units::{bytes2human, timedelta2human};
-use gpu_devices::{Context, CudaDevice, Device, DeviceSnapshot, Na};
+use gpu_devices::{Context, CudaDevice, Device, DeviceSnapshot};
 use serde::Serialize;
 
-use crate::process::{GpuProcess, HostProcess, ProcessUtilization};
+use crate::process::{GpuProcess, HostProcess};
+use crate::utilization::{TrackedProcess, UtilizationTracker};
 
 /// A device's process list that could not be read, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -76,54 +77,6 @@ impl Snapshots {
     /// The process-list failures of `device`.
     pub fn errors_of(&self, device: DeviceId) -> impl Iterator<Item = &ProcessQueryError> {
         self.errors.iter().filter(move |e| e.device == device)
-    }
-}
-
-/// Keeps, per device, the newest per-process utilization sample seen, so that each refresh
-/// counts only the samples since the one before.
-#[derive(Debug, Default)]
-pub struct UtilizationTracker {
-    last_seen_us: Mutex<HashMap<DeviceId, u64>>,
-}
-
-impl UtilizationTracker {
-    /// A tracker that has seen nothing.
-    pub fn new() -> UtilizationTracker {
-        UtilizationTracker::default()
-    }
-
-    /// The per-process utilization of `device` from `samples`, counting only samples newer than
-    /// the newest seen at the previous call: samples over 100% or not newer are dropped, and of
-    /// several samples of one PID the newest counts.
-    pub fn update(
-        &self,
-        device: DeviceId,
-        samples: &[ProcessUtilizationSample],
-    ) -> HashMap<u32, ProcessUtilization> {
-        let mut last_seen = self.last_seen_us.lock().unwrap_or_else(|p| p.into_inner());
-        let since = last_seen.get(&device).copied().unwrap_or(0);
-        let mut newest: HashMap<u32, (u64, ProcessUtilization)> = HashMap::new();
-        let mut max_seen = since;
-        for s in samples {
-            let over = [s.sm, s.memory, s.encoder, s.decoder]
-                .iter()
-                .any(|&v| v > 100);
-            if s.timestamp_us <= since || over {
-                continue;
-            }
-            max_seen = max_seen.max(s.timestamp_us);
-            if newest.get(&s.pid).is_none_or(|(t, _)| *t < s.timestamp_us) {
-                let util = ProcessUtilization {
-                    sm: Some(s.sm),
-                    memory: Some(s.memory),
-                    encoder: Some(s.encoder),
-                    decoder: Some(s.decoder),
-                };
-                newest.insert(s.pid, (s.timestamp_us, util));
-            }
-        }
-        last_seen.insert(device, max_seen);
-        newest.into_iter().map(|(pid, (_, u))| (pid, u)).collect()
     }
 }
 
@@ -302,44 +255,38 @@ impl ProcessCollector {
             .filter(|d| d.id.is_mig())
             .map(|d| d.id.physical_index())
             .collect();
-        let mut gpu_side = Vec::new();
+        // Per device whose process lists were read: its processes shown (a process that runs in
+        // a MIG instance is shown on that instance only) and its utilization samples.
+        let mut read_devices = Vec::new();
         for dev in &devices {
             let (read, failed) = dev.process_list_outcome();
-            let list = match dev.processes() {
-                Na::Value(list) if read => list,
-                _ => Vec::new(),
-            };
-            if !read {
-                unknown_processes.push(dev.id);
-            }
             errors.extend(failed.into_iter().map(|f| ProcessQueryError {
                 device: dev.id,
                 query: f.field,
                 error: f.error,
             }));
-            if list.is_empty() {
+            if !read {
+                // Unknown, not empty: what the tracker keeps for this device stays.
+                unknown_processes.push(dev.id);
                 continue;
             }
+            let list = dev.processes().into_option().unwrap_or_default();
+            let on_instances = !dev.id.is_mig() && mig_parents.contains(&dev.id.physical_index());
+            let shown: Vec<_> = list
+                .into_iter()
+                .filter(|p| !(on_instances && p.gpu_instance_id.is_value()))
+                .collect();
             let samples = dev
                 .process_utilization
                 .value()
                 .map_or(&[][..], Vec::as_slice);
-            let util = self.tracker.update(dev.id, samples);
-            let on_instances = !dev.id.is_mig() && mig_parents.contains(&dev.id.physical_index());
-            let total = dev.memory.value().map(|m| m.total);
-            for p in list {
-                if on_instances && p.gpu_instance_id.is_value() {
-                    continue;
-                }
-                let u = util.get(&p.pid).copied().unwrap_or_default();
-                gpu_side.push((dev.id, total, p, u));
-            }
+            read_devices.push((dev, shown, samples));
         }
 
         let now_ms = self.host.now_unix_ms();
         let memory_total = self.host.machine().memory_total;
         let mut hosts: BTreeMap<u32, HostProcess> = BTreeMap::new();
-        for (_, _, p, _) in &gpu_side {
+        for p in read_devices.iter().flat_map(|(_, shown, _)| shown) {
             hosts
                 .entry(p.pid)
                 .or_insert_with(|| host_process(&*self.host, p.pid, now_ms, memory_total));
@@ -347,6 +294,25 @@ impl ProcessCollector {
         let host_lookups = hosts.len();
         let pids: Vec<u32> = hosts.keys().copied().collect();
         self.host.keep_only(&pids);
+
+        let mut gpu_side = Vec::new();
+        for (dev, shown, samples) in read_devices {
+            let tracked: Vec<TrackedProcess> = shown
+                .iter()
+                .map(|p| TrackedProcess {
+                    pid: p.pid,
+                    start_time_s: hosts.get(&p.pid).and_then(|h| h.create_time_s),
+                })
+                .collect();
+            // Every refresh of a device whose lists were read, even with no process: the
+            // tracker forgets the processes that ended.
+            let util = self.tracker.update(dev.id, samples, &tracked, now_ms);
+            let total = dev.memory.value().map(|m| m.total);
+            for p in shown {
+                let u = util.get(&p.pid).copied().unwrap_or_default();
+                gpu_side.push((dev.id, total, p, u));
+            }
+        }
         let processes = gpu_side
             .into_iter()
             .map(|(device, total, p, utilization)| {
@@ -510,46 +476,6 @@ fn quote(arg: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sample(pid: u32, t: u64, sm: u32) -> ProcessUtilizationSample {
-        ProcessUtilizationSample {
-            pid,
-            timestamp_us: t,
-            sm,
-            memory: 1,
-            encoder: 0,
-            decoder: 0,
-        }
-    }
-
-    #[test]
-    fn only_samples_newer_than_the_last_refresh_count() {
-        let gpu = DeviceId::Gpu(0);
-        let tracker = UtilizationTracker::new();
-        let first = tracker.update(
-            gpu,
-            &[
-                sample(10, 100, 40),
-                sample(10, 300, 55),  // the newest sample of pid 10 counts
-                sample(11, 200, 101), // over 100%: dropped
-                sample(12, 250, 7),
-            ],
-        );
-        assert_eq!(first.len(), 2);
-        assert_eq!(first[&10].sm, Some(55));
-        assert_eq!(first[&12].sm, Some(7));
-        assert!(!first.contains_key(&11));
-        // The same samples again: nothing is newer than what was seen.
-        assert!(tracker
-            .update(gpu, &[sample(10, 300, 55), sample(12, 250, 7)])
-            .is_empty());
-        // A newer one counts; another device has its own clock.
-        assert_eq!(tracker.update(gpu, &[sample(12, 301, 9)])[&12].sm, Some(9));
-        assert_eq!(
-            tracker.update(DeviceId::Gpu(1), &[sample(12, 1, 3)])[&12].sm,
-            Some(3)
-        );
-    }
 
     #[test]
     fn commands_are_shell_escaped() {

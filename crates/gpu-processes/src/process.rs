@@ -4,7 +4,19 @@ use gpu_backend::{ContainerFacts, DeviceId};
 use gpu_devices::ProcessKind;
 use serde::{Deserialize, Serialize};
 
-/// Per-process utilization from the driver's samples, percent.
+/// Per-process utilization, percent, from the newest of the driver's samples of this process.
+///
+/// NVML samples each process at its own pace: while one process's newest sample advances every
+/// second, another's can stand still for several seconds and then jump (on a real H100, a light
+/// process beside a matrix-product job: up to 7.8 s between two of its samples). So a process
+/// keeps the values of its own newest sample, counted by its own timestamps, for
+/// [`crate::SAMPLE_MAX_AGE`] (15 s); past that age, or before its first sample, the values are
+/// N/A (`None`). A process never flips between a value and N/A from one refresh to the next:
+/// the age of the sample it shows only grows until a newer one replaces it. See
+/// [`crate::UtilizationTracker`] for the whole rule.
+///
+/// nvitop's `GpuProcess.gpu_sm_utilization()` and its siblings are [`ProcessUtilization::sm`]
+/// and the others; [`ProcessUtilization::sample_age_ms`] says how old the sample behind them is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ProcessUtilization {
     /// SM (streaming multiprocessor) utilization.
@@ -15,6 +27,16 @@ pub struct ProcessUtilization {
     pub encoder: Option<u32>,
     /// Decoder utilization.
     pub decoder: Option<u32>,
+    /// When the driver took the sample the values come from: its CPU timestamp, microseconds
+    /// since the Unix epoch. `None` when the process has no sample yet. Kept (with
+    /// [`ProcessUtilization::sample_age_ms`]) when the sample is too old for its values.
+    #[serde(default)]
+    pub sample_time_us: Option<u64>,
+    /// How old that sample was at this refresh, milliseconds: the host's "now" (the wall clock
+    /// live; a replay's recorded time of the frame) minus the sample's timestamp, 0 for a sample
+    /// stamped after it. The values are N/A once this is over [`crate::SAMPLE_MAX_AGE`].
+    #[serde(default)]
+    pub sample_age_ms: Option<u64>,
 }
 
 /// A process as the host sees it. Every field is N/A (`None`) when the process could not be
@@ -81,7 +103,8 @@ pub struct GpuProcess {
     pub gpu_instance_id: Option<u32>,
     /// Compute-instance id (MIG).
     pub compute_instance_id: Option<u32>,
-    /// Utilization from the driver's per-process samples since the last refresh.
+    /// Utilization from the process's newest per-process sample, with its age
+    /// ([`ProcessUtilization`] says for how long a sample counts).
     pub utilization: ProcessUtilization,
     /// Host facts, shared by every device the PID uses.
     pub host: HostProcess,

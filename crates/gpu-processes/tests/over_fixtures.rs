@@ -332,18 +332,46 @@ fn unknown_host_facts_are_na_not_zero_or_empty() {
     assert!(find(&s, pid).host.user.is_some());
 }
 
+/// Each process shows its own newest sample: asking the same frame again shows the same
+/// figures (nothing newer came, and the kept sample is not dropped), and the next frame shows
+/// that frame's samples.
 #[test]
-fn utilization_comes_from_the_samples_since_the_last_refresh() {
-    let (backend, collector) = collector_at(load("h100-sxm-8gpu"), 5);
+fn utilization_is_each_process_newest_sample_kept_between_refreshes() {
+    let f = load("h100-sxm-8gpu");
+    let newest = |frame: usize, device: DeviceId, pid: u32| -> Option<u32> {
+        let Answer::Ok(samples) = &f.frames[frame].devices[&device].process_utilization else {
+            return None;
+        };
+        samples
+            .iter()
+            .filter(|s| s.pid == pid)
+            .max_by_key(|s| s.timestamp_us)
+            .map(|s| s.sm)
+    };
+    let (backend, collector) = collector_at(f.clone(), 5);
     let first = collector.take_all();
     assert!(first.processes.iter().any(|p| p.utilization.sm.is_some()));
-    // The same frame again: no sample is newer than those already seen.
+    for p in &first.processes {
+        assert_eq!(
+            p.utilization.sm,
+            newest(5, p.device, p.pid),
+            "pid {}",
+            p.pid
+        );
+    }
+    // The same frame again: the same figures, the same ages.
     let again = collector.take_all();
-    assert!(again.processes.iter().all(|p| p.utilization.sm.is_none()));
+    assert_eq!(again.processes, first.processes);
     // The next frame brings new samples.
     backend.set_frame(6);
     let next = collector.take_all();
-    assert!(next.processes.iter().any(|p| p.utilization.sm.is_some()));
+    let mut changed = 0;
+    for p in &next.processes {
+        let want = newest(6, p.device, p.pid).or_else(|| newest(5, p.device, p.pid));
+        assert_eq!(p.utilization.sm, want, "pid {}", p.pid);
+        changed += usize::from(newest(6, p.device, p.pid).is_some());
+    }
+    assert!(changed > 0);
 }
 
 #[test]

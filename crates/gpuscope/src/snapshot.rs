@@ -298,8 +298,11 @@ pub struct ProcessView {
     pub used_memory_bytes: Option<u64>,
     pub gpu_instance_id: Option<u32>,
     pub compute_instance_id: Option<u32>,
-    /// SM utilization from the driver's samples.
+    /// SM utilization from the process's newest per-process sample (N/A once that sample is
+    /// older than `gpu_processes::SAMPLE_MAX_AGE`, or before its first).
     pub sm_utilization_percent: Option<u32>,
+    /// How old that sample is, milliseconds; null when the process has no sample.
+    pub utilization_sample_age_ms: Option<u64>,
     pub user: Option<String>,
     pub name: Option<String>,
     /// The command line joined for reading, as nvitop joins it (`gpu_processes::command_join`).
@@ -463,6 +466,7 @@ fn process_view(p: &GpuProcess) -> ProcessView {
         gpu_instance_id: p.gpu_instance_id,
         compute_instance_id: p.compute_instance_id,
         sm_utilization_percent: p.utilization.sm,
+        utilization_sample_age_ms: p.utilization.sample_age_ms,
         user: p.host.user.clone(),
         name: p.host.name.clone(),
         command: p.host.command.clone(),

@@ -796,3 +796,56 @@ fn retired_pages_are_published_per_cause_with_the_pending_flag() {
         .find("gpuscope_device_last_xid", &[])
         .is_empty());
 }
+
+/// Regression: on real H100s a process sampled less often than another had no SM figure. The
+/// exporter over the real recording at frame 26, where PID 541's newest sample has stood still
+/// for seconds beside PID 512's: both have their own newest sample's share, and the age of
+/// that sample, measured to the frame's recorded time.
+#[test]
+fn a_process_sampled_less_often_keeps_its_sm_share_with_its_sample_age() {
+    let frame = 26;
+    let exp = Exporter::start(&[
+        "--fixture",
+        &fixture("h100-real"),
+        "--frame",
+        "26",
+        "--processes",
+        "--interval",
+        "1h",
+    ]);
+    let m = exp.scrape();
+    let fx = fixture_json("h100-real");
+    let recorded_at = humantime::parse_rfc3339(fx["meta"]["recorded_at"].as_str().unwrap())
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let now_ms = recorded_at + fx["frames"][frame]["t_ms"].as_u64().unwrap();
+    let samples = fx["frames"][frame]["devices"]["0"]["process_utilization"]["ok"]
+        .as_array()
+        .unwrap();
+    let mut ages = Vec::new();
+    for pid in [512, 541] {
+        let s = samples
+            .iter()
+            .filter(|s| s["pid"] == pid)
+            .max_by_key(|s| s["timestamp_us"].as_u64())
+            .unwrap();
+        let pid = pid.to_string();
+        let l = [("index", "0"), ("pid", pid.as_str())];
+        let sm = s["sm"].as_f64().unwrap() / 100.0;
+        assert_eq!(
+            m.value("gpuscope_process_gpu_sm_utilization_ratio", &l),
+            Some(sm),
+            "pid {pid}"
+        );
+        let age_ms = now_ms.saturating_sub(s["timestamp_us"].as_u64().unwrap() / 1000);
+        assert_eq!(
+            m.value("gpuscope_process_gpu_utilization_sample_age_seconds", &l),
+            Some(age_ms as f64 / 1000.0),
+            "pid {pid}"
+        );
+        ages.push(age_ms);
+    }
+    assert!(ages[1] > 5000, "PID 541's sample stood still: {ages:?}");
+}

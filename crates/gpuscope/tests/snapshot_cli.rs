@@ -802,3 +802,63 @@ fn an_xid_since_start_is_in_the_health_of_its_gpu() {
     assert_eq!(wddm["devices"][0]["health"]["xid_errors"], Value::Null);
     assert_eq!(wddm["devices"][0]["health"]["recent_events"], Value::Null);
 }
+
+/// The recorded per-process samples of GPU 0 in frame `frame` of `fx`: PID -> the newest
+/// (timestamp µs, sm).
+fn recorded_newest(fx: &Value, frame: usize) -> std::collections::BTreeMap<u64, (u64, u64)> {
+    let mut newest = std::collections::BTreeMap::new();
+    let samples = fx["frames"][frame]["devices"]["0"]["process_utilization"]["ok"]
+        .as_array()
+        .unwrap();
+    for s in samples {
+        let (t, sm) = (
+            s["timestamp_us"].as_u64().unwrap(),
+            s["sm"].as_u64().unwrap(),
+        );
+        let e = newest.entry(s["pid"].as_u64().unwrap()).or_insert((t, sm));
+        if t >= e.0 {
+            *e = (t, sm);
+        }
+    }
+    newest
+}
+
+/// Regression: on real H100s a process sampled less often than another showed SM `N/A`.
+/// `snapshot --json` over the real recording, frame by frame where PIDs 512 and 541 run
+/// (19-55): each process has the SM of its own newest recorded sample, with that sample's age
+/// measured to the snapshot's time; PID 541 has a value in every frame from its first sample
+/// (20) on, though its sample stood still for seconds while PID 512 ran.
+#[test]
+fn each_process_shows_its_own_newest_sample_and_its_age_over_the_real_recording() {
+    let path = fixture("h100-real");
+    let fx: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut oldest_shown = 0;
+    for frame in 19..=55 {
+        let f = frame.to_string();
+        let v = json(&["snapshot", "--fixture", &path, "--frame", &f, "--json"]);
+        let now_ms = v["time_unix_ms"].as_u64().unwrap();
+        let newest = recorded_newest(&fx, frame);
+        let procs = v["devices"][0]["processes"].as_array().unwrap();
+        let pids: Vec<u64> = procs.iter().map(|p| p["pid"].as_u64().unwrap()).collect();
+        assert!(pids.contains(&541), "frame {frame}: {pids:?}");
+        for p in procs {
+            let pid = p["pid"].as_u64().unwrap();
+            match newest.get(&pid) {
+                Some(&(t_us, sm)) => {
+                    let age = now_ms.saturating_sub(t_us / 1000);
+                    assert_eq!(p["sm_utilization_percent"], sm, "frame {frame}: {p}");
+                    assert_eq!(p["utilization_sample_age_ms"], age, "frame {frame}: {p}");
+                    oldest_shown = oldest_shown.max(age);
+                }
+                None => {
+                    // Only PID 541 in frame 19, before the driver had sampled it.
+                    assert_eq!((frame, pid), (19, 541), "{p}");
+                    assert!(p["sm_utilization_percent"].is_null(), "{p}");
+                    assert!(p["utilization_sample_age_ms"].is_null(), "{p}");
+                }
+            }
+        }
+    }
+    // PID 541's sample stood still: its age reached seconds, and it still had a value.
+    assert!(oldest_shown > 5000, "{oldest_shown}");
+}

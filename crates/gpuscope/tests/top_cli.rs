@@ -604,3 +604,61 @@ fn utilization_thresholds_are_two_ordered_percents() {
         assert!(err.contains("gpu-util-thresh"), "{bad:?}: {err}");
     }
 }
+
+/// The SM% cell of each process row of a `--once` screen (PID -> cell), read under the
+/// header's `SM%` (the column is right-aligned, four cells wide).
+fn sm_cells(screen: &str) -> std::collections::BTreeMap<u32, String> {
+    let mut cells = std::collections::BTreeMap::new();
+    let mut end = None;
+    for line in screen.lines() {
+        let chars: Vec<char> = line.chars().collect();
+        if line.contains("PID") && line.contains("SM%") {
+            end = line.split("SM%").next().map(|b| b.chars().count() + 3);
+            continue;
+        }
+        let Some(end) = end else { continue };
+        let pid = chars
+            .get(2..)
+            .map(String::from_iter)
+            .and_then(|rest| rest.split_whitespace().nth(1).and_then(|p| p.parse().ok()));
+        if let (Some(pid), Some(cell)) = (pid, chars.get(end - 4..end)) {
+            cells.insert(pid, String::from_iter(cell).trim().to_string());
+        }
+    }
+    cells
+}
+
+/// Regression: on real H100s `top` showed SM% `N/A` for PID 541, whose samples came less often
+/// than PID 512's. `top --once` over the real recording, frames 19-55: each process's SM% is
+/// that of its newest recorded sample in the frame (all under 15 s old), and PID 541 has a
+/// value from its first sample (frame 20) on.
+#[test]
+fn once_shows_the_sm_of_a_process_sampled_less_often_over_the_real_recording() {
+    let path = fixture("h100-real");
+    let fx: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for frame in 19..=55 {
+        let f = frame.to_string();
+        let screen = stdout_of(&["top", "--fixture", &path, "--frame", &f, "--once"]);
+        let cells = sm_cells(&screen);
+        let dy = &fx["frames"][frame]["devices"]["0"];
+        let listed = dy["compute_processes"]["ok"].as_array().unwrap();
+        assert_eq!(cells.len(), listed.len(), "frame {frame}\n{screen}");
+        let samples = dy["process_utilization"]["ok"].as_array().unwrap();
+        for p in listed {
+            let pid = p["pid"].as_u64().unwrap();
+            let want = samples
+                .iter()
+                .filter(|s| s["pid"] == pid)
+                .max_by_key(|s| s["timestamp_us"].as_u64())
+                .map_or("N/A".to_string(), |s| s["sm"].to_string());
+            assert_eq!(
+                cells[&(pid as u32)],
+                want,
+                "frame {frame} pid {pid}\n{screen}"
+            );
+        }
+        if frame >= 20 {
+            assert_ne!(cells[&541], "N/A", "frame {frame}\n{screen}");
+        }
+    }
+}

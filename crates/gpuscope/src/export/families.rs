@@ -905,7 +905,7 @@ fn clock_domains(c: &gpu_devices::ClockInfos) -> [(&'static str, Option<f64>); 4
 }
 
 /// Process families, in the order `process_samples` fills them.
-const PROCESS_FAMILIES: [(&str, Option<&str>, &str); 8] = [
+const PROCESS_FAMILIES: [(&str, Option<&str>, &str); 9] = [
     (
         "gpuscope_process_gpu_memory_bytes",
         Some("bytes"),
@@ -914,22 +914,27 @@ const PROCESS_FAMILIES: [(&str, Option<&str>, &str); 8] = [
     (
         "gpuscope_process_gpu_sm_utilization_ratio",
         Some("ratio"),
-        "The process's share of the device's SMs since the previous sample.",
+        "The process's share of the device's SMs in its newest per-process sample (absent once that sample is over 15 s old).",
     ),
     (
         "gpuscope_process_gpu_memory_bandwidth_utilization_ratio",
         Some("ratio"),
-        "The process's share of device memory bandwidth since the previous sample.",
+        "The process's share of device memory bandwidth in its newest per-process sample.",
     ),
     (
         "gpuscope_process_gpu_encoder_utilization_ratio",
         Some("ratio"),
-        "The process's share of the video encoder since the previous sample.",
+        "The process's share of the video encoder in its newest per-process sample.",
     ),
     (
         "gpuscope_process_gpu_decoder_utilization_ratio",
         Some("ratio"),
-        "The process's share of the video decoder since the previous sample.",
+        "The process's share of the video decoder in its newest per-process sample.",
+    ),
+    (
+        "gpuscope_process_gpu_utilization_sample_age_seconds",
+        Some("seconds"),
+        "How old the process's newest per-process utilization sample is.",
     ),
     (
         "gpuscope_process_cpu_utilization_ratio",
@@ -1000,6 +1005,7 @@ fn process_samples(b: &mut Builder, start: usize, p: &GpuProcess, labels: &Label
         ratio(u.memory),
         ratio(u.encoder),
         ratio(u.decoder),
+        u.sample_age_ms.map(|ms| ms as f64 / 1000.0),
         p.host.cpu_percent.map(|c| c / 100.0),
         p.host.rss.map(|v| v as f64),
         p.host.running_time_s.map(|s| s as f64),
@@ -1036,7 +1042,7 @@ fn pod_families(b: &mut Builder, snapshots: &Snapshots, hostname: &str) {
         "gpuscope_pod_gpu_sm_utilization_ratio",
         Some("ratio"),
         Kind::Gauge,
-        "The pod's share of the device's SMs since the previous sample, summed over its processes.",
+        "The pod's share of the device's SMs, summed over its processes' newest per-process samples.",
     );
     let count = b.family(
         "gpuscope_pod_processes",

@@ -24,6 +24,18 @@ fn fixture_path(name: &str) -> String {
 
 /// A viewer that has seen `frames` of the fixture `name`, one sample per frame.
 fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
+    let (mut app, backend, collector) = viewer(name);
+    let devices = collector.context().all_devices();
+    for f in frames {
+        backend.set_frame(f);
+        app.push_sample(sampler::sample(&collector, &devices, false));
+    }
+    app
+}
+
+/// A viewer of the fixture `name` that has seen nothing yet, with the replay (on a manual
+/// clock) and the collector that feed it.
+fn viewer(name: &str) -> (App, Arc<ReplayBackend>, ProcessCollector) {
     let fixture = Fixture::load(fixture_path(name)).unwrap();
     let backend = Arc::new(ReplayBackend::with_clock(
         fixture,
@@ -31,8 +43,7 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
     ));
     let collector = ProcessCollector::from_replay(backend.clone()).unwrap();
     let ctx = collector.context();
-    let devices = ctx.all_devices();
-    let mut app = App::new(Options {
+    let app = App::new(Options {
         source_label: format!("fixture {name}"),
         live: false,
         readonly: false,
@@ -47,11 +58,7 @@ fn app_over(name: &str, frames: std::ops::RangeInclusive<usize>) -> App {
         light: false,
         colorful: false,
     });
-    for f in frames {
-        backend.set_frame(f);
-        app.push_sample(sampler::sample(&collector, &devices, false));
-    }
-    app
+    (app, backend, collector)
 }
 
 fn press(app: &mut App, code: KeyCode) -> Effect {
@@ -185,6 +192,98 @@ fn screen_detail_of_a_process() {
     insta::assert_snapshot!(render_text(&app, 120, 30));
     press(&mut app, KeyCode::Esc);
     assert_eq!(app.screen, Screen::Main);
+}
+
+/// The SM% cell of `pid` in a rendered main screen, read under the header's `SM%`.
+fn sm_cell(screen: &str, pid: u32) -> Option<String> {
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let header = lines
+        .iter()
+        .find(|l| String::from_iter(l.iter()).contains(" SM%"))?;
+    let end = String::from_iter(header.iter())
+        .split("SM%")
+        .next()
+        .map(|before| before.chars().count() + 3)?;
+    // A row: the selection and tag marks, then GPU and PID.
+    let row = lines.iter().find(|l| {
+        let text = String::from_iter(l.iter().skip(2));
+        text.split_whitespace().nth(1) == Some(&pid.to_string()) && !text.contains("SM%")
+    })?;
+    Some(String::from_iter(&row[end - 4..end]).trim().to_string())
+}
+
+/// Regression: on real H100s `gpuscope top` showed SM% `N/A` for a process whose samples come
+/// less often than another's. Over the real recording, refreshed once a frame (1 s), PID 541
+/// shows its own newest sample in every frame from its first (20) to its last (55), PID 512 in
+/// every frame it runs, and the detail view gives the age of the sample behind the figure.
+#[test]
+fn sm_column_shows_each_process_newest_sample_over_the_real_recording() {
+    let (mut app, backend, collector) = viewer("h100-real");
+    let devices = collector.context().all_devices();
+    let fixture = backend.fixture().clone();
+    // The newest sample of `pid` recorded up to frame `f`, by its own timestamp.
+    let newest = |f: usize, pid: u32| {
+        fixture.frames[..=f]
+            .iter()
+            .filter_map(
+                |fr| match &fr.devices[&DeviceId::Gpu(0)].process_utilization {
+                    gpu_backend::fixture::Answer::Ok(s) => Some(s.clone()),
+                    gpu_backend::fixture::Answer::Err(_) => None,
+                },
+            )
+            .flatten()
+            .filter(|s| s.pid == pid)
+            .fold(
+                None,
+                |best: Option<gpu_backend::ProcessUtilizationSample>, s| match best {
+                    Some(b) if b.timestamp_us > s.timestamp_us => Some(b),
+                    _ => Some(s),
+                },
+            )
+    };
+    let mut hog_cells = Vec::new();
+    for f in 0..=55 {
+        backend.set_frame(f);
+        app.push_sample(sampler::sample(&collector, &devices, false));
+        let screen = render_text(&app, 120, 30);
+        for (pid, running) in [(512, 12..=40), (541, 19..=55)] {
+            let cell = sm_cell(&screen, pid);
+            if !running.contains(&f) {
+                assert_eq!(cell, None, "frame {f}: {pid} is not running\n{screen}");
+                continue;
+            }
+            let want = newest(f, pid).map_or("N/A".to_string(), |s| s.sm.to_string());
+            assert_eq!(
+                cell.as_deref(),
+                Some(&*want),
+                "frame {f} pid {pid}\n{screen}"
+            );
+            if pid == 541 {
+                hog_cells.push(want);
+            }
+        }
+        if f == 26 {
+            // PID 541's sample has stood still since frame 20: the detail view says how long.
+            app.screen = Screen::Detail(541);
+            let detail = render_text(&app, 120, 30);
+            let sample = newest(f, 541).unwrap();
+            let now_ms = gpu_backend::host::HostSource::now_unix_ms(
+                &gpu_backend::host::ReplayHost::new(backend.clone()),
+            );
+            let age = (now_ms - sample.timestamp_us / 1000) as f64 / 1000.0;
+            assert!(age > 5.0, "{age}");
+            let want = format!("SM {}%", sample.sm);
+            let line = line_with(&detail, &want);
+            assert!(
+                line.contains(&format!("(sample {age:.1}s old)")),
+                "{detail}"
+            );
+            app.screen = Screen::Main;
+        }
+    }
+    // N/A only in its first frame, before the driver had sampled it.
+    assert_eq!(hog_cells[0], "N/A");
+    assert!(hog_cells[1..].iter().all(|c| c != "N/A"), "{hog_cells:?}");
 }
 
 #[test]

@@ -742,6 +742,24 @@ fn cell(p: &GpuProcess, col: Column) -> String {
     }
 }
 
+/// How old the per-process sample behind a process's utilization is, for the detail view:
+/// `  (sample 2.4s old)`, or why the figures are N/A when it is too old; nothing when the
+/// process has no sample.
+fn sample_age(u: &gpu_processes::ProcessUtilization) -> String {
+    let Some(age_ms) = u.sample_age_ms else {
+        return String::new();
+    };
+    let secs = age_ms as f64 / 1000.0;
+    if u.sm.is_some() {
+        format!("  (sample {secs:.1}s old)")
+    } else {
+        format!(
+            "  (newest sample {secs:.0}s old: N/A after {}s)",
+            gpu_processes::SAMPLE_MAX_AGE.as_secs()
+        )
+    }
+}
+
 /// Bytes in at most 8 characters: `812MiB`, `21.3GiB`.
 fn short_bytes(b: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
@@ -1067,10 +1085,12 @@ fn draw_help(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         lines.push(Line::raw(format!("  {keys:<22} {what}")));
     }
     lines.push(Line::raw(""));
-    lines.push(Line::raw(
-        "  Columns: GPU, PID, USER, TYPE (C compute, G graphics), GPU-MEM, SM% (the driver's \
-         per-process samples), CPU% (of one core), HOST-MEM (RSS), TIME (running), COMMAND.",
-    ));
+    lines.push(Line::raw(format!(
+        "  Columns: GPU, PID, USER, TYPE (C compute, G graphics), GPU-MEM, SM% (the process's \
+         newest per-process sample, kept up to {}s; Enter shows its age), CPU% (of one core), \
+         HOST-MEM (RSS), TIME (running), COMMAND.",
+        gpu_processes::SAMPLE_MAX_AGE.as_secs()
+    )));
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }
 
@@ -1122,14 +1142,15 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
                 lines.push(kv(
                     &format!("GPU {}", p.device),
                     format!(
-                        "type {}  memory {} ({})  SM {}%  mem {}%  enc {}%  dec {}%",
+                        "type {}  memory {} ({})  SM {}%  mem {}%  enc {}%  dec {}%{}",
                         p.kind_str(),
                         na(p.gpu_memory_human.as_deref()),
                         na(p.gpu_memory_percent.map(|m| format!("{m:.1}%"))),
                         na(p.utilization.sm),
                         na(p.utilization.memory),
                         na(p.utilization.encoder),
-                        na(p.utilization.decoder)
+                        na(p.utilization.decoder),
+                        sample_age(&p.utilization)
                     ),
                 ));
             }
