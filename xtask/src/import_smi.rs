@@ -459,14 +459,16 @@ fn driver_model(e: Option<&Element>) -> R<DriverModel> {
 
 fn virtualization_mode(e: Option<&Element>) -> R<VirtualizationMode> {
     let t = text(e)?;
-    Ok(match t.to_ascii_lowercase().replace(['-', '_'], " ").as_str() {
-        "none" => VirtualizationMode::None,
-        "pass through" | "passthrough" => VirtualizationMode::PassThrough,
-        "vgpu" => VirtualizationMode::Vgpu,
-        "host vgpu" => VirtualizationMode::HostVgpu,
-        "host vsga" => VirtualizationMode::HostVsga,
-        _ => return Err(unreadable(t, "a virtualization mode")),
-    })
+    Ok(
+        match t.to_ascii_lowercase().replace(['-', '_'], " ").as_str() {
+            "none" => VirtualizationMode::None,
+            "pass through" | "passthrough" => VirtualizationMode::PassThrough,
+            "vgpu" => VirtualizationMode::Vgpu,
+            "host vgpu" => VirtualizationMode::HostVgpu,
+            "host vsga" => VirtualizationMode::HostVsga,
+            _ => return Err(unreadable(t, "a virtualization mode")),
+        },
+    )
 }
 
 fn gpu_operation_mode(e: Option<&Element>) -> R<GpuOperationMode> {
@@ -912,9 +914,7 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
             Answer::Ok(migs.iter().map(|m| m.index).collect()),
         ),
         // MIG on with no instance: a MIG-capable GPU with no slot in use.
-        (Answer::Ok(mode), true) if mode.current => {
-            (Answer::Ok(MIG_SLOTS), Answer::Ok(Vec::new()))
-        }
+        (Answer::Ok(mode), true) if mode.current => (Answer::Ok(MIG_SLOTS), Answer::Ok(Vec::new())),
         // MIG off: NVML counts no MIG slot ("zero if MIG is not supported or enabled"; the real
         // H100 of fixtures/h100-real.json answered 0).
         (Answer::Ok(_), true) => (Answer::Ok(0), Answer::Ok(Vec::new())),

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
-    Answer, BackendError, ClockType, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
-    EventKind, GpuBackend, MemoryLocation, PcieDirection, ProcessInfo, ReplayBackend,
-    pcie_link_max_speed_nvml_code, RetirementCause, TemperatureThreshold, GPM_METRICS,
+    pcie_link_max_speed_nvml_code, Answer, BackendError, ClockType, ComputeMode, DeviceId,
+    DriverModel, EccCounter, EccErrorKind, EventKind, GpuBackend, MemoryLocation, PcieDirection,
+    ProcessInfo, ReplayBackend, RetirementCause, TemperatureThreshold, GPM_METRICS,
 };
 
 use crate::abi::*;

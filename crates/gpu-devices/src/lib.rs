@@ -21,11 +21,11 @@ pub use display::Section;
 pub use error::{Error, Result};
 pub use gpu_backend::DeviceId;
 pub use na::Na;
+pub use snapshot::instance_id_answer;
 pub use snapshot::{
     ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccByLocation, EccErrors,
     FieldError, ProcessKind, SystemSnapshot, ThroughputInfo, UtilizationRates,
 };
-pub use snapshot::instance_id_answer;
 pub use units::{bytes2human, human2bytes, timedelta2human, utilization2string};
 
 // ---- The igpu-style surface: one shared context, opened on first use ----

@@ -9,9 +9,8 @@ use gpu_backend::recorder::Snapshot as RawSnapshot;
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, GpmMetrics, GpuEvent, GpuOperationMode,
-    LocationEccCounts,
-    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock,
-    PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
+    LocationEccCounts, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo,
+    PerClock, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
     VirtualizationMode,
 };
 use serde::{Deserialize, Serialize};

@@ -29,13 +29,13 @@ use nvml_wrapper_sys::bindings as sys;
 use crate::backend::GpuBackend;
 use crate::error::{nvml_codes, BackendError, Result};
 use crate::types::{
-    pcie_link_max_speed_from_nvml,
-    Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, GpmMetrics,
-    GpuEvent, GpuOperationMode, LocationEccCounts, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters,
-    PciInfo, PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
-    RetirementCause, TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT,
-    MAX_FANS, NVLINK_MAX_LINKS,
+    pcie_link_max_speed_from_nvml, Architecture, Bar1MemoryInfo, Brand, ClockType,
+    CodecUtilization, ComputeCapability, ComputeMode, CurrentPending, DeviceId, DriverModel,
+    EccCounter, EccErrorKind, GpmMetrics, GpuEvent, GpuOperationMode, LocationEccCounts,
+    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PcieDirection,
+    PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, RetirementCause,
+    TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT, MAX_FANS,
+    NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
 use libcuda::{LibcudaError, LibcudaReport};
