@@ -504,31 +504,37 @@ fn signed_celsius(e: Option<&Element>) -> R<i64> {
 ///
 /// Up to driver 570 nvidia-smi prints each threshold as it is (`old`, e.g.
 /// `gpu_temp_slow_threshold`). From 575 on it prints them relative to T.Limit, the GPU's own
-/// temperature limit: `gpu_temp_tlimit` is how far the GPU is below T.Limit, so
-/// T.Limit = `gpu_temp` + `gpu_temp_tlimit`, and each `*_tlimit_threshold` (`tlimit`) is how far
-/// T.Limit lies above that threshold: threshold = T.Limit - `*_tlimit_threshold`. On the real
-/// H100 of `fixtures/h100-real/` (driver 580) that gives shutdown 95, slowdown 89 and GPU max 87,
-/// what NVML answered there. The memory maximum is relative to the memory's T.Limit, which
-/// nvidia-smi does not print (the same formula gives 87 where NVML answered 95), so its
-/// `tlimit` is `None`: a dump with only the relative form leaves it `not_recorded`.
-fn temperature_threshold(temp: Option<&Element>, old: &str, tlimit: Option<&str>) -> R<u32> {
+/// temperature limit (`relative`, e.g. `gpu_temp_slow_tlimit_threshold`): `gpu_temp_tlimit` is
+/// how far the GPU is below T.Limit, so T.Limit = `gpu_temp` + `gpu_temp_tlimit`, and each
+/// relative threshold is how far T.Limit lies above it: threshold = T.Limit - relative. On the
+/// real H100 of `fixtures/h100-real/` (driver 580) that gives shutdown 95, slowdown 89 and GPU
+/// max 87, what NVML answered there.
+///
+/// The memory maximum's relative value is not relative to the GPU's T.Limit (on that H100 the
+/// formula gives 87 where NVML answered 95, and nvidia-smi prints no memory T.Limit), so it is
+/// not `convertible`: a number there leaves the threshold `not_recorded`; a placeholder (`N/A`)
+/// is its error, as for any value.
+fn temperature_threshold(
+    temp: Option<&Element>,
+    old: &str,
+    relative: &str,
+    convertible: bool,
+) -> R<u32> {
     if let Some(e) = first(temp, &[old]) {
         return celsius(Some(e));
     }
-    let (Some(temp), Some(tlimit)) = (temp, tlimit) else {
-        return Err(if first(temp, &["gpu_temp_tlimit"]).is_some() {
-            BackendError::NotRecorded
-        } else {
-            BackendError::NotSupported
-        });
+    let (Some(temp), Some(rel)) = (temp, first(temp, &[relative])) else {
+        return Err(BackendError::NotSupported);
     };
-    let offset = signed_celsius(temp.child(tlimit))?;
-    let t_limit = celsius(temp.child("gpu_temp"))
-        .map(i64::from)
-        .and_then(|now| Ok(now + signed_celsius(temp.child("gpu_temp_tlimit"))?))?;
+    let offset = signed_celsius(Some(rel))?;
+    if !convertible {
+        return Err(BackendError::NotRecorded);
+    }
+    let now = i64::from(celsius(temp.child("gpu_temp"))?);
+    let t_limit = now + signed_celsius(temp.child("gpu_temp_tlimit"))?;
     u32::try_from(t_limit - offset).map_err(|_| {
         BackendError::Other(format!(
-            "T.Limit {t_limit} C less the {tlimit} of {offset} C is below 0 C"
+            "T.Limit {t_limit} C less the {relative} of {offset} C is below 0 C"
         ))
     })
 }
@@ -947,23 +953,31 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
         temperature_slowdown: temperature_threshold(
             temp,
             "gpu_temp_slow_threshold",
-            Some("gpu_temp_slow_tlimit_threshold"),
+            "gpu_temp_slow_tlimit_threshold",
+            true,
         )
         .into(),
         temperature_shutdown: temperature_threshold(
             temp,
             "gpu_temp_max_threshold",
-            Some("gpu_temp_max_tlimit_threshold"),
+            "gpu_temp_max_tlimit_threshold",
+            true,
         )
         .into(),
         temperature_gpu_max: temperature_threshold(
             temp,
             "gpu_temp_max_gpu_threshold",
-            Some("gpu_temp_max_gpu_tlimit_threshold"),
+            "gpu_temp_max_gpu_tlimit_threshold",
+            true,
         )
         .into(),
-        temperature_memory_max: temperature_threshold(temp, "gpu_temp_max_mem_threshold", None)
-            .into(),
+        temperature_memory_max: temperature_threshold(
+            temp,
+            "gpu_temp_max_mem_threshold",
+            "gpu_temp_max_mem_tlimit_threshold",
+            false,
+        )
+        .into(),
         power_management_mode: boolean(first(power, &["power_management"])).into(),
         power_management_limit: milliwatts(first(power, &["requested_power_limit", "power_limit"]))
             .into(),

@@ -130,7 +130,8 @@ fn check_round_trip(fixture: &Fixture, tag: &str) {
     }
     recorded.system.cuda_device_order = fixture.system.cuda_device_order.clone();
     recorded.system.cuda_runtime_version = fixture.system.cuda_runtime_version.clone();
-    for (frame, (got, want)) in recorded.frames.iter_mut().zip(&fixture.frames).enumerate() {
+    let served = served(fixture);
+    for (frame, (got, want)) in recorded.frames.iter_mut().zip(&served.frames).enumerate() {
         for (id, want) in &want.devices {
             let Some(got) = got.devices.get_mut(id) else {
                 continue;
@@ -154,7 +155,8 @@ fn check_round_trip(fixture: &Fixture, tag: &str) {
             got.events = want.events.clone();
         }
     }
-    assert_same(tag, &recorded, fixture);
+    recorded.system.cuda_runtime_version = served.system.cuda_runtime_version.clone();
+    assert_same(tag, &recorded, &served);
 }
 
 #[test]

@@ -118,6 +118,26 @@ fn is_placeholder(v: &str) -> bool {
         || v.starts_with("Not available")
 }
 
+/// A temperature threshold as the XML gives it, absolute (`old`), or relative to T.Limit
+/// (nvidia-smi 575 and newer: `relative`), worked out here as `gpu_temp + gpu_temp_tlimit -
+/// relative`, in the `"N C"` form nvidia-smi prints; the relative text itself when it is a
+/// placeholder.
+fn threshold(temp: &str, old: &str, relative: &str) -> Option<String> {
+    if let Some(v) = value(temp, old) {
+        return Some(v);
+    }
+    let rel = value(temp, relative)?;
+    let number = |v: &str| v.trim_end_matches(" C").parse::<i64>().ok();
+    match (
+        value(temp, "gpu_temp").as_deref().and_then(number),
+        value(temp, "gpu_temp_tlimit").as_deref().and_then(number),
+        number(&rel),
+    ) {
+        (Some(now), Some(margin), Some(offset)) => Some(format!("{} C", now + margin - offset)),
+        _ => Some(rel),
+    }
+}
+
 /// The number before the unit in `"123 MiB"`, `"67.03 W"`, `"53 %"`.
 fn leading_number(v: &str) -> f64 {
     v.split_whitespace()
@@ -185,7 +205,11 @@ fn health_values_of_every_dump_match_its_xml() {
             check_num(
                 &at("gpu max"),
                 &st.temperature_gpu_max,
-                value(temp, "gpu_temp_max_gpu_threshold"),
+                threshold(
+                    temp,
+                    "gpu_temp_max_gpu_threshold",
+                    "gpu_temp_max_gpu_tlimit_threshold",
+                ),
                 1.0,
             );
             check_num(
@@ -381,16 +405,25 @@ fn every_gpu_of_every_dump_matches_its_xml() {
                 value(&top, "gpu_temp"),
                 1.0,
             );
+            let temp = blocks(&top, "temperature").first().copied().unwrap_or("");
             check_num(
                 &at("slowdown"),
                 &st.temperature_slowdown,
-                value(&top, "gpu_temp_slow_threshold"),
+                threshold(
+                    temp,
+                    "gpu_temp_slow_threshold",
+                    "gpu_temp_slow_tlimit_threshold",
+                ),
                 1.0,
             );
             check_num(
                 &at("shutdown"),
                 &st.temperature_shutdown,
-                value(&top, "gpu_temp_max_threshold"),
+                threshold(
+                    temp,
+                    "gpu_temp_max_threshold",
+                    "gpu_temp_max_tlimit_threshold",
+                ),
                 1.0,
             );
 
@@ -630,8 +663,13 @@ fn transcribed_values_of_some_dumps() {
     );
     let s = &pro.devices[&DeviceId::Gpu(0)];
     assert_eq!(s.display_mode, Answer::Err(BackendError::Deprecated));
+    // Relative to T.Limit (24 C + 68 C = 92 C): slowdown -2 C, shutdown -5 C, GPU max 0 C; the
+    // memory maximum N/A.
+    assert_eq!(s.temperature_slowdown, Answer::Ok(94));
+    assert_eq!(s.temperature_shutdown, Answer::Ok(97));
+    assert_eq!(s.temperature_gpu_max, Answer::Ok(92));
     assert_eq!(
-        s.temperature_slowdown,
+        s.temperature_memory_max,
         Answer::Err(BackendError::NotSupported)
     );
     assert_eq!(pro.system.cuda_driver_version, Answer::Ok(13010));

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
-use gpu_backend::{CurrentPending, DeviceId, Fixture, ProcessInfo};
+use gpu_backend::{DeviceId, Fixture, ProcessInfo, VirtualizationMode};
 
 use super::common::*;
-use super::h100_sxm_8gpu::{h100, h100_static};
+use super::h100_sxm_8gpu::{h100, h100_mig_mode, h100_static};
 
 pub const STEM: &str = "h100-mig";
 const FRAMES: usize = 36;
@@ -106,13 +106,9 @@ pub fn build() -> Fixture {
     let serial = "1654223017722".to_string();
     let mut devices = BTreeMap::new();
     let mut parent = h100_static(uuid.clone(), serial, 0x00, 0x09, 0);
-    parent.mig_mode = ok(CurrentPending {
-        current: true,
-        pending: true,
-    });
-    parent.mig_device_indices = ok(vec![0, 1, 2, 3]);
-    // "Nvlink queries are not supported for Devices in MIG mode".
-    parent.nvlink_state = Vec::new();
+    h100_mig_mode(&mut parent, vec![0, 1, 2, 3]);
+    // The dump's GPU is passed through to a virtual machine.
+    parent.virtualization_mode = ok(VirtualizationMode::PassThrough);
     devices.insert(DeviceId::Gpu(0), parent);
     for (slot, m) in MIGS.iter().enumerate() {
         let mut s = static_unsupported();

@@ -7,12 +7,10 @@
 use std::collections::BTreeMap;
 
 use gpu_backend::fixture::{Frame, HostFrame, HostProcessFacts, HostStatic, SCHEMA_VERSION};
-use gpu_backend::{
-    CodecUtilization, ContainerFacts, CurrentPending, DeviceId, Fixture, ProcessInfo, Utilization,
-};
+use gpu_backend::{CodecUtilization, ContainerFacts, DeviceId, Fixture, ProcessInfo, Utilization};
 
 use super::common::*;
-use super::h100_sxm_8gpu::{h100, h100_static};
+use super::h100_sxm_8gpu::{h100, h100_mig_mode, h100_static};
 
 pub const STEM: &str = "k8s-time-slicing";
 const FRAMES: usize = 30;
@@ -146,12 +144,7 @@ pub fn build() -> Fixture {
         h100_static(uuids[0].clone(), "1654223017801".into(), 0x18, 0x00, 0),
     );
     let mut parent = h100_static(uuids[1].clone(), "1654223017802".into(), 0x2a, 0x00, 1);
-    parent.mig_mode = ok(CurrentPending {
-        current: true,
-        pending: true,
-    });
-    parent.mig_device_indices = ok(vec![0, 1]);
-    parent.nvlink_state = Vec::new();
+    h100_mig_mode(&mut parent, vec![0, 1]);
     devices.insert(DeviceId::Gpu(1), parent);
     for (slot, (profile, gi, _, _)) in MIGS.iter().enumerate() {
         let mut s = static_unsupported();

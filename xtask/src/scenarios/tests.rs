@@ -196,7 +196,14 @@ fn h100_sxm_8gpu_facts() {
         assert_eq!(s.nvlink_state, vec![Answer::Ok(true); 18]);
         assert_eq!(s.mig_device_indices, Answer::Ok(vec![]));
         assert_eq!(s.mig_mode.ok().map(|m| m.current), Some(false));
-        assert_eq!(s.num_fans, Answer::Err(BackendError::NotSupported));
+        // As the real H100 of fixtures/h100-real.json answered: no fans, no MIG slot with MIG
+        // off, and no instance ids on the GPU's own handle.
+        assert_eq!(s.num_fans, Answer::Ok(0));
+        assert_eq!(s.max_mig_device_count, Answer::Ok(0));
+        assert_eq!(
+            s.gpu_instance_id,
+            Answer::Err(BackendError::InvalidArgument)
+        );
     }
     assert_eq!(buses.len(), 8);
     assert_eq!(serials.len(), 8);
