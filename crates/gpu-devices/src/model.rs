@@ -596,7 +596,10 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect();
         paths.sort();
-        assert!(paths.len() >= 6, "the six scenario fixtures");
+        assert!(
+            paths.len() >= 6,
+            "the scenario fixtures and the real recording"
+        );
         for path in paths {
             let fixture = Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"));
             let last = fixture.frames.len() - 1;

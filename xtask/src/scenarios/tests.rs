@@ -86,6 +86,45 @@ fn fixture_files_equal_the_generators() {
     }
 }
 
+/// fixtures/ holds the scenarios, which the generators write (and the test above keeps equal
+/// to them), and real recordings, which no generator writes: a `*-real.json` recorded from NVML,
+/// with the session's other files and their story beside it in `<stem>/README.md`. Any other
+/// file would be a scenario whose generator is gone.
+#[test]
+fn every_fixture_file_is_a_scenario_or_a_real_recording() {
+    let generated: BTreeSet<String> = all().iter().map(|(s, _)| s.to_string()).collect();
+    let mut real = 0;
+    for entry in std::fs::read_dir(fixtures_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if generated.contains(&stem) {
+            continue;
+        }
+        assert!(
+            stem.ends_with("-real"),
+            "{}: no generator writes it",
+            path.display()
+        );
+        let f = Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            f.meta.source.starts_with("recorded from NVML"),
+            "{}: a real recording says so: {}",
+            path.display(),
+            f.meta.source
+        );
+        assert!(
+            fixtures_dir().join(&stem).join("README.md").is_file(),
+            "{}: its session's README",
+            path.display()
+        );
+        real += 1;
+    }
+    assert!(real >= 1, "fixtures/h100-real.json is there");
+}
+
 #[test]
 fn every_scenario_has_30_frames_one_second_apart() {
     for (stem, f) in all() {
