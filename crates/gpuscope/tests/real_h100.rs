@@ -2,8 +2,9 @@
 //! real GPU answered must read right in every output. `fixtures/h100-real/README.md` tells the
 //! session; frame 50 is the moment of the session's other files.
 
-mod cli;
 mod export_support;
+
+use export_support::cli;
 
 use serde_json::Value;
 
