@@ -12,10 +12,6 @@ use std::process::{Command, Output};
 
 use gpu_backend::{Answer, EventKind, Fixture, GpuEvent};
 
-/// A fixture's static answers, per device.
-type Devices =
-    std::collections::BTreeMap<gpu_backend::DeviceId, gpu_backend::fixture::DeviceStatic>;
-
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 
 fn workspace() -> PathBuf {
@@ -70,23 +66,6 @@ fn scenario_fixtures() -> Vec<PathBuf> {
     paths.sort();
     assert!(!paths.is_empty(), "no fixtures in fixtures/");
     paths
-}
-
-/// What fake-nvml serves for `answers`: a query the fixture does not record (the real
-/// recording predates some queries of the table) is served as NVML_ERROR_NOT_SUPPORTED
-/// (docs/fixture-format.md), and so is recorded again as `not_supported`.
-fn served(answers: &Devices) -> Devices {
-    fn walk(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::String(s) if s == "not_recorded" => *s = "not_supported".into(),
-            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
-            serde_json::Value::Object(o) => o.values_mut().for_each(walk),
-            _ => {}
-        }
-    }
-    let mut v = serde_json::to_value(answers).expect("answers serialise");
-    walk(&mut v);
-    serde_json::from_value(v).expect("answers deserialise")
 }
 
 #[test]
@@ -145,7 +124,12 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
         // The CUDA runtime is this machine's libcudart, which fake-nvml does not stand in for.
         system.cuda_runtime_version = want.system.cuda_runtime_version.clone();
         assert_eq!(system, want.system, "{stem}: system answers");
-        assert_eq!(got.devices, served(&want.devices), "{stem}: static answers");
+        // A query the fixture does not record is served, and so recorded, as not supported.
+        assert_eq!(
+            got.devices,
+            want.as_served_through_nvml().devices,
+            "{stem}: static answers"
+        );
         // fake-nvml exports every probed symbol (a function the fixture lists as missing
         // answers NVML_ERROR_FUNCTION_NOT_FOUND instead), so the symbol probe finds none missing.
         assert_eq!(got.nvml_missing_functions, Vec::<String>::new(), "{stem}");

@@ -306,6 +306,18 @@ pub fn app_clocks(
     }
 }
 
+/// Applications clocks and their defaults as drivers 590 and newer answer them: nvidia-smi
+/// prints "Requested functionality has been deprecated" for the graphics and memory clocks
+/// (the H100 and RTX 2080 SUPER dumps of 590.48.01 and 591.86), and so for the whole call.
+pub fn applications_clocks_deprecated(s: &mut DeviceStatic) {
+    let clocks = app_clocks(
+        Answer::Err(BackendError::Deprecated),
+        Answer::Err(BackendError::Deprecated),
+    );
+    s.applications_clocks = clocks.clone();
+    s.default_applications_clocks = clocks;
+}
+
 /// A frame of a device whose every changing query answers `not_supported`.
 pub fn dynamic_unsupported() -> DeviceDynamic {
     dynamic_all(BackendError::NotSupported)

@@ -148,16 +148,8 @@ pub fn h100_static(
     s.num_gpu_cores = ok(h100::CORES);
     s.pcie_link_max_speed = ok(h100::PCIE_MAX_SPEED_MBPS);
     board_config(&mut s, (bus, device), VirtualizationMode::None);
-    // Driver 590 (the dump's): "Requested functionality has been deprecated" for the graphics
-    // and memory applications clocks, and so for the whole call.
-    let deprecated = || {
-        app_clocks(
-            Answer::Err(BackendError::Deprecated),
-            Answer::Err(BackendError::Deprecated),
-        )
-    };
-    s.applications_clocks = deprecated();
-    s.default_applications_clocks = deprecated();
+    // Driver 590 (the dump's): "Requested functionality has been deprecated".
+    applications_clocks_deprecated(&mut s);
     s
 }
 

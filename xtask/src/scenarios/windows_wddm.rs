@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
-    Answer, Architecture, BackendError, Brand, CodecUtilization, ComputeCapability, ComputeMode,
-    CurrentPending, DeviceId, DriverModel, Fixture, Utilization, VirtualizationMode,
+    Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
+    DeviceId, DriverModel, Fixture, Utilization, VirtualizationMode,
 };
 
 use super::common::*;
@@ -78,14 +78,7 @@ pub fn build() -> Fixture {
     // The dump: board 0xc00, virtualization None, and applications clocks "Requested
     // functionality has been deprecated" (driver 591).
     board_config(&mut s, (0x0C, 0x00), VirtualizationMode::None);
-    let deprecated = || {
-        app_clocks(
-            Answer::Err(BackendError::Deprecated),
-            Answer::Err(BackendError::Deprecated),
-        )
-    };
-    s.applications_clocks = deprecated();
-    s.default_applications_clocks = deprecated();
+    applications_clocks_deprecated(&mut s);
     let mut devices = BTreeMap::new();
     devices.insert(DeviceId::Gpu(0), s);
 

@@ -434,23 +434,6 @@ mod gpu_backend_env {
     pub const FRAME: &str = "GPUSCOPE_FAKE_NVML_FRAME";
 }
 
-/// The fixture as fake-nvml serves it: a query it does not record (the real recording predates
-/// some queries of the table) is served as NVML_ERROR_NOT_SUPPORTED (docs/fixture-format.md),
-/// so a recording made over fake-nvml holds `not_supported` there.
-pub fn served(fixture: &Fixture) -> Fixture {
-    fn walk(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::String(s) if s == "not_recorded" => *s = "not_supported".into(),
-            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
-            serde_json::Value::Object(o) => o.values_mut().for_each(walk),
-            _ => {}
-        }
-    }
-    let mut v = serde_json::to_value(fixture).expect("a fixture serialises");
-    walk(&mut v);
-    serde_json::from_value(v).expect("a fixture deserialises")
-}
-
 /// Fails the test with the first JSON path at which `got` (recorded) differs from `want`.
 pub fn assert_same(name: &str, got: &Fixture, want: &Fixture) {
     if let Some(at) = got.first_difference(want) {
