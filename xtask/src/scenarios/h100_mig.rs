@@ -288,6 +288,8 @@ pub fn build() -> Fixture {
         dy.memory_temperature = ok((temp + 5.0).round() as u32);
         dy.ecc_device_memory = location_ecc_zero();
         dy.ecc_sram = location_ecc_zero();
+        // The dump: "Replays Since Reset: 9"; "Remapped Rows: N/A" in MIG mode.
+        dy.pcie_replay_counter = ok(9);
         let whole_busy = if burn {
             97.0 * 3.0 / 7.0
         } else if active {

@@ -153,6 +153,41 @@ pub fn h100_static(
     s
 }
 
+/// The changing answers an H100 gives that a scenario's story does not set, as the real H100
+/// of fixtures/h100-real.json gave them in every frame: PCIe 5 x16 with some traffic, ECC counts
+/// of 0 in total and for device memory and SRAM (the other locations not supported), no PCIe
+/// replay, the clock event reasons (idle when idle), no event, the memory temperature a degree
+/// or two above the GPU's, and the energy counter. Without MIG, no remapped row; in MIG mode
+/// remapped rows are N/A (the MIG dump's "Remapped Rows: N/A").
+pub fn h100_health(
+    dy: &mut DeviceDynamic,
+    temperature_c: u32,
+    energy_mj: u64,
+    busy: bool,
+    mig: bool,
+) {
+    dy.memory_temperature = ok(temperature_c + 1);
+    dy.total_energy_consumption = ok(energy_mj);
+    dy.current_pcie_link_generation = ok(5);
+    dy.current_pcie_link_width = ok(16);
+    dy.pcie_tx_throughput = ok(600);
+    dy.pcie_rx_throughput = ok(450);
+    dy.ecc_errors = ecc_all(ok(0));
+    dy.ecc_device_memory = location_ecc_zero();
+    dy.ecc_sram = location_ecc_zero();
+    dy.clock_event_reasons = ok(if busy { 0 } else { reasons::GPU_IDLE });
+    dy.pcie_replay_counter = ok(0);
+    if !mig {
+        dy.remapped_rows = ok(RemappedRows {
+            correctable: 0,
+            uncorrectable: 0,
+            pending: false,
+            failure: false,
+        });
+    }
+    dy.events = ok(Vec::new());
+}
+
 /// What turning MIG mode on changes in an H100's static answers: MIG slots to hold up to 7 MIG
 /// devices (those in `slots` in use), and no core count for the whole GPU ("On MIG-enabled
 /// GPUs, querying the device's core count is currently not supported", nvmlDeviceGetNumGpuCores).

@@ -10,7 +10,7 @@ use gpu_backend::fixture::{Frame, HostFrame, HostProcessFacts, HostStatic, SCHEM
 use gpu_backend::{CodecUtilization, ContainerFacts, DeviceId, Fixture, ProcessInfo, Utilization};
 
 use super::common::*;
-use super::h100_sxm_8gpu::{h100, h100_mig_mode, h100_static};
+use super::h100_sxm_8gpu::{h100, h100_health, h100_mig_mode, h100_static};
 
 pub const STEM: &str = "k8s-time-slicing";
 const FRAMES: usize = 30;
@@ -182,6 +182,9 @@ pub fn build() -> Fixture {
     }
 
     let mut frames = Vec::new();
+    // Energy since the driver loaded, mJ, per GPU; GPM readings from their own generator.
+    let mut energy: [u64; 2] = [4_210_000_000, 3_870_000_000];
+    let mut gpm_rng = Rng::new(0x6770_0ce5);
     for f in 0..FRAMES {
         let mut devs = BTreeMap::new();
         let mut host = BTreeMap::new();
@@ -244,6 +247,9 @@ pub fn build() -> Fixture {
         dy.temperature = ok(58);
         dy.power_usage = ok(95_000 + sm_sum * 5_900);
         dy.performance_state = ok(0);
+        energy[0] += u64::from(95_000 + sm_sum * 5_900); // mW x 1 s = mJ
+        h100_health(&mut dy, 58, energy[0], true, false);
+        dy.gpm_metrics = gpm_reading(f, f64::from(sm_sum.min(100)), 0.5, false, &mut gpm_rng);
         dy.compute_processes = ok(gpu0);
         dy.graphics_processes = ok(Vec::new());
         samples.sort_by_key(|s| s.pid);
@@ -281,6 +287,15 @@ pub fn build() -> Fixture {
         dy.temperature = ok(47);
         dy.power_usage = ok(180_000);
         dy.performance_state = ok(0);
+        // The MIG dump: clocks, PCIe and ECC answer on a GPU in MIG mode.
+        dy.clocks = clocks(
+            h100::MAX_GRAPHICS,
+            h100::MAX_GRAPHICS,
+            h100::MAX_MEMORY,
+            h100::MAX_VIDEO,
+        );
+        energy[1] += 180_000;
+        h100_health(&mut dy, 47, energy[1], true, true);
         all.sort_by_key(|p| p.pid);
         dy.compute_processes = ok(all);
         dy.graphics_processes = ok(Vec::new());
