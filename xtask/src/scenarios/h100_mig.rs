@@ -331,7 +331,9 @@ pub fn build() -> Fixture {
                      temperatures, PCIe throughput, BAR1 use, NVLink not supported in MIG mode, \
                      driver 590.48.01 / CUDA 13.1) from \
                      shared/reference-dumps/utku__linux-x86_64__nvidia-h100-mig__590.48.01.txt; \
-                     UUIDs, serial, the GI 3 process, the host and the frames are synthesised.",
+                     what the dump does not show as the real H100 of fixtures/h100-real.json \
+                     answered; UUIDs, serial, the GI 3 process, the host and the frames are \
+                     synthesised.",
         ),
         system: system((h100::DRIVER, h100::NVML, h100::CUDA), 1, ok(vec![uuid])),
         nvml_missing_functions: Vec::new(),

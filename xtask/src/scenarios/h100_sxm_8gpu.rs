@@ -658,8 +658,11 @@ pub fn build() -> Fixture {
                      reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
                      range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
                      shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
-                     (a single-GPU VM); the 8-GPU topology, UUIDs, serials, processes, host and \
-                     the frames are synthesised around those values."),
+                     (a single-GPU VM); what the dump does not show (no fans, no MIG slot with \
+                     MIG off, instance ids, bus width, thresholds, sampling periods, cores, PCIe \
+                     max speed) as the real H100 of fixtures/h100-real.json answered; the 8-GPU \
+                     topology, UUIDs, serials, processes, host and the frames are synthesised \
+                     around those values."),
         system: system((h100::DRIVER, h100::NVML, h100::CUDA), GPUS, ok(uuids)),
         nvml_missing_functions: Vec::new(),
         devices,

@@ -323,7 +323,8 @@ pub fn build() -> Fixture {
              SM shares sum to the device's; GPU 1 is in MIG mode with triton-0 inside MIG \
              device 0 and gpu_burn, outside any container, inside MIG device 1.",
             "H100 identity, limits and MIG profiles as in the h100-sxm-8gpu and h100-mig \
-             scenarios (shared/reference-dumps/); pods, containers, processes and frames are \
+             scenarios (shared/reference-dumps/), health answers as the real H100 of \
+             fixtures/h100-real.json gave them; pods, containers, processes and frames are \
              synthesised.",
         ),
         system: system(
