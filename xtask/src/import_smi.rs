@@ -23,8 +23,9 @@ use gpu_backend::fixture::{
 };
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeMode,
-    CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, Fixture, LocationEccCounts,
-    MemoryInfo, PciInfo, PerClock, PowerLimits, ProcessInfo, RemappedRows, Utilization,
+    CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, Fixture, GpuOperationMode,
+    LocationEccCounts, MemoryInfo, PciInfo, PerClock, PowerLimits, ProcessInfo, RemappedRows,
+    Utilization, VirtualizationMode,
 };
 
 use xml::{Element, XmlError};
@@ -456,6 +457,88 @@ fn driver_model(e: Option<&Element>) -> R<DriverModel> {
     })
 }
 
+fn virtualization_mode(e: Option<&Element>) -> R<VirtualizationMode> {
+    let t = text(e)?;
+    Ok(
+        match t.to_ascii_lowercase().replace(['-', '_'], " ").as_str() {
+            "none" => VirtualizationMode::None,
+            "pass through" | "passthrough" => VirtualizationMode::PassThrough,
+            "vgpu" => VirtualizationMode::Vgpu,
+            "host vgpu" => VirtualizationMode::HostVgpu,
+            "host vsga" => VirtualizationMode::HostVsga,
+            _ => return Err(unreadable(t, "a virtualization mode")),
+        },
+    )
+}
+
+fn gpu_operation_mode(e: Option<&Element>) -> R<GpuOperationMode> {
+    let t = text(e)?;
+    Ok(match t.to_ascii_lowercase().replace('_', " ").as_str() {
+        "all on" => GpuOperationMode::AllOn,
+        "compute" => GpuOperationMode::Compute,
+        "low double precision" | "low dp" => GpuOperationMode::LowDoublePrecision,
+        _ => return Err(unreadable(t, "a GPU operation mode")),
+    })
+}
+
+/// A temperature that may be negative (nvidia-smi 575 and newer print thresholds relative to
+/// T.Limit: `-8 C`), in whole degrees, bounded to what a sensor can read.
+fn signed_celsius(e: Option<&Element>) -> R<i64> {
+    let t = text(e)?;
+    let digits = t
+        .strip_suffix('C')
+        .or_else(|| t.strip_suffix('c'))
+        .ok_or_else(|| unreadable(t, "a temperature in C"))?
+        .trim();
+    let value: i64 = digits
+        .parse()
+        .map_err(|_| unreadable(t, "a whole temperature in C"))?;
+    if (-1000..=1000).contains(&value) {
+        Ok(value)
+    } else {
+        Err(unreadable(t, "a temperature between -1000 and 1000 C"))
+    }
+}
+
+/// An absolute temperature threshold, °C, as NVML answers it (`nvmlDeviceGetTemperatureThreshold`).
+///
+/// Up to driver 570 nvidia-smi prints each threshold as it is (`old`, e.g.
+/// `gpu_temp_slow_threshold`). From 575 on it prints them relative to T.Limit, the GPU's own
+/// temperature limit (`relative`, e.g. `gpu_temp_slow_tlimit_threshold`): `gpu_temp_tlimit` is
+/// how far the GPU is below T.Limit, so T.Limit = `gpu_temp` + `gpu_temp_tlimit`, and each
+/// relative threshold is how far T.Limit lies above it: threshold = T.Limit - relative. On the
+/// real H100 of `fixtures/h100-real/` (driver 580) that gives shutdown 95, slowdown 89 and GPU
+/// max 87, what NVML answered there.
+///
+/// The memory maximum's relative value is not relative to the GPU's T.Limit (on that H100 the
+/// formula gives 87 where NVML answered 95, and nvidia-smi prints no memory T.Limit), so it is
+/// not `convertible`: a number there leaves the threshold `not_recorded`; a placeholder (`N/A`)
+/// is its error, as for any value.
+fn temperature_threshold(
+    temp: Option<&Element>,
+    old: &str,
+    relative: &str,
+    convertible: bool,
+) -> R<u32> {
+    if let Some(e) = first(temp, &[old]) {
+        return celsius(Some(e));
+    }
+    let (Some(temp), Some(rel)) = (temp, first(temp, &[relative])) else {
+        return Err(BackendError::NotSupported);
+    };
+    let offset = signed_celsius(Some(rel))?;
+    if !convertible {
+        return Err(BackendError::NotRecorded);
+    }
+    let now = i64::from(celsius(temp.child("gpu_temp"))?);
+    let t_limit = now + signed_celsius(temp.child("gpu_temp_tlimit"))?;
+    u32::try_from(t_limit - offset).map_err(|_| {
+        BackendError::Other(format!(
+            "T.Limit {t_limit} C less the {relative} of {offset} C is below 0 C"
+        ))
+    })
+}
+
 fn pstate(e: Option<&Element>) -> R<u32> {
     let t = text(e)?;
     if t.eq_ignore_ascii_case("unknown") {
@@ -836,9 +919,19 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
             Answer::Ok(MIG_SLOTS.max(highest)),
             Answer::Ok(migs.iter().map(|m| m.index).collect()),
         ),
-        // MIG mode known (on with no instance, or off): a MIG-capable GPU with no slot in use.
-        (Answer::Ok(_), true) => (Answer::Ok(MIG_SLOTS), Answer::Ok(Vec::new())),
+        // MIG on with no instance: a MIG-capable GPU with no slot in use.
+        (Answer::Ok(mode), true) if mode.current => (Answer::Ok(MIG_SLOTS), Answer::Ok(Vec::new())),
+        // MIG off: NVML counts no MIG slot ("zero if MIG is not supported or enabled"; the real
+        // H100 of fixtures/h100-real.json answered 0).
+        (Answer::Ok(_), true) => (Answer::Ok(0), Answer::Ok(Vec::new())),
         (Answer::Err(e), true) => (Answer::Err(e.clone()), Answer::Err(e.clone())),
+    };
+    // A MIG-capable GPU's own handle is not a MIG device's: NVML answers its GPU and compute
+    // instance id queries with INVALID_ARGUMENT (the real H100 of fixtures/h100-real.json, MIG
+    // off). A GPU without MIG (no MIG mode printed) is left not supported.
+    let instance_id_error = match &mig_mode {
+        Answer::Ok(_) => BackendError::InvalidArgument,
+        Answer::Err(_) => BackendError::NotSupported,
     };
     let fan = percent(g.child("fan_speed"));
     DeviceStatic {
@@ -857,10 +950,34 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
         brand: brand(g.child("product_brand")).into(),
         max_clocks: per_clock(g.child("max_clocks")),
         num_fans: fan.map(|_| 1).into(),
-        temperature_slowdown: celsius(first(temp, &["gpu_temp_slow_threshold"])).into(),
-        temperature_shutdown: celsius(first(temp, &["gpu_temp_max_threshold"])).into(),
-        temperature_gpu_max: celsius(first(temp, &["gpu_temp_max_gpu_threshold"])).into(),
-        temperature_memory_max: celsius(first(temp, &["gpu_temp_max_mem_threshold"])).into(),
+        temperature_slowdown: temperature_threshold(
+            temp,
+            "gpu_temp_slow_threshold",
+            "gpu_temp_slow_tlimit_threshold",
+            true,
+        )
+        .into(),
+        temperature_shutdown: temperature_threshold(
+            temp,
+            "gpu_temp_max_threshold",
+            "gpu_temp_max_tlimit_threshold",
+            true,
+        )
+        .into(),
+        temperature_gpu_max: temperature_threshold(
+            temp,
+            "gpu_temp_max_gpu_threshold",
+            "gpu_temp_max_gpu_tlimit_threshold",
+            true,
+        )
+        .into(),
+        temperature_memory_max: temperature_threshold(
+            temp,
+            "gpu_temp_max_mem_threshold",
+            "gpu_temp_max_mem_tlimit_threshold",
+            false,
+        )
+        .into(),
         power_management_mode: boolean(first(power, &["power_management"])).into(),
         power_management_limit: milliwatts(first(power, &["requested_power_limit", "power_limit"]))
             .into(),
@@ -897,8 +1014,36 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
         mig_mode,
         max_mig_device_count: max_mig,
         mig_device_indices: indices,
-        gpu_instance_id: Answer::Err(BackendError::NotSupported),
-        compute_instance_id: Answer::Err(BackendError::NotSupported),
+        gpu_instance_id: Answer::Err(instance_id_error.clone()),
+        compute_instance_id: Answer::Err(instance_id_error),
+        applications_clocks: printed_clocks(g.child("applications_clocks")),
+        default_applications_clocks: printed_clocks(g.child("default_applications_clocks")),
+        // nvidia-smi prints neither.
+        pcie_link_max_speed: Answer::Err(BackendError::NotRecorded),
+        num_gpu_cores: Answer::Err(BackendError::NotRecorded),
+        board_id: hex(g.child("board_id")).into(),
+        multi_gpu_board: boolean(g.child("multigpu_board")).into(),
+        virtualization_mode: virtualization_mode(at(
+            g,
+            &["gpu_virtualization_mode", "virtualization_mode"],
+        ))
+        .into(),
+        accounting_mode: boolean(g.child("accounting_mode")).into(),
+        gpu_operation_mode: pair(
+            gpu_operation_mode(at(g, &["gpu_operation_mode", "current_gom"])),
+            gpu_operation_mode(at(g, &["gpu_operation_mode", "pending_gom"])),
+        ),
+    }
+}
+
+/// Applications clocks as nvidia-smi prints them: graphics and memory only. The SM and video
+/// clocks it never prints are `not_recorded` (NVML may well answer them: the real H100 gave an
+/// SM applications clock and NOT_SUPPORTED for video).
+fn printed_clocks(parent: Option<&Element>) -> PerClock<Answer<u32>> {
+    PerClock {
+        sm: Answer::Err(BackendError::NotRecorded),
+        video: Answer::Err(BackendError::NotRecorded),
+        ..per_clock(parent)
     }
 }
 

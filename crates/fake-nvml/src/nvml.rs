@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
-    Answer, BackendError, ClockType, ComputeMode, DeviceId, DriverModel, EccCounter, EccErrorKind,
-    EventKind, GpuBackend, MemoryLocation, PcieDirection, ProcessInfo, ReplayBackend,
-    RetirementCause, TemperatureThreshold, GPM_METRICS,
+    pcie_link_max_speed_nvml_code, Answer, BackendError, ClockType, ComputeMode, DeviceId,
+    DriverModel, EccCounter, EccErrorKind, EventKind, GpuBackend, MemoryLocation, PcieDirection,
+    ProcessInfo, ReplayBackend, RetirementCause, TemperatureThreshold, GPM_METRICS,
 };
 
 use crate::abi::*;
@@ -493,6 +493,35 @@ nvml_api! {
         let id = ctx.dev(device)?;
         nn(clock)?;
         put(clock, ctx.b.max_clock(id, self::clock_type(clock_type)?)?)
+    }
+    /// `nvmlDeviceGetApplicationsClock`, MHz; clock types as for the max clock.
+    fn nvmlDeviceGetApplicationsClock(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(clock)?;
+        put(clock, ctx.b.applications_clock(id, self::clock_type(clock_type)?)?)
+    }
+    /// `nvmlDeviceGetDefaultApplicationsClock`, MHz; clock types as for the max clock.
+    fn nvmlDeviceGetDefaultApplicationsClock(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(clock)?;
+        put(clock, ctx.b.default_applications_clock(id, self::clock_type(clock_type)?)?)
+    }
+    /// `nvmlDeviceGetPcieLinkMaxSpeed`: the code (`NVML_PCIE_LINK_MAX_SPEED_*MBPS`) of the
+    /// recorded rate; a rate NVML has no code for answers `NVML_ERROR_UNKNOWN`.
+    fn nvmlDeviceGetPcieLinkMaxSpeed(device: nvmlDevice_t, max_speed: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(max_speed)?;
+        let mbps = ctx.b.pcie_link_max_speed(id)?;
+        put(max_speed, pcie_link_max_speed_nvml_code(mbps).ok_or(Code(ret::UNKNOWN))?)
+    }
+    /// `nvmlDeviceGetGpuOperationMode`: current and pending, NVML's numbers.
+    fn nvmlDeviceGetGpuOperationMode(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) |ctx| {
+        let id = ctx.dev(device)?;
+        nn(current)?;
+        nn(pending)?;
+        let mode = ctx.b.gpu_operation_mode(id)?;
+        put(current, mode.current.nvml_code())?;
+        put(pending, mode.pending.nvml_code())
     }
     /// `nvmlDeviceGetClockInfo`, MHz.
     fn nvmlDeviceGetClockInfo(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {

@@ -193,6 +193,7 @@ def check_system(c, fixture, handles):
             lambda: pynvml.nvmlDeviceGetPowerManagementDefaultLimit(h),
         )
         check_health_static(c, key, st, h)
+        check_config_static(c, key, st, h)
 
 
 def recorded(answers, field):
@@ -229,6 +230,70 @@ def check_health_static(c, key, st, h):
             recorded(st, field),
             lambda: pynvml.nvmlDeviceGetTemperatureThreshold(h, threshold),
         )
+
+
+PCIE_SPEED_CODES = {2500: 1, 5000: 2, 8000: 3, 16000: 4, 32000: 5, 64000: 6}
+VIRTUALIZATION_CODES = {"none": 0, "pass_through": 1, "vgpu": 2, "host_vgpu": 3, "host_vsga": 4}
+GOM_CODES = {"all_on": 0, "compute": 1, "low_double_precision": 2}
+
+
+def enum_code(names):
+    """NVML's number of a fixture enum: a known name, or `{"other": N}`."""
+    return lambda v: names[v] if isinstance(v, str) else v["other"]
+
+
+def check_config_static(c, key, st, h):
+    """The configuration queries asked once: applications clocks, cores, PCIe max speed, board,
+    virtualization, accounting and operation modes."""
+    where = f"device {key}"
+    for field, fn in [
+        ("applications_clocks", pynvml.nvmlDeviceGetApplicationsClock),
+        ("default_applications_clocks", pynvml.nvmlDeviceGetDefaultApplicationsClock),
+    ]:
+        clocks = st.get(field, {})
+        for name, clock in [
+            ("graphics", pynvml.NVML_CLOCK_GRAPHICS),
+            ("sm", pynvml.NVML_CLOCK_SM),
+            ("memory", pynvml.NVML_CLOCK_MEM),
+            ("video", pynvml.NVML_CLOCK_VIDEO),
+        ]:
+            c.answer(f"{where} {field}.{name}", recorded(clocks, name), lambda: fn(h, clock))
+    c.answer(
+        f"{where} PCIe link max speed",
+        recorded(st, "pcie_link_max_speed"),
+        lambda: pynvml.nvmlDeviceGetPcieLinkMaxSpeed(h),
+        lambda mbps: PCIE_SPEED_CODES[mbps],
+    )
+    c.answer(
+        f"{where} GPU cores",
+        recorded(st, "num_gpu_cores"),
+        lambda: pynvml.nvmlDeviceGetNumGpuCores(h),
+    )
+    c.answer(f"{where} board id", recorded(st, "board_id"), lambda: pynvml.nvmlDeviceGetBoardId(h))
+    c.answer(
+        f"{where} multi-GPU board",
+        recorded(st, "multi_gpu_board"),
+        lambda: pynvml.nvmlDeviceGetMultiGpuBoard(h),
+        int,
+    )
+    c.answer(
+        f"{where} virtualization mode",
+        recorded(st, "virtualization_mode"),
+        lambda: pynvml.nvmlDeviceGetVirtualizationMode(h),
+        enum_code(VIRTUALIZATION_CODES),
+    )
+    c.answer(
+        f"{where} accounting mode",
+        recorded(st, "accounting_mode"),
+        lambda: pynvml.nvmlDeviceGetAccountingMode(h),
+        int,
+    )
+    c.answer(
+        f"{where} GPU operation mode",
+        recorded(st, "gpu_operation_mode"),
+        lambda: list(pynvml.nvmlDeviceGetGpuOperationMode(h)),
+        lambda m: [enum_code(GOM_CODES)(m["current"]), enum_code(GOM_CODES)(m["pending"])],
+    )
 
 
 def check_health_frame(c, where, dy, h):

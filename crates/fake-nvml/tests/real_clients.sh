@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Real NVML clients against every fixture: installs the fake libnvidia-ml.so.1 in a temporary
 # directory, makes a throwaway virtualenv with pinned pynvml (nvidia-ml-py) and nvitop, and runs
-# real_clients.py, which checks that both report what each fixtures/*.json holds.
+# real_clients.py, which checks that both report what each fixtures/*.json holds. Without
+# fixture arguments it then runs the real-hardware differential (real_hardware.py): pynvml over
+# the real H100 recording must answer as the real driver did.
 #
 #   bash crates/fake-nvml/tests/real_clients.sh [--prebuilt] [FIXTURE.json...]
 #
@@ -12,8 +14,10 @@
 #   REAL_CLIENTS_VENV  reuse (or create) the virtualenv at this path instead of a temporary one.
 # Needs python3 with venv and pip access to PyPI; as root on Debian, installs python3-venv with
 # apt-get when `python3 -m venv` does not work.
-# Exits non-zero on any mismatch; the last line is
+# Exits non-zero on any mismatch; the real-clients line is
 #   real-clients: F fixtures, N values checked, M mismatches
+# and the differential's (twice: the recording as committed, and recorded again)
+#   real-hardware: FIXTURE frame N: S of 113 answered as the real driver did (K not recorded); X misses
 set -euo pipefail
 
 # The client versions this check was written and tested against.
@@ -74,8 +78,35 @@ echo "== virtualenv with ${PINS[*]}"
 make_venv
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${PINS[@]}"
 
+differential=0
 if [ $# -eq 0 ]; then
     set -- fixtures/*.json
+    differential=1
 fi
 echo "== pynvml and nvitop over $# fixtures"
 "$venv/bin/python" "$here/real_clients.py" --lib-dir "$work/lib" "$@"
+
+if [ $differential = 1 ]; then
+    # The real-hardware differential (real_hardware.py): pynvml over fake-nvml replaying the
+    # real H100 recording at frame 50, the last frame recorded before pynvml's answers were
+    # taken on the real driver (checked by the energy counter), must answer as the driver did.
+    echo "== real-hardware differential: pynvml over the real H100 recording"
+    answers=fixtures/h100-real/pynvml-answers.load.json
+    "$venv/bin/python" "$here/real_hardware.py" --lib-dir "$work/lib" \
+        --fixture fixtures/h100-real.json --answers "$answers" --frame 50 --check-frame
+    # A recording made after the queries it lacks were added: record-fixture over fake-nvml
+    # serving it with those answers filled in (see ADDED_ANSWERS), which must then answer all.
+    "$venv/bin/python" "$here/real_hardware.py" --lib-dir "$work/lib" \
+        --fixture fixtures/h100-real.json --answers "$answers" \
+        --write-with-added-answers "$work/h100-real-added.json"
+    if ! GPUSCOPE_FAKE_NVML_FIXTURE="$work/h100-real-added.json" GPUSCOPE_FAKE_NVML_FRAME=50 \
+        cargo run --quiet --locked -p xtask -- record-fixture \
+        --nvml-lib "$work/lib/libnvidia-ml.so.1" --frames 1 --interval 10ms \
+        --out "$work/h100-real-rerecorded.json" > "$work/record.log" 2>&1; then
+        cat "$work/record.log" >&2
+        exit 1
+    fi
+    "$venv/bin/python" "$here/real_hardware.py" --lib-dir "$work/lib" \
+        --fixture "$work/h100-real-rerecorded.json" --answers "$answers" --frame 0 \
+        --expect-complete --label "h100-real recorded again after issue 22"
+fi

@@ -49,7 +49,7 @@ pub fn scenarios() -> &'static [(String, Value)] {
         all.sort_by(|a, b| a.0.cmp(&b.0));
         assert!(
             all.len() >= 6,
-            "expected the six scenario fixtures in {}",
+            "expected the scenario fixtures and the real recording in {}",
             dir.display()
         );
         all

@@ -102,6 +102,12 @@ macro_rules! for_each_query {
             static per_clock fn max_clock(id: DeviceId, clock: ClockType) -> (u32) => max_clocks
                 [nvml: nvmlDeviceGetMaxClockInfo, unit: "MHz", mig: no, abi: custom,
                  doc: "Maximum clock of a domain, MHz."];
+            static per_clock fn applications_clock(id: DeviceId, clock: ClockType) -> (u32) => applications_clocks
+                [nvml: nvmlDeviceGetApplicationsClock, unit: "MHz", mig: no, abi: custom,
+                 doc: "Applications clock of a domain: the clock a compute or graphics application runs at unless a boost raises it (`nvidia-smi -ac`), MHz."];
+            static per_clock fn default_applications_clock(id: DeviceId, clock: ClockType) -> (u32) => default_applications_clocks
+                [nvml: nvmlDeviceGetDefaultApplicationsClock, unit: "MHz", mig: no, abi: custom,
+                 doc: "Default applications clock of a domain (what `nvidia-smi -rac` restores), MHz."];
             static value fn num_fans(id: DeviceId) -> (u32) => num_fans
                 [nvml: nvmlDeviceGetNumFans, unit: "", mig: no, abi: plain,
                  doc: "Number of fans."];
@@ -133,6 +139,9 @@ macro_rules! for_each_query {
             static value fn max_pcie_link_width(id: DeviceId) -> (u32) => max_pcie_link_width
                 [nvml: nvmlDeviceGetMaxPcieLinkWidth, unit: "lanes", mig: no, abi: plain,
                  doc: "Widest PCIe link the device and system support (lanes)."];
+            static value fn pcie_link_max_speed(id: DeviceId) -> (u32) => pcie_link_max_speed
+                [nvml: nvmlDeviceGetPcieLinkMaxSpeed "NVML answers a code, NVML_PCIE_LINK_MAX_SPEED_*MBPS", unit: "Mbps per lane (MT/s)", mig: no, abi: custom,
+                 doc: "Highest PCIe transfer rate of the device, per lane (32000 for PCIe 5), as the rate NVML's code names."];
             static per_link fn nvlink_state(id: DeviceId, link: u32) -> (bool) => nvlink_state
                 [nvml: nvmlDeviceGetNvLinkState, unit: "", mig: no, abi: custom,
                  doc: "Whether NVLink `link` (0..[`NVLINK_MAX_LINKS`]) is active."];
@@ -154,6 +163,24 @@ macro_rules! for_each_query {
             static value fn cuda_compute_capability(id: DeviceId) -> (ComputeCapability) => cuda_compute_capability
                 [nvml: nvmlDeviceGetCudaComputeCapability, unit: "", mig: no, abi: custom,
                  doc: "CUDA compute capability."];
+            static value fn num_gpu_cores(id: DeviceId) -> (u32) => num_gpu_cores
+                [nvml: nvmlDeviceGetNumGpuCores, unit: "cores", mig: no, abi: plain,
+                 doc: "Number of CUDA cores."];
+            static value fn board_id(id: DeviceId) -> (u32) => board_id
+                [nvml: nvmlDeviceGetBoardId, unit: "", mig: no, abi: plain,
+                 doc: "Board id: GPUs on the same board share it (nvidia-smi prints it in hex, `0x1800`)."];
+            static value fn multi_gpu_board(id: DeviceId) -> (bool) => multi_gpu_board
+                [nvml: nvmlDeviceGetMultiGpuBoard, unit: "", mig: no, abi: enable,
+                 doc: "Whether the device is on a board with more than one GPU."];
+            static value fn virtualization_mode(id: DeviceId) -> (VirtualizationMode) => virtualization_mode
+                [nvml: nvmlDeviceGetVirtualizationMode, unit: "", mig: no, abi: code,
+                 doc: "Virtualization mode: bare metal, passed through to a virtual machine, vGPU, ..."];
+            static value fn accounting_mode(id: DeviceId) -> (bool) => accounting_mode
+                [nvml: nvmlDeviceGetAccountingMode, unit: "", mig: no, abi: enable,
+                 doc: "Whether the driver keeps per-process accounting statistics (accounting mode)."];
+            static value fn gpu_operation_mode(id: DeviceId) -> (CurrentPending<GpuOperationMode>) => gpu_operation_mode
+                [nvml: nvmlDeviceGetGpuOperationMode, unit: "", mig: no, abi: custom,
+                 doc: "GPU operation mode (GOM), current and pending (not supported on most GPUs)."];
             static value fn driver_model(id: DeviceId) -> (CurrentPending<DriverModel>) => driver_model
                 [nvml: nvmlDeviceGetDriverModel_v2, unit: "", mig: no, abi: custom,
                  doc: "Windows driver model, current and pending (not supported on Linux)."];

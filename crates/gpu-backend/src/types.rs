@@ -776,6 +776,130 @@ impl Brand {
     }
 }
 
+/// How the GPU is virtualized (`nvmlGpuVirtualizationMode_t`), kept as NVML's number with a
+/// name for the known ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VirtualizationMode {
+    /// Bare metal: no virtualization (nvidia-smi's `None`).
+    None,
+    /// The whole GPU is passed through to a virtual machine (nvidia-smi's `Pass-Through`).
+    PassThrough,
+    /// A vGPU inside a virtual machine (`VGPU`).
+    Vgpu,
+    /// The hypervisor side of vGPU (`Host VGPU`).
+    HostVgpu,
+    /// The hypervisor side of vSGA (`Host VSGA`).
+    HostVsga,
+    /// A mode code without a name here.
+    Other(u32),
+}
+
+impl VirtualizationMode {
+    /// From NVML's numeric code.
+    pub fn from_nvml(code: u32) -> VirtualizationMode {
+        match code {
+            0 => VirtualizationMode::None,
+            1 => VirtualizationMode::PassThrough,
+            2 => VirtualizationMode::Vgpu,
+            3 => VirtualizationMode::HostVgpu,
+            4 => VirtualizationMode::HostVsga,
+            other => VirtualizationMode::Other(other),
+        }
+    }
+
+    /// NVML's numeric code.
+    pub fn nvml_code(self) -> u32 {
+        match self {
+            VirtualizationMode::None => 0,
+            VirtualizationMode::PassThrough => 1,
+            VirtualizationMode::Vgpu => 2,
+            VirtualizationMode::HostVgpu => 3,
+            VirtualizationMode::HostVsga => 4,
+            VirtualizationMode::Other(c) => c,
+        }
+    }
+
+    /// The name nvidia-smi prints (`None`, `Pass-Through`, `VGPU`, `Host VGPU`, `Host VSGA`),
+    /// or NVML's number for a mode without one.
+    pub fn label(self) -> String {
+        match self {
+            VirtualizationMode::None => "None".into(),
+            VirtualizationMode::PassThrough => "Pass-Through".into(),
+            VirtualizationMode::Vgpu => "VGPU".into(),
+            VirtualizationMode::HostVgpu => "Host VGPU".into(),
+            VirtualizationMode::HostVsga => "Host VSGA".into(),
+            VirtualizationMode::Other(c) => format!("mode {c}"),
+        }
+    }
+}
+
+/// A GPU operation mode (`nvmlGpuOperationMode_t`): which parts of the chip are turned on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuOperationMode {
+    /// Everything on, at full speed (nvidia-smi's `All On`).
+    AllOn,
+    /// Compute only: graphics turned off (`Compute`).
+    Compute,
+    /// Graphics without fast double precision (`Low Double Precision`).
+    LowDoublePrecision,
+    /// A mode code without a name here.
+    Other(u32),
+}
+
+impl GpuOperationMode {
+    /// From NVML's numeric code.
+    pub fn from_nvml(code: u32) -> GpuOperationMode {
+        match code {
+            0 => GpuOperationMode::AllOn,
+            1 => GpuOperationMode::Compute,
+            2 => GpuOperationMode::LowDoublePrecision,
+            other => GpuOperationMode::Other(other),
+        }
+    }
+
+    /// NVML's numeric code.
+    pub fn nvml_code(self) -> u32 {
+        match self {
+            GpuOperationMode::AllOn => 0,
+            GpuOperationMode::Compute => 1,
+            GpuOperationMode::LowDoublePrecision => 2,
+            GpuOperationMode::Other(c) => c,
+        }
+    }
+
+    /// The name nvidia-smi prints (`All On`, `Compute`, `Low Double Precision`), or NVML's
+    /// number for a mode without one.
+    pub fn label(self) -> String {
+        match self {
+            GpuOperationMode::AllOn => "All On".into(),
+            GpuOperationMode::Compute => "Compute".into(),
+            GpuOperationMode::LowDoublePrecision => "Low Double Precision".into(),
+            GpuOperationMode::Other(c) => format!("mode {c}"),
+        }
+    }
+}
+
+/// The PCIe transfer rates `nvmlDeviceGetPcieLinkMaxSpeed` can answer, per lane, as NVML
+/// names them (`NVML_PCIE_LINK_MAX_SPEED_2500MBPS` ... `_64000MBPS`: megatransfers a second,
+/// PCIe generations 1 to 6), indexed by NVML's code less one.
+pub const PCIE_LINK_MAX_SPEEDS_MBPS: [u32; 6] = [2500, 5000, 8000, 16000, 32000, 64000];
+
+/// The transfer rate, per lane, that a `nvmlDeviceGetPcieLinkMaxSpeed` code names; `None` for
+/// `NVML_PCIE_LINK_MAX_SPEED_INVALID` (0) and codes NVML does not define.
+pub fn pcie_link_max_speed_from_nvml(code: u32) -> Option<u32> {
+    let index = usize::try_from(code.checked_sub(1)?).ok()?;
+    PCIE_LINK_MAX_SPEEDS_MBPS.get(index).copied()
+}
+
+/// The `nvmlDeviceGetPcieLinkMaxSpeed` code of a transfer rate per lane; `None` for a rate
+/// NVML has no code for.
+pub fn pcie_link_max_speed_nvml_code(mbps: u32) -> Option<u32> {
+    let index = PCIE_LINK_MAX_SPEEDS_MBPS.iter().position(|&s| s == mbps)?;
+    u32::try_from(index + 1).ok()
+}
+
 /// One process that holds a context on a device (`nvmlProcessInfo_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -938,6 +1062,29 @@ mod tests {
         for bad in ["", ":", "a", "1:", ":2", "1:2:3", "-1", "+1", "99999999999"] {
             assert!(bad.parse::<DeviceId>().is_err(), "{bad:?} should not parse");
         }
+    }
+
+    proptest::proptest! {
+        /// Every NVML code of the new enums and of the PCIe max speed comes back as itself.
+        #[test]
+        fn nvml_codes_round_trip(code in 0u32..64) {
+            proptest::prop_assert_eq!(VirtualizationMode::from_nvml(code).nvml_code(), code);
+            proptest::prop_assert_eq!(GpuOperationMode::from_nvml(code).nvml_code(), code);
+            if let Some(mbps) = pcie_link_max_speed_from_nvml(code) {
+                proptest::prop_assert_eq!(pcie_link_max_speed_nvml_code(mbps), Some(code));
+            } else {
+                proptest::prop_assert!(code == 0 || code > 6, "code {} has a speed", code);
+            }
+        }
+    }
+
+    #[test]
+    fn pcie_max_speed_codes_name_nvmls_rates() {
+        // nvml.h: NVML_PCIE_LINK_MAX_SPEED_32000MBPS is 0x5; the real H100 answered 5.
+        assert_eq!(pcie_link_max_speed_from_nvml(5), Some(32_000));
+        assert_eq!(pcie_link_max_speed_from_nvml(0), None);
+        assert_eq!(pcie_link_max_speed_nvml_code(2_500), Some(1));
+        assert_eq!(pcie_link_max_speed_nvml_code(12_345), None);
     }
 
     proptest::proptest! {

@@ -150,6 +150,39 @@ fn a_frozen_fixture_without_a_query_loads_and_the_query_is_not_recorded() {
     assert_eq!(&again, &**replay.fixture());
 }
 
+/// A query a fixture lacks is served through NVML (fake-nvml) as NOT_SUPPORTED, so a recording
+/// made through it holds `not_supported` there; every other answer is kept, and a failure NVML
+/// has no code for reads back as NVML_ERROR_UNKNOWN.
+#[test]
+fn a_fixture_served_through_nvml_reads_back_not_recorded_as_not_supported() {
+    let mut v: Value = serde_json::from_str(&frozen_text("old-driver")).unwrap();
+    v["devices"]["0"]["vbios_version"] = serde_json::json!({"err": {"other": "garbled"}});
+    let fixture = Fixture::from_json_str(&v.to_string(), "old").unwrap();
+    let served = fixture.as_served_through_nvml();
+    let (was, now) = (
+        &fixture.devices[&DeviceId::Gpu(0)],
+        &served.devices[&DeviceId::Gpu(0)],
+    );
+    assert_eq!(
+        was.board_id,
+        gpu_backend::Answer::Err(BackendError::NotRecorded)
+    );
+    assert_eq!(
+        now.board_id,
+        gpu_backend::Answer::Err(BackendError::NotSupported)
+    );
+    assert_eq!(
+        now.vbios_version,
+        gpu_backend::Answer::Err(BackendError::Unknown(999))
+    );
+    assert_eq!(now.name, was.name);
+    assert_eq!(served.frames.len(), fixture.frames.len());
+    // Nothing is left "not recorded", and serving it again changes nothing.
+    assert!(!served.to_json_pretty().contains("not_recorded"));
+    assert!(fixture.to_json_pretty().contains("not_recorded"));
+    assert_eq!(served.as_served_through_nvml(), served);
+}
+
 #[test]
 fn fields_of_a_newer_minor_version_are_ignored() {
     let mut v: Value = serde_json::from_str(&frozen_text("old-driver")).unwrap();

@@ -21,6 +21,7 @@ pub use display::Section;
 pub use error::{Error, Result};
 pub use gpu_backend::DeviceId;
 pub use na::Na;
+pub use snapshot::instance_id_answer;
 pub use snapshot::{
     ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccByLocation, EccErrors,
     FieldError, ProcessKind, SystemSnapshot, ThroughputInfo, UtilizationRates,

@@ -14,6 +14,7 @@ use gpu_backend::{
     PcieDirection, PowerLimits, ProcessInfo, RemappedRows, RetirementCause, TemperatureThreshold,
     Utilization, CLOCK_EVENT_ATTENTION_MASK, NVLINK_MAX_LINKS,
 };
+use gpu_backend::{GpuOperationMode, VirtualizationMode};
 
 use crate::device::Device;
 use crate::na::Na;
@@ -197,10 +198,21 @@ fields! {
     mig_mode -> Na<CurrentPending<bool>> = mig_mode / mig_mode;
     /// Clock event (throttle) reasons, NVML's bit mask.
     clock_event_reasons -> Na<u64> = clock_event_reasons / clock_event_reasons;
-    /// GPU instance id of a MIG device.
-    gpu_instance_id -> Na<u32> = gpu_instance_id / gpu_instance_id;
-    /// Compute instance id of a MIG device.
-    compute_instance_id -> Na<u32> = compute_instance_id / compute_instance_id;
+    /// Highest PCIe transfer rate, per lane, Mbps (MT/s): 32000 for PCIe 5.
+    pcie_link_max_speed -> Na<u32> = pcie_link_max_speed / pcie_link_max_speed;
+    /// Number of CUDA cores.
+    num_gpu_cores -> Na<u32> = num_gpu_cores / num_gpu_cores;
+    /// Board id (GPUs on one board share it).
+    board_id -> Na<u32> = board_id / board_id;
+    /// Whether the board holds more than one GPU.
+    multi_gpu_board -> Na<bool> = multi_gpu_board / multi_gpu_board;
+    /// Virtualization mode (bare metal, pass-through, vGPU, ...).
+    virtualization_mode -> Na<VirtualizationMode> = virtualization_mode / virtualization_mode;
+    /// Accounting mode.
+    accounting_mode -> Na<bool> = accounting_mode / accounting_mode;
+    /// GPU operation mode, current and pending.
+    gpu_operation_mode -> Na<CurrentPending<GpuOperationMode>> =
+        gpu_operation_mode / gpu_operation_mode;
     /// Processes with a compute context, as the driver lists them.
     compute_processes -> Na<Vec<ProcessInfo>> = compute_processes / compute_processes;
     /// Processes with a graphics context, as the driver lists them.
@@ -209,6 +221,17 @@ fields! {
 
 fields_with! {
     pairs: computed_field_pairs;
+    /// GPU instance id of a MIG device; N/A on a physical GPU ([`crate::instance_id_answer`]).
+    gpu_instance_id -> Na<u32> {
+        live: |d| crate::instance_id_answer(d.id(), d.backend().gpu_instance_id(d.id())).into(),
+        snapshot: |s| s.gpu_instance_id.clone(),
+    }
+    /// Compute instance id of a MIG device; N/A on a physical GPU
+    /// ([`crate::instance_id_answer`]).
+    compute_instance_id -> Na<u32> {
+        live: |d| crate::instance_id_answer(d.id(), d.backend().compute_instance_id(d.id())).into(),
+        snapshot: |s| s.compute_instance_id.clone(),
+    }
     /// Current clocks, MHz (nvitop's `clock_infos` / `clocks`).
     clock_infos -> ClockInfos {
         live: |d| ClockInfos::from_fn(|c| d.backend().clock(d.id(), c).into()),
@@ -218,6 +241,18 @@ fields_with! {
     max_clock_infos -> ClockInfos {
         live: |d| ClockInfos::from_fn(|c| d.backend().max_clock(d.id(), c).into()),
         snapshot: |s| s.max_clocks.clone(),
+    }
+    /// Applications clocks, MHz.
+    applications_clock_infos -> ClockInfos {
+        live: |d| ClockInfos::from_fn(|c| d.backend().applications_clock(d.id(), c).into()),
+        snapshot: |s| s.applications_clocks.clone(),
+    }
+    /// Default applications clocks, MHz.
+    default_applications_clock_infos -> ClockInfos {
+        live: |d| {
+            ClockInfos::from_fn(|c| d.backend().default_applications_clock(d.id(), c).into())
+        },
+        snapshot: |s| s.default_applications_clocks.clone(),
     }
     /// Intended speed of each fan, percent.
     fan_speeds -> Vec<Na<u32>> {
@@ -561,7 +596,10 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect();
         paths.sort();
-        assert!(paths.len() >= 6, "the six scenario fixtures");
+        assert!(
+            paths.len() >= 6,
+            "the scenario fixtures and the real recording"
+        );
         for path in paths {
             let fixture = Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"));
             let last = fixture.frames.len() - 1;

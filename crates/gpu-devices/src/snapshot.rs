@@ -8,9 +8,10 @@ use gpu_backend::fixture::{DeviceDynamic, DeviceStatic, EccCounts, SystemAnswers
 use gpu_backend::recorder::Snapshot as RawSnapshot;
 use gpu_backend::{
     Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, GpmMetrics, GpuEvent, LocationEccCounts,
-    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock,
-    PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, GpmMetrics, GpuEvent, GpuOperationMode,
+    LocationEccCounts, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo,
+    PerClock, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, Utilization,
+    VirtualizationMode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -210,6 +211,36 @@ pub fn merge_processes(
         }
     }
     Na::Value(by_pid.into_values().collect())
+}
+
+/// A GPU or compute instance id answer as every output shows it. A physical GPU has no GPU
+/// or compute instance, whether or not it is in MIG mode (only its MIG devices do), and NVML
+/// answers these two queries for its handle with `INVALID_ARGUMENT` (a real H100 80GB HBM3,
+/// driver 580.159.04, MIG off: `fixtures/h100-real.json`). That answer is "cannot tell"
+/// (N/A), not a failure; it stays a failure on a MIG device, which has both ids.
+///
+/// This is the one place the rule lives: device snapshots (and so `snapshot`, `info`, their
+/// JSON `errors`, the exporter and `select`) and the device getters go through it. A
+/// recording keeps what the driver answered.
+///
+/// ```
+/// use gpu_backend::{BackendError, DeviceId};
+/// use gpu_devices::{instance_id_answer, Na};
+///
+/// let gpu: Na<u32> = instance_id_answer(DeviceId::Gpu(0), Err(BackendError::InvalidArgument)).into();
+/// assert_eq!(gpu, Na::NotAvailable);
+/// let mig = DeviceId::Mig { parent: 0, index: 1 };
+/// let failed: Na<u32> = instance_id_answer(mig, Err(BackendError::InvalidArgument)).into();
+/// assert_eq!(failed, Na::Failed(BackendError::InvalidArgument));
+/// ```
+pub fn instance_id_answer(
+    id: DeviceId,
+    answer: Result<u32, BackendError>,
+) -> Result<u32, BackendError> {
+    match (id, answer) {
+        (DeviceId::Gpu(_), Err(BackendError::InvalidArgument)) => Err(BackendError::NotSupported),
+        (_, answer) => answer,
+    }
 }
 
 /// A field of a snapshot whose value is missing because the backend failed unexpectedly.
@@ -427,10 +458,37 @@ pub struct DeviceSnapshot {
     pub max_mig_device_count: Na<u32>,
     /// MIG slots in use (physical GPUs).
     pub mig_device_indices: Na<Vec<u32>>,
-    /// GPU instance id (MIG devices).
+    /// GPU instance id (MIG devices; N/A on a physical GPU, see [`instance_id_answer`]).
     pub gpu_instance_id: Na<u32>,
-    /// Compute instance id (MIG devices).
+    /// Compute instance id (MIG devices; N/A on a physical GPU, see [`instance_id_answer`]).
     pub compute_instance_id: Na<u32>,
+    /// Applications clocks, MHz.
+    #[serde(default)]
+    pub applications_clocks: ClockInfos,
+    /// Default applications clocks, MHz.
+    #[serde(default)]
+    pub default_applications_clocks: ClockInfos,
+    /// Highest PCIe transfer rate, per lane, Mbps (MT/s): 32000 for PCIe 5.
+    #[serde(default)]
+    pub pcie_link_max_speed: Na<u32>,
+    /// Number of CUDA cores.
+    #[serde(default)]
+    pub num_gpu_cores: Na<u32>,
+    /// Board id (GPUs on one board share it).
+    #[serde(default)]
+    pub board_id: Na<u32>,
+    /// Whether the board holds more than one GPU.
+    #[serde(default)]
+    pub multi_gpu_board: Na<bool>,
+    /// Virtualization mode.
+    #[serde(default)]
+    pub virtualization_mode: Na<VirtualizationMode>,
+    /// Accounting mode (per-process accounting statistics kept by the driver).
+    #[serde(default)]
+    pub accounting_mode: Na<bool>,
+    /// GPU operation mode, current and pending.
+    #[serde(default)]
+    pub gpu_operation_mode: Na<CurrentPending<GpuOperationMode>>,
     /// Clock event (throttle) reasons, NVML's bit mask.
     pub clock_event_reasons: Na<u64>,
     /// The clock event reasons the device can report, NVML's bit mask.
@@ -623,6 +681,15 @@ impl DeviceSnapshot {
             mig_device_indices,
             gpu_instance_id,
             compute_instance_id,
+            applications_clocks,
+            default_applications_clocks,
+            pcie_link_max_speed,
+            num_gpu_cores,
+            board_id,
+            multi_gpu_board,
+            virtualization_mode,
+            accounting_mode,
+            gpu_operation_mode,
         } = st;
         let DeviceDynamic {
             memory_info,
@@ -766,8 +833,24 @@ impl DeviceSnapshot {
             mig_mode: c.take("mig_mode", mig_mode),
             max_mig_device_count: c.take("max_mig_device_count", max_mig_device_count),
             mig_device_indices: c.take("mig_device_indices", mig_device_indices),
-            gpu_instance_id: c.take("gpu_instance_id", gpu_instance_id),
-            compute_instance_id: c.take("compute_instance_id", compute_instance_id),
+            gpu_instance_id: c.take(
+                "gpu_instance_id",
+                instance_id_answer(id, gpu_instance_id.get()).into(),
+            ),
+            compute_instance_id: c.take(
+                "compute_instance_id",
+                instance_id_answer(id, compute_instance_id.get()).into(),
+            ),
+            applications_clocks: c.clocks("applications_clocks", applications_clocks),
+            default_applications_clocks: c
+                .clocks("default_applications_clocks", default_applications_clocks),
+            pcie_link_max_speed: c.take("pcie_link_max_speed", pcie_link_max_speed),
+            num_gpu_cores: c.take("num_gpu_cores", num_gpu_cores),
+            board_id: c.take("board_id", board_id),
+            multi_gpu_board: c.take("multi_gpu_board", multi_gpu_board),
+            virtualization_mode: c.take("virtualization_mode", virtualization_mode),
+            accounting_mode: c.take("accounting_mode", accounting_mode),
+            gpu_operation_mode: c.take("gpu_operation_mode", gpu_operation_mode),
             clock_event_reasons: c.take("clock_event_reasons", clock_event_reasons),
             supported_clock_event_reasons: c.take(
                 "supported_clock_event_reasons",

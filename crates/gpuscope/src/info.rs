@@ -300,6 +300,44 @@ fn render_health(out: &mut String, h: &crate::snapshot::HealthView) {
     let _ = writeln!(out);
 }
 
+/// The CONFIGURATION section of one device: what `nvidia-smi -q` shows of its configuration
+/// (the JSON's `devices[].config`); N/A for what the device cannot tell.
+fn render_config(out: &mut String, c: &crate::snapshot::ConfigView) {
+    fn na<T: fmt::Display>(v: Option<T>) -> String {
+        v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
+    }
+    let on = |v: Option<bool>| na(v.map(|b| if b { "on" } else { "off" }));
+    let mhz = |v: Option<u32>| na(v.map(|m| format!("{m} MHz")));
+    let _ = writeln!(out, "CONFIGURATION:");
+    let _ = writeln!(
+        out,
+        "    Board ID         : {} (multi-GPU board: {})",
+        na(c.board_id.map(|id| format!("{id:#x}"))),
+        na(c.multi_gpu_board.map(|b| if b { "yes" } else { "no" }))
+    );
+    let _ = writeln!(
+        out,
+        "    Virtualization   : {}",
+        Escaped(&na(c.virtualization_mode.as_deref()))
+    );
+    let _ = writeln!(out, "    Accounting mode  : {}", on(c.accounting_mode));
+    let _ = writeln!(
+        out,
+        "    Operation mode   : current {}, pending {}",
+        Escaped(&na(c.gpu_operation_mode_current.as_deref())),
+        Escaped(&na(c.gpu_operation_mode_pending.as_deref()))
+    );
+    let _ = writeln!(
+        out,
+        "    App clocks       : graphics {}, memory {} (default: graphics {}, memory {})",
+        mhz(c.applications_clock_graphics_mhz),
+        mhz(c.applications_clock_memory_mhz),
+        mhz(c.default_applications_clock_graphics_mhz),
+        mhz(c.default_applications_clock_memory_mhz)
+    );
+    let _ = writeln!(out);
+}
+
 /// The ACTIVITY section: GPM metrics since the previous refresh; N/A where GPM cannot tell.
 fn render_activity(out: &mut String, d: &DeviceSnapshot) {
     let _ = writeln!(out, "ACTIVITY (GPM):");
@@ -388,6 +426,7 @@ fn render_device(
         }
     }
     render_health(&mut out, &crate::snapshot::health_view(d));
+    render_config(&mut out, &crate::snapshot::config_view(d));
     render_activity(&mut out, d);
     let _ = writeln!(out, "PROCESSES:");
     let mig_children = snaps

@@ -76,7 +76,7 @@ fn main() -> ExitCode {
     let result = match shell::man_dir(&args) {
         Some(dir) => shell::man_pages(&dir),
         None => run(Cli::parse_from(shell::with_default_command(
-            args,
+            shell::with_demo_value(args),
             shell::on_terminal(),
         ))),
     };

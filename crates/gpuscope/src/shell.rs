@@ -29,6 +29,42 @@ pub fn with_default_command(mut args: Vec<OsString>, terminal: bool) -> Vec<OsSt
     args
 }
 
+/// The arguments with `--demo NAME` written as `--demo=NAME`, so that a built-in recording can
+/// be named either way (`--demo h100-real`) while `--demo` alone keeps its meaning before a
+/// device index (`gpuscope info --demo 3`). The word after `--demo` is taken as its value unless
+/// it is an option (`-...`) or a device index (`3`, `0:1`); a name that is no demo is then
+/// refused by the parser with the list of names (exit code 2).
+pub fn with_demo_value(args: Vec<OsString>) -> Vec<OsString> {
+    let is_index = |a: &str| {
+        !a.is_empty()
+            && a.split(':').count() <= 2
+            && a.split(':')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        let value = match args.peek().map(|v| v.to_string_lossy()) {
+            Some(v) if arg == "--demo" && !v.starts_with('-') && !is_index(&v) => {
+                Some(v.into_owned())
+            }
+            _ => None,
+        };
+        match value {
+            Some(v) => {
+                args.next();
+                out.push(format!("--demo={v}").into());
+            }
+            None => out.push(arg),
+        }
+        if out.last().is_some_and(|a| a == "--") {
+            out.extend(args);
+            break;
+        }
+    }
+    out
+}
+
 /// The directory of `gpuscope __man DIR` (default `man`), `None` for any other command line.
 ///
 /// This is read before clap parses, so that the command stays out of `--help` and of the
@@ -85,6 +121,37 @@ mod tests {
             &["gpuscope", "-V"],
         ] {
             assert_eq!(with_default_command(args(kept), true), args(kept));
+        }
+    }
+
+    #[test]
+    fn a_demo_is_named_with_or_without_an_equals_sign() {
+        for (given, meant) in [
+            (
+                &["gpuscope", "snapshot", "--demo", "h100-real"][..],
+                &["gpuscope", "snapshot", "--demo=h100-real"][..],
+            ),
+            (
+                &["gpuscope", "--demo", "auto", "--json"],
+                &["gpuscope", "--demo=auto", "--json"],
+            ),
+            (
+                &["gpuscope", "top", "--demo", "nope"],
+                &["gpuscope", "top", "--demo=nope"],
+            ),
+        ] {
+            assert_eq!(with_demo_value(args(given)), args(meant));
+        }
+        // `--demo` alone stays alone before an option, a device index, the end, or `--`.
+        for kept in [
+            &["gpuscope", "info", "--demo", "3"][..],
+            &["gpuscope", "info", "--demo", "0:1"],
+            &["gpuscope", "snapshot", "--demo", "--json"],
+            &["gpuscope", "snapshot", "--demo=auto"],
+            &["gpuscope", "--demo"],
+            &["gpuscope", "info", "--", "--demo", "x"],
+        ] {
+            assert_eq!(with_demo_value(args(kept)), args(kept));
         }
     }
 

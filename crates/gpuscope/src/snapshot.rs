@@ -90,6 +90,9 @@ pub struct DeviceView {
     pub compute_instance_id: Option<u32>,
     /// Health: ECC, retired pages, remapped rows, throttling, thresholds, versions.
     pub health: HealthView,
+    /// Configuration as `nvidia-smi -q` shows it: board, virtualization, accounting and
+    /// operation modes, applications clocks.
+    pub config: ConfigView,
     /// GPM activity since the previous refresh, one key per metric (`activity_view`); `null`
     /// where GPM cannot tell (before Hopper, an old driver, a first refresh).
     pub activity: Option<serde_json::Map<String, serde_json::Value>>,
@@ -151,6 +154,49 @@ pub struct HealthView {
     /// The newest events since the backend started ([`RECENT_EVENTS`] at most), oldest first;
     /// `null` when events are N/A.
     pub recent_events: Option<Vec<EventView>>,
+}
+
+/// A device's configuration, as `nvidia-smi -q` shows it (docs/snapshot-json.md); every value
+/// `null` when N/A.
+#[derive(Debug, Serialize)]
+pub struct ConfigView {
+    pub board_id: Option<u32>,
+    pub multi_gpu_board: Option<bool>,
+    /// nvidia-smi's name: `None` (bare metal), `Pass-Through`, `VGPU`, `Host VGPU`, `Host VSGA`.
+    pub virtualization_mode: Option<String>,
+    pub accounting_mode: Option<bool>,
+    /// nvidia-smi's name: `All On`, `Compute`, `Low Double Precision`.
+    pub gpu_operation_mode_current: Option<String>,
+    pub gpu_operation_mode_pending: Option<String>,
+    pub applications_clock_graphics_mhz: Option<u32>,
+    pub applications_clock_memory_mhz: Option<u32>,
+    pub default_applications_clock_graphics_mhz: Option<u32>,
+    pub default_applications_clock_memory_mhz: Option<u32>,
+}
+
+/// The configuration part of a device's view.
+pub fn config_view(d: &DeviceSnapshot) -> ConfigView {
+    let gom = d.gpu_operation_mode.value();
+    ConfigView {
+        board_id: d.board_id.value().copied(),
+        multi_gpu_board: d.multi_gpu_board.value().copied(),
+        virtualization_mode: d.virtualization_mode.value().map(|m| m.label()),
+        accounting_mode: d.accounting_mode.value().copied(),
+        gpu_operation_mode_current: gom.map(|m| m.current.label()),
+        gpu_operation_mode_pending: gom.map(|m| m.pending.label()),
+        applications_clock_graphics_mhz: d.applications_clocks.graphics.value().copied(),
+        applications_clock_memory_mhz: d.applications_clocks.memory.value().copied(),
+        default_applications_clock_graphics_mhz: d
+            .default_applications_clocks
+            .graphics
+            .value()
+            .copied(),
+        default_applications_clock_memory_mhz: d
+            .default_applications_clocks
+            .memory
+            .value()
+            .copied(),
+    }
 }
 
 /// The JSON key of a GPM metric: its name and its unit (`sm_activity_percent`,
@@ -452,6 +498,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         gpu_instance_id: d.gpu_instance_id.value().copied(),
         compute_instance_id: d.compute_instance_id.value().copied(),
         health: health_view(d),
+        config: config_view(d),
         activity: activity_view(d),
         processes: Some(Vec::new()),
         errors,

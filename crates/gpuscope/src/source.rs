@@ -12,6 +12,10 @@ use gpu_processes::ProcessCollector;
 /// The demo fixture: an 8-GPU H100 SXM box with NVLink and training jobs.
 pub const DEMO_FIXTURE: &str = include_str!("../../../fixtures/h100-sxm-8gpu.json");
 
+/// The real recording built in (`--demo h100-real`): one H100 80GB HBM3 recorded with
+/// `cargo xtask record-fixture` (fixtures/h100-real/README.md).
+pub const REAL_H100_FIXTURE: &str = include_str!("../../../fixtures/h100-real.json");
+
 /// Options that choose the source of GPU answers; shared by every command.
 #[derive(Debug, Clone, Args)]
 pub struct SourceArgs {
@@ -24,9 +28,17 @@ pub struct SourceArgs {
     )]
     pub fixture: Option<PathBuf>,
 
-    /// Replay the demo fixture built into gpuscope (an 8-GPU H100 box), which needs no GPU.
-    /// `--demo=auto` uses the real GPUs when there is a driver, and the demo otherwise.
-    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "always")]
+    /// Replay a recording built into gpuscope, which needs no GPU: the 8-GPU H100 box
+    /// (`--demo`, `--demo h100-sxm-8gpu`) or a real H100 as recorded (`--demo h100-real`).
+    /// `--demo=auto` uses the real GPUs when there is a driver, and the 8-GPU demo otherwise.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "NAME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always"
+    )]
     pub demo: Option<DemoMode>,
 
     /// With --fixture or --demo: serve this frame of the recording only, instead of replaying
@@ -50,13 +62,36 @@ pub struct SourceArgs {
     pub container_logs: Option<PathBuf>,
 }
 
-/// When to replay the built-in demo fixture.
+/// Which built-in recording to replay, and when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DemoMode {
-    /// Always.
+    /// The 8-GPU H100 demo, always (what `--demo` alone means).
     Always,
-    /// Only when no NVIDIA driver can be reached.
+    /// The 8-GPU H100 demo, only when no NVIDIA driver can be reached.
     Auto,
+    /// The 8-GPU H100 SXM box with NVLink and training jobs (a scenario built from real dumps).
+    #[value(name = "h100-sxm-8gpu")]
+    H100Sxm8gpu,
+    /// One real H100 80GB HBM3, as `record-fixture` recorded it (fixtures/h100-real.json).
+    #[value(name = "h100-real")]
+    H100Real,
+}
+
+impl DemoMode {
+    /// The built-in recording this mode replays (when it does), its name for errors, and the
+    /// source's label.
+    fn recording(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            DemoMode::H100Real => (
+                REAL_H100_FIXTURE,
+                "<built-in h100-real recording>",
+                "demo h100-real",
+            ),
+            DemoMode::Always | DemoMode::Auto | DemoMode::H100Sxm8gpu => {
+                (DEMO_FIXTURE, "<built-in demo fixture>", "demo")
+            }
+        }
+    }
 }
 
 /// An opened source: the devices with their processes and host facts, and a name for people.
@@ -73,8 +108,8 @@ impl SourceArgs {
         if self.frame.is_some() && self.fixture.is_none() && self.demo.is_none() {
             return Err(UsageError("--frame needs --fixture or --demo".into()).into());
         }
-        if self.demo == Some(DemoMode::Always) {
-            return demo(self.frame);
+        if let Some(mode) = self.demo.filter(|&m| m != DemoMode::Auto) {
+            return demo(mode, self.frame);
         }
         if let Some(path) = &self.fixture {
             let source = gpu_backend::Source::FixtureFile {
@@ -97,7 +132,7 @@ impl SourceArgs {
                     "gpuscope: no NVIDIA driver here ({}); showing the built-in demo fixture",
                     gpu_devices::text::Escaped(&e.to_string())
                 );
-                demo(self.frame)
+                demo(DemoMode::Auto, self.frame)
             }
             Err(NvmlOpenError::NoDriver(e)) => anyhow::bail!(
                 "cannot reach the GPUs: {e}.\n\
@@ -110,13 +145,14 @@ impl SourceArgs {
     }
 }
 
-fn demo(frame: Option<usize>) -> Result<Source> {
-    let fixture = Fixture::from_json_str(DEMO_FIXTURE, "<built-in demo fixture>")?;
+fn demo(mode: DemoMode, frame: Option<usize>) -> Result<Source> {
+    let (text, name, label) = mode.recording();
+    let fixture = Fixture::from_json_str(text, name)?;
     let source = gpu_backend::Source::Recording {
         fixture: Box::new(fixture),
         frame,
     };
-    replay(&source, "demo".into())
+    replay(&source, label.into())
 }
 
 /// A mistake in what the user asked for: reported with exit code 2.

@@ -296,6 +296,7 @@ fn snapshot_and_info_json_have_exactly_the_documented_fields() {
     let process = documented(&doc, "## `devices[].processes[]`");
     let health = documented(&doc, "## `devices[].health`");
     let activity = documented(&doc, "## `devices[].activity`");
+    let config = documented(&doc, "## `devices[].config`");
     let mut activities = 0;
     assert!(top.contains("schema") && device.contains("memory_free_bytes"));
     for args in [
@@ -313,6 +314,7 @@ fn snapshot_and_info_json_have_exactly_the_documented_fields() {
         for d in v["devices"].as_array().unwrap() {
             assert_eq!(keys(d), device, "{args:?}");
             assert_eq!(keys(&d["health"]), health, "{args:?}");
+            assert_eq!(keys(&d["config"]), config, "{args:?}");
             if d["activity"].is_object() {
                 assert_eq!(keys(&d["activity"]), activity, "{args:?}");
                 activities += 1;

@@ -80,6 +80,23 @@ fn number(s: &str, tag: &str) -> Option<u64> {
     })
 }
 
+/// A temperature threshold: absolute (`<absolute>`), or worked out from nvidia-smi 575's form
+/// relative to T.Limit: `gpu_temp` + `gpu_temp_tlimit` - `<relative>`.
+fn threshold(temp: &str, absolute: &str, relative: &str) -> Option<u64> {
+    if let Some(v) = number(temp, absolute) {
+        return Some(v);
+    }
+    let signed = |tag: &str| {
+        value(temp, tag).map(|v| {
+            v.trim_end_matches(" C")
+                .parse::<i64>()
+                .unwrap_or_else(|_| panic!("<{tag}> is not a temperature: {v:?}"))
+        })
+    };
+    let t_limit = signed("gpu_temp")? + signed("gpu_temp_tlimit")?;
+    u64::try_from(t_limit - signed(relative)?).ok()
+}
+
 /// The children `<name>value</name>` of a block, in order.
 fn children(s: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -230,15 +247,92 @@ fn check_dump(stem: &str) -> usize {
         let temp = block(&top, "temperature");
         for (field, tag) in [
             ("memory_temperature_celsius", "memory_temp"),
-            ("temperature_shutdown_celsius", "gpu_temp_max_threshold"),
-            ("temperature_slowdown_celsius", "gpu_temp_slow_threshold"),
-            ("temperature_gpu_max_celsius", "gpu_temp_max_gpu_threshold"),
+            // The memory maximum has no absolute form in dumps that print T.Limit ones.
             (
                 "temperature_memory_max_celsius",
                 "gpu_temp_max_mem_threshold",
             ),
         ] {
             checked += same(&at(field), &h[field], n(number(temp, tag)));
+        }
+        for (field, absolute, relative) in [
+            (
+                "temperature_shutdown_celsius",
+                "gpu_temp_max_threshold",
+                "gpu_temp_max_tlimit_threshold",
+            ),
+            (
+                "temperature_slowdown_celsius",
+                "gpu_temp_slow_threshold",
+                "gpu_temp_slow_tlimit_threshold",
+            ),
+            (
+                "temperature_gpu_max_celsius",
+                "gpu_temp_max_gpu_threshold",
+                "gpu_temp_max_gpu_tlimit_threshold",
+            ),
+        ] {
+            checked += same(
+                &at(field),
+                &h[field],
+                n(threshold(temp, absolute, relative)),
+            );
+        }
+        // Configuration, as nvidia-smi -q prints it.
+        let c = &d["config"];
+        checked += same(
+            &at("board id"),
+            &c["board_id"],
+            value(&top, "board_id").map(|v| {
+                u64::from_str_radix(v.trim_start_matches("0x"), 16)
+                    .unwrap()
+                    .into()
+            }),
+        );
+        for (field, tag) in [
+            ("multi_gpu_board", "multigpu_board"),
+            ("accounting_mode", "accounting_mode"),
+        ] {
+            checked += same(
+                &at(field),
+                &c[field],
+                value(&top, tag).map(|v| Value::from(v == "Yes" || v == "Enabled")),
+            );
+        }
+        checked += same(
+            &at("virtualization"),
+            &c["virtualization_mode"],
+            value(
+                block(&top, "gpu_virtualization_mode"),
+                "virtualization_mode",
+            )
+            .map(Value::from),
+        );
+        for (field, tag) in [
+            ("gpu_operation_mode_current", "current_gom"),
+            ("gpu_operation_mode_pending", "pending_gom"),
+        ] {
+            checked += same(
+                &at(field),
+                &c[field],
+                value(block(&top, "gpu_operation_mode"), tag).map(Value::from),
+            );
+        }
+        for (prefix, tag) in [
+            ("applications_clock", "applications_clocks"),
+            ("default_applications_clock", "default_applications_clocks"),
+        ] {
+            let clocks = block(&top, tag);
+            checked += same(
+                &at(prefix),
+                &c[format!("{prefix}_graphics_mhz")],
+                n(number(clocks, "graphics_clock")),
+            );
+            checked += same(
+                &at(prefix),
+                &c[format!("{prefix}_memory_mhz")],
+                n(number(clocks, "mem_clock")),
+            );
         }
         // PCIe replays, reserved memory.
         checked += same(
@@ -401,17 +495,17 @@ macro_rules! dump_tests {
 }
 
 dump_tests! {
-    a0s_exporter_nvidia_smi_3 => "a0s-exporter__nvidia-smi-3", values 12;
+    a0s_exporter_nvidia_smi_3 => "a0s-exporter__nvidia-smi-3", values 20;
     pai_nvidia_smi_outdated_gpu => "pai__nvidia_smi_outdated_gpu", values 0;
-    pai_nvidia_smi_retired_pages => "pai__nvidia_smi_retired_pages", values 37;
-    pai_nvidia_smi_sample => "pai__nvidia_smi_sample", values 12;
-    rai_nvidia_smi_example2 => "rai-nvidia-smi__example2", values 7;
-    telegraf_a100_sxm4_v12 => "telegraf__a100-sxm4-v12", values 26;
-    telegraf_gtx_1660_ti => "telegraf__gtx-1660-ti", values 7;
-    telegraf_pro_6000_maxq_blackwell_v13 => "telegraf__pro-6000-maxq-blackwell-v13", values 13;
-    telegraf_rtx_3080_v12 => "telegraf__rtx-3080-v12", values 8;
-    telegraf_tesla_t4 => "telegraf__tesla-t4", values 26;
-    telegraf_tesla_t4_b => "telegraf__tesla_t4", values 26;
+    pai_nvidia_smi_retired_pages => "pai__nvidia_smi_retired_pages", values 45;
+    pai_nvidia_smi_sample => "pai__nvidia_smi_sample", values 20;
+    rai_nvidia_smi_example2 => "rai-nvidia-smi__example2", values 10;
+    telegraf_a100_sxm4_v12 => "telegraf__a100-sxm4-v12", values 34;
+    telegraf_gtx_1660_ti => "telegraf__gtx-1660-ti", values 11;
+    telegraf_pro_6000_maxq_blackwell_v13 => "telegraf__pro-6000-maxq-blackwell-v13", values 20;
+    telegraf_rtx_3080_v12 => "telegraf__rtx-3080-v12", values 12;
+    telegraf_tesla_t4 => "telegraf__tesla-t4", values 34;
+    telegraf_tesla_t4_b => "telegraf__tesla_t4", values 34;
 }
 
 /// Every dump of the directory has its test above.

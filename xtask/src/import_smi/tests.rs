@@ -118,6 +118,26 @@ fn is_placeholder(v: &str) -> bool {
         || v.starts_with("Not available")
 }
 
+/// A temperature threshold as the XML gives it, absolute (`old`), or relative to T.Limit
+/// (nvidia-smi 575 and newer: `relative`), worked out here as `gpu_temp + gpu_temp_tlimit -
+/// relative`, in the `"N C"` form nvidia-smi prints; the relative text itself when it is a
+/// placeholder.
+fn threshold(temp: &str, old: &str, relative: &str) -> Option<String> {
+    if let Some(v) = value(temp, old) {
+        return Some(v);
+    }
+    let rel = value(temp, relative)?;
+    let number = |v: &str| v.trim_end_matches(" C").parse::<i64>().ok();
+    match (
+        value(temp, "gpu_temp").as_deref().and_then(number),
+        value(temp, "gpu_temp_tlimit").as_deref().and_then(number),
+        number(&rel),
+    ) {
+        (Some(now), Some(margin), Some(offset)) => Some(format!("{} C", now + margin - offset)),
+        _ => Some(rel),
+    }
+}
+
 /// The number before the unit in `"123 MiB"`, `"67.03 W"`, `"53 %"`.
 fn leading_number(v: &str) -> f64 {
     v.split_whitespace()
@@ -185,7 +205,11 @@ fn health_values_of_every_dump_match_its_xml() {
             check_num(
                 &at("gpu max"),
                 &st.temperature_gpu_max,
-                value(temp, "gpu_temp_max_gpu_threshold"),
+                threshold(
+                    temp,
+                    "gpu_temp_max_gpu_threshold",
+                    "gpu_temp_max_gpu_tlimit_threshold",
+                ),
                 1.0,
             );
             check_num(
@@ -381,16 +405,25 @@ fn every_gpu_of_every_dump_matches_its_xml() {
                 value(&top, "gpu_temp"),
                 1.0,
             );
+            let temp = blocks(&top, "temperature").first().copied().unwrap_or("");
             check_num(
                 &at("slowdown"),
                 &st.temperature_slowdown,
-                value(&top, "gpu_temp_slow_threshold"),
+                threshold(
+                    temp,
+                    "gpu_temp_slow_threshold",
+                    "gpu_temp_slow_tlimit_threshold",
+                ),
                 1.0,
             );
             check_num(
                 &at("shutdown"),
                 &st.temperature_shutdown,
-                value(&top, "gpu_temp_max_threshold"),
+                threshold(
+                    temp,
+                    "gpu_temp_max_threshold",
+                    "gpu_temp_max_tlimit_threshold",
+                ),
                 1.0,
             );
 
@@ -630,8 +663,13 @@ fn transcribed_values_of_some_dumps() {
     );
     let s = &pro.devices[&DeviceId::Gpu(0)];
     assert_eq!(s.display_mode, Answer::Err(BackendError::Deprecated));
+    // Relative to T.Limit (24 C + 68 C = 92 C): slowdown -2 C, shutdown -5 C, GPU max 0 C; the
+    // memory maximum N/A.
+    assert_eq!(s.temperature_slowdown, Answer::Ok(94));
+    assert_eq!(s.temperature_shutdown, Answer::Ok(97));
+    assert_eq!(s.temperature_gpu_max, Answer::Ok(92));
     assert_eq!(
-        s.temperature_slowdown,
+        s.temperature_memory_max,
         Answer::Err(BackendError::NotSupported)
     );
     assert_eq!(pro.system.cuda_driver_version, Answer::Ok(13010));
@@ -1108,5 +1146,167 @@ fn imported_reference_dumps_are_up_to_date() {
             "{} is out of date; run `UPDATE_IMPORTED=1 cargo test -p xtask imported_reference_dumps`",
             path.display()
         );
+    }
+}
+
+// ---- The real H100 of fixtures/h100-real/: nvidia-smi against what NVML answered ----
+
+/// A file of the real H100 session (fixtures/h100-real/).
+fn real_h100_file(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/h100-real")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// What pynvml read from the real driver in the same session, by query
+/// (`pynvml-answers.load.json`): `Ok(value)` or `Err(NVML error code)`.
+fn real_h100_nvml(query: &str) -> Result<serde_json::Value, i64> {
+    let all: serde_json::Value =
+        serde_json::from_str(&real_h100_file("pynvml-answers.load.json")).unwrap();
+    let a = &all["devices"][0][query];
+    match (a.get("v"), a.get("e")) {
+        (Some(v), _) => Ok(v.clone()),
+        (_, Some(e)) => Err(e.as_i64().unwrap()),
+        _ => panic!("pynvml-answers.load.json has no {query}"),
+    }
+}
+
+/// Regression (issue 22): nvidia-smi 575 and newer print the temperature thresholds relative to
+/// T.Limit (`gpu_temp_tlimit`, `gpu_temp_*_tlimit_threshold`), and the importer read none of
+/// them, so an imported dump of a current driver had no thresholds. T.Limit = `gpu_temp` +
+/// `gpu_temp_tlimit`, each threshold = T.Limit - its relative value: the real H100's dumps
+/// (idle, T.Limit 52 + 35, and under load, 61 + 26: both 87 C) give what NVML answered on the
+/// same machine. The memory maximum cannot be worked out (nvidia-smi prints no memory T.Limit:
+/// the formula gives 87 C where NVML answered 95 C), so it is left `not_recorded`.
+#[test]
+fn t_limit_thresholds_of_the_real_h100_are_what_nvml_answered() {
+    // nvmlTemperatureThresholds_t: 0 shutdown, 1 slowdown, 2 memory max, 3 GPU max.
+    let nvml = |t: u32| {
+        real_h100_nvml(&format!("DeviceGetTemperatureThreshold({t})"))
+            .ok()
+            .and_then(|v| v.as_u64())
+            .map(|c| c as u32)
+    };
+    assert_eq!(
+        (nvml(0), nvml(1), nvml(3), nvml(2)),
+        (Some(95), Some(89), Some(87), Some(95))
+    );
+    for dump in ["nvidia-smi-q-x.idle.xml", "nvidia-smi-q-x.load.xml"] {
+        let f = import(dump, &real_h100_file(dump));
+        let s = &f.devices[&DeviceId::Gpu(0)];
+        assert_eq!(
+            s.temperature_shutdown,
+            Answer::Ok(nvml(0).unwrap()),
+            "{dump}"
+        );
+        assert_eq!(
+            s.temperature_slowdown,
+            Answer::Ok(nvml(1).unwrap()),
+            "{dump}"
+        );
+        assert_eq!(
+            s.temperature_gpu_max,
+            Answer::Ok(nvml(3).unwrap()),
+            "{dump}"
+        );
+        assert_eq!(
+            s.temperature_memory_max,
+            Answer::Err(BackendError::NotRecorded),
+            "{dump}"
+        );
+    }
+}
+
+/// The configuration the table gained in issue 22, imported from the real H100's
+/// `nvidia-smi -q -x`, is what NVML answered there (pynvml, the same session): board id, multi-GPU
+/// board, virtualization, accounting and operation modes, the graphics and memory applications
+/// clocks and their defaults; what nvidia-smi does not print is `not_recorded`. And a GPU not
+/// in MIG mode has no MIG slot and INVALID_ARGUMENT for its instance ids, as NVML answered.
+#[test]
+fn the_real_h100s_configuration_imports_as_nvml_answered() {
+    let f = import("load", &real_h100_file("nvidia-smi-q-x.load.xml"));
+    let s = &f.devices[&DeviceId::Gpu(0)];
+    let value = |q: &str| real_h100_nvml(q).unwrap().as_u64().unwrap();
+    assert_eq!(s.board_id, Answer::Ok(value("DeviceGetBoardId") as u32));
+    assert_eq!(
+        s.multi_gpu_board,
+        Answer::Ok(value("DeviceGetMultiGpuBoard") == 1)
+    );
+    assert_eq!(
+        s.virtualization_mode
+            .clone()
+            .get()
+            .map(|m| u64::from(m.nvml_code())),
+        Ok(value("DeviceGetVirtualizationMode"))
+    );
+    assert_eq!(
+        s.accounting_mode,
+        Answer::Ok(value("DeviceGetAccountingMode") == 1)
+    );
+    // NOT_SUPPORTED (3) from NVML; N/A in nvidia-smi.
+    assert_eq!(real_h100_nvml("DeviceGetGpuOperationMode"), Err(3));
+    assert_eq!(
+        s.gpu_operation_mode,
+        Answer::Err(BackendError::NotSupported)
+    );
+    for (clocks, query) in [
+        (&s.applications_clocks, "DeviceGetApplicationsClock"),
+        (
+            &s.default_applications_clocks,
+            "DeviceGetDefaultApplicationsClock",
+        ),
+    ] {
+        assert_eq!(
+            clocks.graphics,
+            Answer::Ok(value(&format!("{query}(GR)")) as u32)
+        );
+        assert_eq!(
+            clocks.memory,
+            Answer::Ok(value(&format!("{query}(MEM)")) as u32)
+        );
+        assert_eq!(clocks.sm, Answer::Err(BackendError::NotRecorded));
+        assert_eq!(clocks.video, Answer::Err(BackendError::NotRecorded));
+    }
+    assert_eq!(s.num_gpu_cores, Answer::Err(BackendError::NotRecorded));
+    assert_eq!(
+        s.pcie_link_max_speed,
+        Answer::Err(BackendError::NotRecorded)
+    );
+    assert_eq!(s.max_mig_device_count, Answer::Ok(0));
+    assert_eq!(
+        s.gpu_instance_id,
+        Answer::Err(BackendError::InvalidArgument)
+    );
+    assert_eq!(
+        s.compute_instance_id,
+        Answer::Err(BackendError::InvalidArgument)
+    );
+}
+
+proptest! {
+    /// Whatever T.Limit temperatures a dump prints, the import never panics, and a threshold
+    /// is T.Limit less its relative value when that is a temperature at all (0 C or more), an
+    /// error otherwise.
+    #[test]
+    fn t_limit_thresholds_are_t_limit_less_the_offset(
+        now in 0i64..=200,
+        margin in -300i64..=300,
+        offset in -300i64..=300,
+    ) {
+        let xml = format!(
+            "<nvidia_smi_log><gpu id=\"00000000:01:00.0\"><temperature>\
+             <gpu_temp>{now} C</gpu_temp><gpu_temp_tlimit>{margin} C</gpu_temp_tlimit>\
+             <gpu_temp_slow_tlimit_threshold>{offset} C</gpu_temp_slow_tlimit_threshold>\
+             </temperature></gpu></nvidia_smi_log>"
+        );
+        let f = import_str(&xml, "t", "t", "t").unwrap();
+        let got = &f.devices[&DeviceId::Gpu(0)].temperature_slowdown;
+        let want = now + margin - offset;
+        if want >= 0 {
+            prop_assert_eq!(got, &Answer::Ok(want as u32));
+        } else {
+            prop_assert!(got.is_err());
+        }
     }
 }

@@ -8,7 +8,7 @@ use gpu_backend::fixture::{
 use gpu_backend::{
     Answer, BackendError, Bar1MemoryInfo, GpmMetrics, LocationEccCounts, MemoryInfo,
     NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock, PowerLimits, ProcessInfo,
-    ProcessUtilizationSample,
+    ProcessUtilizationSample, VirtualizationMode,
 };
 
 /// Bytes in a MiB.
@@ -269,6 +269,53 @@ pub fn board_limits(
     s.enforced_power_limit = ok(limit_mw);
     s.max_pcie_link_generation = ok(pcie_gen);
     s.max_pcie_link_width = ok(pcie_width);
+}
+
+/// A board's configuration as its dump shows it (`nvidia-smi -q`): the board id, which is the
+/// PCI bus and device (`0x1800` for 18:00.0; so in every reference dump, and `0x6` for 00:06.0 on
+/// the real H100 of fixtures/h100-real/), not on a multi-GPU board, accounting off, no GPU
+/// operation mode (`N/A`, NVML's NOT_SUPPORTED on the real H100), and the virtualization mode
+/// given. The applications clocks are the caller's: dumps differ there.
+pub fn board_config(
+    s: &mut DeviceStatic,
+    (bus, device): (u32, u32),
+    virtualization: VirtualizationMode,
+) {
+    s.board_id = ok(bus << 8 | device);
+    s.multi_gpu_board = ok(false);
+    s.virtualization_mode = ok(virtualization);
+    s.accounting_mode = ok(false);
+    s.gpu_operation_mode = ns();
+}
+
+/// Applications clocks (graphics, memory) as a dump prints them; nvidia-smi prints no SM or
+/// video applications clock, so those answer `missing`.
+pub fn app_clocks(
+    graphics_memory: Answer<(u32, u32)>,
+    missing: Answer<u32>,
+) -> PerClock<Answer<u32>> {
+    let (graphics, memory) = match graphics_memory {
+        Answer::Ok((g, m)) => (ok(g), ok(m)),
+        Answer::Err(e) => (Answer::Err(e.clone()), Answer::Err(e)),
+    };
+    PerClock {
+        graphics,
+        sm: missing.clone(),
+        memory,
+        video: missing,
+    }
+}
+
+/// Applications clocks and their defaults as drivers 590 and newer answer them: nvidia-smi
+/// prints "Requested functionality has been deprecated" for the graphics and memory clocks
+/// (the H100 and RTX 2080 SUPER dumps of 590.48.01 and 591.86), and so for the whole call.
+pub fn applications_clocks_deprecated(s: &mut DeviceStatic) {
+    let clocks = app_clocks(
+        Answer::Err(BackendError::Deprecated),
+        Answer::Err(BackendError::Deprecated),
+    );
+    s.applications_clocks = clocks.clone();
+    s.default_applications_clocks = clocks;
 }
 
 /// A frame of a device whose every changing query answers `not_supported`.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
     Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture,
-    Utilization,
+    Utilization, VirtualizationMode,
 };
 
 use super::common::*;
@@ -87,6 +87,10 @@ pub fn build() -> Fixture {
         s.persistence_mode = ok(true);
         s.compute_mode = ok(ComputeMode::Default);
         s.cuda_compute_capability = ok(ComputeCapability { major: 6, minor: 1 });
+        // The dump: board 0x100 / 0x300, virtualization None, applications clocks N/A.
+        board_config(&mut s, (c.bus, 0), VirtualizationMode::None);
+        s.applications_clocks = app_clocks(ns(), ns());
+        s.default_applications_clocks = app_clocks(ns(), ns());
         devices.insert(DeviceId::Gpu(i as u32), s);
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
     Architecture, BackendError, Brand, CodecUtilization, ComputeCapability, ComputeMode,
-    CurrentPending, DeviceId, Fixture, Utilization,
+    CurrentPending, DeviceId, Fixture, Utilization, VirtualizationMode,
 };
 
 use super::common::*;
@@ -61,6 +61,11 @@ pub fn build() -> Fixture {
         });
         s.compute_mode = ok(ComputeMode::Default);
         s.cuda_compute_capability = ok(ComputeCapability { major: 7, minor: 5 });
+        // The dump: a T4 passed through to a virtual machine (board 0x1e at 00:1E.0),
+        // applications clocks 585 / 5001 MHz, the defaults the same.
+        board_config(&mut s, (0x00, 0x1B + g), VirtualizationMode::PassThrough);
+        s.applications_clocks = app_clocks(ok((585, 5001)), ns());
+        s.default_applications_clocks = app_clocks(ok((585, 5001)), ns());
         devices.insert(DeviceId::Gpu(g), s);
     }
 

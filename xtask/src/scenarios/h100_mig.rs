@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
-use gpu_backend::{CurrentPending, DeviceId, Fixture, ProcessInfo};
+use gpu_backend::{DeviceId, Fixture, ProcessInfo, VirtualizationMode};
 
 use super::common::*;
-use super::h100_sxm_8gpu::{h100, h100_static};
+use super::h100_sxm_8gpu::{h100, h100_mig_mode, h100_static};
 
 pub const STEM: &str = "h100-mig";
 const FRAMES: usize = 36;
@@ -106,13 +106,9 @@ pub fn build() -> Fixture {
     let serial = "1654223017722".to_string();
     let mut devices = BTreeMap::new();
     let mut parent = h100_static(uuid.clone(), serial, 0x00, 0x09, 0);
-    parent.mig_mode = ok(CurrentPending {
-        current: true,
-        pending: true,
-    });
-    parent.mig_device_indices = ok(vec![0, 1, 2, 3]);
-    // "Nvlink queries are not supported for Devices in MIG mode".
-    parent.nvlink_state = Vec::new();
+    h100_mig_mode(&mut parent, vec![0, 1, 2, 3]);
+    // The dump's GPU is passed through to a virtual machine.
+    parent.virtualization_mode = ok(VirtualizationMode::PassThrough);
     devices.insert(DeviceId::Gpu(0), parent);
     for (slot, m) in MIGS.iter().enumerate() {
         let mut s = static_unsupported();
@@ -292,6 +288,8 @@ pub fn build() -> Fixture {
         dy.memory_temperature = ok((temp + 5.0).round() as u32);
         dy.ecc_device_memory = location_ecc_zero();
         dy.ecc_sram = location_ecc_zero();
+        // The dump: "Replays Since Reset: 9"; "Remapped Rows: N/A" in MIG mode.
+        dy.pcie_replay_counter = ok(9);
         let whole_busy = if burn {
             97.0 * 3.0 / 7.0
         } else if active {
@@ -333,7 +331,9 @@ pub fn build() -> Fixture {
                      temperatures, PCIe throughput, BAR1 use, NVLink not supported in MIG mode, \
                      driver 590.48.01 / CUDA 13.1) from \
                      shared/reference-dumps/utku__linux-x86_64__nvidia-h100-mig__590.48.01.txt; \
-                     UUIDs, serial, the GI 3 process, the host and the frames are synthesised.",
+                     what the dump does not show as the real H100 of fixtures/h100-real.json \
+                     answered; UUIDs, serial, the GI 3 process, the host and the frames are \
+                     synthesised.",
         ),
         system: system((h100::DRIVER, h100::NVML, h100::CUDA), 1, ok(vec![uuid])),
         nvml_missing_functions: Vec::new(),

@@ -7,8 +7,9 @@ use gpu_backend::fixture::{
     DeviceDynamic, DeviceStatic, Frame, HostFrame, HostStatic, SCHEMA_VERSION,
 };
 use gpu_backend::{
-    Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
-    DeviceId, EventKind, Fixture, GpuEvent, ProcessUtilizationSample, RemappedRows, Utilization,
+    Answer, Architecture, BackendError, Brand, CodecUtilization, ComputeCapability, ComputeMode,
+    CurrentPending, DeviceId, EventKind, Fixture, GpuEvent, ProcessUtilizationSample, RemappedRows,
+    Utilization, VirtualizationMode,
 };
 
 use super::common::*;
@@ -57,10 +58,25 @@ pub mod h100 {
     pub const SHUTDOWN_C: u32 = 95;
     /// `nvlink -s`: 18 links at 26.562 GB/s.
     pub const NVLINKS: usize = 18;
-    pub const ENCODER_PERIOD_US: u32 = 167_000;
+    /// The encoder and decoder sampling period the real H100 answered in every frame of
+    /// fixtures/h100-real.json.
+    pub const ENCODER_PERIOD_US: u32 = 100_000;
+    /// From here on the real H100 of fixtures/h100-real.json (driver 580.159.04), where the
+    /// dump does not tell.
+    pub const INFOROM: &str = "G520.0200.00.05";
+    pub const MEMORY_BUS_WIDTH: u32 = 5120;
+    /// Every reason NVML names up to display clocks (0x1ff).
+    pub const SUPPORTED_CLOCK_EVENT_REASONS: u64 = 0x1ff;
+    /// T.Limit (87 °C) itself, and what NVML answered for the memory maximum.
+    pub const GPU_MAX_C: u32 = 87;
+    pub const MEMORY_MAX_C: u32 = 95;
+    pub const CORES: u32 = 16_896;
+    /// PCIe 5 (NVML's code 5, NVML_PCIE_LINK_MAX_SPEED_32000MBPS).
+    pub const PCIE_MAX_SPEED_MBPS: u32 = 32_000;
 }
 
-/// Static answers of one H100 SXM at `bus`.
+/// Static answers of one H100 SXM at `bus`, not in MIG mode, on bare metal (the MIG scenarios
+/// change what MIG mode changes).
 pub fn h100_static(
     uuid: String,
     serial: String,
@@ -116,9 +132,75 @@ pub fn h100_static(
         current: false,
         pending: false,
     });
-    s.max_mig_device_count = ok(7);
+    // MIG off: NVML counts no MIG slot, and a GPU's own handle has no GPU or compute instance
+    // (the real H100: 0, and INVALID_ARGUMENT for both ids).
+    s.max_mig_device_count = ok(0);
     s.mig_device_indices = ok(Vec::new());
+    s.gpu_instance_id = Answer::Err(BackendError::InvalidArgument);
+    s.compute_instance_id = Answer::Err(BackendError::InvalidArgument);
+    s.inforom_image_version = ok(h100::INFOROM.to_string());
+    s.memory_bus_width = ok(h100::MEMORY_BUS_WIDTH);
+    s.supported_clock_event_reasons = ok(h100::SUPPORTED_CLOCK_EVENT_REASONS);
+    // No fans: NVML counts 0 (and fan speed is not supported).
+    s.num_fans = ok(0);
+    s.temperature_gpu_max = ok(h100::GPU_MAX_C);
+    s.temperature_memory_max = ok(h100::MEMORY_MAX_C);
+    s.num_gpu_cores = ok(h100::CORES);
+    s.pcie_link_max_speed = ok(h100::PCIE_MAX_SPEED_MBPS);
+    board_config(&mut s, (bus, device), VirtualizationMode::None);
+    // Driver 590 (the dump's): "Requested functionality has been deprecated".
+    applications_clocks_deprecated(&mut s);
     s
+}
+
+/// The changing answers an H100 gives that a scenario's story does not set, as the real H100
+/// of fixtures/h100-real.json gave them in every frame: PCIe 5 x16 with some traffic, ECC counts
+/// of 0 in total and for device memory and SRAM (the other locations not supported), no PCIe
+/// replay, the clock event reasons (idle when idle), no event, the memory temperature a degree
+/// or two above the GPU's, and the energy counter. Without MIG, no remapped row; in MIG mode
+/// remapped rows are N/A (the MIG dump's "Remapped Rows: N/A").
+pub fn h100_health(
+    dy: &mut DeviceDynamic,
+    temperature_c: u32,
+    energy_mj: u64,
+    busy: bool,
+    mig: bool,
+) {
+    dy.memory_temperature = ok(temperature_c + 1);
+    dy.total_energy_consumption = ok(energy_mj);
+    dy.current_pcie_link_generation = ok(5);
+    dy.current_pcie_link_width = ok(16);
+    dy.pcie_tx_throughput = ok(600);
+    dy.pcie_rx_throughput = ok(450);
+    dy.ecc_errors = ecc_all(ok(0));
+    dy.ecc_device_memory = location_ecc_zero();
+    dy.ecc_sram = location_ecc_zero();
+    dy.clock_event_reasons = ok(if busy { 0 } else { reasons::GPU_IDLE });
+    dy.pcie_replay_counter = ok(0);
+    if !mig {
+        dy.remapped_rows = ok(RemappedRows {
+            correctable: 0,
+            uncorrectable: 0,
+            pending: false,
+            failure: false,
+        });
+    }
+    dy.events = ok(Vec::new());
+}
+
+/// What turning MIG mode on changes in an H100's static answers: MIG slots to hold up to 7 MIG
+/// devices (those in `slots` in use), and no core count for the whole GPU ("On MIG-enabled
+/// GPUs, querying the device's core count is currently not supported", nvmlDeviceGetNumGpuCores).
+pub fn h100_mig_mode(s: &mut DeviceStatic, slots: Vec<u32>) {
+    s.mig_mode = ok(CurrentPending {
+        current: true,
+        pending: true,
+    });
+    s.max_mig_device_count = ok(7);
+    s.mig_device_indices = ok(slots);
+    s.num_gpu_cores = ns();
+    // "Nvlink queries are not supported for Devices in MIG mode".
+    s.nvlink_state = Vec::new();
 }
 
 /// A job's process on one GPU.
@@ -576,8 +658,11 @@ pub fn build() -> Fixture {
                      reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
                      range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
                      shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
-                     (a single-GPU VM); the 8-GPU topology, UUIDs, serials, processes, host and \
-                     the frames are synthesised around those values."),
+                     (a single-GPU VM); what the dump does not show (no fans, no MIG slot with \
+                     MIG off, instance ids, bus width, thresholds, sampling periods, cores, PCIe \
+                     max speed) as the real H100 of fixtures/h100-real.json answered; the 8-GPU \
+                     topology, UUIDs, serials, processes, host and the frames are synthesised \
+                     around those values."),
         system: system((h100::DRIVER, h100::NVML, h100::CUDA), GPUS, ok(uuids)),
         nvml_missing_functions: Vec::new(),
         devices,

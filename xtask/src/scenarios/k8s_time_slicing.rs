@@ -7,12 +7,10 @@
 use std::collections::BTreeMap;
 
 use gpu_backend::fixture::{Frame, HostFrame, HostProcessFacts, HostStatic, SCHEMA_VERSION};
-use gpu_backend::{
-    CodecUtilization, ContainerFacts, CurrentPending, DeviceId, Fixture, ProcessInfo, Utilization,
-};
+use gpu_backend::{CodecUtilization, ContainerFacts, DeviceId, Fixture, ProcessInfo, Utilization};
 
 use super::common::*;
-use super::h100_sxm_8gpu::{h100, h100_static};
+use super::h100_sxm_8gpu::{h100, h100_health, h100_mig_mode, h100_static};
 
 pub const STEM: &str = "k8s-time-slicing";
 const FRAMES: usize = 30;
@@ -146,12 +144,7 @@ pub fn build() -> Fixture {
         h100_static(uuids[0].clone(), "1654223017801".into(), 0x18, 0x00, 0),
     );
     let mut parent = h100_static(uuids[1].clone(), "1654223017802".into(), 0x2a, 0x00, 1);
-    parent.mig_mode = ok(CurrentPending {
-        current: true,
-        pending: true,
-    });
-    parent.mig_device_indices = ok(vec![0, 1]);
-    parent.nvlink_state = Vec::new();
+    h100_mig_mode(&mut parent, vec![0, 1]);
     devices.insert(DeviceId::Gpu(1), parent);
     for (slot, (profile, gi, _, _)) in MIGS.iter().enumerate() {
         let mut s = static_unsupported();
@@ -189,6 +182,9 @@ pub fn build() -> Fixture {
     }
 
     let mut frames = Vec::new();
+    // Energy since the driver loaded, mJ, per GPU; GPM readings from their own generator.
+    let mut energy: [u64; 2] = [4_210_000_000, 3_870_000_000];
+    let mut gpm_rng = Rng::new(0x6770_0ce5);
     for f in 0..FRAMES {
         let mut devs = BTreeMap::new();
         let mut host = BTreeMap::new();
@@ -251,6 +247,9 @@ pub fn build() -> Fixture {
         dy.temperature = ok(58);
         dy.power_usage = ok(95_000 + sm_sum * 5_900);
         dy.performance_state = ok(0);
+        energy[0] += u64::from(95_000 + sm_sum * 5_900); // mW x 1 s = mJ
+        h100_health(&mut dy, 58, energy[0], true, false);
+        dy.gpm_metrics = gpm_reading(f, f64::from(sm_sum.min(100)), 0.5, false, &mut gpm_rng);
         dy.compute_processes = ok(gpu0);
         dy.graphics_processes = ok(Vec::new());
         samples.sort_by_key(|s| s.pid);
@@ -288,6 +287,15 @@ pub fn build() -> Fixture {
         dy.temperature = ok(47);
         dy.power_usage = ok(180_000);
         dy.performance_state = ok(0);
+        // The MIG dump: clocks, PCIe and ECC answer on a GPU in MIG mode.
+        dy.clocks = clocks(
+            h100::MAX_GRAPHICS,
+            h100::MAX_GRAPHICS,
+            h100::MAX_MEMORY,
+            h100::MAX_VIDEO,
+        );
+        energy[1] += 180_000;
+        h100_health(&mut dy, 47, energy[1], true, true);
         all.sort_by_key(|p| p.pid);
         dy.compute_processes = ok(all);
         dy.graphics_processes = ok(Vec::new());
@@ -315,7 +323,8 @@ pub fn build() -> Fixture {
              SM shares sum to the device's; GPU 1 is in MIG mode with triton-0 inside MIG \
              device 0 and gpu_burn, outside any container, inside MIG device 1.",
             "H100 identity, limits and MIG profiles as in the h100-sxm-8gpu and h100-mig \
-             scenarios (shared/reference-dumps/); pods, containers, processes and frames are \
+             scenarios (shared/reference-dumps/), health answers as the real H100 of \
+             fixtures/h100-real.json gave them; pods, containers, processes and frames are \
              synthesised.",
         ),
         system: system(

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
     Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture, Utilization,
+    VirtualizationMode,
 };
 
 use super::common::*;
@@ -67,6 +68,13 @@ pub fn build() -> Fixture {
     s.mig_device_indices = fnf();
     s.gpu_instance_id = fnf();
     s.compute_instance_id = fnf();
+    // The dump: board 0x4300, virtualization None, applications clocks N/A. R418 has no core
+    // count or PCIe max speed call.
+    board_config(&mut s, (0x43, 0x00), VirtualizationMode::None);
+    s.applications_clocks = app_clocks(ns(), ns());
+    s.default_applications_clocks = app_clocks(ns(), ns());
+    s.num_gpu_cores = fnf();
+    s.pcie_link_max_speed = fnf();
     let mut devices = BTreeMap::new();
     devices.insert(DeviceId::Gpu(0), s);
 

@@ -86,6 +86,45 @@ fn fixture_files_equal_the_generators() {
     }
 }
 
+/// fixtures/ holds the scenarios, which the generators write (and the test above keeps equal
+/// to them), and real recordings, which no generator writes: a `*-real.json` recorded from NVML,
+/// with the session's other files and their story beside it in `<stem>/README.md`. Any other
+/// file would be a scenario whose generator is gone.
+#[test]
+fn every_fixture_file_is_a_scenario_or_a_real_recording() {
+    let generated: BTreeSet<String> = all().iter().map(|(s, _)| s.to_string()).collect();
+    let mut real = 0;
+    for entry in std::fs::read_dir(fixtures_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if generated.contains(&stem) {
+            continue;
+        }
+        assert!(
+            stem.ends_with("-real"),
+            "{}: no generator writes it",
+            path.display()
+        );
+        let f = Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            f.meta.source.starts_with("recorded from NVML"),
+            "{}: a real recording says so: {}",
+            path.display(),
+            f.meta.source
+        );
+        assert!(
+            fixtures_dir().join(&stem).join("README.md").is_file(),
+            "{}: its session's README",
+            path.display()
+        );
+        real += 1;
+    }
+    assert!(real >= 1, "fixtures/h100-real.json is there");
+}
+
 #[test]
 fn every_scenario_has_30_frames_one_second_apart() {
     for (stem, f) in all() {
@@ -196,7 +235,14 @@ fn h100_sxm_8gpu_facts() {
         assert_eq!(s.nvlink_state, vec![Answer::Ok(true); 18]);
         assert_eq!(s.mig_device_indices, Answer::Ok(vec![]));
         assert_eq!(s.mig_mode.ok().map(|m| m.current), Some(false));
-        assert_eq!(s.num_fans, Answer::Err(BackendError::NotSupported));
+        // As the real H100 of fixtures/h100-real.json answered: no fans, no MIG slot with MIG
+        // off, and no instance ids on the GPU's own handle.
+        assert_eq!(s.num_fans, Answer::Ok(0));
+        assert_eq!(s.max_mig_device_count, Answer::Ok(0));
+        assert_eq!(
+            s.gpu_instance_id,
+            Answer::Err(BackendError::InvalidArgument)
+        );
     }
     assert_eq!(buses.len(), 8);
     assert_eq!(serials.len(), 8);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
     Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
-    DeviceId, DriverModel, Fixture, Utilization,
+    DeviceId, DriverModel, Fixture, Utilization, VirtualizationMode,
 };
 
 use super::common::*;
@@ -75,6 +75,10 @@ pub fn build() -> Fixture {
         current: DriverModel::Wddm,
         pending: DriverModel::Wddm,
     });
+    // The dump: board 0xc00, virtualization None, and applications clocks "Requested
+    // functionality has been deprecated" (driver 591).
+    board_config(&mut s, (0x0C, 0x00), VirtualizationMode::None);
+    applications_clocks_deprecated(&mut s);
     let mut devices = BTreeMap::new();
     devices.insert(DeviceId::Gpu(0), s);
 

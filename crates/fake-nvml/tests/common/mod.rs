@@ -88,8 +88,26 @@ fn statics(name: &str, uuid: &str, bus: u32) -> DeviceStatic {
         }),
         max_mig_device_count: ok(7),
         mig_device_indices: ok(vec![]),
-        gpu_instance_id: ns(),
-        compute_instance_id: ns(),
+        gpu_instance_id: Answer::Err(BackendError::InvalidArgument),
+        compute_instance_id: Answer::Err(BackendError::InvalidArgument),
+        applications_clocks: PerClock::from_fn(|c| match c {
+            ClockType::Video => ns(),
+            c => ok(900 + c as u32),
+        }),
+        default_applications_clocks: PerClock::from_fn(|c| match c {
+            ClockType::Video => ns(),
+            c => ok(800 + c as u32),
+        }),
+        pcie_link_max_speed: ok(16_000),
+        num_gpu_cores: ok(6912),
+        board_id: ok(bus << 8),
+        multi_gpu_board: ok(false),
+        virtualization_mode: ok(VirtualizationMode::PassThrough),
+        accounting_mode: ok(true),
+        gpu_operation_mode: ok(CurrentPending {
+            current: GpuOperationMode::AllOn,
+            pending: GpuOperationMode::Compute,
+        }),
     }
 }
 

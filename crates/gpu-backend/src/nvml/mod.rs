@@ -29,11 +29,12 @@ use nvml_wrapper_sys::bindings as sys;
 use crate::backend::GpuBackend;
 use crate::error::{nvml_codes, BackendError, Result};
 use crate::types::{
-    Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
-    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, GpmMetrics,
-    GpuEvent, LocationEccCounts, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters,
-    PciInfo, PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
-    RetirementCause, TemperatureThreshold, Utilization, MAX_DEVICE_COUNT, MAX_FANS,
+    pcie_link_max_speed_from_nvml, Architecture, Bar1MemoryInfo, Brand, ClockType,
+    CodecUtilization, ComputeCapability, ComputeMode, CurrentPending, DeviceId, DriverModel,
+    EccCounter, EccErrorKind, GpmMetrics, GpuEvent, GpuOperationMode, LocationEccCounts,
+    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PcieDirection,
+    PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, RetirementCause,
+    TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT, MAX_FANS,
     NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
@@ -802,6 +803,16 @@ impl GpuBackend for NvmlBackend {
         self.with_device(id, |d| d.max_clock_info(conv::clock_to_wrapper(clock)))
     }
 
+    fn applications_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
+        self.with_device(id, |d| d.applications_clock(conv::clock_to_wrapper(clock)))
+    }
+
+    fn default_applications_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
+        self.with_device(id, |d| {
+            d.default_applications_clock(conv::clock_to_wrapper(clock))
+        })
+    }
+
     fn num_fans(&self, id: DeviceId) -> Result<u32> {
         believed_count(self.with_device(id, |d| d.num_fans())?, MAX_FANS, "fans")
     }
@@ -844,6 +855,16 @@ impl GpuBackend for NvmlBackend {
         self.with_device(id, |d| d.max_pcie_link_width())
     }
 
+    /// Read raw: nvml-wrapper's enum has no PCIe 6 rate and rejects codes it does not know.
+    fn pcie_link_max_speed(&self, id: DeviceId) -> Result<u32> {
+        let code: c_uint = query_one!(self, id, nvmlDeviceGetPcieLinkMaxSpeed);
+        pcie_link_max_speed_from_nvml(code).ok_or_else(|| {
+            BackendError::Other(format!(
+                "NVML returned the PCIe link max speed code {code}, which names no speed"
+            ))
+        })
+    }
+
     fn nvlink_state(&self, id: DeviceId, link: u32) -> Result<bool> {
         check_link(link)?;
         let handle = self.handle(id)?;
@@ -883,6 +904,40 @@ impl GpuBackend for NvmlBackend {
         Ok(ComputeCapability {
             major: non_negative(cc.major, "compute capability")?,
             minor: non_negative(cc.minor, "compute capability")?,
+        })
+    }
+
+    fn num_gpu_cores(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.num_cores())
+    }
+
+    fn board_id(&self, id: DeviceId) -> Result<u32> {
+        self.with_device(id, |d| d.board_id())
+    }
+
+    fn multi_gpu_board(&self, id: DeviceId) -> Result<bool> {
+        self.with_device(id, |d| d.is_multi_gpu_board())
+    }
+
+    /// Read raw, as NVML's number: nvml-wrapper's enum rejects codes it does not know (and
+    /// offers the call on Linux only).
+    fn virtualization_mode(&self, id: DeviceId) -> Result<VirtualizationMode> {
+        let code: sys::nvmlGpuVirtualizationMode_t =
+            query_one!(self, id, nvmlDeviceGetVirtualizationMode);
+        Ok(VirtualizationMode::from_nvml(code))
+    }
+
+    fn accounting_mode(&self, id: DeviceId) -> Result<bool> {
+        self.with_device(id, |d| d.is_accounting_enabled())
+    }
+
+    /// Read raw, as NVML's numbers: nvml-wrapper's enum rejects codes it does not know.
+    fn gpu_operation_mode(&self, id: DeviceId) -> Result<CurrentPending<GpuOperationMode>> {
+        let (current, pending): (sys::nvmlGpuOperationMode_t, sys::nvmlGpuOperationMode_t) =
+            query_two!(self, id, nvmlDeviceGetGpuOperationMode);
+        Ok(CurrentPending {
+            current: GpuOperationMode::from_nvml(current),
+            pending: GpuOperationMode::from_nvml(pending),
         })
     }
 

@@ -22,7 +22,7 @@ pub fn all_fixtures() -> Vec<(String, Fixture)> {
     paths.sort();
     assert!(
         paths.len() >= 6,
-        "expected the six scenario fixtures in fixtures/"
+        "expected the scenario fixtures and the real recording in fixtures/"
     );
     paths
         .into_iter()

@@ -23,7 +23,10 @@ pub fn all_stems() -> Vec<String> {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     stems.sort();
-    assert!(stems.len() >= 6, "expected the six scenario fixtures");
+    assert!(
+        stems.len() >= 6,
+        "expected the scenario fixtures and the real recording"
+    );
     stems
 }
 
