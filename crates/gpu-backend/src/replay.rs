@@ -88,6 +88,9 @@ impl CallCounts {
 #[derive(Debug)]
 pub struct ReplayBackend {
     fixture: Arc<Fixture>,
+    /// The frames with events, per device, ascending: where to look for the events up to a
+    /// frame without walking every frame before it.
+    event_frames: HashMap<DeviceId, Vec<usize>>,
     clock: ReplayClock,
     counting: AtomicBool,
     counts: Mutex<CallCounts>,
@@ -101,8 +104,18 @@ impl ReplayBackend {
 
     /// Serves `fixture` with the given clock.
     pub fn with_clock(fixture: impl Into<Arc<Fixture>>, clock: ReplayClock) -> ReplayBackend {
+        let fixture = fixture.into();
+        let mut event_frames: HashMap<DeviceId, Vec<usize>> = HashMap::new();
+        for (i, frame) in fixture.frames.iter().enumerate() {
+            for (id, dy) in &frame.devices {
+                if dy.events.ok().is_some_and(|e| !e.is_empty()) {
+                    event_frames.entry(*id).or_default().push(i);
+                }
+            }
+        }
         ReplayBackend {
-            fixture: fixture.into(),
+            fixture,
+            event_frames,
             clock,
             counting: AtomicBool::new(false),
             counts: Mutex::new(CallCounts::default()),
@@ -375,27 +388,133 @@ impl GpuBackend for ReplayBackend {
     }
 
     fn events(&self, id: DeviceId, since_us: u64) -> Result<Vec<GpuEvent>> {
-        // The frame's list holds every event delivered up to that frame. A looping wall-clock
-        // replay starts each loop with no events yet and moves their times on by one loop's
-        // length, as for the process samples.
+        // Every event delivered up to the frame served (the newest MAX_EVENTS, as a backend
+        // keeps them): the log of this frame and the frames before. A looping wall-clock replay
+        // starts each loop with no events yet and moves their times on by one loop's length, as
+        // for the process samples.
         self.note("events", Some(id));
         let (index, loops) = self.position();
+        self.events_through(id, index, loops, since_us, None)
+    }
+}
+
+impl ReplayBackend {
+    /// The events of `id` newer than `since_us` (on the clock `events` serves), oldest first,
+    /// the newest [`MAX_EVENTS`] at most, from the log up to frame `index` and, when `until_us`
+    /// is given, also the later frames' events whose time is at most `until_us`.
+    fn events_through(
+        &self,
+        id: DeviceId,
+        index: usize,
+        loops: u64,
+        since_us: u64,
+        until_us: Option<u64>,
+    ) -> Result<Vec<GpuEvent>> {
         let frame = &self.fixture.frames[index];
+        if let crate::fixture::Answer::Err(e) =
+            &frame.devices.get(&id).ok_or(BackendError::NotFound)?.events
+        {
+            return Err(e.clone());
+        }
         let shift = loops
             .saturating_mul(loop_period_ms(&self.fixture.frames))
             .saturating_mul(1000);
-        match &frame.devices.get(&id).ok_or(BackendError::NotFound)?.events {
-            crate::fixture::Answer::Ok(events) => Ok(events
-                .iter()
-                .map(|e| GpuEvent {
-                    timestamp_us: e.timestamp_us.saturating_add(shift),
-                    ..*e
-                })
-                .filter(|e| e.timestamp_us > since_us)
-                .collect()),
-            crate::fixture::Answer::Err(e) => Err(e.clone()),
+        let served = |e: &GpuEvent| GpuEvent {
+            timestamp_us: e.timestamp_us.saturating_add(shift),
+            ..*e
+        };
+        let frames = self.event_frames.get(&id).map_or(&[][..], Vec::as_slice);
+        let events_of = |j: usize| -> &[GpuEvent] {
+            self.fixture.frames[j]
+                .devices
+                .get(&id)
+                .and_then(|d| d.events.ok())
+                .map_or(&[][..], Vec::as_slice)
+        };
+        let upto = frames.partition_point(|&j| j <= index);
+        let mut out = Vec::new();
+        // Later frames first (only with `until_us`): those whose events have come by then.
+        if let Some(until) = until_us {
+            let mut later: Vec<GpuEvent> = Vec::new();
+            'frames: for &j in &frames[upto..] {
+                for e in events_of(j).iter().map(served) {
+                    if e.timestamp_us > until {
+                        break 'frames;
+                    }
+                    if e.timestamp_us > since_us {
+                        later.push(e);
+                    }
+                }
+            }
+            later.reverse();
+            out.extend(later);
         }
+        // Then back through this frame and the earlier ones, newest first, until the callers'
+        // time or the bound.
+        'back: for &j in frames[..upto].iter().rev() {
+            for e in events_of(j).iter().rev().map(served) {
+                if e.timestamp_us <= since_us || out.len() >= MAX_EVENTS {
+                    break 'back;
+                }
+                out.push(e);
+            }
+        }
+        out.truncate(MAX_EVENTS);
+        out.reverse();
+        Ok(out)
     }
+
+    /// The events `events(id, since_us)` would serve now, and also those of later frames that
+    /// arrived by `until_us` (microseconds since the Unix epoch, on the clock `events`
+    /// serves): what a client listening live would have received by that moment. For a
+    /// stand-in NVML library that delivers events at the times they were recorded rather than
+    /// when the replay reaches their frame.
+    pub fn events_until(
+        &self,
+        id: DeviceId,
+        since_us: u64,
+        until_us: u64,
+    ) -> Result<Vec<GpuEvent>> {
+        let (index, loops) = self.position();
+        self.events_through(id, index, loops, since_us, Some(until_us))
+    }
+
+    /// The recording's time of the frame served now, microseconds since the Unix epoch (the
+    /// clock of its sample and event timestamps): `meta.recorded_at` plus the frame's `t_ms`,
+    /// moved on by the loops of a looping wall-clock replay; `None` when the fixture does not
+    /// say when it was recorded.
+    pub fn recorded_time_us(&self) -> Option<u64> {
+        let (index, loops) = self.position();
+        let start = recorded_at_us(&self.fixture)?;
+        let t_ms = self.fixture.frames[index]
+            .t_ms
+            .saturating_add(loops.saturating_mul(loop_period_ms(&self.fixture.frames)));
+        Some(start.saturating_add(t_ms.saturating_mul(1000)))
+    }
+
+    /// How far a wall-clock replay is into its current frame; zero on a manual clock.
+    pub fn into_frame(&self) -> Duration {
+        let ReplayClock::Wall { start, looping } = &self.clock else {
+            return Duration::ZERO;
+        };
+        let frames = &self.fixture.frames;
+        let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (index, loops) = position_at(frames, start.elapsed(), *looping);
+        let loop_start = if *looping {
+            loops.saturating_mul(loop_period_ms(frames))
+        } else {
+            0
+        };
+        Duration::from_millis(elapsed.saturating_sub(loop_start.saturating_add(frames[index].t_ms)))
+    }
+}
+
+/// `meta.recorded_at` in microseconds since the Unix epoch, if the fixture has one that parses.
+pub fn recorded_at_us(fixture: &Fixture) -> Option<u64> {
+    let at = fixture.meta.recorded_at.as_deref()?;
+    let t = humantime::parse_rfc3339_weak(at).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_micros()).ok()
 }
 
 #[cfg(test)]
@@ -613,6 +732,94 @@ mod tests {
         assert!(r
             .events(DeviceId::Gpu(0), 0)
             .is_err_and(|e| e.is_not_available()));
+    }
+
+    /// A fixture of `frames` frames whose GPU 0 logs `per_frame` clock events in each frame
+    /// from frame 1 on, 10 ms apart, and answers `not_supported` at frame `gap`.
+    fn with_event_log(frames: usize, per_frame: usize, gap: usize) -> Fixture {
+        let mut f = load("old-driver");
+        let times: Vec<u64> = (0..frames as u64).map(|i| i * 1000).collect();
+        f.frames = frames_at(&times);
+        for (i, frame) in f.frames.iter_mut().enumerate() {
+            let dy = frame.devices.get_mut(&DeviceId::Gpu(0)).unwrap();
+            dy.events = if i == gap {
+                Answer::Err(BackendError::NotSupported)
+            } else {
+                Answer::Ok(
+                    (0..if i == 0 { 0 } else { per_frame })
+                        .map(|k| GpuEvent {
+                            timestamp_us: 1_000_000_000 + (i * 1000 + k * 10) as u64 * 1000,
+                            kind: EventKind::Clock,
+                            data: 0,
+                        })
+                        .collect(),
+                )
+            };
+        }
+        f
+    }
+
+    #[test]
+    fn events_are_every_logged_one_up_to_the_frame_the_newest_256_at_most() {
+        let f = with_event_log(20, 40, 12);
+        let gpu = DeviceId::Gpu(0);
+        let r = ReplayBackend::new(f);
+        r.set_frame(0);
+        assert_eq!(r.events(gpu, 0), Ok(vec![]));
+        r.set_frame(3);
+        let three = r.events(gpu, 0).unwrap();
+        assert_eq!(three.len(), 120, "frames 1 to 3, 40 each");
+        assert!(three
+            .windows(2)
+            .all(|w| w[0].timestamp_us < w[1].timestamp_us));
+        // Newer than a time: only those after it, from whichever frame they were logged in.
+        let since = three[50].timestamp_us;
+        assert_eq!(r.events(gpu, since).unwrap(), three[51..].to_vec());
+        // Past 256, the newest 256, as a backend keeps them.
+        r.set_frame(10);
+        let ten = r.events(gpu, 0).unwrap();
+        assert_eq!(ten.len(), MAX_EVENTS);
+        assert_eq!(
+            ten.last(),
+            r.fixture().frames[10].devices[&gpu]
+                .events
+                .ok()
+                .unwrap()
+                .last()
+        );
+        // A frame whose answer is an error answers it; the next one continues the log.
+        r.set_frame(12);
+        assert_eq!(r.events(gpu, 0), Err(BackendError::NotSupported));
+        r.set_frame(13);
+        let thirteen = r.events(gpu, ten.last().unwrap().timestamp_us).unwrap();
+        assert_eq!(
+            thirteen.len(),
+            40 * 2,
+            "frames 11 and 13 after frame 10, 12 failing"
+        );
+    }
+
+    #[test]
+    fn events_until_a_time_include_those_of_later_frames_that_have_come() {
+        let f = with_event_log(5, 4, 99);
+        let gpu = DeviceId::Gpu(0);
+        let r = ReplayBackend::new(f);
+        r.set_frame(1);
+        let now = r.events(gpu, 0).unwrap();
+        assert_eq!(now.len(), 4);
+        let last = now.last().unwrap().timestamp_us;
+        // Frame 2's first two events (at +0 and +10 ms of its second) have come by +15 ms.
+        let second = 1_000_000_000 + 2_000_000;
+        let until = r.events_until(gpu, last, second + 15_000).unwrap();
+        assert_eq!(
+            until.iter().map(|e| e.timestamp_us).collect::<Vec<_>>(),
+            vec![second, second + 10_000]
+        );
+        assert_eq!(
+            r.events_until(gpu, 0, 0).unwrap(),
+            now,
+            "nothing later before its time"
+        );
     }
 
     #[test]

@@ -315,5 +315,6 @@ pub fn build() -> Fixture {
             processes: host_procs,
         },
         frames,
+        nvml_costs: None,
     }
 }

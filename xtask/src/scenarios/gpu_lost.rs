@@ -266,5 +266,6 @@ pub fn build() -> Fixture {
             processes: host_procs,
         },
         frames,
+        nvml_costs: None,
     }
 }
