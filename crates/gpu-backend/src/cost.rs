@@ -100,11 +100,14 @@ pub fn thread_cpu_time() -> Option<Duration> {
 
 /// Runs `f` and says how long it took, in wall time and in this thread's CPU time.
 pub fn time<R>(f: impl FnOnce() -> R) -> (R, Timing) {
-    let cpu0 = thread_cpu_time();
+    // The CPU clock is read inside the wall clock's interval, so that the CPU time does not
+    // count the reading of the wall clock and stays within the wall time.
     let wall0 = Instant::now();
+    let cpu0 = thread_cpu_time();
     let out = f();
+    let cpu1 = thread_cpu_time();
     let wall = wall0.elapsed();
-    let cpu = match (cpu0, thread_cpu_time()) {
+    let cpu = match (cpu0, cpu1) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };

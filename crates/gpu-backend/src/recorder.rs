@@ -306,14 +306,17 @@ pub fn record_to(
 /// A [`RecordSink`] that keeps everything, for [`record`].
 #[derive(Default)]
 struct InMemory {
-    head: Option<(
-        Meta,
-        SystemAnswers,
-        Vec<String>,
-        BTreeMap<DeviceId, DeviceStatic>,
-    )>,
+    head: Option<Head>,
     frames: Vec<Frame>,
 }
+
+/// What [`InMemory`] keeps of the head: meta, system, missing functions, static answers.
+type Head = (
+    Meta,
+    SystemAnswers,
+    Vec<String>,
+    BTreeMap<DeviceId, DeviceStatic>,
+);
 
 impl RecordSink for InMemory {
     fn begin(&mut self, head: &FixtureHead<'_>) -> std::io::Result<()> {

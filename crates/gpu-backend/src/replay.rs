@@ -479,38 +479,68 @@ impl ReplayBackend {
         self.events_through(id, index, loops, since_us, Some(until_us))
     }
 
-    /// The recording's time of the frame served now, microseconds since the Unix epoch (the
-    /// clock of its sample and event timestamps): `meta.recorded_at` plus the frame's `t_ms`,
-    /// moved on by the loops of a looping wall-clock replay; `None` when the fixture does not
-    /// say when it was recorded.
-    pub fn recorded_time_us(&self) -> Option<u64> {
-        let (index, loops) = self.position();
-        let start = recorded_at_us(&self.fixture)?;
-        let t_ms = self.fixture.frames[index]
-            .t_ms
-            .saturating_add(loops.saturating_mul(loop_period_ms(&self.fixture.frames)));
-        Some(start.saturating_add(t_ms.saturating_mul(1000)))
-    }
-
-    /// How far a wall-clock replay is into its current frame; zero on a manual clock.
-    pub fn into_frame(&self) -> Duration {
-        let ReplayClock::Wall { start, looping } = &self.clock else {
-            return Duration::ZERO;
+    /// The time of the first event of `id` newer than `after_us` (on the clock `events`
+    /// serves), in the current loop of the replay, whichever frame holds it; `None` when there
+    /// is none. With [`ReplayBackend::events_until`], for a stand-in library that sleeps until
+    /// the next event is due.
+    pub fn next_event_after(&self, id: DeviceId, after_us: u64) -> Option<u64> {
+        let (_, loops) = self.position();
+        let shift = loops
+            .saturating_mul(loop_period_ms(&self.fixture.frames))
+            .saturating_mul(1000);
+        let frames = self.event_frames.get(&id)?;
+        let events_of = |j: usize| -> &[GpuEvent] {
+            self.fixture.frames[j]
+                .devices
+                .get(&id)
+                .and_then(|d| d.events.ok())
+                .map_or(&[][..], Vec::as_slice)
         };
-        let frames = &self.fixture.frames;
-        let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (index, loops) = position_at(frames, start.elapsed(), *looping);
-        let loop_start = if *looping {
-            loops.saturating_mul(loop_period_ms(frames))
-        } else {
-            0
-        };
-        Duration::from_millis(elapsed.saturating_sub(loop_start.saturating_add(frames[index].t_ms)))
+        // Events grow along the log: the first frame whose last event is newer holds it.
+        let at = frames.partition_point(|&j| {
+            events_of(j)
+                .last()
+                .is_none_or(|e| e.timestamp_us.saturating_add(shift) <= after_us)
+        });
+        let j = *frames.get(at)?;
+        events_of(j)
+            .iter()
+            .map(|e| e.timestamp_us.saturating_add(shift))
+            .find(|&t| t > after_us)
     }
 }
 
+/// When the recording's time 0 (the `t_ms` of its frames counts from it) was, in microseconds
+/// since the Unix epoch on the clock of its sample and event timestamps; `None` when the
+/// fixture says nothing of it (no `meta.recorded_at`, and no sample or event).
+///
+/// `meta.recorded_at` is written in whole seconds, so the recording may have started up to a
+/// second later: the start is moved on until no frame holds a sample or an event newer than
+/// the frame's own time.
+pub fn recording_start_us(fixture: &Fixture) -> Option<u64> {
+    let mut start = recorded_at_us(fixture);
+    for frame in &fixture.frames {
+        for dy in frame.devices.values() {
+            let newest_event = dy
+                .events
+                .ok()
+                .and_then(|e| e.last())
+                .map(|e| e.timestamp_us);
+            let newest_sample = dy
+                .process_utilization
+                .ok()
+                .and_then(|s| s.iter().map(|s| s.timestamp_us).max());
+            for t in [newest_event, newest_sample].into_iter().flatten() {
+                let earliest = t.saturating_sub(frame.t_ms.saturating_mul(1000));
+                start = Some(start.map_or(earliest, |s| s.max(earliest)));
+            }
+        }
+    }
+    start
+}
+
 /// `meta.recorded_at` in microseconds since the Unix epoch, if the fixture has one that parses.
-pub fn recorded_at_us(fixture: &Fixture) -> Option<u64> {
+fn recorded_at_us(fixture: &Fixture) -> Option<u64> {
     let at = fixture.meta.recorded_at.as_deref()?;
     let t = humantime::parse_rfc3339_weak(at).ok()?;
     let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
