@@ -441,11 +441,11 @@ ALL_EVENT_BITS = sum(EVENT_BITS.values())
 
 
 def event_fields(e):
-    """(timestamp_us, kind, data) of a fixture's event: `[t, kind, data]` (schema version 2, a
-    log: each event in the frame it arrived in) or an object (version 1, every frame repeating
-    the events so far)."""
+    """(timestamp_us, kind, data) of a fixture's event: `[t, kind, data]`, or `[t, kind]` when
+    data is 0 (schema version 2, a log: each event in the frame it arrived in), or an object
+    (version 1, every frame repeating the events so far)."""
     if isinstance(e, list):
-        return tuple(e)
+        return e[0], e[1], e[2] if len(e) > 2 else 0
     return e["timestamp_us"], e["kind"], e["data"]
 
 

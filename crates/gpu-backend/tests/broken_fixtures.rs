@@ -277,6 +277,26 @@ fn events_out_of_order_or_of_an_unknown_kind_are_refused() {
             &["do not continue those of the device's previous frame"],
         );
     }
+    // An event array of another length than two or three is refused where it is.
+    for (bad, at) in [
+        (
+            serde_json::json!([2_000]),
+            "frames[1].devices.0.events.ok[0]",
+        ),
+        (
+            serde_json::json!([2_000, "xid", 79, 1]),
+            "frames[1].devices.0.events.ok[0]",
+        ),
+        (
+            serde_json::json!([2_000, "meltdown"]),
+            "frames[1].devices.0.events.ok[0]",
+        ),
+    ] {
+        let mut v = base();
+        v["frames"][1]["devices"]["0"]["events"] = serde_json::json!({ "ok": [bad] });
+        let err = refuse(&v.to_string());
+        assert!(err.path.starts_with(at), "{err}");
+    }
     let mut v = base();
     v["frames"][1]["devices"]["0"]["events"] =
         serde_json::json!({"ok": [{"timestamp_us": 2_000, "kind": "meltdown", "data": 0}]});
