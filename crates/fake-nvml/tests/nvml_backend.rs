@@ -301,3 +301,48 @@ fn gpm_takes_one_sample_per_device_per_refresh() {
     assert_eq!((s1 - s0, m1 - m0), (15, 10));
     backend.shutdown();
 }
+
+/// Issue 22 (3c): the event listener registered every GPU for clock changes, which a
+/// power-capped H100 sends 25-48 times a second (5-6% of a core for the thread that woke for
+/// each), although a refresh reads the clocks and their reasons anyway. It now registers for
+/// what tells about health. Over the fixture's frame 1, where GPU 0 logged a clock change
+/// before an XID and a double-bit ECC error: gpuscope's backend receives the XID and the ECC
+/// error and never the clock change (delivered first, had it been asked for); a recording's
+/// backend, which asks for every kind, receives all three.
+#[test]
+fn the_event_listener_does_not_register_for_clock_changes() {
+    let _guard = lock();
+    let so = installed();
+    set_env(Some(&write_temp(&fixture(), "health-events")), Some(1));
+    let gpu0 = gpu_backend::DeviceId::Gpu(0);
+    let kinds_received = |backend: &NvmlBackend, want: usize| -> Vec<EventKind> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = backend.events(gpu0, 0).unwrap_or_default();
+            if got.len() >= want {
+                return got.iter().map(|e| e.kind).collect();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "received {got:?}, waiting for {want}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let backend = NvmlBackend::with_library(so).expect("init");
+    assert_eq!(
+        kinds_received(&backend, 2),
+        [EventKind::Xid, EventKind::DoubleBitEcc]
+    );
+    backend.shutdown();
+    let recording = NvmlBackend::open_with(
+        Some(so.as_os_str()),
+        NvmlOptions::default().events(&EventKind::ALL),
+    )
+    .expect("init");
+    assert_eq!(
+        kinds_received(&recording, 3),
+        [EventKind::Clock, EventKind::Xid, EventKind::DoubleBitEcc]
+    );
+    recording.shutdown();
+}

@@ -415,6 +415,67 @@ impl CallObserver for CostCollector {
 mod tests {
     use super::*;
 
+    /// Every call of a snapshot, as an observer saw it: (query, NVML function, device,
+    /// arguments as written, value or error).
+    #[derive(Default)]
+    struct Log(Mutex<Vec<(String, String, Option<DeviceId>, String, bool)>>);
+
+    impl CallObserver for Log {
+        fn observe(&self, call: &CallRecord<'_>) {
+            assert!(call
+                .timing
+                .cpu
+                .is_none_or(|c| c <= call.timing.wall + Duration::from_millis(1)));
+            self.0.lock().unwrap().push((
+                call.query.into(),
+                call.nvml.into(),
+                call.device,
+                format!("{:?}", call.args),
+                call.outcome.is_ok(),
+            ));
+        }
+    }
+
+    #[test]
+    fn the_timed_backend_answers_as_its_backend_and_reports_every_call() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-mig.json");
+        let fixture = crate::Fixture::load(path).unwrap();
+        let replay = crate::ReplayBackend::new(fixture.clone());
+        replay.count_calls(true);
+        let log = Log::default();
+        let timed = TimedBackend::new(crate::ReplayBackend::new(fixture), &log);
+        // The same answers, with or without the decorator.
+        assert_eq!(
+            crate::recorder::snapshot(&timed),
+            crate::recorder::snapshot(&replay)
+        );
+        let calls = log.0.lock().unwrap();
+        assert_eq!(calls.len() as u64, replay.take_call_counts().total());
+        // A system query has no device; a per-clock one names its domain; a MIG device that
+        // does not answer a query reports the error.
+        assert!(calls.contains(&(
+            "driver_version".into(),
+            "nvmlSystemGetDriverVersion".into(),
+            None,
+            "[]".into(),
+            true
+        )));
+        assert!(calls.contains(&(
+            "clock".into(),
+            "nvmlDeviceGetClockInfo".into(),
+            Some(DeviceId::Gpu(0)),
+            "[Sm]".into(),
+            true
+        )));
+        let mig = DeviceId::Mig {
+            parent: 0,
+            index: 0,
+        };
+        assert!(calls
+            .iter()
+            .any(|c| c.0 == "power_usage" && c.2 == Some(mig) && !c.4));
+    }
+
     #[test]
     fn the_median_of_a_reservoir_is_the_middle_value_in_tenths_of_a_microsecond() {
         let mut r = Reservoir::default();
