@@ -16,9 +16,9 @@ use gpu_backend::fixture::{
 };
 use gpu_backend::{Answer, DeviceId, GpuEvent, MAX_EVENTS};
 
-/// What to build.
+/// Which long recording to build.
 #[derive(clap::Args)]
-pub struct GenArgs {
+pub struct LongArgs {
     /// The recording to build from: one GPU, no MIG.
     #[arg(long, default_value = "fixtures/h100-real.json", value_name = "FILE")]
     pub from: PathBuf,
@@ -28,6 +28,13 @@ pub struct GenArgs {
     /// How long, at the recording's own interval between frames.
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     pub duration: Duration,
+}
+
+/// What to build, and where.
+#[derive(clap::Args)]
+pub struct GenArgs {
+    #[command(flatten)]
+    pub long: LongArgs,
     /// The file to write; compressed as its name says (`.json.zst`, `.json.gz`).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -35,15 +42,15 @@ pub struct GenArgs {
 
 /// Writes the long recording.
 pub fn gen(args: GenArgs) -> Result<()> {
-    let source = Fixture::load(&args.from).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let long = Expander::new(&source, args.gpus, args.duration)?;
+    let source = Fixture::load(&args.long.from).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let long = Expander::new(&source, args.long.gpus, args.long.duration)?;
     let started = Instant::now();
     let sizes = long.write(&args.out, Layout::Current)?;
     eprintln!(
         "wrote {} in {:.1} s: {} GPUs, {} frames of {} ms, {} events; {} bytes of JSON, {} on disk",
         args.out.display(),
         started.elapsed().as_secs_f64(),
-        args.gpus,
+        args.long.gpus,
         long.frames,
         long.step_ms,
         sizes.events,
@@ -423,15 +430,8 @@ impl std::io::Write for Counted {
 /// What to measure.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The recording to build from.
-    #[arg(long, default_value = "fixtures/h100-real.json", value_name = "FILE")]
-    pub from: PathBuf,
-    /// How many GPUs.
-    #[arg(long, default_value_t = 8)]
-    pub gpus: u32,
-    /// How long a recording.
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
-    pub duration: Duration,
+    #[command(flatten)]
+    pub long: LongArgs,
     /// How many times each file is loaded (the median is reported).
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -445,8 +445,8 @@ pub struct BenchArgs {
 
 /// Writes the long recording in both layouts, and times loading each file.
 pub fn bench(args: BenchArgs) -> Result<()> {
-    let source = Fixture::load(&args.from).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let long = Expander::new(&source, args.gpus, args.duration)?;
+    let source = Fixture::load(&args.long.from).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let long = Expander::new(&source, args.long.gpus, args.long.duration)?;
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
     let cases = [
@@ -457,17 +457,17 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     ];
     println!(
         "{} GPUs, {} frames of {} ms, from {} ({} runs each, median)\n",
-        args.gpus,
+        args.long.gpus,
         long.frames,
         long.step_ms,
-        args.from.display(),
+        args.long.from.display(),
         args.runs
     );
     println!("| layout, file | on disk | JSON text | events in the file | write | load (median) | loaded? |");
     println!("|---|---|---|---|---|---|---|");
     let mut texts = Vec::new();
     for (label, name, layout) in cases {
-        let path = args.dir.join(format!("long-{}gpu-{name}", args.gpus));
+        let path = args.dir.join(format!("long-{}gpu-{name}", args.long.gpus));
         let t = Instant::now();
         let sizes = long.write(&path, layout)?;
         let write = t.elapsed();

@@ -415,10 +415,13 @@ impl CallObserver for CostCollector {
 mod tests {
     use super::*;
 
-    /// Every call of a snapshot, as an observer saw it: (query, NVML function, device,
-    /// arguments as written, value or error).
+    /// One call as an observer saw it: (query, NVML function, device, arguments as written,
+    /// value or error).
+    type Seen = (String, String, Option<DeviceId>, String, bool);
+
+    /// Every call of a snapshot.
     #[derive(Default)]
-    struct Log(Mutex<Vec<(String, String, Option<DeviceId>, String, bool)>>);
+    struct Log(Mutex<Vec<Seen>>);
 
     impl CallObserver for Log {
         fn observe(&self, call: &CallRecord<'_>) {

@@ -366,9 +366,7 @@ impl GpuBackend for ReplayBackend {
         self.note("process_utilization", Some(id));
         let (index, loops) = self.position();
         let frame = &self.fixture.frames[index];
-        let shift = loops
-            .saturating_mul(loop_period_ms(&self.fixture.frames))
-            .saturating_mul(1000);
+        let shift = self.loop_shift_us(loops);
         match &frame
             .devices
             .get(&id)
@@ -399,6 +397,24 @@ impl GpuBackend for ReplayBackend {
 }
 
 impl ReplayBackend {
+    /// How far the timestamps of a looping wall-clock replay are moved on after `loops` whole
+    /// loops, in microseconds: so that time keeps going forward for a caller that asks for
+    /// what is newer than the last it saw.
+    fn loop_shift_us(&self, loops: u64) -> u64 {
+        loops
+            .saturating_mul(loop_period_ms(&self.fixture.frames))
+            .saturating_mul(1000)
+    }
+
+    /// The events frame `j` logs for `id`: none when it answered an error.
+    fn logged(&self, id: DeviceId, j: usize) -> &[GpuEvent] {
+        self.fixture.frames[j]
+            .devices
+            .get(&id)
+            .and_then(|d| d.events.ok())
+            .map_or(&[][..], Vec::as_slice)
+    }
+
     /// The events of `id` newer than `since_us` (on the clock `events` serves), oldest first,
     /// the newest [`MAX_EVENTS`] at most, from the log up to frame `index` and, when `until_us`
     /// is given, also the later frames' events whose time is at most `until_us`.
@@ -416,21 +432,13 @@ impl ReplayBackend {
         {
             return Err(e.clone());
         }
-        let shift = loops
-            .saturating_mul(loop_period_ms(&self.fixture.frames))
-            .saturating_mul(1000);
+        let shift = self.loop_shift_us(loops);
         let served = |e: &GpuEvent| GpuEvent {
             timestamp_us: e.timestamp_us.saturating_add(shift),
             ..*e
         };
         let frames = self.event_frames.get(&id).map_or(&[][..], Vec::as_slice);
-        let events_of = |j: usize| -> &[GpuEvent] {
-            self.fixture.frames[j]
-                .devices
-                .get(&id)
-                .and_then(|d| d.events.ok())
-                .map_or(&[][..], Vec::as_slice)
-        };
+        let events_of = |j: usize| self.logged(id, j);
         let upto = frames.partition_point(|&j| j <= index);
         let mut out = Vec::new();
         // Later frames first (only with `until_us`): those whose events have come by then.
@@ -485,17 +493,9 @@ impl ReplayBackend {
     /// the next event is due.
     pub fn next_event_after(&self, id: DeviceId, after_us: u64) -> Option<u64> {
         let (_, loops) = self.position();
-        let shift = loops
-            .saturating_mul(loop_period_ms(&self.fixture.frames))
-            .saturating_mul(1000);
+        let shift = self.loop_shift_us(loops);
         let frames = self.event_frames.get(&id)?;
-        let events_of = |j: usize| -> &[GpuEvent] {
-            self.fixture.frames[j]
-                .devices
-                .get(&id)
-                .and_then(|d| d.events.ok())
-                .map_or(&[][..], Vec::as_slice)
-        };
+        let events_of = |j: usize| self.logged(id, j);
         // Events grow along the log: the first frame whose last event is newer holds it.
         let at = frames.partition_point(|&j| {
             events_of(j)
