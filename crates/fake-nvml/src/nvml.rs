@@ -665,9 +665,9 @@ nvml_api! {
         put(is_pending, c_uint::from(rows.pending))?;
         put(failure_occurred, c_uint::from(rows.failure))
     }
-    /// `nvmlDeviceGetSupportedEventTypes`: every kind gpuscope records (XID, single- and
-    /// double-bit ECC, clock, power source) on a device whose fixture records events; the
-    /// recorded error (not recorded: not supported) otherwise.
+    /// `nvmlDeviceGetSupportedEventTypes`: every kind of `nvmlEventTypeAll` (0xff9f, what an
+    /// H100 reports) on a device whose fixture records events; the recorded error (not
+    /// recorded: not supported) otherwise.
     fn nvmlDeviceGetSupportedEventTypes(device: nvmlDevice_t, event_types: *mut c_ulonglong) |ctx| {
         let id = ctx.dev(device)?;
         nn(event_types)?;
