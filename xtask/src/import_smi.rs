@@ -1338,5 +1338,6 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
             devices: dynamics,
             host: host_frame,
         }],
+        nvml_costs: None,
     }
 }

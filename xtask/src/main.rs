@@ -5,8 +5,10 @@ mod bench_fleet;
 mod bench_oneshot;
 mod import_smi;
 mod live;
+mod long_recording;
 mod man;
 mod record;
+mod rewrite;
 mod scenarios;
 mod tidy;
 
@@ -48,9 +50,19 @@ enum Command {
         #[arg(long, default_value = "target/man")]
         out_dir: PathBuf,
     },
-    /// Records a fixture from the real NVML (needs an NVIDIA GPU and driver). Ctrl+C stops early
-    /// and keeps the frames recorded so far.
+    /// Records a fixture from the real NVML (needs an NVIDIA GPU and driver), streaming it to
+    /// the file (`--frames N` or `--duration 1h`; `.json.zst` or `.json.gz` to compress) with
+    /// each NVML function's cost. Ctrl+C stops early and keeps the frames recorded so far.
     RecordFixture(record::RecordArgs),
+    /// Rewrites a fixture into the current layout (schema version, events as a log), its values
+    /// unchanged: `cargo xtask rewrite-fixture fixtures/h100-real.json`.
+    RewriteFixture(rewrite::Args),
+    /// Writes a long, many-GPU recording built from a real one: its GPU repeated with distinct
+    /// ids, its frames looped with their event rate kept (default: 8 GPUs, one hour).
+    GenLongRecording(long_recording::GenArgs),
+    /// Size on disk and load time of the long recording, in the current layout (plain, gzip,
+    /// zstd) and in schema version 1's (see docs/benchmarks.md; run with --release).
+    BenchFixtureLoad(long_recording::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +75,9 @@ fn main() -> ExitCode {
         Command::BenchFleet(args) => bench_fleet::run(args),
         Command::Man { out_dir } => man::run(&out_dir),
         Command::RecordFixture(args) => record::run(args),
+        Command::RewriteFixture(args) => rewrite::run(args),
+        Command::GenLongRecording(args) => long_recording::gen(args),
+        Command::BenchFixtureLoad(args) => long_recording::bench(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

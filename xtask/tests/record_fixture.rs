@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpu_backend::{Answer, EventKind, Fixture, GpuEvent};
+use gpu_backend::{Answer, EventKind, Fixture, GpuBackend, GpuEvent};
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 
@@ -134,25 +134,78 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
         // answers NVML_ERROR_FUNCTION_NOT_FOUND instead), so the symbol probe finds none missing.
         assert_eq!(got.nvml_missing_functions, Vec::<String>::new(), "{stem}");
         assert_eq!(got.frames.len(), 3, "{stem}: frames");
+        // What each NVML function called cost, nvmlInit's and nvmlShutdown's included.
+        let costs = got.nvml_costs.as_ref().expect("nvml_costs recorded");
+        for function in ["nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetCount_v2"] {
+            let cost = costs
+                .get(function)
+                .unwrap_or_else(|| panic!("{stem}: no cost for {function}: {costs:?}"));
+            assert!(cost.wall_us > 0.0, "{stem}: {function}: {cost:?}");
+            // Two clocks of their own resolution: the CPU time is within the wall time, give or
+            // take a few percent.
+            assert!(
+                cost.cpu_us <= cost.wall_us * 1.05 + 1.0,
+                "{stem}: {function}: {cost:?}"
+            );
+        }
+        if want.devices.values().any(|d| d.name.ok().is_some()) {
+            assert!(costs.contains_key("nvmlDeviceGetName"), "{stem}: {costs:?}");
+        }
+        assert!(
+            !costs.contains_key("nvmlEventSetWait_v2"),
+            "reading the listener's buffer is no NVML call"
+        );
+        // What the pinned frame serves as every event so far (the newest 256).
+        let replay = gpu_backend::ReplayBackend::new(want.clone());
+        replay.set_frame(frame);
+        // Each device's events recorded so far, over the frames.
+        let mut logged: std::collections::BTreeMap<gpu_backend::DeviceId, Vec<GpuEvent>> =
+            Default::default();
         for (i, f) in got.frames.iter().enumerate() {
             let mut devices = f.devices.clone();
-            // Events come through the listener thread, which started with the recording: it
-            // has received some or all of the frame's events, in order, stamped with the time
-            // they arrived (NVML's events carry none). The rest must be exactly the fixture's.
+            // Events come through the listener thread (listening for every kind, as a
+            // recording does), which started with the recording: by each frame it has received
+            // some or all of the events the pinned frame holds, in order, stamped with the
+            // time they arrived (NVML's events carry none); each frame logs the new ones.
             for (id, d) in devices.iter_mut() {
-                let w = &want.frames[frame].devices[id].events;
-                if let (Answer::Ok(g), Answer::Ok(w)) = (&d.events, w) {
+                let w = replay.events(*id, 0);
+                if let (Answer::Ok(g), Ok(w)) = (&d.events, &w) {
+                    let log = logged.entry(*id).or_default();
+                    log.extend(g.iter().copied());
                     let kinds = |l: &[GpuEvent]| -> Vec<(EventKind, u64)> {
                         l.iter().map(|e| (e.kind, e.data)).collect()
                     };
                     assert!(
-                        kinds(w).starts_with(&kinds(g)),
-                        "{stem}: frame {i} device {id}: events {g:?} are not the first of {w:?}"
+                        kinds(w).starts_with(&kinds(log)),
+                        "{stem}: frame {i} device {id}: events {log:?} are not the first of {w:?}"
                     );
                 } else {
-                    assert_eq!(&d.events, w, "{stem}: frame {i} device {id}: events");
+                    assert_eq!(
+                        d.events.get().map(|_| ()),
+                        w.map(|_| ()),
+                        "{stem}: frame {i} device {id}: events"
+                    );
                 }
-                d.events = w.clone();
+                d.events = want.frames[frame].devices[id].events.clone();
+                // Process samples are served on the replay's clock: the recorded timestamps
+                // moved by one shift.
+                if let (Answer::Ok(g), Answer::Ok(w)) = (
+                    &mut d.process_utilization,
+                    &want.frames[frame].devices[id].process_utilization,
+                ) {
+                    let shifts: std::collections::BTreeSet<i128> = g
+                        .iter()
+                        .zip(w)
+                        .map(|(g, w)| i128::from(g.timestamp_us) - i128::from(w.timestamp_us))
+                        .collect();
+                    assert!(
+                        shifts.len() <= 1,
+                        "{stem}: frame {i} device {id}: {shifts:?}"
+                    );
+                    for (g, w) in g.iter_mut().zip(w) {
+                        g.timestamp_us = w.timestamp_us;
+                    }
+                }
             }
             let mut expected = want.frames[frame].devices.clone();
             if i == 0 {
@@ -222,4 +275,59 @@ fn record_fixture_with_a_broken_fake_fixture_says_no_driver() {
     assert!(!run.status.success(), "it must fail: {stderr}");
     assert!(stderr.contains("no NVIDIA driver here"), "{stderr}");
     assert!(!out.exists(), "no fixture is written");
+}
+
+/// `record-fixture --duration 1h` streams frames to the file as it records them, and Ctrl+C
+/// (SIGINT) ends the file properly: a valid fixture with the frames taken so far. (Plain JSON,
+/// so that the frames reach the disk as they come; compressed, they reach it a block at a
+/// time.)
+#[test]
+fn record_fixture_streams_a_long_recording_and_ctrl_c_keeps_a_valid_fixture() {
+    let lib = fake_library();
+    let dir = temp_dir("stream");
+    let out = dir.join("long.json");
+    let partial = dir.join("long.json.partial");
+    let _ = std::fs::remove_file(&out);
+    let real = workspace().join("fixtures/h100-real.json");
+    let mut child = Command::new(XTASK)
+        .args([
+            "record-fixture",
+            "--duration",
+            "1h",
+            "--interval",
+            "20ms",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--nvml-lib")
+        .arg(lib)
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .env("GPUSCOPE_FAKE_NVML_FIXTURE", &real)
+        .env("GPUSCOPE_FAKE_NVML_FRAME", "30")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run xtask");
+    // The frames go to the partial file while recording; the fixture appears only at the end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::metadata(&partial).map_or(0, |m| m.len()) < 8192 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing streamed to {partial:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!out.exists(), "not in place before it is whole");
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("interrupted: keeping the"), "{stderr}");
+    let got = Fixture::load(&out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(got.frames.len() > 1, "{} frames", got.frames.len());
+    assert!(got.frames.len() < 180_000, "stopped early");
+    assert!(got.nvml_costs.is_some());
+    assert!(!partial.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

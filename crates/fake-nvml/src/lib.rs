@@ -14,7 +14,8 @@
 //!
 //! # Environment
 //!
-//! * `GPUSCOPE_FAKE_NVML_FIXTURE` (required): path of the fixture JSON file. Read at the first
+//! * `GPUSCOPE_FAKE_NVML_FIXTURE` (required): path of the fixture file (plain JSON,
+//!   `.json.gz` or `.json.zst`). Read at the first
 //!   `nvmlInit*` (again after the last `nvmlShutdown`) and at `cuInit`. Unset, unreadable or
 //!   broken: init answers `NVML_ERROR_DRIVER_NOT_LOADED` (9) (`cuInit`:
 //!   `CUDA_ERROR_NO_DEVICE`) and prints one line on stderr naming the variable, the file and
@@ -47,12 +48,19 @@
 //!   `NVML_ERROR_FUNCTION_NOT_FOUND` (13). A real old driver lacks the symbol instead; clients
 //!   that look symbols up one by one (nvml-wrapper: `FailedToLoadSymbol`; pynvml:
 //!   `NVMLError_FunctionNotFound`) should treat both alike.
+//! * The replay's clock: process-utilization samples are served with their timestamps moved
+//!   onto this machine's clock (and `lastSeenTimeStamp` read on it), so that a client asking by
+//!   wall clock (nvitop: the samples of the last second) sees what it would have seen live. On
+//!   a wall-clock replay the replay's start is the recording's start; on a frame pinned or set
+//!   by hand, the moment it was chosen is that frame's time.
 //! * Events (`nvmlEventSetCreate`, `nvmlDeviceGetSupportedEventTypes`,
 //!   `nvmlDeviceRegisterEvents`, `nvmlEventSetWait[_v2]`, `nvmlEventSetFree`) come from the
-//!   fixture's `events`: a set delivers each event of a registered device and kind once, from
-//!   the frame that records it on, oldest first; a wait with nothing to deliver polls the frame
-//!   until its timeout and answers `NVML_ERROR_TIMEOUT`. A device whose fixture records no
-//!   events answers the recorded error (not recorded: `NVML_ERROR_NOT_SUPPORTED`).
+//!   fixture's `events` log: a set delivers each event of a registered device and kind once,
+//!   oldest first, on a wall-clock replay at the time it was recorded (the recording's event
+//!   rate), on a frame chosen by hand from the frame that logs it on; a wait with nothing to
+//!   deliver sleeps until an event is due or its timeout and answers `NVML_ERROR_TIMEOUT`. A
+//!   device whose fixture records no events answers the recorded error (not recorded:
+//!   `NVML_ERROR_NOT_SUPPORTED`).
 //! * No panic crosses the ABI: every entry point catches it and answers `NVML_ERROR_UNKNOWN`
 //!   (CUDA: `CUDA_ERROR_UNKNOWN`). All state is behind one mutex; calls are thread safe.
 //!

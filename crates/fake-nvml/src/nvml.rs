@@ -36,6 +36,8 @@ const INVALID: Code = Code(ret::INVALID_ARGUMENT);
 /// What a call is served from.
 pub(crate) struct Ctx {
     b: Arc<ReplayBackend>,
+    /// How the recording's clock maps onto this machine's.
+    time: state::ReplayTime,
 }
 
 // Handles are small numbers dressed as pointers: never null, never dereferenced, the same for a
@@ -91,14 +93,14 @@ impl Ctx {
 /// Runs one entry point's body with the guards every entry point has.
 fn call(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvmlReturn_t {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let Some(b) = state::nvml_backend() else {
+        let Some((b, time)) = state::nvml_served() else {
             return Err(Code(ret::UNINITIALIZED));
         };
         state::hang_while_asked();
         if b.fixture().nvml_missing_functions.iter().any(|f| f == name) {
             return Err(Code(ret::FUNCTION_NOT_FOUND));
         }
-        body(&Ctx { b })
+        body(&Ctx { b, time })
     }));
     match outcome {
         Ok(Ok(())) => ret::SUCCESS,
@@ -692,9 +694,9 @@ nvml_api! {
         put(is_pending, c_uint::from(rows.pending))?;
         put(failure_occurred, c_uint::from(rows.failure))
     }
-    /// `nvmlDeviceGetSupportedEventTypes`: every kind gpuscope records (XID, single- and
-    /// double-bit ECC, clock, power source) on a device whose fixture records events; the
-    /// recorded error (not recorded: not supported) otherwise.
+    /// `nvmlDeviceGetSupportedEventTypes`: every kind of `nvmlEventTypeAll` (0xff9f, what an
+    /// H100 reports) on a device whose fixture records events; the recorded error (not
+    /// recorded: not supported) otherwise.
     fn nvmlDeviceGetSupportedEventTypes(device: nvmlDevice_t, event_types: *mut c_ulonglong) |ctx| {
         let id = ctx.dev(device)?;
         nn(event_types)?;
@@ -889,19 +891,21 @@ nvml_api! {
         put_list(count, infos, &list)
     }
     /// `nvmlDeviceGetProcessUtilization`: the samples newer than `last_seen_time_stamp` (µs since
-    /// the Unix epoch), served with the timestamps they were recorded with. No such sample:
-    /// `NVML_ERROR_NOT_FOUND`; a null or short buffer: `NVML_ERROR_INSUFFICIENT_SIZE` with the
-    /// count needed.
+    /// the Unix epoch), with their timestamps moved onto the replay's clock (see
+    /// [`state::ReplayTime`]): a sample taken 300 ms before a frame is 300 ms old when that
+    /// frame is served, so a client that asks for the samples of the last second by wall clock
+    /// gets what it would have got live. No such sample: `NVML_ERROR_NOT_FOUND`; a null or
+    /// short buffer: `NVML_ERROR_INSUFFICIENT_SIZE` with the count needed.
     fn nvmlDeviceGetProcessUtilization(device: nvmlDevice_t, utilization: *mut nvmlProcessUtilizationSample_t, count: *mut c_uint, last_seen_time_stamp: c_ulonglong) |ctx| {
         let id = ctx.dev(device)?;
         nn(count)?;
         let samples: Vec<_> = ctx
             .b
-            .process_utilization(id, last_seen_time_stamp)?
+            .process_utilization(id, ctx.time.to_recorded(last_seen_time_stamp))?
             .iter()
             .map(|s| nvmlProcessUtilizationSample_t {
                 pid: s.pid,
-                timeStamp: s.timestamp_us,
+                timeStamp: ctx.time.to_wall(s.timestamp_us),
                 smUtil: s.sm,
                 memUtil: s.memory,
                 encUtil: s.encoder,
@@ -1346,23 +1350,39 @@ mod event_sets {
         with(|sets| sets.live.remove(&(set as usize)).map(|_| ()).ok_or(INVALID))
     }
 
-    /// The next event of `set`, waiting up to `timeout_ms` for the frame that holds one.
+    /// The next event of `set`, waiting up to `timeout_ms` for one to come. On a wall-clock
+    /// replay an event comes at its own time in the recording (moved onto this machine's clock,
+    /// see [`state::ReplayTime`]), so that a listener sees the recording's event rate, not a
+    /// burst at each frame; on a frame chosen by hand, with the frame that holds it.
     pub(super) fn wait(set: nvmlEventSet_t, timeout_ms: u32) -> Result<nvmlEventData_t, Code> {
         let deadline = Instant::now() + Duration::from_millis(timeout_ms.into());
         loop {
             // The frame may change while waiting (wall clock, or a test stepping it).
-            let b = state::nvml_backend().ok_or(Code(ret::UNINITIALIZED))?;
+            let (b, time) = state::nvml_served().ok_or(Code(ret::UNINITIALIZED))?;
+            let now = time.recorded_now();
+            let mut next_due: Option<u64> = None;
             let found = with(|sets| -> Result<_, Code> {
                 let set = sets.live.get_mut(&(set as usize)).ok_or(INVALID)?;
                 let mut oldest: Option<(DeviceId, gpu_backend::GpuEvent)> = None;
                 for (&id, &kinds) in &set.kinds {
                     let since = set.delivered.get(&id).copied().unwrap_or(0);
-                    let Ok(events) = b.events(id, since) else {
+                    let events = match now {
+                        Some(now) => b.events_until(id, since, now),
+                        None => b.events(id, since),
+                    };
+                    let Ok(events) = events else {
                         continue;
                     };
                     if let Some(e) = events.into_iter().find(|e| kinds & e.kind.nvml_bit() != 0) {
                         if oldest.is_none_or(|(_, o)| e.timestamp_us < o.timestamp_us) {
                             oldest = Some((id, e));
+                        }
+                    } else if now.is_some() {
+                        // Nothing yet: when the device's next event is due (of any kind; a
+                        // kind not registered only wakes the wait once more).
+                        let last = now.unwrap_or(0).max(since);
+                        if let Some(t) = b.next_event_after(id, last) {
+                            next_due = Some(next_due.map_or(t, |n| n.min(t)));
                         }
                     }
                 }
@@ -1380,13 +1400,20 @@ mod event_sets {
                     computeInstanceId: NVML_NO_INSTANCE_ID,
                 });
             }
-            let now = Instant::now();
-            if now >= deadline {
+            let wall_now = Instant::now();
+            if wall_now >= deadline {
                 return Err(Code(ret::TIMEOUT));
             }
-            // Asleep until the frame can have changed, as NVML's wait sleeps in the driver:
-            // a waiting thread costs its process nothing between frames.
-            state::wait_for_frame_change(&b, deadline - now);
+            // Asleep until an event can be due, as NVML's wait sleeps in the driver: a waiting
+            // thread costs its process nothing between events.
+            let left = deadline - wall_now;
+            match (now, next_due) {
+                (Some(now), Some(due)) => state::wait_for_frame_change(
+                    &b,
+                    left.min(Duration::from_micros(due.saturating_sub(now).max(1))),
+                ),
+                _ => state::wait_for_frame_change(&b, left),
+            }
         }
     }
 

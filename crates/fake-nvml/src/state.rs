@@ -62,6 +62,78 @@ struct NvmlServed {
     backend: Arc<ReplayBackend>,
     /// True when the frame is chosen by hand (pinned or stepped), false on the wall clock.
     manual: bool,
+    /// How the recording's clock maps onto this machine's.
+    time: ReplayTime,
+}
+
+/// How the recording's clock (its sample and event timestamps) maps onto this machine's wall
+/// clock, so that a client that asks by wall clock ("the samples of the last second") sees
+/// what it would have seen live.
+///
+/// On the wall clock, the replay's start is the recording's start (its time 0), and both clocks
+/// run together. On a frame chosen by hand, the moment the frame was chosen is that frame's
+/// time in the recording. A fixture that does not say when it was recorded keeps its
+/// timestamps as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReplayTime {
+    /// Wall microseconds minus recorded microseconds; `None`: served as recorded.
+    offset_us: Option<i64>,
+    /// Whether the replay follows the wall clock (events are then due at their own times).
+    wall: bool,
+}
+
+/// Microseconds since the Unix epoch now.
+pub(crate) fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+impl ReplayTime {
+    /// The mapping for `backend`, whose frame has just been chosen (by hand) or whose wall
+    /// clock has just started.
+    fn now_for(backend: &ReplayBackend, wall: bool) -> ReplayTime {
+        let start = gpu_backend::replay::recording_start_us(backend.fixture());
+        let offset_us = start.map(|start| {
+            let frame_ms = if wall { 0 } else { backend.frame().t_ms };
+            let recorded = start.saturating_add(frame_ms.saturating_mul(1000));
+            let diff = i128::from(now_us()) - i128::from(recorded);
+            i64::try_from(diff).unwrap_or(if diff < 0 { i64::MIN } else { i64::MAX })
+        });
+        ReplayTime { offset_us, wall }
+    }
+
+    /// A recorded timestamp on this machine's clock (1 at the least: NVML's timestamps are
+    /// above 0).
+    pub(crate) fn to_wall(self, recorded_us: u64) -> u64 {
+        match self.offset_us {
+            None => recorded_us,
+            Some(o) => clamp(i128::from(recorded_us) + i128::from(o)).max(1),
+        }
+    }
+
+    /// A wall-clock timestamp a client passed, on the recording's clock; 0 (everything) stays
+    /// 0.
+    pub(crate) fn to_recorded(self, wall_us: u64) -> u64 {
+        match self.offset_us {
+            _ if wall_us == 0 => 0,
+            None => wall_us,
+            Some(o) => clamp(i128::from(wall_us) - i128::from(o)),
+        }
+    }
+
+    /// The recording's time now, when the replay follows the wall clock and the recording
+    /// says when it was made; `None` otherwise (events are then due with their frame).
+    pub(crate) fn recorded_now(self) -> Option<u64> {
+        self.wall
+            .then_some(self.offset_us)
+            .flatten()
+            .map(|_| self.to_recorded(now_us().max(1)))
+    }
+}
+
+fn clamp(v: i128) -> u64 {
+    u64::try_from(v.max(0)).unwrap_or(u64::MAX)
 }
 
 /// What CUDA calls are served from, fixed at `cuInit`.
@@ -142,15 +214,20 @@ pub(crate) fn nvml_init() -> nvmlReturn_t {
         Ok((fixture, Some(frame))) => {
             let backend = ReplayBackend::new(fixture);
             backend.set_frame(frame);
+            let time = ReplayTime::now_for(&backend, false);
             st.nvml = Some(NvmlServed {
                 backend: Arc::new(backend),
                 manual: true,
+                time,
             });
         }
         Ok((fixture, None)) => {
+            let backend = ReplayBackend::with_clock(fixture, ReplayClock::wall(true));
+            let time = ReplayTime::now_for(&backend, true);
             st.nvml = Some(NvmlServed {
-                backend: Arc::new(ReplayBackend::with_clock(fixture, ReplayClock::wall(true))),
+                backend: Arc::new(backend),
                 manual: false,
+                time,
             });
         }
         Err(message) => {
@@ -176,13 +253,14 @@ pub(crate) fn nvml_shutdown() -> nvmlReturn_t {
     ret::SUCCESS
 }
 
-/// The replay NVML calls are served from, if NVML is initialised.
-pub(crate) fn nvml_backend() -> Option<Arc<ReplayBackend>> {
+/// The replay NVML calls are served from, and how its clock maps onto this machine's, if NVML
+/// is initialised.
+pub(crate) fn nvml_served() -> Option<(Arc<ReplayBackend>, ReplayTime)> {
     let st = lock();
     if st.nvml_refs == 0 {
         return None;
     }
-    st.nvml.as_ref().map(|s| Arc::clone(&s.backend))
+    st.nvml.as_ref().map(|s| (Arc::clone(&s.backend), s.time))
 }
 
 /// Counts the frames set by hand, so that a waiting call wakes when one is (see
@@ -193,6 +271,11 @@ static FRAMES_SET: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 /// until a wall-clock replay's next frame is due, whichever comes first.
 pub(crate) fn wait_for_frame_change(backend: &ReplayBackend, timeout: Duration) {
     let timeout = backend.next_frame_in().map_or(timeout, |d| d.min(timeout));
+    wait_for_frame_set(timeout);
+}
+
+/// Waits up to `timeout`, or until a frame is set by hand.
+pub(crate) fn wait_for_frame_set(timeout: Duration) {
     let (count, changed) = &FRAMES_SET;
     let guard = count.lock().unwrap_or_else(PoisonError::into_inner);
     let seen = *guard;
@@ -212,6 +295,7 @@ pub(crate) fn set_frame(index: usize) -> nvmlReturn_t {
         served.manual = true;
     }
     served.backend.set_frame(index);
+    served.time = ReplayTime::now_for(&served.backend, false);
     drop(st);
     let (count, changed) = &FRAMES_SET;
     *count.lock().unwrap_or_else(PoisonError::into_inner) += 1;

@@ -393,18 +393,17 @@ fn process_utilization_filters_by_timestamp() {
         );
         assert_eq!(samples[1].smUtil, 20);
         assert_eq!(samples[1].decUtil, 2);
+        // The timestamps are on the replay's clock, a second apart as recorded: asking for
+        // those newer than the first gives the second.
+        let (first, second) = (samples[0].timeStamp, samples[1].timeStamp);
+        assert_eq!(second - first, 1_000_000);
         count = 2;
         assert_eq!(
-            nvmlDeviceGetProcessUtilization(
-                h,
-                samples.as_mut_ptr(),
-                &mut count,
-                1_700_000_000_500_000
-            ),
+            nvmlDeviceGetProcessUtilization(h, samples.as_mut_ptr(), &mut count, first),
             OK
         );
         assert_eq!(count, 1);
-        assert_eq!(samples[0].timeStamp, 1_700_000_001_000_000);
+        assert_eq!(samples[0].timeStamp, second);
         assert_eq!(
             nvmlDeviceGetProcessUtilization(h, null_mut(), &mut count, u64::MAX - 1),
             ret::NOT_FOUND
@@ -846,7 +845,11 @@ fn events_are_delivered_once_from_their_frame() {
         let g0 = handle(0);
         let mut kinds: c_ulonglong = 0;
         assert_eq!(nvmlDeviceGetSupportedEventTypes(g0, &mut kinds), OK);
-        assert_eq!(kinds, 0x1 | 0x2 | 0x8 | 0x10 | 0x80);
+        assert_eq!(
+            kinds,
+            gpu_backend::EventKind::all_bits(),
+            "nvmlEventTypeAll"
+        );
         let mut mig = null_mut();
         assert_eq!(nvmlDeviceGetMigDeviceHandleByIndex(g0, 0, &mut mig), OK);
         assert_eq!(
@@ -887,5 +890,70 @@ fn events_are_delivered_once_from_their_frame() {
             nvmlEventSetWait_v2(set, &mut data, 0),
             ret::INVALID_ARGUMENT
         );
+    });
+}
+
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+/// Issue 22 (3d): nvitop showed 0 %SM for every process of the real H100 recording over
+/// fake-nvml, because the samples were served with the timestamps they were recorded with
+/// (hours or days ago) and nvitop asks for the samples of the last second by wall clock. The
+/// samples are now moved onto the replay's clock: at frame 30, PID 512's sample (95 %SM, taken
+/// 16 ms before the frame) is among those of the last second.
+#[test]
+fn process_samples_are_on_the_replay_clock_so_a_client_asking_for_the_last_second_sees_them() {
+    let real = Fixture::load(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-real.json"),
+    )
+    .unwrap();
+    with_nvml(&real, Some(30), || unsafe {
+        let h = handle(0);
+        // What nvitop asks: the samples newer than one second ago.
+        let since = now_us() - 1_000_000;
+        let mut samples = [nvmlProcessUtilizationSample_t::default(); 8];
+        let mut count: c_uint = 8;
+        assert_eq!(
+            nvmlDeviceGetProcessUtilization(h, samples.as_mut_ptr(), &mut count, since),
+            OK
+        );
+        let got = &samples[..count as usize];
+        let pid512 = got.iter().find(|s| s.pid == 512).expect("PID 512's sample");
+        assert_eq!(pid512.smUtil, 95);
+        assert!(pid512.timeStamp > since && pid512.timeStamp <= now_us());
+        // PID 541's newest sample was 2.4 s old at frame 30: not among the last second's.
+        assert!(got.iter().all(|s| s.pid != 541), "{got:?}");
+    });
+}
+
+/// Issue 22 (3d): on a wall-clock replay an event comes at the time it was recorded, not when
+/// the replay reaches the frame that logs it (a burst each second): the fixture's XID was
+/// received 200 ms into the recording, a frame before the frame that logs it (at 1 s).
+#[test]
+fn events_come_at_their_recorded_time_on_a_wall_clock_replay() {
+    // GPU 0's XID 79 is logged in frame 1 (at 1 s) and was received 200 ms after the
+    // recording's start (its newest sample of frame 0 was taken at the start).
+    with_nvml(&fixture(), None, || unsafe {
+        let started = std::time::Instant::now();
+        let g0 = handle(0);
+        let mut set: nvmlEventSet_t = null_mut();
+        assert_eq!(nvmlEventSetCreate(&mut set), OK);
+        assert_eq!(nvmlDeviceRegisterEvents(g0, 0x8, set), OK);
+        let mut data = std::mem::zeroed::<nvmlEventData_t>();
+        assert_eq!(nvmlEventSetWait_v2(set, &mut data, 5_000), OK);
+        let at = started.elapsed();
+        let mut frame: c_uint = 9;
+        assert_eq!(fakeNvmlGetFrame(&mut frame), OK);
+        assert_eq!((data.eventType, data.eventData), (0x8, 79));
+        assert!(
+            at >= std::time::Duration::from_millis(150),
+            "not before its time: {at:?}"
+        );
+        assert_eq!(frame, 0, "delivered at {at:?}, before its frame");
+        assert_eq!(nvmlEventSetFree(set), OK);
     });
 }

@@ -489,11 +489,29 @@ def check_gpm(c, fixture, gpm, index):
 EVENT_BITS = {
     "single_bit_ecc": 0x1,
     "double_bit_ecc": 0x2,
+    "pstate": 0x4,
     "xid": 0x8,
     "clock": 0x10,
     "power_source": 0x80,
+    "mig_config_change": 0x100,
+    "single_bit_ecc_storm": 0x200,
+    "dram_retirement": 0x400,
+    "dram_retirement_failure": 0x800,
+    "non_fatal_poison": 0x1000,
+    "fatal_poison": 0x2000,
+    "gpu_unavailable": 0x4000,
+    "gpu_recovery_action": 0x8000,
 }
 ALL_EVENT_BITS = sum(EVENT_BITS.values())
+
+
+def event_fields(e):
+    """(timestamp_us, kind, data) of a fixture's event: `[t, kind, data]`, or `[t, kind]` when
+    data is 0 (schema version 2, a log: each event in the frame it arrived in), or an object
+    (version 1, every frame repeating the events so far)."""
+    if isinstance(e, list):
+        return e[0], e[1], e[2] if len(e) > 2 else 0
+    return e["timestamp_us"], e["kind"], e["data"]
 
 
 class Events:
@@ -527,9 +545,10 @@ class Events:
         for key in self.registered:
             answer = recorded(frame[key], "events")
             for e in answer.get("ok", []):
-                if e["timestamp_us"] not in self.seen[key]:
-                    self.seen[key].add(e["timestamp_us"])
-                    want.append((e["timestamp_us"], key, EVENT_BITS[e["kind"]], e["data"]))
+                t, kind, data = event_fields(e)
+                if t not in self.seen[key]:
+                    self.seen[key].add(t)
+                    want.append((t, key, EVENT_BITS[kind], data))
         want = [w[1:] for w in sorted(want)]
         by_handle = {ctypes.cast(self.handles[k], ctypes.c_void_p).value: k for k in self.registered}
         got = []

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Real NVML clients against every fixture: installs the fake libnvidia-ml.so.1 in a temporary
 # directory, makes a throwaway virtualenv with pinned pynvml (nvidia-ml-py) and nvitop, and runs
-# real_clients.py, which checks that both report what each fixtures/*.json holds. Without
-# fixture arguments it then runs the real-hardware differential (real_hardware.py): pynvml over
-# the real H100 recording must answer as the real driver did.
+# real_clients.py, which checks that both report what each fixtures/*.json holds; then
+# nvitop_sm.py, which checks nvitop's %SM over the real H100 recording (fake-nvml's replay
+# clock). Without fixture arguments it also runs the real-hardware differential
+# (real_hardware.py): pynvml over the real H100 recording must answer as the real driver did.
 #
 #   bash crates/fake-nvml/tests/real_clients.sh [--prebuilt] [FIXTURE.json...]
 #
@@ -85,6 +86,8 @@ if [ $# -eq 0 ]; then
 fi
 echo "== pynvml and nvitop over $# fixtures"
 "$venv/bin/python" "$here/real_clients.py" --lib-dir "$work/lib" "$@"
+echo "== nvitop's %SM over the real H100 recording, at frame 30"
+"$venv/bin/python" "$here/nvitop_sm.py" --lib-dir "$work/lib"
 
 if [ $differential = 1 ]; then
     # The real-hardware differential (real_hardware.py): pynvml over fake-nvml replaying the

@@ -5,6 +5,7 @@
 
 pub mod backend;
 pub mod container;
+pub mod cost;
 pub mod error;
 pub mod fixture;
 pub mod host;

@@ -170,25 +170,71 @@ pub struct RecordOptions {
     pub nvml_missing_functions: Vec<String>,
 }
 
-/// Records `options.frames` frames from `backend` and `host` into a fixture.
+/// Where a recording goes as it is taken: the head once, then each frame. A
+/// [`FixtureWriter`] streams them to a file; [`record`] keeps them in memory.
+pub trait RecordSink {
+    /// What is known before the first frame.
+    fn begin(&mut self, head: &FixtureHead<'_>) -> std::io::Result<()>;
+    /// One frame, as soon as it is taken.
+    fn frame(&mut self, frame: Frame) -> std::io::Result<()>;
+}
+
+impl<W: std::io::Write> RecordSink for FixtureWriter<W> {
+    fn begin(&mut self, head: &FixtureHead<'_>) -> std::io::Result<()> {
+        FixtureWriter::begin(self, head)
+    }
+
+    fn frame(&mut self, frame: Frame) -> std::io::Result<()> {
+        FixtureWriter::frame(self, &frame)
+    }
+}
+
+/// What a recording knows only at its end, returned by [`record_to`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    /// The host facts that do not change, with those of every PID seen on a GPU: the tail of
+    /// the fixture ([`FixtureWriter::end`]).
+    pub host: HostStatic,
+    /// How many frames were taken.
+    pub frames: usize,
+    /// Whether the recording was stopped before it had all the frames asked for.
+    pub stopped: bool,
+}
+
+/// Records `options.frames` frames from `backend` and `host` into `sink`, handing it each frame
+/// as soon as it is taken, so that nothing grows with the length of the recording but the host
+/// facts of the PIDs seen.
 ///
 /// Static answers are asked once, before the first frame; each frame asks every changing query
-/// once per device. Host facts are kept for every PID seen on a GPU: its static facts when it is
-/// first seen, and its changing facts in every later frame in which it is alive. `progress` is
-/// called after each frame with (frames done, frames asked). If `stop` becomes true the
+/// once per device. Events are a log: a frame keeps only those newer than the device's events
+/// in earlier frames. Host facts are kept for every PID seen on a GPU: its static facts when it
+/// is first seen, and its changing facts in every later frame in which it is alive. `progress`
+/// is called after each frame with (frames done, frames asked). If `stop` becomes true the
 /// recording ends early with the frames taken so far (at least one).
-pub fn record(
+///
+/// # Errors
+///
+/// The sink's first error; the frames before it were handed over.
+pub fn record_to(
     backend: &dyn GpuBackend,
     host: &dyn HostSource,
     timeline: &mut dyn Timeline,
     options: RecordOptions,
     stop: Option<&AtomicBool>,
     progress: &mut dyn FnMut(usize, usize),
-) -> Fixture {
+    sink: &mut dyn RecordSink,
+) -> std::io::Result<Recorded> {
     let wanted = options.frames.max(1);
     timeline.wait_for_frame(0);
     let system = capture_system(backend);
     let devices = capture_all_static(backend, &system.device_count);
+    sink.begin(&FixtureHead {
+        schema_version: SCHEMA_VERSION,
+        meta: &options.meta,
+        system: &system,
+        nvml_missing_functions: &options.nvml_missing_functions,
+        devices: &devices,
+    })?;
     let machine = host.machine();
     let mut host_static = HostStatic {
         hostname: machine.hostname,
@@ -198,20 +244,31 @@ pub fn record(
         processes: BTreeMap::new(),
     };
     let mut tracked: BTreeSet<u32> = BTreeSet::new();
-    let mut frames = Vec::with_capacity(wanted);
+    // Each device's newest event recorded so far: a frame keeps only newer ones.
+    let mut newest_event: BTreeMap<DeviceId, u64> = BTreeMap::new();
+    let mut taken = 0;
+    let mut stopped = false;
     for index in 0..wanted {
         if index > 0 {
             if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                stopped = true;
                 break;
             }
             timeline.wait_for_frame(index);
         }
         let t_ms = timeline.elapsed_ms();
-        let dynamics: BTreeMap<DeviceId, DeviceDynamic> = devices
+        let mut dynamics: BTreeMap<DeviceId, DeviceDynamic> = devices
             .iter()
             .map(|(&id, st)| (id, capture_dynamic(backend, id, &st.num_fans)))
             .collect();
-        for dy in dynamics.values() {
+        for (id, dy) in &mut dynamics {
+            if let Answer::Ok(events) = &mut dy.events {
+                let newest = newest_event.entry(*id).or_insert(0);
+                events.retain(|e| e.timestamp_us > *newest);
+                if let Some(last) = events.last() {
+                    *newest = last.timestamp_us;
+                }
+            }
             for list in [&dy.compute_processes, &dy.graphics_processes] {
                 if let Answer::Ok(procs) = list {
                     tracked.extend(procs.iter().map(|p| p.pid));
@@ -231,27 +288,93 @@ pub fn record(
                 host_frame.processes.insert(pid, sample);
             }
         }
-        frames.push(Frame {
+        sink.frame(Frame {
             t_ms,
             devices: dynamics,
             host: host_frame,
-        });
-        progress(frames.len(), wanted);
+        })?;
+        taken += 1;
+        progress(taken, wanted);
     }
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: options.meta,
-        system,
-        nvml_missing_functions: options.nvml_missing_functions,
-        devices,
+    Ok(Recorded {
         host: host_static,
-        frames,
+        frames: taken,
+        stopped,
+    })
+}
+
+/// A [`RecordSink`] that keeps everything, for [`record`].
+#[derive(Default)]
+struct InMemory {
+    head: Option<Head>,
+    frames: Vec<Frame>,
+}
+
+/// What [`InMemory`] keeps of the head: meta, system, missing functions, static answers.
+type Head = (
+    Meta,
+    SystemAnswers,
+    Vec<String>,
+    BTreeMap<DeviceId, DeviceStatic>,
+);
+
+impl RecordSink for InMemory {
+    fn begin(&mut self, head: &FixtureHead<'_>) -> std::io::Result<()> {
+        self.head = Some((
+            head.meta.clone(),
+            head.system.clone(),
+            head.nvml_missing_functions.to_vec(),
+            head.devices.clone(),
+        ));
+        Ok(())
+    }
+
+    fn frame(&mut self, frame: Frame) -> std::io::Result<()> {
+        self.frames.push(frame);
+        Ok(())
     }
 }
 
-/// Records a replay of `fixture`, frame by frame, with its own host facts and times. The
-/// recorder's guarantee is that this gives `fixture` back; it also puts a hand-edited fixture
-/// into the form the recorder writes (trimmed link lists and so on).
+/// Records `options.frames` frames from `backend` and `host` into a fixture in memory; see
+/// [`record_to`], which streams them instead.
+pub fn record(
+    backend: &dyn GpuBackend,
+    host: &dyn HostSource,
+    timeline: &mut dyn Timeline,
+    options: RecordOptions,
+    stop: Option<&AtomicBool>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Fixture {
+    let mut sink = InMemory::default();
+    let fallback_meta = options.meta.clone();
+    // The in-memory sink never fails, so there is always a result.
+    let host_static = record_to(backend, host, timeline, options, stop, progress, &mut sink)
+        .map(|r| r.host)
+        .unwrap_or_default();
+    let (meta, system, nvml_missing_functions, devices) = sink.head.unwrap_or_else(|| {
+        (
+            fallback_meta,
+            SystemAnswers::all_failing(&crate::error::BackendError::NotRecorded),
+            Vec::new(),
+            BTreeMap::new(),
+        )
+    });
+    Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta,
+        system,
+        nvml_missing_functions,
+        devices,
+        frames: sink.frames,
+        host: host_static,
+        nvml_costs: None,
+    }
+}
+
+/// Records a replay of `fixture`, frame by frame, with its own host facts and times (and its
+/// description and call costs, which a replay does not answer). The recorder's guarantee is
+/// that this gives `fixture` back; it also puts a hand-edited fixture into the form the
+/// recorder writes (trimmed link lists and so on).
 pub fn rerecord(fixture: &Fixture) -> Fixture {
     let replay = std::sync::Arc::new(crate::ReplayBackend::new(fixture.clone()));
     let host = crate::host::ReplayHost::new(replay.clone());
@@ -261,14 +384,20 @@ pub fn rerecord(fixture: &Fixture) -> Fixture {
         nvml_missing_functions: fixture.nvml_missing_functions.clone(),
     };
     let mut timeline = ReplayTimeline::new(&replay);
-    record(
+    let recorded = record(
         &*replay,
         &host,
         &mut timeline,
         options,
         None,
         &mut |_, _| {},
-    )
+    );
+    // What the calls cost is not an answer a replay gives: it is kept as the fixture has it,
+    // like its description.
+    Fixture {
+        nvml_costs: fixture.nvml_costs.clone(),
+        ..recorded
+    }
 }
 
 #[cfg(test)]

@@ -88,6 +88,9 @@ impl CallCounts {
 #[derive(Debug)]
 pub struct ReplayBackend {
     fixture: Arc<Fixture>,
+    /// The frames with events, per device, ascending: where to look for the events up to a
+    /// frame without walking every frame before it.
+    event_frames: HashMap<DeviceId, Vec<usize>>,
     clock: ReplayClock,
     counting: AtomicBool,
     counts: Mutex<CallCounts>,
@@ -101,8 +104,18 @@ impl ReplayBackend {
 
     /// Serves `fixture` with the given clock.
     pub fn with_clock(fixture: impl Into<Arc<Fixture>>, clock: ReplayClock) -> ReplayBackend {
+        let fixture = fixture.into();
+        let mut event_frames: HashMap<DeviceId, Vec<usize>> = HashMap::new();
+        for (i, frame) in fixture.frames.iter().enumerate() {
+            for (id, dy) in &frame.devices {
+                if dy.events.ok().is_some_and(|e| !e.is_empty()) {
+                    event_frames.entry(*id).or_default().push(i);
+                }
+            }
+        }
         ReplayBackend {
-            fixture: fixture.into(),
+            fixture,
+            event_frames,
             clock,
             counting: AtomicBool::new(false),
             counts: Mutex::new(CallCounts::default()),
@@ -353,9 +366,7 @@ impl GpuBackend for ReplayBackend {
         self.note("process_utilization", Some(id));
         let (index, loops) = self.position();
         let frame = &self.fixture.frames[index];
-        let shift = loops
-            .saturating_mul(loop_period_ms(&self.fixture.frames))
-            .saturating_mul(1000);
+        let shift = self.loop_shift_us(loops);
         match &frame
             .devices
             .get(&id)
@@ -375,27 +386,165 @@ impl GpuBackend for ReplayBackend {
     }
 
     fn events(&self, id: DeviceId, since_us: u64) -> Result<Vec<GpuEvent>> {
-        // The frame's list holds every event delivered up to that frame. A looping wall-clock
-        // replay starts each loop with no events yet and moves their times on by one loop's
-        // length, as for the process samples.
+        // Every event delivered up to the frame served (the newest MAX_EVENTS, as a backend
+        // keeps them): the log of this frame and the frames before. A looping wall-clock replay
+        // starts each loop with no events yet and moves their times on by one loop's length, as
+        // for the process samples.
         self.note("events", Some(id));
         let (index, loops) = self.position();
-        let frame = &self.fixture.frames[index];
-        let shift = loops
+        self.events_through(id, index, loops, since_us, None)
+    }
+}
+
+impl ReplayBackend {
+    /// How far the timestamps of a looping wall-clock replay are moved on after `loops` whole
+    /// loops, in microseconds: so that time keeps going forward for a caller that asks for
+    /// what is newer than the last it saw.
+    fn loop_shift_us(&self, loops: u64) -> u64 {
+        loops
             .saturating_mul(loop_period_ms(&self.fixture.frames))
-            .saturating_mul(1000);
-        match &frame.devices.get(&id).ok_or(BackendError::NotFound)?.events {
-            crate::fixture::Answer::Ok(events) => Ok(events
-                .iter()
-                .map(|e| GpuEvent {
-                    timestamp_us: e.timestamp_us.saturating_add(shift),
-                    ..*e
-                })
-                .filter(|e| e.timestamp_us > since_us)
-                .collect()),
-            crate::fixture::Answer::Err(e) => Err(e.clone()),
+            .saturating_mul(1000)
+    }
+
+    /// The events frame `j` logs for `id`: none when it answered an error.
+    fn logged(&self, id: DeviceId, j: usize) -> &[GpuEvent] {
+        self.fixture.frames[j]
+            .devices
+            .get(&id)
+            .and_then(|d| d.events.ok())
+            .map_or(&[][..], Vec::as_slice)
+    }
+
+    /// The events of `id` newer than `since_us` (on the clock `events` serves), oldest first,
+    /// the newest [`MAX_EVENTS`] at most, from the log up to frame `index` and, when `until_us`
+    /// is given, also the later frames' events whose time is at most `until_us`.
+    fn events_through(
+        &self,
+        id: DeviceId,
+        index: usize,
+        loops: u64,
+        since_us: u64,
+        until_us: Option<u64>,
+    ) -> Result<Vec<GpuEvent>> {
+        let frame = &self.fixture.frames[index];
+        if let crate::fixture::Answer::Err(e) =
+            &frame.devices.get(&id).ok_or(BackendError::NotFound)?.events
+        {
+            return Err(e.clone());
+        }
+        let shift = self.loop_shift_us(loops);
+        let served = |e: &GpuEvent| GpuEvent {
+            timestamp_us: e.timestamp_us.saturating_add(shift),
+            ..*e
+        };
+        let frames = self.event_frames.get(&id).map_or(&[][..], Vec::as_slice);
+        let events_of = |j: usize| self.logged(id, j);
+        let upto = frames.partition_point(|&j| j <= index);
+        let mut out = Vec::new();
+        // Later frames first (only with `until_us`): those whose events have come by then.
+        if let Some(until) = until_us {
+            let mut later: Vec<GpuEvent> = Vec::new();
+            'frames: for &j in &frames[upto..] {
+                for e in events_of(j).iter().map(served) {
+                    if e.timestamp_us > until {
+                        break 'frames;
+                    }
+                    if e.timestamp_us > since_us {
+                        later.push(e);
+                    }
+                }
+            }
+            later.reverse();
+            out.extend(later);
+        }
+        // Then back through this frame and the earlier ones, newest first, until the callers'
+        // time or the bound.
+        'back: for &j in frames[..upto].iter().rev() {
+            for e in events_of(j).iter().rev().map(served) {
+                if e.timestamp_us <= since_us || out.len() >= MAX_EVENTS {
+                    break 'back;
+                }
+                out.push(e);
+            }
+        }
+        out.truncate(MAX_EVENTS);
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The events `events(id, since_us)` would serve now, and also those of later frames that
+    /// arrived by `until_us` (microseconds since the Unix epoch, on the clock `events`
+    /// serves): what a client listening live would have received by that moment. For a
+    /// stand-in NVML library that delivers events at the times they were recorded rather than
+    /// when the replay reaches their frame.
+    pub fn events_until(
+        &self,
+        id: DeviceId,
+        since_us: u64,
+        until_us: u64,
+    ) -> Result<Vec<GpuEvent>> {
+        let (index, loops) = self.position();
+        self.events_through(id, index, loops, since_us, Some(until_us))
+    }
+
+    /// The time of the first event of `id` newer than `after_us` (on the clock `events`
+    /// serves), in the current loop of the replay, whichever frame holds it; `None` when there
+    /// is none. With [`ReplayBackend::events_until`], for a stand-in library that sleeps until
+    /// the next event is due.
+    pub fn next_event_after(&self, id: DeviceId, after_us: u64) -> Option<u64> {
+        let (_, loops) = self.position();
+        let shift = self.loop_shift_us(loops);
+        let frames = self.event_frames.get(&id)?;
+        let events_of = |j: usize| self.logged(id, j);
+        // Events grow along the log: the first frame whose last event is newer holds it.
+        let at = frames.partition_point(|&j| {
+            events_of(j)
+                .last()
+                .is_none_or(|e| e.timestamp_us.saturating_add(shift) <= after_us)
+        });
+        let j = *frames.get(at)?;
+        events_of(j)
+            .iter()
+            .map(|e| e.timestamp_us.saturating_add(shift))
+            .find(|&t| t > after_us)
+    }
+}
+
+/// When the recording's time 0 (the `t_ms` of its frames counts from it) was, in microseconds
+/// since the Unix epoch on the clock of its sample and event timestamps; `None` when the
+/// fixture says nothing of it (no `meta.recorded_at`, and no sample or event).
+///
+/// `meta.recorded_at` is written in whole seconds, so the recording may have started up to a
+/// second later: the start is moved on until no frame holds a sample or an event newer than
+/// the frame's own time.
+pub fn recording_start_us(fixture: &Fixture) -> Option<u64> {
+    let mut start = recorded_at_us(fixture);
+    for frame in &fixture.frames {
+        for dy in frame.devices.values() {
+            let newest_event = dy
+                .events
+                .ok()
+                .and_then(|e| e.last())
+                .map(|e| e.timestamp_us);
+            let newest_sample = dy
+                .process_utilization
+                .ok()
+                .and_then(|s| s.iter().map(|s| s.timestamp_us).max());
+            for t in [newest_event, newest_sample].into_iter().flatten() {
+                let earliest = t.saturating_sub(frame.t_ms.saturating_mul(1000));
+                start = Some(start.map_or(earliest, |s| s.max(earliest)));
+            }
         }
     }
+    start
+}
+
+/// `meta.recorded_at` in microseconds since the Unix epoch, if the fixture has one that parses.
+fn recorded_at_us(fixture: &Fixture) -> Option<u64> {
+    let at = fixture.meta.recorded_at.as_deref()?;
+    let t = humantime::parse_rfc3339_weak(at).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    u64::try_from(d.as_micros()).ok()
 }
 
 #[cfg(test)]
@@ -613,6 +762,94 @@ mod tests {
         assert!(r
             .events(DeviceId::Gpu(0), 0)
             .is_err_and(|e| e.is_not_available()));
+    }
+
+    /// A fixture of `frames` frames whose GPU 0 logs `per_frame` clock events in each frame
+    /// from frame 1 on, 10 ms apart, and answers `not_supported` at frame `gap`.
+    fn with_event_log(frames: usize, per_frame: usize, gap: usize) -> Fixture {
+        let mut f = load("old-driver");
+        let times: Vec<u64> = (0..frames as u64).map(|i| i * 1000).collect();
+        f.frames = frames_at(&times);
+        for (i, frame) in f.frames.iter_mut().enumerate() {
+            let dy = frame.devices.get_mut(&DeviceId::Gpu(0)).unwrap();
+            dy.events = if i == gap {
+                Answer::Err(BackendError::NotSupported)
+            } else {
+                Answer::Ok(
+                    (0..if i == 0 { 0 } else { per_frame })
+                        .map(|k| GpuEvent {
+                            timestamp_us: 1_000_000_000 + (i * 1000 + k * 10) as u64 * 1000,
+                            kind: EventKind::Clock,
+                            data: 0,
+                        })
+                        .collect(),
+                )
+            };
+        }
+        f
+    }
+
+    #[test]
+    fn events_are_every_logged_one_up_to_the_frame_the_newest_256_at_most() {
+        let f = with_event_log(20, 40, 12);
+        let gpu = DeviceId::Gpu(0);
+        let r = ReplayBackend::new(f);
+        r.set_frame(0);
+        assert_eq!(r.events(gpu, 0), Ok(vec![]));
+        r.set_frame(3);
+        let three = r.events(gpu, 0).unwrap();
+        assert_eq!(three.len(), 120, "frames 1 to 3, 40 each");
+        assert!(three
+            .windows(2)
+            .all(|w| w[0].timestamp_us < w[1].timestamp_us));
+        // Newer than a time: only those after it, from whichever frame they were logged in.
+        let since = three[50].timestamp_us;
+        assert_eq!(r.events(gpu, since).unwrap(), three[51..].to_vec());
+        // Past 256, the newest 256, as a backend keeps them.
+        r.set_frame(10);
+        let ten = r.events(gpu, 0).unwrap();
+        assert_eq!(ten.len(), MAX_EVENTS);
+        assert_eq!(
+            ten.last(),
+            r.fixture().frames[10].devices[&gpu]
+                .events
+                .ok()
+                .unwrap()
+                .last()
+        );
+        // A frame whose answer is an error answers it; the next one continues the log.
+        r.set_frame(12);
+        assert_eq!(r.events(gpu, 0), Err(BackendError::NotSupported));
+        r.set_frame(13);
+        let thirteen = r.events(gpu, ten.last().unwrap().timestamp_us).unwrap();
+        assert_eq!(
+            thirteen.len(),
+            40 * 2,
+            "frames 11 and 13 after frame 10, 12 failing"
+        );
+    }
+
+    #[test]
+    fn events_until_a_time_include_those_of_later_frames_that_have_come() {
+        let f = with_event_log(5, 4, 99);
+        let gpu = DeviceId::Gpu(0);
+        let r = ReplayBackend::new(f);
+        r.set_frame(1);
+        let now = r.events(gpu, 0).unwrap();
+        assert_eq!(now.len(), 4);
+        let last = now.last().unwrap().timestamp_us;
+        // Frame 2's first two events (at +0 and +10 ms of its second) have come by +15 ms.
+        let second = 1_000_000_000 + 2_000_000;
+        let until = r.events_until(gpu, last, second + 15_000).unwrap();
+        assert_eq!(
+            until.iter().map(|e| e.timestamp_us).collect::<Vec<_>>(),
+            vec![second, second + 10_000]
+        );
+        assert_eq!(
+            r.events_until(gpu, 0, 0).unwrap(),
+            now,
+            "nothing later before its time"
+        );
     }
 
     #[test]

@@ -933,7 +933,13 @@ pub struct ProcessUtilizationSample {
     pub decoder: u32,
 }
 
-/// The kinds of NVML event the backend listens for (`nvmlEventType*`), with NVML's bit for each.
+/// The kinds of NVML event (`nvmlEventType*`), with NVML's bit for each.
+///
+/// Which ones a listener registers for is its choice: the NVML backend listens for the ones
+/// that tell about the GPU's health ([`EventKind::HEALTH`]) and not for clock or P-state
+/// changes, which a GPU under a power cap sends dozens of times a second and which a refresh
+/// reads anyway (`clock`, `clock_event_reasons`, `performance_state`); a recording asks for
+/// every kind ([`EventKind::ALL`]) so that it keeps what the driver sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
@@ -941,6 +947,8 @@ pub enum EventKind {
     SingleBitEcc,
     /// A double-bit ECC error (`nvmlEventTypeDoubleBitEccError`, bit 0x2).
     DoubleBitEcc,
+    /// A P-state change (`nvmlEventTypePState`, bit 0x4).
+    Pstate,
     /// An XID critical error (`nvmlEventTypeXidCriticalError`, bit 0x8); the event's data is the
     /// XID code.
     Xid,
@@ -948,16 +956,62 @@ pub enum EventKind {
     Clock,
     /// A power-source change, AC or battery (`nvmlEventTypePowerSourceChange`, bit 0x80).
     PowerSource,
+    /// A MIG configuration change (`nvmlEventMigConfigChange`, bit 0x100).
+    MigConfigChange,
+    /// A storm of single-bit ECC errors (`nvmlEventTypeSingleBitEccErrorStorm`, bit 0x200).
+    SingleBitEccStorm,
+    /// A DRAM page retirement or row remap (`nvmlEventTypeDramRetirementEvent`, bit 0x400).
+    DramRetirement,
+    /// A DRAM retirement or remap that failed (`nvmlEventTypeDramRetirementFailure`, bit
+    /// 0x800).
+    DramRetirementFailure,
+    /// A non-fatal poison error (`nvmlEventTypeNonFatalPoisonError`, bit 0x1000).
+    NonFatalPoison,
+    /// A fatal poison error (`nvmlEventTypeFatalPoisonError`, bit 0x2000).
+    FatalPoison,
+    /// The GPU became unavailable (`nvmlEventTypeGpuUnavailableError`, bit 0x4000).
+    GpuUnavailable,
+    /// The driver asks for a recovery action (`nvmlEventTypeGpuRecoveryAction`, bit 0x8000);
+    /// the event's data is the action.
+    GpuRecoveryAction,
 }
 
 impl EventKind {
-    /// Every kind, in NVML's bit order.
-    pub const ALL: [EventKind; 5] = [
+    /// Every kind, in NVML's bit order: what NVML calls `nvmlEventTypeAll` (0xff9f).
+    pub const ALL: [EventKind; 14] = [
         EventKind::SingleBitEcc,
         EventKind::DoubleBitEcc,
+        EventKind::Pstate,
         EventKind::Xid,
         EventKind::Clock,
         EventKind::PowerSource,
+        EventKind::MigConfigChange,
+        EventKind::SingleBitEccStorm,
+        EventKind::DramRetirement,
+        EventKind::DramRetirementFailure,
+        EventKind::NonFatalPoison,
+        EventKind::FatalPoison,
+        EventKind::GpuUnavailable,
+        EventKind::GpuRecoveryAction,
+    ];
+
+    /// The kinds that tell about the GPU's health: every kind but [`EventKind::Clock`] and
+    /// [`EventKind::Pstate`], which tell about performance, arrive by the dozen each second on
+    /// a power-capped GPU (a listener woken for each costs 5-6% of a core), and are read at
+    /// every refresh anyway (`clock`, `clock_event_reasons`, `performance_state`).
+    pub const HEALTH: [EventKind; 12] = [
+        EventKind::SingleBitEcc,
+        EventKind::DoubleBitEcc,
+        EventKind::Xid,
+        EventKind::PowerSource,
+        EventKind::MigConfigChange,
+        EventKind::SingleBitEccStorm,
+        EventKind::DramRetirement,
+        EventKind::DramRetirementFailure,
+        EventKind::NonFatalPoison,
+        EventKind::FatalPoison,
+        EventKind::GpuUnavailable,
+        EventKind::GpuRecoveryAction,
     ];
 
     /// NVML's bit for this kind (`nvmlEventType*`).
@@ -965,9 +1019,18 @@ impl EventKind {
         match self {
             EventKind::SingleBitEcc => 0x1,
             EventKind::DoubleBitEcc => 0x2,
+            EventKind::Pstate => 0x4,
             EventKind::Xid => 0x8,
             EventKind::Clock => 0x10,
             EventKind::PowerSource => 0x80,
+            EventKind::MigConfigChange => 0x100,
+            EventKind::SingleBitEccStorm => 0x200,
+            EventKind::DramRetirement => 0x400,
+            EventKind::DramRetirementFailure => 0x800,
+            EventKind::NonFatalPoison => 0x1000,
+            EventKind::FatalPoison => 0x2000,
+            EventKind::GpuUnavailable => 0x4000,
+            EventKind::GpuRecoveryAction => 0x8000,
         }
     }
 
@@ -976,9 +1039,19 @@ impl EventKind {
         EventKind::ALL.into_iter().find(|k| k.nvml_bit() == bits)
     }
 
-    /// Every kind's bit together: the mask the backend registers for.
+    /// Every kind's bit together (`nvmlEventTypeAll`).
     pub fn all_bits() -> u64 {
-        EventKind::ALL.iter().fold(0, |m, k| m | k.nvml_bit())
+        Self::bits_of(&EventKind::ALL)
+    }
+
+    /// The bits of the kinds of [`EventKind::HEALTH`]: the mask the NVML backend registers for.
+    pub fn health_bits() -> u64 {
+        Self::bits_of(&EventKind::HEALTH)
+    }
+
+    /// The bits of `kinds` together.
+    pub fn bits_of(kinds: &[EventKind]) -> u64 {
+        kinds.iter().fold(0, |m, k| m | k.nvml_bit())
     }
 
     /// The kind's name as it is written in fixtures and JSON (`"xid"`, `"double_bit_ecc"`, ...).
@@ -986,9 +1059,18 @@ impl EventKind {
         match self {
             EventKind::SingleBitEcc => "single_bit_ecc",
             EventKind::DoubleBitEcc => "double_bit_ecc",
+            EventKind::Pstate => "pstate",
             EventKind::Xid => "xid",
             EventKind::Clock => "clock",
             EventKind::PowerSource => "power_source",
+            EventKind::MigConfigChange => "mig_config_change",
+            EventKind::SingleBitEccStorm => "single_bit_ecc_storm",
+            EventKind::DramRetirement => "dram_retirement",
+            EventKind::DramRetirementFailure => "dram_retirement_failure",
+            EventKind::NonFatalPoison => "non_fatal_poison",
+            EventKind::FatalPoison => "fatal_poison",
+            EventKind::GpuUnavailable => "gpu_unavailable",
+            EventKind::GpuRecoveryAction => "gpu_recovery_action",
         }
     }
 }
@@ -1042,6 +1124,26 @@ pub struct GpuEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_kinds_are_nvmls_and_health_leaves_out_clock_and_pstate_changes() {
+        // nvmlEventTypeAll, what an H100 reports as supported.
+        assert_eq!(EventKind::all_bits(), 0xff9f);
+        assert_eq!(
+            EventKind::health_bits(),
+            0xff9f & !(EventKind::Clock.nvml_bit() | EventKind::Pstate.nvml_bit())
+        );
+        for k in EventKind::ALL {
+            assert_eq!(EventKind::from_nvml_bit(k.nvml_bit()), Some(k));
+            // The name a fixture writes is serde's.
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::json!(k.name()),
+                "{k:?}"
+            );
+        }
+        assert_eq!(EventKind::from_nvml_bit(0x18), None, "one kind at a time");
+    }
 
     #[test]
     fn device_ids_print_and_parse() {

@@ -75,7 +75,7 @@ fn an_unknown_error_name_is_refused() {
 #[test]
 fn a_newer_schema_version_is_refused_with_advice() {
     let mut v = base();
-    v["schema_version"] = serde_json::json!(2);
+    v["schema_version"] = serde_json::json!(gpu_backend::fixture::SCHEMA_VERSION + 1);
     let err = refuse(&v.to_string());
     check(&err, "schema_version", &["newer", "upgrade gpuscope"]);
 }
@@ -85,7 +85,7 @@ fn a_missing_schema_version_is_refused() {
     let mut v = base();
     v.as_object_mut().unwrap().remove("schema_version");
     let err = refuse(&v.to_string());
-    check(&err, "schema_version", &["missing field", "1"]);
+    check(&err, "schema_version", &["missing field", "2"]);
 }
 
 #[test]
@@ -245,10 +245,29 @@ fn events_out_of_order_or_of_an_unknown_kind_are_refused() {
         "frames[1].devices.0.events[1].timestamp_us",
         &["not after the event before it", "oldest first"],
     );
-    // A later frame that rewrites an event, or forgets one, is refused.
+    // Events are a log: a later frame that repeats an event, or holds one older than an
+    // earlier frame's, is refused.
+    let xid = |t: u64, data: u64| serde_json::json!([t, "xid", data]);
+    for later in [xid(2_000, 79), xid(1_500, 48)] {
+        let mut v = base();
+        v["frames"][1]["devices"]["0"]["events"] = serde_json::json!({ "ok": [xid(2_000, 79)] });
+        v["frames"][2]["devices"]["0"]["events"] = serde_json::json!({ "ok": [later] });
+        let err = refuse(&v.to_string());
+        check(
+            &err,
+            "frames[2].devices.0.events[0]",
+            &[
+                "not after the device's last event of an earlier frame",
+                "a log",
+            ],
+        );
+    }
+    // Schema version 1 listed every event so far in each frame: a later frame that rewrites
+    // an event, or forgets one, is refused there.
     let xid = |data: u64| serde_json::json!({"timestamp_us": 2_000, "kind": "xid", "data": data});
     for later in [serde_json::json!([xid(48)]), serde_json::json!([])] {
         let mut v = base();
+        v["schema_version"] = serde_json::json!(1);
         v["frames"][1]["devices"]["0"]["events"] = serde_json::json!({ "ok": [xid(79)] });
         v["frames"][2]["devices"]["0"]["events"] = serde_json::json!({ "ok": later });
         let err = refuse(&v.to_string());
@@ -257,6 +276,26 @@ fn events_out_of_order_or_of_an_unknown_kind_are_refused() {
             "frames[2].devices.0.events",
             &["do not continue those of the device's previous frame"],
         );
+    }
+    // An event array of another length than two or three is refused where it is.
+    for (bad, at) in [
+        (
+            serde_json::json!([2_000]),
+            "frames[1].devices.0.events.ok[0]",
+        ),
+        (
+            serde_json::json!([2_000, "xid", 79, 1]),
+            "frames[1].devices.0.events.ok[0]",
+        ),
+        (
+            serde_json::json!([2_000, "meltdown"]),
+            "frames[1].devices.0.events.ok[0]",
+        ),
+    ] {
+        let mut v = base();
+        v["frames"][1]["devices"]["0"]["events"] = serde_json::json!({ "ok": [bad] });
+        let err = refuse(&v.to_string());
+        assert!(err.path.starts_with(at), "{err}");
     }
     let mut v = base();
     v["frames"][1]["devices"]["0"]["events"] =

@@ -1,10 +1,13 @@
 //! Fixtures recorded by older versions keep loading, forever.
 //!
 //! `tests/compat/v1/` holds the six scenario fixtures exactly as schema version 1 first wrote
-//! them (copied byte for byte from fixtures/ before the query table existed). They must load,
-//! and a replay of each must answer every query it recorded with the value the file holds, and
-//! every query it lacks with "not recorded". (The scenarios in fixtures/ are free to change:
-//! their story grows as queries are added; these copies are what an old recording looks like.)
+//! them (copied byte for byte from fixtures/ before the query table existed), and
+//! `tests/compat/real/` the real H100 recording exactly as `record-fixture` wrote it (schema
+//! version 1, every frame repeating the events so far). They must load, and a replay of each
+//! must answer every query it recorded with the value the file holds (the events of a frame:
+//! every event so far, as version 1 lists them), and every query it lacks with "not recorded".
+//! (The scenarios in fixtures/ are free to change: their story grows as queries are added;
+//! these copies are what an old recording looks like.)
 
 mod common;
 
@@ -27,6 +30,11 @@ const FROZEN: [&str; 6] = [
 
 fn frozen_path(stem: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/compat/v1/{stem}.json"))
+}
+
+/// The real H100 recording as it was recorded (schema version 1).
+fn real_as_recorded() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat/real/h100-real.json")
 }
 
 fn frozen_text(stem: &str) -> String {
@@ -92,15 +100,69 @@ fn compare(raw: &Value, replayed: &Value, path: &str) {
     }
 }
 
+/// What a replay of `fixture` records, as JSON in schema version 1's form: each frame's
+/// `events` is what the replay answers there when asked for every event (`events(id, 0)`), each
+/// event an object, as version 1 listed them.
+fn replayed_as_v1(fixture: &Fixture) -> Value {
+    let mut replayed = serde_json::to_value(rerecord(fixture)).unwrap();
+    replayed["schema_version"] = serde_json::json!(1);
+    let replay = ReplayBackend::new(fixture.clone());
+    for (i, frame) in replayed["frames"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        replay.set_frame(i);
+        for (id, dy) in frame["devices"].as_object_mut().unwrap() {
+            let id: DeviceId = id.parse().unwrap();
+            if dy["events"].get("ok").is_some() {
+                let events = replay.events(id, 0).unwrap();
+                dy["events"] = serde_json::json!({ "ok": events });
+            }
+        }
+    }
+    replayed
+}
+
+fn check_loads_and_replays(text: &str, name: &str) -> Fixture {
+    let loaded = Fixture::from_json_str(text, name).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        loaded.schema_version,
+        gpu_backend::fixture::SCHEMA_VERSION,
+        "{name}: held in memory in the current form"
+    );
+    let raw: Value = serde_json::from_str(text).unwrap();
+    compare(&raw, &replayed_as_v1(&loaded), name);
+    loaded
+}
+
 #[test]
 fn every_frozen_v1_fixture_loads_and_replays_the_values_it_recorded() {
     for stem in FROZEN {
-        let text = frozen_text(stem);
-        let loaded = Fixture::from_json_str(&text, stem).unwrap_or_else(|e| panic!("{e}"));
-        let raw: Value = serde_json::from_str(&text).unwrap();
-        let replayed = serde_json::to_value(rerecord(&loaded)).unwrap();
-        compare(&raw, &replayed, stem);
+        check_loads_and_replays(&frozen_text(stem), stem);
     }
+}
+
+/// The real recording, rewritten into the current layout by `cargo xtask rewrite-fixture`, is
+/// the same recording: read, the file as it was recorded and the rewritten one are equal, so
+/// that every replay of them answers the same; and the one as recorded replays what it holds.
+#[test]
+fn the_real_recording_as_recorded_loads_and_replays_as_the_rewritten_one() {
+    let text = std::fs::read_to_string(real_as_recorded()).unwrap();
+    let as_recorded = check_loads_and_replays(&text, "h100-real as recorded");
+    let rewritten = common::fixture("h100-real");
+    if let Some(at) = rewritten.first_difference(&as_recorded) {
+        panic!("fixtures/h100-real.json differs from the recording at {at}");
+    }
+    // Its clock events were recorded; the log holds each once.
+    let events: usize = rewritten
+        .frames
+        .iter()
+        .filter_map(|f| f.devices[&DeviceId::Gpu(0)].events.ok())
+        .map(Vec::len)
+        .sum();
+    assert!(events > 5000, "{events} events");
 }
 
 #[test]
@@ -198,8 +260,8 @@ fn fields_of_a_newer_minor_version_are_ignored() {
 #[test]
 fn a_fixture_of_another_major_version_is_refused_with_a_message() {
     let mut v: Value = serde_json::from_str(&frozen_text("old-driver")).unwrap();
-    v["schema_version"] = serde_json::json!(2);
-    let err = Fixture::from_json_str(&v.to_string(), "v2").unwrap_err();
+    v["schema_version"] = serde_json::json!(gpu_backend::fixture::SCHEMA_VERSION + 1);
+    let err = Fixture::from_json_str(&v.to_string(), "v3").unwrap_err();
     assert_eq!(err.path, "schema_version");
     assert!(err.message.contains("newer"), "{err}");
 }

@@ -232,7 +232,8 @@ pub struct EventView {
     pub time: String,
     /// The same, microseconds since the Unix epoch.
     pub timestamp_us: u64,
-    /// `xid`, `single_bit_ecc`, `double_bit_ecc`, `clock` or `power_source`.
+    /// The kind's name (`gpu_backend::EventKind::name`): `xid`, `single_bit_ecc`,
+    /// `double_bit_ecc`, `power_source`, ... (docs/snapshot-json.md).
     pub kind: &'static str,
     /// The event's data: the XID code for `xid`.
     pub data: u64,

@@ -587,7 +587,12 @@ def main():
         for hostname in ["fleet-a", "fleet-e"]:
             fx, frame = fixtures[hostname]
             for index, d in fx["frames"][frame]["devices"].items():
-                xids = [e["data"] for e in (ok(d["events"]) or []) if e["kind"] == "xid"]
+                # Events are a log (schema version 2): each in the frame it arrived in, as
+                # [timestamp_us, kind, data] ([timestamp_us, kind] when data is 0); the XIDs so
+                # far are those of this frame and the frames before.
+                logged = [e for f in fx["frames"][: frame + 1]
+                          for e in ok(f["devices"][index]["events"]) or []]
+                xids = [e[2] if len(e) > 2 else 0 for e in logged if e[1] == "xid"]
                 sel = f'hostname="{hostname}",index="{index}"'
                 got = scalar(prom, f"gpuscope_device_last_xid{{{sel}}}")
                 want = xids[-1] if xids else 0

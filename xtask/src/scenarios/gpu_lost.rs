@@ -271,5 +271,6 @@ pub fn build() -> Fixture {
             processes: host_procs,
         },
         frames,
+        nvml_costs: None,
     }
 }

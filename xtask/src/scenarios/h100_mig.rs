@@ -346,5 +346,6 @@ pub fn build() -> Fixture {
             processes: host_procs,
         },
         frames,
+        nvml_costs: None,
     }
 }

@@ -620,7 +620,7 @@ pub fn build() -> Fixture {
             dy.clock_event_reasons = ok(held | if capped { reasons::SW_POWER_CAP } else { 0 });
             dy.events = ok(EVENTS
                 .iter()
-                .filter(|&&(gpu, frame, ..)| gpu == g && frame <= f)
+                .filter(|&&(gpu, frame, ..)| gpu == g && frame == f)
                 .map(|&(_, frame, kind, data, before_us)| GpuEvent {
                     timestamp_us: frame_time_us(frame) - before_us,
                     kind,
@@ -674,5 +674,6 @@ pub fn build() -> Fixture {
             processes: host_procs,
         },
         frames,
+        nvml_costs: None,
     }
 }

@@ -325,17 +325,15 @@ pub fn fixture() -> Fixture {
                 d1.power_usage = Answer::Err(BackendError::GpuLost);
             }
             // GPU 0 reports a clock change in frame 0, and an XID 79 and a double-bit ECC
-            // error in frame 1; GPU 1 has no events.
-            let clock = GpuEvent {
-                timestamp_us: 1_700_000_000_500_000,
-                kind: EventKind::Clock,
-                data: 0,
-            };
+            // error in frame 1 (each event in the frame it arrived in); GPU 1 has no events.
             d0.events = ok(if f == 0 {
-                vec![clock]
+                vec![GpuEvent {
+                    timestamp_us: 1_700_000_000_500_000,
+                    kind: EventKind::Clock,
+                    data: 0,
+                }]
             } else {
                 vec![
-                    clock,
                     GpuEvent {
                         timestamp_us: 1_700_000_001_200_000,
                         kind: EventKind::Xid,
@@ -400,6 +398,7 @@ pub fn fixture() -> Fixture {
         devices,
         host: HostStatic::default(),
         frames,
+        nvml_costs: None,
     };
     fixture
         .validate()

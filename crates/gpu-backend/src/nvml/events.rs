@@ -5,10 +5,13 @@
 //!
 //! nvml-wrapper's `EventSet` borrows its `Nvml` for its whole life, which a thread owned by the
 //! backend beside that `Nvml` cannot hold; so the listener calls the same four entry points
-//! through the raw function table. It registers each GPU for the kinds of
-//! [`EventKind::ALL`] that the GPU supports (`nvmlDeviceGetSupportedEventTypes`), stamps each
-//! event with the time it arrived (NVML's event carries none), and keeps the newest
-//! [`MAX_EVENTS`] per GPU.
+//! through the raw function table. It registers each GPU for the kinds it is asked for that the
+//! GPU supports (`nvmlDeviceGetSupportedEventTypes`): by default those that tell about health
+//! ([`EventKind::HEALTH`]: XID, ECC, power source, DRAM retirement, poison, GPU unavailable,
+//! recovery action, MIG configuration), not clock or P-state changes, which a power-capped GPU
+//! sends by the dozen each second (woken for each, the thread cost 5-6% of a core on an H100).
+//! It stamps each event with the time it arrived (NVML's event carries none) and keeps the
+//! newest [`MAX_EVENTS`] per GPU.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_uint;
@@ -52,12 +55,14 @@ pub(super) struct Listener {
 }
 
 impl Listener {
-    /// Creates an event set, registers `gpus` (index and handle) on it and starts the thread,
+    /// Creates an event set, registers `gpus` (index and handle) on it for the event kinds in
+    /// `mask` (NVML's bits) that each supports, and starts the thread,
     /// which holds `library` (what keeps `lib` initialised and loaded) until it has freed the
     /// set. An error when the library has no event set (an old driver, or no event functions).
     pub(super) fn start(
         lib: &sys::NvmlLib,
         gpus: &[(u32, RawDevice)],
+        mask: u64,
         library: Arc<dyn Send + Sync>,
     ) -> Result<Listener> {
         let create = symbol(&lib.nvmlEventSetCreate)?;
@@ -75,10 +80,10 @@ impl Listener {
         }
         let mut refused = HashMap::new();
         for &(index, RawDevice(handle)) in gpus {
-            let mut mask: std::os::raw::c_ulonglong = 0;
+            let mut supported_mask: std::os::raw::c_ulonglong = 0;
             // SAFETY: a live handle of this library and a writable out-pointer.
-            let answer = check(unsafe { supported(handle, &mut mask) }).and_then(|()| {
-                let wanted = mask & EventKind::all_bits();
+            let answer = check(unsafe { supported(handle, &mut supported_mask) }).and_then(|()| {
+                let wanted = supported_mask & mask & EventKind::all_bits();
                 if wanted == 0 {
                     return Err(BackendError::NotSupported);
                 }

@@ -31,7 +31,7 @@ use crate::error::{nvml_codes, BackendError, Result};
 use crate::types::{
     pcie_link_max_speed_from_nvml, Architecture, Bar1MemoryInfo, Brand, ClockType,
     CodecUtilization, ComputeCapability, ComputeMode, CurrentPending, DeviceId, DriverModel,
-    EccCounter, EccErrorKind, GpmMetrics, GpuEvent, GpuOperationMode, LocationEccCounts,
+    EccCounter, EccErrorKind, EventKind, GpmMetrics, GpuEvent, GpuOperationMode, LocationEccCounts,
     MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PcieDirection,
     PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, RetirementCause,
     TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT, MAX_FANS,
@@ -155,6 +155,36 @@ pub struct NvmlBackend {
     gpm: gpm::GpmSamples,
     /// The event listener started with the backend, or why it could not start.
     listener: Result<events::Listener>,
+    /// What loading and initialising the library cost.
+    init_timing: crate::cost::Timing,
+}
+
+/// How an [`NvmlBackend`] is opened ([`NvmlBackend::open_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NvmlOptions {
+    /// The kinds of event the listener registers for (those a GPU supports among them). By
+    /// default [`EventKind::HEALTH`]: not clock or P-state changes, which a power-capped GPU
+    /// sends by the dozen each second (waking the listener for each cost 5-6% of a core on an
+    /// H100) and which a refresh reads anyway. A recording asks for [`EventKind::ALL`], to keep
+    /// what the driver sent.
+    pub events: Vec<EventKind>,
+}
+
+impl Default for NvmlOptions {
+    fn default() -> NvmlOptions {
+        NvmlOptions {
+            events: EventKind::HEALTH.to_vec(),
+        }
+    }
+}
+
+impl NvmlOptions {
+    /// Listens for `kinds` instead of the default.
+    pub fn events(mut self, kinds: &[EventKind]) -> NvmlOptions {
+        self.events = kinds.to_vec();
+        self
+    }
 }
 
 const _: () = {
@@ -305,10 +335,18 @@ impl NvmlBackend {
     /// Loads NVML from `path`, or from [`DEFAULT_LIBRARY`] when `None`, and initialises it. The
     /// error names the library and keeps the dynamic loader's message, for people.
     pub fn open(path: Option<&OsStr>) -> std::result::Result<Self, OpenError> {
-        let init = match path {
+        Self::open_with(path, NvmlOptions::default())
+    }
+
+    /// [`NvmlBackend::open`] with `options`: which events to listen for.
+    pub fn open_with(
+        path: Option<&OsStr>,
+        options: NvmlOptions,
+    ) -> std::result::Result<Self, OpenError> {
+        let (init, init_timing) = crate::cost::time(|| match path {
             Some(path) => Nvml::builder().lib_path(path).init(),
             None => Nvml::init(),
-        };
+        });
         let library = path.map_or_else(
             || DEFAULT_LIBRARY.to_string(),
             |p| p.to_string_lossy().into_owned(),
@@ -322,8 +360,9 @@ impl NvmlBackend {
                     cuda: OnceLock::new(),
                     listener: Err(BackendError::Uninitialized),
                     gpm: gpm::GpmSamples::default(),
+                    init_timing,
                 };
-                backend.listener = backend.start_listener();
+                backend.listener = backend.start_listener(EventKind::bits_of(&options.events));
                 Ok(backend)
             }
             Err(e) => {
@@ -398,20 +437,39 @@ impl NvmlBackend {
     /// Dropping the backend does the same without waiting: the event thread, which may be
     /// inside a wait on the driver, ends within 250 ms and shuts the session down then. Call
     /// this when what comes next needs the library down, e.g. initialising it again afresh.
-    pub fn shutdown(mut self) {
+    pub fn shutdown(self) {
+        let _ = self.shutdown_timed();
+    }
+
+    /// [`NvmlBackend::shutdown`], saying what `nvmlShutdown` (with unloading the library) cost
+    /// once the event thread had ended; `None` when another holder of this session (a clone of
+    /// it kept elsewhere) shut it down instead.
+    pub fn shutdown_timed(mut self) -> Option<crate::cost::Timing> {
         if let Ok(listener) = mem::replace(&mut self.listener, Err(BackendError::Uninitialized)) {
             listener.stop_and_wait();
         }
+        let session = Arc::clone(&self.nvml);
+        drop(self);
+        if Arc::strong_count(&session) != 1 {
+            return None;
+        }
+        let ((), timing) = crate::cost::time(|| drop(session));
+        Some(timing)
     }
 
-    /// Starts the event listener on every GPU (see [`events`]).
-    fn start_listener(&self) -> Result<events::Listener> {
+    /// What loading the library and `nvmlInit_v2` cost when this backend was opened.
+    pub fn init_timing(&self) -> crate::cost::Timing {
+        self.init_timing
+    }
+
+    /// Starts the event listener on every GPU for the kinds in `mask` (see [`events`]).
+    fn start_listener(&self, mask: u64) -> Result<events::Listener> {
         let count = self.device_count()?;
         let gpus: Vec<(u32, RawDevice)> = (0..count)
             .filter_map(|i| self.gpu_handle(i).ok().map(|h| (i, RawDevice(h))))
             .collect();
         let session: Arc<dyn Send + Sync> = self.nvml.clone();
-        events::Listener::start(self.lib(), &gpus, session)
+        events::Listener::start(self.lib(), &gpus, mask, session)
     }
 
     /// The raw function table of the loaded library.

@@ -1,0 +1,529 @@
+//! What each call costs: a decorator that times every query of any backend, and the cost
+//! profile a recording keeps.
+//!
+//! [`TimedBackend`] wraps any [`GpuBackend`] and, for each call, measures its wall time and the
+//! calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), then hands a [`CallRecord`] (the
+//! query, its NVML function from the query table, the device, the other arguments, both times
+//! and the outcome) to a [`CallObserver`]. It is generated from the query table, so every
+//! query is timed and a new one is timed without a line here. What an observer does with the
+//! records is its own business: [`CostCollector`] keeps the median cost of each NVML function
+//! (what `cargo xtask record-fixture` writes into a fixture's `nvml_costs`); a debug log could
+//! print each call; a doctor could time each query once.
+//!
+//! A [`CostProfile`] maps an NVML function's exported name to its [`CallCost`], the median wall
+//! and thread-CPU microseconds of one call: in JSON `{"nvmlDeviceGetPowerUsage": {"wall_us":
+//! 3.4, "cpu_us": 2.7}, ...}`. A fixture's `nvml_costs` has this form, and so can a profile
+//! file of its own.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use gpu_backend::cost::{CallObserver, CallRecord, CostCollector, TimedBackend};
+//! use gpu_backend::{DeviceId, GpuBackend, ReplayBackend};
+//!
+//! # let fixture = gpu_backend::Fixture::from_json_str(include_str!("../../../fixtures/old-driver.json"), "x").unwrap();
+//! let costs = Arc::new(CostCollector::new());
+//! let timed = TimedBackend::new(ReplayBackend::new(fixture), costs.clone());
+//! timed.power_usage(DeviceId::Gpu(0)).ok();
+//! let profile = costs.profile();
+//! assert!(profile.contains_key("nvmlDeviceGetPowerUsage"));
+//!
+//! // Any observer: here, one that counts failed calls.
+//! struct Failures(std::sync::atomic::AtomicUsize);
+//! impl CallObserver for Failures {
+//!     fn observe(&self, call: &CallRecord<'_>) {
+//!         if call.outcome.is_err() {
+//!             self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+//!         }
+//!     }
+//! }
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::GpuBackend;
+use crate::error::{BackendError, Result};
+use crate::types::*;
+
+/// What one call of an NVML function costs: the median wall and thread-CPU time, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CallCost {
+    /// Wall-clock time, microseconds.
+    pub wall_us: f64,
+    /// CPU time of the calling thread, microseconds (at most `wall_us` but for rounding; 0
+    /// where the platform cannot tell).
+    pub cpu_us: f64,
+}
+
+/// Costs by NVML function, by the function's exported name (`nvmlDeviceGetPowerUsage`,
+/// `nvmlInit_v2`). Sorted, so that a written profile is stable.
+pub type CostProfile = BTreeMap<String, CallCost>;
+
+/// How long something took: wall time, and the calling thread's CPU time where the platform
+/// tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Wall-clock time.
+    pub wall: Duration,
+    /// CPU time of the calling thread, user and system (`CLOCK_THREAD_CPUTIME_ID`); `None`
+    /// where the platform has no such clock.
+    pub cpu: Option<Duration>,
+}
+
+/// The CPU time the calling thread has used so far (`CLOCK_THREAD_CPUTIME_ID`); `None` where
+/// the platform has no such clock.
+pub fn thread_cpu_time() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid clock id and a writable timespec.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        if rc != 0 {
+            return None;
+        }
+        let secs = u64::try_from(ts.tv_sec).ok()?;
+        let nanos = u32::try_from(ts.tv_nsec).ok()?;
+        Some(Duration::new(secs, nanos))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// Runs `f` and says how long it took, in wall time and in this thread's CPU time.
+pub fn time<R>(f: impl FnOnce() -> R) -> (R, Timing) {
+    // The CPU clock is read inside the wall clock's interval, so that the CPU time does not
+    // count the reading of the wall clock and stays within the wall time.
+    let wall0 = Instant::now();
+    let cpu0 = thread_cpu_time();
+    let out = f();
+    let cpu1 = thread_cpu_time();
+    let wall = wall0.elapsed();
+    let cpu = match (cpu0, cpu1) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    (out, Timing { wall, cpu })
+}
+
+/// One call made through a [`TimedBackend`], as its observer sees it.
+#[derive(Clone, Copy)]
+pub struct CallRecord<'a> {
+    /// The [`GpuBackend`] method (`power_usage`).
+    pub query: &'static str,
+    /// The NVML function the query table names for it (`nvmlDeviceGetPowerUsage`); a few are
+    /// not NVML's (`cuDeviceGetUuid` for libcuda's order), see [`crate::query::QUERIES`].
+    pub nvml: &'static str,
+    /// The device asked about; `None` for a system query.
+    pub device: Option<DeviceId>,
+    /// The other arguments (clock domain, link, fan, `since_us`, ...), in the method's order.
+    pub args: &'a [&'a dyn fmt::Debug],
+    /// How long the call took.
+    pub timing: Timing,
+    /// What it answered: `Ok(())` for a value, or the error.
+    pub outcome: std::result::Result<(), &'a BackendError>,
+}
+
+impl fmt::Debug for CallRecord<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallRecord")
+            .field("query", &self.query)
+            .field("nvml", &self.nvml)
+            .field("device", &self.device)
+            .field("args", &self.args)
+            .field("timing", &self.timing)
+            .field("outcome", &self.outcome)
+            .finish()
+    }
+}
+
+/// Receives a [`CallRecord`] for every call made through a [`TimedBackend`], on the calling
+/// thread, after the call returned.
+pub trait CallObserver: Send + Sync {
+    /// One call, with its times and outcome.
+    fn observe(&self, call: &CallRecord<'_>);
+}
+
+impl<O: CallObserver + ?Sized> CallObserver for Arc<O> {
+    fn observe(&self, call: &CallRecord<'_>) {
+        (**self).observe(call)
+    }
+}
+
+impl<O: CallObserver + ?Sized> CallObserver for &O {
+    fn observe(&self, call: &CallRecord<'_>) {
+        (**self).observe(call)
+    }
+}
+
+/// A backend whose every call is timed and reported to an observer (see [the module](self)).
+/// Answers exactly what the backend it wraps answers.
+pub struct TimedBackend<B, O> {
+    inner: B,
+    observer: O,
+}
+
+impl<B, O> TimedBackend<B, O> {
+    /// Wraps `inner`, reporting each call to `observer`.
+    pub fn new(inner: B, observer: O) -> TimedBackend<B, O> {
+        TimedBackend { inner, observer }
+    }
+
+    /// The backend wrapped.
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    /// The observer.
+    pub fn observer(&self) -> &O {
+        &self.observer
+    }
+
+    /// The backend and the observer back.
+    pub fn into_parts(self) -> (B, O) {
+        (self.inner, self.observer)
+    }
+}
+
+impl<B, O> fmt::Debug for TimedBackend<B, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimedBackend").finish_non_exhaustive()
+    }
+}
+
+impl<B: GpuBackend, O: CallObserver> TimedBackend<B, O> {
+    fn report<T>(
+        &self,
+        query: &'static str,
+        nvml: &'static str,
+        device: Option<DeviceId>,
+        args: &[&dyn fmt::Debug],
+        call: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let (answer, timing) = time(call);
+        self.observer.observe(&CallRecord {
+            query,
+            nvml,
+            device,
+            args,
+            timing,
+            outcome: answer.as_ref().map(|_| ()),
+        });
+        answer
+    }
+}
+
+/// Writes the decorator's method of each query of the table.
+macro_rules! timed_queries {
+    ($(
+        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
+            => $store:tt
+            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
+    )*) => {
+        impl<B: GpuBackend, O: CallObserver> GpuBackend for TimedBackend<B, O> {
+            $( timed_query! { $section fn $method ($($arg : $argty),*) -> ($($ty)+), $nvml } )*
+        }
+    };
+}
+
+/// One query's timed method; see [`timed_queries`].
+macro_rules! timed_query {
+    (system fn $m:ident () -> ($($ty:tt)+), $nvml:ident) => {
+        fn $m(&self) -> Result<$($ty)+> {
+            self.report(stringify!($m), stringify!($nvml), None, &[], || self.inner.$m())
+        }
+    };
+    ($section:ident fn $m:ident ($id:ident : DeviceId $(, $a:ident : $aty:ident)*) -> ($($ty:tt)+),
+        $nvml:ident) => {
+        fn $m(&self, $id: DeviceId $(, $a: $aty)*) -> Result<$($ty)+> {
+            self.report(
+                stringify!($m),
+                stringify!($nvml),
+                Some($id),
+                &[$(&$a as &dyn fmt::Debug),*],
+                || self.inner.$m($id $(, $a)*),
+            )
+        }
+    };
+}
+
+crate::for_each_query!(timed_queries);
+
+/// How many calls of its NVML function one call of `query` makes, when that is known and the
+/// same every time; `None` for the queries whose cost is not that of one NVML function: the
+/// event buffer (`events` reads what the listener received, no NVML call), libcuda's answers
+/// (asked in a child process), the MIG slot scan and GPM (a varying number of calls of several
+/// functions). A list query (processes, samples, retired pages) counts as one call although it
+/// may make two (the count, then the list), as pynvml's wrappers do.
+fn nvml_calls(query: &str, nvml: &str, ok: bool) -> Option<u32> {
+    if !nvml.starts_with("nvml") {
+        return None;
+    }
+    match query {
+        "events" | "mig_device_indices" | "gpm_metrics" => None,
+        // Four counters (volatile and aggregate, corrected and uncorrected), each asked.
+        "memory_errors" => Some(4),
+        // Four counters asked in turn; a link that fails, fails at the first.
+        "nvlink_error_counters" => Some(if ok { 4 } else { 1 }),
+        _ => Some(1),
+    }
+}
+
+/// The most samples kept per function: enough for a median to about 3% of the distribution,
+/// however long the recording.
+const RESERVOIR: usize = 1024;
+
+/// A uniform sample of the costs seen (Vitter's algorithm R with a fixed-seed generator, so
+/// that memory stays flat over a recording of any length).
+#[derive(Debug, Default)]
+struct Reservoir {
+    seen: u64,
+    rng: u64,
+    wall_ns: Vec<u64>,
+    cpu_ns: Vec<u64>,
+}
+
+impl Reservoir {
+    fn add(&mut self, wall_ns: u64, cpu_ns: Option<u64>) {
+        self.seen += 1;
+        let slot = if self.wall_ns.len() < RESERVOIR {
+            self.wall_ns.push(wall_ns);
+            if let Some(c) = cpu_ns {
+                self.cpu_ns.push(c);
+            }
+            return;
+        } else {
+            // xorshift64*, seeded once.
+            if self.rng == 0 {
+                self.rng = 0x9E37_79B9_7F4A_7C15;
+            }
+            self.rng ^= self.rng >> 12;
+            self.rng ^= self.rng << 25;
+            self.rng ^= self.rng >> 27;
+            self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) % self.seen
+        };
+        if let Ok(i) = usize::try_from(slot) {
+            if i < RESERVOIR {
+                self.wall_ns[i] = wall_ns;
+                if let (Some(c), Some(slot)) = (cpu_ns, self.cpu_ns.get_mut(i)) {
+                    *slot = c;
+                }
+            }
+        }
+    }
+
+    fn cost(&self) -> CallCost {
+        fn median_us(values: &[u64]) -> f64 {
+            if values.is_empty() {
+                return 0.0;
+            }
+            let mut v = values.to_vec();
+            v.sort_unstable();
+            let n = v.len();
+            let mid = if n % 2 == 1 {
+                v[n / 2] as f64
+            } else {
+                (v[n / 2 - 1] as f64 + v[n / 2] as f64) / 2.0
+            };
+            // Microseconds to a tenth: finer is noise.
+            (mid / 100.0).round() / 10.0
+        }
+        CallCost {
+            wall_us: median_us(&self.wall_ns),
+            cpu_us: median_us(&self.cpu_ns),
+        }
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A [`CallObserver`] that keeps, per NVML function, a bounded sample of what each call cost,
+/// and gives the medians as a [`CostProfile`]. A query that makes a known number of calls of
+/// its function counts as that many calls of a share each (four ECC counters per
+/// `memory_errors`); the queries whose cost is not that of one NVML function (the event
+/// buffer, libcuda's answers, the MIG slot scan, GPM) are left out. Memory stays flat: at most
+/// [`RESERVOIR`] samples per function.
+#[derive(Debug, Default)]
+pub struct CostCollector {
+    by_function: Mutex<HashMap<&'static str, Reservoir>>,
+}
+
+impl CostCollector {
+    /// An empty collector.
+    pub fn new() -> CostCollector {
+        CostCollector::default()
+    }
+
+    /// Adds one call of `function` (for the calls made outside a [`TimedBackend`], such as
+    /// `nvmlInit_v2` and `nvmlShutdown`).
+    pub fn add(&self, function: &'static str, timing: Timing) {
+        self.add_share(function, timing, 1);
+    }
+
+    fn add_share(&self, function: &'static str, timing: Timing, calls: u32) {
+        let calls = u64::from(calls.max(1));
+        let mut map = self
+            .by_function
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.entry(function).or_default().add(
+            nanos(timing.wall) / calls,
+            timing.cpu.map(|c| nanos(c) / calls),
+        );
+    }
+
+    /// The median cost of each function seen.
+    pub fn profile(&self) -> CostProfile {
+        let map = self
+            .by_function
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.iter()
+            .map(|(name, r)| (name.to_string(), r.cost()))
+            .collect()
+    }
+
+    /// How many calls of `function` were seen.
+    pub fn calls(&self, function: &str) -> u64 {
+        let map = self
+            .by_function
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.get(function).map_or(0, |r| r.seen)
+    }
+}
+
+impl CallObserver for CostCollector {
+    fn observe(&self, call: &CallRecord<'_>) {
+        if let Some(n) = nvml_calls(call.query, call.nvml, call.outcome.is_ok()) {
+            self.add_share(call.nvml, call.timing, n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One call as an observer saw it: (query, NVML function, device, arguments as written,
+    /// value or error).
+    type Seen = (String, String, Option<DeviceId>, String, bool);
+
+    /// Every call of a snapshot.
+    #[derive(Default)]
+    struct Log(Mutex<Vec<Seen>>);
+
+    impl CallObserver for Log {
+        fn observe(&self, call: &CallRecord<'_>) {
+            assert!(call
+                .timing
+                .cpu
+                .is_none_or(|c| c <= call.timing.wall + Duration::from_millis(1)));
+            self.0.lock().unwrap().push((
+                call.query.into(),
+                call.nvml.into(),
+                call.device,
+                format!("{:?}", call.args),
+                call.outcome.is_ok(),
+            ));
+        }
+    }
+
+    #[test]
+    fn the_timed_backend_answers_as_its_backend_and_reports_every_call() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-mig.json");
+        let fixture = crate::Fixture::load(path).unwrap();
+        let replay = crate::ReplayBackend::new(fixture.clone());
+        replay.count_calls(true);
+        let log = Log::default();
+        let timed = TimedBackend::new(crate::ReplayBackend::new(fixture), &log);
+        // The same answers, with or without the decorator.
+        assert_eq!(
+            crate::recorder::snapshot(&timed),
+            crate::recorder::snapshot(&replay)
+        );
+        let calls = log.0.lock().unwrap();
+        assert_eq!(calls.len() as u64, replay.take_call_counts().total());
+        // A system query has no device; a per-clock one names its domain; a MIG device that
+        // does not answer a query reports the error.
+        assert!(calls.contains(&(
+            "driver_version".into(),
+            "nvmlSystemGetDriverVersion".into(),
+            None,
+            "[]".into(),
+            true
+        )));
+        assert!(calls.contains(&(
+            "clock".into(),
+            "nvmlDeviceGetClockInfo".into(),
+            Some(DeviceId::Gpu(0)),
+            "[Sm]".into(),
+            true
+        )));
+        let mig = DeviceId::Mig {
+            parent: 0,
+            index: 0,
+        };
+        assert!(calls
+            .iter()
+            .any(|c| c.0 == "power_usage" && c.2 == Some(mig) && !c.4));
+    }
+
+    #[test]
+    fn the_median_of_a_reservoir_is_the_middle_value_in_tenths_of_a_microsecond() {
+        let mut r = Reservoir::default();
+        for us in [5u64, 1, 3, 1000] {
+            r.add(us * 1000, Some(us * 500));
+        }
+        // Even count: the mean of the two middle values.
+        assert_eq!(
+            r.cost(),
+            CallCost {
+                wall_us: 4.0,
+                cpu_us: 2.0
+            }
+        );
+        r.add(2_345, None);
+        assert_eq!(r.cost().wall_us, 3.0);
+    }
+
+    #[test]
+    fn a_reservoir_keeps_a_bounded_sample_of_a_long_run() {
+        let mut r = Reservoir::default();
+        for i in 0..100_000u64 {
+            r.add(i, Some(i));
+        }
+        assert_eq!(r.seen, 100_000);
+        assert_eq!(r.wall_ns.len(), RESERVOIR);
+        // A uniform sample of 0..100000 has its median near 50000.
+        let median_ns = r.cost().wall_us * 1000.0;
+        assert!((40_000.0..60_000.0).contains(&median_ns), "{median_ns}");
+    }
+
+    #[test]
+    fn only_calls_of_one_nvml_function_count_and_shares_are_split() {
+        assert_eq!(nvml_calls("events", "nvmlEventSetWait_v2", true), None);
+        assert_eq!(
+            nvml_calls("cuda_device_order", "cuDeviceGetUuid", true),
+            None
+        );
+        assert_eq!(
+            nvml_calls("power_usage", "nvmlDeviceGetPowerUsage", true),
+            Some(1)
+        );
+        assert_eq!(
+            nvml_calls("memory_errors", "nvmlDeviceGetMemoryErrorCounter", false),
+            Some(4)
+        );
+    }
+}
