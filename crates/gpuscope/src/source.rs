@@ -68,8 +68,29 @@ pub struct Source {
 }
 
 impl SourceArgs {
-    /// Opens the chosen source. A fixture replays on wall time, looping.
+    /// Opens the chosen source. A fixture replays on wall time, looping. Logged at `info`:
+    /// what was opened, its devices and driver, and the time it took (NVML's initialisation
+    /// and the devices' identity, for the real GPUs).
     pub fn open(&self) -> Result<Source> {
+        let started = std::time::Instant::now();
+        let source = self.open_chosen()?;
+        // Asked only when logged: the driver's version is one more backend call.
+        if tracing::enabled!(tracing::Level::INFO) {
+            let context = source.collector.context();
+            let driver = context.driver_version().to_string();
+            tracing::info!(
+                source = %gpu_devices::text::Escaped(&source.label),
+                gpus = context.device_count(),
+                mig_devices = context.mig_device_count(),
+                driver = %gpu_devices::text::Escaped(&driver),
+                took_ms = started.elapsed().as_micros() as f64 / 1000.0,
+                "source opened"
+            );
+        }
+        Ok(source)
+    }
+
+    fn open_chosen(&self) -> Result<Source> {
         if self.frame.is_some() && self.fixture.is_none() && self.demo.is_none() {
             return Err(UsageError("--frame needs --fixture or --demo".into()).into());
         }
