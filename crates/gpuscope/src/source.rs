@@ -9,8 +9,9 @@ use gpu_backend::{BackendError, Fixture, SourceError};
 use gpu_devices::Context;
 use gpu_processes::ProcessCollector;
 
-/// The demo fixture: an 8-GPU H100 SXM box with NVLink and training jobs.
-pub const DEMO_FIXTURE: &str = include_str!("../../../fixtures/h100-sxm-8gpu.json");
+/// The demo fixture, gzipped by build.rs: an 8-GPU H100 SXM box with NVLink and training jobs
+/// (`fixtures/h100-sxm-8gpu.json`).
+const DEMO_FIXTURE_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/demo.json.gz"));
 
 /// Options that choose the source of GPU answers; shared by every command.
 #[derive(Debug, Clone, Args)]
@@ -132,7 +133,13 @@ impl SourceArgs {
 }
 
 fn demo(frame: Option<usize>) -> Result<Source> {
-    let fixture = Fixture::from_json_str(DEMO_FIXTURE, "<built-in demo fixture>")?;
+    let mut json = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(DEMO_FIXTURE_GZ),
+        &mut json,
+    )
+    .context("cannot decompress the built-in demo fixture")?;
+    let fixture = Fixture::from_json_str(&json, "<built-in demo fixture>")?;
     let source = gpu_backend::Source::Recording {
         fixture: Box::new(fixture),
         frame,
