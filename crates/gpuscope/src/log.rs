@@ -78,6 +78,13 @@ pub fn init(verbose: u8) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// True when the log is on and stderr is a terminal: lines written there would tear a
+/// full-screen viewer drawn on the same terminal.
+pub fn writes_to_terminal() -> bool {
+    tracing::level_filters::LevelFilter::current() != tracing::level_filters::LevelFilter::OFF
+        && std::io::stderr().is_terminal()
+}
+
 /// The filter directives for `-v` given `verbose` times and the environment's `env`; `None`
 /// when the log stays off.
 fn directives(verbose: u8, env: Option<&str>) -> Option<String> {
