@@ -1017,7 +1017,7 @@ fn the_log_never_writes_over_the_viewer() {
     let Some(t) = Tmux::new("log") else {
         return;
     };
-    t.start(&shell_command("--demo -vv"), 120, 30);
+    t.start(&shell_command("--demo -vv"), 200, 30);
     let s = t.wait_text("exit=2");
     assert!(s.contains("would write over the viewer"), "{s}");
     assert!(s.contains("2> gpuscope.log"), "{s}");
