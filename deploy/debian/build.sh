@@ -8,7 +8,7 @@
 #   --no-build  package the release binary already built (cargo build --release --locked -p
 #               gpuscope), as CI does after building it once for the image and the package
 # cargo-deb is installed if missing: a pinned version, with `cargo install --locked`, into
-# the target directory's tools/ (its build kept in tools/build, so a second install is quick).
+# $GPUSCOPE_TOOLS_DIR (default: the target directory's tools/), its build kept beside it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -20,7 +20,7 @@ case "${1:-}" in
   *) echo "deploy/debian/build.sh: unknown argument $1" >&2; exit 2 ;;
 esac
 target="${CARGO_TARGET_DIR:-target}"
-tools="$(realpath -m "$target/tools")"
+tools="$(realpath -m "${GPUSCOPE_TOOLS_DIR:-$target/tools}")"
 cargo_deb="$tools/bin/cargo-deb"
 if ! "$cargo_deb" --version 2> /dev/null | grep -q " $CARGO_DEB_VERSION\$"; then
   # No lzma feature: xz comes from the system's xz (--compress-system), so no C library to
