@@ -8,7 +8,8 @@
 #   --no-build  package the release binary already built (cargo build --release --locked -p
 #               gpuscope), as CI does after building it once for the image and the package
 # cargo-deb is installed if missing: a pinned version, with `cargo install --locked`, into
-# $GPUSCOPE_TOOLS_DIR (default: the target directory's tools/), its build kept beside it.
+# $GPUSCOPE_TOOLS_DIR (default: the target directory's tools/); cargo builds it in a temporary
+# directory that it removes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,7 +27,7 @@ if ! "$cargo_deb" --version 2> /dev/null | grep -q " $CARGO_DEB_VERSION\$"; then
   # No lzma feature: xz comes from the system's xz (--compress-system), so no C library to
   # build; no debug-id feature: the package carries no separate debug symbols.
   cargo install --quiet --locked --no-default-features "cargo-deb@$CARGO_DEB_VERSION" \
-    --root "$tools" --target-dir "$tools/build"
+    --root "$tools"
 fi
 
 if [ "$build" = 1 ]; then
