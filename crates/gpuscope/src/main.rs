@@ -27,7 +27,7 @@ use crate::source::SourceArgs;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Log what gpuscope does to stderr: -v what it opened and served, -vv also every
+    /// Log what gpuscope does to stderr: -v what it opened, -vv also every
     /// refresh, HTTP request and Prometheus query with its time, -vvv everything.
     /// GPUSCOPE_LOG (else RUST_LOG) takes tracing filter directives, such as
     /// `gpuscope::export=debug`; docs/logging.md.
