@@ -33,7 +33,8 @@ if ! command -v systemd-analyze > /dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd > /dev/null
 fi
 unit="$tmp/gpuscope-exporter.service"
-sed "s|/usr/local/bin/gpuscope|$bin|" deploy/systemd/gpuscope-exporter.service > "$unit"
+sed "s|^ExecStart=gpuscope |ExecStart=$bin |" deploy/systemd/gpuscope-exporter.service > "$unit"
+grep -q "^ExecStart=$bin " "$unit" || { echo "no ExecStart=gpuscope in the unit"; exit 1; }
 # verify prints problems and exits non-zero on errors; warnings must fail too.
 out="$(SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --man=no "$unit" 2>&1)" || { echo "$out"; exit 1; }
 if [ -n "$out" ]; then echo "$out"; echo "systemd-analyze verify printed warnings"; exit 1; fi

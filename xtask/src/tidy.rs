@@ -5,6 +5,9 @@
 //! * No `.unwrap()` or `.expect(` in library and program code outside test modules: anything
 //!   that comes from outside (backend, files, environment, user input) is handled as an error.
 //!   Tests, benches and examples may unwrap.
+//! * The release version is said once, `[workspace.package] version` in Cargo.toml; what must
+//!   repeat it (the requirements on the workspace's own crates, the image the DaemonSet names)
+//!   says the same (docs/releasing.md).
 
 #[cfg(test)]
 mod tests {
@@ -108,6 +111,34 @@ mod tests {
             bad.is_empty(),
             "unwrap/expect outside tests:\n{}",
             bad.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_version_is_said_once_and_what_repeats_it_agrees() {
+        let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
+        let package = manifest.split("[workspace.package]").nth(1).unwrap();
+        let version = package
+            .lines()
+            .find_map(|l| l.strip_prefix("version = \""))
+            .and_then(|v| v.strip_suffix('"'))
+            .expect("[workspace.package] has a version");
+        let own: Vec<&str> = manifest
+            .lines()
+            .filter(|l| l.contains("path = \"crates/"))
+            .collect();
+        assert!(own.len() >= 5, "{own:?}");
+        for line in own {
+            assert!(
+                line.contains(&format!("version = \"{version}\"")),
+                "Cargo.toml: {line}: the requirement is not the workspace's version {version}"
+            );
+        }
+        let daemonset =
+            std::fs::read_to_string(workspace().join("deploy/kubernetes/daemonset.yaml")).unwrap();
+        assert!(
+            daemonset.contains(&format!("image: gpuscope:{version}\n")),
+            "deploy/kubernetes/daemonset.yaml does not name gpuscope:{version}"
         );
     }
 }

@@ -167,16 +167,36 @@ impl ProcessCollector {
     /// once (its process lists and samples come with its snapshot), and each PID looked up on the
     /// host once however many devices it uses. Only the PIDs on the GPUs are read from the host,
     /// never the whole process table.
+    ///
+    /// Each refresh logs its total at `debug` (target `gpu_processes::collect`): the devices
+    /// and processes it found, its time, and how much of that the devices' queries took.
     pub fn take_snapshots(&self, devices: &[Device]) -> Snapshots {
-        let snapshots: Vec<DeviceSnapshot> = devices.iter().map(Device::snapshot).collect();
-        self.join(snapshots)
+        self.timed_join(|| devices.iter().map(Device::snapshot).collect())
     }
 
     /// [`ProcessCollector::take_snapshots`] of devices as CUDA numbers them (nvitop's
     /// `take_snapshots(Device.cuda.all())`): each device snapshot carries its CUDA ordinal
     /// (`DeviceSnapshot::cuda_index`).
     pub fn take_cuda_snapshots(&self, devices: &[CudaDevice]) -> Snapshots {
-        self.join(devices.iter().map(CudaDevice::snapshot).collect())
+        self.timed_join(|| devices.iter().map(CudaDevice::snapshot).collect())
+    }
+
+    /// [`ProcessCollector::join`] of the device snapshots `take` takes, with the refresh's
+    /// total logged.
+    fn timed_join(&self, take: impl FnOnce() -> Vec<DeviceSnapshot>) -> Snapshots {
+        let started = std::time::Instant::now();
+        let devices = take();
+        let devices_took = started.elapsed();
+        let snapshots = self.join(devices);
+        tracing::debug!(
+            devices = snapshots.devices.len(),
+            processes = snapshots.processes.len(),
+            host_lookups = snapshots.host_lookups,
+            device_queries_ms = ms(devices_took),
+            total_ms = ms(started.elapsed()),
+            "refresh"
+        );
+        snapshots
     }
 
     /// [`ProcessCollector::take_snapshots`] of every physical and MIG device.
@@ -471,6 +491,11 @@ fn quote(arg: &str) -> std::borrow::Cow<'_, str> {
     } else {
         std::borrow::Cow::Owned(format!("'{}'", arg.replace('\'', "'\"'\"'")))
     }
+}
+
+/// A duration in milliseconds, to the microsecond, for the log.
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
 }
 
 #[cfg(test)]

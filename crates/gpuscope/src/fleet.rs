@@ -206,8 +206,12 @@ impl FleetSource {
     /// # Errors
     ///
     /// As [`FleetSource::refresh`].
+    ///
+    /// Each refresh logs its total at `debug`: hosts, devices, failed queries and time (each
+    /// query or exporter read logs its own).
     pub fn refresh_after(&self, previous: Option<&Fleet>) -> anyhow::Result<Fleet> {
-        match self {
+        let started = std::time::Instant::now();
+        let fleet = match self {
             FleetSource::Prometheus {
                 client,
                 url,
@@ -217,7 +221,15 @@ impl FleetSource {
                 remote,
                 stale_after,
             } => Ok(remote.refresh(*stale_after)),
-        }
+        }?;
+        tracing::debug!(
+            hosts = fleet.hosts.len(),
+            devices = fleet.hosts.iter().map(|h| h.devices.len()).sum::<usize>(),
+            errors = fleet.errors.len(),
+            total_ms = started.elapsed().as_micros() as f64 / 1000.0,
+            "fleet refresh"
+        );
+        Ok(fleet)
     }
 }
 

@@ -5,6 +5,7 @@ mod compact;
 mod export;
 mod fleet;
 mod info;
+mod log;
 mod query;
 mod record;
 mod select;
@@ -26,6 +27,12 @@ use crate::source::SourceArgs;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log what gpuscope does to stderr: -v what it opened, -vv also every
+    /// refresh, HTTP request and Prometheus query with its time, -vvv everything.
+    /// GPUSCOPE_LOG (else RUST_LOG) takes tracing filter directives, such as
+    /// `gpuscope::export=debug`; docs/logging.md.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Subcommand)]
@@ -97,6 +104,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    log::init(cli.verbose)?;
     match cli.command {
         Command::Snapshot {
             source,

@@ -150,6 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut failure = None;
     'sampling: loop {
         let mut first = None;
+        let started = Instant::now();
         for recorder in &mut recorders {
             match recorder.record(true) {
                 Ok(sample) => {
@@ -161,6 +162,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         }
+        tracing::debug!(
+            devices = devices.len(),
+            metrics = recorders.len(),
+            total_ms = started.elapsed().as_micros() as f64 / 1000.0,
+            "refresh"
+        );
         if let (true, Some(sample)) = (progress, &first) {
             show_progress(&recorders[0], sample, metrics[0]);
         }

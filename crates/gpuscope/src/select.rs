@@ -143,8 +143,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             );
         }
     }
+    let started = std::time::Instant::now();
     let selection = gpu_select::select_devices(&collector, pool, &criteria)
         .map_err(|e| UsageError(e.to_string()))?;
+    tracing::debug!(
+        devices = selection.candidates.len(),
+        selected = selection.selected.len(),
+        total_ms = started.elapsed().as_micros() as f64 / 1000.0,
+        "refresh"
+    );
     let format = match args.format {
         OutputFormat::Index => Format::Index,
         OutputFormat::Uuid => Format::Uuid,

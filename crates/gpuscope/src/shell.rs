@@ -15,9 +15,18 @@ pub const DEFAULT_COMMAND_HELP: &str = "With no command, gpuscope runs `top` (th
     options given without a command go to that one, as in `gpuscope --demo`.";
 
 /// The arguments with the default command put in when none is given: `top` on a terminal,
-/// `snapshot` otherwise. Help and version flags are left to the top level.
+/// `snapshot` otherwise. Help and version flags are left to the top level; `-v`, which every
+/// command takes, may come before the command (`gpuscope -vv export`).
 pub fn with_default_command(mut args: Vec<OsString>, terminal: bool) -> Vec<OsString> {
-    let needs_one = match args.get(1).map(|a| a.to_string_lossy()) {
+    let is_verbose = |a: &str| {
+        a == "--verbose" || (a.len() > 1 && a.starts_with('-') && a[1..].bytes().all(|b| b == b'v'))
+    };
+    let first = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy())
+        .find(|a| !is_verbose(a));
+    let needs_one = match first {
         None => true,
         Some(a) => a.starts_with('-') && !["-h", "--help", "-V", "--version"].contains(&a.as_ref()),
     };
@@ -115,10 +124,20 @@ mod tests {
             with_default_command(args(&["gpuscope", "--demo", "--json"]), false),
             args(&["gpuscope", "snapshot", "--demo", "--json"])
         );
+        assert_eq!(
+            with_default_command(args(&["gpuscope", "-vv"]), false),
+            args(&["gpuscope", "snapshot", "-vv"])
+        );
+        assert_eq!(
+            with_default_command(args(&["gpuscope", "-v", "--demo"]), true),
+            args(&["gpuscope", "top", "-v", "--demo"])
+        );
         for kept in [
             &["gpuscope", "info", "0"][..],
             &["gpuscope", "--help"],
             &["gpuscope", "-V"],
+            &["gpuscope", "-vv", "export"],
+            &["gpuscope", "--verbose", "-v", "info", "0"],
         ] {
             assert_eq!(with_default_command(args(kept), true), args(kept));
         }

@@ -9,12 +9,14 @@ use gpu_backend::{BackendError, Fixture, SourceError};
 use gpu_devices::Context;
 use gpu_processes::ProcessCollector;
 
-/// The demo fixture: an 8-GPU H100 SXM box with NVLink and training jobs.
-pub const DEMO_FIXTURE: &str = include_str!("../../../fixtures/h100-sxm-8gpu.json");
+/// The demo fixture, gzipped by build.rs: an 8-GPU H100 SXM box with NVLink and training jobs
+/// (`fixtures/h100-sxm-8gpu.json`).
+const DEMO_FIXTURE_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/demo.json.gz"));
 
-/// The real recording built in (`--demo h100-real`): one H100 80GB HBM3 recorded with
-/// `cargo xtask record-fixture` (fixtures/h100-real/README.md).
-pub const REAL_H100_FIXTURE: &str = include_str!("../../../fixtures/h100-real.json");
+/// The real recording built in (`--demo h100-real`), gzipped by build.rs: one H100 80GB HBM3
+/// recorded with `cargo xtask record-fixture` (`fixtures/h100-real.json`, and
+/// fixtures/h100-real/README.md).
+const REAL_H100_FIXTURE_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/h100-real.json.gz"));
 
 /// Options that choose the source of GPU answers; shared by every command.
 #[derive(Debug, Clone, Args)]
@@ -80,15 +82,15 @@ pub enum DemoMode {
 impl DemoMode {
     /// The built-in recording this mode replays (when it does), its name for errors, and the
     /// source's label.
-    fn recording(self) -> (&'static str, &'static str, &'static str) {
+    fn recording(self) -> (&'static [u8], &'static str, &'static str) {
         match self {
             DemoMode::H100Real => (
-                REAL_H100_FIXTURE,
+                REAL_H100_FIXTURE_GZ,
                 "<built-in h100-real recording>",
                 "demo h100-real",
             ),
             DemoMode::Always | DemoMode::Auto | DemoMode::H100Sxm8gpu => {
-                (DEMO_FIXTURE, "<built-in demo fixture>", "demo")
+                (DEMO_FIXTURE_GZ, "<built-in demo fixture>", "demo")
             }
         }
     }
@@ -103,8 +105,29 @@ pub struct Source {
 }
 
 impl SourceArgs {
-    /// Opens the chosen source. A fixture replays on wall time, looping.
+    /// Opens the chosen source. A fixture replays on wall time, looping. Logged at `info`:
+    /// what was opened, its devices and driver, and the time it took (NVML's initialisation
+    /// and the devices' identity, for the real GPUs).
     pub fn open(&self) -> Result<Source> {
+        let started = std::time::Instant::now();
+        let source = self.open_chosen()?;
+        // Asked only when logged: the driver's version is one more backend call.
+        if tracing::enabled!(tracing::Level::INFO) {
+            let context = source.collector.context();
+            let driver = context.driver_version().to_string();
+            tracing::info!(
+                source = %gpu_devices::text::Escaped(&source.label),
+                gpus = context.device_count(),
+                mig_devices = context.mig_device_count(),
+                driver = %gpu_devices::text::Escaped(&driver),
+                took_ms = started.elapsed().as_micros() as f64 / 1000.0,
+                "source opened"
+            );
+        }
+        Ok(source)
+    }
+
+    fn open_chosen(&self) -> Result<Source> {
         if self.frame.is_some() && self.fixture.is_none() && self.demo.is_none() {
             return Err(UsageError("--frame needs --fixture or --demo".into()).into());
         }
@@ -146,8 +169,11 @@ impl SourceArgs {
 }
 
 fn demo(mode: DemoMode, frame: Option<usize>) -> Result<Source> {
-    let (text, name, label) = mode.recording();
-    let fixture = Fixture::from_json_str(text, name)?;
+    let (gz, name, label) = mode.recording();
+    let mut json = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz), &mut json)
+        .with_context(|| format!("cannot decompress the {name}"))?;
+    let fixture = Fixture::from_json_str(&json, name)?;
     let source = gpu_backend::Source::Recording {
         fixture: Box::new(fixture),
         frame,

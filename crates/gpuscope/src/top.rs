@@ -378,6 +378,14 @@ fn thresholds(option: &str, given: &[u8], default: (u8, u8)) -> Result<(u8, u8)>
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if !args.once && crate::log::writes_to_terminal() {
+        return Err(UsageError(
+            "the log (-v, GPUSCOPE_LOG or RUST_LOG) would write over the viewer on this \
+             terminal: send it to a file (2> gpuscope.log), or turn it off (GPUSCOPE_LOG=off)"
+                .into(),
+        )
+        .into());
+    }
     if args.fleet.is_set() {
         return run_fleet(args);
     }

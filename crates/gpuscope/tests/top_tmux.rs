@@ -1009,3 +1009,34 @@ fn the_tree_shows_a_live_parents_command_and_user() {
     assert_restored(&t);
     let _ = std::fs::remove_file(&path);
 }
+
+/// `top -vv` on a terminal would write its log over the viewer: refused with the way out; with
+/// stderr sent to a file the viewer runs and the file gets the log.
+#[test]
+fn the_log_never_writes_over_the_viewer() {
+    let Some(t) = Tmux::new("log") else {
+        return;
+    };
+    t.start(&shell_command("--demo -vv"), 200, 30);
+    let s = t.wait_text("exit=2");
+    assert!(s.contains("would write over the viewer"), "{s}");
+    assert!(s.contains("2> gpuscope.log"), "{s}");
+
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let u = Tmux::new("log-file").unwrap();
+    u.start(
+        &shell_command(&format!(
+            "--demo -vv --interval 0.25s 2> {}",
+            log.path().display()
+        )),
+        120,
+        30,
+    );
+    u.wait_text("gpuscope top (demo)");
+    wait_until("a refresh in the log file", || {
+        std::fs::read_to_string(log.path())
+            .is_ok_and(|l| l.contains("DEBUG") && l.contains("refresh"))
+    });
+    u.keys(&["q"]);
+    assert_restored(&u);
+}

@@ -13,14 +13,14 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::body::Incoming;
+use hyper::body::{Body as _, Incoming};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -104,6 +104,7 @@ pub async fn serve(listener: TcpListener, server: Arc<Server>) {
             }
         };
         let Some(slot) = server.slots.admit(peer.ip()) else {
+            tracing::debug!(%peer, status = 503, "connection refused: too many open");
             // A fresh socket's send buffer is empty: this cannot block.
             let _ = stream.try_write(TOO_MANY);
             continue;
@@ -111,7 +112,7 @@ pub async fn serve(listener: TcpListener, server: Arc<Server>) {
         let server = server.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            connection(server, stream).await;
+            connection(server, stream, peer).await;
         });
     }
 }
@@ -119,7 +120,7 @@ pub async fn serve(listener: TcpListener, server: Arc<Server>) {
 const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
 Content-Length: 21\r\nConnection: close\r\n\r\ntoo many connections\n";
 
-async fn connection(server: Arc<Server>, stream: TcpStream) {
+async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     match server.web.tls.clone() {
         Some(tls) => {
@@ -127,14 +128,14 @@ async fn connection(server: Arc<Server>, stream: TcpStream) {
             let handshake =
                 tokio::time::timeout(server.limits.header_timeout, acceptor.accept(stream)).await;
             if let Ok(Ok(stream)) = handshake {
-                http(server, TokioIo::new(stream)).await;
+                http(server, TokioIo::new(stream), peer).await;
             }
         }
-        None => http(server, TokioIo::new(stream)).await,
+        None => http(server, TokioIo::new(stream), peer).await,
     }
 }
 
-async fn http<I>(server: Arc<Server>, io: I)
+async fn http<I>(server: Arc<Server>, io: I, peer: SocketAddr)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -146,9 +147,20 @@ where
         .max_buf_size(limits.max_head.max(8192))
         .max_headers(limits.max_headers)
         .title_case_headers(true);
-    let service = hyper::service::service_fn(move |req| {
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let server = server.clone();
-        async move { Ok::<_, Infallible>(answer(&server, req).await) }
+        async move {
+            // What the log needs is read only when it is on.
+            let asked = tracing::enabled!(tracing::Level::DEBUG).then(|| {
+                let path = req.uri().path().to_owned();
+                (Instant::now(), req.method().clone(), path)
+            });
+            let r = answer(&server, req).await;
+            if let Some((started, method, path)) = asked {
+                log_request(peer, &method, &path, &r, started.elapsed());
+            }
+            Ok::<_, Infallible>(r)
+        }
     });
     let mut conn = std::pin::pin!(builder.serve_connection(io, service));
     if tokio::time::timeout(limits.max_age, conn.as_mut())
@@ -158,6 +170,27 @@ where
         conn.as_mut().graceful_shutdown();
         let _ = tokio::time::timeout(limits.header_timeout, conn).await;
     }
+}
+
+/// One request, at `debug`: who asked, what, the status, the body's size before any HEAD
+/// drops it, whether gzipped, and the time to answer (not to send).
+fn log_request(
+    peer: SocketAddr,
+    method: &Method,
+    path: &str,
+    r: &Response<Full<Bytes>>,
+    took: Duration,
+) {
+    tracing::debug!(
+        %peer,
+        method = %method,
+        path = %gpu_devices::text::Escaped(path),
+        status = r.status().as_u16(),
+        bytes = r.body().size_hint().exact().unwrap_or(0),
+        gzip = r.headers().contains_key(header::CONTENT_ENCODING),
+        took_ms = took.as_micros() as f64 / 1000.0,
+        "request"
+    );
 }
 
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>gpuscope exporter</title></head>\

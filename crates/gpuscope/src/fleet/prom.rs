@@ -541,6 +541,34 @@ impl Client {
     ///
     /// [`QueryError::Transport`] or [`QueryError::Http`].
     pub fn query_text(&self, query: &str) -> Result<String, QueryError> {
+        let started = std::time::Instant::now();
+        let answer = self.ask(query);
+        let took_ms = started.elapsed().as_micros() as f64 / 1000.0;
+        let query = gpu_devices::text::Escaped(query);
+        match &answer {
+            Ok((status, body)) => {
+                tracing::debug!(%query, status, bytes = body.len(), took_ms, "prometheus query")
+            }
+            Err(e) => {
+                let error = e.to_string();
+                let error = gpu_devices::text::Escaped(&error);
+                tracing::debug!(%query, %error, took_ms, "prometheus query failed")
+            }
+        }
+        let (status, body) = answer?;
+        let json = body.trim_start().starts_with('{');
+        if status == 200 || (json && matches!(status, 400 | 422 | 503)) {
+            Ok(body)
+        } else {
+            Err(QueryError::Http {
+                status,
+                body: body.chars().take(200).collect(),
+            })
+        }
+    }
+
+    /// The status and body of the instant query `query`.
+    fn ask(&self, query: &str) -> Result<(u16, String), QueryError> {
         let mut response = self
             .connection
             .get(&self.query_url)
@@ -564,15 +592,7 @@ impl Client {
         .map_err(|e| QueryError::Transport(e.to_string()))?;
         let body = String::from_utf8(bytes)
             .map_err(|e| QueryError::Malformed(format!("the answer is not UTF-8: {e}")))?;
-        let json = body.trim_start().starts_with('{');
-        if status == 200 || (json && matches!(status, 400 | 422 | 503)) {
-            Ok(body)
-        } else {
-            Err(QueryError::Http {
-                status,
-                body: body.chars().take(200).collect(),
-            })
-        }
+        Ok((status, body))
     }
 }
 

@@ -97,7 +97,24 @@ impl Remote {
         b.finish(self.urls.join(" "), stale_after, true)
     }
 
+    /// One exporter's exposition, or why not; logged at `debug` with its time.
     fn read(&self, url: &str) -> Result<String, String> {
+        let started = std::time::Instant::now();
+        let answer = self.read_untimed(url);
+        let took_ms = started.elapsed().as_micros() as f64 / 1000.0;
+        let url = crate::log::without_userinfo(url);
+        let url = gpu_devices::text::Escaped(&url);
+        match &answer {
+            Ok(text) => tracing::debug!(%url, bytes = text.len(), took_ms, "exporter read"),
+            Err(e) => {
+                let error = gpu_devices::text::Escaped(e);
+                tracing::debug!(%url, %error, took_ms, "exporter read failed")
+            }
+        }
+        answer
+    }
+
+    fn read_untimed(&self, url: &str) -> Result<String, String> {
         let mut response = self
             .connection
             .get(url)

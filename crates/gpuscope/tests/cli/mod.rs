@@ -9,7 +9,13 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// The environment variables that change what gpuscope does and are not `GPUSCOPE_*`.
-const OTHER_SETTINGS: [&str; 3] = ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NO_COLOR"];
+const OTHER_SETTINGS: [&str; 5] = [
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NO_COLOR",
+    "RUST_LOG",
+    "JOURNAL_STREAM",
+];
 
 /// A command that runs gpuscope with `args`, without the caller's settings ([`without_settings`]).
 pub fn command(args: &[&str]) -> Command {
