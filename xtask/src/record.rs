@@ -131,6 +131,9 @@ pub fn run(args: RecordArgs) -> Result<()> {
         ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
             .context("cannot install the Ctrl+C handler")?;
     }
+    // The recording's time 0: `meta.recorded_at`, to the millisecond, and the instant the
+    // frames' `t_ms` count from (the same instant on the two clocks).
+    let (started_at, started) = whole_millisecond_now();
     let meta = Meta {
         name: args.name.clone().unwrap_or_else(|| file_stem(&args.out)),
         description: args
@@ -138,9 +141,7 @@ pub fn run(args: RecordArgs) -> Result<()> {
             .clone()
             .unwrap_or_else(|| "Recorded with cargo xtask record-fixture.".into()),
         source: format!("recorded from NVML ({})", lib_name.to_string_lossy()),
-        recorded_at: Some(
-            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        ),
+        recorded_at: Some(humantime::format_rfc3339_millis(started_at).to_string()),
     };
     let options = RecordOptions {
         frames,
@@ -148,7 +149,7 @@ pub fn run(args: RecordArgs) -> Result<()> {
         nvml_missing_functions: missing,
     };
     let host = LiveHost::new();
-    let mut timeline = WallTimeline::new(args.interval);
+    let mut timeline = WallTimeline::starting_at(started, args.interval);
     let mut writer = FixtureWriter::create(&args.out, Style::Compact)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     let timed = TimedBackend::new(backend, costs.clone());
@@ -199,6 +200,17 @@ pub fn run(args: RecordArgs) -> Result<()> {
 }
 
 /// The file's name without its extensions (`my` for `my.json.zst`).
+/// Now, moved back to a whole millisecond, on the wall clock and on the monotonic clock.
+fn whole_millisecond_now() -> (std::time::SystemTime, std::time::Instant) {
+    let (wall, mono) = (std::time::SystemTime::now(), std::time::Instant::now());
+    let sub_ms = wall
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(Duration::ZERO, |d| {
+            Duration::from_nanos(u64::from(d.subsec_nanos() % 1_000_000))
+        });
+    (wall - sub_ms, mono.checked_sub(sub_ms).unwrap_or(mono))
+}
+
 fn file_stem(path: &Path) -> String {
     path.file_name()
         .map(|s| s.to_string_lossy())

@@ -161,6 +161,7 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
         // Each device's events recorded so far, over the frames.
         let mut logged: std::collections::BTreeMap<gpu_backend::DeviceId, Vec<GpuEvent>> =
             Default::default();
+        no_frame_holds_anything_newer_than_its_time(&stem, &got);
         for (i, f) in got.frames.iter().enumerate() {
             let mut devices = f.devices.clone();
             // Events come through the listener thread (listening for every kind, as a
@@ -223,6 +224,88 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
             );
         }
     }
+}
+
+/// `meta.recorded_at` is written to the millisecond, and each frame's `t_ms` counts from that
+/// instant up to when the frame's answers were in: no event or process sample a frame holds is
+/// newer than `recorded_at + t_ms`, which a replay relies on to place them.
+fn no_frame_holds_anything_newer_than_its_time(stem: &str, got: &Fixture) {
+    let recorded_at = got.meta.recorded_at.as_deref().expect("recorded_at");
+    let millis = recorded_at
+        .strip_suffix('Z')
+        .and_then(|t| t.rsplit_once('.'))
+        .map(|(_, ms)| ms);
+    assert!(
+        millis.is_some_and(|ms| ms.len() == 3 && ms.bytes().all(|b| b.is_ascii_digit())),
+        "{stem}: recorded_at {recorded_at} has milliseconds"
+    );
+    let start_us = humantime::parse_rfc3339(recorded_at)
+        .expect("RFC 3339")
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_micros();
+    for (i, f) in got.frames.iter().enumerate() {
+        let frame_us = start_us + u128::from(f.t_ms) * 1000;
+        for (id, d) in &f.devices {
+            let events = d.events.ok().into_iter().flatten().map(|e| e.timestamp_us);
+            let samples = d
+                .process_utilization
+                .ok()
+                .into_iter()
+                .flatten()
+                .map(|s| s.timestamp_us);
+            for t in events.chain(samples) {
+                assert!(
+                    u128::from(t) <= frame_us,
+                    "{stem}: frame {i} device {id}: a timestamp {t} newer than the frame's time \
+                     {frame_us} ({recorded_at} + {} ms)",
+                    f.t_ms
+                );
+            }
+        }
+    }
+}
+
+/// Over the real H100's recording replayed on the wall clock (its clock events arriving as they
+/// did, dozens a second, each stamped when the listener received it), every frame's time is
+/// no earlier than the events and samples it holds.
+#[test]
+fn record_fixture_frame_times_are_never_before_what_the_frame_holds() {
+    let out_dir = temp_dir("times");
+    let out = out_dir.join("times.json");
+    let real = workspace().join("fixtures/h100-real.json");
+    let run = Command::new(XTASK)
+        .args([
+            "record-fixture",
+            "--frames",
+            "40",
+            "--interval",
+            "20ms",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--nvml-lib")
+        .arg(fake_library())
+        .env_remove("GPUSCOPE_NVML_LIB")
+        .env_remove("GPUSCOPE_FAKE_NVML_FRAME")
+        .env("GPUSCOPE_FAKE_NVML_FIXTURE", &real)
+        .output()
+        .expect("run xtask");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let got = Fixture::load(&out).unwrap_or_else(|e| panic!("{e}"));
+    let events: usize = got
+        .frames
+        .iter()
+        .flat_map(|f| f.devices.values())
+        .filter_map(|d| d.events.ok().map(Vec::len))
+        .sum();
+    assert!(events > 0, "clock events came while recording");
+    no_frame_holds_anything_newer_than_its_time("h100-real", &got);
+    let _ = std::fs::remove_dir_all(&out_dir);
 }
 
 #[test]

@@ -29,6 +29,9 @@
 //! * `GPUSCOPE_FAKE_NVML_HANG_WHILE` (optional, for tests): a file path. While that file
 //!   exists, every NVML call after init waits, as a call into a hung driver does; a call that
 //!   starts waiting first creates the path with `.waiting` appended. Unset: no call waits.
+//! * `GPUSCOPE_FAKE_NVML_CALL_LOG` (optional, for tests): a file to which each NVML call
+//!   served is appended as one line, `fake-nvml served FUNCTION device=DEVICE return=CODE`
+//!   ([`CALL_LOG_ENV`]), so that a test can count what a client asked.
 //! * `CUDA_VISIBLE_DEVICES`: the CUDA calls honour its simple forms (ordinals and `GPU-` UUID
 //!   prefixes, ending at the first entry that is neither); `MIG-` entries end the list too.
 //!
@@ -95,7 +98,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use nvml::{device_of, handle_of};
-pub use state::{last_init_error, DEVICE_COUNT_ENV, FIXTURE_ENV, FRAME_ENV, HANG_ENV};
+pub use state::{
+    last_init_error, CALL_LOG_ENV, DEVICE_COUNT_ENV, FIXTURE_ENV, FRAME_ENV, HANG_ENV,
+};
 
 /// The file name cargo gives the built cdylib on this platform.
 pub const CDYLIB_FILE_NAME: &str = if cfg!(target_os = "macos") {

@@ -72,9 +72,25 @@ pub fn device_of(handle: nvmlDevice_t) -> Option<DeviceId> {
     }
 }
 
+thread_local! {
+    /// The device the entry point running on this thread was asked about, for the call log
+    /// ([`state::log_served`]): the first handle it looked at, or the GPU of an index.
+    static CALL_DEVICE: std::cell::Cell<Option<DeviceId>> = const { std::cell::Cell::new(None) };
+}
+
+/// Notes `id` as the device of the call in progress, unless one is noted already.
+fn note_device(id: Option<DeviceId>) {
+    CALL_DEVICE.with(|d| {
+        if d.get().is_none() {
+            d.set(id);
+        }
+    });
+}
+
 impl Ctx {
     /// The device of a handle the fixture holds.
     fn dev(&self, handle: nvmlDevice_t) -> Result<DeviceId, Code> {
+        note_device(device_of(handle));
         match device_of(handle) {
             Some(id) if self.b.fixture().devices.contains_key(&id) => Ok(id),
             _ => Err(INVALID),
@@ -92,6 +108,14 @@ impl Ctx {
 
 /// Runs one entry point's body with the guards every entry point has.
 fn call(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvmlReturn_t {
+    CALL_DEVICE.with(|d| d.set(None));
+    let code = serve(name, body);
+    state::log_served(name, CALL_DEVICE.with(|d| d.take()), code);
+    code
+}
+
+/// [`call`] without the call log.
+fn serve(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvmlReturn_t {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let Some((b, time)) = state::nvml_served() else {
             return Err(Code(ret::UNINITIALIZED));
@@ -112,6 +136,14 @@ fn call(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvml
 /// Runs a body that needs no init, with the panic guard.
 fn guarded(body: impl FnOnce() -> nvmlReturn_t) -> nvmlReturn_t {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(ret::UNKNOWN)
+}
+
+/// [`guarded`] for an NVML entry point that needs no init (init and shutdown), in the call
+/// log.
+fn guarded_nvml(name: &'static str, body: impl FnOnce() -> nvmlReturn_t) -> nvmlReturn_t {
+    let code = guarded(body);
+    state::log_served(name, None, code);
+    code
 }
 
 /// Fails on a null pointer.
@@ -334,32 +366,33 @@ macro_rules! nvml_string_getters {
 /// fixture answers `NVML_ERROR_DRIVER_NOT_LOADED` and prints one line on stderr.
 #[no_mangle]
 pub extern "C" fn nvmlInit() -> nvmlReturn_t {
-    guarded(state::nvml_init)
+    guarded_nvml("nvmlInit", state::nvml_init)
 }
 
 /// `nvmlInit_v2`: see [`nvmlInit`].
 #[no_mangle]
 pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
-    guarded(state::nvml_init)
+    guarded_nvml("nvmlInit_v2", state::nvml_init)
 }
 
 /// `nvmlInitWithFlags`: see [`nvmlInit`]; the flags are accepted and ignored.
 #[no_mangle]
 pub extern "C" fn nvmlInitWithFlags(flags: c_uint) -> nvmlReturn_t {
     let _ = flags;
-    guarded(state::nvml_init)
+    guarded_nvml("nvmlInitWithFlags", state::nvml_init)
 }
 
 /// `nvmlShutdown`: undoes one init; the last one lets the fixture go. `NVML_ERROR_UNINITIALIZED`
 /// when not initialised.
 #[no_mangle]
 pub extern "C" fn nvmlShutdown() -> nvmlReturn_t {
-    guarded(state::nvml_shutdown)
+    guarded_nvml("nvmlShutdown", state::nvml_shutdown)
 }
 
 /// `nvmlErrorString`: a static NUL-terminated text for every return code.
 #[no_mangle]
 pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
+    state::log_served("nvmlErrorString", None, ret::SUCCESS);
     error_string(result).as_ptr()
 }
 
@@ -723,7 +756,9 @@ nvml_api! {
     /// holds one; `NVML_ERROR_TIMEOUT` when none comes.
     fn nvmlEventSetWait_v2(set: nvmlEventSet_t, data: *mut nvmlEventData_t, timeoutms: c_uint) |_ctx| {
         nn(data)?;
-        put(data, event_sets::wait(set, timeoutms)?)
+        let event = event_sets::wait(set, timeoutms)?;
+        note_device(device_of(event.device));
+        put(data, event)
     }
     /// `nvmlEventSetWait`, the first version: as `nvmlEventSetWait_v2`.
     fn nvmlEventSetWait(set: nvmlEventSet_t, data: *mut nvmlEventData_t, timeoutms: c_uint) |_ctx| {
@@ -1202,8 +1237,9 @@ gpu_backend::for_each_query!(table_exports);
 
 unsafe fn handle_by_index(ctx: &Ctx, index: c_uint, device: *mut nvmlDevice_t) -> Result<(), Code> {
     nn(device)?;
-    let count = ctx.b.device_count()?;
     let id = DeviceId::Gpu(index);
+    note_device(Some(id));
+    let count = ctx.b.device_count()?;
     if index >= count || !ctx.b.fixture().devices.contains_key(&id) {
         return Err(INVALID);
     }

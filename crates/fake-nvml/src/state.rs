@@ -35,6 +35,36 @@ pub(crate) fn device_count_override() -> Option<u32> {
 /// a call is stuck.
 pub const HANG_ENV: &str = "GPUSCOPE_FAKE_NVML_HANG_WHILE";
 
+/// The environment variable naming a file to which every NVML call served is appended, one
+/// line each: `fake-nvml served FUNCTION device=DEVICE return=CODE` (`DEVICE` as gpuscope
+/// writes a device, `0` or `0:1`, or `-` when the call names none), so that a test can count
+/// the calls a client made. The line is written when the call returns, in one `write` to a
+/// file opened for appending: a client's own log appended to the same file interleaves with it
+/// in the order things happened.
+pub const CALL_LOG_ENV: &str = "GPUSCOPE_FAKE_NVML_CALL_LOG";
+
+/// Appends one served call to the file [`CALL_LOG_ENV`] names; nothing when it is unset. A
+/// file that cannot be opened or written is given up on silently: the log is for tests, and
+/// serving the call matters more.
+pub(crate) fn log_served(function: &str, device: Option<DeviceId>, code: nvmlReturn_t) {
+    static FILE: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
+    let Some(file) = FILE.get_or_init(|| {
+        let path = std::env::var_os(CALL_LOG_ENV).filter(|p| !p.is_empty())?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()
+            .map(Mutex::new)
+    }) else {
+        return;
+    };
+    let device = device.map_or_else(|| "-".to_string(), |d| d.to_string());
+    let line = format!("fake-nvml served {function} device={device} return={code}\n");
+    let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = file.write_all(line.as_bytes());
+}
+
 /// Waits while the file named by [`HANG_ENV`] exists (see there); returns at once when the
 /// variable is unset, as it is outside such tests.
 pub(crate) fn hang_while_asked() {

@@ -7,8 +7,9 @@
 //! and the outcome) to a [`CallObserver`]. It is generated from the query table, so every
 //! query is timed and a new one is timed without a line here. What an observer does with the
 //! records is its own business: [`CostCollector`] keeps the median cost of each NVML function
-//! (what `cargo xtask record-fixture` writes into a fixture's `nvml_costs`); a debug log could
-//! print each call; a doctor could time each query once.
+//! (what `cargo xtask record-fixture` writes into a fixture's `nvml_costs`); [`CallLog`] logs
+//! each call as a `tracing` event (target [`CALLS_TARGET`], what `gpuscope -vv` shows); a
+//! doctor could time each query once.
 //!
 //! A [`CostProfile`] maps an NVML function's exported name to its [`CallCost`], the median wall
 //! and thread-CPU microseconds of one call: in JSON `{"nvmlDeviceGetPowerUsage": {"wall_us":
@@ -128,8 +129,8 @@ pub struct CallRecord<'a> {
     pub args: &'a [&'a dyn fmt::Debug],
     /// How long the call took.
     pub timing: Timing,
-    /// What it answered: `Ok(())` for a value, or the error.
-    pub outcome: std::result::Result<(), &'a BackendError>,
+    /// What it answered: the value, or the error.
+    pub outcome: std::result::Result<&'a dyn fmt::Debug, &'a BackendError>,
 }
 
 impl fmt::Debug for CallRecord<'_> {
@@ -200,7 +201,7 @@ impl<B, O> fmt::Debug for TimedBackend<B, O> {
 }
 
 impl<B: GpuBackend, O: CallObserver> TimedBackend<B, O> {
-    fn report<T>(
+    fn report<T: fmt::Debug>(
         &self,
         query: &'static str,
         nvml: &'static str,
@@ -215,7 +216,7 @@ impl<B: GpuBackend, O: CallObserver> TimedBackend<B, O> {
             device,
             args,
             timing,
-            outcome: answer.as_ref().map(|_| ()),
+            outcome: answer.as_ref().map(|value| value as &dyn fmt::Debug),
         });
         answer
     }
@@ -256,6 +257,184 @@ macro_rules! timed_query {
 }
 
 crate::for_each_query!(timed_queries);
+
+/// The `tracing` target of the calls [`CallLog`] logs, and of the NVML backend's own calls
+/// outside a query (loading and initialising the library, finding the GPUs, the event
+/// listener, shutting down).
+pub const CALLS_TARGET: &str = "gpu_backend::calls";
+
+/// The longest answer a logged call writes, in bytes: a longer one is cut (at a character
+/// boundary) and ends with `…`, so that a process list or an event buffer does not flood the
+/// log.
+pub const LOGGED_ANSWER_MAX: usize = 160;
+
+/// True when calls are logged: the `tracing` subscriber takes `debug` events of
+/// [`CALLS_TARGET`]. [`crate::Source::open`] wraps the backend in a [`TimedBackend`] with a
+/// [`CallLog`] only then, so that a backend opened while the log is off costs nothing more.
+pub fn calls_logged() -> bool {
+    tracing::enabled!(target: CALLS_TARGET, tracing::Level::DEBUG)
+}
+
+/// A [`CallObserver`] that logs every call as a `debug` event of target [`CALLS_TARGET`]:
+/// message `call`, then `query` (the method, with its other arguments: `clock(Sm)`), `nvml`
+/// (the NVML function; `-` for `events`, which reads the listener's buffer), `device` (`0`, or `0:1` for a MIG device; `-` for a system query),
+/// `took_us` and `cpu_us` (wall and thread-CPU microseconds), and last the `answer` (the
+/// value as Rust's `Debug` writes it, at most [`LOGGED_ANSWER_MAX`] bytes) or the `error`.
+/// Control characters of outside text (a device name from a fixture) are escaped, so a line
+/// stays one line.
+///
+/// ```
+/// use gpu_backend::cost::{CallLog, TimedBackend};
+/// use gpu_backend::{DeviceId, GpuBackend, ReplayBackend};
+///
+/// # let fixture = gpu_backend::Fixture::from_json_str(include_str!("../../../fixtures/old-driver.json"), "x").unwrap();
+/// // With a subscriber that takes `gpu_backend::calls=debug`, each call is one line.
+/// let logged = TimedBackend::new(ReplayBackend::new(fixture), CallLog);
+/// assert!(logged.power_usage(DeviceId::Gpu(0)).is_ok());
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CallLog;
+
+impl CallObserver for CallLog {
+    fn observe(&self, call: &CallRecord<'_>) {
+        log_call(call);
+    }
+}
+
+/// Logs one call as [`CallLog`] does; a record whose `query` is empty (a call the NVML backend
+/// makes outside a query) is logged without the `query` field.
+pub(crate) fn log_call(call: &CallRecord<'_>) {
+    use tracing::field::display;
+    let device = LoggedDevice(call.device);
+    let took_us = micros(call.timing.wall);
+    let cpu_us = call.timing.cpu.map(micros);
+    // A field that is `None` is left out of the line.
+    let query = (!call.query.is_empty()).then(|| display(LoggedQuery(call.query, call.args)));
+    // `events` reads the listener's buffer and makes no NVML call: its line says so (`nvml=-`);
+    // the listener's own `nvmlEventSetWait_v2` calls have lines of their own.
+    let nvml = if call.query == "events" {
+        "-"
+    } else {
+        call.nvml
+    };
+    let error = call.outcome.err().map(ToString::to_string);
+    let answer = call.outcome.ok().map(|value| display(LoggedAnswer(value)));
+    let error = error.as_ref().map(|e| display(LoggedAnswer(e)));
+    tracing::debug!(
+        target: CALLS_TARGET,
+        query,
+        nvml = %nvml,
+        device = %device,
+        took_us,
+        cpu_us,
+        answer,
+        error,
+        "call"
+    );
+}
+
+/// Runs `call`, one NVML call the backend makes outside a query, and logs it (see
+/// [`log_call`]) when calls are logged; otherwise only runs it.
+#[cfg(feature = "nvml")]
+pub(crate) fn logged<T: fmt::Debug>(
+    nvml: &'static str,
+    device: Option<DeviceId>,
+    call: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    if !calls_logged() {
+        return call();
+    }
+    let (answer, timing) = time(call);
+    log_call(&CallRecord {
+        query: "",
+        nvml,
+        device,
+        args: &[],
+        timing,
+        outcome: answer.as_ref().map(|value| value as &dyn fmt::Debug),
+    });
+    answer
+}
+
+/// Microseconds to a tenth.
+fn micros(d: Duration) -> f64 {
+    (d.as_nanos() as f64 / 100.0).round() / 10.0
+}
+
+/// A device as the log writes it: `0`, `0:1`, or `-` for none.
+struct LoggedDevice(Option<DeviceId>);
+
+impl fmt::Display for LoggedDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(id) => write!(f, "{id}"),
+            None => f.write_str("-"),
+        }
+    }
+}
+
+/// A query as the log writes it: `power_usage`, or `clock(Sm)` with its other arguments.
+struct LoggedQuery<'a>(&'static str, &'a [&'a dyn fmt::Debug]);
+
+impl fmt::Display for LoggedQuery<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)?;
+        if self.1.is_empty() {
+            return Ok(());
+        }
+        f.write_str("(")?;
+        for (i, arg) in self.1.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}", LoggedAnswer(*arg))?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A value as the log writes it: its `Debug` text, cut at [`LOGGED_ANSWER_MAX`] bytes (then
+/// `…`), control characters escaped. Formatting stops at the limit, so a long list costs no
+/// more than its first bytes.
+struct LoggedAnswer<'a>(&'a dyn fmt::Debug);
+
+impl fmt::Display for LoggedAnswer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut bounded = Bounded::default();
+        // An error here is the limit reached, which `bounded.cut` says.
+        let _ = fmt::write(&mut bounded, format_args!("{:?}", self.0));
+        f.write_str(&crate::text::escape_control(&bounded.text))?;
+        if bounded.cut {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
+}
+
+/// Text written up to [`LOGGED_ANSWER_MAX`] bytes; a write past it keeps what fits and fails,
+/// which stops the formatting.
+#[derive(Default)]
+struct Bounded {
+    text: String,
+    cut: bool,
+}
+
+impl fmt::Write for Bounded {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = LOGGED_ANSWER_MAX.saturating_sub(self.text.len());
+        if s.len() <= room {
+            self.text.push_str(s);
+            return Ok(());
+        }
+        let mut end = room;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.text.push_str(&s[..end]);
+        self.cut = true;
+        Err(fmt::Error)
+    }
+}
 
 /// How many calls of its NVML function one call of `query` makes, when that is known and the
 /// same every time; `None` for the queries whose cost is not that of one NVML function: the

@@ -292,8 +292,8 @@ macro_rules! for_each_query {
                 [nvml: nvmlDeviceGetRemappedRows, unit: "rows", mig: no, abi: custom,
                  doc: "Remapped memory rows: correctable, uncorrectable, pending, failure (Ampere and newer)."];
             dynamic samples fn events(id: DeviceId, since_us: u64) -> (Vec<GpuEvent>) => events
-                [nvml: nvmlEventSetWait_v2 "on a listener thread, after nvmlEventSetCreate and nvmlDeviceRegisterEvents", unit: "", mig: no, abi: custom,
-                 doc: "The events (XID, single- and double-bit ECC, clock and power-source changes) delivered since the backend started, oldest first, the newest [`MAX_EVENTS`] at most, newer than `since_us` (microseconds since the Unix epoch; 0 for all). Reading them never waits."];
+                [nvml: nvmlEventSetWait_v2 "on a listener thread, after nvmlEventSetCreate and nvmlDeviceRegisterEvents; by default for the health kinds only, EventKind::HEALTH, not clock or P-state changes", unit: "", mig: no, abi: custom,
+                 doc: "The events of the kinds the backend listens for (by default [`EventKind::HEALTH`]: XID, ECC, power-source, MIG and DRAM-retirement events, not clock or P-state changes) delivered since the backend started, oldest first, the newest [`MAX_EVENTS`] at most, newer than `since_us` (microseconds since the Unix epoch; 0 for all). Reading them never waits."];
             dynamic value fn compute_processes(id: DeviceId) -> (Vec<ProcessInfo>) => compute_processes
                 [nvml: nvmlDeviceGetComputeRunningProcesses_v3 "falls back to _v2 and v1", unit: "", mig: yes, abi: custom,
                  doc: "Processes with a compute context on the device."];

@@ -98,7 +98,9 @@ pub fn snapshot(b: &dyn GpuBackend) -> Snapshot {
 pub trait Timeline {
     /// Waits until frame `index` is due (and, for a replay, moves the replay to it).
     fn wait_for_frame(&mut self, index: usize);
-    /// Milliseconds since frame 0 was due.
+    /// Milliseconds since the timeline's start (when frame 0 was due), asked once a frame's
+    /// device answers are in: the frame's time, which none of its samples or events is newer
+    /// than.
     fn elapsed_ms(&self) -> u64;
 }
 
@@ -117,6 +119,15 @@ impl WallTimeline {
             interval,
         }
     }
+
+    /// Frames `interval` apart, counted from `start` (frame 0 is due then): for a recording
+    /// whose `meta.recorded_at` is that instant.
+    pub fn starting_at(start: Instant, interval: Duration) -> WallTimeline {
+        WallTimeline {
+            start: Some(start),
+            interval,
+        }
+    }
 }
 
 impl Timeline for WallTimeline {
@@ -129,9 +140,10 @@ impl Timeline for WallTimeline {
         }
     }
 
+    /// Rounded up, so that the frame's time is never before what it read.
     fn elapsed_ms(&self) -> u64 {
         self.start
-            .map(|s| s.elapsed().as_millis() as u64)
+            .map(|s| u64::try_from(s.elapsed().as_micros().div_ceil(1000)).unwrap_or(u64::MAX))
             .unwrap_or(0)
     }
 }
@@ -256,11 +268,12 @@ pub fn record_to(
             }
             timeline.wait_for_frame(index);
         }
-        let t_ms = timeline.elapsed_ms();
         let mut dynamics: BTreeMap<DeviceId, DeviceDynamic> = devices
             .iter()
             .map(|(&id, st)| (id, capture_dynamic(backend, id, &st.num_fans)))
             .collect();
+        // Once the answers are in: no sample or event of the frame is newer than its time.
+        let t_ms = timeline.elapsed_ms();
         for (id, dy) in &mut dynamics {
             if let Answer::Ok(events) = &mut dy.events {
                 let newest = newest_event.entry(*id).or_insert(0);

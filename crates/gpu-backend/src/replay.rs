@@ -514,9 +514,10 @@ impl ReplayBackend {
 /// since the Unix epoch on the clock of its sample and event timestamps; `None` when the
 /// fixture says nothing of it (no `meta.recorded_at`, and no sample or event).
 ///
-/// `meta.recorded_at` is written in whole seconds, so the recording may have started up to a
-/// second later: the start is moved on until no frame holds a sample or an event newer than
-/// the frame's own time.
+/// Recordings before issue 26 wrote `meta.recorded_at` in whole seconds, so the recording may
+/// have started up to a second later: the start is moved on until no frame holds a sample or an
+/// event newer than the frame's own time. A recording to the millisecond, whose frame times
+/// are taken once the frame's answers are in, needs no move.
 pub fn recording_start_us(fixture: &Fixture) -> Option<u64> {
     let mut start = recorded_at_us(fixture);
     for frame in &fixture.frames {

@@ -7,6 +7,10 @@
 //!   with this machine's host facts.
 //! * [`Source::from_env`]: `GPUSCOPE_FIXTURE` names a fixture, else NVML from
 //!   `GPUSCOPE_NVML_LIB` (or the default library).
+//! * When the `tracing` subscriber takes `debug` events of `gpu_backend::calls`
+//!   ([`crate::cost::calls_logged`]) as the source is opened, the backend is wrapped in a
+//!   [`crate::cost::TimedBackend`] that logs every call ([`crate::cost::CallLog`]); otherwise
+//!   it is handed out bare, and the log costs nothing.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -104,13 +108,25 @@ impl Source {
         }
     }
 
-    /// Opens the source.
+    /// Opens the source; its backend logs each call when calls are logged (see [the
+    /// module](self)).
     ///
     /// # Errors
     ///
     /// [`SourceError`]: a fixture that cannot be read, a frame out of range, NVML that cannot
     /// be opened.
     pub fn open(&self) -> Result<OpenedSource, SourceError> {
+        let mut opened = self.open_bare()?;
+        if crate::cost::calls_logged() {
+            opened.backend = Arc::new(crate::cost::TimedBackend::new(
+                opened.backend,
+                crate::cost::CallLog,
+            ));
+        }
+        Ok(opened)
+    }
+
+    fn open_bare(&self) -> Result<OpenedSource, SourceError> {
         match self {
             Source::FixtureFile { path, frame } => {
                 let fixture = Fixture::load(path)?;

@@ -15,7 +15,10 @@
 //!   it. Elsewhere a line is `TIME LEVEL TARGET: message fields`.
 //!
 //! The libraries emit events through `tracing`; only this module installs a subscriber. What is
-//! logged, at which level and under which target: docs/logging.md.
+//! logged, at which level and under which target: docs/logging.md. At `-vv` that includes
+//! every NVML call (target `gpu_backend::calls`, `gpu_backend::cost::CallLog`), which
+//! `gpu_backend::Source::open` installs only when the subscriber takes that target as the
+//! source opens: [`init`] runs before any source is opened.
 
 use std::io::IsTerminal as _;
 

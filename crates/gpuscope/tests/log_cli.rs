@@ -283,3 +283,108 @@ fn under_systemd_lines_carry_the_journal_priority_and_no_time_of_their_own() {
         "{other}"
     );
 }
+
+/// An NVML function without its version: a query that falls back from `_v3` to `_v2` is
+/// logged under the function the query table names.
+fn unversioned(function: &str) -> String {
+    match function.rsplit_once("_v") {
+        Some((base, v)) if v.bytes().all(|b| b.is_ascii_digit()) => base.to_string(),
+        _ => function.to_string(),
+    }
+}
+
+/// How many calls of each NVML function (its versions as one) fake-nvml served, from its call log
+/// (`fake-nvml served FUNCTION device=D return=CODE`), and how many of them succeeded.
+fn served_calls(text: &str) -> HashMap<String, (usize, usize)> {
+    let mut calls: HashMap<String, (usize, usize)> = HashMap::new();
+    for line in text.lines() {
+        let rest = line
+            .strip_prefix("fake-nvml served ")
+            .unwrap_or_else(|| panic!("not a served call: {line}"));
+        let function = unversioned(rest.split(' ').next().expect("a function"));
+        let entry = calls.entry(function).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(rest.ends_with(" return=0"));
+    }
+    calls
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn vv_logs_every_nvml_function_fake_nvml_served_with_its_time_and_result() {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_gpuscope"));
+    let lib = fake_nvml::find_cdylib(&exe).expect("fake-nvml's cdylib, built as a dev-dependency");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let installed = fake_nvml::install(&lib, &dir.path().join("lib")).expect("install fake-nvml");
+    let nvml = installed.nvml.to_str().expect("a UTF-8 path");
+    let served_log = dir.path().join("served.log");
+    for fixture in ["h100-mig", "old-driver", "h100-real"] {
+        let _ = std::fs::remove_file(&served_log);
+        let path = export_support::fixture(fixture);
+        let run = |verbose: &[&str]| {
+            let mut args = vec!["snapshot", "--json", "--nvml-lib", nvml];
+            args.extend(verbose);
+            cli::command(&args)
+                .env(fake_nvml::FIXTURE_ENV, &path)
+                .env(fake_nvml::CALL_LOG_ENV, &served_log)
+                .output()
+                .expect("gpuscope runs")
+        };
+        let (_, log) = ok(&run(&["-vv"]));
+        let served = served_calls(&std::fs::read_to_string(&served_log).expect("served calls"));
+        let calls = events(&log, "call");
+        // Each call's line: by function, how many, and how many answered.
+        let mut logged: HashMap<String, (usize, usize)> = HashMap::new();
+        for (target, fields) in &calls {
+            assert_eq!(target, "gpu_backend::calls", "{fields:?}");
+            let took = number(fields, "took_us");
+            assert!((0.0..1e7).contains(&took), "{fields:?}");
+            assert!(
+                fields.contains_key("answer") != fields.contains_key("error"),
+                "an answer or an error: {fields:?}"
+            );
+            if fields["nvml"] == "-" {
+                // `events`, which reads the listener's buffer, not NVML.
+                continue;
+            }
+            let entry = logged.entry(unversioned(&fields["nvml"])).or_default();
+            entry.0 += 1;
+            entry.1 += usize::from(fields.contains_key("answer"));
+        }
+        // Every function gpuscope made NVML serve is in the log. A query's line stands for
+        // one call or more of its function (a MIG handle is looked up again for each query of
+        // a MIG device, a memory error counter is asked for each memory location, `_v3` falls
+        // back to `_v2`), or for none (MIG slots are not probed with MIG off; GPM's first
+        // sample cannot give metrics yet), so the counts are bounded, not equal.
+        for (function, &(count, _)) in &served {
+            assert!(
+                logged.contains_key(function),
+                "{fixture}: {function} served {count} times, never logged"
+            );
+        }
+        for function in logged.keys() {
+            assert!(function.starts_with("nvml"), "{fixture}: {function}");
+        }
+        // Without -vv, the same run is served the same calls, but logs none.
+        let _ = std::fs::remove_file(&served_log);
+        let (_, quiet) = ok(&run(&[]));
+        assert_eq!(quiet, "", "{fixture}: nothing logged by default");
+        let quiet_served =
+            served_calls(&std::fs::read_to_string(&served_log).expect("served calls"));
+        // The logged run waits for the event listener to end (its last wait, freeing the set,
+        // `nvmlShutdown`), which a quiet one-shot command leaves to the exit.
+        for function in quiet_served.keys() {
+            assert!(served.contains_key(function), "{fixture}: {function}");
+        }
+        let total =
+            |calls: &HashMap<String, (usize, usize)>| calls.values().map(|c| c.0).sum::<usize>();
+        let answered: usize = logged.values().map(|c| c.1).sum();
+        assert!(
+            answered <= total(&served),
+            "{fixture}: {} lines ({answered} answered) for {} calls of {} functions",
+            total(&logged),
+            total(&served),
+            served.len()
+        );
+    }
+}

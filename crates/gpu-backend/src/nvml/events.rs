@@ -17,16 +17,17 @@ use std::collections::{HashMap, VecDeque};
 use std::os::raw::c_uint;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nvml_wrapper_sys::bindings as sys;
 
 use super::conv::{check, error_from_return, symbol};
 use super::RawDevice;
+use crate::cost::logged;
 use crate::error::{BackendError, Result};
-use crate::types::{EventKind, GpuEvent, MAX_EVENTS};
+use crate::types::{DeviceId, EventKind, GpuEvent, MAX_EVENTS};
 
 /// How long one `nvmlEventSetWait_v2` waits before the thread looks whether it should stop: the
 /// thread ends (and frees its set) at most this long after the backend is dropped, which does
@@ -52,6 +53,9 @@ pub(super) struct Listener {
     /// Why a GPU could not be registered, by index; a GPU absent here is registered.
     refused: HashMap<u32, BackendError>,
     thread: Option<JoinHandle<()>>,
+    /// Closed by the thread once it has freed the set and let go of the library (in a mutex
+    /// only to be `Sync`).
+    done: Mutex<mpsc::Receiver<()>>,
 }
 
 impl Listener {
@@ -72,7 +76,9 @@ impl Listener {
         let free = symbol(&lib.nvmlEventSetFree)?;
         let mut set: sys::nvmlEventSet_t = ptr::null_mut();
         // SAFETY: the library's own entry point with a writable out-pointer.
-        check(unsafe { create(&mut set) })?;
+        logged("nvmlEventSetCreate", None, || {
+            check(unsafe { create(&mut set) })
+        })?;
         if set.is_null() {
             return Err(BackendError::Other(
                 "NVML returned success with a null event set".into(),
@@ -80,15 +86,22 @@ impl Listener {
         }
         let mut refused = HashMap::new();
         for &(index, RawDevice(handle)) in gpus {
+            let device = Some(DeviceId::Gpu(index));
             let mut supported_mask: std::os::raw::c_ulonglong = 0;
-            // SAFETY: a live handle of this library and a writable out-pointer.
-            let answer = check(unsafe { supported(handle, &mut supported_mask) }).and_then(|()| {
+            let answer = logged("nvmlDeviceGetSupportedEventTypes", device, || {
+                // SAFETY: a live handle of this library and a writable out-pointer.
+                check(unsafe { supported(handle, &mut supported_mask) })
+                    .map(|()| Bits(supported_mask))
+            })
+            .and_then(|Bits(supported_mask)| {
                 let wanted = supported_mask & mask & EventKind::all_bits();
                 if wanted == 0 {
                     return Err(BackendError::NotSupported);
                 }
-                // SAFETY: a live handle and the set created above.
-                check(unsafe { register(handle, wanted, set) })
+                logged("nvmlDeviceRegisterEvents", device, || {
+                    // SAFETY: a live handle and the set created above.
+                    check(unsafe { register(handle, wanted, set) })
+                })
             });
             if let Err(e) = answer {
                 refused.insert(index, e);
@@ -100,6 +113,7 @@ impl Listener {
             .iter()
             .map(|&(index, RawDevice(h))| (h as usize, index))
             .collect();
+        let (finished, done) = mpsc::channel::<()>();
         let thread = {
             let stop = Arc::clone(&stop);
             let received = Arc::clone(&received);
@@ -109,8 +123,9 @@ impl Listener {
                 .spawn(move || {
                     listen(set, wait, &handles, &stop, &received);
                     // SAFETY: the set created in `start`; this thread was its only user.
-                    unsafe { free(set.0) };
+                    let _ = logged("nvmlEventSetFree", None, || check(unsafe { free(set.0) }));
                     drop(library);
+                    drop(finished);
                 })
                 .map_err(|e| BackendError::Other(format!("cannot start the event thread: {e}")))
         };
@@ -127,6 +142,7 @@ impl Listener {
             received,
             refused,
             thread: Some(thread),
+            done: Mutex::new(done),
         })
     }
 
@@ -156,6 +172,15 @@ impl Listener {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+
+    /// Stops the thread and waits until it has freed the set and let go of the library, or
+    /// `limit` has passed (a wait stuck in a hung driver never returns): true when it ended.
+    pub(super) fn stop_and_wait_at_most(self, limit: Duration) -> bool {
+        self.stop.store(true, Ordering::Relaxed);
+        // The sender is dropped, never used: the receive ends when the thread does.
+        let done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        done.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Disconnected)
     }
 }
 
@@ -195,10 +220,14 @@ fn listen(
             gpuInstanceId: 0,
             computeInstanceId: 0,
         };
+        let logging = crate::cost::calls_logged();
         // SAFETY: the set stays alive until this thread frees it after the loop, the library
         // stays up while the thread holds its session, and `data` is a writable
         // `nvmlEventData_t`.
-        let code = unsafe { wait(set.0, &mut data, WAIT_MS) };
+        let (code, timing) = crate::cost::time(|| unsafe { wait(set.0, &mut data, WAIT_MS) });
+        if logging {
+            log_wait(code, &data, handles, timing);
+        }
         if code != sys::nvmlReturn_enum_NVML_SUCCESS {
             if error_from_return(code) != BackendError::Timeout {
                 // A failing wait (a GPU lost, the driver gone) must not spin: pause as long as
@@ -226,4 +255,41 @@ fn listen(
             list.pop_front();
         }
     }
+}
+
+/// An event mask as the log writes it, in hexadecimal as NVML documents its bits.
+struct Bits(u64);
+
+impl std::fmt::Debug for Bits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// Logs one `nvmlEventSetWait_v2` (see [`crate::cost::CallLog`]): the event received, with its
+/// GPU, or the error (`timeout` when none came).
+fn log_wait(
+    code: sys::nvmlReturn_t,
+    data: &sys::nvmlEventData_t,
+    handles: &[(usize, u32)],
+    timing: crate::cost::Timing,
+) {
+    let error = (code != sys::nvmlReturn_enum_NVML_SUCCESS).then(|| error_from_return(code));
+    let device = error
+        .is_none()
+        .then(|| handles.iter().find(|(h, _)| *h == data.device as usize))
+        .flatten()
+        .map(|&(_, index)| DeviceId::Gpu(index));
+    let received = (Bits(data.eventType), data.eventData);
+    crate::cost::log_call(&crate::cost::CallRecord {
+        query: "",
+        nvml: "nvmlEventSetWait_v2",
+        device,
+        args: &[],
+        timing,
+        outcome: match &error {
+            None => Ok(&received),
+            Some(e) => Err(e),
+        },
+    });
 }

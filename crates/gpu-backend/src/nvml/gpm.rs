@@ -20,6 +20,7 @@ use std::sync::{Mutex, PoisonError};
 use nvml_wrapper_sys::bindings as sys;
 
 use super::conv::{check, symbol};
+use crate::cost::logged;
 use crate::error::{BackendError, Result};
 use crate::types::{gpm_value_bounded, DeviceId, GpmMetrics, GPM_METRICS};
 
@@ -74,14 +75,14 @@ impl GpmSamples {
             // Asked again on every call until the device says it has GPM: a device without
             // it still answers what NVML says of it now (a lost GPU is lost, not unsupported).
             Entry::Vacant(e) => {
-                e.insert(first_look(lib, &target)?.ok_or(BackendError::NotSupported)?)
+                e.insert(first_look(lib, id, &target)?.ok_or(BackendError::NotSupported)?)
             }
         };
         let DeviceGpm {
             gpu_instance,
             previous,
         } = state;
-        let sample = match take_sample(lib, &target, *gpu_instance) {
+        let sample = match take_sample(lib, id, &target, *gpu_instance) {
             Ok(sample) => sample,
             Err(e) => {
                 // Forget the device (a MIG reconfiguration may have moved its GPU instance, a
@@ -91,7 +92,7 @@ impl GpmSamples {
                     ..
                 }) = devices.remove(&id)
                 {
-                    free(lib, earlier);
+                    let _ = free(lib, earlier);
                 }
                 return Err(e);
             }
@@ -101,7 +102,7 @@ impl GpmSamples {
             Some(earlier) => {
                 let now = previous.as_ref().map_or(ptr::null_mut(), |s| s.0);
                 let answer = measure(lib, earlier.0, now);
-                free(lib, earlier);
+                let _ = free(lib, earlier);
                 answer
             }
         }
@@ -112,7 +113,7 @@ impl GpmSamples {
         let mut devices = self.devices.lock().unwrap_or_else(PoisonError::into_inner);
         for (_, state) in devices.drain() {
             if let Some(sample) = state.previous {
-                free(lib, sample);
+                let _ = free(lib, sample);
             }
         }
     }
@@ -120,7 +121,8 @@ impl GpmSamples {
 
 /// Support, and a MIG device's GPU-instance id, asked until a device says it has GPM; `None`
 /// for a device without GPM.
-fn first_look(lib: &sys::NvmlLib, target: &Target) -> Result<Option<DeviceGpm>> {
+fn first_look(lib: &sys::NvmlLib, id: DeviceId, target: &Target) -> Result<Option<DeviceGpm>> {
+    let gpu = Some(DeviceId::Gpu(id.physical_index()));
     let physical = match target {
         Target::Gpu { device } => *device,
         Target::Mig { parent, .. } => *parent,
@@ -130,9 +132,13 @@ fn first_look(lib: &sys::NvmlLib, target: &Target) -> Result<Option<DeviceGpm>> 
         version: sys::NVML_GPM_SUPPORT_VERSION,
         isSupportedDevice: 0,
     };
-    // SAFETY: a live handle and a writable struct with its version set.
-    match check(unsafe { query(physical, &mut support) }) {
-        Ok(()) => {}
+    // The calls inside a query are logged on their own too (see `crate::cost::logged`): the
+    // query's line names only `nvmlGpmMetricsGet`.
+    match logged("nvmlGpmQueryDeviceSupport", gpu, || {
+        // SAFETY: a live handle and a writable struct with its version set.
+        check(unsafe { query(physical, &mut support) }).map(|()| support.isSupportedDevice)
+    }) {
+        Ok(_) => {}
         Err(BackendError::NotSupported) => return Ok(None),
         Err(e) => return Err(e),
     }
@@ -144,8 +150,10 @@ fn first_look(lib: &sys::NvmlLib, target: &Target) -> Result<Option<DeviceGpm>> 
         Target::Mig { mig, .. } => {
             let func = symbol(&lib.nvmlDeviceGetGpuInstanceId)?;
             let mut gi = 0;
-            // SAFETY: a live MIG handle and a writable out-pointer.
-            check(unsafe { func(*mig, &mut gi) })?;
+            logged("nvmlDeviceGetGpuInstanceId", Some(id), || {
+                // SAFETY: a live MIG handle and a writable out-pointer.
+                check(unsafe { func(*mig, &mut gi) }).map(|()| gi)
+            })?;
             Some(gi)
         }
     };
@@ -156,11 +164,19 @@ fn first_look(lib: &sys::NvmlLib, target: &Target) -> Result<Option<DeviceGpm>> 
 }
 
 /// A new sample of the device, taken now.
-fn take_sample(lib: &sys::NvmlLib, target: &Target, gpu_instance: Option<u32>) -> Result<Sample> {
+fn take_sample(
+    lib: &sys::NvmlLib,
+    id: DeviceId,
+    target: &Target,
+    gpu_instance: Option<u32>,
+) -> Result<Sample> {
+    let gpu = Some(DeviceId::Gpu(id.physical_index()));
     let alloc = symbol(&lib.nvmlGpmSampleAlloc)?;
     let mut raw: sys::nvmlGpmSample_t = ptr::null_mut();
     // SAFETY: a writable out-pointer for the new sample.
-    check(unsafe { alloc(&mut raw) })?;
+    logged("nvmlGpmSampleAlloc", None, || {
+        check(unsafe { alloc(&mut raw) })
+    })?;
     if raw.is_null() {
         return Err(BackendError::Other(
             "nvmlGpmSampleAlloc gave a null sample".into(),
@@ -168,19 +184,27 @@ fn take_sample(lib: &sys::NvmlLib, target: &Target, gpu_instance: Option<u32>) -
     }
     let sample = Sample(raw);
     let taken = match (target, gpu_instance) {
-        (Target::Mig { parent, .. }, Some(gi)) => symbol(&lib.nvmlGpmMigSampleGet)
-            // SAFETY: a live parent handle and a sample this library allocated.
-            .and_then(|get| check(unsafe { get(*parent, gi, sample.0) })),
+        (Target::Mig { parent, .. }, Some(gi)) => {
+            symbol(&lib.nvmlGpmMigSampleGet).and_then(|get| {
+                logged("nvmlGpmMigSampleGet", gpu, || {
+                    // SAFETY: a live parent handle and a sample this library allocated.
+                    check(unsafe { get(*parent, gi, sample.0) })
+                })
+            })
+        }
         (Target::Gpu { device }, _) | (Target::Mig { parent: device, .. }, None) => {
-            symbol(&lib.nvmlGpmSampleGet)
-                // SAFETY: a live handle and a sample this library allocated.
-                .and_then(|get| check(unsafe { get(*device, sample.0) }))
+            symbol(&lib.nvmlGpmSampleGet).and_then(|get| {
+                logged("nvmlGpmSampleGet", gpu, || {
+                    // SAFETY: a live handle and a sample this library allocated.
+                    check(unsafe { get(*device, sample.0) })
+                })
+            })
         }
     };
     match taken {
         Ok(()) => Ok(sample),
         Err(e) => {
-            free(lib, sample);
+            let _ = free(lib, sample);
             Err(e)
         }
     }
@@ -218,10 +242,12 @@ fn measure(
     Ok(metrics)
 }
 
-/// Frees a sample; a failure to free is not reported (nothing could be done about it).
-fn free(lib: &sys::NvmlLib, sample: Sample) {
-    if let Ok(func) = symbol(&lib.nvmlGpmSampleFree) {
-        // SAFETY: a sample this library allocated, freed once (it is consumed here).
-        let _ = unsafe { func(sample.0) };
-    }
+/// Frees a sample, logged on its own (see `crate::cost::logged`). What it answers is only for
+/// the log: nothing could be done about a failure to free.
+fn free(lib: &sys::NvmlLib, sample: Sample) -> Result<()> {
+    let func = symbol(&lib.nvmlGpmSampleFree)?;
+    // SAFETY: a sample this library allocated, freed once (it is consumed here).
+    logged("nvmlGpmSampleFree", None, || {
+        check(unsafe { func(sample.0) })
+    })
 }

@@ -54,6 +54,11 @@ const LIST_ATTEMPTS: usize = 4;
 /// it could exhaust memory.
 const LIST_MAX_LEN: c_uint = 1 << 16;
 
+/// How long dropping the backend waits for the event listener to end when calls are logged
+/// (its wait in progress lasts at most 250 ms; a wait stuck in a hung driver is not waited
+/// for longer).
+const LOGGED_LISTENER_WAIT: std::time::Duration = std::time::Duration::from_millis(600);
+
 /// The most MIG slots probed under one GPU, whatever `nvmlDeviceGetMaxMigDeviceCount` says.
 /// Real GPUs have at most seven.
 const MIG_SLOTS_MAX: c_uint = 64;
@@ -201,8 +206,16 @@ impl fmt::Debug for NvmlBackend {
 impl Drop for NvmlBackend {
     fn drop(&mut self) {
         // The listener is told to stop; its thread frees the event set and lets go of the
-        // session when its wait in progress returns. Dropping never waits for it.
-        self.listener = Err(BackendError::Uninitialized);
+        // session when its wait in progress returns. Dropping does not wait for it, unless
+        // calls are logged: then it waits a little, so that the log holds the listener's last
+        // calls and `nvmlShutdown` (made here, as the last holder of the session), not cut
+        // off by a one-shot command's exit.
+        let listener = mem::replace(&mut self.listener, Err(BackendError::Uninitialized));
+        if let Ok(listener) = listener {
+            if crate::cost::calls_logged() {
+                listener.stop_and_wait_at_most(LOGGED_LISTENER_WAIT);
+            }
+        }
         // GPM samples are freed while the library is still loaded (the session outlives this).
         self.gpm.free_all(self.nvml.lib());
     }
@@ -223,13 +236,31 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if self.0.lib().nvmlShutdown.is_ok() {
-            // SAFETY: `self.0` is not used again after this; dropping it calls `nvmlShutdown`
-            // and unloads the library.
-            unsafe { ManuallyDrop::drop(&mut self.0) };
+            // nvml-wrapper's `Drop` calls `nvmlShutdown` and ignores its answer; the log says
+            // what it took (with unloading the library).
+            crate::cost::logged("nvmlShutdown", None, || {
+                // SAFETY: `self.0` is not used again after this; dropping it calls
+                // `nvmlShutdown` and unloads the library.
+                unsafe { ManuallyDrop::drop(&mut self.0) };
+                Ok(())
+            })
+            .ok();
         }
         // Otherwise the library stays loaded: it cannot be shut down, and nvml-wrapper's own
         // `Drop` would panic on the missing symbol.
     }
+}
+
+/// Logs loading the library and `nvmlInit_v2` (see [`crate::cost::CallLog`]).
+fn log_init(timing: crate::cost::Timing, outcome: std::result::Result<(), &BackendError>) {
+    crate::cost::log_call(&crate::cost::CallRecord {
+        query: "",
+        nvml: "nvmlInit_v2",
+        device: None,
+        args: &[],
+        timing,
+        outcome: outcome.map(|()| &() as &dyn fmt::Debug),
+    });
 }
 
 /// The libcuda [`NvmlBackend`] asks by default (see [`NvmlBackend::with_libcuda`]).
@@ -353,6 +384,7 @@ impl NvmlBackend {
         );
         match init {
             Ok(nvml) => {
+                log_init(init_timing, Ok(()));
                 let mut backend = NvmlBackend {
                     nvml: Arc::new(Session(ManuallyDrop::new(nvml))),
                     handles: RwLock::new(HashMap::new()),
@@ -370,9 +402,11 @@ impl NvmlBackend {
                     NvmlError::LibloadingError(inner) => Some(inner.to_string()),
                     _ => None,
                 };
+                let error = error_from_wrapper(e);
+                log_init(init_timing, Err(&error));
                 Err(OpenError {
                     library,
-                    error: error_from_wrapper(e),
+                    error,
                     loader_message,
                 })
             }
@@ -464,7 +498,7 @@ impl NvmlBackend {
 
     /// Starts the event listener on every GPU for the kinds in `mask` (see [`events`]).
     fn start_listener(&self, mask: u64) -> Result<events::Listener> {
-        let count = self.device_count()?;
+        let count = crate::cost::logged("nvmlDeviceGetCount_v2", None, || self.device_count())?;
         let gpus: Vec<(u32, RawDevice)> = (0..count)
             .filter_map(|i| self.gpu_handle(i).ok().map(|h| (i, RawDevice(h))))
             .collect();
@@ -491,8 +525,13 @@ impl NvmlBackend {
         }
         let func = symbol(&self.lib().nvmlDeviceGetHandleByIndex_v2)?;
         let mut handle: sys::nvmlDevice_t = ptr::null_mut();
-        // SAFETY: the library's own entry point, with a writable out-pointer for the handle.
-        check(unsafe { func(index, &mut handle) })?;
+        crate::cost::logged(
+            "nvmlDeviceGetHandleByIndex_v2",
+            Some(DeviceId::Gpu(index)),
+            // SAFETY: the library's own entry point, with a writable out-pointer for the
+            // handle.
+            || check(unsafe { func(index, &mut handle) }),
+        )?;
         let handle = non_null(handle)?;
         self.handles
             .write()
