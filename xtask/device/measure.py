@@ -14,7 +14,8 @@ What a user meets, measured the same way for every tool, in one run:
   `nvitop-exporter --interval 1`, the same way.
 
 With `--load`, the viewers and exporters are measured again while a PyTorch matrix-product
-loop runs on GPU 0 (when torch with CUDA is importable). Several gpuscope builds can be
+loop runs on GPU 0 (when torch with CUDA is importable; else spin.py, a PTX busy loop that the
+driver compiles, launched through libcuda). Several gpuscope builds can be
 compared in the same run (`--gpuscope NAME=PATH`, repeated).
 
 It needs Python 3 and the peers in a virtualenv (`--venv`); nothing is fetched. It never
@@ -273,15 +274,22 @@ def main():
         probe = subprocess.run([a.python_with_torch, "-c",
                                 "import torch; assert torch.cuda.is_available()"],
                                capture_output=True, text=True)
-        if probe.returncode != 0:
-            results["load"] = "no torch with CUDA here: " + probe.stderr[-300:]
+        seconds = 4 * (a.warmup + a.window) * (len(builds) + 1) + 60
+        if probe.returncode == 0:
+            cmd = [a.python_with_torch, "-c", LOAD, str(seconds)]
+            results["load"] = "bf16 8192^3 matmul loop on GPU 0 (torch)"
         else:
-            seconds = 4 * (a.warmup + a.window) * (len(builds) + 1) + 60
-            load = subprocess.Popen([a.python_with_torch, "-c", LOAD, str(seconds)],
-                                    stdout=subprocess.PIPE, text=True)
-            load.stdout.readline()
+            # No torch: a PTX busy loop through libcuda, holding 6 GiB.
+            spin = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spin.py")
+            cmd = [sys.executable, spin, str(seconds), "6"]
+            results["load"] = "PTX FMA busy loop on GPU 0 holding 6 GiB (spin.py; no torch here)"
+        load = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = load.stdout.readline()
+        if "load running" not in line:
+            load.wait()
+            results["load"] = "the load did not start: " + load.stderr.read()[-300:]
+        else:
             time.sleep(5)
-            results["load"] = "bf16 8192^3 matmul loop on GPU 0"
             try:
                 viewers_and_exporters("loaded")
             finally:

@@ -856,6 +856,12 @@ pub(crate) fn strip_uuid_prefix(uuid: &str) -> &str {
     uuid
 }
 
+/// A mutex's guard, poisoned or not: what the context keeps stays usable after a panic on
+/// another thread (each entry is written whole).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -875,10 +881,4 @@ mod tests {
         assert_eq!(cuda_version_text(12021), "12.2.1");
         assert_eq!(cuda_version_text(13010), "13.1");
     }
-}
-
-/// A mutex's guard, poisoned or not: what the context keeps stays usable after a panic on
-/// another thread (each entry is written whole).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

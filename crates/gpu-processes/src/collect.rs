@@ -502,6 +502,26 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_micros() as f64 / 1000.0
 }
 
+/// `f` of each item, in order: the first on this thread, each other on a thread of its own.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let Some((first, rest)) = items.split_first() else {
+        return Vec::new();
+    };
+    std::thread::scope(|scope| {
+        let f = &f;
+        let others: Vec<_> = rest.iter().map(|t| scope.spawn(move || f(t))).collect();
+        let mut out = Vec::with_capacity(items.len());
+        out.push(f(first));
+        for h in others {
+            match h.join() {
+                Ok(r) => out.push(r),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,24 +601,4 @@ mod tests {
             proptest::prop_assert_eq!(shlex::split(&cmd), Some(args));
         }
     }
-}
-
-/// `f` of each item, in order: the first on this thread, each other on a thread of its own.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let Some((first, rest)) = items.split_first() else {
-        return Vec::new();
-    };
-    std::thread::scope(|scope| {
-        let f = &f;
-        let others: Vec<_> = rest.iter().map(|t| scope.spawn(move || f(t))).collect();
-        let mut out = Vec::with_capacity(items.len());
-        out.push(f(first));
-        for h in others {
-            match h.join() {
-                Ok(r) => out.push(r),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        out
-    })
 }
