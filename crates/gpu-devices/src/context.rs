@@ -2,15 +2,19 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
 
-use gpu_backend::fixture::DeviceStatic;
-use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend};
+use gpu_backend::fixture::{DeviceDynamic, DeviceStatic};
+use gpu_backend::{
+    recorder, Answer, BackendError, DeviceId, Fixture, GpuBackend, ReplayBackend, MAX_FANS,
+};
 
 use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::na::Na;
+use crate::plan::{Cadence, QueryPlan};
 use crate::snapshot::{DeviceSnapshot, SystemSnapshot};
 
 /// The environment variable that makes [`Context::open`] serve a fixture instead of NVML.
@@ -53,6 +57,18 @@ pub(crate) struct Inner {
     /// Each device's last NVLink counter reading and when it was taken, for throughput
     /// measured since the previous call (`Device::nvlink_throughput(None)`).
     pub(crate) nvlink_last: Mutex<HashMap<DeviceId, crate::device::NvLinkReading>>,
+    /// What a refresh asks ([`Context::set_query_plan`]).
+    pub(crate) plan: Mutex<Arc<QueryPlan>>,
+    /// Each device's changing answers as last asked, and when each query was last asked: what
+    /// a refresh shows of a query whose cadence has not come round.
+    pub(crate) kept: Mutex<HashMap<DeviceId, Kept>>,
+}
+
+/// A device's changing answers as last asked, and when each query was.
+#[derive(Debug, Clone)]
+pub(crate) struct Kept {
+    pub(crate) answers: DeviceDynamic,
+    pub(crate) asked_at: HashMap<&'static str, Instant>,
 }
 
 impl std::fmt::Debug for Context {
@@ -94,6 +110,8 @@ impl ContextBuilder {
                 cuda_order: OnceLock::new(),
                 statics: Mutex::new(HashMap::new()),
                 nvlink_last: Mutex::new(HashMap::new()),
+                plan: Mutex::new(Arc::new(QueryPlan::everything())),
+                kept: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -546,13 +564,107 @@ impl Context {
     /// Device `id`'s static answers: asked once, on first use, then kept (see
     /// [`Inner::statics`]).
     pub(crate) fn statics_of(&self, id: DeviceId) -> DeviceStatic {
-        let mut kept = match self.inner.statics.lock() {
-            Ok(k) => k,
-            Err(poisoned) => poisoned.into_inner(),
+        if let Some(st) = lock(&self.inner.statics).get(&id) {
+            return st.clone();
+        }
+        // Asked without the lock held, so that devices refreshed in parallel ask theirs at
+        // the same time (a real H100's static answers take some 7 ms: max clocks cost 1.35 ms
+        // each).
+        let st = recorder::capture_static(&*self.inner.backend, id);
+        lock(&self.inner.statics).entry(id).or_insert(st).clone()
+    }
+
+    /// Sets what each refresh of this context's devices asks ([`QueryPlan`]): every
+    /// changing query at every refresh unless set. Answers kept for a cadence stay kept.
+    pub fn set_query_plan(&self, plan: QueryPlan) {
+        *lock(&self.inner.plan) = Arc::new(plan);
+    }
+
+    /// What each refresh asks.
+    pub fn query_plan(&self) -> Arc<QueryPlan> {
+        lock(&self.inner.plan).clone()
+    }
+
+    /// Device `id`'s changing answers for a refresh, asked as the [`QueryPlan`] says: the
+    /// queries due now (the apart ones each on a thread of its own), `process_utilization`
+    /// at the first refresh and then only where a process list is not empty, the rest as
+    /// kept from their last asking.
+    pub(crate) fn refresh_dynamic(&self, id: DeviceId, num_fans: &Answer<u32>) -> DeviceDynamic {
+        let plan = self.query_plan();
+        let b: &dyn GpuBackend = &*self.inner.backend;
+        let fans = match num_fans {
+            Answer::Ok(n) => (*n).min(MAX_FANS),
+            Answer::Err(_) => 0,
         };
-        kept.entry(id)
-            .or_insert_with(|| recorder::capture_static(&*self.inner.backend, id))
-            .clone()
+        let mut kept = lock(&self.inner.kept).remove(&id).unwrap_or_else(|| Kept {
+            answers: DeviceDynamic::all_failing(&BackendError::NotRecorded),
+            asked_at: HashMap::new(),
+        });
+        let now = Instant::now();
+        let due = |query: &'static str| match plan.cadence(query) {
+            Cadence::EveryRefresh => true,
+            Cadence::Never => false,
+            Cadence::Every(period) => kept
+                .asked_at
+                .get(query)
+                .is_none_or(|at| now.saturating_duration_since(*at) >= period),
+        };
+        let due_now: Vec<&'static str> = DeviceDynamic::FIELDS
+            .iter()
+            .map(|(_, q)| *q)
+            .filter(|q| due(q))
+            .collect();
+        let is_due = |q: &str| due_now.contains(&q);
+        let apart_fields: Vec<(&'static str, &'static str)> = DeviceDynamic::FIELDS
+            .iter()
+            .copied()
+            .filter(|(_, q)| is_due(q) && plan.is_apart(q) && *q != "process_utilization")
+            .collect();
+        let answers = &mut kept.answers;
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = apart_fields
+                .iter()
+                .map(|&(field, _)| {
+                    scope.spawn(move || {
+                        let mut one = DeviceDynamic::all_failing(&BackendError::NotRecorded);
+                        one.refresh_where(b, id, fans, &|_, f| f == field);
+                        (field, one)
+                    })
+                })
+                .collect();
+            answers.refresh_where(b, id, fans, &|q, _| {
+                is_due(q) && !plan.is_apart(q) && q != "process_utilization"
+            });
+            if is_due("process_utilization") {
+                let none = |a: &Answer<Vec<gpu_backend::ProcessInfo>>| matches!(a, Answer::Ok(list) if list.is_empty());
+                let asked_before = kept.asked_at.contains_key("process_utilization");
+                if asked_before
+                    && none(&answers.compute_processes)
+                    && none(&answers.graphics_processes)
+                {
+                    // No process, no sample to show: an N/A answer (not supported here) stays,
+                    // any other reads as no samples.
+                    if !matches!(&answers.process_utilization, Answer::Err(e) if e.is_not_available())
+                    {
+                        answers.process_utilization = Answer::Ok(Vec::new());
+                    }
+                } else {
+                    answers.refresh_where(b, id, fans, &|q, _| q == "process_utilization");
+                }
+            }
+            for t in threads {
+                match t.join() {
+                    Ok((field, one)) => answers.merge_where(one, &|_, f| f == field),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+        });
+        for q in due_now {
+            kept.asked_at.insert(q, now);
+        }
+        let out = kept.answers.clone();
+        lock(&self.inner.kept).insert(id, kept);
+        out
     }
 
     pub(crate) fn make(&self, id: DeviceId) -> Device {
@@ -742,6 +854,12 @@ pub(crate) fn strip_uuid_prefix(uuid: &str) -> &str {
         }
     }
     uuid
+}
+
+/// A mutex's guard, poisoned or not: what the context keeps stays usable after a panic on
+/// another thread (each entry is written whole).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

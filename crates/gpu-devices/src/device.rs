@@ -4,9 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpu_backend::{
-    recorder, ClockType, DeviceId, GpuBackend, NvLinkCounters, ProcessUtilizationSample,
-};
+use gpu_backend::{ClockType, DeviceId, GpuBackend, NvLinkCounters, ProcessUtilizationSample};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -397,12 +395,14 @@ impl Device {
     /// Every metric at once (nvitop's `as_snapshot` and `oneshot`): each changing query asked
     /// once, and the answers that do not change (name, UUID, limits, max clocks, modes: the
     /// query table's static rows) asked on this device's first snapshot only and kept by the
-    /// [`Context`] for the rest of the session.
+    /// [`Context`] for the rest of the session. The changing queries are asked as the
+    /// context's [`crate::QueryPlan`] says (by default every one, `pcie_throughput` on threads
+    /// of its own, `process_utilization` only where there are processes).
     #[doc(alias = "as_snapshot")]
     #[doc(alias = "oneshot")]
     pub fn snapshot(&self) -> DeviceSnapshot {
         let st = self.ctx.statics_of(self.id);
-        let dy = recorder::capture_dynamic(self.backend(), self.id, &st.num_fans);
+        let dy = self.ctx.refresh_dynamic(self.id, &st.num_fans);
         DeviceSnapshot::from_answers(self.id, st, dy)
     }
 }

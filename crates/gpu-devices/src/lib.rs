@@ -8,6 +8,7 @@ pub mod display;
 pub mod error;
 mod model;
 pub mod na;
+pub mod plan;
 pub mod snapshot;
 pub mod text;
 pub mod units;
@@ -21,6 +22,7 @@ pub use display::Section;
 pub use error::{Error, Result};
 pub use gpu_backend::DeviceId;
 pub use na::Na;
+pub use plan::{Cadence, QueryPlan};
 pub use snapshot::instance_id_answer;
 pub use snapshot::{
     ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccByLocation, EccErrors,

@@ -170,15 +170,19 @@ impl ProcessCollector {
     ///
     /// Each refresh logs its total at `debug` (target `gpu_processes::collect`): the devices
     /// and processes it found, its time, and how much of that the devices' queries took.
+    ///
+    /// The devices are asked in parallel, one thread per device beyond the first: on a real
+    /// GPU a device's queries take milliseconds of the driver's time, so eight GPUs cost about
+    /// what one does (given the cores).
     pub fn take_snapshots(&self, devices: &[Device]) -> Snapshots {
-        self.timed_join(|| devices.iter().map(Device::snapshot).collect())
+        self.timed_join(|| in_parallel(devices, Device::snapshot))
     }
 
     /// [`ProcessCollector::take_snapshots`] of devices as CUDA numbers them (nvitop's
     /// `take_snapshots(Device.cuda.all())`): each device snapshot carries its CUDA ordinal
     /// (`DeviceSnapshot::cuda_index`).
     pub fn take_cuda_snapshots(&self, devices: &[CudaDevice]) -> Snapshots {
-        self.timed_join(|| devices.iter().map(CudaDevice::snapshot).collect())
+        self.timed_join(|| in_parallel(devices, CudaDevice::snapshot))
     }
 
     /// [`ProcessCollector::join`] of the device snapshots `take` takes, with the refresh's
@@ -496,6 +500,26 @@ fn quote(arg: &str) -> std::borrow::Cow<'_, str> {
 /// A duration in milliseconds, to the microsecond, for the log.
 fn ms(d: std::time::Duration) -> f64 {
     d.as_micros() as f64 / 1000.0
+}
+
+/// `f` of each item, in order: the first on this thread, each other on a thread of its own.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let Some((first, rest)) = items.split_first() else {
+        return Vec::new();
+    };
+    std::thread::scope(|scope| {
+        let f = &f;
+        let others: Vec<_> = rest.iter().map(|t| scope.spawn(move || f(t))).collect();
+        let mut out = Vec::with_capacity(items.len());
+        out.push(f(first));
+        for h in others {
+            match h.join() {
+                Ok(r) => out.push(r),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
 }
 
 #[cfg(test)]

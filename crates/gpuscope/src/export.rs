@@ -86,6 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let source = args.source.open()?;
     let collector = source.collector;
+    collector.context().set_query_plan(query_plan());
     let hostname = args
         .hostname
         .clone()
@@ -252,4 +253,20 @@ impl Sampler {
         // Turned into families and encoded when a scrape asks (see `Exposition`).
         Ok(Exposition::new(inputs, Arc::clone(&self.options), started))
     }
+}
+
+/// How often the exporter asks the queries that cost a millisecond or more of a call on a real
+/// GPU (an H100: energy 3.2 ms, PCIe throughput 20.8 ms asleep each way): every 10 s, whatever
+/// the interval. Energy is a counter, so Prometheus' `rate()` over it is as good; PCIe
+/// throughput is NVML's 20 ms sample, taken every 10 s instead of every interval.
+pub(crate) const COSTLY_EVERY: Duration = Duration::from_secs(10);
+
+/// What a refresh of the exporter asks: every family it exports, the costly ones every
+/// [`COSTLY_EVERY`]; per-process utilization (for the process and pod families) only while a
+/// GPU has processes (the default).
+pub(crate) fn query_plan() -> gpu_devices::QueryPlan {
+    use gpu_devices::Cadence;
+    gpu_devices::QueryPlan::everything()
+        .with("total_energy_consumption", Cadence::Every(COSTLY_EVERY))
+        .with("pcie_throughput", Cadence::Every(COSTLY_EVERY))
 }

@@ -156,8 +156,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 })
             };
             let Some(every) = view.watch else {
-                let view = snapshot::take(&src.collector, src.label);
-                return write_stdout(&render(&view)?);
+                let view = snapshot::take(&src.collector, src.label.clone());
+                let written = render(&view).and_then(|text| write_stdout(&text));
+                src.end_one_shot();
+                return written;
             };
             // --watch: the whole output again every interval until Ctrl+C (nothing to restore:
             // the terminal is never put in raw mode). On a terminal the screen is cleared first.

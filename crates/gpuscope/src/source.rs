@@ -104,6 +104,21 @@ pub struct Source {
     pub label: String,
 }
 
+impl Source {
+    /// Ends a one-shot command's use of the source without shutting NVML down: the process is
+    /// about to exit, and the driver frees a process's session when it does, so waiting for
+    /// `nvmlShutdown` (9.3 ms of a one-shot's time on an H100) would only delay the exit. With
+    /// NVML's calls logged (`-vv`) the source is dropped as usual, so that the log shows the
+    /// shutdown.
+    pub fn end_one_shot(self) {
+        if gpu_backend::cost::calls_logged() {
+            drop(self);
+        } else {
+            std::mem::forget(self);
+        }
+    }
+}
+
 impl SourceArgs {
     /// Opens the chosen source. A fixture replays on wall time, looping. Logged at `info`:
     /// what was opened, its devices and driver, and the time it took (NVML's initialisation

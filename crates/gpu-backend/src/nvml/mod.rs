@@ -47,6 +47,9 @@ pub const LIBRARY_ENV_VAR: &str = "GPUSCOPE_NVML_LIB";
 /// two calls of the count protocol usually still fits.
 const LIST_HEADROOM: c_uint = 8;
 
+/// Entries of the buffer a list is first asked for with (see `read_list`).
+const LIST_FIRST_CAPACITY: c_uint = 64;
+
 /// How many times a list is asked for again when it keeps outgrowing the buffer.
 const LIST_ATTEMPTS: usize = 4;
 
@@ -665,13 +668,15 @@ fn non_null(handle: sys::nvmlDevice_t) -> Result<sys::nvmlDevice_t> {
     }
 }
 
-/// Reads a list through NVML's count protocol.
+/// Reads a list through NVML's count protocol, in one call when the list fits.
 ///
 /// `call(count, buffer)` must make the NVML call with the in/out count and the buffer. The list
-/// is first asked for with a count of 0 and a null buffer: `NVML_SUCCESS` then means the list is
-/// empty and `NVML_ERROR_INSUFFICIENT_SIZE` means NVML wrote the length it needs into the count.
-/// A buffer of that length plus some headroom is then passed; should the list have grown past it
-/// in the meantime (`NVML_ERROR_INSUFFICIENT_SIZE` again), it is asked for again, a few times at
+/// is first asked for with a buffer of [`LIST_FIRST_CAPACITY`] entries: most lists (processes
+/// on a GPU, their utilization samples) fit, and a list call can cost milliseconds of the
+/// driver's time (`nvmlDeviceGetProcessUtilization`: 2.2 ms on an H100), so sizing it first
+/// with a null buffer would double that. `NVML_ERROR_INSUFFICIENT_SIZE` means NVML wrote the
+/// length it needs into the count: a buffer of that length plus some headroom is then passed;
+/// should the list have grown past it in the meantime, it is asked for again, a few times at
 /// most. Any other answer is the list's error.
 fn read_list<T: Copy>(
     empty: T,
@@ -680,21 +685,8 @@ fn read_list<T: Copy>(
     const SUCCESS: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_SUCCESS;
     const INSUFFICIENT_SIZE: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
 
-    let mut wanted: c_uint = 0;
-    match call(&mut wanted, ptr::null_mut()) {
-        SUCCESS if wanted == 0 => return Ok(Vec::new()),
-        // A library that answers success with a count for a null buffer is asked again with a
-        // buffer, as if it had said the buffer was too small.
-        SUCCESS | INSUFFICIENT_SIZE => {}
-        code => return Err(error_from_return(code)),
-    }
+    let mut capacity: c_uint = LIST_FIRST_CAPACITY;
     for _ in 0..LIST_ATTEMPTS {
-        if wanted > LIST_MAX_LEN {
-            return Err(BackendError::Other(format!(
-                "NVML reported a list of {wanted} entries, more than the {LIST_MAX_LEN} believed"
-            )));
-        }
-        let capacity = wanted.saturating_add(LIST_HEADROOM);
         let mut buffer = vec![empty; capacity as usize];
         let mut count = capacity;
         match call(&mut count, buffer.as_mut_ptr()) {
@@ -703,11 +695,17 @@ fn read_list<T: Copy>(
                 return Ok(buffer);
             }
             INSUFFICIENT_SIZE => {
-                wanted = if count > capacity {
+                let wanted = if count > capacity {
                     count
                 } else {
                     capacity.saturating_mul(2)
                 };
+                if wanted > LIST_MAX_LEN {
+                    return Err(BackendError::Other(format!(
+                        "NVML reported a list of {wanted} entries, more than the {LIST_MAX_LEN} believed"
+                    )));
+                }
+                capacity = wanted.saturating_add(LIST_HEADROOM);
             }
             code => return Err(error_from_return(code)),
         }
@@ -1590,43 +1588,75 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_empty_list_is_one_call() {
-        assert_eq!(read_list(0u32, fake_list(&[0])), Ok(vec![]));
+    /// `fake_list`, counting its calls in `calls`.
+    fn counted<'a>(
+        lens: &'a [u32],
+        calls: &'a std::cell::Cell<u32>,
+    ) -> impl FnMut(&mut c_uint, *mut u32) -> sys::nvmlReturn_t + 'a {
+        let mut inner = fake_list(lens);
+        move |count, buffer| {
+            calls.set(calls.get() + 1);
+            inner(count, buffer)
+        }
     }
 
     #[test]
-    fn a_list_is_sized_then_read() {
-        assert_eq!(read_list(0u32, fake_list(&[3])), Ok(vec![100, 101, 102]));
+    fn an_empty_list_is_one_call() {
+        let calls = std::cell::Cell::new(0);
+        assert_eq!(read_list(0u32, counted(&[0], &calls)), Ok(vec![]));
+        assert_eq!(calls.get(), 1);
+    }
+
+    #[test]
+    fn a_list_that_fits_the_first_buffer_is_one_call() {
+        let calls = std::cell::Cell::new(0);
+        assert_eq!(
+            read_list(0u32, counted(&[3], &calls)),
+            Ok(vec![100, 101, 102])
+        );
+        assert_eq!(calls.get(), 1);
+        let calls = std::cell::Cell::new(0);
+        let full = read_list(0u32, counted(&[LIST_FIRST_CAPACITY], &calls));
+        assert_eq!(full.map(|v| v.len()), Ok(LIST_FIRST_CAPACITY as usize));
+        assert_eq!(calls.get(), 1);
+    }
+
+    #[test]
+    fn a_longer_list_is_sized_then_read() {
+        let calls = std::cell::Cell::new(0);
+        let list = read_list(0u32, counted(&[100], &calls)).unwrap();
+        assert_eq!(list.len(), 100);
+        assert_eq!((list[0], list[99]), (100, 199));
+        assert_eq!(calls.get(), 2);
     }
 
     #[test]
     fn a_list_that_grows_within_the_headroom_fits() {
         assert_eq!(
-            read_list(0u32, fake_list(&[2, 5])),
-            Ok(vec![100, 101, 102, 103, 104])
+            read_list(0u32, fake_list(&[100, 105])).map(|v| v.len()),
+            Ok(105)
         );
     }
 
     #[test]
     fn a_list_that_outgrows_the_headroom_is_asked_for_again() {
         assert_eq!(
-            read_list(0u32, fake_list(&[1, 40, 41])).map(|v| v.len()),
-            Ok(41)
+            read_list(0u32, fake_list(&[100, 120, 121])).map(|v| v.len()),
+            Ok(121)
         );
     }
 
     #[test]
     fn a_list_that_keeps_growing_gives_up() {
         assert_eq!(
-            read_list(0u32, fake_list(&[1, 100, 200, 400, 800, 1600])),
+            read_list(0u32, fake_list(&[100, 200, 400, 800, 1600])),
             Err(BackendError::InsufficientSize)
         );
     }
 
     #[test]
     fn a_list_that_shrinks_is_truncated() {
-        assert_eq!(read_list(0u32, fake_list(&[4, 1])), Ok(vec![100]));
+        assert_eq!(read_list(0u32, fake_list(&[100, 1])), Ok(vec![100]));
     }
 
     #[test]

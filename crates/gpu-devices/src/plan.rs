@@ -1,0 +1,160 @@
+//! What a refresh asks: which of a device's changing queries, how often, and which run apart.
+//!
+//! On a real GPU a few NVML calls cost far more than the rest (an H100, median per call:
+//! `nvmlDeviceGetPcieThroughput` 20.8 ms of wall time, asleep, for each direction;
+//! `nvmlDeviceGetTotalEnergyConsumption` 3.2 ms of CPU; `nvmlDeviceGetProcessUtilization`
+//! 2.2 ms; most others 2-17 µs). A [`QueryPlan`] lets each command ask only what its output
+//! shows and ask the costly queries at their own [`Cadence`]: between two askings a refresh
+//! shows the answer kept from the last one. Whatever the plan, a refresh:
+//!
+//! * asks the devices in parallel (one thread per device beyond the first), so eight GPUs cost
+//!   about what one costs where the time is the driver's;
+//! * asks the queries that mostly sleep in the driver ([`QueryPlan::apart`]; by default
+//!   `pcie_throughput`) each on a thread of its own, so that they hold up nothing else;
+//! * asks `process_utilization` (2.2 ms of CPU a call on an H100) at a device's first refresh
+//!   and then only while its process lists are not both empty (no process: no sample to
+//!   show).
+//!
+//! Query names are the [`gpu_backend::GpuBackend`] methods of the `dynamic` rows of the query
+//! table (`gpu_backend::fixture::DeviceDynamic::FIELDS`).
+//!
+//! ```
+//! use std::time::Duration;
+//! use gpu_devices::{Cadence, Context, QueryPlan};
+//!
+//! let ctx = Context::from_fixture(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-sxm-8gpu.json"))?;
+//! // A view that shows no PCIe or energy figures, with BAR1 every 10 s.
+//! ctx.set_query_plan(
+//!     QueryPlan::everything()
+//!         .with("pcie_throughput", Cadence::Never)
+//!         .with("total_energy_consumption", Cadence::Never)
+//!         .with("bar1_memory_info", Cadence::Every(Duration::from_secs(10))),
+//! );
+//! let d = ctx.device(0)?.snapshot();
+//! assert!(d.memory.is_value());
+//! assert!(!d.pcie_tx_throughput.is_value()); // never asked: N/A, not an error
+//! assert!(d.errors.is_empty());
+//! # Ok::<(), gpu_devices::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gpu_backend::fixture::DeviceDynamic;
+
+/// How often a refresh asks one changing query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cadence {
+    /// At every refresh (the default).
+    EveryRefresh,
+    /// At the first refresh, then once this much time has passed since it was last asked;
+    /// refreshes in between show the answer kept from then.
+    Every(Duration),
+    /// Never: the answer reads as not available (N/A), not as an error.
+    Never,
+}
+
+/// Which of a device's changing queries a refresh asks, and how often (see the
+/// [module](self)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryPlan {
+    cadences: BTreeMap<&'static str, Cadence>,
+    apart: Vec<&'static str>,
+}
+
+impl Default for QueryPlan {
+    fn default() -> QueryPlan {
+        QueryPlan::everything()
+    }
+}
+
+/// The queries that cost 1 ms or more of one call on a real H100 (driver 580, median over
+/// 30 calls; `docs/benchmarks.md`, fixtures/costs/), with what one call costs there:
+/// `(query, wall µs, CPU µs)`. Each command's plan says what it does with them.
+pub const COSTLY_QUERIES: &[(&str, u32, u32)] = &[
+    ("pcie_throughput", 20_800, 750),
+    ("total_energy_consumption", 3_200, 3_200),
+    ("process_utilization", 2_200, 2_200),
+];
+
+impl QueryPlan {
+    /// Every changing query at every refresh, `pcie_throughput` apart: what a one-shot that
+    /// shows everything asks.
+    pub fn everything() -> QueryPlan {
+        QueryPlan {
+            cadences: BTreeMap::new(),
+            apart: vec!["pcie_throughput"],
+        }
+    }
+
+    /// Sets `query`'s cadence. `query` is a `dynamic` query of the table (a
+    /// [`gpu_backend::GpuBackend`] method name); another name is a programming error, caught
+    /// in debug builds and otherwise ignored.
+    pub fn with(mut self, query: &'static str, cadence: Cadence) -> QueryPlan {
+        debug_assert!(is_dynamic_query(query), "not a dynamic query: {query}");
+        self.cadences.insert(query, cadence);
+        self
+    }
+
+    /// Each of `queries` never asked ([`Cadence::Never`]).
+    pub fn without(self, queries: &[&'static str]) -> QueryPlan {
+        queries
+            .iter()
+            .fold(self, |plan, q| plan.with(q, Cadence::Never))
+    }
+
+    /// Asks `query` on a thread of its own (each of its fields on its own), for queries that
+    /// wait in the driver rather than work.
+    pub fn apart(mut self, query: &'static str) -> QueryPlan {
+        debug_assert!(is_dynamic_query(query), "not a dynamic query: {query}");
+        if !self.apart.contains(&query) {
+            self.apart.push(query);
+        }
+        self
+    }
+
+    /// `query`'s cadence.
+    pub fn cadence(&self, query: &str) -> Cadence {
+        self.cadences
+            .get(query)
+            .copied()
+            .unwrap_or(Cadence::EveryRefresh)
+    }
+
+    /// Whether `query` is asked on a thread of its own.
+    pub fn is_apart(&self, query: &str) -> bool {
+        self.apart.contains(&query)
+    }
+
+    /// The queries whose cadence is not [`Cadence::EveryRefresh`], with it: for logs and docs.
+    pub fn exceptions(&self) -> impl Iterator<Item = (&'static str, Cadence)> + '_ {
+        self.cadences
+            .iter()
+            .filter(|(_, c)| **c != Cadence::EveryRefresh)
+            .map(|(q, c)| (*q, *c))
+    }
+}
+
+/// Whether `query` names a `dynamic` row of the query table.
+pub fn is_dynamic_query(query: &str) -> bool {
+    DeviceDynamic::FIELDS.iter().any(|(_, q)| *q == query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_costly_queries_and_the_default_apart_one_are_queries_of_the_table() {
+        for (q, _, _) in COSTLY_QUERIES {
+            assert!(is_dynamic_query(q), "{q}");
+        }
+        for q in &QueryPlan::everything().apart {
+            assert!(is_dynamic_query(q), "{q}");
+        }
+        assert!(
+            !is_dynamic_query("pcie_tx_throughput"),
+            "a field, not a query"
+        );
+    }
+}

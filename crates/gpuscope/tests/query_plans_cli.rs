@@ -1,0 +1,154 @@
+//! What each command makes NVML do (issue 23), counted by fake-nvml's call log: a one-shot asks
+//! everything it prints and does not wait for `nvmlShutdown`; the viewer does not ask what its
+//! screens do not show; the exporter asks the costly queries every 10 s, not every interval.
+
+#![cfg(target_os = "linux")]
+
+mod export_support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use export_support::{cli, Exporter};
+
+/// fake-nvml installed in a temporary directory: (the directory, the library's path).
+fn fake_nvml() -> (tempfile::TempDir, String) {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_gpuscope"));
+    let lib = fake_nvml::find_cdylib(&exe).expect("fake-nvml's cdylib, built as a dev-dependency");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let installed = fake_nvml::install(&lib, &dir.path().join("lib")).expect("install fake-nvml");
+    let nvml = installed.nvml.to_str().expect("a UTF-8 path").to_string();
+    (dir, nvml)
+}
+
+/// Calls served per NVML function (versions as one), from fake-nvml's call log.
+fn served(log: &Path) -> HashMap<String, usize> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut calls = HashMap::new();
+    for line in text.lines() {
+        let rest = line
+            .strip_prefix("fake-nvml served ")
+            .unwrap_or_else(|| panic!("not a served call: {line}"));
+        let function = rest.split(' ').next().expect("a function");
+        let base = match function.rsplit_once("_v") {
+            Some((base, v)) if v.bytes().all(|b| b.is_ascii_digit()) => base,
+            _ => function,
+        };
+        *calls.entry(base.to_string()).or_default() += 1;
+    }
+    calls
+}
+
+fn count(calls: &HashMap<String, usize>, function: &str) -> usize {
+    calls.get(function).copied().unwrap_or(0)
+}
+
+/// Runs `args` over the real H100 recording at a frame where two jobs are on the GPU, with
+/// fake-nvml's call log; the calls it served.
+fn one_shot(args: &[&str]) -> HashMap<String, usize> {
+    let (dir, nvml) = fake_nvml();
+    let log = dir.path().join("served.log");
+    let mut all = args.to_vec();
+    all.extend(["--nvml-lib", &nvml]);
+    let out = cli::command(&all)
+        .env(fake_nvml::FIXTURE_ENV, export_support::fixture("h100-real"))
+        .env(fake_nvml::FRAME_ENV, "30")
+        .env(fake_nvml::CALL_LOG_ENV, &log)
+        .output()
+        .expect("gpuscope runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    served(&log)
+}
+
+#[test]
+fn a_one_shot_asks_everything_it_prints_once_and_does_not_wait_for_nvml_shutdown() {
+    let calls = one_shot(&["snapshot", "--json"]);
+    assert_eq!(count(&calls, "nvmlDeviceGetPcieThroughput"), 2, "TX and RX");
+    assert_eq!(count(&calls, "nvmlDeviceGetTotalEnergyConsumption"), 1);
+    // One call each: a list is first asked for with a buffer it fits in, not sized first.
+    assert_eq!(count(&calls, "nvmlDeviceGetProcessUtilization"), 1);
+    assert_eq!(count(&calls, "nvmlDeviceGetComputeRunningProcesses"), 1);
+    assert_eq!(count(&calls, "nvmlDeviceGetMemoryInfo"), 1);
+    assert_eq!(count(&calls, "nvmlInit"), 1);
+    assert_eq!(
+        count(&calls, "nvmlShutdown"),
+        0,
+        "the process exits without waiting for NVML to shut down"
+    );
+}
+
+#[test]
+fn the_viewer_does_not_ask_what_its_screens_do_not_show() {
+    let calls = one_shot(&["top", "--once"]);
+    for hidden in [
+        "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetTotalEnergyConsumption",
+        "nvmlDeviceGetBAR1MemoryInfo",
+        "nvmlDeviceGetPcieReplayCounter",
+    ] {
+        assert_eq!(count(&calls, hidden), 0, "{hidden}: {calls:?}");
+    }
+    for shown in [
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetComputeRunningProcesses",
+        // Two jobs on the GPU at frame 30: their SM% comes from the samples.
+        "nvmlDeviceGetProcessUtilization",
+    ] {
+        assert_eq!(count(&calls, shown), 1, "{shown}: {calls:?}");
+    }
+}
+
+#[test]
+fn the_exporter_asks_energy_and_pcie_throughput_every_10_s_not_every_interval() {
+    let (dir, nvml) = fake_nvml();
+    let log = dir.path().join("served.log");
+    let fixture = export_support::fixture("h100-real");
+    let log_text = log.to_str().expect("UTF-8").to_string();
+    let exporter = Exporter::start_with_env(
+        &["--nvml-lib", &nvml, "--interval", "100ms"],
+        &[
+            (fake_nvml::FIXTURE_ENV, fixture.as_str()),
+            (fake_nvml::FRAME_ENV, "30"),
+            (fake_nvml::CALL_LOG_ENV, log_text.as_str()),
+        ],
+    );
+    // Wait for five refreshes (one power reading each), at most 20 s.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut calls = served(&log);
+    while count(&calls, "nvmlDeviceGetPowerUsage") < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "five refreshes in 20 s: {calls:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        calls = served(&log);
+    }
+    let scrape = exporter.scrape();
+    drop(exporter);
+    let refreshes = count(&calls, "nvmlDeviceGetPowerUsage");
+    assert!(refreshes >= 5);
+    assert_eq!(
+        count(&calls, "nvmlDeviceGetTotalEnergyConsumption"),
+        1,
+        "{refreshes} refreshes, energy asked at the first"
+    );
+    assert_eq!(
+        count(&calls, "nvmlDeviceGetPcieThroughput"),
+        2,
+        "TX and RX, once"
+    );
+    // What the exporter exports of them: the answer asked at the first refresh.
+    assert!(
+        scrape
+            .value("gpuscope_device_energy_consumption_joules_total", &[])
+            .is_some_and(|j| j > 0.0),
+        "the energy counter is exported"
+    );
+}
