@@ -408,6 +408,11 @@ fn verdict_of(error: &str) -> Verdict {
     }
 }
 
+/// `1 GPU`, `2 GPUs`.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 fn ms(t: Duration) -> String {
     format!("{:.1} ms", t.as_secs_f64() * 1000.0)
 }
@@ -485,7 +490,11 @@ fn devices_finding(s: &Snapshot, gpus: u32, migs: usize) -> Finding {
         Answer::Ok(_) => Finding::new(
             Verdict::Ok,
             "devices",
-            format!("{gpus} GPUs, {migs} MIG devices"),
+            format!(
+                "{}, {}",
+                plural(gpus as usize, "GPU"),
+                plural(migs, "MIG device")
+            ),
         ),
     }
 }
@@ -514,24 +523,37 @@ fn slow_finding(profile: &CostProfile) -> Finding {
             format!("no NVML function takes {} or more a call", ms(SLOW_CALL)),
         );
     }
-    let changing = slow.iter().any(|(f, _)| section(f) == Some("dynamic"));
     let list: Vec<String> = slow
         .iter()
         .map(|(f, us)| format!("{f} {}", ms(Duration::from_secs_f64(us / 1e6))))
         .collect();
-    let hint = if changing {
-        "every refresh asks the changing ones: a one-shot `gpuscope snapshot`/`info`/`select` pays \
-         them once, `top` and `export` once per --interval (raise it to pay less)"
-    } else {
-        "these are asked once per session: `top` and `export` pay them at start only; one-shot \
-         commands pay them each run"
-    };
+    let (changing, once): (Vec<&str>, Vec<&str>) = slow
+        .iter()
+        .map(|(f, _)| f.as_str())
+        .partition(|f| section(f) == Some("dynamic"));
+    let mut hints = Vec::new();
+    if !changing.is_empty() {
+        hints.push(format!(
+            "{} asked at every refresh: a one-shot `snapshot`, `info` or `select` pays {} once, \
+             `top` and `export` once per --interval (a longer one pays less)",
+            changing.join(", "),
+            if changing.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if !once.is_empty() {
+        hints.push(format!(
+            "{} asked once per session: `top` and `export` pay {} at start only, a one-shot \
+             command at each run",
+            once.join(", "),
+            if once.len() == 1 { "it" } else { "them" }
+        ));
+    }
     Finding::new(
         Verdict::Warn,
         "call costs",
         format!("over {} a call: {}", ms(SLOW_CALL), list.join(", ")),
     )
-    .hint(hint)
+    .hint(hints.join("; "))
 }
 
 fn unanswered_findings(
@@ -613,9 +635,10 @@ fn event_findings(events: &[GpuEvents], window: Duration) -> Vec<Finding> {
             Verdict::Ok,
             "events",
             format!(
-                "{total} events in {} on {} GPUs",
+                "{} in {} on {}",
+                plural(total as usize, "event"),
                 args::show_duration(window),
-                events.len()
+                plural(events.len(), "GPU")
             ),
         ));
     } else {
@@ -639,10 +662,25 @@ fn event_findings(events: &[GpuEvents], window: Duration) -> Vec<Finding> {
 fn host_findings(proc_root: &Path, s: &Snapshot) -> Vec<Finding> {
     let mut out = Vec::new();
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok();
-    out.push(match mountinfo.as_deref().and_then(proc_mount) {
-        None => Finding::new(Verdict::Warn, "hidepid", "no proc mount at /proc was found"),
-        Some(m) => hidepid_finding(&m, &Credentials::current()),
-    });
+    let mount_point = std::fs::canonicalize(proc_root).unwrap_or_else(|_| proc_root.into());
+    let mount_point = mount_point.to_string_lossy();
+    out.push(
+        match mountinfo
+            .as_deref()
+            .and_then(|m| proc_mount(m, &mount_point))
+        {
+            None => Finding::new(
+                Verdict::Warn,
+                "hidepid",
+                format!(
+                    "no proc file system is mounted at {}",
+                    Escaped(&mount_point)
+                ),
+            )
+            .hint("--proc-root names the directory where the host's /proc is mounted"),
+            Some(m) => hidepid_finding(&m, &Credentials::current()),
+        },
+    );
     let status = std::fs::read_to_string("/proc/self/status").ok();
     let nspid = status.as_deref().and_then(nspid_depth);
     let missing = pids_missing(proc_root, s);
@@ -687,32 +725,29 @@ pub struct ProcMount {
     pub gid: Option<u32>,
 }
 
-/// The last proc file system mounted at /proc in `/proc/self/mountinfo`'s text (mountinfo(5):
-/// `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS`);
-/// the later mount hides the earlier. `None` when there is none.
-pub fn proc_mount(mountinfo: &str) -> Option<ProcMount> {
-    mountinfo
-        .lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let mount_point = left.split(' ').nth(4)?;
-            let mut right = right.split(' ');
-            let fstype = right.next()?;
-            let _source = right.next()?;
-            let options = right.next().unwrap_or("");
-            (mount_point == "/proc" && fstype == "proc").then(|| {
-                let option = |name: &str| {
-                    options
-                        .split(',')
-                        .find_map(|o| o.strip_prefix(name)?.strip_prefix('='))
-                };
-                ProcMount {
-                    hidepid: option("hidepid").map(str::to_string),
-                    gid: option("gid").and_then(|g| g.parse().ok()),
-                }
-            })
+/// The last proc file system mounted at `at` (`/proc`) in `/proc/self/mountinfo`'s text
+/// (mountinfo(5): `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE
+/// SUPEROPTIONS`); the later mount hides the earlier. `None` when there is none.
+pub fn proc_mount(mountinfo: &str, at: &str) -> Option<ProcMount> {
+    mountinfo.lines().rev().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mount_point = left.split(' ').nth(4)?;
+        let mut right = right.split(' ');
+        let fstype = right.next()?;
+        let _source = right.next()?;
+        let options = right.next().unwrap_or("");
+        (mount_point == at && fstype == "proc").then(|| {
+            let option = |name: &str| {
+                options
+                    .split(',')
+                    .find_map(|o| o.strip_prefix(name)?.strip_prefix('='))
+            };
+            ProcMount {
+                hidepid: option("hidepid").map(str::to_string),
+                gid: option("gid").and_then(|g| g.parse().ok()),
+            }
         })
-        .last()
+    })
 }
 
 fn hidepid_finding(m: &ProcMount, who: &Credentials) -> Finding {
@@ -845,8 +880,10 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "gpuscope doctor: {label}, {} GPUs and {} MIG devices, every query asked {} times",
-        r.devices.0, r.devices.1, args.repeat
+        "gpuscope doctor: {label}, {} and {}, every query asked {} on each",
+        plural(r.devices.0 as usize, "GPU"),
+        plural(r.devices.1, "MIG device"),
+        plural(args.repeat as usize, "time")
     );
     out.push_str("\nVerdicts\n");
     for f in &r.findings {
@@ -937,7 +974,7 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
         .iter()
         .filter(|f| f.verdict == Verdict::Warn)
         .count();
-    let _ = writeln!(out, "\n{fails} failed, {warns} warnings");
+    let _ = writeln!(out, "\n{} failed, {}", fails, plural(warns, "warning"));
     out
 }
 
@@ -955,7 +992,7 @@ mod tests {
     #[test]
     fn the_last_proc_mount_at_proc_is_the_one_seen() {
         assert_eq!(
-            proc_mount(MOUNTINFO),
+            proc_mount(MOUNTINFO, "/proc"),
             Some(ProcMount {
                 hidepid: Some("invisible".into()),
                 gid: Some(27)
@@ -963,18 +1000,20 @@ mod tests {
         );
         let first_only = MOUNTINFO.lines().next().unwrap();
         assert_eq!(
-            proc_mount(first_only),
+            proc_mount(first_only, "/proc"),
             Some(ProcMount {
                 hidepid: None,
                 gid: None
             })
         );
-        assert_eq!(proc_mount("not a mountinfo line\n"), None);
+        assert_eq!(proc_mount("not a mountinfo line\n", "/proc"), None);
+        // `--proc-root /host/proc`: the mount there, not /proc's.
+        assert_eq!(proc_mount(MOUNTINFO, "/host/proc"), None);
     }
 
     #[test]
     fn hidepid_warns_unless_root_or_in_the_gid_group() {
-        let m = proc_mount(MOUNTINFO).unwrap();
+        let m = proc_mount(MOUNTINFO, "/proc").unwrap();
         let user = Credentials {
             root: false,
             groups: vec![1000],
@@ -1027,7 +1066,7 @@ mod tests {
     proptest! {
         #[test]
         fn the_parsers_never_panic(text in ".{0,400}") {
-            let _ = proc_mount(&text);
+            let _ = proc_mount(&text, "/proc");
             let _ = nspid_depth(&text);
         }
 
@@ -1037,7 +1076,7 @@ mod tests {
         ) {
             let line = format!("{id} 1 0:5 / /proc rw shared:1 - proc proc rw,hidepid={hide},gid={gid}\n");
             prop_assert_eq!(
-                proc_mount(&line),
+                proc_mount(&line, "/proc"),
                 Some(ProcMount { hidepid: Some(hide), gid: Some(gid) })
             );
         }
