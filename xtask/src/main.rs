@@ -3,6 +3,7 @@
 mod bench_export;
 mod bench_fleet;
 mod bench_oneshot;
+mod cost_profile;
 mod import_smi;
 mod live;
 mod long_recording;
@@ -63,6 +64,9 @@ enum Command {
     /// Size on disk and load time of the long recording, in the current layout (plain, gzip,
     /// zstd) and in schema version 1's (see docs/benchmarks.md; run with --release).
     BenchFixtureLoad(long_recording::BenchArgs),
+    /// Turns measured NVML call costs (JSON lines, as the real-hardware sessions wrote them)
+    /// into a cost profile for `GPUSCOPE_FAKE_NVML_COSTS` (fixtures/costs/).
+    CostProfile(cost_profile::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Command::RewriteFixture(args) => rewrite::run(args),
         Command::GenLongRecording(args) => long_recording::gen(args),
         Command::BenchFixtureLoad(args) => long_recording::bench(args),
+        Command::CostProfile(args) => cost_profile::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -32,6 +32,13 @@
 //! * `GPUSCOPE_FAKE_NVML_CALL_LOG` (optional, for tests): a file to which each NVML call
 //!   served is appended as one line, `fake-nvml served FUNCTION device=DEVICE return=CODE`
 //!   ([`CALL_LOG_ENV`]), so that a test can count what a client asked.
+//! * `GPUSCOPE_FAKE_NVML_COSTS` (optional): spends real hardware's call costs ([`COSTS_ENV`]):
+//!   a cost profile file (`{"nvmlDeviceGetPowerUsage": {"wall_us": 3.4, "cpu_us": 2.7}, ...}`,
+//!   a [`gpu_backend::cost::CostProfile`]) or `recorded` (the fixture's `nvml_costs`). A
+//!   profiled call busy-spins its `cpu_us` on the calling thread's CPU clock and sleeps out the
+//!   rest of `wall_us`; an unsuffixed name covers its `_vN` forms; `nvmlInit*`/`nvmlShutdown`
+//!   cost when they start and end NVML. A bad file (or a cost outside 0 to 10 s) fails init like
+//!   a broken fixture.
 //! * `CUDA_VISIBLE_DEVICES`: the CUDA calls honour its simple forms (ordinals and `GPU-` UUID
 //!   prefixes, ending at the first entry that is neither); `MIG-` entries end the list too.
 //!
@@ -90,6 +97,7 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+mod costs;
 pub mod cuda;
 pub mod nvml;
 mod state;
@@ -97,6 +105,7 @@ mod state;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use costs::{COSTS_ENV, MAX_COST_US, RECORDED};
 pub use nvml::{device_of, handle_of};
 pub use state::{
     last_init_error, CALL_LOG_ENV, DEVICE_COUNT_ENV, FIXTURE_ENV, FRAME_ENV, HANG_ENV,

@@ -74,7 +74,7 @@ pub fn device_of(handle: nvmlDevice_t) -> Option<DeviceId> {
 
 thread_local! {
     /// The device the entry point running on this thread was asked about, for the call log
-    /// ([`state::log_served`]): the first handle it looked at, or the GPU of an index.
+    /// ([`state::served`]): the first handle it looked at, or the GPU of an index.
     static CALL_DEVICE: std::cell::Cell<Option<DeviceId>> = const { std::cell::Cell::new(None) };
 }
 
@@ -110,7 +110,7 @@ impl Ctx {
 fn call(name: &'static str, body: impl FnOnce(&Ctx) -> Result<(), Code>) -> nvmlReturn_t {
     CALL_DEVICE.with(|d| d.set(None));
     let code = serve(name, body);
-    state::log_served(name, CALL_DEVICE.with(|d| d.take()), code);
+    state::served(name, CALL_DEVICE.with(|d| d.take()), code);
     code
 }
 
@@ -142,7 +142,7 @@ fn guarded(body: impl FnOnce() -> nvmlReturn_t) -> nvmlReturn_t {
 /// log.
 fn guarded_nvml(name: &'static str, body: impl FnOnce() -> nvmlReturn_t) -> nvmlReturn_t {
     let code = guarded(body);
-    state::log_served(name, None, code);
+    state::served(name, None, code);
     code
 }
 
@@ -392,7 +392,7 @@ pub extern "C" fn nvmlShutdown() -> nvmlReturn_t {
 /// `nvmlErrorString`: a static NUL-terminated text for every return code.
 #[no_mangle]
 pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
-    state::log_served("nvmlErrorString", None, ret::SUCCESS);
+    state::served("nvmlErrorString", None, ret::SUCCESS);
     error_string(result).as_ptr()
 }
 

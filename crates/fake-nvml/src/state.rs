@@ -40,13 +40,30 @@ pub const HANG_ENV: &str = "GPUSCOPE_FAKE_NVML_HANG_WHILE";
 /// writes a device, `0` or `0:1`, or `-` when the call names none), so that a test can count
 /// the calls a client made. The line is written when the call returns, in one `write` to a
 /// file opened for appending: a client's own log appended to the same file interleaves with it
-/// in the order things happened.
+/// in the order things happened. With call costs asked for ([`crate::costs::COSTS_ENV`]), the
+/// line is written after the cost is spent.
 pub const CALL_LOG_ENV: &str = "GPUSCOPE_FAKE_NVML_CALL_LOG";
+
+thread_local! {
+    /// Set by an init or shutdown that only counted (NVML was already initialised, or is still
+    /// initialised after it): such a call costs nothing on a real driver either.
+    static ONLY_COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Every NVML call served passes through here as it returns: it spends what the call costs on
+/// real hardware ([`crate::costs`], when [`crate::costs::COSTS_ENV`] asks), then appends it to
+/// the call log ([`log_served`]).
+pub(crate) fn served(function: &str, device: Option<DeviceId>, code: nvmlReturn_t) {
+    if !ONLY_COUNTED.with(|c| c.replace(false)) {
+        crate::costs::spend(function);
+    }
+    log_served(function, device, code);
+}
 
 /// Appends one served call to the file [`CALL_LOG_ENV`] names; nothing when it is unset. A
 /// file that cannot be opened or written is given up on silently: the log is for tests, and
 /// serving the call matters more.
-pub(crate) fn log_served(function: &str, device: Option<DeviceId>, code: nvmlReturn_t) {
+fn log_served(function: &str, device: Option<DeviceId>, code: nvmlReturn_t) {
     static FILE: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
     let Some(file) = FILE.get_or_init(|| {
         let path = std::env::var_os(CALL_LOG_ENV).filter(|p| !p.is_empty())?;
@@ -237,9 +254,25 @@ pub(crate) fn nvml_init() -> nvmlReturn_t {
     let mut st = lock();
     if st.nvml_refs > 0 {
         st.nvml_refs = st.nvml_refs.saturating_add(1);
+        ONLY_COUNTED.with(|c| c.set(true));
         return ret::SUCCESS;
     }
-    let loaded = load_fixture().and_then(|f| Ok((f, pinned_frame()?)));
+    let loaded = load_fixture().and_then(|f| {
+        let frame = pinned_frame()?;
+        let path = std::env::var_os(FIXTURE_ENV).unwrap_or_default();
+        let costs = crate::costs::load(&f, &path.to_string_lossy())?;
+        Ok((f, frame, costs))
+    });
+    let loaded = match loaded {
+        Ok((fixture, frame, costs)) => {
+            crate::costs::install(costs);
+            Ok((fixture, frame))
+        }
+        Err(e) => {
+            crate::costs::install(None);
+            Err(e)
+        }
+    };
     match loaded {
         Ok((fixture, Some(frame))) => {
             let backend = ReplayBackend::new(fixture);
@@ -279,6 +312,8 @@ pub(crate) fn nvml_shutdown() -> nvmlReturn_t {
     st.nvml_refs -= 1;
     if st.nvml_refs == 0 {
         st.nvml = None;
+    } else {
+        ONLY_COUNTED.with(|c| c.set(true));
     }
     ret::SUCCESS
 }

@@ -8,8 +8,8 @@
 //! query is timed and a new one is timed without a line here. What an observer does with the
 //! records is its own business: [`CostCollector`] keeps the median cost of each NVML function
 //! (what `cargo xtask record-fixture` writes into a fixture's `nvml_costs`); [`CallLog`] logs
-//! each call as a `tracing` event (target [`CALLS_TARGET`], what `gpuscope -vv` shows); a
-//! doctor could time each query once.
+//! each call as a `tracing` event (target [`CALLS_TARGET`], what `gpuscope -vv` shows);
+//! `gpuscope doctor` feeds both from one observer.
 //!
 //! A [`CostProfile`] maps an NVML function's exported name to its [`CallCost`], the median wall
 //! and thread-CPU microseconds of one call: in JSON `{"nvmlDeviceGetPowerUsage": {"wall_us":

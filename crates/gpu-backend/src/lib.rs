@@ -27,5 +27,5 @@ pub use fixture::{Answer, Fixture, FixtureError};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlBackend;
 pub use replay::{CallCounts, CallKey, ReplayBackend, ReplayClock};
-pub use source::{OpenedSource, Source, SourceError};
+pub use source::{OpenedSource, Source, SourceBackend, SourceError};
 pub use types::*;

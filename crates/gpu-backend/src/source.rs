@@ -67,6 +67,38 @@ impl std::fmt::Debug for OpenedSource {
     }
 }
 
+/// A source's backend as what it is, bare (no call log), for a caller that times or inspects it
+/// itself (`gpuscope doctor`): [`Source::open_backend`].
+#[non_exhaustive]
+pub enum SourceBackend {
+    /// The real GPUs.
+    #[cfg(all(feature = "nvml", feature = "host-live"))]
+    Nvml(Box<crate::NvmlBackend>),
+    /// A fixture, replayed.
+    Replay(Arc<ReplayBackend>),
+}
+
+impl SourceBackend {
+    /// The backend, as any other.
+    pub fn backend(&self) -> &dyn GpuBackend {
+        match self {
+            #[cfg(all(feature = "nvml", feature = "host-live"))]
+            SourceBackend::Nvml(b) => &**b,
+            SourceBackend::Replay(b) => &**b,
+        }
+    }
+}
+
+impl std::fmt::Debug for SourceBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            #[cfg(all(feature = "nvml", feature = "host-live"))]
+            SourceBackend::Nvml(_) => f.write_str("SourceBackend::Nvml"),
+            SourceBackend::Replay(_) => f.write_str("SourceBackend::Replay"),
+        }
+    }
+}
+
 /// Why a source could not be opened.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -127,52 +159,78 @@ impl Source {
     }
 
     fn open_bare(&self) -> Result<OpenedSource, SourceError> {
+        let (backend, label) = self.open_backend(&crate::EventKind::HEALTH)?;
+        Ok(match backend {
+            #[cfg(all(feature = "nvml", feature = "host-live"))]
+            SourceBackend::Nvml(backend) => OpenedSource {
+                backend: Arc::new(*backend),
+                host: Arc::new(crate::host::LiveHost::new()),
+                label,
+            },
+            SourceBackend::Replay(backend) => OpenedSource {
+                host: Arc::new(ReplayHost::new(backend.clone())),
+                backend,
+                label,
+            },
+        })
+    }
+
+    /// Opens the source's backend by the same rules as [`Source::open`], bare (never wrapped
+    /// in the call log) and as what it is, with its label; the NVML backend listens for the
+    /// event kinds in `events` (those each GPU supports). For a caller that times the calls
+    /// or asks the NVML backend what only it can tell (what opening and shutting down cost,
+    /// which events each GPU sends): `gpuscope doctor`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Source::open`].
+    pub fn open_backend(
+        &self,
+        events: &[crate::EventKind],
+    ) -> Result<(SourceBackend, String), SourceError> {
         match self {
             Source::FixtureFile { path, frame } => {
                 let fixture = Fixture::load(path)?;
-                replay(fixture, *frame, format!("fixture {}", path.display()))
+                let backend = replay(fixture, *frame)?;
+                Ok((backend, format!("fixture {}", path.display())))
             }
             Source::Recording { fixture, frame } => {
                 let label = format!("recording {}", fixture.meta.name);
-                replay((**fixture).clone(), *frame, label)
+                Ok((replay((**fixture).clone(), *frame)?, label))
             }
-            Source::Nvml { library } => open_nvml(library.as_ref()),
+            Source::Nvml { library } => open_nvml(library.as_ref(), events),
         }
     }
 }
 
 /// A replay of `fixture`, on wall time or pinned to `frame` (which must exist).
-fn replay(
-    fixture: Fixture,
-    frame: Option<usize>,
-    label: String,
-) -> Result<OpenedSource, SourceError> {
+fn replay(fixture: Fixture, frame: Option<usize>) -> Result<SourceBackend, SourceError> {
     let frames = fixture.frames.len();
     let clock = match frame {
         None => ReplayClock::wall(true),
         Some(n) if n < frames => ReplayClock::Manual(n.into()),
         Some(frame) => return Err(SourceError::FrameOutOfRange { frame, frames }),
     };
-    let backend = Arc::new(ReplayBackend::with_clock(fixture, clock));
-    Ok(OpenedSource {
-        host: Arc::new(ReplayHost::new(backend.clone())),
-        backend,
-        label,
-    })
+    Ok(SourceBackend::Replay(Arc::new(ReplayBackend::with_clock(
+        fixture, clock,
+    ))))
 }
 
 #[cfg(all(feature = "nvml", feature = "host-live"))]
-fn open_nvml(library: Option<&PathBuf>) -> Result<OpenedSource, SourceError> {
-    let backend = crate::NvmlBackend::open(library.map(|p| p.as_os_str()))?;
-    Ok(OpenedSource {
-        backend: Arc::new(backend),
-        host: Arc::new(crate::host::LiveHost::new()),
-        label: "nvml".into(),
-    })
+fn open_nvml(
+    library: Option<&PathBuf>,
+    events: &[crate::EventKind],
+) -> Result<(SourceBackend, String), SourceError> {
+    let options = crate::nvml::NvmlOptions::default().events(events);
+    let backend = crate::NvmlBackend::open_with(library.map(|p| p.as_os_str()), options)?;
+    Ok((SourceBackend::Nvml(Box::new(backend)), "nvml".into()))
 }
 
 #[cfg(not(all(feature = "nvml", feature = "host-live")))]
-fn open_nvml(_library: Option<&PathBuf>) -> Result<OpenedSource, SourceError> {
+fn open_nvml(
+    _library: Option<&PathBuf>,
+    _events: &[crate::EventKind],
+) -> Result<(SourceBackend, String), SourceError> {
     Err(SourceError::NoNvml)
 }
 

@@ -45,6 +45,15 @@ pub const TOP_INTERVAL: DurationBounds = DurationBounds {
     max: Duration::from_secs(3600),
 };
 
+/// `doctor --events-for`: 0 (skip) to 1 minute.
+pub const DOCTOR_EVENTS_FOR: DurationBounds = DurationBounds {
+    min: Duration::ZERO,
+    max: Duration::from_secs(60),
+};
+
+/// `doctor --repeat`: 1 to 100 calls of each query on each device.
+pub const DOCTOR_REPEAT: (u64, u64) = (1, 100);
+
 /// The largest memory size an option accepts: 1 PiB, far above any GPU's memory.
 pub const MAX_SIZE: u64 = 1 << 50;
 

@@ -2,6 +2,7 @@
 
 mod args;
 mod compact;
+mod doctor;
 mod export;
 mod fleet;
 mod info;
@@ -70,6 +71,10 @@ enum Command {
     Record(record::Args),
     /// Serve Prometheus metrics for the host, every device and (optionally) every GPU process.
     Export(export::Args),
+    /// Check what NVML costs and tells here, and what hides processes: each query's time, what
+    /// is not supported or denied, versions, events, /proc's hidepid and the PID namespace,
+    /// each with a verdict (exit 1 on a failure). `--json` prints the cost profile.
+    Doctor(doctor::Args),
     /// Print a completion script for a shell, e.g. `gpuscope completions bash >
     /// ~/.local/share/bash-completion/completions/gpuscope`.
     Completions {
@@ -182,6 +187,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Select(args) => select::run(args),
         Command::Record(args) => record::run(args),
         Command::Export(args) => export::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Completions { shell } => shell::completions(shell),
     }
 }

@@ -143,47 +143,122 @@ impl SourceArgs {
     }
 
     fn open_chosen(&self) -> Result<Source> {
+        match self.choose()? {
+            Choice::Replay(source, label) => replay(&source, label),
+            Choice::Nvml(roots) => match open_nvml(self.nvml_lib.as_ref(), roots) {
+                Err(NvmlOpenError::NoDriver(e)) => {
+                    self.no_driver(e, |source, label| replay(&source, label))
+                }
+                Err(NvmlOpenError::Other(e)) => Err(e.context("cannot initialise NVML")),
+                Ok(source) => Ok(source),
+            },
+        }
+    }
+
+    /// Opens the chosen source's backend bare and as what it is (no call log, no devices read
+    /// yet), by the same rules as [`SourceArgs::open`]; the NVML backend listens for `events`.
+    /// For `doctor`, which times every call itself.
+    pub fn open_bare(&self, events: &[gpu_backend::EventKind]) -> Result<BareSource> {
+        let bare = |source: gpu_backend::Source, label: String| -> Result<BareSource> {
+            let (backend, _) = source.open_backend(events).map_err(usage_error)?;
+            Ok(BareSource {
+                backend,
+                label,
+                proc_root: None,
+            })
+        };
+        match self.choose()? {
+            Choice::Replay(source, label) => bare(source, label),
+            Choice::Nvml(roots) => {
+                let source = gpu_backend::Source::Nvml {
+                    library: self.nvml_lib.clone(),
+                };
+                match source.open_backend(events) {
+                    Ok((backend, label)) => Ok(BareSource {
+                        backend,
+                        label,
+                        proc_root: Some(roots.proc),
+                    }),
+                    Err(e) => match nvml_open_error(e) {
+                        NvmlOpenError::NoDriver(e) => self.no_driver(e, bare),
+                        NvmlOpenError::Other(e) => Err(e.context("cannot initialise NVML")),
+                    },
+                }
+            }
+        }
+    }
+
+    /// What the options choose: a recording to replay, or the real GPUs with these host roots.
+    fn choose(&self) -> Result<Choice> {
         if self.frame.is_some() && self.fixture.is_none() && self.demo.is_none() {
             return Err(UsageError("--frame needs --fixture or --demo".into()).into());
         }
         if let Some(mode) = self.demo.filter(|&m| m != DemoMode::Auto) {
-            return demo(mode, self.frame);
+            let (source, label) = demo(mode, self.frame)?;
+            return Ok(Choice::Replay(source, label));
         }
         if let Some(path) = &self.fixture {
             let source = gpu_backend::Source::FixtureFile {
                 path: path.clone(),
                 frame: self.frame,
             };
-            return replay(&source, format!("fixture {}", path.display()));
+            return Ok(Choice::Replay(
+                source,
+                format!("fixture {}", path.display()),
+            ));
         }
         let defaults = gpu_backend::HostRoots::default();
-        let roots = gpu_backend::HostRoots {
+        Ok(Choice::Nvml(gpu_backend::HostRoots {
             proc: self.proc_root.clone().unwrap_or(defaults.proc),
             container_logs: self
                 .container_logs
                 .clone()
                 .unwrap_or(defaults.container_logs),
-        };
-        match open_nvml(self.nvml_lib.as_ref(), roots) {
-            Err(NvmlOpenError::NoDriver(e)) if self.demo == Some(DemoMode::Auto) => {
-                eprintln!(
-                    "gpuscope: no NVIDIA driver here ({}); showing the built-in demo fixture",
-                    gpu_devices::text::Escaped(&e.to_string())
-                );
-                demo(DemoMode::Auto, self.frame)
-            }
-            Err(NvmlOpenError::NoDriver(e)) => anyhow::bail!(
+        }))
+    }
+
+    /// No driver here: the demo with `--demo=auto`, else an error that says what to try.
+    fn no_driver<T>(
+        &self,
+        e: gpu_backend::nvml::OpenError,
+        open_demo: impl FnOnce(gpu_backend::Source, String) -> Result<T>,
+    ) -> Result<T> {
+        if self.demo != Some(DemoMode::Auto) {
+            anyhow::bail!(
                 "cannot reach the GPUs: {e}.\n\
                  No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
                  machine, or `--fixture FILE` to replay a recording."
-            ),
-            Err(NvmlOpenError::Other(e)) => Err(e.context("cannot initialise NVML")),
-            Ok(source) => Ok(source),
+            );
         }
+        eprintln!(
+            "gpuscope: no NVIDIA driver here ({}); showing the built-in demo fixture",
+            gpu_devices::text::Escaped(&e.to_string())
+        );
+        let (source, label) = demo(DemoMode::Auto, self.frame)?;
+        open_demo(source, label)
     }
 }
 
-fn demo(mode: DemoMode, frame: Option<usize>) -> Result<Source> {
+/// What the source options choose.
+enum Choice {
+    /// A fixture or the demo, with its label.
+    Replay(gpu_backend::Source, String),
+    /// The real GPUs, with these host roots.
+    Nvml(gpu_backend::HostRoots),
+}
+
+/// A source's backend bare, as [`SourceArgs::open_bare`] opens it.
+pub struct BareSource {
+    /// The backend: NVML or a replay.
+    pub backend: gpu_backend::SourceBackend,
+    /// `nvml`, `demo` or `fixture <path>`.
+    pub label: String,
+    /// With the real GPUs: the directory read as /proc (`--proc-root`, default /proc).
+    pub proc_root: Option<PathBuf>,
+}
+
+/// The built-in recording `mode` names, as a source, with its label.
+fn demo(mode: DemoMode, frame: Option<usize>) -> Result<(gpu_backend::Source, String)> {
     let (gz, name, label) = mode.recording();
     let mut json = String::new();
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz), &mut json)
@@ -193,7 +268,7 @@ fn demo(mode: DemoMode, frame: Option<usize>) -> Result<Source> {
         fixture: Box::new(fixture),
         frame,
     };
-    replay(&source, label.into())
+    Ok((source, label.into()))
 }
 
 /// A mistake in what the user asked for: reported with exit code 2.
@@ -219,10 +294,7 @@ enum NvmlOpenError {
 /// A fixture or the demo, by `gpu_backend::Source`'s rules; what the user named wrong (a fixture
 /// that does not load, a frame out of range) is a usage error.
 fn replay(source: &gpu_backend::Source, label: String) -> Result<Source> {
-    let opened = source.open().map_err(|e| match e {
-        SourceError::FrameOutOfRange { .. } => UsageError(format!("--{e}")),
-        other => UsageError(other.to_string()),
-    })?;
+    let opened = source.open().map_err(usage_error)?;
     let context = Context::from_backend(opened.backend).context("cannot replay the fixture")?;
     Ok(Source {
         collector: ProcessCollector::new(context, opened.host),
@@ -230,14 +302,17 @@ fn replay(source: &gpu_backend::Source, label: String) -> Result<Source> {
     })
 }
 
-fn open_nvml(
-    lib: Option<&PathBuf>,
-    roots: gpu_backend::HostRoots,
-) -> Result<Source, NvmlOpenError> {
-    let source = gpu_backend::Source::Nvml {
-        library: lib.cloned(),
-    };
-    let opened = source.open().map_err(|e| match e {
+/// A fixture's or the demo's failure to open, as a usage error.
+fn usage_error(e: SourceError) -> UsageError {
+    match e {
+        SourceError::FrameOutOfRange { .. } => UsageError(format!("--{e}")),
+        other => UsageError(other.to_string()),
+    }
+}
+
+/// NVML's failure to open: no driver, or something else.
+fn nvml_open_error(e: SourceError) -> NvmlOpenError {
+    match e {
         SourceError::Nvml(e)
             if matches!(
                 e.error,
@@ -248,7 +323,17 @@ fn open_nvml(
         }
         SourceError::Nvml(e) => NvmlOpenError::Other(e.into()),
         other => NvmlOpenError::Other(other.into()),
-    })?;
+    }
+}
+
+fn open_nvml(
+    lib: Option<&PathBuf>,
+    roots: gpu_backend::HostRoots,
+) -> Result<Source, NvmlOpenError> {
+    let source = gpu_backend::Source::Nvml {
+        library: lib.cloned(),
+    };
+    let opened = source.open().map_err(nvml_open_error)?;
     let context = Context::from_backend(opened.backend).map_err(|e| {
         NvmlOpenError::Other(match e {
             // Its Display already holds the source: the backend's error alone says it once.

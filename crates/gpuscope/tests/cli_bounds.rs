@@ -13,6 +13,8 @@ use cli::run;
 enum Kind {
     /// A duration whose lower bound is above zero.
     Duration,
+    /// A duration whose range starts at zero.
+    DurationFromZero,
     /// A size in bytes.
     Size,
     /// A whole number whose range starts at zero.
@@ -37,6 +39,8 @@ const OPTIONS: &[(&str, &str, Kind)] = &[
     ("select", "--max-gpu-utilization", Kind::FromZero),
     ("select", "--max-memory-utilization", Kind::FromZero),
     ("select", "--tolerance", Kind::FromZero),
+    ("doctor", "--repeat", Kind::AboveZero),
+    ("doctor", "--events-for", Kind::DurationFromZero),
 ];
 
 /// Values refused by every option.
@@ -64,7 +68,9 @@ fn extreme(kind: Kind) -> BoxedStrategy<String> {
         fixed.extend(["0", "0s", "0ms"].map(String::from));
     }
     let unit = match kind {
-        Kind::Duration => prop::sample::select(vec!["", "ns", "ms", "s", "m", "h", "d"]),
+        Kind::Duration | Kind::DurationFromZero => {
+            prop::sample::select(vec!["", "ns", "ms", "s", "m", "h", "d"])
+        }
         Kind::Size => prop::sample::select(vec!["", "B", "K", "MiB", "GiB", "PiB"]),
         Kind::FromZero | Kind::AboveZero => prop::sample::select(vec!["", ".5"]),
     };
@@ -82,7 +88,7 @@ fn case() -> impl Strategy<Value = (&'static str, &'static str, String)> {
 }
 
 proptest! {
-    // The binary runs once per case: a modest count, over 14 options and ~20 value shapes.
+    // The binary runs once per case: a modest count, over 16 options and ~20 value shapes.
     #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]

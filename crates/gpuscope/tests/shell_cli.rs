@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 mod cli;
 use cli::fixture;
 
-const COMMANDS: [&str; 7] = [
+const COMMANDS: [&str; 8] = [
     "snapshot",
     "top",
     "info",
     "select",
     "record",
     "export",
+    "doctor",
     "completions",
 ];
 

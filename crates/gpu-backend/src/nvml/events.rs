@@ -52,6 +52,8 @@ pub(super) struct Listener {
     received: Arc<Received>,
     /// Why a GPU could not be registered, by index; a GPU absent here is registered.
     refused: HashMap<u32, BackendError>,
+    /// The kinds each registered GPU listens for (NVML's bits), by index.
+    registered: HashMap<u32, u64>,
     thread: Option<JoinHandle<()>>,
     /// Closed by the thread once it has freed the set and let go of the library (in a mutex
     /// only to be `Sync`).
@@ -85,6 +87,7 @@ impl Listener {
             ));
         }
         let mut refused = HashMap::new();
+        let mut registered = HashMap::new();
         for &(index, RawDevice(handle)) in gpus {
             let device = Some(DeviceId::Gpu(index));
             let mut supported_mask: std::os::raw::c_ulonglong = 0;
@@ -102,9 +105,15 @@ impl Listener {
                     // SAFETY: a live handle and the set created above.
                     check(unsafe { register(handle, wanted, set) })
                 })
+                .map(|()| wanted)
             });
-            if let Err(e) = answer {
-                refused.insert(index, e);
+            match answer {
+                Ok(wanted) => {
+                    registered.insert(index, wanted);
+                }
+                Err(e) => {
+                    refused.insert(index, e);
+                }
             }
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -141,9 +150,27 @@ impl Listener {
             stop,
             received,
             refused,
+            registered,
             thread: Some(thread),
             done: Mutex::new(done),
         })
+    }
+
+    /// The kinds GPU `index` is registered for (those asked for that it supports), in NVML's
+    /// bit order, or why it could not be registered.
+    pub(super) fn kinds(&self, index: u32) -> Result<Vec<EventKind>> {
+        if let Some(e) = self.refused.get(&index) {
+            return Err(e.clone());
+        }
+        let mask = self
+            .registered
+            .get(&index)
+            .copied()
+            .ok_or(BackendError::InvalidArgument)?;
+        Ok(EventKind::ALL
+            .into_iter()
+            .filter(|k| k.nvml_bit() & mask != 0)
+            .collect())
     }
 
     /// The events received about GPU `index` newer than `since_us`, oldest first.

@@ -499,6 +499,16 @@ impl NvmlBackend {
         self.init_timing
     }
 
+    /// The kinds of event the listener listens for on physical GPU `index`: those asked for
+    /// ([`NvmlOptions::events`]) that the GPU supports (`nvmlDeviceGetSupportedEventTypes`,
+    /// asked when the backend was opened), in NVML's bit order. An error says why the GPU is
+    /// not listened to: [`BackendError::NotSupported`] when it supports none of the kinds asked
+    /// for, what NVML answered otherwise, or why the listener could not start. Asks nothing of
+    /// the driver.
+    pub fn event_kinds(&self, index: u32) -> Result<Vec<EventKind>> {
+        self.listener.as_ref().map_err(Clone::clone)?.kinds(index)
+    }
+
     /// Starts the event listener on every GPU for the kinds in `mask` (see [`events`]).
     fn start_listener(&self, mask: u64) -> Result<events::Listener> {
         let count = crate::cost::logged("nvmlDeviceGetCount_v2", None, || self.device_count())?;
