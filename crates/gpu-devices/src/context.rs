@@ -69,6 +69,9 @@ pub(crate) struct Inner {
 pub(crate) struct Kept {
     pub(crate) answers: DeviceDynamic,
     pub(crate) asked_at: HashMap<&'static str, Instant>,
+    /// The fields that answered that the device or driver does not have them (not
+    /// supported, no such function): not asked again ([`DeviceDynamic::settled_fields`]).
+    pub(crate) settled: Vec<&'static str>,
 }
 
 impl std::fmt::Debug for Context {
@@ -588,7 +591,8 @@ impl Context {
     /// Device `id`'s changing answers for a refresh, asked as the [`QueryPlan`] says: the
     /// queries due now (the apart ones each on a thread of its own), `process_utilization`
     /// at the first refresh and then only where a process list is not empty, the rest as
-    /// kept from their last asking.
+    /// kept from their last asking; a field that answered that the device or driver does not
+    /// have it (not supported) is not asked again.
     pub(crate) fn refresh_dynamic(&self, id: DeviceId, num_fans: &Answer<u32>) -> DeviceDynamic {
         let plan = self.query_plan();
         let b: &dyn GpuBackend = &*self.inner.backend;
@@ -599,6 +603,7 @@ impl Context {
         let mut kept = lock(&self.inner.kept).remove(&id).unwrap_or_else(|| Kept {
             answers: DeviceDynamic::all_failing(&BackendError::NotRecorded),
             asked_at: HashMap::new(),
+            settled: Vec::new(),
         });
         let now = Instant::now();
         let due = |query: &'static str| match plan.cadence(query) {
@@ -615,10 +620,14 @@ impl Context {
             .filter(|q| due(q))
             .collect();
         let is_due = |q: &str| due_now.contains(&q);
+        let settled = std::mem::take(&mut kept.settled);
+        let is_settled = |f: &str| settled.contains(&f);
         let apart_fields: Vec<(&'static str, &'static str)> = DeviceDynamic::FIELDS
             .iter()
             .copied()
-            .filter(|(_, q)| is_due(q) && plan.is_apart(q) && *q != "process_utilization")
+            .filter(|(f, q)| {
+                is_due(q) && plan.is_apart(q) && *q != "process_utilization" && !is_settled(f)
+            })
             .collect();
         let answers = &mut kept.answers;
         std::thread::scope(|scope| {
@@ -632,10 +641,10 @@ impl Context {
                     })
                 })
                 .collect();
-            answers.refresh_where(b, id, fans, &|q, _| {
-                is_due(q) && !plan.is_apart(q) && q != "process_utilization"
+            answers.refresh_where(b, id, fans, &|q, f| {
+                is_due(q) && !plan.is_apart(q) && q != "process_utilization" && !is_settled(f)
             });
-            if is_due("process_utilization") {
+            if is_due("process_utilization") && !is_settled("process_utilization") {
                 let none = |a: &Answer<Vec<gpu_backend::ProcessInfo>>| matches!(a, Answer::Ok(list) if list.is_empty());
                 let asked_before = kept.asked_at.contains_key("process_utilization");
                 if asked_before
@@ -662,6 +671,7 @@ impl Context {
         for q in due_now {
             kept.asked_at.insert(q, now);
         }
+        kept.settled = kept.answers.settled_fields();
         let out = kept.answers.clone();
         lock(&self.inner.kept).insert(id, kept);
         out

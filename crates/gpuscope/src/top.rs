@@ -446,20 +446,29 @@ pub fn run(args: Args) -> Result<()> {
 
 /// What a refresh of the viewer asks: what its screens show. Not asked (a real H100's cost of
 /// one call in brackets): PCIe throughput (20.8 ms asleep, each way), energy (3.2 ms), BAR1
-/// memory and the PCIe replay counter (0.13 ms each), NVLink counters, encoder and decoder
-/// utilization; `process_utilization` only while a GPU has processes (the default).
+/// memory (0.2-0.7 ms), the PCIe replay counter and current link (0.1-0.4 ms), NVLink
+/// counters, encoder and decoder utilization. GPM activity (`nvmlGpmMetricsGet`: 1.2-2.1 ms)
+/// every [`GPM_EVERY`], so that it is the activity over that time; `process_utilization`
+/// (1.4-2.2 ms) at every refresh while a GPU has processes (the default).
 pub(crate) fn query_plan() -> gpu_devices::QueryPlan {
-    gpu_devices::QueryPlan::everything().without(&[
-        "pcie_throughput",
-        "total_energy_consumption",
-        "bar1_memory_info",
-        "pcie_replay_counter",
-        "nvlink_throughput",
-        "nvlink_error_counters",
-        "encoder_utilization",
-        "decoder_utilization",
-    ])
+    gpu_devices::QueryPlan::everything()
+        .without(&[
+            "pcie_throughput",
+            "total_energy_consumption",
+            "bar1_memory_info",
+            "pcie_replay_counter",
+            "current_pcie_link_generation",
+            "current_pcie_link_width",
+            "nvlink_throughput",
+            "nvlink_error_counters",
+            "encoder_utilization",
+            "decoder_utilization",
+        ])
+        .with("gpm_metrics", gpu_devices::Cadence::Every(GPM_EVERY))
 }
+
+/// How often the viewer asks GPM activity: its figures are the activity over this time.
+pub(crate) const GPM_EVERY: Duration = Duration::from_secs(5);
 
 pub(crate) fn once_width() -> u16 {
     use std::io::IsTerminal as _;

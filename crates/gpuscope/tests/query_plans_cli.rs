@@ -1,6 +1,7 @@
 //! What each command makes NVML do (issue 23), counted by fake-nvml's call log: a one-shot asks
 //! everything it prints and does not wait for `nvmlShutdown`; the viewer does not ask what its
-//! screens do not show; the exporter asks the costly queries every 10 s, not every interval.
+//! screens do not show; the exporter asks the costly queries every 10 s, not every interval;
+//! nothing asks again what the GPU answered it does not have.
 
 #![cfg(target_os = "linux")]
 
@@ -144,6 +145,17 @@ fn the_exporter_asks_energy_and_pcie_throughput_every_10_s_not_every_interval() 
         2,
         "TX and RX, once"
     );
+    for every_10_s in [
+        "nvmlDeviceGetBAR1MemoryInfo",
+        "nvmlDeviceGetPcieReplayCounter",
+        "nvmlDeviceGetCurrPcieLinkWidth",
+    ] {
+        assert_eq!(count(&calls, every_10_s), 1, "{every_10_s}: {calls:?}");
+    }
+    // Two jobs on the GPU: their utilization every 5 s, so once in this short run.
+    assert_eq!(count(&calls, "nvmlDeviceGetProcessUtilization"), 1);
+    // The H100 has no fans: asked once, not at each refresh.
+    assert_eq!(count(&calls, "nvmlDeviceGetFanSpeed"), 1);
     // What the exporter exports of them: the answer asked at the first refresh.
     assert!(
         scrape
