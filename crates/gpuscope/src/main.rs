@@ -125,6 +125,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 )
                 .into());
             }
+            if !compact.only.is_empty() && fleet.is_set() {
+                return Err(source::UsageError(
+                    "--only names this machine's devices; with --prometheus or --remote use \
+                     --filter gpu:ID"
+                        .into(),
+                )
+                .into());
+            }
             if fleet.is_set() {
                 return fleet::snapshot(&fleet, &view, json);
             }
@@ -147,7 +155,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(if let Some(q) = &query {
                     query::render(view, q, format.unwrap_or_default())?
                 } else if compact.compact {
-                    compact.check_only(view)?;
                     compact::render(view, &compact, compact.width(), compact.colour())
                 } else if json {
                     serde_json::to_string_pretty(view)? + "\n"
@@ -156,7 +163,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 })
             };
             let Some(every) = view.watch else {
-                let view = snapshot::take(&src.collector, src.label);
+                let mut view = snapshot::take(&src.collector, src.label);
+                compact.keep_only(&mut view)?;
                 return write_stdout(&render(&view)?);
             };
             // --watch: the whole output again every interval until Ctrl+C (nothing to restore:
@@ -165,7 +173,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let clear = std::io::stdout().is_terminal() && !json && query.is_none();
             loop {
                 let started = std::time::Instant::now();
-                let view = snapshot::take(&src.collector, src.label.clone());
+                let mut view = snapshot::take(&src.collector, src.label.clone());
+                compact.keep_only(&mut view)?;
                 let text = render(&view)?;
                 write_stdout(&if clear {
                     format!("\x1b[H\x1b[2J{text}")
