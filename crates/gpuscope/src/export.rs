@@ -24,6 +24,7 @@ use web_config::WebConfig;
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
+#[command(after_help = crate::source::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,

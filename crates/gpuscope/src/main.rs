@@ -38,6 +38,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print every device (and MIG device) with its main figures and processes, once.
+    #[command(after_help = source::EXIT_CODES_HELP)]
     Snapshot {
         #[command(flatten)]
         source: SourceArgs,
@@ -96,6 +97,8 @@ fn main() -> ExitCode {
             eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}")));
             if e.downcast_ref::<source::UsageError>().is_some() {
                 ExitCode::from(2)
+            } else if let Some(short) = e.downcast_ref::<source::Shortfall>() {
+                ExitCode::from(short.code)
             } else {
                 ExitCode::FAILURE
             }
@@ -151,11 +154,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .into());
             }
             let src = source.open()?;
+            // --json --watch writes JSON Lines: one compact document a line.
+            let json_lines = view.watch.is_some();
             let render = |view: &snapshot::SnapshotView| -> anyhow::Result<String> {
                 Ok(if let Some(q) = &query {
                     query::render(view, q, format.unwrap_or_default())?
                 } else if compact.compact {
                     compact::render(view, &compact, compact.width(), compact.colour())
+                } else if json && json_lines {
+                    serde_json::to_string(view)? + "\n"
                 } else if json {
                     serde_json::to_string_pretty(view)? + "\n"
                 } else {

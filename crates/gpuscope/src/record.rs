@@ -23,6 +23,7 @@ use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
+#[command(after_help = crate::source::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
@@ -106,7 +107,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let src = args.source.open()?;
     let devices = src.collector.context().devices();
     if devices.is_empty() {
-        anyhow::bail!("no GPU to record ({})", src.label);
+        return Err(
+            crate::source::Shortfall::nothing(format!("no GPU to record ({})", src.label)).into(),
+        );
     }
     let mut metrics: Vec<DeviceMetric> = Vec::new();
     for m in &args.metric {

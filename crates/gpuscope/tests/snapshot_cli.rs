@@ -134,7 +134,8 @@ fn text_table_shows_every_gpu_and_na() {
 #[test]
 fn no_driver_says_so_and_points_at_demo() {
     let out = gpuscope(&["snapshot", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
-    assert_eq!(out.status.code(), Some(1));
+    // Nothing to show: exit 4 (docs/exit-codes.md), as `--prometheus` to a dead server.
+    assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot reach the GPUs"), "{err}");
     assert!(err.contains("--demo"), "{err}");
@@ -747,6 +748,26 @@ fn watch_repeats_the_snapshot() {
     assert_eq!(headers, 3);
 }
 
+/// `--json --watch` writes JSON Lines: every line one whole document, a line each interval.
+#[test]
+fn json_watch_writes_json_lines() {
+    use std::io::{BufRead, BufReader};
+    let mut child = cli::command(&["snapshot", "--demo", "--json", "--watch", "100ms"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gpuscope runs");
+    let reader = BufReader::new(child.stdout.take().unwrap());
+    let lines: Vec<String> = reader.lines().take(3).map(Result::unwrap).collect();
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(lines.len(), 3);
+    for line in &lines {
+        let doc: Value = serde_json::from_str(line).expect("each line is a JSON document");
+        assert_eq!(doc["schema"], "gpuscope.snapshot/1");
+        assert_eq!(doc["devices"].as_array().unwrap().len(), 8);
+    }
+}
+
 /// The 8-GPU recording's XID 79 on GPU 2 (frame 14) in the JSON and in `info`: its code among
 /// `xid_errors`, the event with its time, kind, code and meaning among `recent_events`, and
 /// `xid_79` among the reasons for attention; absent the frame before. Where events cannot be
@@ -967,4 +988,24 @@ fn only_that_names_no_device_is_a_usage_error_in_every_form() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--filter gpu:ID"));
+}
+
+/// Every command's `--help` says where its exit codes are written down.
+#[test]
+fn every_help_points_at_the_exit_codes() {
+    for command in ["snapshot", "info", "top", "select", "record", "export"] {
+        let out = gpuscope(&[command, "--help"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{command}");
+        assert!(
+            text.contains("3 partial") && text.contains("docs/exit-codes.md"),
+            "{command}: {text}"
+        );
+    }
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/exit-codes.md"
+    ))
+    .unwrap();
+    assert!(doc.contains("| 3 | partial"));
 }
