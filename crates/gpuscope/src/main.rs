@@ -83,7 +83,7 @@ fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().collect();
     let result = match shell::man_dir(&args) {
         Some(dir) => shell::man_pages(&dir),
-        None => run(Cli::parse_from(shell::with_default_command(
+        None => run(shell::parse(shell::with_default_command(
             shell::with_demo_value(args),
             shell::on_terminal(),
         ))),

@@ -910,7 +910,7 @@ fn remote_exporters_over_tls_with_basic_auth() {
         ],
         &[("COLUMNS", "160")],
     ));
-    assert!(screen.contains("1 hosts  8 devices  1 up"), "{screen}");
+    assert!(screen.contains("1 host  8 devices  1 up"), "{screen}");
     // Without the password the exporter is down, and why is said.
     let out = gpuscope(
         &[
