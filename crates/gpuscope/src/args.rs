@@ -10,6 +10,7 @@
 //!
 //! The bounds of each option are listed in docs/cli-bounds.md and in the option's `--help`.
 
+use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::time::Duration;
 
 /// The shortest and longest duration an option accepts, both included.
@@ -167,6 +168,50 @@ pub fn parse_whole<T: TryFrom<u64>>(text: &str, range: (u64, u64)) -> Result<T, 
     T::try_from(value).map_err(|_| bounds())
 }
 
+/// What `--listen` takes, for its errors.
+const LISTEN_FORMS: &str = "expected ADDRESS:PORT (127.0.0.1:9445, [::]:9445), :PORT (every IPv4 \
+     address) or HOST:PORT (localhost:9445)";
+
+/// Parses an address to listen on: `ADDRESS:PORT` (`127.0.0.1:9445`, `[::1]:9445`), `:PORT`
+/// (every IPv4 address, `0.0.0.0:PORT`), or `HOST:PORT` with the host name resolved (its first
+/// IPv4 address, else its first). The error quotes the text and says what was expected.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("{text:?} has no port; {LISTEN_FORMS}"));
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("{text:?}: {port:?} is not a port (0 to 65535); {LISTEN_FORMS}"))?;
+    if host.is_empty() {
+        return Ok(SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    // A host name: letters, digits, `-` and `.` (RFC 1123), at most 253 characters; anything
+    // else (an IPv6 address without brackets, a typo) is refused before any lookup.
+    let name_like = host.len() <= 253
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+    if !name_like {
+        return Err(format!(
+            "{text:?}: {host:?} is neither an IP address nor a host name (an IPv6 address goes \
+             in brackets: [::1]:9445); {LISTEN_FORMS}"
+        ));
+    }
+    let addresses: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{text:?}: cannot resolve {host:?}: {e}"))?
+        .collect();
+    addresses
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addresses.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?}: {host:?} resolves to no address"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,7 +293,50 @@ mod tests {
         }
     }
 
+    #[test]
+    fn listen_takes_addresses_bare_ports_and_host_names() {
+        for (text, want) in [
+            ("127.0.0.1:9445", "127.0.0.1:9445"),
+            ("[::1]:0", "[::1]:0"),
+            (":9445", "0.0.0.0:9445"),
+        ] {
+            assert_eq!(parse_listen(text).unwrap().to_string(), want, "{text}");
+        }
+        let local = parse_listen("localhost:9445").unwrap();
+        assert!(local.ip().is_loopback() && local.port() == 9445, "{local}");
+        for (text, why) in [
+            ("localhost", "has no port"),
+            (":99999", "is not a port"),
+            (":", "is not a port"),
+            ("::1:9445", "an IPv6 address goes in brackets"),
+            ("bad host:1", "neither an IP address nor a host name"),
+            ("no-such-host.invalid:9445", "cannot resolve"),
+        ] {
+            let e = parse_listen(text).unwrap_err();
+            assert!(
+                e.contains(why) && e.contains(&format!("{text:?}")),
+                "{text}: {e}"
+            );
+        }
+    }
+
     proptest! {
+        /// `:PORT` is every IPv4 address on that port; `ADDRESS:PORT` that address.
+        #[test]
+        fn listen_ports_and_addresses(port: u16, ip: [u8; 4]) {
+            prop_assert_eq!(parse_listen(&format!(":{port}")), Ok(SocketAddr::from(([0, 0, 0, 0], port))));
+            let ip = std::net::Ipv4Addr::from(ip);
+            prop_assert_eq!(parse_listen(&format!("{ip}:{port}")), Ok(SocketAddr::from((ip, port))));
+        }
+
+        /// Numeric text (no name to look up) parses or is refused with a message that quotes it.
+        #[test]
+        fn listen_text_parses_or_is_refused_by_name(text in "[0-9:.\\[\\] ]{0,14}") {
+            if let Err(message) = parse_listen(&text) {
+                prop_assert!(message.contains(&format!("{text:?}")), "{}", message);
+            }
+        }
+
         /// Any text is a duration within the bounds or refused with a message; never a panic.
         #[test]
         fn any_text_is_a_bounded_duration_or_refused(text in "\\PC{0,16}") {

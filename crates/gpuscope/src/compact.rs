@@ -9,6 +9,7 @@
 use std::io::IsTerminal as _;
 
 use anstyle::{AnsiColor, Style};
+use gpu_backend::DeviceId;
 use gpu_devices::text::escape_control;
 
 use crate::snapshot::{na, text, DeviceView, ProcessView, SnapshotView};
@@ -44,9 +45,10 @@ pub struct CompactArgs {
     #[arg(long, requires = "compact")]
     pub no_header: bool,
 
-    /// With --compact: only these devices (`0`, `3`, `0:1` for a MIG device), space- or
-    /// comma-separated.
-    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',', requires = "compact")]
+    /// Only these devices, in every form (table, --compact, --json, --query): `0`, `3` (a GPU
+    /// with its MIG devices), `0:1` (one MIG device), space- or comma-separated. An id that
+    /// names no device is a usage error.
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
     pub only: Vec<String>,
 
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
@@ -89,18 +91,36 @@ impl CompactArgs {
             .filter(|&w| w > 0)
     }
 
-    /// Checks `--only` against the snapshot's devices: an id that names none is a usage error.
-    pub fn check_only(&self, view: &SnapshotView) -> Result<(), crate::source::UsageError> {
-        for id in &self.only {
-            if !view.devices.iter().any(|d| d.id == id.trim()) {
+    /// Keeps the devices `--only` names (all when it names none): a GPU with its MIG devices,
+    /// or one MIG device. An id that names no device is a usage error that lists the devices.
+    pub fn keep_only(&self, view: &mut SnapshotView) -> Result<(), crate::source::UsageError> {
+        if self.only.is_empty() {
+            return Ok(());
+        }
+        let mut wanted = Vec::new();
+        for text in &self.only {
+            let known = text
+                .trim()
+                .parse::<DeviceId>()
+                .ok()
+                .filter(|id| view.devices.iter().any(|d| d.device == *id));
+            let Some(id) = known else {
                 let ids: Vec<&str> = view.devices.iter().map(|d| d.id.as_str()).collect();
                 return Err(crate::source::UsageError(format!(
                     "--only {}: no such device; there are {}",
-                    escape_control(id),
+                    escape_control(text),
                     ids.join(", ")
                 )));
-            }
+            };
+            wanted.push(id);
         }
+        view.devices.retain(|d| {
+            wanted.iter().any(|&w| {
+                w == d.device
+                    || (matches!(w, DeviceId::Gpu(_))
+                        && w.physical_index() == d.device.physical_index())
+            })
+        });
         Ok(())
     }
 }
@@ -193,8 +213,7 @@ pub fn render(
         .map(|d| d.id.chars().count() + 2)
         .max()
         .unwrap_or(0);
-    let only = |d: &DeviceView| args.only.is_empty() || args.only.iter().any(|o| o.trim() == d.id);
-    for d in view.devices.iter().filter(|d| only(d)) {
+    for d in &view.devices {
         out += &line(&device_pieces(d, args, id_width, name_width), width, &paint);
         out.push('\n');
         match &d.processes {

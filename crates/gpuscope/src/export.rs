@@ -24,12 +24,14 @@ use web_config::WebConfig;
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
+#[command(after_help = crate::source::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
-    /// Address to listen on. The default serves this machine only; `--listen 0.0.0.0:9445`
-    /// serves the network. Port 0 picks a free port (the address is printed).
+    /// Address to listen on: ADDRESS:PORT, :PORT (every IPv4 address) or HOST:PORT (resolved).
+    /// The default serves this machine only; `--listen :9445` serves the network. Port 0
+    /// picks a free port (the address is printed).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9445")]
     listen: String,
 
@@ -70,12 +72,8 @@ pub struct Args {
 
 /// Runs the command: serves until killed.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let listen: SocketAddr = args.listen.parse().map_err(|e| {
-        UsageError(format!(
-            "--listen {:?}: {e}; expected an address and port such as 127.0.0.1:9445",
-            args.listen
-        ))
-    })?;
+    let listen: SocketAddr =
+        crate::args::parse_listen(&args.listen).map_err(|e| UsageError(format!("--listen {e}")))?;
     let interval = args.interval;
     if args.hostname.as_deref() == Some("") {
         return Err(UsageError("--hostname must not be empty".into()).into());

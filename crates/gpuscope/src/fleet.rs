@@ -394,11 +394,17 @@ fn refresh_prometheus(
 }
 
 /// Writes the fleet's JSON (docs/fleet.md) to stdout as it is encoded (a fleet's document is
-/// tens of MB: it is never held whole); a closed pipe is not an error.
-pub fn write_json(fleet: &Fleet) -> anyhow::Result<()> {
+/// tens of MB: it is never held whole); a closed pipe is not an error. `line`: on one line
+/// (JSON Lines, for `--watch`) instead of indented.
+pub fn write_json(fleet: &Fleet, line: bool) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = serde_json::to_writer_pretty(&mut out, fleet)
+    let encoded = if line {
+        serde_json::to_writer(&mut out, fleet)
+    } else {
+        serde_json::to_writer_pretty(&mut out, fleet)
+    };
+    let written = encoded
         .map_err(std::io::Error::from)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
@@ -425,23 +431,35 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     };
     let mut previous = None;
     let Some(every) = view.watch else {
-        let f = one(&source, &mut previous)?;
-        return if json {
-            write_json(&f)
+        // Whether the whole fleet could be shown (docs/exit-codes.md), judged on every host
+        // asked for, before --filter: no fleet at all, or no host up, is nothing to show.
+        let mut f = source
+            .refresh_after(None)
+            .map_err(|e| crate::source::Shortfall::nothing(format!("{e:#}")))?;
+        let short = shortfall(&f);
+        if let Some(filter) = &view.filter {
+            filter.apply(&mut f);
+        }
+        view::sort(&mut f, view.sort);
+        if json {
+            write_json(&f, false)?;
         } else {
-            crate::write_stdout(&view::render_text(&f, view.sort))
-        };
+            crate::write_stdout(&view::render_text(&f, view.sort))?;
+        }
+        return short.map_or(Ok(()), |s| Err(s.into()));
     };
     release_large_blocks();
     loop {
         let started = std::time::Instant::now();
         match one(&source, &mut previous) {
-            Ok(f) if json => write_json(&f)?,
+            Ok(f) if json => write_json(&f, true)?,
             Ok(f) => crate::write_stdout(&format!(
                 "\x1b[H\x1b[2J{}",
                 view::render_text(&f, view.sort)
             ))?,
-            // A refresh that fails is shown, and the next one tried.
+            // A refresh that fails is shown, and the next one tried; with --json on stderr, so
+            // that stdout stays JSON Lines.
+            Err(e) if json => eprintln!("gpuscope: {}", crate::escape_lines(&format!("{e:#}"))),
             Err(e) => crate::write_stdout(&format!(
                 "gpuscope: {}\n",
                 crate::escape_lines(&format!("{e:#}"))
@@ -449,6 +467,37 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
         }
         std::thread::sleep(every.saturating_sub(started.elapsed()));
     }
+}
+
+/// How much of `fleet` is missing: `None` when every host is up; partial when some are down or
+/// stale; nothing when none is up (or there is no host).
+fn shortfall(fleet: &Fleet) -> Option<crate::source::Shortfall> {
+    use crate::source::Shortfall;
+    let missing: Vec<String> = fleet
+        .hosts
+        .iter()
+        .filter(|h| h.state != model::HostState::Up)
+        .map(|h| format!("{} ({})", h.host, h.state.as_str()))
+        .collect();
+    let total = fleet.hosts.len();
+    if total == 0 {
+        return Some(Shortfall::nothing("no host to show".into()));
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let what = format!(
+        "{} of {} {} not up: {}",
+        missing.len(),
+        total,
+        if total == 1 { "host" } else { "hosts" },
+        crate::escape_lines(&missing.join(", "))
+    );
+    Some(if missing.len() == total {
+        Shortfall::nothing(what)
+    } else {
+        Shortfall::partial(what)
+    })
 }
 
 /// Hosts, devices and processes for the fleet modules' unit tests.

@@ -13,6 +13,7 @@ use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
+#[command(after_help = crate::source::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
@@ -238,12 +239,12 @@ fn render_health(out: &mut String, h: &crate::snapshot::HealthView) {
         };
         let _ = writeln!(
             out,
-            "    NVLink errors    : replay {}, recovery {}, CRC flit {}, CRC data {} ({} links)",
+            "    NVLink errors    : replay {}, recovery {}, CRC flit {}, CRC data {} ({})",
             sum(|c| c.replay),
             sum(|c| c.recovery),
             sum(|c| c.crc_flit),
             sum(|c| c.crc_data),
-            links.len()
+            crate::snapshot::counted(links.len() as u64, "link", "links")
         );
     }
     let mut by_location = Vec::new();

@@ -39,6 +39,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print every device (and MIG device) with its main figures and processes, once.
+    #[command(after_help = source::EXIT_CODES_HELP)]
     Snapshot {
         #[command(flatten)]
         source: SourceArgs,
@@ -87,7 +88,7 @@ fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().collect();
     let result = match shell::man_dir(&args) {
         Some(dir) => shell::man_pages(&dir),
-        None => run(Cli::parse_from(shell::with_default_command(
+        None => run(shell::parse(shell::with_default_command(
             shell::with_demo_value(args),
             shell::on_terminal(),
         ))),
@@ -101,6 +102,8 @@ fn main() -> ExitCode {
             eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}")));
             if e.downcast_ref::<source::UsageError>().is_some() {
                 ExitCode::from(2)
+            } else if let Some(short) = e.downcast_ref::<source::Shortfall>() {
+                ExitCode::from(short.code)
             } else {
                 ExitCode::FAILURE
             }
@@ -130,6 +133,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 )
                 .into());
             }
+            if !compact.only.is_empty() && fleet.is_set() {
+                return Err(source::UsageError(
+                    "--only names this machine's devices; with --prometheus or --remote use \
+                     --filter gpu:ID"
+                        .into(),
+                )
+                .into());
+            }
             if fleet.is_set() {
                 return fleet::snapshot(&fleet, &view, json);
             }
@@ -148,12 +159,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .into());
             }
             let src = source.open()?;
+            // --json --watch writes JSON Lines: one compact document a line.
+            let json_lines = view.watch.is_some();
             let render = |view: &snapshot::SnapshotView| -> anyhow::Result<String> {
                 Ok(if let Some(q) = &query {
                     query::render(view, q, format.unwrap_or_default())?
                 } else if compact.compact {
-                    compact.check_only(view)?;
                     compact::render(view, &compact, compact.width(), compact.colour())
+                } else if json && json_lines {
+                    serde_json::to_string(view)? + "\n"
                 } else if json {
                     serde_json::to_string_pretty(view)? + "\n"
                 } else {
@@ -161,7 +175,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 })
             };
             let Some(every) = view.watch else {
-                let view = snapshot::take(&src.collector, src.label.clone());
+                let mut view = snapshot::take(&src.collector, src.label.clone());
+                compact.keep_only(&mut view)?;
                 let written = render(&view).and_then(|text| write_stdout(&text));
                 src.end_one_shot();
                 return written;
@@ -172,7 +187,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let clear = std::io::stdout().is_terminal() && !json && query.is_none();
             loop {
                 let started = std::time::Instant::now();
-                let view = snapshot::take(&src.collector, src.label.clone());
+                let mut view = snapshot::take(&src.collector, src.label.clone());
+                compact.keep_only(&mut view)?;
                 let text = render(&view)?;
                 write_stdout(&if clear {
                     format!("\x1b[H\x1b[2J{text}")

@@ -19,10 +19,12 @@ use gpu_metrics::{
 };
 
 use crate::args;
+use crate::snapshot::counted;
 use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
+#[command(after_help = crate::source::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
@@ -72,6 +74,11 @@ pub struct Args {
     /// megabytes of 10^6 bytes, for scripts that parse it).
     #[arg(long, value_enum, value_name = "STYLE", default_value = "human")]
     summary: SummaryStyle,
+
+    /// Replace the plot, CSV or NDJSON file when it exists (without it, an existing file is
+    /// refused with exit code 2 before anything is recorded).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 /// The `--summary` styles.
@@ -103,10 +110,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     refuse_colliding_outputs(&args)?;
+    if !args.overwrite {
+        refuse_existing_outputs(&args)?;
+    }
     let src = args.source.open()?;
     let devices = src.collector.context().devices();
     if devices.is_empty() {
-        anyhow::bail!("no GPU to record ({})", src.label);
+        return Err(
+            crate::source::Shortfall::nothing(format!("no GPU to record ({})", src.label)).into(),
+        );
     }
     let mut metrics: Vec<DeviceMetric> = Vec::new();
     for m in &args.metric {
@@ -258,6 +270,27 @@ fn refuse_colliding_outputs(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses an output that names an existing regular file (a device such as /dev/null, or a
+/// pipe, is written to as before): `--overwrite` replaces it.
+fn refuse_existing_outputs(args: &Args) -> anyhow::Result<()> {
+    let outputs = [
+        ("-o", Some(&args.output)),
+        ("--csv", args.csv.as_ref()),
+        ("--ndjson", args.ndjson.as_ref()),
+    ];
+    for (option, path) in outputs {
+        let Some(path) = path else { continue };
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return Err(UsageError(format!(
+                "{option} {}: the file exists; --overwrite replaces it",
+                gpu_devices::text::Escaped(&path.display().to_string())
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// What `path` names, for comparing: its canonical form where it exists, else its folder's
 /// canonical form joined with its name, else the path as given.
 fn same_file_key(path: &Path) -> PathBuf {
@@ -279,25 +312,25 @@ fn show_progress(recorder: &Recorder, sample: &gpu_metrics::Sample, metric: Devi
     let values: Vec<f64> = sample.values.iter().flatten().copied().collect();
     let now = match metric {
         DeviceMetric::MemoryUsed => format!(
-            "{} used on {} GPUs",
+            "{} used on {}",
             gpu_devices::units::bytes2human(values.iter().sum::<f64>() as u64),
-            sample.values.len()
+            counted(sample.values.len() as u64, "GPU", "GPUs")
         ),
         m => {
             let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
             format!(
-                "{} {mean:.1}{} (mean of {} GPUs)",
+                "{} {mean:.1}{} (mean of {})",
                 m.title(),
                 m.unit(),
-                sample.values.len()
+                counted(sample.values.len() as u64, "GPU", "GPUs")
             )
         }
     };
     let mut err = std::io::stderr().lock();
     let _ = write!(
         err,
-        "\r\x1b[Krecording: {} samples, {}, {now}; Ctrl+C to stop",
-        recorder.len(),
+        "\r\x1b[Krecording: {}, {}, {now}; Ctrl+C to stop",
+        counted(recorder.len(), "sample", "samples"),
         gpu_devices::units::timedelta2human(Duration::from_secs_f64(sample.elapsed_s)),
     );
     let _ = err.flush();

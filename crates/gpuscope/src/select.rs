@@ -18,11 +18,7 @@ use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments (nvisel's).
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  \
-    export CUDA_VISIBLE_DEVICES=\"$(gpuscope select -c 1 -f 10GiB)\"\n  \
-    gpuscope select -n 2 -O uuid\n  \
-    gpuscope select -0 -O uuid -c 2 -f 4GiB | xargs -0 -I {} echo {}\n  \
-    gpuscope select -i -S        # normalise CUDA_VISIBLE_DEVICES to ordinals")]
+#[command(after_help = after_help())]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
@@ -170,6 +166,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )
 }
 
+/// The examples and exit codes under `--help`.
+fn after_help() -> String {
+    format!(
+        "Examples:\n  \
+         devices=$(gpuscope select -c 1 -f 10GiB) || exit\n  \
+         export CUDA_VISIBLE_DEVICES=\"$devices\"\n  \
+         gpuscope select -n 2 -O uuid\n  \
+         gpuscope select -0 -O uuid -c 2 -f 4GiB | xargs -0 -I {{}} echo {{}}\n  \
+         gpuscope select -i -S        # normalise CUDA_VISIBLE_DEVICES to ordinals\n\n{}",
+        crate::source::EXIT_CODES_HELP
+    )
+}
+
 /// Prints the chosen devices' identifiers on stdout, separated as `--sep`, `--newline` or
 /// `--null` say (escaped: a UUID comes from the driver, a fixture or an exporter; a real one is
 /// unchanged). When fewer than `--min-count` qualify (`short`), prints none and exits with
@@ -217,7 +226,12 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         )
         .into());
     }
-    let fleet = args.fleet.open()?.refresh()?;
+    // A fleet that cannot be read leaves nothing to choose from (exit 4, docs/exit-codes.md).
+    let fleet = args
+        .fleet
+        .open()?
+        .refresh()
+        .map_err(|e| crate::source::Shortfall::nothing(format!("{e:#}")))?;
     let chosen =
         crate::fleet::select::select(&fleet, criteria).map_err(|e| UsageError(e.to_string()))?;
     if args.explain {

@@ -9,6 +9,68 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use clap::CommandFactory;
 
+/// Parses the command line as clap does, except that a value refused when it came from an
+/// environment variable (`GPUSCOPE_TOP_INTERVAL=1ms`) is reported naming the variable, not only
+/// the option the user never typed. Exits as clap does (status 2 for a usage error).
+pub fn parse<P: clap::Parser>(args: Vec<OsString>) -> P {
+    match P::try_parse_from(&args) {
+        Ok(parsed) => parsed,
+        Err(e) => match from_environment(&P::command(), &args, &e) {
+            Some(text) => {
+                eprint!("{text}");
+                std::process::exit(2);
+            }
+            None => e.exit(),
+        },
+    }
+}
+
+/// The error text of `e` naming the environment variable its value came from, when it came
+/// from one: the refused option has `env`, the variable holds the refused value, and the option
+/// is not on the command line.
+fn from_environment(cmd: &clap::Command, args: &[OsString], e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return None;
+    }
+    let Some(ContextValue::String(shown)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = shown.split_whitespace().next()?.strip_prefix("--")?;
+    // The option of the command given (its subcommand, when one is named), else of the top.
+    let words: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let sub = words.iter().find_map(|w| cmd.find_subcommand(w));
+    let arg = sub
+        .into_iter()
+        .chain([cmd])
+        .flat_map(|c| c.get_arguments())
+        .find(|a| a.get_long() == Some(long))?;
+    let variable = arg.get_env()?;
+    let typed = words.iter().any(|w| {
+        w == &format!("--{long}")
+            || w.starts_with(&format!("--{long}="))
+            || arg
+                .get_short()
+                .is_some_and(|s| w.starts_with(&format!("-{s}")) && !w.starts_with("--"))
+    });
+    if typed || std::env::var_os(variable).is_none() {
+        return None;
+    }
+    let variable = variable.to_string_lossy();
+    Some(e.to_string().replacen(
+        &format!("'{shown}'"),
+        &format!("{variable} (the environment's value for '{shown}')"),
+        1,
+    ))
+}
+
 /// What `gpuscope` alone does, for `--help`.
 pub const DEFAULT_COMMAND_HELP: &str = "With no command, gpuscope runs `top` (the viewer) when \
     its input and output are a terminal, and `snapshot` otherwise (a pipe, a file, cron); \

@@ -556,6 +556,11 @@ fn container_field(
     p.host.container.as_ref().and_then(|c| field(c).clone())
 }
 
+/// `n` and the word for one or for several: `1 host`, `2 hosts`, `0 hosts`.
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A value for people, or N/A.
 pub(crate) fn na<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "N/A".to_string(), |v| v.to_string())

@@ -164,8 +164,9 @@ fn keys_help() -> String {
     s.push_str(
         "\nSignals go to the tagged processes (or the selected one) after a y/n confirmation, and \
          only to a process whose start time and owner are still the ones shown. A replay \
-         (--fixture, --demo) never sends one: its processes are not this machine's.",
+         (--fixture, --demo) never sends one: its processes are not this machine's.\n\n",
     );
+    s.push_str(crate::source::EXIT_CODES_HELP);
     s
 }
 

@@ -31,6 +31,13 @@ const OPTIONS: &[(&str, &str, Kind)] = &[
     ("record", "--height", Kind::AboveZero),
     ("export", "--interval", Kind::Duration),
     ("top", "--interval", Kind::Duration),
+    ("snapshot", "--watch", Kind::Duration),
+    ("snapshot", "--prometheus-timeout", Kind::Duration),
+    ("snapshot", "--stale-after", Kind::Duration),
+    ("top", "--prometheus-timeout", Kind::Duration),
+    ("top", "--stale-after", Kind::Duration),
+    ("select", "--prometheus-timeout", Kind::Duration),
+    ("select", "--stale-after", Kind::Duration),
     ("select", "--min-count", Kind::FromZero),
     ("select", "--max-count", Kind::FromZero),
     ("select", "--count", Kind::FromZero),
@@ -116,6 +123,27 @@ fn every_option_refuses_u64_max_and_friends() {
     }
 }
 
+/// docs/cli-bounds.md lists every bounded option under its command.
+#[test]
+fn the_bounds_table_lists_every_option() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/cli-bounds.md"
+    ))
+    .unwrap();
+    for (command, option, _) in OPTIONS {
+        assert!(
+            doc.lines().any(|l| l.starts_with("| ")
+                && l.split('|')
+                    .nth(1)
+                    .unwrap()
+                    .contains(&format!("`{command}`"))
+                && l.contains(&format!("{option}`"))),
+            "docs/cli-bounds.md has no row for {command} {option}"
+        );
+    }
+}
+
 /// `record --width 65535 --height 65535` tried to allocate 12.9 GB for the plot.
 #[test]
 fn record_plot_of_65535_pixels_square_is_refused() {
@@ -165,6 +193,8 @@ fn bare_seconds_and_units_are_accepted() {
             value,
             "--duration",
             value,
+            // The same plot each time.
+            "--overwrite",
             "-o",
             &std::env::temp_dir()
                 .join(format!("gpuscope-bounds-{}.svg", std::process::id()))

@@ -347,7 +347,14 @@ fn the_root_page_links_to_metrics_and_other_paths_are_404() {
 #[test]
 fn bad_flags_are_usage_errors() {
     for (args, what) in [
-        (&["--listen", "localhost"][..], "--listen"),
+        (
+            &["--listen", "localhost"][..],
+            "--listen \"localhost\" has no port",
+        ),
+        (
+            &["--listen", "bad host:1"][..],
+            "neither an IP address nor a host name",
+        ),
         (&["--interval", "soon"][..], "--interval"),
         (&["--interval", "1ms"][..], "--interval"),
         // Regression: an interval so long that the sampler's next deadline overflowed killed
@@ -848,4 +855,34 @@ fn a_process_sampled_less_often_keeps_its_sm_share_with_its_sample_age() {
         ages.push(age_ms);
     }
     assert!(ages[1] > 5000, "PID 541's sample stood still: {ages:?}");
+}
+
+/// `--listen :PORT` serves every IPv4 address; `--listen HOST:PORT` resolves the name. Each is
+/// read from the exporter's own "listening on" line, then the exporter is stopped.
+#[test]
+fn listen_takes_a_bare_port_and_a_host_name() {
+    use std::io::{BufRead, BufReader};
+    for (listen, host) in [(":0", "0.0.0.0:"), ("localhost:0", "127.0.0.1:")] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+            .args(["export", "--demo", "--listen", listen])
+            .env_remove("GPUSCOPE_FIXTURE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let line = BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find(|l| l.contains("listening on"));
+        let _ = child.kill();
+        let _ = child.wait();
+        let line = line.unwrap_or_else(|| panic!("{listen}: no listening line"));
+        // localhost may resolve to IPv6 only on some hosts; then its address is [::1].
+        assert!(
+            line.contains(&format!("http://{host}"))
+                || (listen.starts_with("localhost") && line.contains("http://[::1]:")),
+            "{listen}: {line}"
+        );
+    }
 }

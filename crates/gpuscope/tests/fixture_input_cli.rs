@@ -227,7 +227,8 @@ fn fixture_error_text_reaches_the_terminal_escaped() {
 fn nvml_lib_that_does_not_exist_is_named_in_the_error() {
     // `--nvml-lib /nonexistent.so` said "the NVML library (libnvidia-ml.so.1) was not found".
     let out = gpuscope(&["snapshot", "--nvml-lib", "/nonexistent/gpuscope-test.so"]);
-    assert_eq!(out.status.code(), Some(1));
+    // No GPU to show: exit 4 (docs/exit-codes.md).
+    assert_eq!(out.status.code(), Some(4));
     let err = stderr(&out);
     assert!(err.contains("/nonexistent/gpuscope-test.so"), "{err}");
     assert!(!err.contains("libnvidia-ml.so.1"), "{err}");

@@ -171,10 +171,33 @@ fn ok(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// Stdout of a command that exited with `code` (docs/exit-codes.md).
+fn exited(code: i32, out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Stdout of a fleet snapshot that showed something: exit 0 when every host is up, 3 when
+/// some are down or stale (docs/exit-codes.md).
+fn shown(out: &Output) -> String {
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "exit {:?}, stderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
 fn fleet_json(stub: &Stub, extra: &[&str]) -> Value {
     let mut args = vec!["snapshot", "--prometheus", &stub.url, "--json"];
     args.extend_from_slice(extra);
-    serde_json::from_str(&ok(&gpuscope(&args, &[]))).unwrap()
+    serde_json::from_str(&shown(&gpuscope(&args, &[]))).unwrap()
 }
 
 fn host<'a>(fleet: &'a Value, name: &str) -> &'a Value {
@@ -241,7 +264,7 @@ fn down_and_stale_hosts_are_shown_as_such_never_dropped() {
     let fleet = fleet_json(&stub, &["--stale-after", "2m"]);
     assert_eq!(host(&fleet, "node-d")["state"], "up");
 
-    let text = ok(&gpuscope(&["snapshot", "--prometheus", &stub.url], &[]));
+    let text = exited(3, &gpuscope(&["snapshot", "--prometheus", &stub.url], &[]));
     assert!(
         text.contains("5 hosts  5 devices  2 down  1 stale"),
         "{text}"
@@ -330,7 +353,7 @@ fn prometheus_unreachable_is_an_error_not_an_empty_fleet() {
         .port();
     let url = format!("http://127.0.0.1:{port}");
     let out = gpuscope(&["snapshot", "--prometheus", &url], &[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("answered no query"), "{err}");
     let out = gpuscope(&["snapshot", "--prometheus", "ftp://x"], &[]);
@@ -340,18 +363,21 @@ fn prometheus_unreachable_is_an_error_not_an_empty_fleet() {
 #[test]
 fn sort_and_filter() {
     let stub = start(replies(), None);
-    let text = ok(&gpuscope(
-        &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
-            "--sort",
-            "free-memory",
-            "--filter",
-            "state:up",
-        ],
-        &[],
-    ));
+    let text = exited(
+        3,
+        &gpuscope(
+            &[
+                "snapshot",
+                "--prometheus",
+                &stub.url,
+                "--sort",
+                "free-memory",
+                "--filter",
+                "state:up",
+            ],
+            &[],
+        ),
+    );
     let rows: Vec<String> = text
         .lines()
         .skip(2)
@@ -475,7 +501,7 @@ fn basic_auth_from_a_password_file_or_the_environment() {
         ],
         &[],
     );
-    assert!(ok(&out).contains("node-a"));
+    assert!(exited(3, &out).contains("node-a"));
     let out = gpuscope(
         &[
             "snapshot",
@@ -486,7 +512,7 @@ fn basic_auth_from_a_password_file_or_the_environment() {
         ],
         &[("GPUSCOPE_PROMETHEUS_PASSWORD", "s3cret")],
     );
-    assert!(ok(&out).contains("node-a"));
+    assert!(exited(3, &out).contains("node-a"));
     let out = gpuscope(
         &[
             "snapshot",
@@ -497,7 +523,7 @@ fn basic_auth_from_a_password_file_or_the_environment() {
         ],
         &[("GPUSCOPE_PROMETHEUS_PASSWORD", "wrong")],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 401"));
     let out = gpuscope(
         &[
@@ -565,7 +591,7 @@ fn remote_reads_exporters_directly_and_an_unreachable_one_is_down() {
         ],
         &[],
     );
-    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let fleet: Value = serde_json::from_str(&exited(3, &out)).unwrap();
     let fx: Value =
         serde_json::from_str(&std::fs::read_to_string(fixture("h100-sxm-8gpu")).unwrap()).unwrap();
     let lab_a = host(&fleet, "lab-a");
@@ -591,6 +617,29 @@ fn remote_reads_exporters_directly_and_an_unreachable_one_is_down() {
     let down = host(&fleet, &format!("{}/metrics", urls[2]));
     assert_eq!(down["state"], "down");
     assert_eq!(fleet["errors"].as_array().unwrap().len(), 1);
+    // Partial (exit 3), and stderr names the host that is missing.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("1 of 3 hosts not up: {}/metrics (down)", urls[2])),
+        "{err}"
+    );
+
+    // Every host up: 0. Every host down: 4, as a Prometheus that does not answer.
+    let out = gpuscope(&["snapshot", "--remote", &urls[0], &urls[1]], &[]);
+    assert!(exited(0, &out).contains("lab-a"));
+    for only_dead in [
+        &["snapshot", "--remote", &urls[2]][..],
+        &["snapshot", "--prometheus", &urls[2]][..],
+        &["select", "--prometheus", &urls[2]][..],
+    ] {
+        let out = gpuscope(only_dead, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(4),
+            "{only_dead:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 
     let out = gpuscope(
         &["select", "--remote", &urls[0], "-n", "1", "-O", "uuid"],
@@ -734,7 +783,7 @@ fn prometheus_over_mutual_tls_with_basic_auth() {
         ],
         &[("GPUSCOPE_PROMETHEUS_PASSWORD", "s3cret")],
     );
-    assert!(ok(&out).contains("node-a"));
+    assert!(exited(3, &out).contains("node-a"));
 
     // Each missing piece is refused: no client certificate (the handshake fails), no CA (the
     // server's certificate is not trusted), a wrong password (401).
@@ -757,13 +806,13 @@ fn prometheus_over_mutual_tls_with_basic_auth() {
         (&["--prometheus-ca"][..], "an untrusted server"),
     ] {
         let out = without(skip, &[]);
-        assert_eq!(out.status.code(), Some(1), "{why}");
+        assert_eq!(out.status.code(), Some(4), "{why}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("answered no query"), "{why}: {err}");
     }
     std::fs::write(dir.join("pass"), "guess\n").unwrap();
     let out = without(&[], &[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("401"));
     // A key without a certificate, or a certificate file with no certificate, is a usage error.
     let out = gpuscope(
@@ -861,7 +910,7 @@ fn remote_exporters_over_tls_with_basic_auth() {
         ],
         &[("COLUMNS", "160")],
     ));
-    assert!(screen.contains("1 hosts  8 devices  1 up"), "{screen}");
+    assert!(screen.contains("1 host  8 devices  1 up"), "{screen}");
     // Without the password the exporter is down, and why is said.
     let out = gpuscope(
         &[
@@ -874,7 +923,7 @@ fn remote_exporters_over_tls_with_basic_auth() {
         ],
         &[],
     );
-    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let fleet: Value = serde_json::from_str(&exited(4, &out)).unwrap();
     assert_eq!(fleet["hosts"][0]["state"], "down");
     assert!(
         fleet["errors"][0]["error"]
@@ -897,12 +946,13 @@ fn remote_exporters_over_tls_with_basic_auth() {
         ],
         &[],
     );
-    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let fleet: Value = serde_json::from_str(&exited(4, &out)).unwrap();
     assert_eq!(fleet["hosts"][0]["state"], "down");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `snapshot --prometheus --watch 0.3s --json`, its documents as they come.
+/// `snapshot --prometheus --watch 0.3s --json`, its documents as they come: JSON Lines, each
+/// line one whole document.
 struct Watch {
     child: std::process::Child,
     docs: std::sync::mpsc::Receiver<Value>,
@@ -926,8 +976,10 @@ impl Watch {
         let out = child.stdout.take().unwrap();
         let (tx, docs) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for doc in serde_json::Deserializer::from_reader(out).into_iter::<Value>() {
-                let Ok(doc) = doc else { return };
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { return };
+                let doc: Value = serde_json::from_str(&line).expect("each line is a JSON document");
                 if tx.send(doc).is_err() {
                     return;
                 }

@@ -22,6 +22,16 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("gpuscope runs")
 }
 
+/// Stdout and stderr of a command that exited with `code`.
+fn exited(code: i32, out: &Output) -> (String, String) {
+    let stderr = String::from_utf8(out.stderr.clone()).expect("UTF-8 stderr");
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    (
+        String::from_utf8(out.stdout.clone()).expect("UTF-8"),
+        stderr,
+    )
+}
+
 fn ok(out: &Output) -> (String, String) {
     let stderr = String::from_utf8(out.stderr.clone()).expect("UTF-8 stderr");
     assert!(
@@ -205,10 +215,14 @@ fn the_exporter_logs_each_request_with_path_status_bytes_and_time() {
 #[test]
 fn fleet_queries_are_logged_with_status_bytes_and_time() {
     let stub = fleet_support::start(HashMap::new(), None);
-    let (_, log) = ok(&run(
-        &["snapshot", "--json", "--prometheus", &stub.url, "-vv"],
-        &[],
-    ));
+    // A Prometheus with no host: nothing to show, exit 4 (docs/exit-codes.md).
+    let (_, log) = exited(
+        4,
+        &run(
+            &["snapshot", "--json", "--prometheus", &stub.url, "-vv"],
+            &[],
+        ),
+    );
     let queries = events(&log, "prometheus query");
     let asked = stub.asked.lock().unwrap().clone();
     assert!(!asked.is_empty());
@@ -227,10 +241,11 @@ fn fleet_queries_are_logged_with_status_bytes_and_time() {
     let exporter = export_support::Exporter::start(&DEMO);
     let up = format!("http://{}", exporter.addr);
     let down = format!("http://{dead}");
-    let (_, log) = ok(&run(
-        &["snapshot", "--json", "-vv", "--remote", &up, &down],
-        &[],
-    ));
+    // One of two exporters down: partial, exit 3.
+    let (_, log) = exited(
+        3,
+        &run(&["snapshot", "--json", "-vv", "--remote", &up, &down], &[]),
+    );
     let read = events(&log, "exporter read");
     assert_eq!(read.len(), 1, "{log}");
     assert_eq!(read[0].1["url"], format!("{up}/metrics"));

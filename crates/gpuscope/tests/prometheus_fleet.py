@@ -420,9 +420,11 @@ def down_within(binary, prom, exporter, hostname, interval):
     while time.monotonic() - stopped < 10 * interval:
         r = subprocess.run([binary, "snapshot", "--prometheus", f"http://{prom}", "--json"],
                            capture_output=True, text=True, timeout=60)
-        if r.returncode == 0:
+        # 0 while every host is up, 3 (partial) once one is down (docs/exit-codes.md).
+        if r.returncode in (0, 3):
             state = {h["host"]: h["state"] for h in json.loads(r.stdout)["hosts"]}.get(hostname)
             if state == "down":
+                check(r.returncode == 3, f"fleet view: {hostname} down, exit {r.returncode}")
                 break
         time.sleep(0.1)
     took = time.monotonic() - stopped

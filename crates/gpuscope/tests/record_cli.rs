@@ -523,3 +523,55 @@ fn record_colliding_output_paths_exit_2_naming_both_options() {
     assert_eq!(std::fs::read(&png).unwrap(), b"an earlier plot");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An existing plot or sample file is not replaced silently: exit 2 naming the option and the
+/// path, the file untouched, until `--overwrite` says so.
+#[test]
+fn existing_outputs_are_refused_unless_overwrite() {
+    let dir = out_dir("overwrite");
+    let png = dir.join("memory.png");
+    let csv = dir.join("memory.csv");
+    let (png_s, csv_s) = (png.to_str().unwrap(), csv.to_str().unwrap());
+    let record = |extra: &[&str]| {
+        let mut args = vec![
+            "record",
+            "--demo",
+            "--interval",
+            "10ms",
+            "--duration",
+            "50ms",
+            "-o",
+            png_s,
+            "--csv",
+            csv_s,
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    for (existing, option) in [(&png, "-o"), (&csv, "--csv")] {
+        std::fs::write(existing, "keep me").unwrap();
+        let out = record(&[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "{option} {}: the file exists; --overwrite replaces it",
+                existing.display()
+            )),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(existing).unwrap(), "keep me");
+        std::fs::remove_file(existing).unwrap();
+    }
+    std::fs::write(&png, "old").unwrap();
+    std::fs::write(&csv, "old").unwrap();
+    let out = record(&["--overwrite"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_png(&png), "the plot is replaced");
+    assert!(std::fs::read_to_string(&csv).unwrap().lines().count() > 1);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -134,7 +134,8 @@ fn text_table_shows_every_gpu_and_na() {
 #[test]
 fn no_driver_says_so_and_points_at_demo() {
     let out = gpuscope(&["snapshot", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"]);
-    assert_eq!(out.status.code(), Some(1));
+    // Nothing to show: exit 4 (docs/exit-codes.md), as `--prometheus` to a dead server.
+    assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot reach the GPUs"), "{err}");
     assert!(err.contains("--demo"), "{err}");
@@ -747,6 +748,26 @@ fn watch_repeats_the_snapshot() {
     assert_eq!(headers, 3);
 }
 
+/// `--json --watch` writes JSON Lines: every line one whole document, a line each interval.
+#[test]
+fn json_watch_writes_json_lines() {
+    use std::io::{BufRead, BufReader};
+    let mut child = cli::command(&["snapshot", "--demo", "--json", "--watch", "100ms"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gpuscope runs");
+    let reader = BufReader::new(child.stdout.take().unwrap());
+    let lines: Vec<String> = reader.lines().take(3).map(Result::unwrap).collect();
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(lines.len(), 3);
+    for line in &lines {
+        let doc: Value = serde_json::from_str(line).expect("each line is a JSON document");
+        assert_eq!(doc["schema"], "gpuscope.snapshot/1");
+        assert_eq!(doc["devices"].as_array().unwrap().len(), 8);
+    }
+}
+
 /// The 8-GPU recording's XID 79 on GPU 2 (frame 14) in the JSON and in `info`: its code among
 /// `xid_errors`, the event with its time, kind, code and meaning among `recent_events`, and
 /// `xid_79` among the reasons for attention; absent the frame before. Where events cannot be
@@ -861,4 +882,130 @@ fn each_process_shows_its_own_newest_sample_and_its_age_over_the_real_recording(
     }
     // PID 541's sample stood still: its age reached seconds, and it still had a value.
     assert!(oldest_shown > 5000, "{oldest_shown}");
+}
+
+/// `--only` keeps the devices named in every form of the snapshot, not only `--compact`.
+#[test]
+fn only_applies_to_every_form() {
+    // The table: `--only 0` alone is enough (no --compact needed) and shows GPU 0 only.
+    let out = gpuscope(&["snapshot", "--demo", "--only", "0"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.lines().next().unwrap().ends_with(" 1 GPU"), "{text}");
+    let rows: Vec<&str> = text.lines().skip(2).take_while(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    assert!(rows[0].starts_with("0 "), "{text}");
+    assert!(
+        text.lines()
+            .filter(|l| l.contains(" C "))
+            .all(|l| l.starts_with("0 ")),
+        "only GPU 0's processes: {text}"
+    );
+
+    // JSON, both separators.
+    let v = json(&["snapshot", "--demo", "--json", "--only", "2,5"]);
+    let ids: Vec<&str> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["2", "5"]);
+
+    // --query.
+    let out = gpuscope(&[
+        "snapshot",
+        "--demo",
+        "--query",
+        "index",
+        "--format",
+        "csv,noheader",
+        "--only",
+        "3",
+        "5",
+    ]);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "3\n5\n");
+
+    // A GPU brings its MIG devices; a MIG device comes alone.
+    let mig = fixture("h100-mig");
+    let ids = |only: &str| -> Vec<String> {
+        let v = json(&[
+            "snapshot",
+            "--fixture",
+            &mig,
+            "--frame",
+            "5",
+            "--json",
+            "--only",
+            only,
+        ]);
+        v["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let with_migs = ids("0");
+    assert!(with_migs.len() > 1, "{with_migs:?}");
+    assert!(with_migs.iter().all(|id| id == "0" || id.starts_with("0:")));
+    assert_eq!(ids("0:1"), ["0:1"]);
+}
+
+#[test]
+fn only_that_names_no_device_is_a_usage_error_in_every_form() {
+    for form in [
+        &[][..],
+        &["--json"][..],
+        &["--query", "index"][..],
+        &["--compact"][..],
+    ] {
+        for bad in ["99", "x"] {
+            let out = gpuscope(&[&["snapshot", "--demo", "--only", bad][..], form].concat());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{form:?} {bad}: {err}");
+            assert!(out.stdout.is_empty(), "{form:?} {bad}");
+            assert!(
+                err.contains(&format!(
+                    "--only {bad}: no such device; there are 0, 1, 2, 3, 4, 5, 6, 7"
+                )),
+                "{form:?} {bad}: {err}"
+            );
+        }
+    }
+    // It names this machine's devices: not with a fleet.
+    let out = gpuscope(&[
+        "snapshot",
+        "--prometheus",
+        "http://127.0.0.1:9",
+        "--only",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--filter gpu:ID"));
+}
+
+/// Every command's `--help` says where its exit codes are written down.
+#[test]
+fn every_help_points_at_the_exit_codes() {
+    for command in ["snapshot", "info", "top", "select", "record", "export"] {
+        let out = gpuscope(&[command, "--help"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{command}");
+        assert!(
+            text.contains("3 partial") && text.contains("docs/exit-codes.md"),
+            "{command}: {text}"
+        );
+    }
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/exit-codes.md"
+    ))
+    .unwrap();
+    assert!(doc.contains("| 3 | partial"));
 }

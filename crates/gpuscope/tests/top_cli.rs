@@ -662,3 +662,30 @@ fn once_shows_the_sm_of_a_process_sampled_less_often_over_the_real_recording() {
         }
     }
 }
+
+/// A value refused when it came from a `GPUSCOPE_*` variable is reported naming the variable;
+/// the same value typed on the command line names the option, as before.
+#[test]
+fn a_bad_value_from_the_environment_names_the_variable() {
+    let out = cli::command(&["top", "--demo", "--once"])
+        .env("GPUSCOPE_TOP_INTERVAL", "1ms")
+        .output()
+        .expect("gpuscope runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid value '1ms' for GPUSCOPE_TOP_INTERVAL")
+            && err.contains("between 50ms and 1h"),
+        "{err}"
+    );
+    let out = cli::command(&["top", "--demo", "--once", "--interval", "1ms"])
+        .env("GPUSCOPE_TOP_INTERVAL", "2s")
+        .output()
+        .expect("gpuscope runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'--interval <DURATION>'") && !err.contains("GPUSCOPE_TOP_INTERVAL"),
+        "{err}"
+    );
+}

@@ -818,7 +818,7 @@ fn top_prometheus_shows_every_host_sorts_filters_and_quits() {
     let s = t.wait_for("only gpu-b", |s| {
         s.contains("filter: host:gpu-b") && fleet_hosts(s) == ["gpu-b"]
     });
-    assert!(s.contains("1 hosts"), "{s}");
+    assert!(s.contains("1 host  1 device"), "{s}");
     t.keys(&["/"]);
     for _ in 0.."host:gpu-b".len() {
         t.run(&["send-keys", "-t", "t", "BSpace"]);

@@ -25,6 +25,7 @@ use ratatui::Frame;
 use crate::fleet::model::{Fleet, FleetDevice, FleetProcess, Host, HostState};
 use crate::fleet::view::{self, FleetFilter, SortKey};
 use crate::fleet::FleetSource;
+use crate::snapshot::counted;
 use crate::snapshot::{mib, na, truncate};
 
 /// One answer of the sampler thread.
@@ -444,16 +445,19 @@ fn title(app: &FleetApp) -> Line<'static> {
         let count = |s: HostState| fleet.hosts.iter().filter(|h| h.state == s).count();
         let devices: usize = fleet.hosts.iter().map(|h| h.devices.len()).sum();
         spans.push(Span::raw(format!(
-            "  {} hosts  {} devices  {} up  {} down  {} stale",
-            fleet.hosts.len(),
-            devices,
+            "  {}  {}  {} up  {} down  {} stale",
+            counted(fleet.hosts.len() as u64, "host", "hosts"),
+            counted(devices as u64, "device", "devices"),
             count(HostState::Up),
             count(HostState::Down),
             count(HostState::Stale)
         )));
         if !fleet.errors.is_empty() {
             spans.push(Span::styled(
-                format!("  {} queries failed", fleet.errors.len()),
+                format!(
+                    "  {} failed",
+                    counted(fleet.errors.len() as u64, "query", "queries")
+                ),
                 app.style(Color::Yellow),
             ));
         }
