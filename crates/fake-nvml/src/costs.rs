@@ -139,10 +139,20 @@ pub(crate) fn spend(function: &str) {
     let start = Instant::now();
     if !spend.cpu.is_zero() {
         match thread_cpu_time() {
+            // The thread's CPU clock is a system call to read: spin on the wall clock (read
+            // without one) for what is left, at most 50 us at a time, then ask it again.
             Some(cpu0) => loop {
-                match thread_cpu_time() {
-                    Some(now) if now.saturating_sub(cpu0) < spend.cpu => std::hint::spin_loop(),
-                    _ => break,
+                let used = match thread_cpu_time() {
+                    Some(now) => now.saturating_sub(cpu0),
+                    None => break,
+                };
+                let Some(left) = spend.cpu.checked_sub(used).filter(|l| !l.is_zero()) else {
+                    break;
+                };
+                let chunk = Instant::now();
+                let step = left.min(Duration::from_micros(50));
+                while chunk.elapsed() < step {
+                    std::hint::spin_loop();
                 }
             },
             // No thread CPU clock: spin for that long on the wall clock.
