@@ -141,20 +141,18 @@ pub(crate) fn spend(function: &str) {
         match thread_cpu_time() {
             // The thread's CPU clock is a system call to read: spin on the wall clock (read
             // without one) for what is left, at most 50 us at a time, then ask it again.
-            Some(cpu0) => loop {
-                let used = match thread_cpu_time() {
-                    Some(now) => now.saturating_sub(cpu0),
-                    None => break,
-                };
-                let Some(left) = spend.cpu.checked_sub(used).filter(|l| !l.is_zero()) else {
-                    break;
-                };
-                let chunk = Instant::now();
-                let step = left.min(Duration::from_micros(50));
-                while chunk.elapsed() < step {
-                    std::hint::spin_loop();
+            Some(cpu0) => {
+                while let Some(left) = thread_cpu_time()
+                    .and_then(|now| spend.cpu.checked_sub(now.saturating_sub(cpu0)))
+                    .filter(|l| !l.is_zero())
+                {
+                    let chunk = Instant::now();
+                    let step = left.min(Duration::from_micros(50));
+                    while chunk.elapsed() < step {
+                        std::hint::spin_loop();
+                    }
                 }
-            },
+            }
             // No thread CPU clock: spin for that long on the wall clock.
             None => {
                 while start.elapsed() < spend.cpu {
