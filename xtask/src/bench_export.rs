@@ -144,8 +144,8 @@ pub fn run(args: Args) -> Result<()> {
     drop(alive);
     let ((plain, gzipped), (phases, syscalls)) = result?;
     println!(
-        "gpuscope export --processes --interval 1s over {} ({}), {} live GPU processes, {} \
-         clients{}; NVML call costs: {}; {}, commit {}\n",
+        "gpuscope export --processes --interval 1s over {} ({}), {} live GPU processes{}; NVML \
+         call costs: {}; {}, commit {}\n",
         if args.source.real {
             "this machine's real NVML".to_string()
         } else {
@@ -157,8 +157,14 @@ pub fn run(args: Args) -> Result<()> {
         },
         bin.display(),
         pids.len(),
-        args.clients,
-        if args.gzip { ", asking for gzip" } else { "" },
+        match (args.idle_only, args.gzip) {
+            (true, _) => String::new(),
+            (false, gzip) => format!(
+                ", {} clients{}",
+                args.clients,
+                if gzip { ", asking for gzip" } else { "" }
+            ),
+        },
         nvml.costs,
         crate::bench_oneshot::machine(),
         bench_setup::commit(),

@@ -35,8 +35,9 @@ pub struct SourceArgs {
     )]
     pub costs: String,
     /// The gpuscope binary to measure (default: build this workspace's in release mode).
-    /// fake-nvml is always this workspace's own, built in release mode.
-    #[arg(long, value_name = "PATH")]
+    /// fake-nvml is always this workspace's own, built in release mode. (`--bin` is the old
+    /// name.)
+    #[arg(long, alias = "bin", value_name = "PATH")]
     pub gpuscope_bin: Option<PathBuf>,
     /// Install the Python tools from the wheels in this directory, offline (`pip install
     /// --no-index --find-links DIR`), for a machine with no network.
