@@ -213,8 +213,8 @@ impl SourceArgs {
             status.success(),
             "pip install failed{}",
             if self.wheels.is_some() {
-                " (the wheels directory needs every pin and its dependencies: `pip download -d \
-                 DIR` them on a machine with network, for the same Python)"
+                " (the wheels directory needs every pin and its dependencies as wheels: `python3 \
+                 -m pip wheel -w DIR` them on a machine with network; see docs/benchmarks.md)"
             } else {
                 ""
             }
