@@ -25,6 +25,16 @@
 //! and its resident set size at the start and end of the phase (`VmRSS`), so that growth shows.
 //! For comparison it also gives the RSS of `gpuscope export --demo --processes`, which holds the
 //! whole 30-frame recording.
+//!
+//! Then, beside it, nvitop-exporter (pinned, in a virtualenv) over the same library, idle at its
+//! 1 s interval for the same `--idle`: its CPU as a share of one core, and by thread for both
+//! (`/proc/PID/task/*/stat`), with gpuscope's share over nvitop-exporter's.
+//!
+//! Each NVML call costs what it cost on a real H100 (`--costs`, default
+//! fixtures/costs/h100-load.json, exported as `GPUSCOPE_FAKE_NVML_COSTS` to both exporters;
+//! `--costs none`: the old behaviour); `--fixture`/`--frame` choose what is served (default
+//! frame 0 of fixtures/h100-sxm-8gpu.json); `--real` runs both over this machine's real
+//! driver; `--idle-only` skips the scraping phases and the system-call count.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -35,6 +45,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::bench_setup::{self, SourceArgs};
 use crate::live;
 
 /// Command-line arguments.
@@ -58,12 +69,25 @@ pub struct Args {
     /// Length of the system-call count (idle, no scrapes).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     strace_window: Duration,
-    /// The gpuscope binary (default: build it in release mode).
-    #[arg(long, value_name = "PATH")]
-    bin: Option<PathBuf>,
     /// Scrape with `Accept-Encoding: gzip`, as Prometheus does.
     #[arg(long)]
     gzip: bool,
+    /// The fixture to cut one frame from: fixtures/h100-sxm-8gpu.json (8 GPUs, 64 GPU
+    /// processes) or fixtures/h100-real.json (the real H100, 1 GPU; e.g. `--frame 30`).
+    #[arg(long, default_value = "fixtures/h100-sxm-8gpu.json")]
+    fixture: PathBuf,
+    /// The frame to cut.
+    #[arg(long, default_value_t = 0)]
+    frame: usize,
+    /// Only the idle phases (gpuscope's and nvitop-exporter's): no scraping phases, no
+    /// system-call count.
+    #[arg(long)]
+    idle_only: bool,
+    /// Skip nvitop-exporter.
+    #[arg(long)]
+    no_peer: bool,
+    #[command(flatten)]
+    source: SourceArgs,
 }
 
 /// What one phase measured.
@@ -75,47 +99,99 @@ struct Phase {
     cpu_share: f64,
     rss_start_kib: u64,
     rss_end_kib: u64,
+    /// % of a core by thread name (the idle phase only).
+    threads: Vec<(String, f64)>,
 }
 
 /// Runs the benchmark and prints a markdown table.
 pub fn run(args: Args) -> Result<()> {
-    let bin = match args.bin.clone() {
-        Some(b) => b,
-        None => build_release()?,
+    let bin = args.source.gpuscope()?;
+    let (cut, alive) = if args.source.real {
+        (None, None)
+    } else {
+        let (cut, alive) = cut_fixture(&args.fixture, args.frame)?;
+        (Some(cut), Some(alive))
     };
-    let lib = fake_nvml::install(
-        &bin.with_file_name(fake_nvml::CDYLIB_FILE_NAME),
-        &work_dir()?.join("lib"),
-    )
-    .context("cannot install the fake library (build it: cargo build --release -p fake-nvml)")?;
-    let (cut, alive) = cut_fixture()?;
-    let pids = alive.pids();
-    let env: Vec<(&str, std::ffi::OsString)> = vec![
-        ("LD_LIBRARY_PATH", lib.dir.clone().into_os_string()),
-        ("GPUSCOPE_FAKE_NVML_FIXTURE", cut.clone().into_os_string()),
-        ("GPUSCOPE_FAKE_NVML_FRAME", "0".into()),
-    ];
-    let nvml_arg = lib.nvml.display().to_string();
+    let pids = alive.as_ref().map(|a| a.pids()).unwrap_or_default();
+    let nvml = args.source.nvml(&work_dir()?, cut.as_deref(), Some(0))?;
+    let env = nvml.env.clone();
+    let nvml_args: Vec<String> = nvml
+        .gpuscope_args()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let nvml_args: Vec<&str> = nvml_args.iter().map(String::as_str).collect();
+    let venv = bench_setup::target_dir().join("bench-venv");
+    if !args.no_peer {
+        args.source.venv(&venv)?;
+    }
     let mut demo = start(&bin, &["--demo"], &[])?;
     std::thread::sleep(Duration::from_secs(3));
     let demo_rss = rss_kib(demo.pid);
     let _ = demo.child.kill();
     let _ = demo.child.wait();
     let load_before = load_average();
-    let mut exporter = start(&bin, &["--nvml-lib", &nvml_arg], &env)?;
+    let mut exporter = start(&bin, &nvml_args, &env)?;
     let wire = wire_bytes(&exporter.addr);
     let result = wire.and_then(|w| Ok((w, phases(&args, &exporter, &pids)?)));
     let _ = exporter.child.kill();
     let _ = exporter.child.wait();
+    let peer = if args.no_peer {
+        None
+    } else {
+        Some(peer_idle(&venv, &env, args.idle))
+    };
     drop(alive);
     let ((plain, gzipped), (phases, syscalls)) = result?;
     println!(
-        "gpuscope export --nvml-lib <fake-nvml: frame 0 of h100-sxm-8gpu> --processes \
-         --interval 1s: 8 GPUs, {} live GPU processes, {} clients{}\n",
+        "gpuscope export --processes --interval 1s over {} ({}), {} live GPU processes{}; NVML \
+         call costs: {}; {}, commit {}\n",
+        if args.source.real {
+            "this machine's real NVML".to_string()
+        } else {
+            format!(
+                "fake-nvml serving frame {} of {}",
+                args.frame,
+                args.fixture.display()
+            )
+        },
+        bin.display(),
         pids.len(),
-        args.clients,
-        if args.gzip { ", asking for gzip" } else { "" }
+        match (args.idle_only, args.gzip) {
+            (true, _) => String::new(),
+            (false, gzip) => format!(
+                ", {} clients{}",
+                args.clients,
+                if gzip { ", asking for gzip" } else { "" }
+            ),
+        },
+        nvml.costs,
+        crate::bench_oneshot::machine(),
+        bench_setup::commit(),
     );
+    if let Some(peer) = peer {
+        let peer = peer?;
+        let ours = &phases[0];
+        println!(
+            "Idle at a 1 s interval, no scrapes, over {:.0} s: CPU as % of one core\n",
+            ours.seconds
+        );
+        println!("| exporter | CPU | gpuscope / this | by thread | RSS |");
+        println!("|---|---|---|---|---|");
+        println!(
+            "| `gpuscope export --processes --interval 1s` | {:.2}% | 1.00x | {} | {:.1} MiB |",
+            ours.cpu_share * 100.0,
+            bench_setup::threads_text(&ours.threads, 4),
+            ours.rss_end_kib as f64 / 1024.0
+        );
+        println!(
+            "| `nvitop-exporter --interval 1` | {:.2}% | {:.2}x | {} | {:.1} MiB |\n",
+            peer.cpu,
+            ours.cpu_share * 100.0 / peer.cpu.max(1e-6),
+            bench_setup::threads_text(&peer.threads, 4),
+            peer.rss_kib as f64 / 1024.0
+        );
+    }
     println!(
         "Bytes on the wire per scrape (OpenMetrics body): {plain} plain; {} with \
          Accept-Encoding: gzip\n",
@@ -185,45 +261,28 @@ fn work_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Frame 0 of fixtures/h100-sxm-8gpu.json alone, its GPU PIDs replaced by live processes,
-/// written under the target directory; and the live processes.
-fn cut_fixture() -> Result<(PathBuf, live::LiveProcesses)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut f = gpu_backend::Fixture::load(root.join("fixtures/h100-sxm-8gpu.json"))?;
-    let mut one = f.frames.swap_remove(0);
+/// Frame `frame` of the fixture alone, its GPU PIDs replaced by live processes, written under
+/// the target directory; and the live processes.
+fn cut_fixture(fixture: &Path, frame: usize) -> Result<(PathBuf, live::LiveProcesses)> {
+    let mut f = gpu_backend::Fixture::load(bench_setup::in_root(fixture))?;
+    anyhow::ensure!(
+        frame < f.frames.len(),
+        "{} has frames 0 to {}",
+        fixture.display(),
+        f.frames.len() - 1
+    );
+    let mut one = f.frames.swap_remove(frame);
     one.t_ms = 0;
     f.frames = vec![one];
     let alive = live::LiveProcesses::spawn(live::gpu_pids(&f).len())?;
     live::adopt_pids(&mut f, &alive.pids())?;
-    let path = work_dir()?.join("h100-sxm-8gpu-frame0-live.json");
+    let path = work_dir()?.join("export-fixture-live.json");
     std::fs::write(&path, f.to_json_pretty())?;
     Ok((path, alive))
 }
 
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn build_release() -> Result<PathBuf> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "gpuscope",
-            "-p",
-            "fake-nvml",
-        ])
-        .status()
-        .context("cannot run cargo build")?;
-    if !status.success() {
-        bail!("cargo build --release -p gpuscope -p fake-nvml failed");
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    Ok(target.join("release/gpuscope"))
 }
 
 struct Exporter {
@@ -272,19 +331,24 @@ fn phases(args: &Args, e: &Exporter, pids: &[u32]) -> Result<(Vec<Phase>, Option
     std::thread::sleep(Duration::from_secs(2));
     let mut out = Vec::new();
 
-    let (cpu0, rss0) = (cpu_seconds(e.pid)?, rss_kib(e.pid)?);
+    let (cpu0, rss0) = (bench_setup::cpu_sample(e.pid)?, rss_kib(e.pid)?);
     let t0 = Instant::now();
     std::thread::sleep(args.idle);
     let secs = t0.elapsed().as_secs_f64();
+    let (share, threads) = bench_setup::cpu_share(&cpu0, &bench_setup::cpu_sample(e.pid)?, secs);
     out.push(Phase {
         name: "idle, 1 s interval",
         seconds: secs,
         latencies: Vec::new(),
         errors: 0,
-        cpu_share: (cpu_seconds(e.pid)? - cpu0) / secs,
+        cpu_share: share / 100.0,
         rss_start_kib: rss0,
         rss_end_kib: rss_kib(e.pid)?,
+        threads,
     });
+    if args.idle_only {
+        return Ok((out, None));
+    }
     let syscalls = match live::strace() {
         Some(strace) => Some(trace_idle(strace, e.pid, args.strace_window, pids)?),
         None => None,
@@ -371,6 +435,7 @@ fn load(
         cpu_share: (cpu_seconds(e.pid)? - cpu0) / secs,
         rss_start_kib: rss0,
         rss_end_kib: rss_kib(e.pid)?,
+        threads: Vec::new(),
     })
 }
 
@@ -509,4 +574,81 @@ fn rss_kib(pid: u32) -> Result<u64> {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .context("no VmRSS in /proc/pid/status")
+}
+
+/// What nvitop-exporter used, idle.
+struct PeerIdle {
+    /// % of one core.
+    cpu: f64,
+    threads: Vec<(String, f64)>,
+    rss_kib: u64,
+}
+
+/// Starts nvitop-exporter (from the virtualenv, with `env`) at its 1 s interval, checks that it
+/// answers a scrape with GPU metrics, lets it settle, and measures its CPU over `idle` with no
+/// scrapes.
+fn peer_idle(venv: &Path, env: &[(&str, std::ffi::OsString)], idle: Duration) -> Result<PeerIdle> {
+    let port = bench_setup::free_port()?;
+    let log = work_dir()?.join("nvitop-exporter.log");
+    let mut child = Command::new(venv.join("bin/nvitop-exporter"))
+        .args(["--bind-address", "127.0.0.1", "--interval", "1"])
+        .args(["--port", &port.to_string()])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .context("cannot start nvitop-exporter")?;
+    let result = (|| -> Result<PeerIdle> {
+        let addr = format!("127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let body = loop {
+            if let Some(b) = plain_get(&addr) {
+                break b;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                bail!(
+                    "nvitop-exporter exited ({status}): {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!("nvitop-exporter did not answer on {addr} within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        if !body.contains("gpu_") {
+            bail!("nvitop-exporter's scrape has no GPU metrics:\n{body}");
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        let pid = child.id();
+        let a = bench_setup::cpu_sample(pid)?;
+        let t0 = Instant::now();
+        std::thread::sleep(idle);
+        let secs = t0.elapsed().as_secs_f64();
+        let (cpu, threads) = bench_setup::cpu_share(&a, &bench_setup::cpu_sample(pid)?, secs);
+        Ok(PeerIdle {
+            cpu,
+            threads,
+            rss_kib: rss_kib(pid)?,
+        })
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+/// The body of `GET /metrics` on a fresh connection closed by the server, if it answers 200.
+fn plain_get(addr: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n")
+        .ok()?;
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).ok()?;
+    let text = String::from_utf8_lossy(&all).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then_some(())?;
+    head.split(' ').nth(1).filter(|c| *c == "200")?;
+    Some(body.to_string())
 }

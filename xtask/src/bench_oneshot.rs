@@ -19,6 +19,12 @@
 //! and counts their system calls, per GPU process: all of them, and those on the live
 //! processes' `/proc/PID` files.
 //!
+//! Each NVML call costs what it cost on a real H100 (`--costs`, by default
+//! fixtures/costs/h100-load.json, exported as `GPUSCOPE_FAKE_NVML_COSTS` to every tool alike;
+//! `--costs none` for calls at fake-nvml's own speed). With `--real` the tools run over this
+//! machine's real driver instead (no fixture, no live stand-ins), and `nvidia-smi` is a row of
+//! its own when there is one. `--gpuscope-bin` measures another build of gpuscope.
+//!
 //! every one with the same environment (`LD_LIBRARY_PATH` at the fake library, the fixture, the
 //! frame pinned). Each timed run is spawned as any program starts one and reaped with `wait4`,
 //! which gives its user and system CPU time; wall time is measured around spawn and reap (see
@@ -35,10 +41,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use gpu_backend::Fixture;
 
+use crate::bench_setup::{self, SourceArgs};
 use crate::live;
-
-/// The client versions installed in the virtualenv.
-const PIP_PINS: &[&str] = &["nvidia-ml-py==13.615.71", "nvitop==1.7.2", "gpustat==1.1.1"];
 
 /// Command-line arguments.
 #[derive(clap::Args)]
@@ -46,19 +50,23 @@ pub struct Args {
     /// Timed runs of each command (after one warm-up run each).
     #[arg(long, default_value_t = 20)]
     runs: usize,
-    /// The fixture to cut one frame from.
+    /// The fixture to cut one frame from: fixtures/h100-sxm-8gpu.json (8 GPUs, 64 GPU
+    /// processes) or the real H100's recording, fixtures/h100-real.json (1 GPU; frames 19-40
+    /// have both its jobs, e.g. `--frame 30`).
     #[arg(long, default_value = "fixtures/h100-sxm-8gpu.json")]
     fixture: PathBuf,
     /// The frame to cut.
     #[arg(long, default_value_t = 0)]
     frame: usize,
-    /// Where the library, the cut fixture and the virtualenv go (default:
-    /// `<target dir>/bench-oneshot`). The virtualenv is kept between runs.
+    /// Where the library and the cut fixture go (default:
+    /// `<target dir>/bench-oneshot`). The virtualenv is `<target dir>/bench-venv`, kept.
     #[arg(long, value_name = "DIR")]
     work_dir: Option<PathBuf>,
-    /// The Python that makes the virtualenv.
-    #[arg(long, default_value = "python3")]
-    python: PathBuf,
+    /// Skip the system-call counts under strace.
+    #[arg(long)]
+    no_strace: bool,
+    #[command(flatten)]
+    source: SourceArgs,
 }
 
 /// One command to time.
@@ -79,11 +87,7 @@ pub(crate) struct Run {
 /// Runs the benchmark.
 pub fn run(args: Args) -> Result<()> {
     ensure!(args.runs > 0, "--runs must be at least 1");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("xtask has no parent directory")?
-        .to_path_buf();
-    let target = target_dir(&root)?;
+    let target = bench_setup::target_dir();
     let work = args
         .work_dir
         .clone()
@@ -91,57 +95,46 @@ pub fn run(args: Args) -> Result<()> {
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
 
     eprintln!("== building gpuscope, fake-nvml and oneshot-floor (release)");
-    let status = Command::new(cargo())
-        .current_dir(&root)
-        .args(["build", "--release", "--quiet", "-p", "gpuscope", "-p"])
-        .arg("fake-nvml")
-        .status()
-        .context("cannot run cargo")?;
-    ensure!(status.success(), "cargo build failed");
-    let status = Command::new(cargo())
-        .current_dir(&root)
-        .args(["build", "--release", "--quiet", "-p", "xtask", "--bin"])
-        .arg("oneshot-floor")
-        .status()
-        .context("cannot run cargo")?;
-    ensure!(status.success(), "cargo build of oneshot-floor failed");
+    let gpuscope = args.source.gpuscope()?;
+    bench_setup::cargo_release(&["-p", "xtask", "--bin", "oneshot-floor"])?;
     let release = target.join("release");
-    let lib = fake_nvml::install(
-        &release.join(fake_nvml::CDYLIB_FILE_NAME),
-        &work.join("lib"),
-    )
-    .context("cannot install the fake library")?;
 
-    let fixture_path = root.join(&args.fixture);
-    let (mut cut, devices, processes) = cut_fixture(&fixture_path, args.frame)?;
-    let alive = live::LiveProcesses::spawn(live::gpu_pids(&cut).len())?;
-    let live_pids = alive.pids();
-    live::adopt_pids(&mut cut, &live_pids)?;
-    let cut_path = work.join("oneshot-fixture.json");
-    std::fs::write(&cut_path, cut.to_json_pretty())
-        .with_context(|| format!("cannot write {}", cut_path.display()))?;
-    eprintln!(
-        "== fixture: frame {} of {} ({devices} devices, {processes} GPU processes, served as \
-         {} live `sleep` processes) -> {}",
-        args.frame,
-        args.fixture.display(),
-        live_pids.len(),
-        cut_path.display()
-    );
+    // The fixture's frame, its GPU PIDs replaced by live processes; nothing with --real.
+    let (cut, alive) = if args.source.real {
+        (None, None)
+    } else {
+        let fixture_path = bench_setup::in_root(&args.fixture);
+        let (mut cut, devices, processes) = cut_fixture(&fixture_path, args.frame)?;
+        let alive = live::LiveProcesses::spawn(live::gpu_pids(&cut).len())?;
+        live::adopt_pids(&mut cut, &alive.pids())?;
+        let cut_path = work.join("oneshot-fixture.json");
+        std::fs::write(&cut_path, cut.to_json_pretty())
+            .with_context(|| format!("cannot write {}", cut_path.display()))?;
+        eprintln!(
+            "== fixture: frame {} of {} ({devices} devices, {processes} GPU processes, served \
+             as {} live `sleep` processes) -> {}",
+            args.frame,
+            args.fixture.display(),
+            alive.pids().len(),
+            cut_path.display()
+        );
+        (Some((cut, cut_path, devices)), Some(alive))
+    };
+    let live_pids = alive.as_ref().map(|a| a.pids()).unwrap_or_default();
+    let nvml = args
+        .source
+        .nvml(&work, cut.as_ref().map(|(_, p, _)| p.as_path()), Some(0))?;
 
-    let venv = work.join("venv");
-    make_venv(&args.python, &venv)?;
+    let venv = bench_setup::target_dir().join("bench-venv");
+    args.source.venv(&venv)?;
 
-    let tools = vec![
+    let mut gpuscope_args: Vec<OsString> = vec!["snapshot".into(), "--json".into()];
+    gpuscope_args.extend(nvml.gpuscope_args());
+    let mut tools = vec![
         Tool {
             label: "`gpuscope snapshot --json`",
-            program: release.join("gpuscope"),
-            args: vec![
-                "snapshot".into(),
-                "--json".into(),
-                "--nvml-lib".into(),
-                lib.nvml.clone().into_os_string(),
-            ],
+            program: gpuscope.clone(),
+            args: gpuscope_args,
         },
         Tool {
             label: "`nvitop -1`",
@@ -166,21 +159,48 @@ pub fn run(args: Args) -> Result<()> {
         Tool {
             label: "floor: `oneshot-floor` (same NVML calls, /proc/PID/{stat,status,cmdline})",
             program: release.join("oneshot-floor"),
-            args: vec![lib.nvml.clone().into_os_string()],
+            args: nvml
+                .lib
+                .iter()
+                .map(|l| l.clone().into_os_string())
+                .collect(),
         },
     ];
-    let env: Vec<(&str, OsString)> = vec![
-        ("LD_LIBRARY_PATH", lib.dir.clone().into_os_string()),
-        (
-            "GPUSCOPE_FAKE_NVML_FIXTURE",
-            cut_path.clone().into_os_string(),
-        ),
-        ("GPUSCOPE_FAKE_NVML_FRAME", "0".into()),
-    ];
+    if let Some(smi) = bench_setup::nvidia_smi().filter(|_| args.source.real) {
+        tools.push(Tool {
+            label: "`nvidia-smi`",
+            program: smi,
+            args: vec![],
+        });
+    }
+    let env = nvml.env.clone();
 
     // Each tool must work, and see every GPU and process, before it is timed.
     eprintln!("== checking each tool's output");
-    check_outputs(&tools, &env, devices, &cut, live_pids.len())?;
+    match &cut {
+        Some((cut, _, devices)) => check_outputs(&tools, &env, *devices, cut, live_pids.len())?,
+        None => {
+            for tool in &tools {
+                time_plain(tool, &env)?;
+            }
+        }
+    }
+    println!(
+        "{} on {}, commit {}, NVML: {}; call costs: {}\n",
+        if args.source.real {
+            "this machine's GPUs".to_string()
+        } else {
+            format!("frame {} of {}", args.frame, args.fixture.display())
+        },
+        machine(),
+        bench_setup::commit(),
+        if args.source.real {
+            "the real driver".to_string()
+        } else {
+            "fake-nvml".to_string()
+        },
+        nvml.costs
+    );
 
     eprintln!("== timing: {} runs of each, interleaved", args.runs);
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); tools.len()];
@@ -242,7 +262,7 @@ pub fn run(args: Args) -> Result<()> {
             "MISSED"
         }
     );
-    if let Some(strace) = live::strace() {
+    if let Some(strace) = live::strace().filter(|_| !args.no_strace) {
         println!();
         println!(
             "System calls of one run, under `strace -f -y`, per GPU process ({} live):",
@@ -253,6 +273,7 @@ pub fn run(args: Args) -> Result<()> {
         println!("|---|---|---|---|---|");
         for i in [0, floor, 1] {
             let s = count_syscalls(strace, &tools[i], &env, &work, &live_pids)?;
+
             let n = live_pids.len().max(1) as f64;
             println!(
                 "| {} | {} | {:.1} | {} | {:.1} |",
@@ -291,25 +312,17 @@ fn count_syscalls(
     live::count_syscalls(&log, pids)
 }
 
-fn cargo() -> OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
-/// Cargo's target directory for the workspace at `root`.
-fn target_dir(root: &Path) -> Result<PathBuf> {
-    let out = Command::new(cargo())
-        .current_dir(root)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .stderr(Stdio::inherit())
-        .output()
-        .context("cannot run cargo metadata")?;
-    ensure!(out.status.success(), "cargo metadata failed");
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("cargo metadata printed no JSON")?;
-    let dir = meta["target_directory"]
-        .as_str()
-        .context("cargo metadata gave no target_directory")?;
-    Ok(PathBuf::from(dir))
+/// The machine in a few words: CPU model and cores.
+pub(crate) fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("unknown CPU", |(_, m)| m.trim())
+        .to_string();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{model}, {cores} cores")
 }
 
 /// Frame `frame` of the fixture alone, at time 0; with its device and GPU process counts.
@@ -339,43 +352,6 @@ fn cut_fixture(path: &Path, frame: usize) -> Result<(Fixture, usize, usize)> {
         .sum();
     let devices = f.devices.len();
     Ok((f, devices, processes))
-}
-
-/// Makes the virtualenv with [`PIP_PINS`] unless it already has them.
-fn make_venv(python: &Path, venv: &Path) -> Result<()> {
-    let stamp = venv.join("bench-oneshot-pins.txt");
-    let want = PIP_PINS.join("\n");
-    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == want) {
-        return Ok(());
-    }
-    eprintln!("== virtualenv with {}", PIP_PINS.join(" "));
-    if !venv.join("bin/python").is_file() {
-        let status = Command::new(python)
-            .arg("-m")
-            .arg("venv")
-            .arg(venv)
-            .status()
-            .with_context(|| format!("cannot run {}", python.display()))?;
-        ensure!(
-            status.success(),
-            "`{} -m venv` failed (on Debian: apt-get install python3-venv)",
-            python.display()
-        );
-    }
-    let status = Command::new(venv.join("bin/python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(PIP_PINS)
-        .status()
-        .context("cannot run pip")?;
-    ensure!(status.success(), "pip install failed");
-    std::fs::write(&stamp, want)?;
-    Ok(())
 }
 
 /// Runs each tool once with its output captured, and checks that it saw every device (and, for
@@ -602,9 +578,10 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 /// The medians as a markdown table, with each tool's wall time relative to gpuscope's.
 fn table(tools: &[Tool], runs: &[Vec<Run>]) -> String {
     let base = median(runs[0].iter().map(|r| r.wall.as_secs_f64()));
+    let base_cpu = median(runs[0].iter().map(|r| r.cpu.as_secs_f64()));
     let mut s = String::from(
-        "| command | runs | wall, median (min-max) | vs gpuscope | user+sys CPU, median | \
-         peak RSS, median |\n|---|---|---|---|---|---|\n",
+        "| command | runs | wall, median (min-max) | gpuscope / this, wall | user+sys CPU, median \
+         | gpuscope / this, CPU | peak RSS, median |\n|---|---|---|---|---|---|---|\n",
     );
     for (tool, rs) in tools.iter().zip(runs) {
         let wall = median(rs.iter().map(|r| r.wall.as_secs_f64()));
@@ -613,14 +590,15 @@ fn table(tools: &[Tool], runs: &[Vec<Run>]) -> String {
         let cpu = median(rs.iter().map(|r| r.cpu.as_secs_f64()));
         let rss = median(rs.iter().map(|r| r.max_rss_kib as f64)) / 1024.0;
         s += &format!(
-            "| {} | {} | {:.1} ms ({:.1}-{:.1}) | {:.1}x | {:.1} ms | {:.1} MiB |\n",
+            "| {} | {} | {:.1} ms ({:.1}-{:.1}) | {:.2}x | {:.1} ms | {:.2}x | {:.1} MiB |\n",
             tool.label,
             rs.len(),
             wall * 1e3,
             min.as_secs_f64() * 1e3,
             max.as_secs_f64() * 1e3,
-            wall / base,
+            base / wall,
             cpu * 1e3,
+            base_cpu / cpu.max(1e-6),
             rss,
         );
     }

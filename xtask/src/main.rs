@@ -3,6 +3,8 @@
 mod bench_export;
 mod bench_fleet;
 mod bench_oneshot;
+mod bench_setup;
+mod bench_viewer;
 mod cost_profile;
 mod import_smi;
 mod live;
@@ -36,11 +38,15 @@ enum Command {
     /// Turns `nvidia-smi -q -x` output into a one-frame fixture.
     ImportSmi(import_smi::Args),
     /// Times one-shot snapshots of gpuscope, `nvitop -1` and `gpustat --json` over the same
-    /// fake NVML library (see docs/benchmarks.md).
-    BenchOneshot(bench_oneshot::Args),
-    /// Load on `gpuscope export`: scrapes per second, latency, CPU and RSS (see
+    /// fake NVML library, each call costing a real H100's (or `--real`; see
     /// docs/benchmarks.md).
+    BenchOneshot(bench_oneshot::Args),
+    /// Load on `gpuscope export`: scrapes per second, latency, CPU and RSS, and idle CPU beside
+    /// nvitop-exporter's (see docs/benchmarks.md).
     BenchExport(bench_export::Args),
+    /// CPU of the viewers, `gpuscope top` beside `nvitop`, each in tmux at 200x60, with the
+    /// GPU idle and loaded (see docs/benchmarks.md).
+    BenchViewer(bench_viewer::Args),
     /// One refresh of the fleet view (`snapshot --prometheus`) over a synthetic fleet of 1,000
     /// hosts from a stub Prometheus: time after the answers, peak RSS (see docs/benchmarks.md).
     BenchFleet(bench_fleet::Args),
@@ -76,6 +82,7 @@ fn main() -> ExitCode {
         Command::ImportSmi(args) => import_smi::run(args),
         Command::BenchOneshot(args) => bench_oneshot::run(args),
         Command::BenchExport(args) => bench_export::run(args),
+        Command::BenchViewer(args) => bench_viewer::run(args),
         Command::BenchFleet(args) => bench_fleet::run(args),
         Command::Man { out_dir } => man::run(&out_dir),
         Command::RecordFixture(args) => record::run(args),

@@ -139,12 +139,20 @@ pub(crate) fn spend(function: &str) {
     let start = Instant::now();
     if !spend.cpu.is_zero() {
         match thread_cpu_time() {
-            Some(cpu0) => loop {
-                match thread_cpu_time() {
-                    Some(now) if now.saturating_sub(cpu0) < spend.cpu => std::hint::spin_loop(),
-                    _ => break,
+            // The thread's CPU clock is a system call to read: spin on the wall clock (read
+            // without one) for what is left, at most 50 us at a time, then ask it again.
+            Some(cpu0) => {
+                while let Some(left) = thread_cpu_time()
+                    .and_then(|now| spend.cpu.checked_sub(now.saturating_sub(cpu0)))
+                    .filter(|l| !l.is_zero())
+                {
+                    let chunk = Instant::now();
+                    let step = left.min(Duration::from_micros(50));
+                    while chunk.elapsed() < step {
+                        std::hint::spin_loop();
+                    }
                 }
-            },
+            }
             // No thread CPU clock: spin for that long on the wall clock.
             None => {
                 while start.elapsed() < spend.cpu {

@@ -46,7 +46,8 @@ pub const CALL_LOG_ENV: &str = "GPUSCOPE_FAKE_NVML_CALL_LOG";
 
 thread_local! {
     /// Set by an init or shutdown that only counted (NVML was already initialised, or is still
-    /// initialised after it): such a call costs nothing on a real driver either.
+    /// initialised after it, or was not initialised): such a call costs nothing on a real
+    /// driver either.
     static ONLY_COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -307,6 +308,8 @@ pub(crate) fn nvml_init() -> nvmlReturn_t {
 pub(crate) fn nvml_shutdown() -> nvmlReturn_t {
     let mut st = lock();
     if st.nvml_refs == 0 {
+        // Nothing to end: no cost either.
+        ONLY_COUNTED.with(|c| c.set(true));
         return ret::UNINITIALIZED;
     }
     st.nvml_refs -= 1;

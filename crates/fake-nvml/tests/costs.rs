@@ -174,6 +174,9 @@ fn init_and_shutdown_cost_when_they_start_and_end_nvml_not_when_they_count() {
     let (code, t) = time(|| nvmlShutdown());
     assert_eq!(code, OK);
     spent("the last nvmlShutdown", t);
+    let (code, t) = time(|| nvmlShutdown());
+    assert_eq!(code, ret::UNINITIALIZED);
+    free("a shutdown with nothing to end", t);
     std::env::remove_var(fake_nvml::COSTS_ENV);
 }
 
