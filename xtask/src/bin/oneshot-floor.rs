@@ -1,6 +1,7 @@
 //! The floor of a one-shot snapshot, for `cargo xtask bench-oneshot`: the same NVML calls as
-//! `gpuscope snapshot` (the recorder's snapshot: every query once per device, which
-//! `gpu_devices::Device::snapshot` is tested to match) and one read each of
+//! `gpuscope snapshot` (the versions, the count, and every static and changing query once per
+//! device, one device after another; not CUDA's order, which gpuscope's snapshot does not ask)
+//! and one read each of
 //! `/proc/PID/{stat,status,cmdline}` per GPU process, with nothing else: no device model, no
 //! user names, no output but one line of counts.
 //!
@@ -21,9 +22,24 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let snap = gpu_backend::recorder::snapshot(&backend);
+    // What `gpuscope snapshot --json` asks: the system's versions and count (not CUDA's
+    // order, which needs libcuda in a forked child: `cuInit` alone took some 250 ms on an
+    // H100), each device's static and changing answers.
+    use gpu_backend::recorder::{capture_dynamic, capture_statics_in_order};
+    use gpu_backend::GpuBackend as _;
+    let versions = (
+        backend.driver_version().is_ok(),
+        backend.nvml_version().is_ok(),
+        backend.cuda_driver_version().is_ok(),
+    );
+    let count: Answer<u32> = backend.device_count().into();
+    let statics = capture_statics_in_order(&backend, &count);
+    let dynamics: Vec<_> = statics
+        .iter()
+        .map(|(id, st)| capture_dynamic(&backend, *id, &st.num_fans))
+        .collect();
     let mut pids = BTreeSet::new();
-    for d in snap.dynamics.values() {
+    for d in &dynamics {
         for list in [&d.compute_processes, &d.graphics_processes] {
             if let Answer::Ok(ps) = list {
                 pids.extend(ps.iter().map(|p| p.pid));
@@ -41,8 +57,8 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "{} devices, {} GPU processes, {bytes} bytes of /proc read",
-        snap.statics.len(),
+        "{} devices, {} GPU processes, {bytes} bytes of /proc read, versions read: {versions:?}",
+        statics.len(),
         pids.len()
     );
     ExitCode::SUCCESS
