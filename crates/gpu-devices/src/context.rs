@@ -668,6 +668,17 @@ impl Context {
                 }
             }
         });
+        // A device that fails where it answered before (lost, fallen off the bus) is asked
+        // again what it said it does not have: its answers now are those failures.
+        let troubled = !settled.is_empty()
+            && DeviceDynamic::FIELDS
+                .iter()
+                .any(|(f, q)| is_due(q) && !is_settled(f) && kept.answers.fails_hard(f));
+        if troubled {
+            kept.answers.refresh_where(b, id, fans, &|q, f| {
+                is_settled(f) && plan.cadence(q) != Cadence::Never
+            });
+        }
         for q in due_now {
             kept.asked_at.insert(q, now);
         }
