@@ -154,8 +154,13 @@ fn the_exporter_asks_energy_and_pcie_throughput_every_10_s_not_every_interval() 
     }
     // Two jobs on the GPU: their utilization every 5 s, so once in this short run.
     assert_eq!(count(&calls, "nvmlDeviceGetProcessUtilization"), 1);
-    // The H100 has no fans: asked once, not at each refresh.
+    // The H100 has no fans and no NVLink: asked once, not at each refresh.
     assert_eq!(count(&calls, "nvmlDeviceGetFanSpeed"), 1);
+    assert_eq!(
+        count(&calls, "nvmlDeviceGetNvLinkErrorCounter"),
+        18,
+        "each link once"
+    );
     // What the exporter exports of them: the answer asked at the first refresh.
     assert!(
         scrape
