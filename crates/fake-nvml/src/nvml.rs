@@ -1350,6 +1350,9 @@ mod event_sets {
         kinds: BTreeMap<DeviceId, u64>,
         /// The time of the newest event delivered, per device.
         delivered: HashMap<DeviceId, u64>,
+        /// Per device, the recorded time up to which every event has been looked at and none
+        /// of a registered kind was left: a wait looks only at newer ones.
+        scanned: HashMap<DeviceId, u64>,
     }
 
     #[derive(Default)]
@@ -1396,12 +1399,19 @@ mod event_sets {
             // The frame may change while waiting (wall clock, or a test stepping it).
             let (b, time) = state::nvml_served().ok_or(Code(ret::UNINITIALIZED))?;
             let now = time.recorded_now();
+            let left_us = u64::try_from(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_micros(),
+            )
+            .unwrap_or(u64::MAX);
             let mut next_due: Option<u64> = None;
             let found = with(|sets| -> Result<_, Code> {
                 let set = sets.live.get_mut(&(set as usize)).ok_or(INVALID)?;
                 let mut oldest: Option<(DeviceId, gpu_backend::GpuEvent)> = None;
                 for (&id, &kinds) in &set.kinds {
                     let since = set.delivered.get(&id).copied().unwrap_or(0);
+                    let since = since.max(set.scanned.get(&id).copied().unwrap_or(0));
                     let events = match now {
                         Some(now) => b.events_until(id, since, now),
                         None => b.events(id, since),
@@ -1413,11 +1423,18 @@ mod event_sets {
                         if oldest.is_none_or(|(_, o)| e.timestamp_us < o.timestamp_us) {
                             oldest = Some((id, e));
                         }
-                    } else if now.is_some() {
-                        // Nothing yet: when the device's next event is due (of any kind; a
-                        // kind not registered only wakes the wait once more).
-                        let last = now.unwrap_or(0).max(since);
-                        if let Some(t) = b.next_event_after(id, last) {
+                    } else if let Some(now) = now {
+                        // Nothing yet: none of these is looked at again, and the wait sleeps
+                        // until the device's next event of a registered kind within the
+                        // wait's time (a power-capped GPU sends dozens of clock events a second
+                        // that a listener for health events never wakes for, as in NVML).
+                        let last = now.max(since);
+                        set.scanned.insert(id, last);
+                        let ahead = b
+                            .events_until(id, last, last.saturating_add(left_us))
+                            .unwrap_or_default();
+                        if let Some(e) = ahead.iter().find(|e| kinds & e.kind.nvml_bit() != 0) {
+                            let t = e.timestamp_us;
                             next_due = Some(next_due.map_or(t, |n| n.min(t)));
                         }
                     }
