@@ -679,10 +679,22 @@ impl Context {
                 is_settled(f) && plan.cadence(q) != Cadence::Never
             });
         }
-        for q in due_now {
+        for &q in &due_now {
             kept.asked_at.insert(q, now);
         }
-        kept.settled = kept.answers.settled_fields();
+        // Settled: what answered now, or before, that the device does not have it; a field not
+        // asked (never, or not yet due) keeps no claim on being settled.
+        let asked = |f: &str| {
+            DeviceDynamic::FIELDS
+                .iter()
+                .any(|(field, q)| *field == f && is_due(q))
+        };
+        kept.settled = kept
+            .answers
+            .settled_fields()
+            .into_iter()
+            .filter(|f| is_settled(f) || asked(f))
+            .collect();
         let out = kept.answers.clone();
         lock(&self.inner.kept).insert(id, kept);
         out

@@ -52,6 +52,12 @@ pub const DOCTOR_EVENTS_FOR: DurationBounds = DurationBounds {
     max: Duration::from_secs(60),
 };
 
+/// `info --gpm-window`: 0 (one GPM sample) to 5 seconds.
+pub const INFO_GPM_WINDOW: DurationBounds = DurationBounds {
+    min: Duration::ZERO,
+    max: Duration::from_secs(5),
+};
+
 /// `doctor --repeat`: 1 to 100 calls of each query on each device.
 pub const DOCTOR_REPEAT: (u64, u64) = (1, 100);
 

@@ -4,7 +4,9 @@
 
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
+use std::time::Duration;
 
+use gpu_backend::Architecture;
 use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::{Device, DeviceSnapshot, Na, Section};
 use gpu_processes::Snapshots;
@@ -27,6 +29,12 @@ pub struct Args {
     /// docs/info-json.md).
     #[arg(long)]
     json: bool,
+
+    /// GPM (Hopper and newer) measures activity between two samples: take the first this long
+    /// before the one shown, so that ACTIVITY is the activity over that time (0: take one,
+    /// and ACTIVITY is N/A). At most 5s.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = crate::args::duration(crate::args::INFO_GPM_WINDOW))]
+    gpm_window: Duration,
 }
 
 /// Which device(s) to show.
@@ -83,6 +91,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .map_err(|e| UsageError(e.to_string()))?]
         }
     };
+    if !args.gpm_window.is_zero() {
+        first_gpm_sample(&src.collector, &devices, args.gpm_window);
+    }
     if args.json {
         let view = crate::snapshot::take_devices(&src.collector, src.label, &devices);
         return crate::write_stdout(&(serde_json::to_string_pretty(&view)? + "\n"));
@@ -339,13 +350,44 @@ fn render_config(out: &mut String, c: &crate::snapshot::ConfigView) {
     let _ = writeln!(out);
 }
 
-/// The ACTIVITY section: GPM metrics since the previous refresh; N/A where GPM cannot tell.
+/// Takes the first of the two GPM samples that `info`'s ACTIVITY measures between, `window`
+/// before the refresh shown: a refresh of `devices` that asks GPM only (the backend keeps the
+/// sample), then a sleep. A GPU without GPM answers at once that it has none.
+fn first_gpm_sample(
+    collector: &gpu_processes::ProcessCollector,
+    devices: &[Device],
+    window: Duration,
+) {
+    let ctx = collector.context();
+    let only_gpm: Vec<&'static str> = gpu_backend::fixture::DeviceDynamic::FIELDS
+        .iter()
+        .map(|(_, q)| *q)
+        .filter(|q| *q != "gpm_metrics")
+        .collect();
+    let everything = ctx.query_plan();
+    ctx.set_query_plan(gpu_devices::QueryPlan::everything().without(&only_gpm));
+    for d in devices {
+        d.snapshot();
+    }
+    ctx.set_query_plan((*everything).clone());
+    std::thread::sleep(window);
+}
+
+/// The ACTIVITY section: GPM metrics over `--gpm-window`; N/A where GPM cannot tell, with why.
 fn render_activity(out: &mut String, d: &DeviceSnapshot) {
     let _ = writeln!(out, "ACTIVITY (GPM):");
     let Some(m) = d.gpm.value() else {
+        let gpm_generation = matches!(
+            d.architecture.value(),
+            Some(Architecture::Hopper | Architecture::Blackwell | Architecture::Unknown(_))
+        );
         let why = match &d.gpm {
             Na::Failed(e) => format!("N/A ({e})"),
-            _ => "N/A".to_string(),
+            _ if gpm_generation => "N/A (GPM measures activity between two samples, and there \
+                 is only one so far: `--gpm-window` sets the time between them; `gpuscope top` \
+                 and `export` show it as they run)"
+                .to_string(),
+            _ => "N/A (no GPM on this GPU: it needs Hopper or newer)".to_string(),
         };
         let _ = writeln!(out, "    {why}");
         let _ = writeln!(out);

@@ -169,3 +169,45 @@ fn the_exporter_asks_energy_and_pcie_throughput_every_10_s_not_every_interval() 
         "the energy counter is exported"
     );
 }
+
+#[test]
+fn info_measures_gpm_over_its_window_and_says_why_not_without_one() {
+    // The real H100 through fake-nvml, a frame with its matmul job running.
+    let activity = |window: &str| -> String {
+        let (_dir, nvml) = fake_nvml();
+        let out = cli::command(&["info", "0", "--nvml-lib", &nvml, "--gpm-window", window])
+            .env(fake_nvml::FIXTURE_ENV, export_support::fixture("h100-real"))
+            .env(fake_nvml::FRAME_ENV, "30")
+            .output()
+            .expect("gpuscope runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).expect("UTF-8");
+        let at = text.find("ACTIVITY (GPM):").expect("an ACTIVITY section");
+        text[at..]
+            .lines()
+            .nth(1)
+            .expect("a line")
+            .trim()
+            .to_string()
+    };
+    let measured = activity("50ms");
+    assert!(measured.starts_with("SM "), "{measured}");
+    assert!(
+        measured.contains("active") && measured.contains('%'),
+        "{measured}"
+    );
+    let one_sample = activity("0");
+    assert!(
+        one_sample.starts_with("N/A (GPM measures activity between two samples"),
+        "{one_sample}"
+    );
+    // Bounded: more than 5 s is a usage error.
+    let out = cli::command(&["info", "--demo", "--gpm-window", "6s"])
+        .output()
+        .expect("gpuscope runs");
+    assert_eq!(out.status.code(), Some(2));
+}
