@@ -159,7 +159,9 @@ impl DeviceSnapshot {
                 )?;
                 let bar = |v: Na<u32>| utilization_bar(v.into_option().map(f64::from));
                 writeln!(f, "    Graphics    : {}", bar(self.gpu_utilization()))?;
-                writeln!(f, "    Memory      : {}", bar(self.memory_utilization()))?;
+                // Memory bandwidth (time memory was read or written), not memory used, which
+                // the MEMORY section shows: named apart (issue 25).
+                writeln!(f, "    Memory BW   : {}", bar(self.memory_utilization()))?;
                 writeln!(f, "    Fan         : {}", bar(self.fan_speed.clone()))
             }
             Section::Pci => {

@@ -316,8 +316,8 @@ fn explain_named(s: &Selection, criteria: &Criteria, names: &[String]) -> String
         .max(6);
     let _ = writeln!(
         out,
-        "{:<width$} {:>11} {:>11} {:>4} {:>4}  verdict",
-        "device", "free", "total", "gpu", "mem"
+        "{:<width$} {:>11} {:>11} {:>4} {:>6}  verdict",
+        "device", "free", "total", "gpu", "mem-bw"
     );
     for (pos, c) in s.candidates.iter().enumerate() {
         let rank = s.selected.iter().position(|&i| i == pos);
@@ -325,7 +325,7 @@ fn explain_named(s: &Selection, criteria: &Criteria, names: &[String]) -> String
         let pct = |v: Option<u32>| v.map_or_else(|| "N/A".to_string(), |v| format!("{v}%"));
         let _ = writeln!(
             out,
-            "{:<width$} {:>11} {:>11} {:>4} {:>4}  {}",
+            "{:<width$} {:>11} {:>11} {:>4} {:>6}  {}",
             names.get(pos).cloned().unwrap_or_else(|| c.id.to_string()),
             bytes(c.memory_free),
             bytes(c.memory_total),
