@@ -205,12 +205,9 @@ struct Fake {
 }
 
 fn fake() -> Fake {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_gpuscope"));
-    let lib = fake_nvml::find_cdylib(&exe).expect("fake-nvml's cdylib, built as a dev-dependency");
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let installed = fake_nvml::install(&lib, &dir.path().join("lib")).expect("install fake-nvml");
+    let (dir, nvml) = cli::install_fake_nvml();
     Fake {
-        nvml: installed.nvml,
+        nvml,
         root: dir.path().to_path_buf(),
         _dir: dir,
     }

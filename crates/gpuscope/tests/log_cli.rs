@@ -299,39 +299,11 @@ fn under_systemd_lines_carry_the_journal_priority_and_no_time_of_their_own() {
     );
 }
 
-/// An NVML function without its version: a query that falls back from `_v3` to `_v2` is
-/// logged under the function the query table names.
-fn unversioned(function: &str) -> String {
-    match function.rsplit_once("_v") {
-        Some((base, v)) if v.bytes().all(|b| b.is_ascii_digit()) => base.to_string(),
-        _ => function.to_string(),
-    }
-}
-
-/// How many calls of each NVML function (its versions as one) fake-nvml served, from its call log
-/// (`fake-nvml served FUNCTION device=D return=CODE`), and how many of them succeeded.
-fn served_calls(text: &str) -> HashMap<String, (usize, usize)> {
-    let mut calls: HashMap<String, (usize, usize)> = HashMap::new();
-    for line in text.lines() {
-        let rest = line
-            .strip_prefix("fake-nvml served ")
-            .unwrap_or_else(|| panic!("not a served call: {line}"));
-        let function = unversioned(rest.split(' ').next().expect("a function"));
-        let entry = calls.entry(function).or_default();
-        entry.0 += 1;
-        entry.1 += usize::from(rest.ends_with(" return=0"));
-    }
-    calls
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn vv_logs_every_nvml_function_fake_nvml_served_with_its_time_and_result() {
-    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_gpuscope"));
-    let lib = fake_nvml::find_cdylib(&exe).expect("fake-nvml's cdylib, built as a dev-dependency");
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let installed = fake_nvml::install(&lib, &dir.path().join("lib")).expect("install fake-nvml");
-    let nvml = installed.nvml.to_str().expect("a UTF-8 path");
+    let (dir, nvml) = cli::install_fake_nvml();
+    let nvml = nvml.to_str().expect("a UTF-8 path");
     let served_log = dir.path().join("served.log");
     for fixture in ["h100-mig", "old-driver", "h100-real"] {
         let _ = std::fs::remove_file(&served_log);
@@ -346,7 +318,8 @@ fn vv_logs_every_nvml_function_fake_nvml_served_with_its_time_and_result() {
                 .expect("gpuscope runs")
         };
         let (_, log) = ok(&run(&["-vv"]));
-        let served = served_calls(&std::fs::read_to_string(&served_log).expect("served calls"));
+        let served =
+            cli::served_calls(&std::fs::read_to_string(&served_log).expect("served calls"));
         let calls = events(&log, "call");
         // Each call's line: by function, how many, and how many answered.
         let mut logged: HashMap<String, (usize, usize)> = HashMap::new();
@@ -362,7 +335,7 @@ fn vv_logs_every_nvml_function_fake_nvml_served_with_its_time_and_result() {
                 // `events`, which reads the listener's buffer, not NVML.
                 continue;
             }
-            let entry = logged.entry(unversioned(&fields["nvml"])).or_default();
+            let entry = logged.entry(cli::unversioned(&fields["nvml"])).or_default();
             entry.0 += 1;
             entry.1 += usize::from(fields.contains_key("answer"));
         }
@@ -385,7 +358,7 @@ fn vv_logs_every_nvml_function_fake_nvml_served_with_its_time_and_result() {
         let (_, quiet) = ok(&run(&[]));
         assert_eq!(quiet, "", "{fixture}: nothing logged by default");
         let quiet_served =
-            served_calls(&std::fs::read_to_string(&served_log).expect("served calls"));
+            cli::served_calls(&std::fs::read_to_string(&served_log).expect("served calls"));
         // The logged run waits for the event listener to end (its last wait, freeing the set,
         // `nvmlShutdown`), which a quiet one-shot command leaves to the exit.
         for function in quiet_served.keys() {

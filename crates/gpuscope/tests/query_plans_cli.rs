@@ -8,46 +8,31 @@
 mod export_support;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use export_support::{cli, Exporter};
 
 /// fake-nvml installed in a temporary directory: (the directory, the library's path).
 fn fake_nvml() -> (tempfile::TempDir, String) {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_gpuscope"));
-    let lib = fake_nvml::find_cdylib(&exe).expect("fake-nvml's cdylib, built as a dev-dependency");
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let installed = fake_nvml::install(&lib, &dir.path().join("lib")).expect("install fake-nvml");
-    let nvml = installed.nvml.to_str().expect("a UTF-8 path").to_string();
+    let (dir, nvml) = cli::install_fake_nvml();
+    let nvml = nvml.to_str().expect("a UTF-8 path").to_string();
     (dir, nvml)
 }
 
-/// Calls served per NVML function (versions as one), from fake-nvml's call log.
-fn served(log: &Path) -> HashMap<String, usize> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut calls = HashMap::new();
-    for line in text.lines() {
-        let rest = line
-            .strip_prefix("fake-nvml served ")
-            .unwrap_or_else(|| panic!("not a served call: {line}"));
-        let function = rest.split(' ').next().expect("a function");
-        let base = match function.rsplit_once("_v") {
-            Some((base, v)) if v.bytes().all(|b| b.is_ascii_digit()) => base,
-            _ => function,
-        };
-        *calls.entry(base.to_string()).or_default() += 1;
-    }
-    calls
+/// Calls served per NVML function (versions as one), from fake-nvml's call log: nothing yet
+/// when there is no log yet.
+fn served(log: &Path) -> HashMap<String, (usize, usize)> {
+    cli::served_calls(&std::fs::read_to_string(log).unwrap_or_default())
 }
 
-fn count(calls: &HashMap<String, usize>, function: &str) -> usize {
-    calls.get(function).copied().unwrap_or(0)
+fn count(calls: &HashMap<String, (usize, usize)>, function: &str) -> usize {
+    calls.get(function).map_or(0, |&(served, _)| served)
 }
 
 /// Runs `args` over the real H100 recording at a frame where two jobs are on the GPU, with
 /// fake-nvml's call log; the calls it served.
-fn one_shot(args: &[&str]) -> HashMap<String, usize> {
+fn one_shot(args: &[&str]) -> HashMap<String, (usize, usize)> {
     let (dir, nvml) = fake_nvml();
     let log = dir.path().join("served.log");
     let mut all = args.to_vec();

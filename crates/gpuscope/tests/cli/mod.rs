@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -60,4 +62,39 @@ pub fn json(command: &mut Command) -> Value {
 /// The path of the scenario fixture `fixtures/<stem>.json`, as an argument.
 pub fn fixture(stem: &str) -> String {
     format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// fake-nvml installed as `libnvidia-ml.so.1` in a temporary directory of the caller's own:
+/// the directory (removed when dropped; a test may put its own files in it) and the library.
+pub fn install_fake_nvml() -> (tempfile::TempDir, PathBuf) {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_gpuscope"));
+    let lib = fake_nvml::find_cdylib(&exe).expect("fake-nvml's cdylib, built as a dev-dependency");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let installed = fake_nvml::install(&lib, &dir.path().join("lib")).expect("install fake-nvml");
+    (dir, installed.nvml)
+}
+
+/// An NVML function without its version: a query that falls back from `_v3` to `_v2` is
+/// logged under the function the query table names.
+pub fn unversioned(function: &str) -> String {
+    match function.rsplit_once("_v") {
+        Some((base, v)) if v.bytes().all(|b| b.is_ascii_digit()) => base.to_string(),
+        _ => function.to_string(),
+    }
+}
+
+/// How many calls of each NVML function (its versions as one) fake-nvml served, from its call log
+/// (`fake-nvml served FUNCTION device=D return=CODE`), and how many of them succeeded.
+pub fn served_calls(text: &str) -> HashMap<String, (usize, usize)> {
+    let mut calls: HashMap<String, (usize, usize)> = HashMap::new();
+    for line in text.lines() {
+        let rest = line
+            .strip_prefix("fake-nvml served ")
+            .unwrap_or_else(|| panic!("not a served call: {line}"));
+        let function = unversioned(rest.split(' ').next().expect("a function"));
+        let entry = calls.entry(function).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(rest.ends_with(" return=0"));
+    }
+    calls
 }
