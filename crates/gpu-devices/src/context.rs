@@ -671,9 +671,11 @@ impl Context {
         // A device that fails where it answered before (lost, fallen off the bus) is asked
         // again what it said it does not have: its answers now are those failures.
         let troubled = !settled.is_empty()
-            && DeviceDynamic::FIELDS
+            && kept
+                .answers
+                .hard_failures()
                 .iter()
-                .any(|(f, q)| is_due(q) && !is_settled(f) && kept.answers.fails_hard(f));
+                .any(|(f, q)| is_due(q) && !is_settled(f));
         if troubled {
             kept.answers.refresh_where(b, id, fans, &|q, f| {
                 is_settled(f) && plan.cadence(q) != Cadence::Never
