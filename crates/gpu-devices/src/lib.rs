@@ -12,6 +12,7 @@ pub mod plan;
 pub mod snapshot;
 pub mod text;
 pub mod units;
+pub mod vocabulary;
 
 use std::sync::Mutex;
 

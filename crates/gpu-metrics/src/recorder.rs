@@ -46,7 +46,7 @@ impl DeviceMetric {
         match self {
             DeviceMetric::MemoryUsed => "memory used",
             DeviceMetric::GpuUtilization => "gpu utilization",
-            DeviceMetric::MemoryUtilization => "memory utilization",
+            DeviceMetric::MemoryUtilization => "memory bandwidth utilization",
             DeviceMetric::Temperature => "temperature",
             DeviceMetric::PowerUsage => "power usage",
         }
@@ -57,7 +57,7 @@ impl DeviceMetric {
         match self {
             DeviceMetric::MemoryUsed => "Memory used",
             DeviceMetric::GpuUtilization => "GPU utilization",
-            DeviceMetric::MemoryUtilization => "Memory utilization",
+            DeviceMetric::MemoryUtilization => "Memory bandwidth utilization",
             DeviceMetric::Temperature => "Temperature",
             DeviceMetric::PowerUsage => "Power draw",
         }
@@ -99,20 +99,51 @@ impl DeviceMetric {
     }
 }
 
+impl DeviceMetric {
+    /// Every metric a recorder can record.
+    pub const ALL: [DeviceMetric; 5] = [
+        DeviceMetric::MemoryUsed,
+        DeviceMetric::GpuUtilization,
+        DeviceMetric::MemoryUtilization,
+        DeviceMetric::Temperature,
+        DeviceMetric::PowerUsage,
+    ];
+
+    /// The metric in gpuscope's one vocabulary ([`gpu_devices::vocabulary`]): its canonical
+    /// name (`memory.used`) and the other names it goes by.
+    pub fn vocabulary(self) -> &'static gpu_devices::vocabulary::Metric {
+        let canonical = match self {
+            DeviceMetric::MemoryUsed => "memory.used",
+            DeviceMetric::GpuUtilization => "utilization.gpu",
+            DeviceMetric::MemoryUtilization => "utilization.memory",
+            DeviceMetric::Temperature => "temperature.gpu",
+            DeviceMetric::PowerUsage => "power.draw",
+        };
+        gpu_devices::vocabulary::find(canonical).expect("declared in the vocabulary")
+    }
+}
+
+/// Any name of the metric in the vocabulary: canonical (`memory.used`, nvidia-smi's) or another
+/// (`memory_used`, nvitop's and the files' name), ASCII case ignored.
 impl std::str::FromStr for DeviceMetric {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let all = [
-            DeviceMetric::MemoryUsed,
-            DeviceMetric::GpuUtilization,
-            DeviceMetric::MemoryUtilization,
-            DeviceMetric::Temperature,
-            DeviceMetric::PowerUsage,
-        ];
-        all.into_iter().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<_> = all.iter().map(|m| m.name()).collect();
-            format!("unknown metric {s:?}: expected one of {}", names.join(", "))
-        })
+        DeviceMetric::ALL
+            .into_iter()
+            .find(|m| m.vocabulary().is_named(s))
+            .ok_or_else(|| {
+                let names: Vec<_> = DeviceMetric::ALL
+                    .iter()
+                    .map(|m| format!("{} ({})", m.vocabulary().name, m.name()))
+                    .collect();
+                let known = gpu_devices::vocabulary::find(s)
+                    .map(|m| format!(" ({} is a metric, but not one a recording samples)", m.name))
+                    .unwrap_or_default();
+                format!(
+                    "unknown metric {s:?}{known}: expected one of {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 

@@ -1,0 +1,252 @@
+//! One name for each metric, across every command and output.
+//!
+//! A metric that more than one place shows (a `--query` field, a `record --metric`, a key of the
+//! snapshot JSON, a family of the Prometheus exporter, a column of a screen) is declared here
+//! once: its canonical name, which is nvidia-smi's `--query-gpu` name where nvidia-smi has one
+//! (`memory.used`, `utilization.gpu`, `clocks.current.sm`), the other names every command
+//! accepts for it (nvidia-smi's short forms such as `clocks.sm`, nvitop's and gpulink's
+//! attribute names such as `memory_used`), its unit as shown, what it means, its key in
+//! `snapshot --json` and its family in `gpuscope export`. Consumers look names up with
+//! [`find`], so `record --metric memory.used`, `--metric memory_used` and `--query memory.used`
+//! name the same thing.
+//!
+//! "Memory" alone never names a utilization: nvidia-smi's `utilization.memory` is the memory
+//! *bandwidth* utilization (how busy the memory controller was), and is shown as "memory
+//! bandwidth" wherever gpuscope writes words; the memory *used* is `memory.used`.
+//!
+//! ```
+//! use gpu_devices::vocabulary;
+//!
+//! let m = vocabulary::find("memory_used").unwrap();
+//! assert_eq!(m.name, "memory.used");
+//! assert_eq!(m.exporter, Some("gpuscope_device_memory_used_bytes"));
+//! assert_eq!(vocabulary::find("CLOCKS.SM").unwrap().name, "clocks.current.sm");
+//! assert!(vocabulary::find("memory").is_none(), "ambiguous: used or bandwidth?");
+//! ```
+
+/// One metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    /// The canonical name: nvidia-smi's `--query-gpu` name where it has one.
+    pub name: &'static str,
+    /// Other names accepted for it, by every command that takes a metric name.
+    pub aliases: &'static [&'static str],
+    /// The unit a person is shown (`MiB`, `%`, `W`, `°C`, `MHz`); empty for none.
+    pub unit: &'static str,
+    /// What it is, in a few words.
+    pub help: &'static str,
+    /// Its key in each device of `snapshot --json` (docs/snapshot-json.md), where it has one.
+    pub json: Option<&'static str>,
+    /// Its family in `gpuscope export` (docs/exporter.md), where it has one.
+    pub exporter: Option<&'static str>,
+}
+
+impl Metric {
+    /// Whether `name` names this metric: the canonical name or an alias, ASCII case ignored.
+    pub fn is_named(&self, name: &str) -> bool {
+        let name = name.trim();
+        self.name.eq_ignore_ascii_case(name)
+            || self.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+    }
+
+    /// Every name of the metric, the canonical first.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.name).chain(self.aliases.iter().copied())
+    }
+}
+
+const fn metric(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    unit: &'static str,
+    help: &'static str,
+    json: Option<&'static str>,
+    exporter: Option<&'static str>,
+) -> Metric {
+    Metric {
+        name,
+        aliases,
+        unit,
+        help,
+        json,
+        exporter,
+    }
+}
+
+/// Every metric, in the order docs/cli.md lists them.
+pub const METRICS: &[Metric] = &[
+    metric(
+        "memory.used",
+        &["memory_used", "mem.used", "used_memory"],
+        "MiB",
+        "frame-buffer memory in use (reserved memory not counted, as nvidia-smi)",
+        Some("memory_used_bytes"),
+        Some("gpuscope_device_memory_used_bytes"),
+    ),
+    metric(
+        "memory.free",
+        &["memory_free", "mem.free", "free_memory"],
+        "MiB",
+        "frame-buffer memory free",
+        Some("memory_free_bytes"),
+        Some("gpuscope_device_memory_free_bytes"),
+    ),
+    metric(
+        "memory.total",
+        &["memory_total", "mem.total", "total_memory"],
+        "MiB",
+        "frame-buffer memory in all",
+        Some("memory_total_bytes"),
+        Some("gpuscope_device_memory_total_bytes"),
+    ),
+    metric(
+        "memory.reserved",
+        &["memory_reserved"],
+        "MiB",
+        "frame-buffer memory the driver reserves",
+        Some("memory_reserved_bytes"),
+        None,
+    ),
+    metric(
+        "utilization.gpu",
+        &["gpu_utilization", "gpu_util", "util.gpu"],
+        "%",
+        "time a kernel ran, over the driver's last sample period",
+        Some("gpu_utilization_percent"),
+        Some("gpuscope_device_utilization_ratio"),
+    ),
+    metric(
+        "utilization.memory",
+        &[
+            "memory_utilization",
+            "memory_bandwidth_utilization",
+            "mem-bw",
+            "util.memory",
+        ],
+        "%",
+        "memory bandwidth utilization: time the memory was read or written (not memory used)",
+        Some("memory_utilization_percent"),
+        Some("gpuscope_device_memory_bandwidth_utilization_ratio"),
+    ),
+    metric(
+        "utilization.encoder",
+        &["encoder_utilization", "utilization.enc"],
+        "%",
+        "video encoder utilization",
+        Some("encoder_utilization_percent"),
+        Some("gpuscope_device_encoder_utilization_ratio"),
+    ),
+    metric(
+        "utilization.decoder",
+        &["decoder_utilization", "utilization.dec"],
+        "%",
+        "video decoder utilization",
+        Some("decoder_utilization_percent"),
+        Some("gpuscope_device_decoder_utilization_ratio"),
+    ),
+    metric(
+        "temperature.gpu",
+        &["temperature", "gpu_temperature", "temp"],
+        "°C",
+        "GPU core temperature",
+        Some("temperature_celsius"),
+        Some("gpuscope_device_temperature_celsius"),
+    ),
+    metric(
+        "temperature.memory",
+        &["memory_temperature"],
+        "°C",
+        "HBM temperature",
+        None,
+        Some("gpuscope_device_memory_temperature_celsius"),
+    ),
+    metric(
+        "power.draw",
+        &["power_usage", "power.draw.instant", "power"],
+        "W",
+        "power drawn by the board",
+        Some("power_usage_watts"),
+        Some("gpuscope_device_power_usage_watts"),
+    ),
+    metric(
+        "power.limit",
+        &[
+            "power_limit",
+            "enforced.power.limit",
+            "power.limit.enforced",
+        ],
+        "W",
+        "the power limit the driver enforces",
+        Some("power_limit_watts"),
+        Some("gpuscope_device_power_limit_watts"),
+    ),
+    metric(
+        "fan.speed",
+        &["fan_speed"],
+        "%",
+        "intended fan speed, percent of the maximum",
+        Some("fan_speed_percent"),
+        Some("gpuscope_device_fan_speed_ratio"),
+    ),
+    metric(
+        "clocks.current.sm",
+        &["clocks.sm", "sm_clock"],
+        "MHz",
+        "streaming multiprocessor clock",
+        Some("sm_clock_mhz"),
+        Some("gpuscope_device_clock_hertz"),
+    ),
+    metric(
+        "clocks.current.graphics",
+        &["clocks.gr", "graphics_clock"],
+        "MHz",
+        "graphics clock",
+        Some("graphics_clock_mhz"),
+        Some("gpuscope_device_clock_hertz"),
+    ),
+    metric(
+        "clocks.current.memory",
+        &["clocks.mem", "memory_clock"],
+        "MHz",
+        "memory clock",
+        Some("memory_clock_mhz"),
+        Some("gpuscope_device_clock_hertz"),
+    ),
+    metric(
+        "pstate",
+        &["performance_state"],
+        "",
+        "performance state, P0 (fastest) to P15",
+        Some("performance_state"),
+        Some("gpuscope_device_performance_state"),
+    ),
+];
+
+/// The metric `name` names (canonical or alias, ASCII case ignored), if any.
+pub fn find(name: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|m| m.is_named(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_name_names_two_metrics() {
+        let mut seen = std::collections::BTreeMap::new();
+        for m in METRICS {
+            for n in m.names() {
+                if let Some(other) = seen.insert(n.to_ascii_lowercase(), m.name) {
+                    panic!("{n} names both {other} and {}", m.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn memory_alone_names_nothing() {
+        for n in ["memory", "mem", "Memory"] {
+            assert!(find(n).is_none(), "{n}");
+        }
+    }
+}
