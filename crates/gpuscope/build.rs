@@ -1,4 +1,4 @@
-//! Compresses the recordings built into gpuscope (`--demo` and `--demo h100-real`): gzip keeps
+//! Compresses the recordings built into gpuscope (`--demo`, `--demo h100-real`, `--demo h200-real`): gzip keeps
 //! about a twentieth of the 8-GPU scenario's 3.8 MB, which keeps the binary, the container image
 //! (at most 20 MB with its libraries) and the package small. The files in `demo/` link to the
 //! fixtures in `fixtures/`, so the packaged crate carries the files themselves.
@@ -7,9 +7,10 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 /// Each built-in recording and the name of its gzipped copy in `OUT_DIR`.
-const DEMOS: [(&str, &str); 2] = [
+const DEMOS: [(&str, &str); 3] = [
     ("demo/h100-sxm-8gpu.json", "demo.json.gz"),
     ("demo/h100-real.json", "h100-real.json.gz"),
+    ("demo/h200-real.json", "h200-real.json.gz"),
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

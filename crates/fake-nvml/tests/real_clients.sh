@@ -2,6 +2,8 @@
 # Real NVML clients against every fixture: installs the fake libnvidia-ml.so.1 in a temporary
 # directory, makes a throwaway virtualenv with pinned pynvml (nvidia-ml-py) and nvitop, and runs
 # real_clients.py, which checks that both report what each fixtures/*.json holds; then
+# gpustat_stat.py, which checks that `gpuscope stat --json` (the gpustat front door, the debug
+# build in the target directory or $GPUSCOPE_BIN) prints what pinned gpustat prints; then
 # nvitop_sm.py, which checks nvitop's %SM over the real H100 recording (fake-nvml's replay
 # clock). Without fixture arguments it also runs the real-hardware differential
 # (real_hardware.py): pynvml over the real H100 recording must answer as the real driver did.
@@ -22,7 +24,7 @@
 set -euo pipefail
 
 # The client versions this check was written and tested against.
-PINS=(nvidia-ml-py==13.615.71 nvitop==1.7.2)
+PINS=(nvidia-ml-py==13.615.71 nvitop==1.7.2 gpustat==1.1.1)
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -86,6 +88,13 @@ if [ $# -eq 0 ]; then
 fi
 echo "== pynvml and nvitop over $# fixtures"
 "$venv/bin/python" "$here/real_clients.py" --lib-dir "$work/lib" "$@"
+echo "== gpustat --json against gpuscope stat --json (the gpustat front door) over $# fixtures"
+gpuscope_bin="${GPUSCOPE_BIN:-$target_dir/debug/gpuscope}"
+if [ ! -x "$gpuscope_bin" ]; then
+    cargo build --quiet --locked -p gpuscope
+fi
+"$venv/bin/python" "$here/gpustat_stat.py" --lib-dir "$work/lib" --gpustat "$venv/bin/gpustat" \
+    --gpuscope "$gpuscope_bin" "$@"
 echo "== nvitop's %SM over the real H100 recording, at frame 30"
 "$venv/bin/python" "$here/nvitop_sm.py" --lib-dir "$work/lib"
 

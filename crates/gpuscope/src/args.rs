@@ -13,6 +13,107 @@
 use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::time::Duration;
 
+/// `--color WHEN` with nvitop's and gpustat's spellings beside it (`--no-color`, `--force-color`):
+/// one colour option, the same in every command that colours.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ColorArgs {
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: ColorWhen,
+
+    /// The same as --color never (nvitop's and gpustat's spelling).
+    #[arg(long, conflicts_with_all = ["force_color"])]
+    pub no_color: bool,
+
+    /// The same as --color always, even when NO_COLOR is set (nvitop's and gpustat's spelling).
+    #[arg(long)]
+    pub force_color: bool,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorArgs {
+    /// What was asked, the spellings folded into one: `--force-color` is `always`,
+    /// `--no-color` is `never`, else `--color`.
+    pub fn when(&self) -> ColorWhen {
+        if self.force_color {
+            ColorWhen::Always
+        } else if self.no_color {
+            ColorWhen::Never
+        } else {
+            self.color
+        }
+    }
+
+    /// Whether to colour output that goes to a terminal when `on_terminal`: `auto` colours
+    /// there unless NO_COLOR is set (to anything but the empty string).
+    pub fn colour(&self, on_terminal: bool) -> bool {
+        match self.when() {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => {
+                on_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+/// `--only IDS` (`-o`), the same in every command that shows devices: keeps the items whose
+/// device a given id names: a GPU id (`3`) names the GPU and its MIG devices, a MIG id (`3:1`)
+/// that one device. An id that names none is a usage error listing the ids there are.
+pub fn keep_only<T>(
+    only: &[String],
+    items: Vec<T>,
+    id: impl Fn(&T) -> gpu_backend::DeviceId,
+) -> Result<Vec<T>, crate::source::UsageError> {
+    if only.is_empty() {
+        return Ok(items);
+    }
+    let mut wanted = Vec::new();
+    for text in only {
+        let known = text
+            .trim()
+            .parse::<gpu_backend::DeviceId>()
+            .ok()
+            .filter(|w| items.iter().any(|i| id(i) == *w));
+        let Some(w) = known else {
+            let ids: Vec<String> = items.iter().map(|i| id(i).to_string()).collect();
+            let hint = if text.ends_with(".png") || text.ends_with(".svg") {
+                " (the plot's file is --output FILE: -o is --only in every command)"
+            } else {
+                ""
+            };
+            return Err(crate::source::UsageError(format!(
+                "--only {}: no such device; there are {}{hint}",
+                gpu_devices::text::escape_control(text),
+                ids.join(", ")
+            )));
+        };
+        wanted.push(w);
+    }
+    Ok(items
+        .into_iter()
+        .filter(|i| {
+            let d = id(i);
+            wanted.iter().any(|&w| {
+                w == d
+                    || (matches!(w, gpu_backend::DeviceId::Gpu(_))
+                        && w.physical_index() == d.physical_index())
+            })
+        })
+        .collect())
+}
+
 /// The shortest and longest duration an option accepts, both included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurationBounds {
@@ -34,14 +135,10 @@ pub const RECORD_DURATION: DurationBounds = DurationBounds {
     max: Duration::from_secs(30 * 24 * 3600),
 };
 
-/// `export --interval`: 50 ms (faster only burns CPU) to 1 hour.
-pub const EXPORT_INTERVAL: DurationBounds = DurationBounds {
-    min: Duration::from_millis(50),
-    max: Duration::from_secs(3600),
-};
-
-/// `top --interval`: 50 ms (faster only burns CPU) to 1 hour.
-pub const TOP_INTERVAL: DurationBounds = DurationBounds {
+/// Every refresh interval (`-i/--interval` of `snapshot`, `stat`, `top` and `export`): 50 ms
+/// (faster only burns CPU) to 1 hour. `record`'s sampling interval has its own, shorter floor
+/// ([`RECORD_INTERVAL`]).
+pub const INTERVAL: DurationBounds = DurationBounds {
     min: Duration::from_millis(50),
     max: Duration::from_secs(3600),
 };

@@ -9,7 +9,6 @@
 use std::io::IsTerminal as _;
 
 use anstyle::{AnsiColor, Style};
-use gpu_backend::DeviceId;
 use gpu_devices::text::escape_control;
 
 use crate::snapshot::{na, text, DeviceView, ProcessView, SnapshotView};
@@ -21,12 +20,12 @@ pub struct CompactArgs {
     #[arg(long, visible_alias = "gpustat", conflicts_with_all = ["json", "query"])]
     pub compact: bool,
 
-    /// With --compact: show each process's command line.
-    #[arg(short = 'c', long, requires = "compact")]
+    /// With --compact: show each process's command line (gpustat's -c: `gpuscope stat -c`).
+    #[arg(long, requires = "compact")]
     pub show_cmd: bool,
 
-    /// With --compact: show each process's PID.
-    #[arg(short = 'p', long, requires = "compact")]
+    /// With --compact: show each process's PID (gpustat's -p: `gpuscope stat -p`).
+    #[arg(long, requires = "compact")]
     pub show_pid: bool,
 
     /// With --compact: leave out each process's user.
@@ -48,36 +47,39 @@ pub struct CompactArgs {
     /// Only these devices, in every form (table, --compact, --json, --query): `0`, `3` (a GPU
     /// with its MIG devices), `0:1` (one MIG device), space- or comma-separated. An id that
     /// names no device is a usage error.
-    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    #[arg(short = 'o', long, visible_alias = "id", value_name = "ID", num_args = 1.., value_delimiter = ',')]
     pub only: Vec<String>,
 
-    /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
-    #[arg(long, value_enum, default_value = "auto", value_name = "WHEN")]
-    pub color: ColorWhen,
-}
+    /// `--color WHEN`, `--no-color`, `--force-color`.
+    #[command(flatten)]
+    pub color: crate::args::ColorArgs,
 
-/// `--color`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorWhen {
-    /// On a terminal, unless NO_COLOR is set.
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
+    /// With --compact: no processes, one line per device.
+    #[arg(long, requires = "compact")]
+    pub no_processes: bool,
+
+    /// Encoder utilization beside the GPU's (`gpuscope stat -e`).
+    #[arg(skip)]
+    pub show_encoder: bool,
+
+    /// Decoder utilization beside the GPU's (`gpuscope stat -e`).
+    #[arg(skip)]
+    pub show_decoder: bool,
+
+    /// With power shown: the limit too (`gpuscope stat -P draw` leaves it out).
+    #[arg(skip = true)]
+    pub power_limit: bool,
+
+    /// Names cut or padded to this many characters, 0 leaving them out (`gpuscope stat
+    /// --gpuname-width`); the longest name's width when unset.
+    #[arg(skip)]
+    pub name_width: Option<usize>,
 }
 
 impl CompactArgs {
     /// Whether to colour, given where the output goes.
     pub fn colour(&self) -> bool {
-        match self.color {
-            ColorWhen::Always => true,
-            ColorWhen::Never => false,
-            ColorWhen::Auto => {
-                std::io::stdout().is_terminal()
-                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
-        }
+        self.color.colour(std::io::stdout().is_terminal())
     }
 
     /// The width to fit: the terminal's on a terminal, else none (lines are not cut).
@@ -94,33 +96,8 @@ impl CompactArgs {
     /// Keeps the devices `--only` names (all when it names none): a GPU with its MIG devices,
     /// or one MIG device. An id that names no device is a usage error that lists the devices.
     pub fn keep_only(&self, view: &mut SnapshotView) -> Result<(), crate::source::UsageError> {
-        if self.only.is_empty() {
-            return Ok(());
-        }
-        let mut wanted = Vec::new();
-        for text in &self.only {
-            let known = text
-                .trim()
-                .parse::<DeviceId>()
-                .ok()
-                .filter(|id| view.devices.iter().any(|d| d.device == *id));
-            let Some(id) = known else {
-                let ids: Vec<&str> = view.devices.iter().map(|d| d.id.as_str()).collect();
-                return Err(crate::source::UsageError(format!(
-                    "--only {}: no such device; there are {}",
-                    escape_control(text),
-                    ids.join(", ")
-                )));
-            };
-            wanted.push(id);
-        }
-        view.devices.retain(|d| {
-            wanted.iter().any(|&w| {
-                w == d.device
-                    || (matches!(w, DeviceId::Gpu(_))
-                        && w.physical_index() == d.device.physical_index())
-            })
-        });
+        let devices = std::mem::take(&mut view.devices);
+        view.devices = crate::args::keep_only(&self.only, devices, |d| d.device)?;
         Ok(())
     }
 }
@@ -201,12 +178,13 @@ pub fn render(
         out += &line(&header, width, &paint);
         out.push('\n');
     }
-    let name_width = view
-        .devices
-        .iter()
-        .map(|d| text(d.name.as_deref()).chars().count())
-        .max()
-        .unwrap_or(0);
+    let name_width = args.name_width.unwrap_or_else(|| {
+        view.devices
+            .iter()
+            .map(|d| text(d.name.as_deref()).chars().count())
+            .max()
+            .unwrap_or(0)
+    });
     let id_width = view
         .devices
         .iter()
@@ -216,6 +194,9 @@ pub fn render(
     for d in &view.devices {
         out += &line(&device_pieces(d, args, id_width, name_width), width, &paint);
         out.push('\n');
+        if args.no_processes {
+            continue;
+        }
         match &d.processes {
             None => {
                 out += &line(
@@ -261,10 +242,10 @@ fn device_pieces(
         ),
         (" ".into(), plain),
         (
-            format!("{:<name_width$}", text(d.name.as_deref())),
+            fit_name(&text(d.name.as_deref()), name_width),
             fg(AnsiColor::Blue),
         ),
-        (" | ".into(), plain),
+        (if name_width == 0 { "| " } else { " | " }.into(), plain),
         (
             format!(
                 "{:>5}",
@@ -283,6 +264,21 @@ fn device_pieces(
             util_style,
         ),
     ];
+    for (on, label, value) in [
+        (args.show_encoder, "E:", d.encoder_utilization_percent),
+        (args.show_decoder, "D:", d.decoder_utilization_percent),
+    ] {
+        if on {
+            pieces.push((format!(" {label}"), plain.bold()));
+            pieces.push((
+                format!(
+                    "{:>5}",
+                    value.map_or_else(|| "N/A".into(), |u| format!("{u} %"))
+                ),
+                fg(AnsiColor::Green),
+            ));
+        }
+    }
     if args.show_fan {
         pieces.push((", fan ".into(), plain));
         pieces.push((
@@ -297,14 +293,16 @@ fn device_pieces(
     if args.show_power {
         let w = |v: Option<f64>| v.map_or_else(|| "N/A".into(), |w| format!("{:.0}", w.round()));
         pieces.push((", ".into(), plain));
-        pieces.push((
+        let text = if args.power_limit {
             format!(
                 "{:>4} / {:>4} W",
                 w(d.power_usage_watts),
                 w(d.power_limit_watts)
-            ),
-            fg(AnsiColor::Magenta),
-        ));
+            )
+        } else {
+            format!("{:>4} W", w(d.power_usage_watts))
+        };
+        pieces.push((text, fg(AnsiColor::Magenta)));
     }
     pieces.push((" | ".into(), plain));
     pieces.push((
@@ -331,6 +329,19 @@ fn device_pieces(
         ));
     }
     pieces
+}
+
+/// A name cut (with `…`) or padded to `width` characters; empty for 0.
+fn fit_name(name: &str, width: usize) -> String {
+    let n = name.chars().count();
+    if n <= width {
+        format!("{name:<width$}")
+    } else if width == 0 {
+        String::new()
+    } else {
+        let kept: String = name.chars().take(width - 1).collect();
+        format!("{kept}…")
+    }
 }
 
 fn process_pieces(p: &ProcessView, args: &CompactArgs) -> Vec<Piece> {

@@ -37,7 +37,7 @@ pub struct Args {
 
     /// Time between samples: seconds (`2`, `0.5`) or with a unit (`500ms`, `1s`, `2m`); 50ms
     /// (faster only burns CPU) to 1h. A scrape serves the latest sample.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::args::duration(crate::args::EXPORT_INTERVAL))]
+    #[arg(short = 'i', long, value_name = "DURATION", default_value = "1s", value_parser = crate::args::duration(crate::args::INTERVAL))]
     interval: Duration,
 
     /// Publish per-process metrics (GPU memory, utilization, CPU, RSS, running time).

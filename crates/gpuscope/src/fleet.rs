@@ -98,7 +98,7 @@ pub struct ViewArgs {
 
     /// Print again every DURATION (default 2s) until Ctrl+C: this machine's snapshot (table,
     /// --compact, --json or --query) or the fleet's.
-    #[arg(long, short = 'i', visible_alias = "interval", value_name = "DURATION", num_args = 0..=1, default_missing_value = "2s", value_parser = args::duration(TIMEOUT))]
+    #[arg(long = "interval", short = 'i', visible_alias = "watch", value_name = "DURATION", num_args = 0..=1, default_missing_value = "2s", value_parser = args::duration(args::INTERVAL))]
     pub watch: Option<Duration>,
 }
 

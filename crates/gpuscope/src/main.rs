@@ -5,6 +5,7 @@ mod compact;
 mod doctor;
 mod export;
 mod fleet;
+mod front_doors;
 mod info;
 mod log;
 mod query;
@@ -13,6 +14,7 @@ mod select;
 mod shell;
 mod snapshot;
 mod source;
+mod stat;
 mod top;
 
 use std::io::Write;
@@ -76,6 +78,12 @@ enum Command {
     /// is not supported or denied, versions, events, /proc's hidepid and the PID namespace,
     /// each with a verdict (exit 1 on a failure). `--json` prints the cost profile.
     Doctor(doctor::Args),
+    /// gpustat's options and JSON over the compact view (`-cpu`, `-a`, `-e`, `-f`, `--id`,
+    /// `--no-processes`, `-i`, `--json`); also what a link named `gpustat` runs.
+    Stat(stat::Args),
+    /// Make links named nvidia-smi, gpustat, nvitop and nvisel that run gpuscope as those
+    /// tools (gpuscope smi, stat, top, select with the tool's spellings).
+    InstallLinks(front_doors::InstallArgs),
     /// Print a completion script for a shell, e.g. `gpuscope completions bash >
     /// ~/.local/share/bash-completion/completions/gpuscope`.
     Completions {
@@ -88,10 +96,17 @@ fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().collect();
     let result = match shell::man_dir(&args) {
         Some(dir) => shell::man_pages(&dir),
-        None => run(shell::parse(shell::with_default_command(
-            shell::with_demo_value(args),
-            shell::on_terminal(),
-        ))),
+        None => {
+            let args = front_doors::route(args);
+            if let Some(why) = front_doors::peer_short_refused(&args) {
+                eprintln!("gpuscope: {why}");
+                return ExitCode::from(2);
+            }
+            run(shell::parse(shell::with_default_command(
+                shell::with_demo_value(args),
+                shell::on_terminal(),
+            )))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -174,29 +189,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     snapshot::render_text(view)
                 })
             };
-            let Some(every) = view.watch else {
-                let mut view = snapshot::take(&src.collector, src.label.clone());
-                compact.keep_only(&mut view)?;
-                let written = render(&view).and_then(|text| write_stdout(&text));
-                src.end_one_shot();
-                return written;
-            };
-            // --watch: the whole output again every interval until Ctrl+C (nothing to restore:
-            // the terminal is never put in raw mode). On a terminal the screen is cleared first.
+            // --watch: the whole output again every interval until Ctrl+C; on a terminal the
+            // screen is cleared first.
             use std::io::IsTerminal as _;
             let clear = std::io::stdout().is_terminal() && !json && query.is_none();
-            loop {
-                let started = std::time::Instant::now();
-                let mut view = snapshot::take(&src.collector, src.label.clone());
-                compact.keep_only(&mut view)?;
-                let text = render(&view)?;
-                write_stdout(&if clear {
-                    format!("\x1b[H\x1b[2J{text}")
-                } else {
-                    text
-                })?;
-                std::thread::sleep(every.saturating_sub(started.elapsed()));
-            }
+            snapshot::print_each(src, view.watch, clear, |v| compact.keep_only(v), render)
         }
         Command::Top(args) => top::run(args),
         Command::Info(args) => info::run(args),
@@ -204,6 +201,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record(args) => record::run(args),
         Command::Export(args) => export::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Stat(args) => stat::run(args),
+        Command::InstallLinks(args) => front_doors::install_links(args),
         Command::Completions { shell } => shell::completions(shell),
     }
 }

@@ -29,15 +29,21 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
-    /// Where to save the plot; `.png` or `.svg`.
-    #[arg(short, long, value_name = "FILE", default_value = "memory.png")]
+    /// Where to save the plot; `.png` or `.svg`. (gpulink's `-o FILE`; in gpuscope -o is
+    /// --only in every command.)
+    #[arg(long, value_name = "FILE", default_value = "memory.png")]
     output: PathBuf,
+
+    /// Record only these devices: `0`, `3` (a GPU with its MIG devices), `0:1` (one MIG
+    /// device), space- or comma-separated. An id that names no device is a usage error.
+    #[arg(short = 'o', long, visible_alias = "id", value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    only: Vec<String>,
 
     /// Time between samples: seconds (`2`, `0.5`) or with a unit (`100ms`, `2s`, `1m`);
     /// 10ms to 1h. The default, 100ms, catches a memory peak that lasts a tenth of a second
     /// (NVML reads memory use at the instant asked, so a peak between two samples is missed;
     /// gpulink samples back to back) for well under 1% of a core.
-    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = args::duration(args::RECORD_INTERVAL))]
+    #[arg(short = 'i', long, value_name = "DURATION", default_value = "100ms", value_parser = args::duration(args::RECORD_INTERVAL))]
     interval: Duration,
 
     /// Stop after this long (`30s`, `10m`, `2h`) instead of waiting for Ctrl+C; 10ms to 30
@@ -46,18 +52,20 @@ pub struct Args {
     duration: Option<Duration>,
 
     /// Also write every sample to this CSV file as it is taken (not the file of --ndjson or
-    /// -o).
+    /// --output).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
 
     /// Also write every sample to this newline-delimited JSON file as it is taken (not the file
-    /// of --csv or -o).
+    /// of --csv or --output).
     #[arg(long, value_name = "FILE")]
     ndjson: Option<PathBuf>,
 
-    /// What to record: memory_used, gpu_utilization, memory_utilization, temperature or
-    /// power_usage; several, comma-separated, draw one panel each in the plot (--csv and
-    /// --ndjson take one metric).
+    /// What to record, by its name in gpuscope's vocabulary (nvidia-smi's) or another of its
+    /// names: memory.used (memory_used), utilization.gpu (gpu_utilization), utilization.memory
+    /// (memory bandwidth; memory_utilization), temperature.gpu (temperature) or power.draw
+    /// (power_usage); several, comma-separated, draw one panel each in the plot (--csv and
+    /// --ndjson take one metric). docs/cli.md lists every name.
     #[arg(long, value_name = "METRIC", value_delimiter = ',', num_args = 1.., default_value = "memory_used")]
     metric: Vec<DeviceMetric>,
 
@@ -94,7 +102,7 @@ enum SummaryStyle {
 pub fn run(args: Args) -> anyhow::Result<()> {
     if PlotFormat::from_path(&args.output).is_none() {
         return Err(UsageError(format!(
-            "-o {}: the plot's file name must end in .png or .svg",
+            "--output {}: the plot's file name must end in .png or .svg",
             args.output.display()
         ))
         .into());
@@ -102,7 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.is_dir() {
             return Err(UsageError(format!(
-                "-o {}: the folder {} does not exist",
+                "--output {}: the folder {} does not exist",
                 args.output.display(),
                 dir.display()
             ))
@@ -114,7 +122,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         refuse_existing_outputs(&args)?;
     }
     let src = args.source.open()?;
-    let devices = src.collector.context().devices();
+    // Every GPU and each MIG device after its GPU, as `snapshot` lists them.
+    let devices = args::keep_only(&args.only, src.collector.context().all_devices(), |d| {
+        d.id()
+    })?;
     if devices.is_empty() {
         return Err(
             crate::source::Shortfall::nothing(format!("no GPU to record ({})", src.label)).into(),
@@ -244,11 +255,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// Refuses `--csv`, `--ndjson` and `-o` naming the same file (they would overwrite each other):
+/// Refuses `--csv`, `--ndjson` and `--output` naming the same file (they would overwrite each other):
 /// compared as canonical paths where the file exists, else by their canonical folder and name.
 fn refuse_colliding_outputs(args: &Args) -> anyhow::Result<()> {
     let outputs = [
-        ("-o", Some(&args.output)),
+        ("--output", Some(&args.output)),
         ("--csv", args.csv.as_ref()),
         ("--ndjson", args.ndjson.as_ref()),
     ];
@@ -274,7 +285,7 @@ fn refuse_colliding_outputs(args: &Args) -> anyhow::Result<()> {
 /// pipe, is written to as before): `--overwrite` replaces it.
 fn refuse_existing_outputs(args: &Args) -> anyhow::Result<()> {
     let outputs = [
-        ("-o", Some(&args.output)),
+        ("--output", Some(&args.output)),
         ("--csv", args.csv.as_ref()),
         ("--ndjson", args.ndjson.as_ref()),
     ];

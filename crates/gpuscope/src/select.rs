@@ -27,8 +27,9 @@ pub struct Args {
     fleet: crate::fleet::FleetArgs,
 
     /// Choose among the devices this CUDA_VISIBLE_DEVICES value shows (the environment's when
-    /// the value is omitted), and print their CUDA ordinals.
-    #[arg(short = 'i', long, value_name = "CUDA_VISIBLE_DEVICES", num_args = 0..=1)]
+    /// the value is omitted), and print their CUDA ordinals. (nvisel's -i: through the `nvisel`
+    /// front door; here -i is --interval in every command.)
+    #[arg(long, value_name = "CUDA_VISIBLE_DEVICES", num_args = 0..=1)]
     inherit: Option<Option<String>>,
 
     /// Count the GPU memory of these users' processes as free; without a name, $USER.
@@ -37,11 +38,11 @@ pub struct Args {
     account_as_free: Option<Vec<String>>,
 
     /// Fewest devices to choose (0 to 1024); when fewer qualify, print none and exit with status 4.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 0, value_parser = args::whole::<usize>(args::COUNT))]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = args::whole::<usize>(args::COUNT))]
     min_count: usize,
 
     /// Most devices to choose, 0 to 1024 (default: all that qualify).
-    #[arg(short = 'C', long, value_name = "N", value_parser = args::whole::<usize>(args::COUNT))]
+    #[arg(long, value_name = "N", value_parser = args::whole::<usize>(args::COUNT))]
     max_count: Option<usize>,
 
     /// Both --min-count N and --max-count N (0 to 1024).
@@ -58,7 +59,7 @@ pub struct Args {
 
     /// Highest GPU utilization, percent (0 to 100). A device that cannot tell (a MIG device)
     /// does not qualify.
-    #[arg(short = 'G', long, value_name = "RATE", value_parser = args::whole::<u32>(args::PERCENT))]
+    #[arg(long, value_name = "RATE", value_parser = args::whole::<u32>(args::PERCENT))]
     max_gpu_utilization: Option<u32>,
 
     /// Highest memory-bandwidth utilization, percent (0 to 100).

@@ -165,6 +165,124 @@ pub fn man_pages(dir: &Path) -> Result<()> {
 }
 
 #[cfg(test)]
+/// The commands that speak a peer's grammar (front doors: docs/cli.md) rather than gpuscope's
+/// own: their letters may mean what the peer means.
+pub const FRONT_DOOR_COMMANDS: &[&str] = &["stat", "smi"];
+
+#[cfg(test)]
+/// Commands without options of their own worth a row.
+const NOT_IN_TABLE: &[&str] = &["completions", "install-links", "help"];
+
+#[cfg(test)]
+/// docs/cli.md's table of options: every option of gpuscope's own commands with its letter and
+/// the commands that take it, then each front door's options. Made from the parser itself, so
+/// the page cannot drift from the program (a test compares them).
+pub fn option_table() -> String {
+    use std::collections::BTreeMap;
+    let mut root = crate::Cli::command();
+    root.build();
+    let own: Vec<&clap::Command> = root
+        .get_subcommands()
+        .filter(|c| {
+            !FRONT_DOOR_COMMANDS.contains(&c.get_name()) && !NOT_IN_TABLE.contains(&c.get_name())
+        })
+        .collect();
+    // (long, letter) -> (aliases, first sentence of help, commands): two options that share a
+    // long name but not a letter (snapshot's and select's --format) are two rows.
+    type Row = (Vec<String>, String, Vec<String>);
+    let mut rows: BTreeMap<(String, Option<char>), Row> = BTreeMap::new();
+    for cmd in &own {
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            let Some(long) = arg.get_long() else { continue };
+            if ["help", "version"].contains(&long) {
+                continue;
+            }
+            let help = arg
+                .get_help()
+                .map(|h| first_sentence(&h.to_string()))
+                .unwrap_or_default();
+            let entry = rows
+                .entry((long.to_string(), arg.get_short()))
+                .or_insert_with(|| (Vec::new(), help, Vec::new()));
+            for alias in arg.get_visible_aliases().unwrap_or_default() {
+                if !entry.0.iter().any(|a| a == alias) {
+                    entry.0.push(alias.to_string());
+                }
+            }
+            entry.2.push(cmd.get_name().to_string());
+        }
+    }
+    let mut out = String::from(
+        "| option | letter | also spelled | commands | what (as the first command's help says) |\n|---|---|---|---|---|\n",
+    );
+    for ((long, short), (aliases, help, commands)) in &rows {
+        let commands = if commands.len() == own.len() {
+            "all".to_string()
+        } else {
+            commands.join(", ")
+        };
+        out += &format!(
+            "| `--{long}` | {} | {} | {commands} | {} |\n",
+            short.map(|c| format!("`-{c}`")).unwrap_or_default(),
+            aliases
+                .iter()
+                .map(|a| format!("`--{a}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            help.replace('|', "\\|")
+        );
+    }
+    for name in FRONT_DOOR_COMMANDS {
+        let Some(cmd) = root.find_subcommand(name) else {
+            continue;
+        };
+        let letters: Vec<String> = cmd
+            .get_arguments()
+            .filter(|a| !a.is_hide_set() && !a.is_global_set())
+            .filter_map(|a| Some(format!("`-{}` `--{}`", a.get_short()?, a.get_long()?)))
+            .collect();
+        if !letters.is_empty() {
+            out += &format!("\n`gpuscope {name}`'s letters: {}.\n", letters.join(", "));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+/// docs/cli.md's table of metric names, made from [`gpu_devices::vocabulary::METRICS`].
+pub fn vocabulary_table() -> String {
+    let mut out = String::from(
+        "| name | also | unit | what | `snapshot --json` key | `export` family |\n|---|---|---|---|---|---|\n",
+    );
+    let code = |v: Option<&str>| v.map(|v| format!("`{v}`")).unwrap_or_default();
+    for m in gpu_devices::vocabulary::METRICS {
+        out += &format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            m.name,
+            m.aliases
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            m.unit,
+            m.help,
+            code(m.json),
+            code(m.exporter)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+fn first_sentence(help: &str) -> String {
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.find(". ") {
+        Some(i) => flat[..=i].to_string(),
+        None => flat,
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -251,5 +369,77 @@ mod tests {
     #[test]
     fn the_cli_definition_is_consistent() {
         crate::Cli::command().debug_assert();
+    }
+
+    /// One grammar: in gpuscope's own commands a letter is one option, the same long option
+    /// wherever it appears (front doors excepted: they speak their peer's).
+    #[test]
+    fn each_letter_is_one_option_in_every_command() {
+        use std::collections::BTreeMap;
+        let mut root = crate::Cli::command();
+        root.build();
+        let mut meaning: BTreeMap<char, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+        for cmd in root
+            .get_subcommands()
+            .filter(|c| !FRONT_DOOR_COMMANDS.contains(&c.get_name()))
+        {
+            for arg in cmd.get_arguments() {
+                if let (Some(short), Some(long)) = (arg.get_short(), arg.get_long()) {
+                    meaning
+                        .entry(short)
+                        .or_default()
+                        .entry(long.to_string())
+                        .or_default()
+                        .push(cmd.get_name().to_string());
+                }
+            }
+        }
+        let clashes: Vec<String> = meaning
+            .iter()
+            .filter(|(_, longs)| longs.len() > 1)
+            .map(|(c, longs)| format!("-{c}: {longs:?}"))
+            .collect();
+        assert!(
+            clashes.is_empty(),
+            "letters with two meanings: {clashes:#?}"
+        );
+        // The ones the issue named, as they now are.
+        assert_eq!(meaning[&'i'].keys().collect::<Vec<_>>(), ["interval"]);
+        assert_eq!(meaning[&'o'].keys().collect::<Vec<_>>(), ["only"]);
+        assert_eq!(meaning[&'c'].keys().collect::<Vec<_>>(), ["compute"]);
+    }
+
+    /// docs/cli.md holds the tables [`option_table`] and [`vocabulary_table`] make;
+    /// `UPDATE_DOCS=1` rewrites them.
+    #[test]
+    fn docs_cli_md_has_the_table_of_every_option() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md");
+        let mut page = std::fs::read_to_string(&path).expect("docs/cli.md");
+        let mut stale = Vec::new();
+        for (name, table) in [
+            ("options", option_table()),
+            ("vocabulary", vocabulary_table()),
+        ] {
+            let (begin, end) = (
+                format!("<!-- {name}:begin -->\n"),
+                format!("<!-- {name}:end -->"),
+            );
+            let start = page.find(&begin).expect("the begin marker") + begin.len();
+            let stop = page.find(&end).expect("the end marker");
+            if page[start..stop] != table {
+                stale.push(name);
+                page = format!("{}{table}{}", &page[..start], &page[stop..]);
+            }
+        }
+        if !stale.is_empty() {
+            if std::env::var_os("UPDATE_DOCS").is_some() {
+                std::fs::write(&path, page).unwrap();
+            } else {
+                panic!(
+                    "docs/cli.md's {stale:?} table is not the program's; run `UPDATE_DOCS=1 \
+                     cargo test -p gpuscope --bin gpuscope docs_cli_md` and read the change"
+                );
+            }
+        }
     }
 }

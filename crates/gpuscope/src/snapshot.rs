@@ -393,6 +393,38 @@ pub fn take(collector: &ProcessCollector, source: String) -> SnapshotView {
     take_devices(collector, source, &collector.context().all_devices())
 }
 
+/// Prints what `render` makes of a fresh snapshot: once (then ends the one-shot source), or,
+/// with `every`, again each interval until Ctrl+C (nothing to restore: the terminal is never
+/// put in raw mode), clearing a terminal's screen first when `clear`. `keep` narrows each
+/// snapshot first (`--only`).
+pub fn print_each(
+    src: crate::source::Source,
+    every: Option<std::time::Duration>,
+    clear: bool,
+    keep: impl Fn(&mut SnapshotView) -> Result<(), crate::source::UsageError>,
+    render: impl Fn(&SnapshotView) -> anyhow::Result<String>,
+) -> anyhow::Result<()> {
+    let Some(every) = every else {
+        let mut view = take(&src.collector, src.label.clone());
+        keep(&mut view)?;
+        let written = render(&view).and_then(|text| crate::write_stdout(&text));
+        src.end_one_shot();
+        return written;
+    };
+    loop {
+        let started = std::time::Instant::now();
+        let mut view = take(&src.collector, src.label.clone());
+        keep(&mut view)?;
+        let text = render(&view)?;
+        crate::write_stdout(&if clear {
+            format!("\x1b[H\x1b[2J{text}")
+        } else {
+            text
+        })?;
+        std::thread::sleep(every.saturating_sub(started.elapsed()));
+    }
+}
+
 /// [`take`] of some devices only (`gpuscope info INDEX --json`): the same document, with
 /// `devices` holding just these, in the order given.
 pub fn take_devices(

@@ -18,6 +18,9 @@ const DEMO_FIXTURE_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/demo.js
 /// fixtures/h100-real/README.md).
 const REAL_H100_FIXTURE_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/h100-real.json.gz"));
 
+/// A real H200 under load, recorded the same way (`fixtures/h200-real.json`).
+const REAL_H200_FIXTURE_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/h200-real.json.gz"));
+
 /// Options that choose the source of GPU answers; shared by every command.
 #[derive(Debug, Clone, Args)]
 pub struct SourceArgs {
@@ -31,7 +34,7 @@ pub struct SourceArgs {
     pub fixture: Option<PathBuf>,
 
     /// Replay a recording built into gpuscope, which needs no GPU: the 8-GPU H100 box
-    /// (`--demo`, `--demo h100-sxm-8gpu`) or a real H100 as recorded (`--demo h100-real`).
+    /// (`--demo`, `--demo h100-sxm-8gpu`) or a real H100 or H200 as recorded (`--demo h100-real`, `--demo h200-real`).
     /// `--demo=auto` uses the real GPUs when there is a driver, and the 8-GPU demo otherwise.
     #[arg(
         long,
@@ -68,6 +71,7 @@ pub struct SourceArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DemoMode {
     /// The 8-GPU H100 demo, always (what `--demo` alone means).
+    #[value(hide = true)]
     Always,
     /// The 8-GPU H100 demo, only when no NVIDIA driver can be reached.
     Auto,
@@ -77,6 +81,10 @@ pub enum DemoMode {
     /// One real H100 80GB HBM3, as `record-fixture` recorded it (fixtures/h100-real.json).
     #[value(name = "h100-real")]
     H100Real,
+    /// One real H200, idle then under load, as `record-fixture` recorded it
+    /// (fixtures/h200-real.json).
+    #[value(name = "h200-real")]
+    H200Real,
 }
 
 impl DemoMode {
@@ -88,6 +96,11 @@ impl DemoMode {
                 REAL_H100_FIXTURE_GZ,
                 "<built-in h100-real recording>",
                 "demo h100-real",
+            ),
+            DemoMode::H200Real => (
+                REAL_H200_FIXTURE_GZ,
+                "<built-in h200-real recording>",
+                "demo h200-real",
             ),
             DemoMode::Always | DemoMode::Auto | DemoMode::H100Sxm8gpu => {
                 (DEMO_FIXTURE_GZ, "<built-in demo fixture>", "demo")

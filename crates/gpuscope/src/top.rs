@@ -55,25 +55,26 @@ pub struct Args {
     /// Refresh interval: seconds (`1`, `0.25`) or with a unit (`250ms`, `2s`); 50ms to 1h.
     /// Default 1s, and 2s with --prometheus or --remote.
     #[arg(long, short = 'i', value_name = "DURATION", env = "GPUSCOPE_TOP_INTERVAL",
-          value_parser = crate::args::duration(crate::args::TOP_INTERVAL))]
+          value_parser = crate::args::duration(crate::args::INTERVAL))]
     interval: Option<Duration>,
 
     /// Show only these devices: ids separated by commas or spaces (`--only 0 1`), `2` for GPU 2 (with its MIG devices),
     /// `0:1` for one MIG device.
-    #[arg(long, value_name = "IDS", value_delimiter = ',', num_args = 1..)]
+    #[arg(short = 'o', long, visible_alias = "id", value_name = "IDS", value_delimiter = ',', num_args = 1..)]
     only: Vec<String>,
 
-    /// Show only the devices CUDA sees under CUDA_VISIBLE_DEVICES (and CUDA_DEVICE_ORDER).
+    /// Show only the devices CUDA sees under CUDA_VISIBLE_DEVICES (and CUDA_DEVICE_ORDER);
+    /// nvitop's `-ov` is taken too.
     #[arg(long, env = "GPUSCOPE_TOP_ONLY_VISIBLE",
           value_parser = clap::builder::FalseyValueParser::new())]
     only_visible: bool,
 
     /// Only this user's processes (nvitop's --user); without a name, the current user's.
-    #[arg(long, value_name = "USER", num_args = 0..=1, default_missing_value = "")]
+    #[arg(short = 'u', long, value_name = "USER", num_args = 0..=1, default_missing_value = "")]
     user: Option<String>,
 
     /// Only these processes (nvitop's --pid), e.g. --pid 4242 4243.
-    #[arg(long, value_name = "PID", num_args = 1..)]
+    #[arg(short = 'p', long, value_name = "PID", num_args = 1..)]
     pid: Vec<u32>,
 
     /// Only processes with a compute context (C or C+G).
@@ -83,6 +84,20 @@ pub struct Args {
     /// Only processes with a graphics context (G or C+G).
     #[arg(long, short = 'g')]
     graphics: bool,
+
+    /// Only processes with a compute context and no graphics one (C).
+    #[arg(long, short = 'C', conflicts_with_all = ["compute", "graphics", "only_graphics"])]
+    only_compute: bool,
+
+    /// Only processes with a graphics context and no compute one (G).
+    #[arg(long, short = 'G', conflicts_with_all = ["compute", "graphics"])]
+    only_graphics: bool,
+
+    /// Run as a monitor (nvitop's --monitor, which is top's default), with this layout:
+    /// auto, full or compact (the same as --layout).
+    #[arg(long, short = 'm', value_enum, value_name = "MODE", num_args = 0..=1,
+          default_missing_value = "auto", conflicts_with = "once")]
+    monitor: Option<LayoutArg>,
 
     /// GPU utilization colours as nvitop's: green under TH1 percent, yellow from it, red from
     /// TH2 (default 10 75).
@@ -101,13 +116,9 @@ pub struct Args {
           value_parser = clap::builder::FalseyValueParser::new())]
     readonly: bool,
 
-    /// No colours (also when the NO_COLOR environment variable is set).
-    #[arg(long, conflicts_with = "force_color")]
-    no_color: bool,
-
-    /// Colours even when NO_COLOR is set.
-    #[arg(long)]
-    force_color: bool,
+    /// `--color WHEN` (auto: unless NO_COLOR is set), `--no-color`, `--force-color`.
+    #[command(flatten)]
+    color: crate::args::ColorArgs,
 
     /// Colours for a light terminal background (nvitop's --light): dark yellow, green and blue
     /// where the default theme uses yellow, green and cyan, which a white background washes out.
@@ -268,10 +279,12 @@ fn run_fleet(args: Args) -> Result<()> {
         || !args.pid.is_empty()
         || args.compute
         || args.graphics
+        || args.only_compute
+        || args.only_graphics
         || args.only_visible
     {
         return Err(UsageError(
-            "--user, --pid, -c, -g and --only-visible are for this machine; with --prometheus or \
+            "--user, --pid, -c, -g, -C, -G and --only-visible are for this machine; with --prometheus or \
              --remote use --filter user:NAME or pid:N"
                 .into(),
         )
@@ -297,11 +310,9 @@ fn run_fleet(args: Args) -> Result<()> {
     fleet::run(app, source, args.once)
 }
 
-/// Whether to draw in colour: not with --no-color, nor when NO_COLOR is set unless
-/// --force-color says so.
+/// Whether to draw in colour: `--color` (or its spellings), `auto` unless NO_COLOR is set.
 fn colors_on(args: &Args) -> bool {
-    args.force_color
-        || (!args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
+    args.color.colour(true)
 }
 
 /// The name of the user running gpuscope: $LOGNAME, $USER or the user database's entry of the
@@ -360,6 +371,12 @@ fn startup_filter(args: &Args) -> Result<Option<String>> {
     }
     if args.graphics {
         terms.push("type:graphics".into());
+    }
+    if args.only_compute {
+        terms.push("type:C".into());
+    }
+    if args.only_graphics {
+        terms.push("type:G".into());
     }
     Ok((!terms.is_empty()).then(|| terms.join(" ")))
 }
@@ -429,7 +446,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(text) = filter {
         app.filter = app::Filter::parse(&text).map_err(UsageError)?;
     }
-    app.layout = match args.layout {
+    app.layout = match args.monitor.unwrap_or(args.layout) {
         LayoutArg::Auto => LayoutMode::Auto,
         LayoutArg::Compact => LayoutMode::Compact,
         LayoutArg::Full => LayoutMode::Full,

@@ -31,7 +31,9 @@ const OPTIONS: &[(&str, &str, Kind)] = &[
     ("record", "--height", Kind::AboveZero),
     ("export", "--interval", Kind::Duration),
     ("top", "--interval", Kind::Duration),
-    ("snapshot", "--watch", Kind::Duration),
+    ("snapshot", "--interval", Kind::Duration),
+    ("stat", "--interval", Kind::Duration),
+    ("stat", "--gpuname-width", Kind::FromZero),
     ("snapshot", "--prometheus-timeout", Kind::Duration),
     ("snapshot", "--stale-after", Kind::Duration),
     ("top", "--prometheus-timeout", Kind::Duration),
@@ -195,7 +197,7 @@ fn bare_seconds_and_units_are_accepted() {
             value,
             // The same plot each time.
             "--overwrite",
-            "-o",
+            "--output",
             &std::env::temp_dir()
                 .join(format!("gpuscope-bounds-{}.svg", std::process::id()))
                 .display()

@@ -43,7 +43,7 @@ fn spawn_recording(csv: &Path, png: &Path) -> Child {
         "50ms",
         "--csv",
         csv.to_str().unwrap(),
-        "-o",
+        "--output",
         png.to_str().unwrap(),
     ])
     .stdout(Stdio::piped())
@@ -257,7 +257,7 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
         "200ms",
         "--ndjson",
         nd.to_str().unwrap(),
-        "-o",
+        "--output",
         svg.to_str().unwrap(),
         "--summary",
         "gpulink",
@@ -307,7 +307,10 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
 #[test]
 fn bad_input_exits_2_and_says_what_is_wrong() {
     let cases: [(&[&str], &str); 6] = [
-        (&["record", "--demo", "-o", "memory.jpg"], ".png or .svg"),
+        (
+            &["record", "--demo", "--output", "memory.jpg"],
+            ".png or .svg",
+        ),
         (
             &[
                 "record",
@@ -329,7 +332,12 @@ fn bad_input_exits_2_and_says_what_is_wrong() {
         ),
         (&["record", "--demo", "--metric", "speed"], "unknown metric"),
         (
-            &["record", "--demo", "-o", "/nonexistent-gpuscope/m.png"],
+            &[
+                "record",
+                "--demo",
+                "--output",
+                "/nonexistent-gpuscope/m.png",
+            ],
             "does not exist",
         ),
     ];
@@ -359,7 +367,7 @@ fn several_metrics_in_one_run() {
         "memory_used,gpu_utilization",
         "--metric",
         "temperature",
-        "-o",
+        "--output",
         svg.to_str().unwrap(),
     ]);
     assert!(
@@ -412,7 +420,7 @@ fn record_csv_on_a_full_disk_still_plots_and_summarises() {
         "30s",
         "--csv",
         "/dev/full",
-        "-o",
+        "--output",
         png.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -444,7 +452,7 @@ fn record_csv_cut_by_a_file_size_limit_ends_in_a_whole_line() {
     let (csv, png) = (dir.join("memory.csv"), dir.join("memory.png"));
     let script = format!(
         "trap '' XFSZ; ulimit -f 1 || exit 97; exec '{}' record --fixture '{}' --interval 10ms \
-         --duration 30s --csv '{}' -o '{}'",
+         --duration 30s --csv '{}' --output '{}'",
         env!("CARGO_BIN_EXE_gpuscope"),
         fixture_path(),
         csv.display(),
@@ -500,17 +508,22 @@ fn record_colliding_output_paths_exit_2_naming_both_options() {
             "--csv and --ndjson name the same file",
         ),
         (
-            vec!["--csv", png.to_str().unwrap(), "-o", png.to_str().unwrap()],
-            "-o and --csv name the same file",
+            vec![
+                "--csv",
+                png.to_str().unwrap(),
+                "--output",
+                png.to_str().unwrap(),
+            ],
+            "--output and --csv name the same file",
         ),
         (
             vec![
                 "--ndjson",
                 link.to_str().unwrap(),
-                "-o",
+                "--output",
                 png.to_str().unwrap(),
             ],
-            "-o and --ndjson name the same file",
+            "--output and --ndjson name the same file",
         ),
     ];
     for (args, says) in cases {
@@ -540,7 +553,7 @@ fn existing_outputs_are_refused_unless_overwrite() {
             "10ms",
             "--duration",
             "50ms",
-            "-o",
+            "--output",
             png_s,
             "--csv",
             csv_s,
@@ -548,7 +561,7 @@ fn existing_outputs_are_refused_unless_overwrite() {
         args.extend_from_slice(extra);
         run(&args)
     };
-    for (existing, option) in [(&png, "-o"), (&csv, "--csv")] {
+    for (existing, option) in [(&png, "--output"), (&csv, "--csv")] {
         std::fs::write(existing, "keep me").unwrap();
         let out = record(&[]);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -1,5 +1,11 @@
 //! `gpuscope select` end to end, through the binary: the printed value, separators, exit
 //! codes. Expected devices are worked out from the fixture files, read here as plain JSON.
+//!
+//! The runs go through the `nvisel` front door (`gpuscope nvisel ...`, what a link named
+//! nvisel runs), because the habits tested are nvisel's: its short options `-c`, `-C`, `-G`
+//! and `-i`, which gpuscope's own grammar gives to other options, reach `select` as
+//! `--min-count`, `--max-count`, `--max-gpu-utilization` and `--inherit`. `select`'s own
+//! spelling is tested in grammar_cli.rs.
 
 use std::collections::BTreeSet;
 use std::process::Output;
@@ -12,7 +18,7 @@ use cli::fixture;
 use edited_fixture::EditedFixture;
 
 fn run_with(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = cli::command(&["select"]);
+    let mut cmd = cli::command(&["nvisel"]);
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);

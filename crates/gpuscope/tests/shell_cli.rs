@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 mod cli;
 use cli::fixture;
 
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 10] = [
     "snapshot",
     "top",
     "info",
@@ -16,6 +16,8 @@ const COMMANDS: [&str; 8] = [
     "record",
     "export",
     "doctor",
+    "stat",
+    "install-links",
     "completions",
 ];
 
@@ -118,7 +120,7 @@ fn man_pages_are_written_for_gpuscope_and_each_command() {
     assert!(main.contains(".TH gpuscope 1"), "{main}");
     for command in COMMANDS {
         assert!(
-            main.contains(&format!("gpuscope\\-{command}(1)")),
+            main.contains(&format!("gpuscope\\-{}(1)", command.replace('-', "\\-"))),
             "{command}"
         );
     }

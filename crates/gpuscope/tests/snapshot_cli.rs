@@ -590,7 +590,7 @@ fn query_bad_input_is_a_usage_error_that_names_it() {
 fn compact_shows_each_device_and_its_processes_beneath() {
     let base = ["snapshot", "--demo", "--frame", "4"];
     let doc = json(&[&base[..], &["--json"]].concat());
-    let out = gpuscope(&[&base[..], &["--compact", "-p", "-c"]].concat());
+    let out = gpuscope(&[&base[..], &["--compact", "--show-pid", "--show-cmd"]].concat());
     assert!(
         out.status.success(),
         "{}",
@@ -667,7 +667,7 @@ fn compact_bad_input_is_a_usage_error() {
             "--only 9: no such device",
         ),
         (&["--compact", "--json"][..], "--json"),
-        (&["-p"][..], "--compact"),
+        (&["--show-pid"][..], "--compact"),
         (&["--compact", "--color", "sometimes"][..], "sometimes"),
     ] {
         let out = gpuscope(&[&["snapshot", "--demo"][..], args].concat());
@@ -684,7 +684,8 @@ fn compact_bad_input_is_a_usage_error() {
 fn compact_on_a_terminal_fits_its_width() {
     let exe = env!("CARGO_BIN_EXE_gpuscope");
     for (no_color, coloured) in [("", true), ("1", false)] {
-        let inner = format!("stty cols 60 rows 40 && {exe} snapshot --demo --frame 4 --compact -c");
+        let inner =
+            format!("stty cols 60 rows 40 && {exe} snapshot --demo --frame 4 --compact --show-cmd");
         let out = std::process::Command::new("script")
             .args(["-qec", &inner, "/dev/null"])
             .env_remove("GPUSCOPE_FIXTURE")
