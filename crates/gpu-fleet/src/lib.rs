@@ -19,7 +19,7 @@ use std::time::Duration;
 pub use filter::{sort, FilterError, FleetFilter, SortKey};
 pub use gpu_select::Criteria;
 pub use model::{FamilyError, Fleet, FleetDevice, FleetProcess, Host, HostState, JSON_SCHEMA};
-pub use prom::{ClientOptions, QueryError, SetupError};
+pub use prom::{CertFile, ClientOptions, QueryError, SetupError};
 pub use remote::RemoteError;
 pub use select::{select, FleetSelection};
 

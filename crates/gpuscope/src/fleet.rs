@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use gpu_fleet::prom::{CertFile, ClientOptions, SetupError};
-use gpu_fleet::{Fleet, FleetFilter, FleetSource, HostState, RemoteError};
+use gpu_fleet::{
+    CertFile, ClientOptions, Fleet, FleetFilter, FleetSource, HostState, RemoteError, SetupError,
+};
 
 use crate::args::{self, DurationBounds};
 use crate::output::{escape_lines, write_stdout};
