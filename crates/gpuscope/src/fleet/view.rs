@@ -7,7 +7,7 @@ use gpu_devices::text::{escape_control, Escaped};
 use gpu_fleet::filter::rows;
 use gpu_fleet::{Fleet, FleetDevice, FleetProcess, Host, HostState, SortKey};
 
-use crate::snapshot::{mib, na, text, truncate};
+use crate::snapshot::{device_cells, mib, na, power_cell, text, truncate};
 
 /// The `--sort` keys: gpu-fleet's [`SortKey`], for clap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -122,14 +122,12 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
             (HostState::Up, Some(false)) => "LOST".to_string(),
             _ => state_text(h),
         };
-        let power = match (d.power_usage_watts, d.power_limit_watts) {
-            (None, None) => "N/A".to_string(),
-            (u, l) => format!(
-                "{} / {}",
-                na(u.map(|w| format!("{}W", w.round() as u64))),
-                na(l.map(|w| format!("{}W", w.round() as u64)))
-            ),
-        };
+        let [temperature, fan, memory] = device_cells(
+            d.temperature_celsius,
+            d.fan_speed_percent,
+            d.memory_used_bytes,
+            d.memory_total_bytes,
+        );
         let _ = writeln!(
             out,
             "{:<w$} {:<5} {:<8} {:<28} {:>5} {:>4} {:>15} {:>24} {:>10} {:>5}",
@@ -137,14 +135,10 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
             label,
             state,
             truncate(&text(d.name.as_deref()), 28),
-            na(d.temperature_celsius.map(|t| format!("{t}C"))),
-            na(d.fan_speed_percent.map(|f| format!("{f}%"))),
-            power,
-            format!(
-                "{} / {}",
-                mib(d.memory_used_bytes),
-                mib(d.memory_total_bytes)
-            ),
+            temperature,
+            fan,
+            power_cell(d.power_usage_watts, d.power_limit_watts),
+            memory,
             mib(d.memory_free_bytes),
             na(d.gpu_utilization_percent.map(|u| format!("{u}%"))),
             w = width

@@ -23,7 +23,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::snapshot::counted;
-use crate::snapshot::{mib, na, truncate};
+use crate::snapshot::{device_cells, mib, na, truncate};
 use gpu_fleet::filter as view;
 use gpu_fleet::{
     Fleet, FleetDevice, FleetFilter, FleetProcess, FleetSource, Host, HostState, SortKey,
@@ -589,20 +589,22 @@ fn device_line(app: &FleetApp, host: &Host, d: &FleetDevice) -> Line<'static> {
         " ".repeat(HOST_W)
     };
     let name = truncate(&escape_control(d.name.as_deref().unwrap_or("N/A")), 28);
+    let [temperature, fan, memory] = device_cells(
+        d.temperature_celsius,
+        d.fan_speed_percent,
+        d.memory_used_bytes,
+        d.memory_total_bytes,
+    );
     Line::from(vec![
         Span::raw(format!("{host_col} {label:<5} ")),
         Span::styled(format!("{state:<8}"), state_style),
         Span::raw(format!(
             " {:<28} {:>5} {:>4} {:>15} {:>24} {:>10} ",
             name,
-            na(d.temperature_celsius.map(|t| format!("{t}C"))),
-            na(d.fan_speed_percent.map(|f| format!("{f}%"))),
+            temperature,
+            fan,
             power,
-            format!(
-                "{} / {}",
-                mib(d.memory_used_bytes),
-                mib(d.memory_total_bytes)
-            ),
+            memory,
             mib(d.memory_free_bytes),
         )),
         Span::styled(
