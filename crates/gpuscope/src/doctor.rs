@@ -121,7 +121,7 @@ pub fn run(args: Args) -> Result<()> {
         .filter(|f| f.verdict == Verdict::Fail)
         .count();
     if args.json {
-        crate::write_stdout(&(serde_json::to_string_pretty(&report.profile)? + "\n"))?;
+        crate::output::write_stdout(&(serde_json::to_string_pretty(&report.profile)? + "\n"))?;
         for f in report
             .findings
             .iter()
@@ -130,7 +130,7 @@ pub fn run(args: Args) -> Result<()> {
             eprintln!("gpuscope doctor: FAIL {}: {}", f.topic, f.summary);
         }
     } else {
-        crate::write_stdout(&render(&report, &Escaped(&source.label).to_string(), &args))?;
+        crate::output::write_stdout(&render(&report, &Escaped(&source.label).to_string(), &args))?;
     }
     if fails > 0 {
         anyhow::bail!(

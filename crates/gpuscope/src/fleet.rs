@@ -1,35 +1,25 @@
-//! The fleet view: every host's GPUs read from a Prometheus server that scrapes gpuscope
-//! exporters (`--prometheus URL`), or from the exporters themselves (`--remote URL...`).
-//!
-//! A refresh asks one query per metric family, whatever the number of hosts
-//! ([`model::DEVICE_FAMILIES`], [`model::PROCESS_FAMILIES`], `up` and the exporters' sample
-//! times). A query that fails leaves its values out and is listed in the fleet's `errors`; the
-//! other families still show (docs/fleet.md).
+//! The fleet view's command line: every host's GPUs read from a Prometheus server that scrapes
+//! gpuscope exporters (`--prometheus URL`), or from the exporters themselves (`--remote
+//! URL...`). The arguments are parsed here, the fleet is read, filtered, sorted and chosen from
+//! by the gpu-fleet crate, and drawn by [`view`] (and `top/fleet.rs`): docs/fleet.md.
 
-pub mod model;
-pub mod prom;
-pub mod remote;
-pub mod select;
 pub mod view;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use gpu_fleet::{
+    CertFile, ClientOptions, Fleet, FleetFilter, FleetSource, HostState, RemoteError, SetupError,
+};
 
 use crate::args::{self, DurationBounds};
-use crate::source::UsageError;
-use model::{Fleet, FleetBuilder, Host, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
-use prom::{Client, ClientOptions};
-use view::{FleetFilter, SortKey};
+use crate::output::{escape_lines, write_stdout};
+use crate::source::{Shortfall, UsageError};
+use view::SortArg;
 
 /// Environment variable holding the Prometheus basic-auth password.
 pub const PASSWORD_ENV: &str = "GPUSCOPE_PROMETHEUS_PASSWORD";
-
-/// How far back a host's last sample time is looked for: a host whose exporter stopped is
-/// listed, down, for this long.
-pub const LOOKBACK: &str = "15m";
 
 /// `--prometheus-timeout` and `--stale-after`: 100 ms to 10 minutes.
 pub const TIMEOUT: DurationBounds = DurationBounds {
@@ -88,8 +78,8 @@ pub struct FleetArgs {
 pub struct ViewArgs {
     /// With --prometheus or --remote: order by host, gpu (index), free-memory (most first)
     /// or utilization (least first).
-    #[arg(long, value_enum, default_value_t = SortKey::Host)]
-    pub sort: SortKey,
+    #[arg(long, value_enum, default_value_t = SortArg::Host)]
+    pub sort: SortArg,
 
     /// With --prometheus or --remote: keep what matches: host:NAME (host:gpu-* for a prefix),
     /// gpu:ID, user:NAME, pid:N, state:up|down|stale, and words.
@@ -129,20 +119,19 @@ impl FleetArgs {
                 .zip(self.prometheus_key.clone()),
             timeout: self.prometheus_timeout,
         };
-        let Some(url) = &self.prometheus else {
-            let remote = remote::Remote::new(&self.remote, &options)
-                .map_err(|e| UsageError(e.to_string()))?;
-            return Ok(FleetSource::Remote {
-                remote,
-                stale_after: self.stale_after.as_secs_f64(),
+        if self.prometheus.is_none() {
+            return FleetSource::remote(&self.remote, &options, self.stale_after).map_err(|e| {
+                UsageError(match e {
+                    RemoteError::Url(url) => {
+                        format!("--remote {url:?} is not an http:// or https:// URL")
+                    }
+                    RemoteError::Setup(e) => setup_error(e),
+                })
+                .into()
             });
-        };
-        let client = Client::new(&options).map_err(|e| UsageError(e.to_string()))?;
-        Ok(FleetSource::Prometheus {
-            client,
-            url: url.clone(),
-            stale_after: self.stale_after.as_secs_f64(),
-        })
+        }
+        FleetSource::prometheus(&options, self.stale_after)
+            .map_err(|e| UsageError(setup_error(e)).into())
     }
 
     fn password(&self) -> anyhow::Result<String> {
@@ -164,72 +153,18 @@ impl FleetArgs {
     }
 }
 
-/// An opened fleet source.
-#[derive(Debug, Clone)]
-pub enum FleetSource {
-    /// A Prometheus server.
-    Prometheus {
-        /// Its client.
-        client: Client,
-        /// Its URL, for people.
-        url: String,
-        /// Seconds after which a sample is stale.
-        stale_after: f64,
-    },
-    /// Exporters read directly (`--remote`).
-    Remote {
-        /// Their reader.
-        remote: remote::Remote,
-        /// Seconds after which a sample is stale.
-        stale_after: f64,
-    },
-}
-
-impl FleetSource {
-    /// Reads the whole fleet once.
-    ///
-    /// # Errors
-    ///
-    /// When no query at all could be answered (Prometheus unreachable, refusing every
-    /// query); a partial answer is a fleet with `errors`.
-    pub fn refresh(&self) -> anyhow::Result<Fleet> {
-        self.refresh_after(None)
-    }
-
-    /// Reads the fleet again after `previous` (the last fleet this source gave, unsorted
-    /// and unfiltered, or `None`). From Prometheus, a host whose data did not change since
-    /// (scraped now, up then, the same sample time) keeps its devices from `previous`, and the
-    /// device and process families are asked only for the hosts that changed (still one query
-    /// per family, `instance=~"..."`), or not at all when none did. `--remote` reads every
-    /// exporter each time.
-    ///
-    /// # Errors
-    ///
-    /// As [`FleetSource::refresh`].
-    ///
-    /// Each refresh logs its total at `debug`: hosts, devices, failed queries and time (each
-    /// query or exporter read logs its own).
-    pub fn refresh_after(&self, previous: Option<&Fleet>) -> anyhow::Result<Fleet> {
-        let started = std::time::Instant::now();
-        let fleet = match self {
-            FleetSource::Prometheus {
-                client,
-                url,
-                stale_after,
-            } => refresh_prometheus(client, url, *stale_after, previous),
-            FleetSource::Remote {
-                remote,
-                stale_after,
-            } => Ok(remote.refresh(*stale_after)),
-        }?;
-        tracing::debug!(
-            hosts = fleet.hosts.len(),
-            devices = fleet.hosts.iter().map(|h| h.devices.len()).sum::<usize>(),
-            errors = fleet.errors.len(),
-            total_ms = started.elapsed().as_micros() as f64 / 1000.0,
-            "fleet refresh"
-        );
-        Ok(fleet)
+/// Why a fleet source cannot be set up, in the options' words.
+fn setup_error(e: SetupError) -> String {
+    match e {
+        SetupError::Ca { path, reason } => format!("--prometheus-ca {path}: {reason}"),
+        SetupError::ClientCert { file, path, reason } => {
+            let option = match file {
+                CertFile::Certificate => "--prometheus-cert",
+                CertFile::Key => "--prometheus-key",
+            };
+            format!("{option} {path}: {reason}")
+        }
+        other => other.to_string(),
     }
 }
 
@@ -244,153 +179,6 @@ pub fn release_large_blocks() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
-}
-
-/// The queries of one refresh, in the order asked: the exporters' sample times over the
-/// lookback, `up`, every device family, every process family.
-pub fn queries() -> Vec<String> {
-    let mut q = vec![
-        format!("last_over_time({SAMPLE_TIME_FAMILY}[{LOOKBACK}])"),
-        "up".to_string(),
-    ];
-    q.extend(DEVICE_FAMILIES.iter().map(|(f, _)| f.to_string()));
-    q.extend(PROCESS_FAMILIES.iter().map(|(f, _)| f.to_string()));
-    q
-}
-
-/// The hosts to ask again, and the hosts that keep their devices, after the sample-time and
-/// `up` answers.
-enum Plan<'p> {
-    /// Ask every family for every host.
-    Full,
-    /// Ask every family for the hosts matching this regular expression (of their instances);
-    /// the others keep their devices from the previous fleet.
-    Some(String, Vec<(String, &'p Host)>),
-    /// Nothing changed: every host keeps its devices; the families are not asked.
-    None(Vec<(String, &'p Host)>),
-}
-
-/// `text` as a literal in an RE2 regular expression.
-fn regex_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `text` inside a PromQL double-quoted string.
-fn promql_string(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-fn plan<'p>(b: &FleetBuilder, previous: Option<&'p Fleet>) -> Plan<'p> {
-    // After a refresh with failed families, ask everything again rather than keep holes.
-    let Some(prev) = previous.filter(|p| p.errors.is_empty()) else {
-        return Plan::Full;
-    };
-    if !b.all_have_instances() {
-        return Plan::Full;
-    }
-    let before: HashMap<&str, &Host> = prev
-        .hosts
-        .iter()
-        .filter(|h| h.state == model::HostState::Up && h.sample_time.is_some())
-        .filter_map(|h| Some((h.instance.as_deref()?, h)))
-        .collect();
-    let mut kept = Vec::new();
-    let mut changed = Vec::new();
-    for (instance, t) in b.scraped_hosts() {
-        match before.get(instance.as_str()) {
-            Some(h) if h.sample_time == t => kept.push((instance, *h)),
-            _ => changed.push(instance),
-        }
-    }
-    // Nearly every host changed: one plain query per family is shorter than a selector
-    // naming them all.
-    if kept.is_empty() || changed.len() * 4 > (kept.len() + changed.len()) * 3 {
-        return Plan::Full;
-    }
-    if changed.is_empty() {
-        return Plan::None(kept);
-    }
-    let alternatives: Vec<String> = changed.iter().map(|i| regex_escape(i)).collect();
-    Plan::Some(promql_string(&alternatives.join("|")), kept)
-}
-
-/// One refresh from Prometheus: [`queries`], each answer folded into the fleet as it is
-/// parsed; after `previous`, only what changed (see [`FleetSource::refresh_after`]).
-fn refresh_prometheus(
-    client: &Client,
-    url: &str,
-    stale_after: f64,
-    previous: Option<&Fleet>,
-) -> anyhow::Result<Fleet> {
-    let mut b = FleetBuilder::new();
-    let mut answered = 0;
-    let mut first_error = None;
-    let mut planned = Plan::Full;
-    for (i, query) in queries().iter().enumerate() {
-        if i == 2 {
-            planned = plan(&b, previous);
-        }
-        let asked = match (&planned, i) {
-            (_, 0 | 1) | (Plan::Full, _) => query.clone(),
-            (Plan::Some(selector, _), _) => format!("{query}{{instance=~\"{selector}\"}}"),
-            (Plan::None(_), _) => break,
-        };
-        let text = match client.query_text(&asked) {
-            Ok(text) => text,
-            Err(e) => {
-                first_error.get_or_insert_with(|| e.to_string());
-                b.error(query, e.to_string());
-                continue;
-            }
-        };
-        let device = i
-            .checked_sub(2)
-            .and_then(|k| DEVICE_FAMILIES.get(k))
-            .map(|&(_, f)| f);
-        let process = i
-            .checked_sub(2 + DEVICE_FAMILIES.len())
-            .and_then(|k| PROCESS_FAMILIES.get(k))
-            .map(|&(_, f)| f);
-        let mut fold = |s: &prom::Series<'_>| match (i, device, process) {
-            (0, _, _) => b.sample_time(s, None),
-            (1, _, _) => b.up(s),
-            (_, Some(f), _) => b.device(f, s, None),
-            (_, _, Some(f)) => b.process(f, s, None),
-            _ => {}
-        };
-        match prom::parse_answer(&text, &mut fold) {
-            Ok(info) => {
-                answered += 1;
-                b.evaluated_at(info.evaluated_at);
-                for w in info.warnings {
-                    b.error(query, format!("partial answer: {w}"));
-                }
-            }
-            Err(e) => {
-                first_error.get_or_insert_with(|| e.to_string());
-                b.error(query, e.to_string());
-            }
-        }
-    }
-    if answered == 0 {
-        anyhow::bail!(
-            "Prometheus at {url} answered no query: {}",
-            first_error.unwrap_or_default()
-        );
-    }
-    if let Plan::Some(_, kept) | Plan::None(kept) = &planned {
-        for (instance, host) in kept {
-            b.keep_devices(instance, host);
-        }
-    }
-    Ok(b.finish(url.to_string(), stale_after, false))
 }
 
 /// Writes the fleet's JSON (docs/fleet.md) to stdout as it is encoded (a fleet's document is
@@ -426,7 +214,7 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
         if let Some(filter) = &view.filter {
             filter.apply(&mut f);
         }
-        view::sort(&mut f, view.sort);
+        gpu_fleet::sort(&mut f, view.sort.into());
         Ok(f)
     };
     let mut previous = None;
@@ -435,16 +223,16 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
         // asked for, before --filter: no fleet at all, or no host up, is nothing to show.
         let mut f = source
             .refresh_after(None)
-            .map_err(|e| crate::source::Shortfall::nothing(format!("{e:#}")))?;
+            .map_err(|e| Shortfall::nothing(format!("{e:#}")))?;
         let short = shortfall(&f);
         if let Some(filter) = &view.filter {
             filter.apply(&mut f);
         }
-        view::sort(&mut f, view.sort);
+        gpu_fleet::sort(&mut f, view.sort.into());
         if json {
             write_json(&f, false)?;
         } else {
-            crate::write_stdout(&view::render_text(&f, view.sort))?;
+            write_stdout(&view::render_text(&f, view.sort.into()))?;
         }
         return short.map_or(Ok(()), |s| Err(s.into()));
     };
@@ -453,17 +241,14 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
         let started = std::time::Instant::now();
         match one(&source, &mut previous) {
             Ok(f) if json => write_json(&f, true)?,
-            Ok(f) => crate::write_stdout(&format!(
+            Ok(f) => write_stdout(&format!(
                 "\x1b[H\x1b[2J{}",
-                view::render_text(&f, view.sort)
+                view::render_text(&f, view.sort.into())
             ))?,
             // A refresh that fails is shown, and the next one tried; with --json on stderr, so
             // that stdout stays JSON Lines.
-            Err(e) if json => eprintln!("gpuscope: {}", crate::escape_lines(&format!("{e:#}"))),
-            Err(e) => crate::write_stdout(&format!(
-                "gpuscope: {}\n",
-                crate::escape_lines(&format!("{e:#}"))
-            ))?,
+            Err(e) if json => eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}"))),
+            Err(e) => write_stdout(&format!("gpuscope: {}\n", escape_lines(&format!("{e:#}"))))?,
         }
         std::thread::sleep(every.saturating_sub(started.elapsed()));
     }
@@ -471,12 +256,11 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
 
 /// How much of `fleet` is missing: `None` when every host is up; partial when some are down or
 /// stale; nothing when none is up (or there is no host).
-fn shortfall(fleet: &Fleet) -> Option<crate::source::Shortfall> {
-    use crate::source::Shortfall;
+fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
     let missing: Vec<String> = fleet
         .hosts
         .iter()
-        .filter(|h| h.state != model::HostState::Up)
+        .filter(|h| h.state != HostState::Up)
         .map(|h| format!("{} ({})", h.host, h.state.as_str()))
         .collect();
     let total = fleet.hosts.len();
@@ -491,61 +275,11 @@ fn shortfall(fleet: &Fleet) -> Option<crate::source::Shortfall> {
         missing.len(),
         total,
         if total == 1 { "host" } else { "hosts" },
-        crate::escape_lines(&missing.join(", "))
+        escape_lines(&missing.join(", "))
     );
     Some(if missing.len() == total {
         Shortfall::nothing(what)
     } else {
         Shortfall::partial(what)
     })
-}
-
-/// Hosts, devices and processes for the fleet modules' unit tests.
-#[cfg(test)]
-pub(crate) mod testkit;
-
-#[cfg(test)]
-mod tests {
-    use super::{promql_string, regex_escape};
-
-    /// What Prometheus reads back from `promql_string(regex_escape(..))` joined by `|`: the
-    /// PromQL string's escapes undone, then the alternatives split and their escapes undone.
-    fn read_back(text: &str) -> Vec<String> {
-        let mut unquoted = String::new();
-        let mut chars = text.chars();
-        while let Some(c) = chars.next() {
-            unquoted.push(if c == '\\' { chars.next().unwrap() } else { c });
-        }
-        let mut out = vec![String::new()];
-        let mut chars = unquoted.chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => out.last_mut().unwrap().push(chars.next().unwrap()),
-                '|' => out.push(String::new()),
-                c => out.last_mut().unwrap().push(c),
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn an_instance_is_matched_literally() {
-        assert_eq!(regex_escape("10.0.0.1:9445"), "10\\.0\\.0\\.1:9445");
-        assert_eq!(promql_string(&regex_escape("a.b")), "a\\\\.b");
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn any_instances_survive_the_selector(instances in proptest::collection::vec("\\PC{1,20}", 1..5)) {
-            let joined: Vec<String> = instances.iter().map(|i| regex_escape(i)).collect();
-            let text = promql_string(&joined.join("|"));
-            // Nothing unescaped can end the string early.
-            let mut escaped = false;
-            for c in text.chars() {
-                proptest::prop_assert!(escaped || c != '"', "{text}");
-                escaped = !escaped && c == '\\';
-            }
-            proptest::prop_assert_eq!(read_back(&text), instances);
-        }
-    }
 }

@@ -96,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.json {
         let view = crate::snapshot::take_devices(&src.collector, src.label, &devices);
-        return crate::write_stdout(&(serde_json::to_string_pretty(&view)? + "\n"));
+        return crate::output::write_stdout(&(serde_json::to_string_pretty(&view)? + "\n"));
     }
     let snaps = src.collector.take_snapshots(&devices);
     // A process's parent by name, as igpu shows it: the host asked once per parent.
@@ -113,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for d in &snaps.devices {
         out.push_str(&render_device(d, &snaps, &parent_name));
     }
-    crate::write_stdout(&out)
+    crate::output::write_stdout(&out)
 }
 
 /// The HEALTH section of one device; N/A for what the device cannot tell.

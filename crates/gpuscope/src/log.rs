@@ -31,8 +31,9 @@ use tracing_subscriber::EnvFilter;
 use crate::source::UsageError;
 
 /// The crates whose events `-v` turns on (tracing targets start with the crate's name).
-const OWN_CRATES: [&str; 6] = [
+const OWN_CRATES: [&str; 7] = [
     "gpuscope",
+    "gpu_fleet",
     "gpu_backend",
     "gpu_devices",
     "gpu_processes",
@@ -131,19 +132,6 @@ fn stderr_is_journal() -> bool {
     dev.parse() == Ok(meta.dev()) && ino.parse() == Ok(meta.ino())
 }
 
-/// `url` with any `user:password@` left out, for the log.
-pub fn without_userinfo(url: &str) -> std::borrow::Cow<'_, str> {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (&url[..scheme.len() + 3], rest),
-        None => ("", url),
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}{}", &rest[at + 1..]).into(),
-        None => url.into(),
-    }
-}
-
 /// Lines for journald: `<PRIORITY>target: message fields`, the priority as sd-daemon(3)
 /// writes it (3 error, 4 warning, 6 info, 7 debug and trace), no time (journald adds it).
 struct Journal;
@@ -175,19 +163,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::directives;
-
-    #[test]
-    fn urls_are_logged_without_their_credentials() {
-        use super::without_userinfo as w;
-        assert_eq!(
-            w("http://ops:s3cret@node1:9445/metrics"),
-            "http://node1:9445/metrics"
-        );
-        assert_eq!(w("https://node1:9445/a@b"), "https://node1:9445/a@b");
-        assert_eq!(w("http://node1:9445"), "http://node1:9445");
-        assert_eq!(w("http://a@b@node1"), "http://node1");
-        assert_eq!(w("ops@node1/x"), "node1/x");
-    }
 
     #[test]
     fn the_log_is_off_without_v_or_a_variable() {

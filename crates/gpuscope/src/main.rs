@@ -8,6 +8,7 @@ mod fleet;
 mod front_doors;
 mod info;
 mod log;
+mod output;
 mod query;
 mod record;
 mod select;
@@ -17,11 +18,11 @@ mod source;
 mod stat;
 mod top;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::output::{escape_lines, write_stdout};
 use crate::source::SourceArgs;
 
 /// Watch and choose NVIDIA GPUs.
@@ -204,37 +205,5 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stat(args) => stat::run(args),
         Command::InstallLinks(args) => front_doors::install_links(args),
         Command::Completions { shell } => shell::completions(shell),
-    }
-}
-
-/// Writes to stdout; a closed pipe (`gpuscope snapshot | head`) is not an error.
-pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
-
-/// `text` with every control character escaped ([`gpu_devices::text::escape_control`]) except
-/// its line breaks, for text of several lines that holds outside text: error messages, the
-/// explanation of `select`.
-pub(crate) fn escape_lines(text: &str) -> String {
-    text.split('\n')
-        .map(gpu_devices::text::escape_control)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape_lines;
-
-    #[test]
-    fn escape_lines_keeps_line_breaks_and_escapes_the_rest() {
-        assert_eq!(
-            escape_lines("fixture x.json:\n  bad \u{1b}]0;T\u{7}\r"),
-            "fixture x.json:\n  bad \\x1b]0;T\\x07\\x0d"
-        );
     }
 }

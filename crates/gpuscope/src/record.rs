@@ -229,7 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .collect();
     // The summary comes out even when the plot or a sample file cannot be written: the
     // recording is not lost.
-    crate::write_stdout(&text)?;
+    crate::output::write_stdout(&text)?;
     let samples = format!(
         "{} sample{} over {:.1}s",
         recorder.len(),

@@ -154,7 +154,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         OutputFormat::Uuid => Format::Uuid,
     };
     if args.explain {
-        eprint!("{}", crate::escape_lines(&explain(&selection, &criteria)));
+        eprint!(
+            "{}",
+            crate::output::escape_lines(&explain(&selection, &criteria))
+        );
     }
     // Only this machine's devices are CUDA's to see.
     let cuda_hint = true;
@@ -214,7 +217,7 @@ fn print_chosen(
     if cuda_hint && !std::io::stdout().is_terminal() {
         eprintln!("CUDA_VISIBLE_DEVICES=\"{}\"", ids.join(","));
     }
-    crate::write_stdout(&(ids.join(sep) + end))?;
+    crate::output::write_stdout(&(ids.join(sep) + end))?;
     Ok(())
 }
 
@@ -233,8 +236,7 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         .open()?
         .refresh()
         .map_err(|e| crate::source::Shortfall::nothing(format!("{e:#}")))?;
-    let chosen =
-        crate::fleet::select::select(&fleet, criteria).map_err(|e| UsageError(e.to_string()))?;
+    let chosen = gpu_fleet::select(&fleet, criteria).map_err(|e| UsageError(e.to_string()))?;
     if args.explain {
         let mut text = String::new();
         for e in &fleet.errors {
@@ -244,7 +246,7 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
             let _ = writeln!(text, "{host}: left out, its exporter is {}", state.as_str());
         }
         text += &explain_named(&chosen.selection, criteria, &chosen.names);
-        eprint!("{}", crate::escape_lines(&text));
+        eprint!("{}", crate::output::escape_lines(&text));
     }
     // Devices of other hosts: no CUDA_VISIBLE_DEVICES for this one.
     let cuda_hint = false;

@@ -153,7 +153,7 @@ pub fn on_terminal() -> bool {
 pub fn completions(shell: clap_complete::Shell) -> Result<()> {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut crate::Cli::command(), "gpuscope", &mut out);
-    crate::write_stdout(&String::from_utf8_lossy(&out))
+    crate::output::write_stdout(&String::from_utf8_lossy(&out))
 }
 
 /// Writes `gpuscope.1` and one page per command (`gpuscope-top.1`, ...) into `dir`, made if

@@ -593,6 +593,33 @@ pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The cells every device table shares (this machine's and the fleet's): temperature (`41C`),
+/// fan (`30%`) and memory (`used / total` MiB), N/A for what is unknown.
+pub(crate) fn device_cells(
+    temperature: Option<u32>,
+    fan: Option<u32>,
+    used: Option<u64>,
+    total: Option<u64>,
+) -> [String; 3] {
+    [
+        na(temperature.map(|t| format!("{t}C"))),
+        na(fan.map(|f| format!("{f}%"))),
+        format!("{} / {}", mib(used), mib(total)),
+    ]
+}
+
+/// A device's power cell, `draw / limit` in whole watts; N/A when neither is known.
+pub(crate) fn power_cell(usage: Option<f64>, limit: Option<f64>) -> String {
+    match (usage, limit) {
+        (None, None) => "N/A".to_string(),
+        (u, l) => format!(
+            "{} / {}",
+            na(u.map(|w| format!("{}W", w.round() as u64))),
+            na(l.map(|w| format!("{}W", w.round() as u64)))
+        ),
+    }
+}
+
 /// A value for people, or N/A.
 pub(crate) fn na<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
@@ -643,14 +670,12 @@ pub fn render_text(s: &SnapshotView) -> String {
             (Some(u), Some(t)) if t > 0 && u <= t => format!("{}%", (u * 100 + t / 2) / t),
             _ => "N/A".to_string(),
         };
-        let power = match (d.power_usage_watts, d.power_limit_watts) {
-            (None, None) => "N/A".to_string(),
-            (u, l) => format!(
-                "{} / {}",
-                na(u.map(|w| format!("{}W", w.round() as u64))),
-                na(l.map(|w| format!("{}W", w.round() as u64)))
-            ),
-        };
+        let [temperature, fan, memory] = device_cells(
+            d.temperature_celsius,
+            d.fan_speed_percent,
+            d.memory_used_bytes,
+            d.memory_total_bytes,
+        );
         let mig = match (d.mig_index, d.mig_mode) {
             (Some(_), _) => format!("{}/{}", na(d.gpu_instance_id), na(d.compute_instance_id)),
             (None, Some(true)) => "On".into(),
@@ -663,14 +688,10 @@ pub fn render_text(s: &SnapshotView) -> String {
             label,
             truncate(&text(d.name.as_deref()), 34),
             text(d.bus_id.as_deref()),
-            na(d.temperature_celsius.map(|t| format!("{t}C"))),
-            na(d.fan_speed_percent.map(|f| format!("{f}%"))),
-            power,
-            format!(
-                "{} / {}",
-                mib(d.memory_used_bytes),
-                mib(d.memory_total_bytes)
-            ),
+            temperature,
+            fan,
+            power_cell(d.power_usage_watts, d.power_limit_watts),
+            memory,
             mem_pct,
             na(d.gpu_utilization_percent.map(|u| format!("{u}%"))),
             mig,

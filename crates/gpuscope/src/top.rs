@@ -45,7 +45,7 @@ pub struct Args {
     /// With --prometheus or --remote: the first order (the `s` key changes it): host, gpu,
     /// free-memory (most first) or utilization (least first).
     #[arg(long, value_enum)]
-    sort: Option<crate::fleet::view::SortKey>,
+    sort: Option<crate::fleet::view::SortArg>,
 
     /// With --prometheus or --remote: the first filter (the `/` key changes it): host:NAME
     /// (host:gpu-* for a prefix), gpu:ID, user:NAME, pid:N, state:up|down|stale, and words.
@@ -301,7 +301,7 @@ fn run_fleet(args: Args) -> Result<()> {
         colors_on(&args),
         args.ascii,
     );
-    app.sort = args.sort.unwrap_or_default();
+    app.sort = args.sort.unwrap_or_default().into();
     app.light = args.light;
     if let Some(text) = &args.filter {
         app.set_filter(text)
@@ -455,7 +455,7 @@ pub fn run(args: Args) -> Result<()> {
         app.opts.color = false;
         app.push_sample(sampler::sample(&src.collector, &devices, app.opts.live));
         let width = once_width();
-        let written = crate::write_stdout(&render_once(&mut app, width));
+        let written = crate::output::write_stdout(&render_once(&mut app, width));
         src.end_one_shot();
         return written;
     }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use fleet_support::{start, vector, Reply, Stub};
+use fleet_support::{hosts, start, vector, Reply, Stub, SAMPLE_TIME_QUERY};
 use serde_json::{json, Value};
 
 const T: f64 = 1000.0;
@@ -37,57 +37,32 @@ const DEVICES: &[Dev] = &[
     ("node-d", "10.0.0.4:9445", "0", 79, "0"),
 ];
 
+/// The answers of the two host queries at [`T`], node-a's exporter's latest sample at
+/// `node_a`: node-b's 1 s old, node-c's 100 s (and down), node-d's 60 s.
+fn host_answers(r: &mut HashMap<String, Reply>, node_a: &str) {
+    hosts(
+        r,
+        T,
+        &[
+            ("node-a", "10.0.0.1:9445", node_a, "1"),
+            ("node-b", "10.0.0.2:9445", "999", "1"),
+            ("node-c", "10.0.0.3:9445", "900", "0"),
+            ("node-d", "10.0.0.4:9445", "940", "1"),
+        ],
+        &[
+            // Another job's target: not a gpuscope host.
+            ("localhost:9090", "prometheus", "1"),
+            // A target of the gpuscope job that never served a sample: listed, down.
+            ("10.0.0.5:9445", "gpu", "0"),
+        ],
+    );
+}
+
 /// The recorded answers of a fleet of four hosts: node-a and node-b up, node-c down, node-d
 /// stale (its last sample is 60 s old).
 fn replies() -> HashMap<String, Reply> {
     let mut r = HashMap::new();
-    let host = |h: &str, i: &str| json!({"instance": i, "job": "gpu", "hostname": h});
-    r.insert(
-        "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".into(),
-        Reply::Body(vector(
-            T,
-            &[
-                (host("node-a", "10.0.0.1:9445"), "999.5".into()),
-                (host("node-b", "10.0.0.2:9445"), "999".into()),
-                (host("node-c", "10.0.0.3:9445"), "900".into()),
-                (host("node-d", "10.0.0.4:9445"), "940".into()),
-            ],
-        )),
-    );
-    r.insert(
-        "up".into(),
-        Reply::Body(vector(
-            T,
-            &[
-                (
-                    json!({"instance": "10.0.0.1:9445", "job": "gpu"}),
-                    "1".into(),
-                ),
-                (
-                    json!({"instance": "10.0.0.2:9445", "job": "gpu"}),
-                    "1".into(),
-                ),
-                (
-                    json!({"instance": "10.0.0.3:9445", "job": "gpu"}),
-                    "0".into(),
-                ),
-                (
-                    json!({"instance": "10.0.0.4:9445", "job": "gpu"}),
-                    "1".into(),
-                ),
-                // Another job's target: not a gpuscope host.
-                (
-                    json!({"instance": "localhost:9090", "job": "prometheus"}),
-                    "1".into(),
-                ),
-                // A target of the gpuscope job that never served a sample: listed, down.
-                (
-                    json!({"instance": "10.0.0.5:9445", "job": "gpu"}),
-                    "0".into(),
-                ),
-            ],
-        )),
-    );
+    host_answers(&mut r, "999.5");
     let family = |f: &dyn Fn(&Dev) -> String| {
         let series: Vec<(Value, String)> = DEVICES
             .iter()
@@ -194,10 +169,16 @@ fn shown(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-fn fleet_json(stub: &Stub, extra: &[&str]) -> Value {
-    let mut args = vec!["snapshot", "--prometheus", &stub.url, "--json"];
+/// `gpuscope COMMAND --prometheus <the stub's URL>` with `extra` arguments and environment.
+fn on_stub(stub: &Stub, command: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args = vec![command, "--prometheus", &stub.url];
     args.extend_from_slice(extra);
-    serde_json::from_str(&shown(&gpuscope(&args, &[]))).unwrap()
+    gpuscope(&args, env)
+}
+
+fn fleet_json(stub: &Stub, extra: &[&str]) -> Value {
+    let args = [&["--json"], extra].concat();
+    serde_json::from_str(&shown(&on_stub(stub, "snapshot", &args, &[]))).unwrap()
 }
 
 fn host<'a>(fleet: &'a Value, name: &str) -> &'a Value {
@@ -264,7 +245,7 @@ fn down_and_stale_hosts_are_shown_as_such_never_dropped() {
     let fleet = fleet_json(&stub, &["--stale-after", "2m"]);
     assert_eq!(host(&fleet, "node-d")["state"], "up");
 
-    let text = exited(3, &gpuscope(&["snapshot", "--prometheus", &stub.url], &[]));
+    let text = exited(3, &on_stub(&stub, "snapshot", &[], &[]));
     assert!(
         text.contains("5 hosts  5 devices  2 down  1 stale"),
         "{text}"
@@ -365,16 +346,10 @@ fn sort_and_filter() {
     let stub = start(replies(), None);
     let text = exited(
         3,
-        &gpuscope(
-            &[
-                "snapshot",
-                "--prometheus",
-                &stub.url,
-                "--sort",
-                "free-memory",
-                "--filter",
-                "state:up",
-            ],
+        &on_stub(
+            &stub,
+            "snapshot",
+            &["--sort", "free-memory", "--filter", "state:up"],
             &[],
         ),
     );
@@ -410,10 +385,7 @@ fn sort_and_filter() {
         host(&fleet, "node-a")["devices"].as_array().unwrap().len(),
         1
     );
-    let out = gpuscope(
-        &["snapshot", "--prometheus", &stub.url, "--filter", "pid:x"],
-        &[],
-    );
+    let out = on_stub(&stub, "snapshot", &["--filter", "pid:x"], &[]);
     assert_eq!(out.status.code(), Some(2));
     let out = gpuscope(&["snapshot", "--demo", "--sort", "gpu"], &[]);
     assert_eq!(out.status.code(), Some(2), "--sort needs --prometheus");
@@ -422,17 +394,10 @@ fn sort_and_filter() {
 #[test]
 fn select_picks_by_free_memory_across_the_hosts_that_are_up() {
     let stub = start(replies(), None);
-    let out = gpuscope(
-        &[
-            "select",
-            "--prometheus",
-            &stub.url,
-            "-n",
-            "2",
-            "-f",
-            "20GiB",
-            "--explain",
-        ],
+    let out = on_stub(
+        &stub,
+        "select",
+        &["-n", "2", "-f", "20GiB", "--explain"],
         &[],
     );
     assert_eq!(ok(&out), "node-b:0,node-a:1\n");
@@ -447,36 +412,22 @@ fn select_picks_by_free_memory_across_the_hosts_that_are_up() {
     );
     let line = err.lines().find(|l| l.starts_with("node-a:0")).unwrap();
     assert!(line.contains("rejected: min-free-memory"), "{line}");
-    let out = gpuscope(
-        &[
-            "select",
-            "--prometheus",
-            &stub.url,
-            "-n",
-            "2",
-            "-f",
-            "20GiB",
-            "-O",
-            "uuid",
-        ],
+    let out = on_stub(
+        &stub,
+        "select",
+        &["-n", "2", "-f", "20GiB", "-O", "uuid"],
         &[],
     );
     assert_eq!(ok(&out), "GPU-node-b-0,GPU-node-a-1\n");
     // bob's 50 GiB on node-b:1 counted as free: 80 GiB free, the best device.
-    let out = gpuscope(
-        &[
-            "select",
-            "--prometheus",
-            &stub.url,
-            "-n",
-            "1",
-            "--account-as-free",
-            "bob",
-        ],
+    let out = on_stub(
+        &stub,
+        "select",
+        &["-n", "1", "--account-as-free", "bob"],
         &[],
     );
     assert_eq!(ok(&out), "node-b:1\n");
-    let out = gpuscope(&["select", "--prometheus", &stub.url, "-c", "9"], &[]);
+    let out = on_stub(&stub, "select", &["-c", "9"], &[]);
     assert_eq!(out.status.code(), Some(4), "fewer than --min-count");
 }
 
@@ -488,11 +439,10 @@ fn basic_auth_from_a_password_file_or_the_environment() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("password");
     std::fs::write(&file, "s3cret\n").unwrap();
-    let out = gpuscope(
+    let out = on_stub(
+        &stub,
+        "snapshot",
         &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
             "--json",
             "--prometheus-user",
             "ops",
@@ -502,48 +452,27 @@ fn basic_auth_from_a_password_file_or_the_environment() {
         &[],
     );
     assert!(exited(3, &out).contains("node-a"));
-    let out = gpuscope(
-        &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
-            "--prometheus-user",
-            "ops",
-        ],
+    let out = on_stub(
+        &stub,
+        "snapshot",
+        &["--prometheus-user", "ops"],
         &[("GPUSCOPE_PROMETHEUS_PASSWORD", "s3cret")],
     );
     assert!(exited(3, &out).contains("node-a"));
-    let out = gpuscope(
-        &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
-            "--prometheus-user",
-            "ops",
-        ],
+    let out = on_stub(
+        &stub,
+        "snapshot",
+        &["--prometheus-user", "ops"],
         &[("GPUSCOPE_PROMETHEUS_PASSWORD", "wrong")],
     );
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 401"));
-    let out = gpuscope(
-        &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
-            "--prometheus-user",
-            "ops",
-        ],
-        &[],
-    );
+    let out = on_stub(&stub, "snapshot", &["--prometheus-user", "ops"], &[]);
     assert_eq!(out.status.code(), Some(2), "a user without a password");
-    let out = gpuscope(
-        &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
-            "--prometheus-ca",
-            file.to_str().unwrap(),
-        ],
+    let out = on_stub(
+        &stub,
+        "snapshot",
+        &["--prometheus-ca", file.to_str().unwrap()],
         &[],
     );
     assert_eq!(out.status.code(), Some(2), "a CA file with no certificate");
@@ -767,11 +696,10 @@ fn prometheus_over_mutual_tls_with_basic_auth() {
         );
     }
     // The password from the environment instead of a file.
-    let out = gpuscope(
+    let out = on_stub(
+        &stub,
+        "snapshot",
         &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
             "--prometheus-ca",
             &ca,
             "--prometheus-cert",
@@ -815,27 +743,12 @@ fn prometheus_over_mutual_tls_with_basic_auth() {
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("401"));
     // A key without a certificate, or a certificate file with no certificate, is a usage error.
-    let out = gpuscope(
-        &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
-            "--prometheus-key",
-            &key,
-        ],
-        &[],
-    );
+    let out = on_stub(&stub, "snapshot", &["--prometheus-key", &key], &[]);
     assert_eq!(out.status.code(), Some(2));
-    let out = gpuscope(
-        &[
-            "snapshot",
-            "--prometheus",
-            &stub.url,
-            "--prometheus-cert",
-            &pass,
-            "--prometheus-key",
-            &key,
-        ],
+    let out = on_stub(
+        &stub,
+        "snapshot",
+        &["--prometheus-cert", &pass, "--prometheus-key", &key],
         &[],
     );
     assert_eq!(out.status.code(), Some(2));
@@ -875,19 +788,16 @@ fn remote_exporters_over_tls_with_basic_auth() {
     ]);
     let url = format!("https://{}", exporter.addr);
     let (ca, pass) = (p("ca.pem"), p("pass"));
+    let auth = [
+        "--prometheus-ca",
+        &ca,
+        "--prometheus-user",
+        "prometheus",
+        "--prometheus-password-file",
+        &pass,
+    ];
     let out = gpuscope(
-        &[
-            "snapshot",
-            "--json",
-            "--remote",
-            &url,
-            "--prometheus-ca",
-            &ca,
-            "--prometheus-user",
-            "prometheus",
-            "--prometheus-password-file",
-            &pass,
-        ],
+        &[&["snapshot", "--json", "--remote", &url][..], &auth].concat(),
         &[],
     );
     let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
@@ -896,18 +806,7 @@ fn remote_exporters_over_tls_with_basic_auth() {
     assert_eq!(h["devices"].as_array().unwrap().len(), 8);
     // The viewer over the same exporter.
     let screen = ok(&gpuscope(
-        &[
-            "top",
-            "--once",
-            "--remote",
-            &url,
-            "--prometheus-ca",
-            &ca,
-            "--prometheus-user",
-            "prometheus",
-            "--prometheus-password-file",
-            &pass,
-        ],
+        &[&["top", "--once", "--remote", &url][..], &auth].concat(),
         &[("COLUMNS", "160")],
     ));
     assert!(screen.contains("1 host  8 devices  1 up"), "{screen}");
@@ -1037,19 +936,7 @@ fn refreshes_ask_again_only_for_the_hosts_whose_sample_changed() {
     // node-a's exporter serves a new sample with less free memory on GPU 0.
     {
         let mut r = stub.replies.lock().unwrap();
-        let host = |h: &str, i: &str| json!({"instance": i, "job": "gpu", "hostname": h});
-        r.insert(
-            first_query(),
-            Reply::Body(vector(
-                T,
-                &[
-                    (host("node-a", "10.0.0.1:9445"), "999.9".into()),
-                    (host("node-b", "10.0.0.2:9445"), "999".into()),
-                    (host("node-c", "10.0.0.3:9445"), "900".into()),
-                    (host("node-d", "10.0.0.4:9445"), "940".into()),
-                ],
-            )),
-        );
+        host_answers(&mut r, "999.9");
         let series: Vec<(Value, String)> = DEVICES
             .iter()
             .map(|d| {
@@ -1089,5 +976,5 @@ fn refreshes_ask_again_only_for_the_hosts_whose_sample_changed() {
 }
 
 fn first_query() -> String {
-    "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".to_string()
+    SAMPLE_TIME_QUERY.to_string()
 }

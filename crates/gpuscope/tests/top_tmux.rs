@@ -683,33 +683,20 @@ mod fleet_support;
 fn fleet_stub(slow: Option<Duration>) -> fleet_support::Stub {
     use fleet_support::{vector, Reply};
     let t = 1000.0;
-    let host = |h: &str| json!({"instance": format!("{h}:9445"), "job": "gpu", "hostname": h});
     let dev = |h: &str, i: &str| {
         json!({"instance": format!("{h}:9445"), "job": "gpu", "hostname": h, "index": i,
                "uuid": format!("GPU-{h}-{i}"), "name": "NVIDIA H100 80GB HBM3"})
     };
     let mut r = std::collections::HashMap::new();
-    r.insert(
-        "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])".to_string(),
-        Reply::Body(vector(
-            t,
-            &[
-                (host("gpu-a"), "999.5".into()),
-                (host("gpu-b"), "999.5".into()),
-                (host("gpu-c"), "900".into()),
-            ],
-        )),
-    );
-    r.insert(
-        "up".into(),
-        Reply::Body(vector(
-            t,
-            &[
-                (json!({"instance": "gpu-a:9445", "job": "gpu"}), "1".into()),
-                (json!({"instance": "gpu-b:9445", "job": "gpu"}), "1".into()),
-                (json!({"instance": "gpu-c:9445", "job": "gpu"}), "0".into()),
-            ],
-        )),
+    fleet_support::hosts(
+        &mut r,
+        t,
+        &[
+            ("gpu-a", "gpu-a:9445", "999.5", "1"),
+            ("gpu-b", "gpu-b:9445", "999.5", "1"),
+            ("gpu-c", "gpu-c:9445", "900", "0"),
+        ],
+        &[],
     );
     let gib = 1u64 << 30;
     // gpu-a:0 has 10 GiB free, gpu-a:1 70 GiB, gpu-b:0 40 GiB.

@@ -22,11 +22,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::fleet::model::{Fleet, FleetDevice, FleetProcess, Host, HostState};
-use crate::fleet::view::{self, FleetFilter, SortKey};
-use crate::fleet::FleetSource;
 use crate::snapshot::counted;
-use crate::snapshot::{mib, na, truncate};
+use crate::snapshot::{device_cells, mib, na, truncate};
+use gpu_fleet::filter as view;
+use gpu_fleet::{
+    Fleet, FleetDevice, FleetFilter, FleetProcess, FleetSource, Host, HostState, SortKey,
+};
 
 /// One answer of the sampler thread.
 #[derive(Debug)]
@@ -178,7 +179,10 @@ impl FleetApp {
         self.filter = if text.trim().is_empty() {
             None
         } else {
-            Some((FleetFilter::parse(text)?, text.trim().to_string()))
+            Some((
+                FleetFilter::parse(text).map_err(|e| e.to_string())?,
+                text.trim().to_string(),
+            ))
         };
         self.rebuild();
         Ok(())
@@ -348,12 +352,7 @@ impl FleetApp {
 }
 
 /// The sort keys in the order `s` steps through them.
-const SORTS: [SortKey; 4] = [
-    SortKey::Host,
-    SortKey::Gpu,
-    SortKey::FreeMemory,
-    SortKey::Utilization,
-];
+const SORTS: [SortKey; 4] = SortKey::ALL;
 
 fn next_sort(key: SortKey, step: usize) -> SortKey {
     let i = SORTS.iter().position(|&k| k == key).unwrap_or(0);
@@ -361,12 +360,7 @@ fn next_sort(key: SortKey, step: usize) -> SortKey {
 }
 
 fn sort_name(key: SortKey) -> &'static str {
-    match key {
-        SortKey::Host => "host",
-        SortKey::Gpu => "gpu",
-        SortKey::FreeMemory => "free-memory",
-        SortKey::Utilization => "utilization",
-    }
+    key.as_str()
 }
 
 /// The keys, for the help text.
@@ -595,20 +589,22 @@ fn device_line(app: &FleetApp, host: &Host, d: &FleetDevice) -> Line<'static> {
         " ".repeat(HOST_W)
     };
     let name = truncate(&escape_control(d.name.as_deref().unwrap_or("N/A")), 28);
+    let [temperature, fan, memory] = device_cells(
+        d.temperature_celsius,
+        d.fan_speed_percent,
+        d.memory_used_bytes,
+        d.memory_total_bytes,
+    );
     Line::from(vec![
         Span::raw(format!("{host_col} {label:<5} ")),
         Span::styled(format!("{state:<8}"), state_style),
         Span::raw(format!(
             " {:<28} {:>5} {:>4} {:>15} {:>24} {:>10} ",
             name,
-            na(d.temperature_celsius.map(|t| format!("{t}C"))),
-            na(d.fan_speed_percent.map(|f| format!("{f}%"))),
+            temperature,
+            fan,
             power,
-            format!(
-                "{} / {}",
-                mib(d.memory_used_bytes),
-                mib(d.memory_total_bytes)
-            ),
+            memory,
             mib(d.memory_free_bytes),
         )),
         Span::styled(
@@ -698,7 +694,7 @@ pub fn run(mut app: FleetApp, source: FleetSource, once: bool) -> Result<()> {
         });
         app.color = false;
         let width = super::once_width();
-        return crate::write_stdout(&render_once(&app, width));
+        return crate::output::write_stdout(&render_once(&app, width));
     }
     interactive(app, source)
 }
@@ -789,7 +785,7 @@ impl super::event_loop::SamplerHandle for FleetSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::testkit::{self, host};
+    use gpu_fleet::testkit::{self, host};
 
     /// GPU `id` with `free_gib` GiB free, `util` percent busy, and `procs` of alice's
     /// processes (PIDs from 1000, 10% of the SMs each), which the screens show as branches.

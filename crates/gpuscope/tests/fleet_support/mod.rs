@@ -77,6 +77,36 @@ pub fn vector(t: f64, series: &[(Value, String)]) -> String {
     json!({"status": "success", "data": {"resultType": "vector", "result": result}}).to_string()
 }
 
+/// The query every refresh asks first: each exporter's latest sample time over the lookback.
+pub const SAMPLE_TIME_QUERY: &str =
+    "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])";
+
+/// Sets the answers of the two queries about hosts at `t`: [`SAMPLE_TIME_QUERY`] and `up`.
+/// `hosts`: (hostname, instance, its exporter's latest sample time, `1` when Prometheus scrapes
+/// it or `0`) of the job `gpu`; `other_targets`: (instance, job, up) that only `up` lists.
+pub fn hosts(
+    replies: &mut HashMap<String, Reply>,
+    t: f64,
+    hosts: &[(&str, &str, &str, &str)],
+    other_targets: &[(&str, &str, &str)],
+) {
+    let times: Vec<(Value, String)> = hosts
+        .iter()
+        .map(|&(host, instance, time, _)| {
+            let labels = json!({"instance": instance, "job": "gpu", "hostname": host});
+            (labels, time.to_string())
+        })
+        .collect();
+    let up: Vec<(Value, String)> = hosts
+        .iter()
+        .map(|&(_, instance, _, up)| (instance, "gpu", up))
+        .chain(other_targets.iter().copied())
+        .map(|(instance, job, up)| (json!({"instance": instance, "job": job}), up.to_string()))
+        .collect();
+    replies.insert(SAMPLE_TIME_QUERY.into(), Reply::Body(vector(t, &times)));
+    replies.insert("up".into(), Reply::Body(vector(t, &up)));
+}
+
 fn decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::new();

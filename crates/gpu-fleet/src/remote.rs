@@ -8,8 +8,9 @@
 use std::borrow::Cow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES, SAMPLE_TIME_FAMILY};
-use super::prom::{parse_value, ClientOptions, Connection, Series, SetupError};
+use crate::model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES};
+use crate::names::SAMPLE_TIME_FAMILY;
+use crate::prom::{parse_value, ClientOptions, Connection, Series, SetupError};
 
 /// The largest exposition read from one exporter, bytes.
 const MAX_EXPOSITION_BYTES: u64 = 64 << 20;
@@ -27,11 +28,11 @@ impl std::fmt::Debug for Remote {
     }
 }
 
-/// Why `--remote` cannot be set up.
+/// Why the exporters cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
     /// A URL that is not http(s).
-    #[error("--remote {0:?} is not an http:// or https:// URL")]
+    #[error("{0:?} is not an http:// or https:// URL")]
     Url(String),
     /// A TLS file that cannot be used.
     #[error(transparent)]
@@ -102,7 +103,7 @@ impl Remote {
         let started = std::time::Instant::now();
         let answer = self.read_untimed(url);
         let took_ms = started.elapsed().as_micros() as f64 / 1000.0;
-        let url = crate::log::without_userinfo(url);
+        let url = without_userinfo(url);
         let url = gpu_devices::text::Escaped(&url);
         match &answer {
             Ok(text) => tracing::debug!(%url, bytes = text.len(), took_ms, "exporter read"),
@@ -154,8 +155,21 @@ pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) {
     }
 }
 
+/// `url` with any `user:password@` left out, for the log.
+pub fn without_userinfo(url: &str) -> Cow<'_, str> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (&url[..scheme.len() + 3], rest),
+        None => ("", url),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}{}", &rest[at + 1..]).into(),
+        None => url.into(),
+    }
+}
+
 /// A sample's labels, borrowed from the text where no escape had to be undone.
-pub type Labels<'a> = super::prom::LabelSet<'a>;
+pub type Labels<'a> = crate::prom::LabelSet<'a>;
 
 /// One sample line of the text format: `name{label="value",...} value [timestamp]`; `None`
 /// for comments, blank lines and anything malformed.
@@ -233,6 +247,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn urls_are_logged_without_their_credentials() {
+        use super::without_userinfo as w;
+        assert_eq!(
+            w("http://ops:s3cret@node1:9445/metrics"),
+            "http://node1:9445/metrics"
+        );
+        assert_eq!(w("https://node1:9445/a@b"), "https://node1:9445/a@b");
+        assert_eq!(w("http://node1:9445"), "http://node1:9445");
+        assert_eq!(w("http://a@b@node1"), "http://node1");
+        assert_eq!(w("ops@node1/x"), "node1/x");
+    }
+
+    #[test]
     fn sample_lines_with_labels_escapes_and_timestamps() {
         let (name, labels, value) =
             parse_line(r#"gpuscope_device_up{hostname="a \"b\"\\c",index="0:1"} 1 1700000000"#)
@@ -272,7 +299,7 @@ mod tests {
         let h = &f.hosts[0];
         assert_eq!(h.host, "lab1");
         assert_eq!(h.instance.as_deref(), Some("http://lab1:9445/metrics"));
-        assert_eq!(h.state, crate::fleet::model::HostState::Up);
+        assert_eq!(h.state, crate::model::HostState::Up);
         assert_eq!(h.sample_age_seconds, Some(0.5));
         assert_eq!(h.devices[0].memory_free_bytes, Some(1024));
         assert_eq!(h.devices[0].processes[0].pid, 7);

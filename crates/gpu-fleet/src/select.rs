@@ -7,7 +7,7 @@
 use gpu_backend::DeviceId;
 use gpu_select::{Criteria, Figures, Selection, Unusable};
 
-use super::model::{Fleet, FleetDevice, Host, HostState};
+use crate::model::{Fleet, FleetDevice, Host, HostState};
 
 /// A selection over the fleet, and what each candidate is.
 #[derive(Debug, Clone)]
@@ -119,8 +119,8 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::model::FleetProcess;
-    use crate::fleet::testkit::{self, host};
+    use crate::model::FleetProcess;
+    use crate::testkit::{self, host};
 
     /// A device with `free_gib` GiB free (its UUID `GPU-<id>-<free_gib>`, which the tests'
     /// identifiers show), 10% busy, with one process of `user` holding 30 GiB.

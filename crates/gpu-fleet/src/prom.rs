@@ -407,7 +407,7 @@ impl<'a> Visitor<'a> for ResultSeed<'_, 'a> {
 }
 
 /// How to reach a Prometheus server (or, for `--remote`, the exporters): TLS and basic auth.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// Base URL, e.g. `http://prometheus:9090` (a path prefix is kept).
     pub url: String,
@@ -420,6 +420,29 @@ pub struct ClientOptions {
     pub client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// Whole-request timeout (connect, send, wait, read).
     pub timeout: Duration,
+}
+
+impl ClientOptions {
+    /// `url` with no TLS settings of its own, no basic auth and a 5 s timeout.
+    pub fn new(url: impl Into<String>) -> ClientOptions {
+        ClientOptions {
+            url: url.into(),
+            ..ClientOptions::default()
+        }
+    }
+}
+
+impl Default for ClientOptions {
+    /// No URL, no TLS settings of its own, no basic auth, a 5 s timeout.
+    fn default() -> ClientOptions {
+        ClientOptions {
+            url: String::new(),
+            basic_auth: None,
+            ca_file: None,
+            client_cert: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
 }
 
 /// An HTTP agent with the TLS settings and the `Authorization` header of [`ClientOptions`].
@@ -495,7 +518,7 @@ pub enum SetupError {
     #[error("{0:?} is not an http:// or https:// URL")]
     Url(String),
     /// The CA file cannot be read or holds no certificate.
-    #[error("--prometheus-ca {path}: {reason}")]
+    #[error("CA file {path}: {reason}")]
     Ca {
         /// The file.
         path: String,
@@ -503,15 +526,33 @@ pub enum SetupError {
         reason: String,
     },
     /// The client certificate or key file cannot be read or holds nothing usable.
-    #[error("{option} {path}: {reason}")]
+    #[error("{file} {path}: {reason}")]
     ClientCert {
-        /// `--prometheus-cert` or `--prometheus-key`.
-        option: &'static str,
+        /// Which file: the certificate or the key.
+        file: CertFile,
         /// The file.
         path: String,
         /// What went wrong.
         reason: String,
     },
+}
+
+/// The two files of a client certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertFile {
+    /// The certificate (with its chain).
+    Certificate,
+    /// Its private key.
+    Key,
+}
+
+impl fmt::Display for CertFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CertFile::Certificate => "client certificate",
+            CertFile::Key => "client key",
+        })
+    }
 }
 
 impl Client {
@@ -615,30 +656,30 @@ fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, SetupErr
 }
 
 fn read_client_cert(cert: &Path, key: &Path) -> Result<ureq::tls::ClientCert, SetupError> {
-    let fail = |option: &'static str, path: &Path, reason: String| SetupError::ClientCert {
-        option,
+    let fail = |file: CertFile, path: &Path, reason: String| SetupError::ClientCert {
+        file,
         path: path.display().to_string(),
         reason,
     };
-    let pem = std::fs::read(cert).map_err(|e| fail("--prometheus-cert", cert, e.to_string()))?;
+    let pem = std::fs::read(cert).map_err(|e| fail(CertFile::Certificate, cert, e.to_string()))?;
     let mut chain = Vec::new();
     for item in ureq::tls::parse_pem(&pem) {
         if let ureq::tls::PemItem::Certificate(c) =
-            item.map_err(|e| fail("--prometheus-cert", cert, e.to_string()))?
+            item.map_err(|e| fail(CertFile::Certificate, cert, e.to_string()))?
         {
             chain.push(c);
         }
     }
     if chain.is_empty() {
         return Err(fail(
-            "--prometheus-cert",
+            CertFile::Certificate,
             cert,
             "no PEM certificate in the file".into(),
         ));
     }
-    let pem = std::fs::read(key).map_err(|e| fail("--prometheus-key", key, e.to_string()))?;
+    let pem = std::fs::read(key).map_err(|e| fail(CertFile::Key, key, e.to_string()))?;
     let key_item = ureq::tls::PrivateKey::from_pem(&pem)
-        .map_err(|e| fail("--prometheus-key", key, format!("no PEM private key: {e}")))?;
+        .map_err(|e| fail(CertFile::Key, key, format!("no PEM private key: {e}")))?;
     Ok(ureq::tls::ClientCert::new_with_certs(&chain, key_item))
 }
 

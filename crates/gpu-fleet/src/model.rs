@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::prom::Series;
+use crate::names;
+use crate::prom::Series;
 
 /// Version of the JSON document's shape.
 pub const JSON_SCHEMA: &str = "gpuscope.fleet/1";
@@ -97,21 +98,35 @@ pub struct FleetDevice {
     pub index: u32,
     /// MIG slot, for a MIG device.
     pub mig_index: Option<u32>,
+    /// The product name (`name` label).
     pub name: Option<String>,
+    /// The UUID (`uuid` label).
     pub uuid: Option<String>,
+    /// The PCI bus id (`gpuscope_device_info`'s `bus_id` label).
     pub bus_id: Option<String>,
     /// `gpuscope_device_up`: false when the GPU is lost or its memory cannot be read.
     pub up: Option<bool>,
+    /// Total memory, bytes.
     pub memory_total_bytes: Option<u64>,
+    /// Used memory, bytes.
     pub memory_used_bytes: Option<u64>,
+    /// Free memory, bytes.
     pub memory_free_bytes: Option<u64>,
+    /// GPU utilization, percent.
     pub gpu_utilization_percent: Option<u32>,
+    /// Memory-bandwidth utilization, percent.
     pub memory_utilization_percent: Option<u32>,
+    /// Temperature, °C.
     pub temperature_celsius: Option<u32>,
+    /// Fan speed, percent.
     pub fan_speed_percent: Option<u32>,
+    /// Power draw, watts.
     pub power_usage_watts: Option<f64>,
+    /// Power limit, watts.
     pub power_limit_watts: Option<f64>,
+    /// A MIG device's GPU instance id.
     pub gpu_instance_id: Option<u32>,
+    /// A MIG device's compute instance id.
     pub compute_instance_id: Option<u32>,
     /// Processes (exported with `export --processes`), by PID.
     pub processes: Vec<FleetProcess>,
@@ -120,6 +135,7 @@ pub struct FleetDevice {
 /// One process on one device of a host.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FleetProcess {
+    /// The process id (in the host's PID namespace).
     pub pid: u32,
     /// The user name, shared by every process of the fleet that has it.
     pub user: Option<Arc<str>>,
@@ -129,9 +145,13 @@ pub struct FleetProcess {
     /// The Kubernetes pod, its namespace and the container's name (docs/containers.md),
     /// shared as the user and command are (a pod's processes on all its GPUs).
     pub pod: Option<Arc<str>>,
+    /// The pod's namespace.
     pub namespace: Option<Arc<str>>,
+    /// The container's name.
     pub container: Option<Arc<str>>,
+    /// GPU memory, bytes.
     pub used_memory_bytes: Option<u64>,
+    /// SM utilization, percent.
     pub sm_utilization_percent: Option<u32>,
 }
 
@@ -173,43 +193,27 @@ pub enum ProcessField {
 
 /// The device families asked, one query each per refresh.
 pub const DEVICE_FAMILIES: &[(&str, DeviceField)] = &[
-    ("gpuscope_device_up", DeviceField::Up),
+    (names::DEVICE_UP, DeviceField::Up),
+    (names::DEVICE_MEMORY_TOTAL, DeviceField::MemoryTotal),
+    (names::DEVICE_MEMORY_USED, DeviceField::MemoryUsed),
+    (names::DEVICE_MEMORY_FREE, DeviceField::MemoryFree),
+    (names::DEVICE_UTILIZATION, DeviceField::Utilization),
     (
-        "gpuscope_device_memory_total_bytes",
-        DeviceField::MemoryTotal,
-    ),
-    ("gpuscope_device_memory_used_bytes", DeviceField::MemoryUsed),
-    ("gpuscope_device_memory_free_bytes", DeviceField::MemoryFree),
-    (
-        "gpuscope_device_utilization_ratio",
-        DeviceField::Utilization,
-    ),
-    (
-        "gpuscope_device_memory_bandwidth_utilization_ratio",
+        names::DEVICE_MEMORY_UTILIZATION,
         DeviceField::MemoryUtilization,
     ),
-    (
-        "gpuscope_device_temperature_celsius",
-        DeviceField::Temperature,
-    ),
-    ("gpuscope_device_fan_speed_ratio", DeviceField::FanSpeed),
-    ("gpuscope_device_power_usage_watts", DeviceField::PowerUsage),
-    ("gpuscope_device_power_limit_watts", DeviceField::PowerLimit),
-    ("gpuscope_device_info", DeviceField::Info),
+    (names::DEVICE_TEMPERATURE, DeviceField::Temperature),
+    (names::DEVICE_FAN_SPEED, DeviceField::FanSpeed),
+    (names::DEVICE_POWER_USAGE, DeviceField::PowerUsage),
+    (names::DEVICE_POWER_LIMIT, DeviceField::PowerLimit),
+    (names::DEVICE_INFO, DeviceField::Info),
 ];
 
 /// The process families asked, one query each per refresh.
 pub const PROCESS_FAMILIES: &[(&str, ProcessField)] = &[
-    ("gpuscope_process_gpu_memory_bytes", ProcessField::Memory),
-    (
-        "gpuscope_process_gpu_sm_utilization_ratio",
-        ProcessField::SmUtilization,
-    ),
+    (names::PROCESS_GPU_MEMORY, ProcessField::Memory),
+    (names::PROCESS_SM_UTILIZATION, ProcessField::SmUtilization),
 ];
-
-/// The family whose latest value over the lookback tells each host's sample time; it lists
-/// hosts whose exporter is down too (their last sample before it went down).
-pub const SAMPLE_TIME_FAMILY: &str = "gpuscope_exporter_sample_timestamp_seconds";
 
 /// Builds a [`Fleet`] from the answers of one refresh, fed in any order.
 #[derive(Debug, Default)]
@@ -322,7 +326,7 @@ impl FleetBuilder {
         self.hosts.len() - 1
     }
 
-    /// One series of [`SAMPLE_TIME_FAMILY`] (over the lookback).
+    /// One series of [`names::SAMPLE_TIME_FAMILY`] (over the lookback).
     pub fn sample_time(&mut self, s: &Series<'_>, fallback: Option<&str>) {
         let h = self.host_of(s, fallback);
         if let Some(job) = s.label("job") {

@@ -1,14 +1,14 @@
-//! Fleets for the unit tests of the fleet modules (`fleet/view.rs`, `fleet/select.rs`,
-//! `top/fleet.rs`): a host, a device and a process with plausible values. Each test module
-//! changes what its assertions depend on (free memory, utilization, its processes, the UUID)
-//! and says so where it builds its fleet.
+//! Fleets for unit tests (this crate's `filter.rs` and `select.rs`; with the `testkit`
+//! feature, gpuscope's table and viewer): a host, a device and a process with plausible
+//! values. Each test module changes what its assertions depend on (free memory, utilization,
+//! its processes, the UUID) and says so where it builds its fleet.
 
-use super::model::{Fleet, FleetDevice, FleetProcess, Host, HostState, JSON_SCHEMA};
+use crate::model::{Fleet, FleetDevice, FleetProcess, Host, HostState, JSON_SCHEMA};
 
 /// An H100 80 GB that is up: `id` is `N` for GPU N or `N:M` for its MIG device M, the UUID
 /// `GPU-<id>`; `free` bytes of memory free (the rest used; unknown when `None`), `util` percent
 /// busy; 40 °C, 100 W of 700 W; no processes.
-pub(crate) fn device(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDevice {
+pub fn device(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDevice {
     let number = |s: &str| -> u32 {
         s.parse()
             .unwrap_or_else(|_| panic!("a device id is N or N:M, not {id:?}"))
@@ -42,7 +42,7 @@ pub(crate) fn device(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDev
 }
 
 /// `user`'s process `pid` running `python train.py` in 1 GiB of GPU memory, in no pod.
-pub(crate) fn process(pid: u32, user: &str) -> FleetProcess {
+pub fn process(pid: u32, user: &str) -> FleetProcess {
     FleetProcess {
         pid,
         user: Some(user.into()),
@@ -56,7 +56,7 @@ pub(crate) fn process(pid: u32, user: &str) -> FleetProcess {
 }
 
 /// Host `name` (instance `<name>:9445`, job `gpu`) in `state`, its latest sample 2 s old.
-pub(crate) fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
+pub fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
     Host {
         host: name.into(),
         instance: Some(format!("{name}:9445")),
@@ -70,7 +70,7 @@ pub(crate) fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> H
 }
 
 /// A fleet of `hosts` read from Prometheus at `http://prom:9090`, with no failed query.
-pub(crate) fn fleet(hosts: Vec<Host>) -> Fleet {
+pub fn fleet(hosts: Vec<Host>) -> Fleet {
     Fleet {
         schema: JSON_SCHEMA,
         source: "http://prom:9090".into(),
@@ -78,4 +78,36 @@ pub(crate) fn fleet(hosts: Vec<Host>) -> Fleet {
         hosts,
         errors: vec![],
     }
+}
+
+/// A [`device`] with one process: `user<N>`'s PID 100 + N on GPU N.
+pub fn device_with_process(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDevice {
+    let mut d = device(id, free, util);
+    d.processes = vec![process(100 + d.index, &format!("user{}", d.index))];
+    d
+}
+
+/// Three hosts, not in order, each device with its [`device_with_process`]: `b` up with GPU 0
+/// (10 GiB free, 90% busy) and GPU 1 (70 GiB, 5%), `c` down with no device, `a` up with GPU 0
+/// (30 GiB, 50%) and GPU 1 (free memory and utilization unknown).
+pub fn three_hosts() -> Fleet {
+    fleet(vec![
+        host(
+            "b",
+            HostState::Up,
+            vec![
+                device_with_process("0", Some(10 << 30), Some(90)),
+                device_with_process("1", Some(70 << 30), Some(5)),
+            ],
+        ),
+        host("c", HostState::Down, vec![]),
+        host(
+            "a",
+            HostState::Up,
+            vec![
+                device_with_process("0", Some(30 << 30), Some(50)),
+                device_with_process("1", None, None),
+            ],
+        ),
+    ])
 }
