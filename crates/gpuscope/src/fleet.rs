@@ -86,10 +86,30 @@ pub struct ViewArgs {
     #[arg(long, value_name = "TERMS", value_parser = FleetFilter::parse)]
     pub filter: Option<FleetFilter>,
 
-    /// Print again every DURATION (default 2s) until Ctrl+C: this machine's snapshot (table,
-    /// --compact, --json or --query) or the fleet's.
-    #[arg(long = "interval", short = 'i', visible_alias = "watch", value_name = "DURATION", num_args = 0..=1, default_missing_value = "2s", value_parser = args::duration(args::INTERVAL))]
-    pub watch: Option<Duration>,
+    /// Print again every DURATION until Ctrl+C: this machine's snapshot (table, --compact,
+    /// --json or --query; 1s when no value is given, as top) or the fleet's (2s, as top's fleet
+    /// view).
+    #[arg(long = "interval", short = 'i', visible_alias = "watch", value_name = "DURATION", num_args = 0..=1, value_parser = args::duration(args::INTERVAL))]
+    watch: Option<Option<Duration>>,
+}
+
+/// `-i` without a value: this machine's refresh, as `top`'s.
+pub const LOCAL_INTERVAL: Duration = Duration::from_secs(1);
+/// `-i` without a value with --prometheus or --remote, as `top`'s fleet view.
+pub const FLEET_INTERVAL: Duration = Duration::from_secs(2);
+
+impl ViewArgs {
+    /// How often to print again, if at all: the interval given, else this machine's or the
+    /// fleet's default when `-i` came without a value.
+    pub fn every(&self, fleet: bool) -> Option<Duration> {
+        self.watch.map(|given| {
+            given.unwrap_or(if fleet {
+                FLEET_INTERVAL
+            } else {
+                LOCAL_INTERVAL
+            })
+        })
+    }
 }
 
 impl FleetArgs {
@@ -208,7 +228,7 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     let source = fleet.open()?;
     let one = |source: &FleetSource, previous: &mut Option<Fleet>| -> anyhow::Result<Fleet> {
         let mut f = source.refresh_after(previous.as_ref())?;
-        if view.watch.is_some() {
+        if view.every(true).is_some() {
             *previous = Some(f.clone());
         }
         if let Some(filter) = &view.filter {
@@ -218,7 +238,7 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
         Ok(f)
     };
     let mut previous = None;
-    let Some(every) = view.watch else {
+    let Some(every) = view.every(true) else {
         // Whether the whole fleet could be shown (docs/exit-codes.md), judged on every host
         // asked for, before --filter: no fleet at all, or no host up, is nothing to show.
         let mut f = source

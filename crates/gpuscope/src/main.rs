@@ -176,7 +176,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let src = source.open()?;
             // --json --watch writes JSON Lines: one compact document a line.
-            let json_lines = view.watch.is_some();
+            let json_lines = view.every(false).is_some();
             let render = |view: &snapshot::SnapshotView| -> anyhow::Result<String> {
                 Ok(if let Some(q) = &query {
                     query::render(view, q, format.unwrap_or_default())?
@@ -194,7 +194,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // screen is cleared first.
             use std::io::IsTerminal as _;
             let clear = std::io::stdout().is_terminal() && !json && query.is_none();
-            snapshot::print_each(src, view.watch, clear, |v| compact.keep_only(v), render)
+            snapshot::print_each(src, view.every(false), clear, |v| compact.keep_only(v), render)
         }
         Command::Top(args) => top::run(args),
         Command::Info(args) => info::run(args),

@@ -263,8 +263,8 @@ fn local_tm(secs: u64) -> Option<(libc::tm, String)> {
     Some((tm, zone))
 }
 
-/// The fleet viewer's refresh interval unless --interval says otherwise.
-const FLEET_INTERVAL: Duration = Duration::from_secs(2);
+/// The refresh intervals unless --interval says otherwise: the same as snapshot's -i.
+use crate::fleet::{FLEET_INTERVAL, LOCAL_INTERVAL};
 
 /// `top --prometheus URL` / `top --remote URL...`.
 fn run_fleet(args: Args) -> Result<()> {
@@ -432,7 +432,7 @@ pub fn run(args: Args) -> Result<()> {
         readonly: args.readonly,
         color: colors_on(&args),
         ascii: args.ascii,
-        interval: args.interval.unwrap_or(Duration::from_secs(1)),
+        interval: args.interval.unwrap_or(LOCAL_INTERVAL),
         driver_version: ctx.driver_version().into_option(),
         cuda_version: ctx.cuda_driver_version().into_option(),
         local_time: true,

@@ -427,7 +427,7 @@ fn select_picks_by_free_memory_across_the_hosts_that_are_up() {
         &[],
     );
     assert_eq!(ok(&out), "node-b:1\n");
-    let out = on_stub(&stub, "select", &["-c", "9"], &[]);
+    let out = on_stub(&stub, "select", &["--min-count", "9"], &[]);
     assert_eq!(out.status.code(), Some(4), "fewer than --min-count");
 }
 
