@@ -11,6 +11,7 @@ mod query;
 mod record;
 mod select;
 mod shell;
+mod smi;
 mod snapshot;
 mod source;
 mod top;
@@ -76,6 +77,19 @@ enum Command {
     /// is not supported or denied, versions, events, /proc's hidepid and the PID namespace,
     /// each with a verdict (exit 1 on a failure). `--json` prints the cost profile.
     Doctor(doctor::Args),
+    /// nvidia-smi's read-only options over any source (`-L`, `-q [-d ...] [-x]`, `-i`,
+    /// `-l`/`-lms`, `--query-gpu=...`, `--query-compute-apps=...`, `--format=csv,...`), printing
+    /// what nvidia-smi prints; `gpuscope smi --help` lists them (docs/smi.md).
+    #[command(disable_help_flag = true)]
+    Smi {
+        /// nvidia-smi's options, and gpuscope's --fixture, --frame, --demo, --nvml-lib.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "NVIDIA-SMI OPTIONS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Print a completion script for a shell, e.g. `gpuscope completions bash >
     /// ~/.local/share/bash-completion/completions/gpuscope`.
     Completions {
@@ -161,9 +175,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let src = source.open()?;
             // --json --watch writes JSON Lines: one compact document a line.
             let json_lines = view.watch.is_some();
-            let render = |view: &snapshot::SnapshotView| -> anyhow::Result<String> {
+            let render = |view: &snapshot::SnapshotView,
+                          raw: &[gpu_devices::DeviceSnapshot]|
+             -> anyhow::Result<String> {
                 Ok(if let Some(q) = &query {
-                    query::render(view, q, format.unwrap_or_default())?
+                    query::render(view, raw, q, format.unwrap_or_default())?
                 } else if compact.compact {
                     compact::render(view, &compact, compact.width(), compact.colour())
                 } else if json && json_lines {
@@ -175,9 +191,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 })
             };
             let Some(every) = view.watch else {
-                let mut view = snapshot::take(&src.collector, src.label.clone());
+                let (mut view, raw) = snapshot::take_with_raw(
+                    &src.collector,
+                    src.label.clone(),
+                    &src.collector.context().all_devices(),
+                );
                 compact.keep_only(&mut view)?;
-                let written = render(&view).and_then(|text| write_stdout(&text));
+                let written = render(&view, &raw.devices).and_then(|text| write_stdout(&text));
                 src.end_one_shot();
                 return written;
             };
@@ -187,9 +207,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let clear = std::io::stdout().is_terminal() && !json && query.is_none();
             loop {
                 let started = std::time::Instant::now();
-                let mut view = snapshot::take(&src.collector, src.label.clone());
+                let (mut view, raw) = snapshot::take_with_raw(
+                    &src.collector,
+                    src.label.clone(),
+                    &src.collector.context().all_devices(),
+                );
                 compact.keep_only(&mut view)?;
-                let text = render(&view)?;
+                let text = render(&view, &raw.devices)?;
                 write_stdout(&if clear {
                     format!("\x1b[H\x1b[2J{text}")
                 } else {
@@ -204,6 +228,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Record(args) => record::run(args),
         Command::Export(args) => export::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Smi { args } => smi::run(args),
         Command::Completions { shell } => shell::completions(shell),
     }
 }

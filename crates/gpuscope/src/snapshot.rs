@@ -387,19 +387,25 @@ fn keep<T: Clone>(errors: &mut Vec<JsonFieldError>, field: &str, value: &Na<T>) 
     value.value().cloned()
 }
 
-/// Takes a snapshot of every device and its processes: each backend query once per device, and
-/// each PID looked up on the host once.
-pub fn take(collector: &ProcessCollector, source: String) -> SnapshotView {
-    take_devices(collector, source, &collector.context().all_devices())
-}
-
-/// [`take`] of some devices only (`gpuscope info INDEX --json`): the same document, with
+/// A snapshot of some devices and their processes (each backend query once per device, and
+/// each PID looked up on the host once) (`gpuscope info INDEX --json`): the same document, with
 /// `devices` holding just these, in the order given.
 pub fn take_devices(
     collector: &ProcessCollector,
     source: String,
     devices: &[gpu_devices::Device],
 ) -> SnapshotView {
+    take_with_raw(collector, source, devices).0
+}
+
+/// [`take_devices`], with the device snapshots and processes the view was made from (for
+/// `--query` and `gpuscope smi`, which tell what the view leaves out: N/A from a failure,
+/// max clocks, compute mode, ...).
+pub fn take_with_raw(
+    collector: &ProcessCollector,
+    source: String,
+    devices: &[gpu_devices::Device],
+) -> (SnapshotView, gpu_processes::Snapshots) {
     let ctx = collector.context();
     let mut errors = Vec::new();
     let driver_version = keep(&mut errors, "driver_version", &ctx.driver_version());
@@ -430,7 +436,7 @@ pub fn take_devices(
             Err(_) => None,
         };
     }
-    SnapshotView {
+    let view = SnapshotView {
         schema: JSON_SCHEMA,
         source,
         hostname,
@@ -441,7 +447,8 @@ pub fn take_devices(
         nvml_version,
         errors,
         devices,
-    }
+    };
+    (view, snap)
 }
 
 fn device_view(d: &DeviceSnapshot) -> DeviceView {
