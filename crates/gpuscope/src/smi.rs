@@ -40,9 +40,9 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
             ))
             .into())
         }
-        Mode::Help => return emit(&a, &help()),
-        Mode::HelpQueryGpu => return emit(&a, &crate::query::help_gpu()),
-        Mode::HelpQueryApps => return emit(&a, &crate::query::help_apps()),
+        Mode::Help => return emit(&a, &help(), true),
+        Mode::HelpQueryGpu => return emit(&a, &crate::query::help_gpu(), true),
+        Mode::HelpQueryApps => return emit(&a, &crate::query::help_apps(), true),
         _ => {}
     }
     let source = SourceOnly::try_parse_from(&a.source)
@@ -56,8 +56,9 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
         let (view, snaps) =
             crate::snapshot::take_with_raw(&src.collector, src.label.clone(), &devices);
         let view = keep_ids(view, &a.ids)?;
-        let text = render(&a, &view, &snaps)?;
-        emit(&a, &text)?;
+        let first = printed == 0;
+        let text = render(&a, &view, &snaps, first)?;
+        emit(&a, &text, first)?;
         printed += 1;
         let Some(every) = a.every else { break };
         if a.count.is_some_and(|c| printed >= c) {
@@ -69,14 +70,17 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `text` to `-f`'s file (appended to, as nvidia-smi's loop does) or stdout.
-fn emit(a: &SmiArgs, text: &str) -> anyhow::Result<()> {
+/// Writes `text` to stdout, or to `-f`'s file: made anew by the `first` print, appended to by
+/// the loop's next ones.
+fn emit(a: &SmiArgs, text: &str, first: bool) -> anyhow::Result<()> {
     match &a.filename {
         None => crate::write_stdout(text),
         Some(path) => {
             let mut f = std::fs::OpenOptions::new()
                 .create(true)
-                .append(true)
+                .write(true)
+                .truncate(first)
+                .append(!first)
                 .open(path)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             f.write_all(text.as_bytes())
@@ -98,7 +102,7 @@ fn help() -> String {
          -l, --loop[=SEC]                print again every SEC seconds (default 5, 1..86400)\n\
          -lms, --loop-ms=MS              print again every MS milliseconds (10..86400000)\n\
          --count=N                       gpuscope's own: with -l/-lms, stop after N prints\n\
-         -f, --filename=FILE             append to FILE instead of writing to stdout\n\
+         -f, --filename=FILE             write to FILE instead of stdout (a loop appends)\n\
          --query-gpu=FIELDS              CSV of these fields per GPU (--help-query-gpu)\n\
          --query-compute-apps=FIELDS     CSV per compute process (--help-query-compute-apps)\n\
          --format=csv[,noheader][,nounits]\n\
@@ -167,13 +171,16 @@ fn matches_id(d: &crate::snapshot::DeviceView, id: &str) -> bool {
     }
 }
 
-/// What the mode prints, once.
+/// What the mode prints, once. A CSV's header goes with the `first` print only, so that a loop
+/// (`-l`, `-f out.csv`) writes one CSV.
 fn render(
     a: &SmiArgs,
     view: &SnapshotView,
     snaps: &gpu_processes::Snapshots,
+    first: bool,
 ) -> anyhow::Result<String> {
-    let format = a.format.unwrap_or_default();
+    let mut format = a.format.unwrap_or_default();
+    format.noheader |= !first;
     Ok(match &a.mode {
         Mode::List => list(view, &snaps.devices),
         Mode::QueryGpu(q) => crate::query::render_as(
@@ -254,7 +261,13 @@ fn gpu_trees(
         .filter_map(|d| {
             let raw = raw_of(&snaps.devices, d.device)?;
             let procs = process_lines(snaps, d.index);
-            let nodes = tree::keep_sections(tree::gpu(raw, procs.as_deref()), &a.display);
+            let migs: Vec<&DeviceSnapshot> = view
+                .devices
+                .iter()
+                .filter(|m| m.index == d.index && m.mig_index.is_some())
+                .filter_map(|m| raw_of(&snaps.devices, m.device))
+                .collect();
+            let nodes = tree::keep_sections(tree::gpu(raw, &migs, procs.as_deref()), &a.display);
             Some((d.bus_id.clone().unwrap_or_else(|| "N/A".into()), nodes))
         })
         .collect()

@@ -545,10 +545,6 @@ const X_NOT_PRINTED: &[(&str, &str)] = &[
         "deprecated by the driver (display_attached is the same NVML answer)",
     ),
     ("nvidia_smi_log/gpu/addressing_mode", NOT_ASKED),
-    (
-        "nvidia_smi_log/gpu/mig_devices",
-        "\"None\" where no MIG device exists: gpuscope -x does not list MIG devices (docs/smi.md)",
-    ),
     ("nvidia_smi_log/gpu/accounting_mode_buffer_size", NOT_ASKED),
     ("nvidia_smi_log/gpu/pdi", NOT_ASKED),
     ("nvidia_smi_log/gpu/gpu_part_number", NOT_ASKED),
@@ -1148,7 +1144,7 @@ fn write_options_are_refused() {
 }
 
 /// `-l`/`-lms` print again and again; gpuscope's `--count` bounds it (nvidia-smi runs until
-/// Ctrl+C). Each print is a whole CSV with its header.
+/// Ctrl+C). A CSV's header comes once, so that the loop writes one CSV.
 #[test]
 fn loop_prints_again_until_the_count() {
     let out = stdout_ok(&smi_demo(&[
@@ -1162,9 +1158,11 @@ fn loop_prints_again_until_the_count() {
         "0",
     ]));
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 6, "{out}");
-    assert_eq!(lines[0], lines[2]);
+    assert_eq!(lines.len(), 4, "{out}");
     assert_eq!(lines[0], "index, name");
+    assert_eq!(lines[1], lines[2]);
+    assert_eq!(lines[1], lines[3]);
+    assert!(lines[1].starts_with("0, NVIDIA H100"), "{out}");
     let out = stdout_ok(&smi_demo(&[
         "-q", "-d", "MEMORY", "-l", "1", "--count", "2",
     ]));
@@ -1205,13 +1203,15 @@ fn display_keeps_the_sections_asked() {
         .any(|(p, _)| p.starts_with("nvidia_smi_log/gpu/fb_memory_usage")));
 }
 
-/// `-f FILE` writes there instead of stdout (appending, so a loop keeps every print).
+/// `-f FILE` writes there instead of stdout: the file made anew, then a loop's every print
+/// appended, one CSV.
 #[test]
 fn filename_writes_to_the_file() {
     let dir = std::env::temp_dir().join(format!("gpuscope-smi-f-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("out.csv");
+    std::fs::write(&file, "an older run's text\n").unwrap();
     let f = file.to_str().unwrap();
     let out = smi_demo(&[
         "--query-gpu=index",
@@ -1223,6 +1223,23 @@ fn filename_writes_to_the_file() {
     ]);
     assert_eq!(stdout_ok(&out), "");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "4\n");
+    let out = smi_demo(&[
+        "--query-gpu=index",
+        "--format=csv",
+        "-i",
+        "4,5",
+        "-f",
+        f,
+        "-lms",
+        "10",
+        "--count",
+        "2",
+    ]);
+    assert_eq!(stdout_ok(&out), "");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "index\n4\n5\n4\n5\n"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -1283,4 +1300,139 @@ fn help_query_gpu_lists_the_fields() {
     assert!(out.contains("used_gpu_memory [MiB]"), "{out}");
     let out = stdout_ok(&run(&["smi", "--help"]));
     assert!(out.contains("read-only"), "{out}");
+}
+
+/// Every real `nvidia-smi -q -x` dump of xtask/tests/data/reference-dumps (11 GPUs and drivers,
+/// from a GT 730 on driver 384 to an RTX PRO 6000 Blackwell on 590, an A100 in MIG mode among
+/// them), imported into a fixture (`cargo xtask import-smi`, xtask/tests/data/imported/): `gpuscope
+/// smi -q -x` over the fixture writes, for every element both have, what nvidia-smi wrote, MIG
+/// devices included, except the differences named here.
+#[test]
+fn q_x_over_each_imported_dump_writes_what_nvidia_smi_wrote() {
+    // (dump, element, why it differs).
+    const DIFFERENT: &[(&str, &str, &str)] = &[
+        (
+            "*",
+            "nvidia_smi_log/timestamp",
+            "a one-frame fixture's time is the replay's, not the dump's",
+        ),
+        (
+            "pai__nvidia_smi_retired_pages",
+            "nvidia_smi_log/attached_gpus",
+            "the dump was trimmed by its authors to fewer <gpu> elements than attached_gpus",
+        ),
+        (
+            "pai__nvidia_smi_sample",
+            "nvidia_smi_log/attached_gpus",
+            "trimmed, as above",
+        ),
+        (
+            "telegraf__a100-sxm4-v12",
+            "nvidia_smi_log/attached_gpus",
+            "trimmed, as above",
+        ),
+        (
+            "rai-nvidia-smi__example2",
+            "nvidia_smi_log/gpu/pci/pci_bus_id",
+            "that old driver wrote a 4-digit domain (0000:00:03.0); NVML's bus id, which the \
+             import keeps, has 8",
+        ),
+        (
+            "telegraf__pro-6000-maxq-blackwell-v13",
+            "nvidia_smi_log/gpu/display_attached",
+            "the dump's display_mode is deprecated, which the import keeps as not available",
+        ),
+        (
+            "telegraf__pro-6000-maxq-blackwell-v13",
+            "nvidia_smi_log/gpu/applications_clocks/graphics_clock",
+            "\"Requested functionality has been deprecated\": gpuscope's N/A does not tell a \
+             deprecated query from an unsupported one",
+        ),
+        (
+            "telegraf__pro-6000-maxq-blackwell-v13",
+            "nvidia_smi_log/gpu/applications_clocks/mem_clock",
+            "deprecated, as above",
+        ),
+        (
+            "telegraf__pro-6000-maxq-blackwell-v13",
+            "nvidia_smi_log/gpu/default_applications_clocks/graphics_clock",
+            "deprecated, as above",
+        ),
+        (
+            "telegraf__pro-6000-maxq-blackwell-v13",
+            "nvidia_smi_log/gpu/default_applications_clocks/mem_clock",
+            "deprecated, as above",
+        ),
+        (
+            "telegraf__tesla_t4",
+            "nvidia_smi_log/gpu/processes/process_info/process_name",
+            "a dump holds no host facts: the import knows no process's command line",
+        ),
+    ];
+    let dumps = repo("xtask/tests/data/reference-dumps");
+    let mut names: Vec<String> = std::fs::read_dir(&dumps)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".xml").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 11, "{names:?}");
+    let grouped = |lines: Vec<(String, String)>| {
+        let mut m: HashMap<String, Vec<String>> = HashMap::new();
+        for (p, v) in lines {
+            m.entry(p).or_default().push(v);
+        }
+        m
+    };
+    let mut problems = Vec::new();
+    let mut compared = 0;
+    let mut mig_elements = 0;
+    for name in &names {
+        let theirs = grouped(xml_lines(
+            &std::fs::read_to_string(format!("{dumps}/{name}.xml")).unwrap(),
+        ));
+        let fixture = repo(&format!("xtask/tests/data/imported/{name}.json"));
+        let ours = grouped(xml_lines(&smi_real_of(&fixture, &["-q", "-x"])));
+        for (path, value) in &ours {
+            let Some(their) = theirs.get(path) else {
+                continue;
+            };
+            let listed = DIFFERENT
+                .iter()
+                .any(|(d, p, _)| (*d == "*" || d == name) && p == path);
+            match (value == their, listed) {
+                (true, false) => {
+                    compared += 1;
+                    mig_elements += usize::from(path.contains("/mig_devices/"));
+                }
+                (false, false) => problems.push(format!(
+                    "{name}: {path}: gpuscope {value:?}, nvidia-smi {their:?}"
+                )),
+                (true, true) if !path.ends_with("/timestamp") => {
+                    problems.push(format!("{name}: {path}: listed as different but equal"))
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(compared >= 700, "only {compared} elements compared");
+    assert!(
+        mig_elements >= 10,
+        "only {mig_elements} MIG elements compared"
+    );
+}
+
+/// Runs `gpuscope smi ARGS` over `fixture`'s first frame; checks exit 0; stdout.
+fn smi_real_of(fixture: &str, args: &[&str]) -> String {
+    let all = [&["smi"][..], args, &["--fixture", fixture, "--frame", "0"]].concat();
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
 }

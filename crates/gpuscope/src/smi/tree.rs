@@ -31,6 +31,9 @@ pub struct Node {
     pub width: usize,
     /// In the XML only, the element the line is wrapped in (`double_bit_retirement`).
     pub wrap: Option<&'static str>,
+    /// In the text, a heading that is not written: its lines stand at its own depth
+    /// (`mig_devices`, which is an element in the XML only).
+    pub xml_only: bool,
 }
 
 fn leaf(label: &str, tag: &'static str, text: impl Into<String>) -> Node {
@@ -43,6 +46,7 @@ fn leaf(label: &str, tag: &'static str, text: impl Into<String>) -> Node {
         section: None,
         width: 55,
         wrap: None,
+        xml_only: false,
     }
 }
 
@@ -56,6 +60,7 @@ fn group(label: &str, tag: &'static str, children: Vec<Node>) -> Node {
         section: None,
         width: 55,
         wrap: None,
+        xml_only: false,
     }
 }
 
@@ -185,8 +190,65 @@ pub struct ProcessLine {
     pub used_memory: Option<u64>,
 }
 
-/// `-q`'s tree of one GPU, its processes given (`None`: they could not be read).
-pub fn gpu(d: &DeviceSnapshot, processes: Option<&[ProcessLine]>) -> Vec<Node> {
+/// A MIG device's lines, as `-q` lists them under its GPU.
+fn mig_device(m: &DeviceSnapshot) -> Node {
+    let index = match m.id {
+        gpu_backend::DeviceId::Mig { index, .. } => index.to_string(),
+        gpu_backend::DeviceId::Gpu(_) => "N/A".into(),
+    };
+    let memory = m.memory.clone();
+    let bar1 = m.bar1_memory.clone();
+    group(
+        "MIG Device",
+        "mig_device",
+        vec![
+            leaf("Index", "index", index),
+            leaf(
+                "GPU Instance ID",
+                "gpu_instance_id",
+                na(m.gpu_instance_id.clone().map(|v| v.to_string())),
+            ),
+            leaf(
+                "Compute Instance ID",
+                "compute_instance_id",
+                na(m.compute_instance_id.clone().map(|v| v.to_string())),
+            ),
+            group(
+                "Shared FB Memory Usage",
+                "fb_memory_usage",
+                vec![
+                    leaf("Total", "total", mib(memory.clone().map(|m| m.total))),
+                    leaf(
+                        "Reserved",
+                        "reserved",
+                        mib(memory
+                            .clone()
+                            .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value))),
+                    ),
+                    leaf("Used", "used", mib(memory.clone().map(|m| m.used))),
+                    leaf("Free", "free", mib(memory.map(|m| m.free))),
+                ],
+            ),
+            group(
+                "Shared BAR1 Memory",
+                "bar1_memory_usage",
+                vec![
+                    leaf("Total", "total", mib(bar1.clone().map(|m| m.total))),
+                    leaf("Used", "used", mib(bar1.clone().map(|m| m.used))),
+                    leaf("Free", "free", mib(bar1.map(|m| m.free))),
+                ],
+            ),
+        ],
+    )
+}
+
+/// `-q`'s tree of one GPU, its MIG devices and its processes given (`None`: they could not be
+/// read).
+pub fn gpu(
+    d: &DeviceSnapshot,
+    migs: &[&DeviceSnapshot],
+    processes: Option<&[ProcessLine]>,
+) -> Vec<Node> {
     let pci = d.pci.value();
     let hex = |f: fn(&gpu_backend::PciInfo) -> String, x: fn(&gpu_backend::PciInfo) -> String| {
         (pci.map_or("N/A".into(), f), pci.map_or("N/A".into(), x))
@@ -282,6 +344,18 @@ pub fn gpu(d: &DeviceSnapshot, processes: Option<&[ProcessLine]>) -> Vec<Node> {
             "current_mig",
             "pending_mig",
         ),
+        Node {
+            xml_only: true,
+            ..if migs.is_empty() {
+                leaf("MIG Devices", "mig_devices", "None")
+            } else {
+                group(
+                    "MIG Devices",
+                    "mig_devices",
+                    migs.iter().map(|m| mig_device(m)).collect(),
+                )
+            }
+        },
         leaf(
             "Accounting Mode",
             "accounting_mode",
@@ -795,6 +869,10 @@ pub fn keep_sections(nodes: Vec<Node>, sections: &[String]) -> Vec<Node> {
 pub fn text(out: &mut String, nodes: &[Node], depth: usize) {
     for n in nodes {
         let indent = "    ".repeat(depth);
+        if n.xml_only {
+            text(out, &n.children, depth);
+            continue;
+        }
         // A process's lines hang under its "Process ID : PID" line, which is written with the
         // process's first lines at the process's own depth (nvidia-smi's layout).
         if n.tag == "process_info" {
