@@ -26,6 +26,8 @@ pub struct Row<'a> {
     pub view: &'a SnapshotView,
     /// The GPU.
     pub dev: &'a DeviceSnapshot,
+    /// How many GPUs the system has (`count`), those not shown included.
+    pub count: usize,
 }
 
 /// One compute process's row (`--query-compute-apps`).
@@ -153,7 +155,7 @@ macro_rules! field {
 pub const FIELDS: &[GpuField] = &[
     field!(["timestamp"], None, "when the sample was taken, as nvidia-smi writes it (YYYY/MM/DD HH:MM:SS.mmm), in UTC", |r| Na::Value(smi_time(&r.view.time))),
     field!(["driver_version"], None, "NVIDIA driver version", |r| opt(&r.view.driver_version)),
-    field!(["count"], None, "number of GPUs", |r| Na::Value(r.view.devices.iter().filter(|d| d.mig_index.is_none()).count().to_string())),
+    field!(["count"], None, "number of GPUs in the system (whichever are shown)", |r| Na::Value(r.count.to_string())),
     field!(["name", "gpu_name"], None, "product name", |r| text(&r.dev.name)),
     field!(["serial", "gpu_serial"], None, "board serial number", |r| text(&r.dev.serial)),
     field!(["uuid", "gpu_uuid"], None, "UUID", |r| text(&r.dev.uuid)),
@@ -492,6 +494,14 @@ pub(crate) fn missing(e: Option<&BackendError>) -> &'static str {
     }
 }
 
+/// How many physical GPUs `raw` holds (a device snapshot of every device, before `-i` or
+/// `--only` chose some).
+pub(crate) fn gpu_count(raw: &[DeviceSnapshot]) -> usize {
+    raw.iter()
+        .filter(|d| matches!(d.id, DeviceId::Gpu(_)))
+        .count()
+}
+
 /// The CSV of `fields` over `rows`.
 fn csv<R, F: Fn(&Field<G>, &R) -> Na<String>, G>(
     fields: &[&Field<G>],
@@ -556,12 +566,13 @@ pub fn render_as(
     help: &str,
 ) -> Result<String, UsageError> {
     let fields = fields(FIELDS, query, option, help)?;
+    let count = gpu_count(raw);
     let rows: Vec<Row<'_>> = view
         .devices
         .iter()
         .filter(|d| d.mig_index.is_none())
         .filter_map(|d| raw.iter().find(|r| r.id == d.device))
-        .map(|dev| Row { view, dev })
+        .map(|dev| Row { view, dev, count })
         .collect();
     Ok(csv(&fields, &rows, format, |f, r| (f.value)(r)))
 }

@@ -301,11 +301,8 @@ fn cuda_version(view: &SnapshotView) -> String {
         .unwrap_or_else(|| "N/A".into())
 }
 
-fn attached(view: &SnapshotView) -> usize {
-    view.devices
-        .iter()
-        .filter(|d| d.mig_index.is_none())
-        .count()
+fn attached(snaps: &gpu_processes::Snapshots) -> usize {
+    crate::query::gpu_count(&snaps.devices)
 }
 
 /// `-q` as text.
@@ -323,7 +320,7 @@ fn query_text(a: &SmiArgs, view: &SnapshotView, snaps: &gpu_processes::Snapshots
     );
     line(&mut out, "CUDA Version", &cuda_version(view));
     out.push('\n');
-    line(&mut out, "Attached GPUs", &attached(view).to_string());
+    line(&mut out, "Attached GPUs", &attached(snaps).to_string());
     for (bus, nodes) in gpu_trees(a, view, snaps) {
         let _ = writeln!(out, "GPU {}", gpu_devices::text::escape_control(&bus));
         tree::text(&mut out, &nodes, 1);
@@ -350,7 +347,7 @@ fn query_xml(a: &SmiArgs, view: &SnapshotView, snaps: &gpu_processes::Snapshots)
         "\t<cuda_version>{}</cuda_version>",
         e(&cuda_version(view))
     );
-    let _ = writeln!(out, "\t<attached_gpus>{}</attached_gpus>", attached(view));
+    let _ = writeln!(out, "\t<attached_gpus>{}</attached_gpus>", attached(snaps));
     for (bus, nodes) in gpu_trees(a, view, snaps) {
         let _ = writeln!(out, "\t<gpu id=\"{}\">", e(&bus));
         tree::xml(&mut out, &nodes, 2);

@@ -1034,13 +1034,24 @@ fn id_chooses_gpus_by_index_uuid_or_bus_id() {
     let out = stdout_ok(&smi_demo(&["-L", "-i", "1"]));
     assert_eq!(out.lines().count(), 1);
     assert!(out.starts_with("GPU 1: "), "{out}");
-    // -q of one GPU: one GPU section.
+    // -q of one GPU: one GPU section; Attached GPUs and `count` still tell the system's 8.
     let out = stdout_ok(&smi_demo(&["-q", "-i", "2"]));
     assert_eq!(out.matches("\nGPU 0000").count(), 1, "{out}");
+    assert!(
+        out.contains(&format!("{:<55}: 8\n", "Attached GPUs")),
+        "{out}"
+    );
     assert!(out.contains(&format!(
         "GPU {}\n",
         doc["devices"][2]["bus_id"].as_str().unwrap()
     )));
+    let count = stdout_ok(&smi_demo(&[
+        "--query-gpu=count,index",
+        "--format=csv,noheader",
+        "-i",
+        "2",
+    ]));
+    assert_eq!(count, "8, 2\n");
 
     for id in ["8", "GPU-nope", "0000:99:00.0", "99999999999999999999"] {
         let out = smi_demo(&["-L", "-i", id]);
@@ -1428,6 +1439,39 @@ fn q_x_over_each_imported_dump_writes_what_nvidia_smi_wrote() {
 /// Runs `gpuscope smi ARGS` over `fixture`'s first frame; checks exit 0; stdout.
 fn smi_real_of(fixture: &str, args: &[&str]) -> String {
     let all = [&["smi"][..], args, &["--fixture", fixture, "--frame", "0"]].concat();
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// A GPU with no process: `Processes : None` at the GPU's width in the text, an empty element in
+/// the XML, as nvidia-smi writes them (fixtures/h100-real/nvidia-smi-q-x.idle.xml, and
+/// nvidia-smi 590's `-q` of an idle H100 in utkuozdemir/nvidia_gpu_exporter's capture).
+#[test]
+fn no_process_is_none() {
+    let fixture = repo("fixtures/h100-real.json");
+    let text = smi_real_of_frame(&fixture, "5", &["-q", "-d", "PIDS"]);
+    assert!(
+        text.contains(&format!("    {:<51}: None\n", "Processes")),
+        "{text}"
+    );
+    let xml = smi_real_of_frame(&fixture, "5", &["-q", "-x"]);
+    assert!(xml.contains("\t\t<processes>\n\t\t</processes>\n"), "{xml}");
+    let idle = std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.idle.xml")).unwrap();
+    assert!(idle.contains("\t\t<processes>\n\t\t</processes>\n"));
+}
+
+fn smi_real_of_frame(fixture: &str, frame: &str, args: &[&str]) -> String {
+    let all = [
+        &["smi"][..],
+        args,
+        &["--fixture", fixture, "--frame", frame],
+    ]
+    .concat();
     let out = run(&all);
     assert!(
         out.status.success(),

@@ -34,6 +34,8 @@ pub struct Node {
     /// In the text, a heading that is not written: its lines stand at its own depth
     /// (`mig_devices`, which is an element in the XML only).
     pub xml_only: bool,
+    /// A heading with no lines that the text writes as `Label : None`.
+    pub text_none: bool,
 }
 
 fn leaf(label: &str, tag: &'static str, text: impl Into<String>) -> Node {
@@ -47,6 +49,7 @@ fn leaf(label: &str, tag: &'static str, text: impl Into<String>) -> Node {
         width: 55,
         wrap: None,
         xml_only: false,
+        text_none: false,
     }
 }
 
@@ -61,12 +64,20 @@ fn group(label: &str, tag: &'static str, children: Vec<Node>) -> Node {
         width: 55,
         wrap: None,
         xml_only: false,
+        text_none: false,
     }
 }
 
 impl Node {
     fn in_section(mut self, s: &'static str) -> Node {
         self.section = Some(s);
+        self
+    }
+
+    /// A heading with no lines, written `Label : None` in the text (an empty element in the
+    /// XML).
+    fn none_in_text(mut self) -> Node {
+        self.text_none = true;
         self
     }
 
@@ -811,7 +822,8 @@ pub fn gpu(
     ];
     let procs = match processes {
         None => leaf("Processes", "processes", "N/A"),
-        Some([]) => leaf("Processes", "processes", "None"),
+        // "Processes : None" in the text; an empty element in the XML.
+        Some([]) => group("Processes", "processes", Vec::new()).none_in_text(),
         Some(list) => group(
             "Processes",
             "processes",
@@ -850,7 +862,10 @@ pub fn gpu(
                 .collect(),
         ),
     };
-    nodes.push(procs.in_section("PIDS").width(42));
+    // nvidia-smi pads a process's lines to 42, the Processes line itself to 55.
+    let mut procs = procs.in_section("PIDS");
+    procs.children = procs.children.into_iter().map(|c| c.width(42)).collect();
+    nodes.push(procs);
     nodes
 }
 
@@ -897,6 +912,10 @@ pub fn text(out: &mut String, nodes: &[Node], depth: usize) {
                 let v = gpu_devices::text::escape_control(v);
                 let _ = writeln!(out, "{key:<w$}: {v}", w = n.width);
                 text(out, &n.children, depth + 1);
+            }
+            None if n.text_none => {
+                let key = format!("{indent}{}", n.label);
+                let _ = writeln!(out, "{key:<w$}: None", w = n.width);
             }
             None => {
                 let _ = writeln!(out, "{indent}{}", n.label);
