@@ -77,7 +77,7 @@ enum Command {
     /// is not supported or denied, versions, events, /proc's hidepid and the PID namespace,
     /// each with a verdict (exit 1 on a failure). `--json` prints the cost profile.
     Doctor(doctor::Args),
-    /// nvidia-smi's read-only options over any source (`-L`, `-q [-d ...] [-x]`, `-i`,
+    /// nvidia-smi's read-only options over any source (its table, `-L`, `-q [-d ...] [-x]`, `-i`,
     /// `-l`/`-lms`, `--query-gpu=...`, `--query-compute-apps=...`, `--format=csv,...`), printing
     /// what nvidia-smi prints; `gpuscope smi --help` lists them (docs/smi.md).
     #[command(disable_help_flag = true)]

@@ -3,6 +3,7 @@
 //! docs/smi.md says what is supported and where the output differs from nvidia-smi's.
 
 mod args;
+mod table;
 mod tree;
 
 use std::ffi::OsString;
@@ -32,14 +33,6 @@ struct SourceOnly {
 pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
     let a = parse(&args)?;
     match &a.mode {
-        Mode::Bare => {
-            return Err(UsageError(format!(
-                "nvidia-smi's summary table is not supported; gpuscope smi supports {}; \
-                 `gpuscope snapshot` prints gpuscope's own table",
-                args::SUPPORTED
-            ))
-            .into())
-        }
         Mode::Help => return emit(&a, &help(), true),
         Mode::HelpQueryGpu => return emit(&a, &crate::query::help_gpu(), true),
         Mode::HelpQueryApps => return emit(&a, &crate::query::help_apps(), true),
@@ -94,6 +87,7 @@ fn help() -> String {
     format!(
         "gpuscope smi: nvidia-smi's read-only options over any gpuscope source.\n\n\
          Supported: {}.\n\n\
+         (no option)                     nvidia-smi's summary table (with -i, -l, -f)\n\
          -L, --list-gpus                 one line per GPU (and MIG device) with its UUID\n\
          -q, --query                     every GPU's answers, as nvidia-smi -q lays them out\n\
          -d, --display=SECTIONS          with -q: only these ({})\n\
@@ -194,7 +188,8 @@ fn render(
         Mode::QueryApps(q) => crate::query::render_apps(view, snaps, q, format)?,
         Mode::Query if a.xml => query_xml(a, view, snaps),
         Mode::Query => query_text(a, view, snaps),
-        Mode::Bare | Mode::Help | Mode::HelpQueryGpu | Mode::HelpQueryApps => String::new(),
+        Mode::Bare => summary(view, snaps),
+        Mode::Help | Mode::HelpQueryGpu | Mode::HelpQueryApps => String::new(),
     })
 }
 
@@ -303,6 +298,40 @@ fn cuda_version(view: &SnapshotView) -> String {
 
 fn attached(snaps: &gpu_processes::Snapshots) -> usize {
     crate::query::gpu_count(&snaps.devices)
+}
+
+/// No option: nvidia-smi's summary table.
+fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
+    let gpus: Vec<&DeviceSnapshot> = view
+        .devices
+        .iter()
+        .filter(|d| d.mig_index.is_none())
+        .filter_map(|d| raw_of(&snaps.devices, d.device))
+        .collect();
+    let mut rows = Vec::new();
+    let mut unknown = false;
+    for d in &gpus {
+        let index = d.id.physical_index();
+        match process_lines(snaps, index) {
+            None => unknown = true,
+            Some(list) => rows.extend(list.into_iter().map(|p| table::ProcessRow {
+                gpu: index,
+                gi: p.gpu_instance_id,
+                ci: p.compute_instance_id,
+                pid: p.pid,
+                kind: p.kind,
+                name: p.name.into_option(),
+                memory: p.used_memory,
+            })),
+        }
+    }
+    table::render(
+        &ctime(view.time_unix_ms),
+        view.driver_version.as_deref().unwrap_or("N/A"),
+        &cuda_version(view),
+        &gpus,
+        (!unknown).then_some(&rows[..]),
+    )
 }
 
 /// `-q` as text.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 mod cli;
 use cli::fixture;
 
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 9] = [
     "snapshot",
     "top",
     "info",
@@ -16,6 +16,7 @@ const COMMANDS: [&str; 8] = [
     "record",
     "export",
     "doctor",
+    "smi",
     "completions",
 ];
 

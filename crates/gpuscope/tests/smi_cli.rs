@@ -1148,10 +1148,6 @@ fn write_options_are_refused() {
     let out = smi_demo(&["--frobnicate"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option \"--frobnicate\""));
-    // Bare: no summary table; the hint lists what is supported.
-    let out = run(&["smi", "--demo"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--query-gpu=FIELDS"));
 }
 
 /// `-l`/`-lms` print again and again; gpuscope's `--count` bounds it (nvidia-smi runs until
@@ -1479,4 +1475,93 @@ fn smi_real_of_frame(fixture: &str, frame: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+/// No option: nvidia-smi's summary table. The Windows scenario was built from the values of a
+/// real GeForce RTX 2080 SUPER under WDDM (utkuozdemir/nvidia_gpu_exporter's capture
+/// `windows-x86_64__nvidia-geforce-rtx-2080-super__591.86`); the lines below that do not change
+/// over time are copied from nvidia-smi 591.86's table in that capture, byte for byte.
+#[test]
+fn bare_prints_nvidia_smis_summary_table() {
+    let fixture = repo("fixtures/windows-wddm.json");
+    let text = smi_real_of(&fixture, &[]);
+    let lines: Vec<&str> = text.lines().collect();
+    for real in [
+        "+-----------------------------------------------------------------------------------------+",
+        "| NVIDIA-SMI 591.86                 Driver Version: 591.86         CUDA Version: 13.1     |",
+        "+-----------------------------------------+------------------------+----------------------+",
+        "| GPU  Name                  Driver-Model | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                        |               MIG M. |",
+        "|=========================================+========================+======================|",
+        "|   0  NVIDIA GeForce RTX 2080 ...  WDDM  |   00000000:0C:00.0 Off |                  N/A |",
+        "|                                         |                        |                  N/A |",
+        "| Processes:                                                                              |",
+        "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
+        "|        ID   ID                                                               Usage      |",
+        "|=========================================================================================|",
+        "|    0   N/A  N/A            2056    C+G   C:\\Windows\\System32\\dwm.exe           N/A      |",
+        "|    0   N/A  N/A            4680    C+G   ...e Experience\\NVIDIA Share.exe      N/A      |",
+        "|    0   N/A  N/A           12332    C+G   C:\\Windows\\explorer.exe               N/A      |",
+        "|    0   N/A  N/A           12444    C+G   ...5n1h2txyewy\\TextInputHost.exe      N/A      |",
+        "|    0   N/A  N/A           14160    C+G   ..._cw5n1h2txyewy\\SearchHost.exe      N/A      |",
+    ] {
+        assert!(lines.contains(&real), "missing {real:?} in\n{text}");
+    }
+    // The changing line: the fixture's figures in nvidia-smi's cells (the capture had
+    // `| 38%   45C    P2             97W /  250W |    1296MiB /   8192MiB |      7%      Default |`).
+    let doc = cli::json(&mut cli::command(&[
+        "snapshot",
+        "--fixture",
+        &fixture,
+        "--frame",
+        "0",
+        "--json",
+    ]));
+    let d = &doc["devices"][0];
+    let mib = |v: &Value| (v.as_u64().unwrap() as f64 / 1048576.0).round_ties_even();
+    let row = format!(
+        "|{:>4}{:>6}{:>6}{:>16} / {:>5} |{:>11} / {:>9} |{:>8}{:>13} |",
+        format!("{}%", d["fan_speed_percent"]),
+        format!("{}C", d["temperature_celsius"]),
+        d["performance_state"].as_str().unwrap(),
+        format!("{}W", d["power_usage_watts"].as_f64().unwrap().round()),
+        format!("{}W", d["power_limit_watts"].as_f64().unwrap().round()),
+        format!("{}MiB", mib(&d["memory_used_bytes"])),
+        format!("{}MiB", mib(&d["memory_total_bytes"])),
+        format!("{}%", d["gpu_utilization_percent"]),
+        "Default",
+    );
+    assert!(lines.contains(&row.as_str()), "missing {row:?} in\n{text}");
+    assert!(lines
+        .iter()
+        .all(|l| l.chars().count() == 91 || !l.starts_with(['|', '+'])));
+
+    // The real H100 at frame 47, with -i, twice (-l with --count).
+    let real = repo("fixtures/h100-real.json");
+    let out = run(&[
+        "smi",
+        "-i",
+        "0",
+        "-l",
+        "1",
+        "--count",
+        "2",
+        "--fixture",
+        &real,
+        "--frame",
+        "47",
+    ]);
+    let text = stdout_ok(&out);
+    assert_eq!(text.matches("| NVIDIA-SMI 580.159.04").count(), 2, "{text}");
+    assert!(text.contains(
+        "|   0  NVIDIA H100 80GB HBM3          On  |   00000000:00:06.0 Off |                    0 |"
+    ), "{text}");
+    assert!(text.contains(
+        "|    0   N/A  N/A             541      C   /opt/torch/.venv/bin/python3           6754MiB |"
+    ), "{text}");
+    let idle = smi_real_of_frame(&real, "5", &[]);
+    assert!(idle.contains(
+        "|  No running processes found                                                             |"
+    ), "{idle}");
 }

@@ -14,7 +14,7 @@ use crate::source::UsageError;
 /// What `gpuscope smi` is asked to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
-    /// No option: the hint of what is supported (exit 2).
+    /// No option (or only `-i`, `-l`, `-f`): nvidia-smi's summary table.
     Bare,
     /// `-h`, `--help`.
     Help,
@@ -187,7 +187,8 @@ const SOURCE_WITH_VALUE: &[&str] = &[
 ];
 
 /// The one-line list of what `gpuscope smi` supports, for errors and the bare command.
-pub const SUPPORTED: &str = "-L, -q [-d SECTIONS] [-x], -i ID[,ID...], -l SEC, -lms MS, \
+pub const SUPPORTED: &str =
+    "no option (the summary table), -L, -q [-d SECTIONS] [-x], -i ID[,ID...], -l SEC, -lms MS, \
     -f FILE, --query-gpu=FIELDS, --query-compute-apps=FIELDS, --format=csv[,noheader][,nounits], \
     --help-query-gpu, --help-query-compute-apps (and gpuscope's --fixture FILE, --frame N, \
     --demo[=NAME], --count N)";
@@ -402,9 +403,9 @@ fn check(a: &SmiArgs) -> Result<(), UsageError> {
             "--format goes with --query-gpu or --query-compute-apps".into(),
         ));
     }
-    if a.every.is_some() && !(query || csv) {
+    if a.every.is_some() && !(query || csv || a.mode == Mode::Bare) {
         return Err(usage(
-            "-l and -lms go with -q, --query-gpu or --query-compute-apps".into(),
+            "-l and -lms go with the summary table, -q, --query-gpu or --query-compute-apps".into(),
         ));
     }
     if a.count.is_some() && a.every.is_none() {
