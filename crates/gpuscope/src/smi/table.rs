@@ -115,9 +115,11 @@ fn gpu(out: &mut String, d: &DeviceSnapshot) {
         .value()
         .filter(|&&p| p <= 15)
         .map_or("N/A".into(), |p| format!("P{p}"));
+    // Rounded to the nearest watt (in u64: a driver's or fixture's u32::MAX does not overflow).
     let watts = |v: &Na<u32>| {
-        v.value()
-            .map_or("N/A".into(), |mw| format!("{}W", (mw + 500) / 1000))
+        v.value().map_or("N/A".into(), |&mw| {
+            format!("{}W", (u64::from(mw) + 500) / 1000)
+        })
     };
     let usage = watts(&d.power_usage);
     let cap = watts(&d.enforced_power_limit);
@@ -243,5 +245,22 @@ mod tests {
             "...e Experience\\NVIDIA Share.exe"
         );
         assert_eq!(cut_start("./gpu_burn", 32), "./gpu_burn");
+    }
+
+    #[test]
+    fn extreme_answers_draw_without_overflow() {
+        let none = gpu_backend::BackendError::NotSupported;
+        let mut d = DeviceSnapshot::from_answers(
+            gpu_backend::DeviceId::Gpu(0),
+            gpu_backend::fixture::DeviceStatic::all_failing(&none),
+            gpu_backend::fixture::DeviceDynamic::all_failing(&none),
+        );
+        d.power_usage = Na::Value(u32::MAX);
+        d.enforced_power_limit = Na::Value(u32::MAX);
+        d.performance_state = Na::Value(u32::MAX);
+        let mut out = String::new();
+        gpu(&mut out, &d);
+        assert!(out.contains("4294967W / 4294967W"), "{out}");
+        assert!(out.contains("N/A"), "a P-state past P15 is N/A: {out}");
     }
 }
