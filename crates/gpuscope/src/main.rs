@@ -13,6 +13,7 @@ mod query;
 mod record;
 mod select;
 mod shell;
+mod smi;
 mod snapshot;
 mod source;
 mod stat;
@@ -85,6 +86,19 @@ enum Command {
     /// Make links named nvidia-smi, gpustat, nvitop and nvisel that run gpuscope as those
     /// tools (gpuscope smi, stat, top, select with the tool's spellings).
     InstallLinks(front_doors::InstallArgs),
+    /// nvidia-smi's read-only options over any source (its table, `-L`, `-q [-d ...] [-x]`, `-i`,
+    /// `-l`/`-lms`, `--query-gpu=...`, `--query-compute-apps=...`, `--format=csv,...`), printing
+    /// what nvidia-smi prints; `gpuscope smi --help` lists them (docs/smi.md).
+    #[command(disable_help_flag = true)]
+    Smi {
+        /// nvidia-smi's options, and gpuscope's --fixture, --frame, --demo, --nvml-lib.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "NVIDIA-SMI OPTIONS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Print a completion script for a shell, e.g. `gpuscope completions bash >
     /// ~/.local/share/bash-completion/completions/gpuscope`.
     Completions {
@@ -177,9 +191,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let src = source.open()?;
             // --json --watch writes JSON Lines: one compact document a line.
             let json_lines = view.every(false).is_some();
-            let render = |view: &snapshot::SnapshotView| -> anyhow::Result<String> {
+            let render = |view: &snapshot::SnapshotView,
+                          raw: &[gpu_devices::DeviceSnapshot]|
+             -> anyhow::Result<String> {
                 Ok(if let Some(q) = &query {
-                    query::render(view, q, format.unwrap_or_default())?
+                    query::render(view, raw, q, format.unwrap_or_default())?
                 } else if compact.compact {
                     compact::render(view, &compact, compact.width(), compact.colour())
                 } else if json && json_lines {
@@ -204,6 +220,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Doctor(args) => doctor::run(args),
         Command::Stat(args) => stat::run(args),
         Command::InstallLinks(args) => front_doors::install_links(args),
+        Command::Smi { args } => smi::run(args),
         Command::Completions { shell } => shell::completions(shell),
     }
 }

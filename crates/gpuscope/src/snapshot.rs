@@ -387,12 +387,6 @@ fn keep<T: Clone>(errors: &mut Vec<JsonFieldError>, field: &str, value: &Na<T>) 
     value.value().cloned()
 }
 
-/// Takes a snapshot of every device and its processes: each backend query once per device, and
-/// each PID looked up on the host once.
-pub fn take(collector: &ProcessCollector, source: String) -> SnapshotView {
-    take_devices(collector, source, &collector.context().all_devices())
-}
-
 /// Prints what `render` makes of a fresh snapshot: once (then ends the one-shot source), or,
 /// with `every`, again each interval until Ctrl+C (nothing to restore: the terminal is never
 /// put in raw mode), clearing a terminal's screen first when `clear`. `keep` narrows each
@@ -402,20 +396,27 @@ pub fn print_each(
     every: Option<std::time::Duration>,
     clear: bool,
     keep: impl Fn(&mut SnapshotView) -> Result<(), crate::source::UsageError>,
-    render: impl Fn(&SnapshotView) -> anyhow::Result<String>,
+    render: impl Fn(&SnapshotView, &[gpu_devices::DeviceSnapshot]) -> anyhow::Result<String>,
 ) -> anyhow::Result<()> {
+    let take = || {
+        take_with_raw(
+            &src.collector,
+            src.label.clone(),
+            &src.collector.context().all_devices(),
+        )
+    };
     let Some(every) = every else {
-        let mut view = take(&src.collector, src.label.clone());
+        let (mut view, raw) = take();
         keep(&mut view)?;
-        let written = render(&view).and_then(|text| crate::write_stdout(&text));
+        let written = render(&view, &raw.devices).and_then(|text| crate::write_stdout(&text));
         src.end_one_shot();
         return written;
     };
     loop {
         let started = std::time::Instant::now();
-        let mut view = take(&src.collector, src.label.clone());
+        let (mut view, raw) = take();
         keep(&mut view)?;
-        let text = render(&view)?;
+        let text = render(&view, &raw.devices)?;
         crate::write_stdout(&if clear {
             format!("\x1b[H\x1b[2J{text}")
         } else {
@@ -425,13 +426,25 @@ pub fn print_each(
     }
 }
 
-/// [`take`] of some devices only (`gpuscope info INDEX --json`): the same document, with
+/// A snapshot of some devices and their processes (each backend query once per device, and
+/// each PID looked up on the host once) (`gpuscope info INDEX --json`): the same document, with
 /// `devices` holding just these, in the order given.
 pub fn take_devices(
     collector: &ProcessCollector,
     source: String,
     devices: &[gpu_devices::Device],
 ) -> SnapshotView {
+    take_with_raw(collector, source, devices).0
+}
+
+/// [`take_devices`], with the device snapshots and processes the view was made from (for
+/// `--query` and `gpuscope smi`, which tell what the view leaves out: N/A from a failure,
+/// max clocks, compute mode, ...).
+pub fn take_with_raw(
+    collector: &ProcessCollector,
+    source: String,
+    devices: &[gpu_devices::Device],
+) -> (SnapshotView, gpu_processes::Snapshots) {
     let ctx = collector.context();
     let mut errors = Vec::new();
     let driver_version = keep(&mut errors, "driver_version", &ctx.driver_version());
@@ -462,7 +475,7 @@ pub fn take_devices(
             Err(_) => None,
         };
     }
-    SnapshotView {
+    let view = SnapshotView {
         schema: JSON_SCHEMA,
         source,
         hostname,
@@ -473,7 +486,8 @@ pub fn take_devices(
         nvml_version,
         errors,
         devices,
-    }
+    };
+    (view, snap)
 }
 
 fn device_view(d: &DeviceSnapshot) -> DeviceView {

@@ -173,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.interval,
         clear,
         |v| compact.keep_only(v),
-        |view| {
+        |view, _| {
             Ok(if json {
                 let doc = gpustat_json(view, !args.no_processes);
                 if watching {

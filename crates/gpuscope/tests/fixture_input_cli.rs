@@ -1,7 +1,8 @@
 //! What `--fixture` and `--nvml-lib` accept, through the binary: only regular files of bounded
 //! size, numbers within the documented bounds, and errors that name the right thing once.
 //! Every command that replays a fixture (`snapshot`, `snapshot --json`, `info`, `select`,
-//! `top --once`, and `doctor`, which may also exit 1 for a failed finding) exits 0 or 2 on
+//! `top --once`, `smi` (its table, `-q -x` and `--query-gpu`), and `doctor`, which may also
+//! exit 1 for a failed finding) exits 0 or 2 on
 //! mutated fixtures, never 101, and never hangs.
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,14 @@ const COMMANDS: &[&[&str]] = &[
     &["select"],
     &["top", "--once"],
     &["doctor", "--repeat", "1", "--events-for", "0"],
+    &["smi"],
+    &["smi", "-q", "-x"],
+    &[
+        "smi",
+        "--query-gpu=index,name,pci.device_id,memory.used,power.limit,clocks.max.sm,\
+          remapped_rows.pending,clocks_event_reasons.active,compute_mode,pstate",
+        "--format=csv",
+    ],
 ];
 
 /// Runs gpuscope with `args`, killing it if it has not finished in a minute (a hang guard, not

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 mod cli;
 use cli::fixture;
 
-const COMMANDS: [&str; 10] = [
+const COMMANDS: [&str; 11] = [
     "snapshot",
     "top",
     "info",
@@ -18,6 +18,7 @@ const COMMANDS: [&str; 10] = [
     "doctor",
     "stat",
     "install-links",
+    "smi",
     "completions",
 ];
 

@@ -515,7 +515,11 @@ fn query_csv_is_what_nvidia_smi_query_gpu_writes() {
         assert_eq!(cells[0], "2026/11/01 10:00:03.000", "{line}");
         assert_eq!(cells[1], i.to_string());
         assert_eq!(cells[2], d["name"]["ok"].as_str().unwrap());
-        let mib = |v: &Value| format!("{} MiB", v.as_u64().unwrap() / (1 << 20));
+        // Rounded to the nearest MiB, as nvidia-smi does (docs/smi.md).
+        let mib = |v: &Value| {
+            let mib = (v.as_u64().unwrap() as f64 / (1u64 << 20) as f64).round_ties_even();
+            format!("{mib} MiB")
+        };
         assert_eq!(cells[3], mib(&f["memory_info"]["ok"]["used"]));
         assert_eq!(cells[4], mib(&f["memory_info"]["ok"]["total"]));
         let mw = f["power_usage"]["ok"].as_u64().unwrap();
@@ -550,7 +554,8 @@ fn query_csv_is_what_nvidia_smi_query_gpu_writes() {
     let used = raw["frames"][3]["devices"]["0"]["memory_info"]["ok"]["used"]
         .as_u64()
         .unwrap();
-    assert_eq!(first, format!("0, {}", used / (1 << 20)));
+    let used = (used as f64 / (1u64 << 20) as f64).round_ties_even();
+    assert_eq!(first, format!("0, {used}"));
 }
 
 #[test]
@@ -994,7 +999,9 @@ fn only_that_names_no_device_is_a_usage_error_in_every_form() {
 /// Every command's `--help` says where its exit codes are written down.
 #[test]
 fn every_help_points_at_the_exit_codes() {
-    for command in ["snapshot", "info", "top", "select", "record", "export"] {
+    for command in [
+        "snapshot", "info", "top", "select", "record", "export", "smi",
+    ] {
         let out = gpuscope(&[command, "--help"]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{command}");
