@@ -1,0 +1,36 @@
+//! What the unit tests of several modules build: one recorded machine, sampled as the exporter
+//! samples it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use gpu_processes::ProcessCollector;
+
+use crate::{Exposition, Inputs, Options};
+
+/// The recorded 8-GPU H100 box at frame 0.
+pub fn h100_box() -> ProcessCollector {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/h100-sxm-8gpu.json"
+    );
+    ProcessCollector::from_fixture(path, Some(0)).expect("the 8-GPU fixture loads")
+}
+
+/// Options for `collector` on host `box`, with per-process families.
+pub fn options(collector: &ProcessCollector) -> Options {
+    Options {
+        hostname: "box".into(),
+        processes: true,
+        ..Options::of(collector)
+    }
+}
+
+/// A sample of [`h100_box`] as the exporter's sampler takes it, published with [`options`].
+pub fn exposition() -> Exposition {
+    let collector = h100_box();
+    let mut inputs = Inputs::take(&collector);
+    inputs.sample_duration_s = 0.001;
+    inputs.sample_time_s = 1.0;
+    Exposition::new(inputs, Arc::new(options(&collector)), Instant::now())
+}
