@@ -70,16 +70,8 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(text.contains("app_requests_total 1\n"), "{text}");
-        for i in 0..8 {
-            assert!(
-                text.contains(&format!(
-                    "gpuscope_device_up{{hostname=\"box\",index=\"{i}\""
-                )),
-                "GPU {i}: {text}"
-            );
-        }
+        crate::test_support::assert_every_device_and_process(&text);
         assert!(text.contains("# UNIT gpuscope_device_memory_used_bytes bytes\n"));
-        assert!(text.contains("gpuscope_process_gpu_memory_bytes{"));
         assert!(text.ends_with("# EOF\n"));
     }
 }

@@ -400,16 +400,7 @@ mod tests {
         let e = crate::test_support::exposition();
         let text = e.text();
         let text_str = std::str::from_utf8(&text).unwrap();
-        // Every device of the recording, and its processes.
-        for i in 0..8 {
-            assert!(
-                text_str.contains(&format!(
-                    "gpuscope_device_up{{hostname=\"box\",index=\"{i}\""
-                )),
-                "GPU {i}"
-            );
-        }
-        assert!(text_str.contains("gpuscope_process_gpu_memory_bytes{"));
+        crate::test_support::assert_every_device_and_process(text_str);
         let gz = e.text_gzip();
         assert!(gz.len() < text.len() / 10, "{} bytes", gz.len());
         let mut back = Vec::new();

@@ -34,3 +34,17 @@ pub fn exposition() -> Exposition {
     inputs.sample_time_s = 1.0;
     Exposition::new(inputs, Arc::new(options(&collector)), Instant::now())
 }
+
+/// Asserts that `text` (an encoding of [`exposition`]'s sample, or of [`h100_box`] with
+/// [`options`]) has every GPU of the recording, with host `box`, and per-process samples.
+pub fn assert_every_device_and_process(text: &str) {
+    for i in 0..8 {
+        let up = format!(
+            "{}{{hostname=\"box\",index=\"{i}\"",
+            crate::names::DEVICE_UP
+        );
+        assert!(text.contains(&up), "GPU {i} in {text}");
+    }
+    let process = format!("{}{{", crate::names::PROCESS_GPU_MEMORY_BYTES);
+    assert!(text.contains(&process), "{text}");
+}
