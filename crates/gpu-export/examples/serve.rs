@@ -72,14 +72,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !status.contains(" 200 ") {
         return Err(format!("GET /metrics answered {status}").into());
     }
-    println!(
-        "GET http://{address}/metrics: {status}, {} lines",
+    let mut out = format!(
+        "GET http://{address}/metrics: {status}, {} lines\n",
         body.lines().count()
     );
     for line in body.lines().take(12) {
-        println!("{line}");
+        out.push_str(line);
+        out.push('\n');
     }
-    Ok(())
+    // A reader that stops early (`| head -3`) is not an error.
+    match std::io::stdout().lock().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 /// Serves `/metrics` from `registry` on a current-thread runtime, for ever.
