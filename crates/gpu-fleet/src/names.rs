@@ -1,41 +1,40 @@
-//! Every metric name this crate reads, in one place.
-//!
-//! These are the names `gpuscope export` serves (docs/exporter.md). The exporter's own crate,
-//! `gpu-export`, is being made at the same time as this one with its `gpu_export::names`
-//! constants; once it lands, these are to point at those, so that only gpu-export knows
-//! metric names and this crate only reads what it writes.
+//! Every metric name this crate reads, in one place: the names `gpuscope export` serves
+//! (docs/exporter.md), taken from gpu-export's own constants, so that only gpu-export knows
+//! metric names and this crate reads exactly what that one writes.
+
+use gpu_export::names as export;
 
 /// Whether the GPU answers (`0` when it is lost or its memory cannot be read).
-pub const DEVICE_UP: &str = "gpuscope_device_up";
+pub const DEVICE_UP: &str = export::DEVICE_UP;
 /// Total memory, bytes.
-pub const DEVICE_MEMORY_TOTAL: &str = "gpuscope_device_memory_total_bytes";
+pub const DEVICE_MEMORY_TOTAL: &str = export::DEVICE_MEMORY_TOTAL_BYTES;
 /// Used memory, bytes.
-pub const DEVICE_MEMORY_USED: &str = "gpuscope_device_memory_used_bytes";
+pub const DEVICE_MEMORY_USED: &str = export::DEVICE_MEMORY_USED_BYTES;
 /// Free memory, bytes.
-pub const DEVICE_MEMORY_FREE: &str = "gpuscope_device_memory_free_bytes";
+pub const DEVICE_MEMORY_FREE: &str = export::DEVICE_MEMORY_FREE_BYTES;
 /// GPU utilization, 0 to 1.
-pub const DEVICE_UTILIZATION: &str = "gpuscope_device_utilization_ratio";
+pub const DEVICE_UTILIZATION: &str = export::DEVICE_UTILIZATION_RATIO;
 /// Memory-bandwidth utilization, 0 to 1.
-pub const DEVICE_MEMORY_UTILIZATION: &str = "gpuscope_device_memory_bandwidth_utilization_ratio";
+pub const DEVICE_MEMORY_UTILIZATION: &str = export::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO;
 /// Temperature, °C.
-pub const DEVICE_TEMPERATURE: &str = "gpuscope_device_temperature_celsius";
+pub const DEVICE_TEMPERATURE: &str = export::DEVICE_TEMPERATURE_CELSIUS;
 /// Fan speed, 0 to 1.
-pub const DEVICE_FAN_SPEED: &str = "gpuscope_device_fan_speed_ratio";
+pub const DEVICE_FAN_SPEED: &str = export::DEVICE_FAN_SPEED_RATIO;
 /// Power draw, watts.
-pub const DEVICE_POWER_USAGE: &str = "gpuscope_device_power_usage_watts";
+pub const DEVICE_POWER_USAGE: &str = export::DEVICE_POWER_USAGE_WATTS;
 /// Power limit, watts.
-pub const DEVICE_POWER_LIMIT: &str = "gpuscope_device_power_limit_watts";
+pub const DEVICE_POWER_LIMIT: &str = export::DEVICE_POWER_LIMIT_WATTS;
 /// A device's identity labels (name, UUID, bus id, driver version); its value is 1.
-pub const DEVICE_INFO: &str = "gpuscope_device_info";
+pub const DEVICE_INFO: &str = export::DEVICE_INFO;
 
 /// A process's GPU memory, bytes.
-pub const PROCESS_GPU_MEMORY: &str = "gpuscope_process_gpu_memory_bytes";
+pub const PROCESS_GPU_MEMORY: &str = export::PROCESS_GPU_MEMORY_BYTES;
 /// A process's SM utilization, 0 to 1.
-pub const PROCESS_SM_UTILIZATION: &str = "gpuscope_process_gpu_sm_utilization_ratio";
+pub const PROCESS_SM_UTILIZATION: &str = export::PROCESS_GPU_SM_UTILIZATION_RATIO;
 
 /// The exporter's latest sample time (Unix seconds, its clock): its latest value over the
 /// lookback tells each host's sample time, and lists hosts whose exporter is down too.
-pub const SAMPLE_TIME_FAMILY: &str = "gpuscope_exporter_sample_timestamp_seconds";
+pub const SAMPLE_TIME_FAMILY: &str = export::EXPORTER_SAMPLE_TIMESTAMP_SECONDS;
 
 /// Prometheus's own `up` series: whether it could scrape a target.
 pub const UP: &str = "up";

@@ -1,14 +1,17 @@
 //! The metric families of the exporter, computed from one sample of devices, processes and host
 //! facts. Names follow Prometheus conventions (base units, `_total` for counters); every name and
-//! label is listed in docs/exporter.md.
+//! label is listed in docs/exporter.md; every name is a constant of [`crate::names`].
 
 use gpu_backend::host::HostMachine;
 use std::collections::HashMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use gpu_backend::fixture::HostFrame;
 use gpu_backend::{BackendError, DeviceId, NvLinkCounters, NvLinkErrorCounters};
 use gpu_devices::DeviceSnapshot;
-use gpu_processes::{GpuProcess, Snapshots};
+use gpu_processes::{GpuProcess, ProcessCollector, Snapshots};
+
+use crate::names;
 
 /// Whether a family is a gauge or a counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +68,27 @@ pub struct Options {
     pub cuda_driver_version: Option<String>,
 }
 
+impl Options {
+    /// What a program publishing `collector`'s devices starts from: the host's name (as the
+    /// host facts tell it, `unknown` when they cannot), the driver and CUDA versions, no
+    /// per-process families, NVLink counters summed per device.
+    pub fn of(collector: &ProcessCollector) -> Options {
+        let context = collector.context();
+        Options {
+            hostname: collector
+                .host()
+                .machine()
+                .hostname
+                .unwrap_or_else(|| "unknown".to_string()),
+            processes: false,
+            process_command: false,
+            nvlink_per_link: false,
+            driver_version: context.driver_version().value().cloned(),
+            cuda_driver_version: context.cuda_driver_version().value().cloned(),
+        }
+    }
+}
+
 /// Everything one sample publishes.
 #[derive(Debug)]
 pub struct Inputs {
@@ -78,6 +102,29 @@ pub struct Inputs {
     pub sample_duration_s: f64,
     /// When the sample was taken, seconds since the Unix epoch.
     pub sample_time_s: f64,
+}
+
+impl Inputs {
+    /// One sample of `collector`: every device and MIG device with its processes, and the
+    /// host's facts; timed, and stamped with the wall-clock time.
+    pub fn take(collector: &ProcessCollector) -> Inputs {
+        let started = Instant::now();
+        let snapshots = collector.take_all();
+        let host = collector.host();
+        let machine = host.machine();
+        let frame = host.sample();
+        let sample_duration_s = started.elapsed().as_secs_f64();
+        let sample_time_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        Inputs {
+            snapshots,
+            machine,
+            host: frame,
+            sample_duration_s,
+            sample_time_s,
+        }
+    }
 }
 
 /// Builds families in a fixed order, skipping N/A values.
@@ -137,7 +184,7 @@ pub fn build(inputs: &Inputs, options: &Options) -> Vec<Family> {
         device_families(&mut b, d, &labels, options);
         health_and_activity_families(&mut b, d, &labels, options);
         let f = b.family(
-            "gpuscope_device_info",
+            names::DEVICE_INFO,
             None,
             Kind::Gauge,
             "Always 1; the labels say what the device is (bus id, serial, VBIOS, driver).",
@@ -160,51 +207,51 @@ fn host_families(b: &mut Builder, inputs: &Inputs, labels: &Labels) {
     let m = &inputs.machine;
     let h = &inputs.host;
     let f = b.family(
-        "gpuscope_host_cpus",
+        names::HOST_CPUS,
         None,
         Kind::Gauge,
         "Logical CPUs of the host.",
     );
     b.put(f, labels, m.cpu_count.map(f64::from));
     let f = b.family(
-        "gpuscope_host_cpu_utilization_ratio",
+        names::HOST_CPU_UTILIZATION_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Whole-host CPU use, as a ratio of all CPUs (1 is every CPU busy).",
     );
     b.put(f, labels, h.cpu_percent.map(|p| p / 100.0));
     let f = b.family(
-        "gpuscope_host_memory_total_bytes",
+        names::HOST_MEMORY_TOTAL_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "Physical memory of the host.",
     );
     b.put(f, labels, m.memory_total.map(|v| v as f64));
     let f = b.family(
-        "gpuscope_host_memory_used_bytes",
+        names::HOST_MEMORY_USED_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "Physical memory in use on the host.",
     );
     b.put(f, labels, h.memory_used.map(|v| v as f64));
     let f = b.family(
-        "gpuscope_host_swap_total_bytes",
+        names::HOST_SWAP_TOTAL_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "Swap space of the host.",
     );
     b.put(f, labels, m.swap_total.map(|v| v as f64));
     let f = b.family(
-        "gpuscope_host_swap_used_bytes",
+        names::HOST_SWAP_USED_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "Swap space in use on the host.",
     );
     b.put(f, labels, h.swap_used.map(|v| v as f64));
     for (i, (name, help)) in [
-        ("gpuscope_host_load1", "Load average over 1 minute."),
-        ("gpuscope_host_load5", "Load average over 5 minutes."),
-        ("gpuscope_host_load15", "Load average over 15 minutes."),
+        (names::HOST_LOAD1, "Load average over 1 minute."),
+        (names::HOST_LOAD5, "Load average over 5 minutes."),
+        (names::HOST_LOAD15, "Load average over 15 minutes."),
     ]
     .into_iter()
     .enumerate()
@@ -213,14 +260,14 @@ fn host_families(b: &mut Builder, inputs: &Inputs, labels: &Labels) {
         b.put(f, labels, h.load_average.map(|l| l[i]));
     }
     let f = b.family(
-        "gpuscope_exporter_sample_duration_seconds",
+        names::EXPORTER_SAMPLE_DURATION_SECONDS,
         Some("seconds"),
         Kind::Gauge,
         "How long the exporter took to take the sample served now.",
     );
     b.put(f, labels, Some(inputs.sample_duration_s));
     let f = b.family(
-        "gpuscope_exporter_sample_timestamp_seconds",
+        names::EXPORTER_SAMPLE_TIMESTAMP_SECONDS,
         Some("seconds"),
         Kind::Gauge,
         "When the sample served now was taken, seconds since the Unix epoch.",
@@ -290,14 +337,14 @@ fn with(labels: &Labels, name: &'static str, value: String) -> Labels {
 
 fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options: &Options) {
     let f = b.family(
-        "gpuscope_device_up",
+        names::DEVICE_UP,
         None,
         Kind::Gauge,
         "1 when the device answered its last sample, 0 when it is lost or its memory query failed.",
     );
     b.put(f, labels, Some(if device_up(d) { 1.0 } else { 0.0 }));
     let f = b.family(
-        "gpuscope_device_failed_fields",
+        names::DEVICE_FAILED_FIELDS,
         None,
         Kind::Gauge,
         "Fields of the last sample whose query failed unexpectedly (not the N/A answers).",
@@ -306,28 +353,28 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
 
     let util = d.utilization.value();
     let f = b.family(
-        "gpuscope_device_utilization_ratio",
+        names::DEVICE_UTILIZATION_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Fraction of the last sample period a kernel was running on the device.",
     );
     b.put(f, labels, ratio(util.map(|u| u.gpu)));
     let f = b.family(
-        "gpuscope_device_memory_bandwidth_utilization_ratio",
+        names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Fraction of the last sample period device memory was read or written.",
     );
     b.put(f, labels, ratio(util.map(|u| u.memory)));
     let f = b.family(
-        "gpuscope_device_encoder_utilization_ratio",
+        names::DEVICE_ENCODER_UTILIZATION_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Video encoder utilization.",
     );
     b.put(f, labels, ratio(d.encoder.value().map(|c| c.utilization)));
     let f = b.family(
-        "gpuscope_device_decoder_utilization_ratio",
+        names::DEVICE_DECODER_UTILIZATION_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Video decoder utilization.",
@@ -336,28 +383,28 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
 
     let mem = d.memory.value();
     let f = b.family(
-        "gpuscope_device_memory_total_bytes",
+        names::DEVICE_MEMORY_TOTAL_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "Frame-buffer memory of the device.",
     );
     b.put(f, labels, mem.map(|m| m.total as f64));
     let f = b.family(
-        "gpuscope_device_memory_used_bytes",
+        names::DEVICE_MEMORY_USED_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "Frame-buffer memory in use.",
     );
     b.put(f, labels, mem.map(|m| m.used as f64));
     let f = b.family(
-        "gpuscope_device_memory_free_bytes",
+        names::DEVICE_MEMORY_FREE_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "Frame-buffer memory free.",
     );
     b.put(f, labels, mem.map(|m| m.free as f64));
     let f = b.family(
-        "gpuscope_device_memory_used_ratio",
+        names::DEVICE_MEMORY_USED_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Frame-buffer memory in use, as a ratio of the total.",
@@ -370,7 +417,7 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
     );
 
     let f = b.family(
-        "gpuscope_device_clock_hertz",
+        names::DEVICE_CLOCK_HERTZ,
         Some("hertz"),
         Kind::Gauge,
         "Current clock of each domain (graphics, sm, memory, video).",
@@ -379,7 +426,7 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
         b.put(f, &with(labels, "clock", domain.into()), v);
     }
     let f = b.family(
-        "gpuscope_device_clock_max_hertz",
+        names::DEVICE_CLOCK_MAX_HERTZ,
         Some("hertz"),
         Kind::Gauge,
         "Maximum clock of each domain (graphics, sm, memory, video).",
@@ -389,14 +436,14 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
     }
 
     let f = b.family(
-        "gpuscope_device_fan_speed_ratio",
+        names::DEVICE_FAN_SPEED_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Intended fan speed, as a ratio of the maximum.",
     );
     b.put(f, labels, ratio(d.fan_speed.value().copied()));
     let f = b.family(
-        "gpuscope_device_fan_speed_per_fan_ratio",
+        names::DEVICE_FAN_SPEED_PER_FAN_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "Intended speed of each fan, as a ratio of its maximum.",
@@ -409,7 +456,7 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
         );
     }
     let f = b.family(
-        "gpuscope_device_performance_state",
+        names::DEVICE_PERFORMANCE_STATE,
         None,
         Kind::Gauge,
         "Performance state: 0 (P0, highest performance) to 15 (P15, lowest).",
@@ -423,7 +470,7 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
             .map(|&p| f64::from(p)),
     );
     let f = b.family(
-        "gpuscope_device_temperature_celsius",
+        names::DEVICE_TEMPERATURE_CELSIUS,
         Some("celsius"),
         Kind::Gauge,
         "Core temperature.",
@@ -432,21 +479,21 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
 
     let watts = |mw: Option<&u32>| mw.map(|&mw| f64::from(mw) / 1000.0);
     let f = b.family(
-        "gpuscope_device_power_usage_watts",
+        names::DEVICE_POWER_USAGE_WATTS,
         Some("watts"),
         Kind::Gauge,
         "Power draw.",
     );
     b.put(f, labels, watts(d.power_usage.value()));
     let f = b.family(
-        "gpuscope_device_power_limit_watts",
+        names::DEVICE_POWER_LIMIT_WATTS,
         Some("watts"),
         Kind::Gauge,
         "Power-management limit.",
     );
     b.put(f, labels, watts(d.power_limit.value()));
     let f = b.family(
-        "gpuscope_device_energy_consumption_joules",
+        names::DEVICE_ENERGY_CONSUMPTION_JOULES,
         Some("joules"),
         Kind::Counter,
         "Energy used since the driver was loaded.",
@@ -462,14 +509,14 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
 
     let kib_s = |v: Option<&u32>| v.map(|&k| f64::from(k) * 1024.0);
     let f = b.family(
-        "gpuscope_device_pcie_transmit_bytes_per_second",
+        names::DEVICE_PCIE_TRANSMIT_BYTES_PER_SECOND,
         Some("bytes_per_second"),
         Kind::Gauge,
         "PCIe transmit throughput over the last 20 ms the driver measured.",
     );
     b.put(f, labels, kib_s(d.pcie_tx_throughput.value()));
     let f = b.family(
-        "gpuscope_device_pcie_receive_bytes_per_second",
+        names::DEVICE_PCIE_RECEIVE_BYTES_PER_SECOND,
         Some("bytes_per_second"),
         Kind::Gauge,
         "PCIe receive throughput over the last 20 ms the driver measured.",
@@ -478,13 +525,13 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
 
     for (name, help, kib) in [
         (
-            "gpuscope_device_nvlink_transmit_bytes",
+            names::DEVICE_NVLINK_TRANSMIT_BYTES,
             "Data transmitted over NVLink, per device or per link with --nvlink-per-link (use \
              rate() for throughput).",
             (|c: &NvLinkCounters| c.tx_kib) as fn(&NvLinkCounters) -> u64,
         ),
         (
-            "gpuscope_device_nvlink_receive_bytes",
+            names::DEVICE_NVLINK_RECEIVE_BYTES,
             "Data received over NVLink, per device or per link with --nvlink-per-link (use \
              rate() for throughput).",
             |c: &NvLinkCounters| c.rx_kib,
@@ -528,14 +575,14 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let flag = |v: bool| if v { 1.0 } else { 0.0 };
     let attention = d.attention();
     let f = b.family(
-        "gpuscope_device_needs_attention",
+        names::DEVICE_NEEDS_ATTENTION,
         None,
         Kind::Gauge,
         "How many reasons the device needs attention for (0: none); the reasons are gpuscope_device_attention_reason.",
     );
     b.put(f, labels, Some(attention.len() as f64));
     let f = b.family(
-        "gpuscope_device_attention_reason",
+        names::DEVICE_ATTENTION_REASON,
         None,
         Kind::Gauge,
         "Always 1, one series per reason the device needs attention for (label reason).",
@@ -544,7 +591,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         b.put(f, &with(labels, "reason", reason), Some(1.0));
     }
     let f = b.family(
-        "gpuscope_device_last_xid",
+        names::DEVICE_LAST_XID,
         None,
         Kind::Gauge,
         "The code of the newest XID error since the exporter started (0: none); absent where events cannot be known.",
@@ -559,7 +606,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         }),
     );
     let f = b.family(
-        "gpuscope_device_xid_errors",
+        names::DEVICE_XID_ERRORS,
         None,
         Kind::Gauge,
         "XID errors since the exporter started, per code (label xid), among the newest 256 events kept.",
@@ -575,7 +622,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     }
 
     let f = b.family(
-        "gpuscope_device_ecc_errors",
+        names::DEVICE_ECC_ERRORS,
         None,
         Kind::Counter,
         "ECC errors, per error (corrected, uncorrected) and counter (volatile: since the driver loaded; aggregate: the device's life).",
@@ -593,7 +640,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     }
 
     let f = b.family(
-        "gpuscope_device_retired_pages",
+        names::DEVICE_RETIRED_PAGES,
         None,
         Kind::Gauge,
         "Memory pages retired, per cause (single_bit: multiple single-bit ECC errors; double_bit: a double-bit error). Kepler to Turing.",
@@ -609,7 +656,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         );
     }
     let f = b.family(
-        "gpuscope_device_retired_pages_pending",
+        names::DEVICE_RETIRED_PAGES_PENDING,
         None,
         Kind::Gauge,
         "1 when a page retirement waits for the next reset.",
@@ -617,7 +664,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     b.put(f, labels, d.retired_pages_pending.value().map(|&p| flag(p)));
     let rows = d.remapped_rows.value();
     let f = b.family(
-        "gpuscope_device_remapped_rows",
+        names::DEVICE_REMAPPED_ROWS,
         None,
         Kind::Gauge,
         "Memory rows remapped, per cause (correctable, uncorrectable errors). Ampere and newer.",
@@ -629,21 +676,21 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         b.put(f, &with(labels, "cause", cause.into()), v.map(f64::from));
     }
     let f = b.family(
-        "gpuscope_device_row_remap_pending",
+        names::DEVICE_ROW_REMAP_PENDING,
         None,
         Kind::Gauge,
         "1 when a row remap waits for the next reset.",
     );
     b.put(f, labels, rows.map(|r| flag(r.pending)));
     let f = b.family(
-        "gpuscope_device_row_remap_failure",
+        names::DEVICE_ROW_REMAP_FAILURE,
         None,
         Kind::Gauge,
         "1 when a row remap failed.",
     );
     b.put(f, labels, rows.map(|r| flag(r.failure)));
     let f = b.family(
-        "gpuscope_device_pcie_replays",
+        names::DEVICE_PCIE_REPLAYS,
         None,
         Kind::Counter,
         "PCIe replays (retries) since the driver loaded.",
@@ -655,7 +702,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     );
 
     let f = b.family(
-        "gpuscope_device_clock_event_reason",
+        names::DEVICE_CLOCK_EVENT_REASON,
         None,
         Kind::Gauge,
         "1 when a clock event (throttle) reason holds the clocks down now, 0 when not, per reason.",
@@ -670,7 +717,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         }
     }
     let f = b.family(
-        "gpuscope_device_temperature_threshold_celsius",
+        names::DEVICE_TEMPERATURE_THRESHOLD_CELSIUS,
         Some("celsius"),
         Kind::Gauge,
         "Temperature thresholds (shutdown, slowdown, gpu_max, memory_max).",
@@ -691,22 +738,22 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let limits = d.power_limit_constraints.value();
     for (name, help, v) in [
         (
-            "gpuscope_device_power_enforced_limit_watts",
+            names::DEVICE_POWER_ENFORCED_LIMIT_WATTS,
             "The power limit in force (the lowest of all limits).",
             watts(d.enforced_power_limit.value().copied()),
         ),
         (
-            "gpuscope_device_power_default_limit_watts",
+            names::DEVICE_POWER_DEFAULT_LIMIT_WATTS,
             "The power-management limit the board starts with.",
             watts(d.power_default_limit.value().copied()),
         ),
         (
-            "gpuscope_device_power_min_limit_watts",
+            names::DEVICE_POWER_MIN_LIMIT_WATTS,
             "The lowest the power-management limit may be set to.",
             watts(limits.map(|l| l.min_mw)),
         ),
         (
-            "gpuscope_device_power_max_limit_watts",
+            names::DEVICE_POWER_MAX_LIMIT_WATTS,
             "The highest the power-management limit may be set to.",
             watts(limits.map(|l| l.max_mw)),
         ),
@@ -728,7 +775,7 @@ fn health_and_activity_families(
     options: &Options,
 ) {
     let f = b.family(
-        "gpuscope_device_memory_temperature_celsius",
+        names::DEVICE_MEMORY_TEMPERATURE_CELSIUS,
         Some("celsius"),
         Kind::Gauge,
         "Memory (HBM) temperature.",
@@ -739,7 +786,7 @@ fn health_and_activity_families(
         d.memory_temperature.value().map(|&t| f64::from(t)),
     );
     let f = b.family(
-        "gpuscope_device_fan_target_speed_ratio",
+        names::DEVICE_FAN_TARGET_SPEED_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "The speed each fan is driven towards, as a ratio of its maximum.",
@@ -752,7 +799,7 @@ fn health_and_activity_families(
         );
     }
     let f = b.family(
-        "gpuscope_device_nvlink_errors",
+        names::DEVICE_NVLINK_ERRORS,
         None,
         Kind::Counter,
         "NVLink errors per counter (replay, recovery, crc_flit, crc_data), per device or per \
@@ -774,7 +821,7 @@ fn health_and_activity_families(
         }
     }
     let f = b.family(
-        "gpuscope_device_ecc_errors_by_location",
+        names::DEVICE_ECC_ERRORS_BY_LOCATION,
         None,
         Kind::Gauge,
         "ECC errors per memory location (location), kind (corrected, uncorrected) and counter \
@@ -800,22 +847,22 @@ fn health_and_activity_families(
     let pct = |v: Option<f64>| v.map(|p| p / 100.0);
     for (name, help, pick) in [
         (
-            "gpuscope_device_gpm_graphics_engine_active_ratio",
+            names::DEVICE_GPM_GRAPHICS_ENGINE_ACTIVE_RATIO,
             "GPM: time the graphics engine was active (DCGM_FI_PROF_GR_ENGINE_ACTIVE).",
             (|m: &gpu_backend::GpmMetrics| m.graphics_activity) as fn(&gpu_backend::GpmMetrics) -> Option<f64>,
         ),
         (
-            "gpuscope_device_gpm_sm_active_ratio",
+            names::DEVICE_GPM_SM_ACTIVE_RATIO,
             "GPM: SMs with at least one warp resident, averaged over the SMs (DCGM_FI_PROF_SM_ACTIVE).",
             |m| m.sm_activity,
         ),
         (
-            "gpuscope_device_gpm_sm_occupancy_ratio",
+            names::DEVICE_GPM_SM_OCCUPANCY_RATIO,
             "GPM: resident warps over the most the SMs hold (DCGM_FI_PROF_SM_OCCUPANCY).",
             |m| m.sm_occupancy,
         ),
         (
-            "gpuscope_device_gpm_dram_active_ratio",
+            names::DEVICE_GPM_DRAM_ACTIVE_RATIO,
             "GPM: DRAM bandwidth used, of the peak (DCGM_FI_PROF_DRAM_ACTIVE).",
             |m| m.dram_activity,
         ),
@@ -824,7 +871,7 @@ fn health_and_activity_families(
         b.put(f, labels, pct(gpm.and_then(pick)));
     }
     let f = b.family(
-        "gpuscope_device_gpm_pipe_active_ratio",
+        names::DEVICE_GPM_PIPE_ACTIVE_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "GPM: time each pipe was active (pipe: tensor, tensor_dfma, tensor_hmma, tensor_imma, \
@@ -846,22 +893,22 @@ fn health_and_activity_families(
     }
     for (name, help, v) in [
         (
-            "gpuscope_device_gpm_pcie_transmit_bytes_per_second",
+            names::DEVICE_GPM_PCIE_TRANSMIT_BYTES_PER_SECOND,
             "GPM: PCIe transmit (DCGM_FI_PROF_PCIE_TX_BYTES).",
             gpm.and_then(|m| m.pcie_tx),
         ),
         (
-            "gpuscope_device_gpm_pcie_receive_bytes_per_second",
+            names::DEVICE_GPM_PCIE_RECEIVE_BYTES_PER_SECOND,
             "GPM: PCIe receive (DCGM_FI_PROF_PCIE_RX_BYTES).",
             gpm.and_then(|m| m.pcie_rx),
         ),
         (
-            "gpuscope_device_gpm_nvlink_transmit_bytes_per_second",
+            names::DEVICE_GPM_NVLINK_TRANSMIT_BYTES_PER_SECOND,
             "GPM: NVLink transmit over all links (DCGM_FI_PROF_NVLINK_TX_BYTES).",
             gpm.and_then(|m| m.nvlink_tx),
         ),
         (
-            "gpuscope_device_gpm_nvlink_receive_bytes_per_second",
+            names::DEVICE_GPM_NVLINK_RECEIVE_BYTES_PER_SECOND,
             "GPM: NVLink receive over all links (DCGM_FI_PROF_NVLINK_RX_BYTES).",
             gpm.and_then(|m| m.nvlink_rx),
         ),
@@ -870,7 +917,7 @@ fn health_and_activity_families(
         b.put(f, labels, v.map(|r| r * MIB));
     }
     let f = b.family(
-        "gpuscope_device_gpm_engine_active_ratio",
+        names::DEVICE_GPM_ENGINE_ACTIVE_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "GPM: time each media engine was active (engine: nvdec, nvjpg, nvofa; engine_index; \
@@ -907,47 +954,47 @@ fn clock_domains(c: &gpu_devices::ClockInfos) -> [(&'static str, Option<f64>); 4
 /// Process families, in the order `process_samples` fills them.
 const PROCESS_FAMILIES: [(&str, Option<&str>, &str); 9] = [
     (
-        "gpuscope_process_gpu_memory_bytes",
+        names::PROCESS_GPU_MEMORY_BYTES,
         Some("bytes"),
         "GPU memory the process uses on the device.",
     ),
     (
-        "gpuscope_process_gpu_sm_utilization_ratio",
+        names::PROCESS_GPU_SM_UTILIZATION_RATIO,
         Some("ratio"),
         "The process's share of the device's SMs in its newest per-process sample (absent once that sample is over 15 s old).",
     ),
     (
-        "gpuscope_process_gpu_memory_bandwidth_utilization_ratio",
+        names::PROCESS_GPU_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
         Some("ratio"),
         "The process's share of device memory bandwidth in its newest per-process sample.",
     ),
     (
-        "gpuscope_process_gpu_encoder_utilization_ratio",
+        names::PROCESS_GPU_ENCODER_UTILIZATION_RATIO,
         Some("ratio"),
         "The process's share of the video encoder in its newest per-process sample.",
     ),
     (
-        "gpuscope_process_gpu_decoder_utilization_ratio",
+        names::PROCESS_GPU_DECODER_UTILIZATION_RATIO,
         Some("ratio"),
         "The process's share of the video decoder in its newest per-process sample.",
     ),
     (
-        "gpuscope_process_gpu_utilization_sample_age_seconds",
+        names::PROCESS_GPU_UTILIZATION_SAMPLE_AGE_SECONDS,
         Some("seconds"),
         "How old the process's newest per-process utilization sample is.",
     ),
     (
-        "gpuscope_process_cpu_utilization_ratio",
+        names::PROCESS_CPU_UTILIZATION_RATIO,
         Some("ratio"),
         "CPU use of the process, as a ratio of one CPU (2 is two CPUs busy).",
     ),
     (
-        "gpuscope_process_resident_memory_bytes",
+        names::PROCESS_RESIDENT_MEMORY_BYTES,
         Some("bytes"),
         "Resident host memory of the process.",
     ),
     (
-        "gpuscope_process_running_time_seconds",
+        names::PROCESS_RUNNING_TIME_SECONDS,
         Some("seconds"),
         "How long the process has been running.",
     ),
@@ -1033,19 +1080,19 @@ struct PodUse<'a> {
 /// where known. With time-slicing, each pod sharing a GPU gets its own figures.
 fn pod_families(b: &mut Builder, snapshots: &Snapshots, hostname: &str) {
     let memory = b.family(
-        "gpuscope_pod_gpu_memory_bytes",
+        names::POD_GPU_MEMORY_BYTES,
         Some("bytes"),
         Kind::Gauge,
         "GPU memory the pod's processes use on the device (absent when one of them is N/A).",
     );
     let sm = b.family(
-        "gpuscope_pod_gpu_sm_utilization_ratio",
+        names::POD_GPU_SM_UTILIZATION_RATIO,
         Some("ratio"),
         Kind::Gauge,
         "The pod's share of the device's SMs, summed over its processes' newest per-process samples.",
     );
     let count = b.family(
-        "gpuscope_pod_processes",
+        names::POD_PROCESSES,
         None,
         Kind::Gauge,
         "Processes of the pod with a context on the device.",
@@ -1095,5 +1142,29 @@ fn pod_families(b: &mut Builder, snapshots: &Snapshots, hostname: &str) {
         b.put(memory, &labels, u.memory.map(|m| m as f64));
         b.put(sm, &labels, ratio(u.sm_percent));
         b.put(count, &labels, Some(f64::from(u.processes)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_module_holds_every_family_the_exporter_declares_and_no_other() {
+        let collector = crate::test_support::h100_box();
+        let families = build(
+            &Inputs::take(&collector),
+            &crate::test_support::options(&collector),
+        );
+        let declared: Vec<&str> = families.iter().map(|f| f.name).collect();
+        assert_eq!(declared, names::ALL);
+    }
+
+    #[test]
+    fn every_name_is_documented_in_the_exporter_reference() {
+        let docs = include_str!("../../../docs/exporter.md");
+        for name in names::ALL {
+            assert!(docs.contains(name), "{name} is not in docs/exporter.md");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The HTTP side of the exporter, on hyper (HTTP/1.1) over a current-thread tokio runtime, with TLS
 //! from rustls when configured. A scrape serves the latest sample, encoded in the form it asks for
-//! by the first scrape of that sample that asks (see `shared::Exposition`); it never waits on
+//! by the first scrape of that sample that asks (see `Exposition`); it never waits on
 //! the GPUs.
 //!
 //! Limits that hold under abuse: at most [`Limits::per_client`] connections from one address
@@ -26,9 +26,14 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::exposition::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
-use super::shared::{Health, Shared};
-use super::web_config::WebConfig;
+use crate::exposition::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
+use crate::shared::{Health, Shared};
+use crate::web_config::WebConfig;
+
+/// The tracing target of the server's events (docs/logging.md): the one it had inside the
+/// `gpuscope` CLI, kept so that `GPUSCOPE_LOG=gpuscope::export=debug` and `-v` (which turns on
+/// the `gpuscope` targets) still select them.
+pub const LOG_TARGET: &str = "gpuscope::export::server";
 
 /// The server's limits.
 #[derive(Debug, Clone, Copy)]
@@ -49,7 +54,7 @@ pub struct Limits {
     pub max_age: Duration,
 }
 
-/// The limits `gpuscope export` runs with.
+/// The limits `gpuscope export` runs with (and `Config::new`'s).
 pub const LIMITS: Limits = Limits {
     per_client: 32,
     total: 512,
@@ -104,7 +109,7 @@ pub async fn serve(listener: TcpListener, server: Arc<Server>) {
             }
         };
         let Some(slot) = server.slots.admit(peer.ip()) else {
-            tracing::debug!(%peer, status = 503, "connection refused: too many open");
+            tracing::debug!(target: LOG_TARGET, %peer, status = 503, "connection refused: too many open");
             // A fresh socket's send buffer is empty: this cannot block.
             let _ = stream.try_write(TOO_MANY);
             continue;
@@ -151,7 +156,7 @@ where
         let server = server.clone();
         async move {
             // What the log needs is read only when it is on.
-            let asked = tracing::enabled!(tracing::Level::DEBUG).then(|| {
+            let asked = tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG).then(|| {
                 let path = req.uri().path().to_owned();
                 (Instant::now(), req.method().clone(), path)
             });
@@ -182,6 +187,7 @@ fn log_request(
     took: Duration,
 ) {
     tracing::debug!(
+        target: LOG_TARGET,
         %peer,
         method = %method,
         path = %gpu_devices::text::Escaped(path),
@@ -271,7 +277,7 @@ fn metrics(server: &Server, headers: &HeaderMap) -> Response<Full<Bytes>> {
     let body = match encoded {
         Ok(body) => body,
         Err(why) => {
-            eprintln!("gpuscope: {why}");
+            tracing::error!(target: LOG_TARGET, "{why}");
             return plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n"));
         }
     };

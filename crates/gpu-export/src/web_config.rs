@@ -1,4 +1,4 @@
-//! `--web.config.file`: TLS and basic auth in the format of the Prometheus exporter-toolkit
+//! The web configuration file (`gpuscope export --web.config.file`): TLS and basic auth in the format of the Prometheus exporter-toolkit
 //! (<https://github.com/prometheus/exporter-toolkit/blob/master/docs/web-configuration.md>),
 //! the part of it gpuscope supports: `tls_server_config` with `cert_file` and `key_file`, and
 //! `basic_auth_users` with bcrypt hashes. Any other key is refused at start, naming the file
@@ -12,7 +12,15 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tokio_rustls::rustls;
 
-use crate::source::UsageError;
+/// A web configuration file that cannot be used: which file, and what in it (the key).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct WebConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong, naming the key (`tls_server_config.cert_file: ...`).
+    pub message: String,
+}
 
 /// The file, as written.
 #[derive(Debug, Default, Deserialize)]
@@ -62,10 +70,14 @@ impl WebConfig {
 
     /// Reads and checks the file: the YAML, every bcrypt hash, the certificate and the key.
     /// Relative paths are relative to the file's directory, as in the exporter-toolkit.
-    /// A file that cannot be used is a usage error whose message names the file and the key.
-    pub fn load(path: &Path) -> Result<WebConfig, UsageError> {
-        let err = |message: String| {
-            UsageError(format!("--web.config.file {}: {message}", path.display()))
+    ///
+    /// # Errors
+    ///
+    /// A file that cannot be used, naming the file and the key.
+    pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
+        let err = |message: String| WebConfigError {
+            path: path.to_path_buf(),
+            message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
         let file = parse(&text).map_err(err)?;

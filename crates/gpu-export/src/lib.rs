@@ -1,0 +1,35 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod collector;
+#[cfg(feature = "server")]
+mod exporter;
+mod exposition;
+mod families;
+pub mod names;
+mod plan;
+#[cfg(feature = "server")]
+mod server;
+#[cfg(feature = "server")]
+mod shared;
+#[cfg(test)]
+mod test_support;
+#[cfg(feature = "server")]
+mod web_config;
+
+pub use collector::GpuCollector;
+pub use exposition::{
+    encode_families, encode_openmetrics, encode_text, gzip, Exposition, OPENMETRICS_CONTENT_TYPE,
+    TEXT_CONTENT_TYPE,
+};
+pub use families::{build, device_up, Family, Inputs, Kind, LabelledValue, Labels, Options};
+pub use plan::{query_plan, COSTLY_EVERY, PROCESS_UTILIZATION_EVERY};
+
+#[cfg(feature = "server")]
+pub use exporter::{Config, Exporter, ServeError};
+#[cfg(feature = "server")]
+pub use server::{Limits, LIMITS};
+#[cfg(feature = "server")]
+pub use shared::{Health, STALE_AFTER_INTERVALS};
+#[cfg(feature = "server")]
+pub use web_config::{WebConfig, WebConfigError};
