@@ -491,6 +491,10 @@ fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
     for kid in &kids {
         assert!(text.contains(&format!("Child {kid} ")), "{kid}: {text}");
     }
+    assert!(
+        text.contains("none: this process is not on a GPU"),
+        "no GPU history: {text}"
+    );
     // The fixture did not record the launcher's own facts; when the host tells them, they show.
     assert!(text.contains("N/A (the host did not tell)"), "{text}");
     app.sample.as_mut().unwrap().parents.insert(

@@ -1106,6 +1106,7 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
         fit(&format!("Process {pid}   (Esc back, q quit)"), w),
         theme.title(),
     )];
+    let mut parent = false;
     match procs.first() {
         None => {
             let children: Vec<&GpuProcess> = app
@@ -1124,6 +1125,7 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
                     "PID {pid} is no longer on a GPU; its history is kept below."
                 )));
             } else {
+                parent = true;
                 parent_detail(&mut lines, app, pid, &children, w);
             }
         }
@@ -1212,6 +1214,10 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
                 Span::raw(format!("  {current}")),
             ]));
         }
+    } else if parent {
+        lines.push(Line::raw(
+            "none: this process is not on a GPU (open a child for its graphs)",
+        ));
     } else {
         lines.push(Line::raw("no samples yet"));
     }
