@@ -138,8 +138,10 @@ impl HostSource for ReplayHost {
             .collect()
     }
 
-    /// `meta.recorded_at` plus the current frame's `t_ms`; the wall clock when the fixture does
-    /// not say when it was recorded.
+    /// `meta.recorded_at` plus the current frame's `t_ms` and, in a looping replay, one loop's
+    /// length per loop made ([`ReplayBackend::recording_time_ms`]), as the replay's sample and
+    /// event times are moved on; the wall clock when the fixture does not say when it was
+    /// recorded.
     fn now_unix_ms(&self) -> u64 {
         let recorded = self
             .backend
@@ -152,7 +154,7 @@ impl HostSource for ReplayHost {
         match recorded {
             Some(start) => u64::try_from(start.as_millis())
                 .unwrap_or(u64::MAX)
-                .saturating_add(self.backend.frame().t_ms),
+                .saturating_add(self.backend.recording_time_ms()),
             None => std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),

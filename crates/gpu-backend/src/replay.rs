@@ -6,7 +6,7 @@
 //! the performance work uses to prove that one refresh asks each query at most once per device.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,15 @@ pub enum ReplayClock {
         /// Start over after the last frame.
         looping: bool,
     },
+    /// As [`ReplayClock::Wall`], but the time since replay started is set by hand
+    /// ([`ReplayBackend::set_elapsed`]): a wall-clock replay, looping or not, that a test
+    /// drives across frames and loops without waiting.
+    Elapsed {
+        /// Milliseconds since replay started.
+        ms: AtomicU64,
+        /// Start over after the last frame.
+        looping: bool,
+    },
 }
 
 impl ReplayClock {
@@ -41,6 +50,26 @@ impl ReplayClock {
         ReplayClock::Wall {
             start: Instant::now(),
             looping,
+        }
+    }
+
+    /// A clock that goes as [`ReplayClock::wall`]'s would, but only when set
+    /// ([`ReplayBackend::set_elapsed`]); at its start.
+    pub fn elapsed(looping: bool) -> ReplayClock {
+        ReplayClock::Elapsed {
+            ms: AtomicU64::new(0),
+            looping,
+        }
+    }
+
+    /// How long replay has run and whether it loops, for the clocks that go by time.
+    fn run_time(&self) -> Option<(Duration, bool)> {
+        match self {
+            ReplayClock::Manual(_) => None,
+            ReplayClock::Wall { start, looping } => Some((start.elapsed(), *looping)),
+            ReplayClock::Elapsed { ms, looping } => {
+                Some((Duration::from_millis(ms.load(Ordering::Relaxed)), *looping))
+            }
         }
     }
 }
@@ -142,7 +171,33 @@ impl ReplayBackend {
                     .min(frames.len().saturating_sub(1)),
                 0,
             ),
-            ReplayClock::Wall { start, looping } => position_at(frames, start.elapsed(), *looping),
+            clock => match clock.run_time() {
+                Some((elapsed, looping)) => position_at(frames, elapsed, looping),
+                None => (0, 0),
+            },
+        }
+    }
+
+    /// The time of the frame served now on the recording's clock, in milliseconds from the
+    /// recording's start: the frame's `t_ms`, plus one loop's length for each whole loop a
+    /// looping replay has made. Sample and event timestamps are moved on by the same loops, so
+    /// a "now" made from it ([`crate::host::ReplayHost`]'s) is never behind them.
+    pub fn recording_time_ms(&self) -> u64 {
+        let (index, loops) = self.position();
+        let frames = &self.fixture.frames;
+        loops
+            .saturating_mul(loop_period_ms(frames))
+            .saturating_add(frames.get(index).map_or(0, |f| f.t_ms))
+    }
+
+    /// Sets how long an [`ReplayClock::Elapsed`] replay has run. Has no effect on another
+    /// clock.
+    pub fn set_elapsed(&self, elapsed: Duration) {
+        if let ReplayClock::Elapsed { ms, .. } = &self.clock {
+            ms.store(
+                u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
         }
     }
 
@@ -150,18 +205,16 @@ impl ReplayBackend {
     /// (whose frame changes only when set) and on a wall clock that has reached its last frame
     /// without looping.
     pub fn next_frame_in(&self) -> Option<Duration> {
-        let ReplayClock::Wall { start, looping } = &self.clock else {
-            return None;
-        };
+        let (run_time, looping) = self.clock.run_time()?;
         let frames = &self.fixture.frames;
-        let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (index, loops) = position_at(frames, start.elapsed(), *looping);
+        let elapsed = u64::try_from(run_time.as_millis()).unwrap_or(u64::MAX);
+        let (index, loops) = position_at(frames, run_time, looping);
         let next_t = match frames.get(index + 1) {
             Some(next) => next.t_ms,
-            None if *looping => loop_period_ms(frames),
+            None if looping => loop_period_ms(frames),
             None => return None,
         };
-        let loop_start = if *looping {
+        let loop_start = if looping {
             loops.saturating_mul(loop_period_ms(frames))
         } else {
             0

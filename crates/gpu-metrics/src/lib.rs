@@ -19,6 +19,8 @@ pub use collector::{
 pub use error::{Error, Result};
 #[cfg(feature = "plot")]
 pub use plot::{plot, PlotFormat, PlotOptions, PLOT_MAX_SIZE, PLOT_MIN_SIZE};
-pub use recorder::{DeviceLabel, DeviceMetric, Keep, Record, Recorder, Sample};
+pub use recorder::{
+    human_summaries, DeviceLabel, DeviceMetric, Keep, MemoryUnit, Record, Recorder, Sample,
+};
 pub use sink::{CsvSink, NdjsonSink, SampleSink};
 pub use stats::Stats;

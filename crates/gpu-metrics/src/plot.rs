@@ -14,7 +14,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::recorder::{DeviceMetric, Record};
+use crate::recorder::{DeviceMetric, MemoryUnit, Record};
 
 /// The image formats a plot can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,8 +77,9 @@ fn register_font() -> Result<(), String> {
 /// Draws `records` (as [`crate::Recorder`]s give them) into `path`, PNG or SVG by its
 /// extension: the metric over elapsed time, one coloured line per device, named in the legend,
 /// and for memory each distinct total as a dashed line. Records of several metrics (from one
-/// recorder per metric) are drawn as one panel per metric, stacked. Axes are in human units (MiB or GiB;
-/// seconds, minutes or hours).
+/// recorder per metric) are drawn as one panel per metric, stacked. Axes are in human units: memory
+/// in the [`crate::MemoryUnit`] of the records (MiB below 100 GiB, GiB from there), the unit of
+/// [`crate::human_summaries`]; time in seconds, minutes or hours.
 ///
 /// # Errors
 ///
@@ -183,13 +184,14 @@ pub const PLOT_MIN_SIZE: (u32, u32) = (200, 150);
 /// that size takes about 100 MB while it is drawn.
 pub const PLOT_MAX_SIZE: (u32, u32) = (7680, 4320);
 
-/// Picks a unit for values up to `max` of `metric`: (divisor, unit name).
-fn value_unit(metric: DeviceMetric, max: f64) -> (f64, &'static str) {
+/// Picks a unit for `records` of `metric`: (divisor, unit name); memory in the unit the summary
+/// uses ([`MemoryUnit::for_records`]).
+fn value_unit(metric: DeviceMetric, records: &[Record]) -> (f64, &'static str) {
     match metric {
-        DeviceMetric::MemoryUsed if max >= 1024.0 * 1024.0 * 1024.0 => {
-            (1024.0 * 1024.0 * 1024.0, "GiB")
+        DeviceMetric::MemoryUsed => {
+            let unit = MemoryUnit::for_records(records);
+            (unit.bytes(), unit.name())
         }
-        DeviceMetric::MemoryUsed => (1024.0 * 1024.0, "MiB"),
         DeviceMetric::GpuUtilization | DeviceMetric::MemoryUtilization => (1.0, "%"),
         DeviceMetric::Temperature => (1.0, "°C"),
         DeviceMetric::PowerUsage => (1.0, "W"),
@@ -259,7 +261,7 @@ fn draw_panel<DB: DrawingBackend>(
         .iter()
         .flat_map(|r| r.samples.iter().map(|p| p.1).chain(r.reference))
         .fold(0.0f64, f64::max);
-    let (vdiv, vunit) = value_unit(metric, v_max);
+    let (vdiv, vunit) = value_unit(metric, records);
     let (tdiv, tunit) = time_unit(t_max);
     let x_end = (t_max / tdiv).max(1e-3);
     let y_end = (v_max / vdiv * 1.05).max(1.0);
@@ -308,7 +310,7 @@ fn draw_panel<DB: DrawingBackend>(
     }
     for total in &totals {
         let y = total / vdiv;
-        let label = format!("total {y:.1} {vunit}");
+        let label = format!("total {}", MemoryUnit::for_records(records).format(*total));
         chart
             .draw_series(DashedLineSeries::new(
                 [(0.0, y), (x_end, y)],

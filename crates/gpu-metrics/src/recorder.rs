@@ -255,12 +255,18 @@ impl Record {
         }
     }
 
-    /// The summary line in gpuscope's units (memory in MiB as everywhere else, other metrics
-    /// with one decimal): `NVIDIA H100 80GB HBM3[0] -> memory used: min 17943MiB / mean
-    /// 20112MiB / max 27524MiB (of 81559MiB)`.
+    /// The summary line in gpuscope's units, memory in the [`MemoryUnit`] of this record alone
+    /// (other metrics with one decimal): `NVIDIA H100 80GB HBM3[0] -> memory used: min
+    /// 17943MiB / mean 20112MiB / max 27524MiB (of 81559MiB)`. For several devices,
+    /// [`human_summaries`] writes every line in one unit, the plot's.
     pub fn human_summary(&self) -> String {
+        self.human_summary_in(MemoryUnit::for_records(std::slice::from_ref(self)))
+    }
+
+    /// [`Record::human_summary`] with memory in `unit`.
+    pub fn human_summary_in(&self, unit: MemoryUnit) -> String {
         let human = |v: f64| match self.metric {
-            DeviceMetric::MemoryUsed => gpu_devices::units::bytes2human(v.max(0.0) as u64),
+            DeviceMetric::MemoryUsed => unit.format(v),
             m => format!("{v:.1}{}", m.unit()),
         };
         let mut line = format!("{} -> {}: ", self.device, self.metric.title());
@@ -279,6 +285,83 @@ impl Record {
             _ => line += "N/A",
         }
         line
+    }
+}
+
+/// The summary lines of `records` ([`Record::human_summary_in`]), memory in one unit for all of
+/// them, the one the plot's axis uses ([`MemoryUnit::for_records`]).
+pub fn human_summaries(records: &[Record]) -> Vec<String> {
+    let unit = MemoryUnit::for_records(records);
+    records.iter().map(|r| r.human_summary_in(unit)).collect()
+}
+
+/// The unit people read a memory recording in, chosen once for the whole recording from its
+/// largest value (the memory total, where it is known) as gpuscope prints memory everywhere
+/// (`gpu_devices::units::bytes2human`): MiB below 100 GiB, GiB from there (an H200's 141 GiB).
+/// The summary ([`human_summaries`]) and the plot's axis (`plot`) use it, so they agree; the
+/// CSV and NDJSON files keep bytes, as their header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryUnit {
+    /// Mebibytes (2^20 bytes), whole: `17943MiB`.
+    MiB,
+    /// Gibibytes (2^30 bytes), two decimals: `141.05GiB`.
+    GiB,
+}
+
+impl MemoryUnit {
+    /// From this many bytes on, memory is shown in GiB: 100 GiB, as `bytes2human` switches.
+    pub const GIB_FROM: f64 = 100.0 * 1024.0 * 1024.0 * 1024.0;
+
+    /// The unit for values up to `max_bytes`.
+    pub fn for_max(max_bytes: f64) -> MemoryUnit {
+        if max_bytes >= Self::GIB_FROM {
+            MemoryUnit::GiB
+        } else {
+            MemoryUnit::MiB
+        }
+    }
+
+    /// The unit for the memory records among `records`: from the largest of their values (every
+    /// sample, kept or not) and memory totals.
+    pub fn for_records(records: &[Record]) -> MemoryUnit {
+        let max = records
+            .iter()
+            .filter(|r| r.metric == DeviceMetric::MemoryUsed)
+            .flat_map(|r| {
+                r.samples
+                    .iter()
+                    .map(|p| p.1)
+                    .chain(r.stats.range().map(|(_, max)| max))
+                    .chain(r.reference)
+            })
+            .fold(0.0f64, f64::max);
+        MemoryUnit::for_max(max)
+    }
+
+    /// Bytes in one of the unit.
+    pub fn bytes(self) -> f64 {
+        match self {
+            MemoryUnit::MiB => 1024.0 * 1024.0,
+            MemoryUnit::GiB => 1024.0 * 1024.0 * 1024.0,
+        }
+    }
+
+    /// The unit's name: `MiB`, `GiB`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryUnit::MiB => "MiB",
+            MemoryUnit::GiB => "GiB",
+        }
+    }
+
+    /// `bytes` in the unit: `17943MiB` (whole, rounded half to even as `bytes2human`),
+    /// `141.05GiB`; a negative value (impossible memory) as 0.
+    pub fn format(self, bytes: f64) -> String {
+        let v = bytes.max(0.0) / self.bytes();
+        match self {
+            MemoryUnit::MiB => format!("{}MiB", v.round_ties_even() as u64),
+            MemoryUnit::GiB => format!("{:.2}GiB", (v * 100.0).round_ties_even() / 100.0),
+        }
     }
 }
 
@@ -558,8 +641,31 @@ impl Recorder {
 
 #[cfg(test)]
 mod tests {
-    use super::python_float;
+    use super::{python_float, MemoryUnit};
     use proptest::prelude::*;
+
+    #[test]
+    fn memory_is_read_in_mib_below_100_gib_and_in_gib_from_there() {
+        let gib = 1024.0 * 1024.0 * 1024.0;
+        // An H100 80GB: MiB, as bytes2human writes its total.
+        let h100 = 85_520_809_984.0;
+        assert_eq!(MemoryUnit::for_max(h100), MemoryUnit::MiB);
+        assert_eq!(
+            MemoryUnit::MiB.format(h100),
+            gpu_devices::units::bytes2human(h100 as u64)
+        );
+        assert_eq!(MemoryUnit::MiB.format(500.0), "0MiB");
+        assert_eq!(MemoryUnit::MiB.format(-1.0), "0MiB");
+        // An H200 (141 GiB): GiB, as bytes2human writes it.
+        let h200 = 150_754_820_096.0;
+        assert_eq!(MemoryUnit::for_max(h200), MemoryUnit::GiB);
+        assert_eq!(
+            MemoryUnit::GiB.format(h200),
+            gpu_devices::units::bytes2human(h200 as u64)
+        );
+        assert_eq!(MemoryUnit::for_max(100.0 * gib - 1.0), MemoryUnit::MiB);
+        assert_eq!(MemoryUnit::for_max(100.0 * gib), MemoryUnit::GiB);
+    }
 
     #[test]
     fn floats_are_written_as_python_writes_them() {

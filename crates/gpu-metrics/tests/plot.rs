@@ -121,16 +121,21 @@ fn png_and_svg_plots_have_the_size_asked_and_name_every_device() {
     }
     // The title names the metric once (it said "GPU gpu utilization" for utilization).
     assert!(text.contains("\nMemory used\n</text>"), "{text}");
-    // Human units: GiB on the value axis, and the total as a reference line; whole-number
-    // ticks on an axis that spans 80 GiB.
-    assert!(text.contains("Memory used (GiB)"));
+    // Human units: on the value axis the unit of the summary (MiB below 100 GiB), and the
+    // total as a reference line, named as the summary names it; whole-number ticks on an axis
+    // that spans 80 GiB.
+    assert!(text.contains("Memory used (MiB)"));
+    assert!(!text.contains("(GiB)"));
     assert!(
-        text.contains("\n40\n</text>") && !text.contains("\n40.0\n</text>"),
+        text.contains("\n40000\n</text>") && !text.contains("\n40000.0\n</text>"),
         "{text}"
     );
     assert!(text.contains("time (s)"));
-    // 85520809984 bytes is 79.6 GiB.
-    assert!(text.contains("total 79.6 GiB"), "the H100's memory total");
+    // 85520809984 bytes is 81559 MiB.
+    assert!(text.contains("total 81559MiB"), "the H100's memory total");
+    for line in gpu_metrics::human_summaries(&records) {
+        assert!(line.ends_with("(of 81559MiB)"), "{line}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -77,8 +77,9 @@ pub struct Args {
     #[arg(long, value_name = "PX", default_value_t = 720, value_parser = args::whole::<u32>(args::PLOT_HEIGHT))]
     height: u32,
 
-    /// The summary printed at the end: `human` (min, mean and max in MiB, as gpuscope prints
-    /// memory everywhere) or `gpulink` (gpulink's line, `min=1729.236992[MB] / max=...`, in
+    /// The summary printed at the end: `human` (min, mean and max in the plot's unit: MiB below
+    /// 100 GiB, GiB from there, as gpuscope prints memory everywhere; the CSV and NDJSON files
+    /// keep bytes) or `gpulink` (gpulink's line, `min=1729.236992[MB] / max=...`, in
     /// megabytes of 10^6 bytes, for scripts that parse it).
     #[arg(long, value_enum, value_name = "STYLE", default_value = "human")]
     summary: SummaryStyle,
@@ -220,13 +221,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         title: None,
     };
     let plotted = plot(&records, &args.output, &options);
-    let text: String = records
-        .iter()
-        .map(|r: &Record| match args.summary {
-            SummaryStyle::Human => r.human_summary() + "\n",
-            SummaryStyle::Gpulink => r.summary() + "\n",
-        })
-        .collect();
+    // People's outputs, the summary and the plot, show memory in one unit (MiB below 100 GiB,
+    // GiB from there); the CSV and NDJSON files keep bytes.
+    let lines = match args.summary {
+        SummaryStyle::Human => gpu_metrics::human_summaries(&records),
+        SummaryStyle::Gpulink => records.iter().map(Record::summary).collect(),
+    };
+    let text: String = lines.into_iter().map(|l| l + "\n").collect();
     // The summary comes out even when the plot or a sample file cannot be written: the
     // recording is not lost.
     crate::output::write_stdout(&text)?;

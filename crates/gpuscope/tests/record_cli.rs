@@ -588,3 +588,113 @@ fn existing_outputs_are_refused_unless_overwrite() {
     assert!(std::fs::read_to_string(&csv).unwrap().lines().count() > 1);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Runs `record` over `source` (its arguments) at one frame for a moment, into an SVG plot and
+/// a CSV file in `dir`; returns (stdout, the plot's text, the CSV's header).
+fn record_one_frame(dir: &Path, source: &[&str]) -> (String, String, String) {
+    let (svg, csv) = (dir.join("m.svg"), dir.join("m.csv"));
+    let mut args = vec!["record"];
+    args.extend_from_slice(source);
+    args.extend_from_slice(&[
+        "--interval",
+        "20ms",
+        "--duration",
+        "100ms",
+        "--output",
+        svg.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        std::fs::read_to_string(&svg).unwrap(),
+        csv.lines().next().unwrap().to_string(),
+    )
+}
+
+/// Issue 25: the summary was in MiB, the plot's axis in GiB. People's outputs (the summary and
+/// the plot) now speak one unit, chosen from the largest memory recorded (the total): MiB below
+/// 100 GiB (an H100's 80 GiB), GiB from there (an H200's 141 GiB); the CSV keeps bytes and
+/// says so in its header.
+#[test]
+fn the_summary_and_the_plot_show_memory_in_one_unit() {
+    for (source, unit, other) in [
+        (&["--demo", "--frame", "7"][..], "MiB", "GiB"),
+        (&["--demo", "h200-real", "--frame", "30"][..], "GiB", "MiB"),
+    ] {
+        let dir = out_dir(&format!("unit-{unit}"));
+        let (stdout, svg, csv_header) = record_one_frame(&dir, source);
+        assert!(!stdout.is_empty());
+        for line in stdout.lines() {
+            let (_, values) = line.split_once(" -> memory used: ").expect(line);
+            assert_eq!(values.matches(unit).count(), 4, "{source:?}: {line}");
+            assert!(!values.contains(other), "{source:?}: {line}");
+        }
+        assert!(svg.contains(&format!("({unit})")), "{source:?}: the axis");
+        assert!(!svg.contains(&format!("({other})")), "{source:?}: the axis");
+        // The dashed total is named as the summary names it.
+        let first = stdout.lines().next().unwrap();
+        let total = first
+            .rsplit_once("(of ")
+            .and_then(|(_, t)| t.strip_suffix(')'))
+            .expect(first);
+        assert!(
+            svg.contains(&format!("total {total}")),
+            "{source:?}: {total}"
+        );
+        assert!(csv_header.contains("memory_used (B)"), "{csv_header}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+/// A recording over the MIG fixture records and plots each MIG device after its GPU: the
+/// legend names each by its id (`GPU 0:1: ...`) and the summary has a line for each.
+#[test]
+fn a_recording_of_a_mig_gpu_plots_and_summarises_its_mig_devices() {
+    let dir = out_dir("mig");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-mig.json");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let (stdout, svg, csv_header) = record_one_frame(
+        &dir,
+        &["--fixture", fixture.to_str().unwrap(), "--frame", "10"],
+    );
+    let devices = json["devices"].as_object().unwrap();
+    let migs: Vec<&String> = devices.keys().filter(|k| k.contains(':')).collect();
+    assert!(migs.len() >= 2, "{migs:?}");
+    assert_eq!(stdout.lines().count(), devices.len(), "{stdout}");
+    for (id, d) in devices {
+        let name = d["name"]["ok"].as_str().unwrap();
+        assert!(
+            svg.contains(&format!("GPU {id}: {name}")),
+            "the legend names {id}"
+        );
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}[{id}] -> memory used: ")))
+            .unwrap_or_else(|| panic!("no summary of {id}: {stdout}"));
+        // A MIG device's memory is its own slice's, read in the recorded frame.
+        let used = d.get("memory_info").map_or_else(
+            || json["frames"][10]["devices"][id]["memory_info"]["ok"]["used"].as_u64(),
+            |m| m["ok"]["used"].as_u64(),
+        );
+        let used = used.unwrap_or_else(|| panic!("{id}: memory used is recorded"));
+        assert!(line.contains(&format!("max {}", mib_text(used))), "{line}");
+        assert!(
+            csv_header.contains(&format!("[{id}] memory_used")),
+            "{csv_header}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Bytes as the human summary writes them in MiB.
+fn mib_text(bytes: u64) -> String {
+    format!("{}MiB", mib(bytes))
+}

@@ -453,6 +453,76 @@ fn tree_puts_children_under_their_parents() {
     );
 }
 
+/// Issue 25: Enter on a tree-view parent that is not on a GPU (the 8-GPU box's launcher, PID
+/// 31000) opened a detail screen that said "no longer on a GPU". It opens the parent's detail:
+/// that it is not on a GPU, what the host told of it, and each of its GPU children; a process
+/// that left the GPUs still says so.
+#[test]
+fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
+    let mut app = app_over("h100-sxm-8gpu", 0..=3);
+    press(&mut app, KeyCode::Char('t'));
+    let rows = app.rows();
+    let launcher = rows
+        .iter()
+        .position(|r| r.process.is_none() && r.pid == 31000)
+        .unwrap();
+    app.select_index(&rows, launcher);
+    assert_eq!(press(&mut app, KeyCode::Enter), Effect::OpenedDetail(31000));
+    assert_eq!(app.screen, Screen::Detail(31000));
+    app.detail_env = Err("N/A (not recorded: this is a replay)".into());
+    let kids: Vec<u32> = {
+        let procs = &app.sample.as_ref().unwrap().snap.processes;
+        procs
+            .iter()
+            .filter(|p| p.host.ppid == Some(31000))
+            .map(|p| p.pid)
+            .collect()
+    };
+    assert!(kids.len() >= 2, "{kids:?}");
+    let text = render_text(&app, 160, 50);
+    assert!(!text.contains("no longer on a GPU"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "PID 31000 is not on a GPU: it is the parent of {} GPU processes",
+            kids.len()
+        )),
+        "{text}"
+    );
+    for kid in &kids {
+        assert!(text.contains(&format!("Child {kid} ")), "{kid}: {text}");
+    }
+    assert!(
+        text.contains("none: this process is not on a GPU"),
+        "no GPU history: {text}"
+    );
+    // The fixture did not record the launcher's own facts; when the host tells them, they show.
+    assert!(text.contains("N/A (the host did not tell)"), "{text}");
+    app.sample.as_mut().unwrap().parents.insert(
+        31000,
+        gpu_backend::fixture::HostProcessFacts {
+            name: Some("torchrun".into()),
+            cmdline: vec!["torchrun".into(), "--nproc-per-node=8".into()],
+            user: Some("alice".into()),
+            ppid: Some(2999),
+            start_time_s: None,
+            container: None,
+        },
+    );
+    let text = render_text(&app, 160, 50);
+    assert!(
+        line_with(&text, "Command").contains("torchrun --nproc-per-node=8"),
+        "{text}"
+    );
+    assert!(line_with(&text, "User").contains("alice"), "{text}");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.screen, Screen::Main);
+
+    // A PID with no process on a GPU and no GPU child is one that left.
+    app.screen = Screen::Detail(4_000_000);
+    let text = render_text(&app, 160, 50);
+    assert!(text.contains("PID 4000000 is no longer on a GPU"), "{text}");
+}
+
 #[test]
 fn tags_choose_the_signal_targets_and_readonly_turns_signals_off() {
     let mut app = app_over("h100-sxm-8gpu", 0..=3);

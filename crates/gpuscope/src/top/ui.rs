@@ -29,7 +29,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Enter",
-        "details of the selected process (graphs, environment); Esc goes back",
+        "details of the selected process (graphs, environment); on a tree-view parent that \
+         is not on a GPU, its host facts, environment and GPU children; Esc goes back",
     ),
     ("Space", "tag or untag the selected process"),
     ("U", "untag every process"),
@@ -1105,10 +1106,29 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
         fit(&format!("Process {pid}   (Esc back, q quit)"), w),
         theme.title(),
     )];
+    let mut parent = false;
     match procs.first() {
-        None => lines.push(Line::raw(format!(
-            "PID {pid} is no longer on a GPU; its history is kept below."
-        ))),
+        None => {
+            let children: Vec<&GpuProcess> = app
+                .sample
+                .as_ref()
+                .map(|s| {
+                    s.snap
+                        .processes
+                        .iter()
+                        .filter(|p| p.host.ppid == Some(pid) && p.pid != pid)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if children.is_empty() {
+                lines.push(Line::raw(format!(
+                    "PID {pid} is no longer on a GPU; its history is kept below."
+                )));
+            } else {
+                parent = true;
+                parent_detail(&mut lines, app, pid, &children, w);
+            }
+        }
         Some(p) => {
             let h = &p.host;
             let kv = |k: &str, v: String| Line::raw(fit(&format!("{k:<14}{v}"), w));
@@ -1194,6 +1214,10 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
                 Span::raw(format!("  {current}")),
             ]));
         }
+    } else if parent {
+        lines.push(Line::raw(
+            "none: this process is not on a GPU (open a child for its graphs)",
+        ));
     } else {
         lines.push(Line::raw("no samples yet"));
     }
@@ -1204,6 +1228,58 @@ fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32
         Err(why) => lines.push(Line::raw(why.clone())),
     }
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The detail of a tree-view parent that is not on a GPU itself: what the host told of it,
+/// and its GPU children, one line per child and device.
+fn parent_detail(
+    lines: &mut Vec<Line<'static>>,
+    app: &App,
+    pid: u32,
+    children: &[&GpuProcess],
+    w: usize,
+) {
+    let kv = |k: &str, v: String| Line::raw(fit(&format!("{k:<14}{v}"), w));
+    let n = children
+        .iter()
+        .map(|p| p.pid)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    lines.push(Line::raw(fit(
+        &format!(
+            "PID {pid} is not on a GPU: it is the parent of {n} GPU process{} (below).",
+            if n == 1 { "" } else { "es" }
+        ),
+        w,
+    )));
+    match app.sample.as_ref().and_then(|s| s.parents.get(&pid)) {
+        Some(f) => {
+            let command = if f.cmdline.is_empty() {
+                na(f.name.as_deref())
+            } else {
+                gpu_processes::shell_join(&f.cmdline)
+            };
+            // `fit` escapes control characters.
+            lines.push(kv("Command", command));
+            lines.push(kv("User", na(f.user.as_deref())));
+            lines.push(kv("Name", na(f.name.as_deref())));
+            lines.push(kv("Parent PID", na(f.ppid)));
+        }
+        None => lines.push(kv("Command", "N/A (the host did not tell)".into())),
+    }
+    for p in children {
+        lines.push(kv(
+            &format!("Child {}", p.pid),
+            format!(
+                "GPU {}  type {}  memory {}  SM {}%  {}",
+                p.device,
+                p.kind_str(),
+                na(p.gpu_memory_human.as_deref()),
+                na(p.utilization.sm),
+                cell(p, Column::Command)
+            ),
+        ));
+    }
 }
 
 fn draw_confirm(
