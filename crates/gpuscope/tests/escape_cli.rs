@@ -84,7 +84,7 @@ fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
                 "--frame",
                 "0",
                 "--compact",
-                "-c",
+                "--show-cmd",
             ],
             "stdout",
         ),
