@@ -93,8 +93,9 @@ mod tests {
         let mut bad = Vec::new();
         for path in all_rust_files().into_iter().filter(|p| is_product_code(p)) {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
-            // Everything from the first test module on is test code.
-            let cut = ["#[cfg(test)]", "#[cfg(all(test"]
+            // Everything from the first test module on is test code (a file that is test
+            // code throughout says so with an inner `#![cfg(test)]`).
+            let cut = ["#[cfg(test)]", "#[cfg(all(test", "#![cfg(test)]"]
                 .iter()
                 .filter_map(|m| text.find(m))
                 .min()

@@ -73,16 +73,64 @@ const fn metric(
     }
 }
 
+/// `memory.used`.
+pub const MEMORY_USED: Metric = metric(
+    "memory.used",
+    &["memory_used", "mem.used", "used_memory"],
+    "MiB",
+    "frame-buffer memory in use (reserved memory not counted, as nvidia-smi)",
+    Some("memory_used_bytes"),
+    Some("gpuscope_device_memory_used_bytes"),
+);
+
+/// `utilization.gpu`.
+pub const UTILIZATION_GPU: Metric = metric(
+    "utilization.gpu",
+    &["gpu_utilization", "gpu_util", "util.gpu"],
+    "%",
+    "time a kernel ran, over the driver's last sample period",
+    Some("gpu_utilization_percent"),
+    Some("gpuscope_device_utilization_ratio"),
+);
+
+/// `utilization.memory`.
+pub const UTILIZATION_MEMORY: Metric = metric(
+    "utilization.memory",
+    &[
+        "memory_utilization",
+        "memory_bandwidth_utilization",
+        "mem-bw",
+        "util.memory",
+    ],
+    "%",
+    "memory bandwidth utilization: time the memory was read or written (not memory used)",
+    Some("memory_utilization_percent"),
+    Some("gpuscope_device_memory_bandwidth_utilization_ratio"),
+);
+
+/// `temperature.gpu`.
+pub const TEMPERATURE_GPU: Metric = metric(
+    "temperature.gpu",
+    &["temperature", "gpu_temperature", "temp"],
+    "°C",
+    "GPU core temperature",
+    Some("temperature_celsius"),
+    Some("gpuscope_device_temperature_celsius"),
+);
+
+/// `power.draw`.
+pub const POWER_DRAW: Metric = metric(
+    "power.draw",
+    &["power_usage", "power"],
+    "W",
+    "power drawn by the board",
+    Some("power_usage_watts"),
+    Some("gpuscope_device_power_usage_watts"),
+);
+
 /// Every metric, in the order docs/cli.md lists them.
 pub const METRICS: &[Metric] = &[
-    metric(
-        "memory.used",
-        &["memory_used", "mem.used", "used_memory"],
-        "MiB",
-        "frame-buffer memory in use (reserved memory not counted, as nvidia-smi)",
-        Some("memory_used_bytes"),
-        Some("gpuscope_device_memory_used_bytes"),
-    ),
+    MEMORY_USED,
     metric(
         "memory.free",
         &["memory_free", "mem.free", "free_memory"],
@@ -107,27 +155,8 @@ pub const METRICS: &[Metric] = &[
         Some("memory_reserved_bytes"),
         None,
     ),
-    metric(
-        "utilization.gpu",
-        &["gpu_utilization", "gpu_util", "util.gpu"],
-        "%",
-        "time a kernel ran, over the driver's last sample period",
-        Some("gpu_utilization_percent"),
-        Some("gpuscope_device_utilization_ratio"),
-    ),
-    metric(
-        "utilization.memory",
-        &[
-            "memory_utilization",
-            "memory_bandwidth_utilization",
-            "mem-bw",
-            "util.memory",
-        ],
-        "%",
-        "memory bandwidth utilization: time the memory was read or written (not memory used)",
-        Some("memory_utilization_percent"),
-        Some("gpuscope_device_memory_bandwidth_utilization_ratio"),
-    ),
+    UTILIZATION_GPU,
+    UTILIZATION_MEMORY,
     metric(
         "utilization.encoder",
         &["encoder_utilization", "utilization.enc"],
@@ -144,14 +173,7 @@ pub const METRICS: &[Metric] = &[
         Some("decoder_utilization_percent"),
         Some("gpuscope_device_decoder_utilization_ratio"),
     ),
-    metric(
-        "temperature.gpu",
-        &["temperature", "gpu_temperature", "temp"],
-        "°C",
-        "GPU core temperature",
-        Some("temperature_celsius"),
-        Some("gpuscope_device_temperature_celsius"),
-    ),
+    TEMPERATURE_GPU,
     metric(
         "temperature.memory",
         &["memory_temperature"],
@@ -160,25 +182,23 @@ pub const METRICS: &[Metric] = &[
         None,
         Some("gpuscope_device_memory_temperature_celsius"),
     ),
-    metric(
-        "power.draw",
-        &["power_usage", "power.draw.instant", "power"],
-        "W",
-        "power drawn by the board",
-        Some("power_usage_watts"),
-        Some("gpuscope_device_power_usage_watts"),
-    ),
+    POWER_DRAW,
     metric(
         "power.limit",
-        &[
-            "power_limit",
-            "enforced.power.limit",
-            "power.limit.enforced",
-        ],
+        &["power_limit"],
         "W",
-        "the power limit the driver enforces",
-        Some("power_limit_watts"),
+        "the power-management limit set (the enforced one can be lower)",
+        None,
         Some("gpuscope_device_power_limit_watts"),
+    ),
+    metric(
+        "enforced.power.limit",
+        &["power.limit.enforced", "enforced_power_limit"],
+        "W",
+        "the power limit the driver enforces, the lowest of every limit (snapshot JSON's \
+         power_limit_watts)",
+        Some("power_limit_watts"),
+        Some("gpuscope_device_power_enforced_limit_watts"),
     ),
     metric(
         "fan.speed",

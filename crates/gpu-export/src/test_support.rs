@@ -1,6 +1,8 @@
 //! What the unit tests of several modules build: one recorded machine, sampled as the exporter
 //! samples it.
 
+#![cfg(test)]
+
 use std::sync::Arc;
 use std::time::Instant;
 

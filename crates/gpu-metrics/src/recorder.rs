@@ -112,14 +112,14 @@ impl DeviceMetric {
     /// The metric in gpuscope's one vocabulary ([`gpu_devices::vocabulary`]): its canonical
     /// name (`memory.used`) and the other names it goes by.
     pub fn vocabulary(self) -> &'static gpu_devices::vocabulary::Metric {
-        let canonical = match self {
-            DeviceMetric::MemoryUsed => "memory.used",
-            DeviceMetric::GpuUtilization => "utilization.gpu",
-            DeviceMetric::MemoryUtilization => "utilization.memory",
-            DeviceMetric::Temperature => "temperature.gpu",
-            DeviceMetric::PowerUsage => "power.draw",
-        };
-        gpu_devices::vocabulary::find(canonical).expect("declared in the vocabulary")
+        use gpu_devices::vocabulary as v;
+        match self {
+            DeviceMetric::MemoryUsed => &v::MEMORY_USED,
+            DeviceMetric::GpuUtilization => &v::UTILIZATION_GPU,
+            DeviceMetric::MemoryUtilization => &v::UTILIZATION_MEMORY,
+            DeviceMetric::Temperature => &v::TEMPERATURE_GPU,
+            DeviceMetric::PowerUsage => &v::POWER_DRAW,
+        }
     }
 }
 

@@ -264,7 +264,7 @@ pub fn install_links(args: InstallArgs) -> anyhow::Result<()> {
             );
         }
     }
-    crate::write_stdout(&out)
+    crate::output::write_stdout(&out)
 }
 
 fn points_to(link: &Path, exe: &Path) -> bool {

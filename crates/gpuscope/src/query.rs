@@ -109,6 +109,21 @@ fn mib(v: Na<u64>) -> Na<String> {
     v.map(|b| to_mib(b).to_string())
 }
 
+/// Frame-buffer memory (total, reserved, used, free) in MiB as nvidia-smi 580 prints it: a
+/// part of a MiB counts as a whole one. On two real GPUs, with the memory standing still,
+/// nvidia-smi printed 74,317 MiB free for 74,316.19 (an H100), and 134,436 free, 616 reserved
+/// and 8,721 used for 134,435.13, 615.06 and 8,720.81 (an H200; fixtures/h200-real/), where
+/// the nearest would be 74,316, 134,435 and 615. BAR1 memory is rounded to the nearest
+/// ([`to_mib`]): 8,722 used for 8,722.5 on the same H200.
+pub(crate) fn to_mib_up(bytes: u64) -> u64 {
+    bytes.div_ceil(MIB)
+}
+
+/// [`to_mib_up`] of a value that may be N/A, as text.
+pub(crate) fn fb_mib(v: Na<u64>) -> Na<String> {
+    v.map(|b| to_mib_up(b).to_string())
+}
+
 /// Milliwatts as nvidia-smi's watts with two decimals (rounded, as C's `%.2f`).
 pub(crate) fn watts(mw: u32) -> String {
     format!("{:.2}", f64::from(mw) / 1000.0)
@@ -193,10 +208,10 @@ pub const FIELDS: &[GpuField] = &[
     field!(["clocks_event_reasons.hw_power_brake_slowdown", "clocks_throttle_reasons.hw_power_brake_slowdown"], None, "clocks lowered by the external power brake", |r| reason(r.dev, 0x80)),
     field!(["clocks_event_reasons.sw_thermal_slowdown", "clocks_throttle_reasons.sw_thermal_slowdown"], None, "clocks lowered by software thermal slowdown", |r| reason(r.dev, 0x20)),
     field!(["clocks_event_reasons.sync_boost", "clocks_throttle_reasons.sync_boost"], None, "clocks lowered by sync boost", |r| reason(r.dev, 0x10)),
-    field!(["memory.total"], Some("MiB"), "frame-buffer memory in all", |r| mib(r.dev.memory.clone().map(|m| m.total))),
-    field!(["memory.reserved"], Some("MiB"), "memory reserved by the driver and firmware", |r| mib(r.dev.memory.clone().and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)))),
-    field!(["memory.used"], Some("MiB"), "memory in use", |r| mib(r.dev.memory.clone().map(|m| m.used))),
-    field!(["memory.free"], Some("MiB"), "memory free", |r| mib(r.dev.memory.clone().map(|m| m.free))),
+    field!(["memory.total"], Some("MiB"), "frame-buffer memory in all", |r| fb_mib(r.dev.memory.clone().map(|m| m.total))),
+    field!(["memory.reserved"], Some("MiB"), "memory reserved by the driver and firmware", |r| fb_mib(r.dev.memory.clone().and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)))),
+    field!(["memory.used"], Some("MiB"), "memory in use", |r| fb_mib(r.dev.memory.clone().map(|m| m.used))),
+    field!(["memory.free"], Some("MiB"), "memory free", |r| fb_mib(r.dev.memory.clone().map(|m| m.free))),
     field!(["compute_mode"], None, "Default, Exclusive_Thread, Prohibited or Exclusive_Process", |r| r.dev.compute_mode.clone().map(|m| compute_mode(m).to_string())),
     field!(["compute_cap"], None, "CUDA compute capability, major.minor", |r| r.dev.cuda_compute_capability.clone().map(|c| format!("{}.{}", c.major, c.minor))),
     field!(["utilization.gpu"], Some("%"), "share of time a kernel ran, over the driver's last sample period", |r| num(&r.dev.utilization.clone().map(|u| u.gpu))),
@@ -415,9 +430,15 @@ fn fields<'t, F>(
                 escape_control(query)
             )));
         }
+        // nvidia-smi's names first; then any other name of the metric in gpuscope's one
+        // vocabulary (`memory_used` for `memory.used`), as every command takes them.
         let field = table
             .iter()
             .find(|f| f.names.contains(&name))
+            .or_else(|| {
+                let metric = gpu_devices::vocabulary::find(name)?;
+                table.iter().find(|f| f.names.first() == Some(&metric.name))
+            })
             .ok_or_else(|| {
                 UsageError(format!(
                     "{option}: unknown field {:?}; `{help}` lists them",
@@ -648,6 +669,19 @@ mod tests {
         assert!(parse_format("csv,bold").unwrap_err().contains("\"bold\""));
     }
 
+    /// One vocabulary: each metric's canonical name is the first name of a `--query-gpu`
+    /// field, and each of its other names reaches that field.
+    #[test]
+    fn every_metric_of_the_vocabulary_is_a_query_field_by_every_name() {
+        for m in gpu_devices::vocabulary::METRICS {
+            for name in m.names() {
+                let found = fields(FIELDS, name, "--query", "help")
+                    .unwrap_or_else(|e| panic!("{name} ({}): {e:?}", m.name));
+                assert_eq!(found[0].names[0], m.name, "{name}");
+            }
+        }
+    }
+
     #[test]
     fn every_field_name_is_unique() {
         for names in [
@@ -669,6 +703,25 @@ mod tests {
         assert_eq!(to_mib(7_091_322_880), 6763);
         assert_eq!(to_mib(7_093_092_352), 6764, "a half goes to the even");
         assert_eq!(to_mib(MIB / 2 - 1), 0);
+        // Frame-buffer memory: a part of a MiB is a whole one (fixtures/h200-real/ and
+        // fixtures/h100-real/, memory standing still).
+        assert_eq!(
+            to_mib_up(140_965_445_632),
+            134_436,
+            "H200 free, 134,435.13 MiB"
+        );
+        assert_eq!(to_mib_up(644_939_776), 616, "H200 reserved, 615.06 MiB");
+        assert_eq!(
+            to_mib_up(77_926_170_624),
+            74_317,
+            "H100 free, 74,316.19 MiB"
+        );
+        assert_eq!(
+            to_mib_up(150_754_820_096),
+            143_771,
+            "a whole number of MiB stays"
+        );
+        assert_eq!(to_mib_up(u64::MAX), u64::MAX / MIB + 1);
         assert_eq!(to_mib(MIB * 3 + MIB / 2), 4);
         assert_eq!(to_mib(u64::MAX), u64::MAX / MIB + 1);
     }

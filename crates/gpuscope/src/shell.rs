@@ -152,7 +152,7 @@ pub fn on_terminal() -> bool {
 /// Writes the completion script for `shell` to stdout.
 pub fn completions(shell: clap_complete::Shell) -> Result<()> {
     let mut out = Vec::new();
-    clap_complete::generate(shell, &mut crate::Cli::command(), "gpuscope", &mut out);
+    clap_complete::generate(shell, &mut crate::cli::Cli::command(), "gpuscope", &mut out);
     crate::output::write_stdout(&String::from_utf8_lossy(&out))
 }
 
@@ -160,7 +160,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<()> {
 /// missing.
 pub fn man_pages(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    clap_mangen::generate_to(crate::Cli::command(), dir)
+    clap_mangen::generate_to(crate::cli::Cli::command(), dir)
         .with_context(|| format!("cannot write the man pages into {}", dir.display()))
 }
 
@@ -179,7 +179,7 @@ const NOT_IN_TABLE: &[&str] = &["completions", "install-links", "help"];
 /// the page cannot drift from the program (a test compares them).
 pub fn option_table() -> String {
     use std::collections::BTreeMap;
-    let mut root = crate::Cli::command();
+    let mut root = crate::cli::Cli::command();
     root.build();
     let own: Vec<&clap::Command> = root
         .get_subcommands()
@@ -368,7 +368,7 @@ mod tests {
     /// Every subcommand is in the parser the completions and man pages are made from.
     #[test]
     fn the_cli_definition_is_consistent() {
-        crate::Cli::command().debug_assert();
+        crate::cli::Cli::command().debug_assert();
     }
 
     /// One grammar: in gpuscope's own commands a letter is one option, the same long option
@@ -376,7 +376,7 @@ mod tests {
     #[test]
     fn each_letter_is_one_option_in_every_command() {
         use std::collections::BTreeMap;
-        let mut root = crate::Cli::command();
+        let mut root = crate::cli::Cli::command();
         root.build();
         let mut meaning: BTreeMap<char, BTreeMap<String, Vec<String>>> = BTreeMap::new();
         for cmd in root

@@ -67,7 +67,7 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
 /// the loop's next ones.
 fn emit(a: &SmiArgs, text: &str, first: bool) -> anyhow::Result<()> {
     match &a.filename {
-        None => crate::write_stdout(text),
+        None => crate::output::write_stdout(text),
         Some(path) => {
             let mut f = std::fs::OpenOptions::new()
                 .create(true)

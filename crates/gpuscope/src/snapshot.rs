@@ -4,6 +4,8 @@
 //! answer that failed for another reason is `null` too, with the failure listed in the device's
 //! `errors`.
 
+pub mod command;
+
 use std::fmt::Write as _;
 
 use gpu_backend::DeviceId;
@@ -408,7 +410,8 @@ pub fn print_each(
     let Some(every) = every else {
         let (mut view, raw) = take();
         keep(&mut view)?;
-        let written = render(&view, &raw.devices).and_then(|text| crate::write_stdout(&text));
+        let written =
+            render(&view, &raw.devices).and_then(|text| crate::output::write_stdout(&text));
         src.end_one_shot();
         return written;
     };
@@ -417,7 +420,7 @@ pub fn print_each(
         let (mut view, raw) = take();
         keep(&mut view)?;
         let text = render(&view, &raw.devices)?;
-        crate::write_stdout(&if clear {
+        crate::output::write_stdout(&if clear {
             format!("\x1b[H\x1b[2J{text}")
         } else {
             text

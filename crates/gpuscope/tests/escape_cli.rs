@@ -132,7 +132,7 @@ fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
                 "10ms",
                 "--duration",
                 "30ms",
-                "-o",
+                "--output",
                 plot,
             ],
             "stdout",

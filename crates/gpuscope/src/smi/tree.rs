@@ -118,6 +118,12 @@ fn mib(v: Na<u64>) -> String {
     na(v.map(|b| format!("{} MiB", crate::query::to_mib(b))))
 }
 
+/// Frame-buffer memory: a part of a MiB is a whole one, as nvidia-smi prints it
+/// ([`crate::query::to_mib_up`]).
+fn fb_mib(v: Na<u64>) -> String {
+    na(v.map(|b| format!("{} MiB", crate::query::to_mib_up(b))))
+}
+
 fn mode(v: &Na<bool>) -> String {
     na(v.clone().map(enabled))
 }
@@ -228,16 +234,18 @@ fn mig_device(m: &DeviceSnapshot) -> Node {
                 "Shared FB Memory Usage",
                 "fb_memory_usage",
                 vec![
-                    leaf("Total", "total", mib(memory.clone().map(|m| m.total))),
+                    leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
                     leaf(
                         "Reserved",
                         "reserved",
-                        mib(memory
-                            .clone()
-                            .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value))),
+                        fb_mib(
+                            memory
+                                .clone()
+                                .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
+                        ),
                     ),
-                    leaf("Used", "used", mib(memory.clone().map(|m| m.used))),
-                    leaf("Free", "free", mib(memory.map(|m| m.free))),
+                    leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
+                    leaf("Free", "free", fb_mib(memory.map(|m| m.free))),
                 ],
             ),
             group(
@@ -563,16 +571,18 @@ pub fn gpu(
             "FB Memory Usage",
             "fb_memory_usage",
             vec![
-                leaf("Total", "total", mib(memory.clone().map(|m| m.total))),
+                leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
                 leaf(
                     "Reserved",
                     "reserved",
-                    mib(memory
-                        .clone()
-                        .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value))),
+                    fb_mib(
+                        memory
+                            .clone()
+                            .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
+                    ),
                 ),
-                leaf("Used", "used", mib(memory.clone().map(|m| m.used))),
-                leaf("Free", "free", mib(memory.map(|m| m.free))),
+                leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
+                leaf("Free", "free", fb_mib(memory.map(|m| m.free))),
             ],
         )
         .in_section("MEMORY"),
