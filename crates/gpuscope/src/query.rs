@@ -105,10 +105,6 @@ pub(crate) fn to_mib(bytes: u64) -> u64 {
     }
 }
 
-fn mib(v: Na<u64>) -> Na<String> {
-    v.map(|b| to_mib(b).to_string())
-}
-
 /// Frame-buffer memory (total, reserved, used, free) in MiB as nvidia-smi 580 prints it: a
 /// part of a MiB counts as a whole one. On two real GPUs, with the memory standing still,
 /// nvidia-smi printed 74,317 MiB free for 74,316.19 (an H100), and 134,436 free, 616 reserved
