@@ -84,6 +84,23 @@ pub(crate) fn yes_no(v: bool) -> String {
     if v { "Yes" } else { "No" }.to_string()
 }
 
+/// `display_mode` as nvidia-smi prints it: from driver 580 on it is deprecated (nvidia-smi
+/// 580.159.04 on two real H200s and an H100 printed `[Requested functionality has been
+/// deprecated]` while NVML still answered Enabled; fixtures/h200-real/); before, Enabled or
+/// Disabled.
+fn display_mode(r: &Row) -> Na<String> {
+    let major = r
+        .view
+        .driver_version
+        .as_deref()
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    match major {
+        Some(m) if m >= 580 => Na::Value("[Requested functionality has been deprecated]".into()),
+        _ => mode(&r.dev.display_mode),
+    }
+}
+
 fn mode(v: &Na<bool>) -> Na<String> {
     v.clone().map(enabled)
 }
@@ -181,7 +198,7 @@ pub const FIELDS: &[GpuField] = &[
     field!(["pcie.link.width.current"], None, "current PCIe link width (lanes)", |r| num(&r.dev.pcie_link_width)),
     field!(["pcie.link.width.max"], None, "maximum PCIe link width (lanes)", |r| num(&r.dev.max_pcie_link_width)),
     field!(["index"], None, "NVML index of the GPU", |r| Na::Value(r.dev.id.physical_index().to_string())),
-    field!(["display_mode"], None, "a display is attached, Enabled or Disabled (deprecated by nvidia-smi 580, which prints display_attached)", |r| mode(&r.dev.display_mode)),
+    field!(["display_mode"], None, "a display is attached, Enabled or Disabled; from driver 580 on, deprecated as nvidia-smi says (display_attached tells)", |r| display_mode(r)),
     field!(["display_attached"], None, "a display is attached, Yes or No", |r| yn(&r.dev.display_mode)),
     field!(["display_active"], None, "a display is initialised, Enabled or Disabled", |r| mode(&r.dev.display_active)),
     field!(["persistence_mode"], None, "Enabled or Disabled", |r| mode(&r.dev.persistence_mode)),

@@ -68,6 +68,41 @@ fn a_one_shot_asks_everything_it_prints_once_and_does_not_wait_for_nvml_shutdown
     );
 }
 
+/// `gpuscope smi`: `-L` asks no changing query, `--query-gpu` not the dear ones no field
+/// shows (PCIe throughput, energy, per-process utilization), `-q` everything it prints.
+#[test]
+fn smi_asks_only_what_its_output_shows() {
+    let list = one_shot(&["smi", "-L"]);
+    for f in [
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetUtilizationRates",
+    ] {
+        assert_eq!(count(&list, f), 0, "-L asks {f}");
+    }
+    assert!(count(&list, "nvmlDeviceGetUUID") >= 1);
+    let csv = one_shot(&[
+        "smi",
+        "--query-gpu=index,memory.used,utilization.gpu",
+        "--format=csv",
+    ]);
+    assert_eq!(count(&csv, "nvmlDeviceGetMemoryInfo"), 1);
+    assert_eq!(count(&csv, "nvmlDeviceGetUtilizationRates"), 1);
+    for f in [
+        "nvmlDeviceGetPcieThroughput",
+        "nvmlDeviceGetTotalEnergyConsumption",
+        "nvmlDeviceGetProcessUtilization",
+    ] {
+        assert_eq!(count(&csv, f), 0, "--query-gpu asks {f}");
+    }
+    let q = one_shot(&["smi", "-q"]);
+    assert_eq!(
+        count(&q, "nvmlDeviceGetPcieThroughput"),
+        2,
+        "-q prints TX and RX"
+    );
+}
+
 #[test]
 fn the_viewer_does_not_ask_what_its_screens_do_not_show() {
     let calls = one_shot(&["top", "--once"]);

@@ -67,18 +67,11 @@ const DYNAMIC: &[&str] = &[
 
 /// Values that differ for a reason, each named (a difference listed here that stops being one
 /// fails the test, so the list cannot go stale).
-const DIFFERENT: &[(&str, &str)] = &[
-    (
-        "display_mode",
-        "nvidia-smi 580 prints [Requested functionality has been deprecated]; gpuscope prints \
-         what NVML's nvmlDeviceGetDisplayMode still answers (Enabled)",
-    ),
-    (
-        "hostname",
-        "nvidia-smi 580 answers [N/A] on this machine (the field is for vGPU hosts); gpuscope \
+const DIFFERENT: &[(&str, &str)] = &[(
+    "hostname",
+    "nvidia-smi 580 answers [N/A] on this machine (the field is for vGPU hosts); gpuscope \
          prints the host's name, which is what the field is named for",
-    ),
-];
+)];
 
 #[test]
 fn query_gpu_prints_what_nvidia_smi_printed_on_the_real_h200() {
