@@ -1160,6 +1160,17 @@ mod tests {
         assert_eq!(declared, names::ALL);
     }
 
+    /// One vocabulary: each metric's exporter family (`gpu_devices::vocabulary`) is one the
+    /// exporter declares, so docs/cli.md's table of names points at families that exist.
+    #[test]
+    fn every_family_the_vocabulary_names_is_declared() {
+        for m in gpu_devices::vocabulary::METRICS {
+            if let Some(family) = m.exporter {
+                assert!(names::ALL.contains(&family), "{}: {family}", m.name);
+            }
+        }
+    }
+
     #[test]
     fn every_name_is_documented_in_the_exporter_reference() {
         let docs = include_str!("../../../docs/exporter.md");
