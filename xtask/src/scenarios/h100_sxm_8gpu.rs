@@ -3,18 +3,27 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{
-    DeviceDynamic, DeviceStatic, Frame, HostFrame, HostStatic, SCHEMA_VERSION,
-};
+use gpu_backend::fixture::{DeviceDynamic, DeviceStatic};
 use gpu_backend::{
-    Answer, Architecture, BackendError, Brand, CodecUtilization, ComputeCapability, ComputeMode,
-    CurrentPending, DeviceId, EventKind, Fixture, GpuEvent, ProcessUtilizationSample, RemappedRows,
-    Utilization, VirtualizationMode,
+    Answer, Architecture, BackendError, Brand, CurrentPending, DeviceId, EventKind, Fixture,
+    GpuEvent, ProcessUtilizationSample, RemappedRows, Utilization, VirtualizationMode,
 };
 
 use super::common::*;
 
 pub const STEM: &str = "h100-sxm-8gpu";
+const DESCRIPTION: &str = "An 8x H100 80GB HBM3 SXM (HGX) server: an 8-rank torchrun training job \
+                          warming up alongside evaluation, inference, notebook, Dask, LoRA and Ray \
+                          jobs (64 GPU processes in all), with 18 active NVLinks per GPU and no fans.";
+const SOURCE: &str = "Device values (name, PCI ids, VBIOS, board part number, memory total and \
+                     reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
+                     range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
+                     shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
+                     (a single-GPU VM); what the dump does not show (no fans, no MIG slot with \
+                     MIG off, instance ids, bus width, thresholds, sampling periods, cores, PCIe \
+                     max speed) as the real H100 of fixtures/h100-real.json answered; the 8-GPU \
+                     topology, UUIDs, serials, processes, host and the frames are synthesised \
+                     around those values.";
 const FRAMES: usize = 30;
 const GPUS: u32 = 8;
 /// From this frame on, GPU 5 has a pending row remap (one row remapped for an uncorrectable
@@ -119,15 +128,7 @@ pub fn h100_static(
     s.nvlink_state = vec![ok(true); h100::NVLINKS];
     // nvidia-smi 590 shows "Display Attached: Yes" (the display-mode query) and "Display
     // Active: Disabled".
-    s.display_mode = ok(true);
-    s.display_active = ok(false);
-    s.persistence_mode = ok(true);
-    s.ecc_mode = ok(CurrentPending {
-        current: true,
-        pending: true,
-    });
-    s.compute_mode = ok(ComputeMode::Default);
-    s.cuda_compute_capability = ok(ComputeCapability { major: 9, minor: 0 });
+    board_modes(&mut s, (true, false), Some(true), true, (9, 0));
     s.mig_mode = ok(CurrentPending {
         current: false,
         pending: false,
@@ -475,7 +476,12 @@ pub fn build() -> Fixture {
         })
         .collect();
     let mut rss_now: Vec<u64> = procs.iter().map(|p| p.rss).collect();
-    let mut load = LoadAvg::new([22.4, 17.9, 11.2]);
+    let mut machine = Host::new(
+        "hgx-h100-07",
+        224,
+        (2048 * GIB, 8 * GIB),
+        Some([22.4, 17.9, 11.2]),
+    );
     let mut frames = Vec::new();
 
     // GPM readings draw from their own generator, so the other values stay as they were.
@@ -578,14 +584,7 @@ pub fn build() -> Fixture {
                 gpu: util.round() as u32,
                 memory: mem_util.round() as u32,
             });
-            dy.encoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: h100::ENCODER_PERIOD_US,
-            });
-            dy.decoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: h100::ENCODER_PERIOD_US,
-            });
+            codecs(&mut dy, (0, 0), h100::ENCODER_PERIOD_US);
             dy.clocks = clocks(graphics, graphics, h100::MAX_MEMORY, video);
             dy.temperature = ok(temps[gi].round() as u32);
             dy.power_usage = ok(power_mw);
@@ -637,43 +636,14 @@ pub fn build() -> Fixture {
         host_cpu_sum += rng.rangef(150.0, 250.0);
         let busy_cpus = host_cpu_sum / 100.0 + 6.0;
         let rss_total: u64 = rss_now.iter().sum();
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy_cpus / 224.0 * 100.0)),
-                memory_used: Some(212 * GIB + rss_total),
-                swap_used: Some(0),
-                load_average: Some(load.step(busy_cpus)),
-                processes: host_samples,
-            },
-        });
+        frames.push(machine.frame(f, devs, busy_cpus, (212 * GIB + rss_total, 0), host_samples));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(STEM, "An 8x H100 80GB HBM3 SXM (HGX) server: an 8-rank torchrun training job \
-                          warming up alongside evaluation, inference, notebook, Dask, LoRA and Ray \
-                          jobs (64 GPU processes in all), with 18 active NVLinks per GPU and no fans.", "Device values (name, PCI ids, VBIOS, board part number, memory total and \
-                     reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
-                     range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
-                     shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
-                     (a single-GPU VM); what the dump does not show (no fans, no MIG slot with \
-                     MIG off, instance ids, bus width, thresholds, sampling periods, cores, PCIe \
-                     max speed) as the real H100 of fixtures/h100-real.json answered; the 8-GPU \
-                     topology, UUIDs, serials, processes, host and the frames are synthesised \
-                     around those values."),
-        system: system((h100::DRIVER, h100::NVML, h100::CUDA), GPUS, ok(uuids)),
-        nvml_missing_functions: Vec::new(),
+    fixture(
+        meta(STEM, DESCRIPTION, SOURCE),
+        system((h100::DRIVER, h100::NVML, h100::CUDA), GPUS, ok(uuids)),
         devices,
-        host: HostStatic {
-            hostname: Some("hgx-h100-07".to_string()),
-            cpu_count: Some(224),
-            memory_total: Some(2048 * GIB),
-            swap_total: Some(8 * GIB),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }

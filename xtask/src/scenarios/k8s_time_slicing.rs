@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostProcessFacts, HostStatic, SCHEMA_VERSION};
+use gpu_backend::fixture::{Frame, HostFrame, HostProcessFacts};
 use gpu_backend::{CodecUtilization, ContainerFacts, DeviceId, Fixture, ProcessInfo, Utilization};
 
 use super::common::*;
@@ -244,16 +244,12 @@ pub fn build() -> Fixture {
             h100::MAX_MEMORY,
             h100::MAX_VIDEO,
         );
-        dy.temperature = ok(58);
-        dy.power_usage = ok(95_000 + sm_sum * 5_900);
-        dy.performance_state = ok(0);
+        gpu_state(&mut dy, 58, 95_000 + sm_sum * 5_900, 0);
         energy[0] += u64::from(95_000 + sm_sum * 5_900); // mW x 1 s = mJ
         h100_health(&mut dy, 58, energy[0], true, false);
         dy.gpm_metrics = gpm_reading(f, f64::from(sm_sum.min(100)), 0.5, false, &mut gpm_rng);
-        dy.compute_processes = ok(gpu0);
-        dy.graphics_processes = ok(Vec::new());
         samples.sort_by_key(|s| s.pid);
-        dy.process_utilization = ok(samples);
+        gpu_processes(&mut dy, gpu0, Vec::new(), samples);
         devs.insert(DeviceId::Gpu(0), dy);
 
         let mut parent_used = 0;
@@ -284,9 +280,7 @@ pub fn build() -> Fixture {
             parent_used,
         ));
         dy.bar1_memory_info = ok(bar1(h100::BAR1_TOTAL, 0));
-        dy.temperature = ok(47);
-        dy.power_usage = ok(180_000);
-        dy.performance_state = ok(0);
+        gpu_state(&mut dy, 47, 180_000, 0);
         // The MIG dump: clocks, PCIe and ECC answer on a GPU in MIG mode.
         dy.clocks = clocks(
             h100::MAX_GRAPHICS,
@@ -301,6 +295,7 @@ pub fn build() -> Fixture {
         dy.graphics_processes = ok(Vec::new());
         devs.insert(DeviceId::Gpu(1), dy);
 
+        // The node's CPU use and load come from the pods' other work, outside this story.
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
@@ -314,9 +309,9 @@ pub fn build() -> Fixture {
         });
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(
+    let node = Host::new("gpu-node-7", 64, (512 * GIB, 0), None);
+    fixture(
+        meta(
             STEM,
             "A Kubernetes node with two H100 80GB HBM3. GPU 0 is time-sliced between three pods \
              (finetune-a-0, finetune-b-0, and notebook-7f9c with two kernels), whose memory and \
@@ -327,21 +322,13 @@ pub fn build() -> Fixture {
              fixtures/h100-real.json gave them; pods, containers, processes and frames are \
              synthesised.",
         ),
-        system: system(
+        system(
             (h100::DRIVER, h100::NVML, h100::CUDA),
             2,
             ok(uuids.to_vec()),
         ),
-        nvml_missing_functions: Vec::new(),
         devices,
-        host: HostStatic {
-            hostname: Some("gpu-node-7".to_string()),
-            cpu_count: Some(64),
-            memory_total: Some(512 * GIB),
-            swap_total: Some(0),
-            processes: host_procs,
-        },
+        node.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }

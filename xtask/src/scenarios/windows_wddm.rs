@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
-    Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
-    DeviceId, DriverModel, Fixture, Utilization, VirtualizationMode,
+    Architecture, Brand, CurrentPending, DeviceId, DriverModel, Fixture, Utilization,
+    VirtualizationMode,
 };
 
 use super::common::*;
@@ -67,10 +66,7 @@ pub fn build() -> Fixture {
     s.num_fans = ok(1);
     board_limits(&mut s, (97, 100), (250_000, 105_000, 350_000), (3, 16));
     // "Display Attached: Yes", "Display Active: Disabled" as nvidia-smi 591.86 reported them.
-    s.display_mode = ok(true);
-    s.display_active = ok(false);
-    s.compute_mode = ok(ComputeMode::Default);
-    s.cuda_compute_capability = ok(ComputeCapability { major: 7, minor: 5 });
+    board_modes(&mut s, (true, false), None, false, (7, 5));
     s.driver_model = ok(CurrentPending {
         current: DriverModel::Wddm,
         pending: DriverModel::Wddm,
@@ -122,6 +118,8 @@ pub fn build() -> Fixture {
 
     let mut temp: f64 = 40.0;
     let mut energy: u64 = 4_112_900_000;
+    // Windows has no load average.
+    let mut machine = Host::new("DESKTOP-7K2M9QF", 16, (32 * GIB, 4 * GIB + 768 * MIB), None);
     let mut frames = Vec::new();
     for f in 0..FRAMES {
         let running: Vec<u32> = ENCODES
@@ -228,31 +226,17 @@ pub fn build() -> Fixture {
             gpu: gpu_u,
             memory: mem_u,
         });
-        dy.encoder_utilization = ok(CodecUtilization {
-            utilization: enc_u as u32,
-            sampling_period_us: 167_000,
-        });
-        dy.decoder_utilization = ok(CodecUtilization {
-            utilization: 0,
-            sampling_period_us: 167_000,
-        });
+        codecs(&mut dy, (enc_u as u32, 0), 167_000);
         dy.clocks = clocks(gclk, gclk, mclk, vclk);
         dy.fan_speed = ok(fan);
         dy.fan_speeds = vec![ok(fan)];
         dy.fan_target_speeds = vec![ok(fan)];
-        dy.temperature = ok(temp.round() as u32);
-        dy.power_usage = ok(power_mw);
+        gpu_state(&mut dy, temp.round() as u32, power_mw, pstate);
         dy.total_energy_consumption = ok(energy);
-        dy.performance_state = ok(pstate);
-        dy.current_pcie_link_generation = ok(3);
-        dy.current_pcie_link_width = ok(16);
-        dy.pcie_tx_throughput = ok(tx as u32);
-        dy.pcie_rx_throughput = ok(rx as u32);
+        pcie_link(&mut dy, (3, 16), (tx as u32, rx as u32));
         dy.ecc_errors = ecc_all(ns());
         dy.clock_event_reasons = ok(if n == 0 { reasons::GPU_IDLE } else { 0 });
-        dy.compute_processes = ok(compute);
-        dy.graphics_processes = ok(desktop);
-        dy.process_utilization = ok(samples);
+        gpu_processes(&mut dy, compute, desktop, samples);
         let mut devs = BTreeMap::new();
         devs.insert(DeviceId::Gpu(0), dy);
 
@@ -272,24 +256,11 @@ pub fn build() -> Fixture {
                 host_sample(rng.rangef(160.0, 240.0), 268 * MIB, "running"),
             );
         }
-        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0;
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy / 16.0 * 100.0)),
-                memory_used: Some(9 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
-                swap_used: Some(1_350 * MIB),
-                // Windows has no load average.
-                load_average: None,
-                processes: host,
-            },
-        });
+        frames.push(machine.frame_of_processes(f, devs, (0.0, 9 * GIB, 1_350 * MIB), host));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(
+    fixture(
+        meta(
             STEM,
             "A Windows 11 desktop with a GeForce RTX 2080 SUPER in the WDDM driver \
                           model: ten C+G desktop apps whose GPU memory is not available, then two \
@@ -301,17 +272,9 @@ pub fn build() -> Fixture {
                      utku__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt; the UUID, \
                      host facts and the frames are synthesised.",
         ),
-        system: system(("591.86", "13.591.86", 13010), 1, ok(vec![uuid])),
-        nvml_missing_functions: Vec::new(),
+        system(("591.86", "13.591.86", 13010), 1, ok(vec![uuid])),
         devices,
-        host: HostStatic {
-            hostname: Some("DESKTOP-7K2M9QF".to_string()),
-            cpu_count: Some(16),
-            memory_total: Some(32 * GIB),
-            swap_total: Some(4 * GIB + 768 * MIB),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }
