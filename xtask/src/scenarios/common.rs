@@ -480,6 +480,14 @@ pub fn host_proc(
     }
 }
 
+/// Xorg's host facts: `/usr/lib/xorg/Xorg` with `args` (separated by white space).
+pub fn xorg(args: &str, user: &str, ppid: u32, start_time_s: u64) -> HostProcessFacts {
+    let cmdline: Vec<&str> = std::iter::once("/usr/lib/xorg/Xorg")
+        .chain(args.split_whitespace())
+        .collect();
+    host_proc("Xorg", &cmdline, user, ppid, start_time_s)
+}
+
 /// A changing host-process sample.
 pub fn host_sample(cpu_percent: f64, rss: u64, status: &str) -> HostProcessSample {
     HostProcessSample {
@@ -515,20 +523,27 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host with `cpu_count` CPUs, `memory_total` and `swap_total` bytes, and a load average
-    /// that starts at `load` (`None`: the host has none).
+    /// A host with `cpu_count` CPUs, `memory_total` and `swap_total` bytes, and no load average
+    /// (see [`Host::with_load`]).
     pub fn new(
         hostname: &'static str,
         cpu_count: u32,
         (memory_total, swap_total): (u64, u64),
-        load: Option<[f64; 3]>,
     ) -> Host {
         Host {
             hostname,
             cpu_count,
             memory_total,
             swap_total,
-            load: load.map(LoadAvg::new),
+            load: None,
+        }
+    }
+
+    /// The same host with a load average that starts at `start`.
+    pub fn with_load(self, start: [f64; 3]) -> Host {
+        Host {
+            load: Some(LoadAvg::new(start)),
+            ..self
         }
     }
 

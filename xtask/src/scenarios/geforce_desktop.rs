@@ -58,6 +58,8 @@ const CARDS: [Card; 2] = [
 ];
 
 const XORG: u32 = 450;
+const XORG_ARGS: &str = "vt2 -displayfd 3 -auth /run/user/1000/gdm/Xauthority -nolisten tcp \
+                         -background none -noreset -keeptty -verbose 3";
 const MINER: u32 = 8991;
 const SHELL: u32 = 1312;
 const BLENDER: u32 = 23110;
@@ -88,31 +90,7 @@ pub fn build() -> Fixture {
 
     let s = START_S;
     let mut host_procs = BTreeMap::new();
-    host_procs.insert(
-        XORG,
-        host_proc(
-            "Xorg",
-            &[
-                "/usr/lib/xorg/Xorg",
-                "vt2",
-                "-displayfd",
-                "3",
-                "-auth",
-                "/run/user/1000/gdm/Xauthority",
-                "-nolisten",
-                "tcp",
-                "-background",
-                "none",
-                "-noreset",
-                "-keeptty",
-                "-verbose",
-                "3",
-            ],
-            "alex",
-            441,
-            s - 86_400,
-        ),
-    );
+    host_procs.insert(XORG, xorg(XORG_ARGS, "alex", 441, s - 86_400));
     host_procs.insert(
         SHELL,
         host_proc(
@@ -153,7 +131,7 @@ pub fn build() -> Fixture {
     );
 
     let mut temps: Vec<f64> = CARDS.iter().map(|c| c.temp).collect();
-    let mut machine = Host::new("rig-1080", 8, (16 * GIB, 2 * GIB), Some([1.9, 1.7, 1.6]));
+    let mut machine = Host::new("rig-1080", 8, (16 * GIB, 2 * GIB)).with_load([1.9, 1.7, 1.6]);
     let mut blender_rss = 410 * MIB;
     let mut frames = Vec::new();
     for f in 0..FRAMES {

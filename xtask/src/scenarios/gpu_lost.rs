@@ -19,6 +19,8 @@ pub const GONE_AFTER: usize = 2;
 /// The dump's GPU (bus 00:1E.0), kept with its UUID, Xorg and python process.
 const DUMP_UUID: &str = "GPU-d37e67a5-91dd-3774-a5cb-99096249601a";
 const XORG: u32 = 675;
+const XORG_ARGS: &str =
+    "-core :0 -seat seat0 -auth /var/run/lightdm/root/:0 -nolisten tcp vt7 -novtswitch";
 
 /// The inference worker on GPU `g`; GPU 3's is the dump's PID 5762.
 fn worker_pid(g: u32) -> u32 {
@@ -61,28 +63,7 @@ pub fn build() -> Fixture {
 
     let st = START_S;
     let mut host_procs = BTreeMap::new();
-    host_procs.insert(
-        XORG,
-        host_proc(
-            "Xorg",
-            &[
-                "/usr/lib/xorg/Xorg",
-                "-core",
-                ":0",
-                "-seat",
-                "seat0",
-                "-auth",
-                "/var/run/lightdm/root/:0",
-                "-nolisten",
-                "tcp",
-                "vt7",
-                "-novtswitch",
-            ],
-            "root",
-            662,
-            st - 604_800,
-        ),
-    );
+    host_procs.insert(XORG, xorg(XORG_ARGS, "root", 662, st - 604_800));
     for g in 0..GPUS {
         host_procs.insert(
             worker_pid(g),
@@ -118,7 +99,7 @@ pub fn build() -> Fixture {
             }
         })
         .collect();
-    let mut machine = Host::new("ip-10-0-3-117", 48, (192 * GIB, 0), Some([3.1, 2.9, 2.8]));
+    let mut machine = Host::new("ip-10-0-3-117", 48, (192 * GIB, 0)).with_load([3.1, 2.9, 2.8]);
     let mut frames = Vec::new();
     for f in 0..FRAMES {
         // Requests arrive in bursts; every GPU sees its share.

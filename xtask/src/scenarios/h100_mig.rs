@@ -176,7 +176,7 @@ pub fn build() -> Fixture {
 
     let mut temp: f64 = 42.0;
     let mut energy: u64 = 1_372_000_000;
-    let mut machine = Host::new("h100-mig-vm", 20, (240 * GIB, 0), Some([0.4, 0.3, 0.2]));
+    let mut machine = Host::new("h100-mig-vm", 20, (240 * GIB, 0)).with_load([0.4, 0.3, 0.2]);
     let mut frames = Vec::new();
     // GPM readings draw from their own generator, so the other values stay as they were.
     let mut gpm_rng = Rng::new(0x6770_0007);

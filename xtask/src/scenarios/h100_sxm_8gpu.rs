@@ -476,12 +476,8 @@ pub fn build() -> Fixture {
         })
         .collect();
     let mut rss_now: Vec<u64> = procs.iter().map(|p| p.rss).collect();
-    let mut machine = Host::new(
-        "hgx-h100-07",
-        224,
-        (2048 * GIB, 8 * GIB),
-        Some([22.4, 17.9, 11.2]),
-    );
+    let mut machine =
+        Host::new("hgx-h100-07", 224, (2048 * GIB, 8 * GIB)).with_load([22.4, 17.9, 11.2]);
     let mut frames = Vec::new();
 
     // GPM readings draw from their own generator, so the other values stay as they were.

@@ -309,7 +309,7 @@ pub fn build() -> Fixture {
         });
     }
 
-    let node = Host::new("gpu-node-7", 64, (512 * GIB, 0), None);
+    let node = Host::new("gpu-node-7", 64, (512 * GIB, 0));
     fixture(
         meta(
             STEM,

@@ -93,12 +93,8 @@ pub fn build() -> Fixture {
 
     let mut temp: f64 = 40.0;
     let mut rss = 0;
-    let mut machine = Host::new(
-        "tr-workstation",
-        32,
-        (64 * GIB, 2 * GIB),
-        Some([0.08, 0.05, 0.01]),
-    );
+    let mut machine =
+        Host::new("tr-workstation", 32, (64 * GIB, 2 * GIB)).with_load([0.08, 0.05, 0.01]);
     let mut frames = Vec::new();
     for f in 0..FRAMES {
         let on = f >= TRAIN_START;

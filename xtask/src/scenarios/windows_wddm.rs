@@ -119,7 +119,7 @@ pub fn build() -> Fixture {
     let mut temp: f64 = 40.0;
     let mut energy: u64 = 4_112_900_000;
     // Windows has no load average.
-    let mut machine = Host::new("DESKTOP-7K2M9QF", 16, (32 * GIB, 4 * GIB + 768 * MIB), None);
+    let mut machine = Host::new("DESKTOP-7K2M9QF", 16, (32 * GIB, 4 * GIB + 768 * MIB));
     let mut frames = Vec::new();
     for f in 0..FRAMES {
         let running: Vec<u32> = ENCODES
