@@ -25,17 +25,29 @@ struct Proc {
     sm: f64,
     cmdline: &'static [&'static str],
     user: &'static str,
-    /// (pod, namespace, container, pod UID, QoS class, container id); `None` outside any
-    /// container.
-    pod: Option<(
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-    )>,
+    /// `None` outside any container.
+    pod: Option<Pod>,
 }
+
+/// A process's container: (pod, namespace, container, pod UID, QoS class, container id).
+type Pod = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// The notebook container, which runs two kernels.
+const NOTEBOOK: Pod = (
+    "notebook-7f9c",
+    "data-science",
+    "jupyter",
+    "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+    "BestEffort",
+    "5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b",
+);
 
 const PROCS: [Proc; 6] = [
     Proc {
@@ -78,14 +90,7 @@ const PROCS: [Proc; 6] = [
         sm: 9.0,
         cmdline: &["python3", "-m", "ipykernel_launcher", "-f", "kernel-1.json"],
         user: "jovyan",
-        pod: Some((
-            "notebook-7f9c",
-            "data-science",
-            "jupyter",
-            "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
-            "BestEffort",
-            "5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b",
-        )),
+        pod: Some(NOTEBOOK),
     },
     Proc {
         pid: 40304,
@@ -94,14 +99,7 @@ const PROCS: [Proc; 6] = [
         sm: 6.0,
         cmdline: &["python3", "-m", "ipykernel_launcher", "-f", "kernel-2.json"],
         user: "jovyan",
-        pod: Some((
-            "notebook-7f9c",
-            "data-science",
-            "jupyter",
-            "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
-            "BestEffort",
-            "5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b",
-        )),
+        pod: Some(NOTEBOOK),
     },
     Proc {
         pid: 40404,

@@ -52,6 +52,23 @@ const FFMPEG: &str = r"C:\Users\utku\AppData\Local\Microsoft\WinGet\Packages\Gya
 const ENCODES: [(u32, usize); 2] = [(25704, 5), (26660, 7)];
 const USER: &str = r"DESKTOP-7K2M9QF\utku";
 
+/// The card's figures with 0, 1 and 2 encodes running: used memory (MiB), GPU, memory and
+/// encoder utilization (%), power (W), the temperature it heads for (°C), fan (%), P-state,
+/// and graphics, memory and video clocks (MHz).
+#[allow(clippy::type_complexity)]
+const BY_ENCODES: [(u64, u32, u32, u64, f64, f64, u32, u32, u32, u32, u32); 3] = [
+    (702, 0, 0, 0, 38.9, 40.0, 38, 8, 300, 405, 540),
+    (999, 4, 2, 50, 74.0, 43.0, 37, 2, 2055, 7500, 1905),
+    (1296, 7, 3, 100, 97.5, 45.0, 38, 2, 2055, 7500, 1905),
+];
+
+/// The PCIe throughput (transmitted, received; KB/s) ranges with 0, 1 and 2 encodes running.
+const PCIE_BY_ENCODES: [((u64, u64), (u64, u64)); 3] = [
+    ((2_500, 3_200), (30, 90)),
+    ((55_000, 68_000), (560_000, 640_000)),
+    ((110_000, 130_000), (1_150_000, 1_260_000)),
+];
+
 pub fn build() -> Fixture {
     let mut rng = Rng::new(0x2080_5910);
     let uuid = rng.uuid("GPU");
@@ -129,67 +146,16 @@ pub fn build() -> Fixture {
             .collect();
         let n = running.len();
         // Idle figures from the dump's idle state, load figures from its load state.
-        let (
-            used_mib,
-            gpu_u,
-            mem_u,
-            enc_u,
-            power_w,
-            target_t,
-            fan,
-            pstate,
-            gclk,
-            mclk,
-            vclk,
-            tx,
-            rx,
-        ) = match n {
-            0 => (
-                702,
-                0,
-                0,
-                0,
-                38.9,
-                40.0,
-                38,
-                8,
-                300,
-                405,
-                540,
-                rng.range(2_500, 3_200),
-                rng.range(30, 90),
-            ),
-            1 => (
-                999,
-                4,
-                2,
-                50 + rng.range(0, 4),
-                74.0,
-                43.0,
-                37,
-                2,
-                2055,
-                7500,
-                1905,
-                rng.range(55_000, 68_000),
-                rng.range(560_000, 640_000),
-            ),
-            _ => (
-                1296,
-                7,
-                3,
-                100,
-                97.5,
-                45.0,
-                38,
-                2,
-                2055,
-                7500,
-                1905,
-                rng.range(110_000, 130_000),
-                rng.range(1_150_000, 1_260_000),
-            ),
+        let (used_mib, gpu_u, mem_u, enc_u, power_w, target_t, fan, pstate, gclk, mclk, vclk) =
+            BY_ENCODES[n.min(2)];
+        // One encode alone takes half the encoder, give or take a few percent.
+        let enc_u = if n == 1 {
+            enc_u + rng.range(0, 4)
+        } else {
+            enc_u
         };
+        let ((tx_lo, tx_hi), (rx_lo, rx_hi)) = PCIE_BY_ENCODES[n.min(2)];
+        let (tx, rx) = (rng.range(tx_lo, tx_hi), rng.range(rx_lo, rx_hi));
         let power = rng.jitter(power_w, 1.5, 10.0, 250.0);
         temp += (target_t - temp) * 0.35;
         let power_mw = (power * 1000.0) as u32;
