@@ -220,6 +220,40 @@ struct Proc {
     rss: u64,
 }
 
+impl Proc {
+    /// A process of `(pid, gpu)` steady from the start: GPU memory `mem_mib` MiB plus up to
+    /// `mem_spread` more, typical SM share and host CPU (percent), and resident memory `rss_gib`
+    /// GiB plus up to `rss_spread` MiB (drawn from `rng` in that order).
+    fn steady(
+        rng: &mut Rng,
+        (pid, gpu): (u32, u32),
+        (mem_mib, mem_spread): (u64, u64),
+        (sm, cpu): (f64, f64),
+        (rss_gib, rss_spread): (u64, u64),
+    ) -> Proc {
+        Proc {
+            pid,
+            gpu,
+            mem_from: 0,
+            mem_to: (mem_mib + rng.range(0, mem_spread)) * MIB,
+            warm_frames: 0,
+            sm,
+            cpu,
+            rss: rss_gib * GIB + rng.range(0, rss_spread) * MIB,
+        }
+    }
+}
+
+/// A command line's words (none of them holds white space).
+fn split(cmdline: &str) -> Vec<String> {
+    cmdline.split_whitespace().map(str::to_string).collect()
+}
+
+/// The words as `&str`s.
+fn words(cmdline: &[String]) -> Vec<&str> {
+    cmdline.iter().map(String::as_str).collect()
+}
+
 pub fn build() -> Fixture {
     let mut rng = Rng::new(0x4810_0580);
     let buses: [u32; 8] = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB];
@@ -240,18 +274,21 @@ pub fn build() -> Fixture {
     // --- processes -------------------------------------------------------------------------
     let mut procs: Vec<Proc> = Vec::new();
     let mut host_procs = BTreeMap::new();
+    let mut add = |p: Proc, name: &str, cmdline: &[String], user: &str, ppid, start| {
+        let facts = host_proc(name, &words(cmdline), user, ppid, start);
+        host_procs.insert(p.pid, facts);
+        procs.push(p);
+    };
     let s = START_S;
     // The launchers (torchrun 40100 and 40300, raylet 31000, jupyter-lab 22000, the
     // dask-cuda-worker nanny 33000) hold no GPU context, so they appear only as parents.
     let mut ray_pid = 31120u32;
     for g in 0..GPUS {
         let gi = g as u64;
-        let rank = g.to_string();
         // 1. Training rank (alice), warming up during the recording.
-        let pid = 40117 + g;
         let mem_to = (61_440 + rng.range(0, 1_500)) * MIB;
-        procs.push(Proc {
-            pid,
+        let p = Proc {
+            pid: 40117 + g,
             gpu: g,
             mem_from: (2_100 + rng.range(0, 200)) * MIB,
             mem_to,
@@ -259,192 +296,96 @@ pub fn build() -> Fixture {
             sm: 80.0,
             cpu: 140.0,
             rss: 21 * GIB + rng.range(0, 2048) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python3",
-                &[
-                    "/home/alice/.venv/bin/python3",
-                    "-u",
-                    "train.py",
-                    "--config",
-                    "configs/llama-8b-sft.yaml",
-                    &format!("--local-rank={rank}"),
-                ],
-                "alice",
-                40100,
-                s - 38,
-            ),
-        );
+        };
+        let venv = "/home/alice/.venv/bin/python3 -u";
+        let cmd = split(&format!(
+            "{venv} train.py --config configs/llama-8b-sft.yaml --local-rank={g}"
+        ));
+        add(p, "python3", &cmd, "alice", 40100, s - 38);
         // 2. Evaluation rank of a second, smaller torchrun job.
-        let pid = 40317 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (2_250 + rng.range(0, 500)) * MIB,
-            warm_frames: 0,
-            sm: 5.0,
-            cpu: 95.0,
-            rss: 6 * GIB + rng.range(0, 1024) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python3",
-                &[
-                    "/home/alice/.venv/bin/python3",
-                    "-u",
-                    "eval.py",
-                    "--ckpt",
-                    "runs/sft-0412/step-6000",
-                    &format!("--local-rank={rank}"),
-                ],
-                "alice",
-                40300,
-                s - 608,
-            ),
+        let p = Proc::steady(
+            &mut rng,
+            (40317 + g, g),
+            (2_250, 500),
+            (5.0, 95.0),
+            (6, 1024),
         );
+        let cmd = split(&format!(
+            "{venv} eval.py --ckpt runs/sft-0412/step-6000 --local-rank={g}"
+        ));
+        add(p, "python3", &cmd, "alice", 40300, s - 608);
         // 3. Inference server, one per GPU (svc-infer).
-        let pid = 2841 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (3_600 + rng.range(0, 600)) * MIB,
-            warm_frames: 0,
-            sm: 4.0,
-            cpu: 12.0,
-            rss: 3 * GIB + rng.range(0, 512) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "tritonserver",
-                &[
-                    "/opt/tritonserver/bin/tritonserver",
-                    "--model-repository=/srv/models",
-                    &format!("--http-port={}", 8000 + 10 * g),
-                    &format!("--grpc-port={}", 8001 + 10 * g),
-                    &format!("--metrics-port={}", 8002 + 10 * g),
-                ],
-                "svc-infer",
-                1,
-                s - 259_200 + gi * 3,
-            ),
+        let p = Proc::steady(&mut rng, (2841 + g, g), (3_600, 600), (4.0, 12.0), (3, 512));
+        let port = 8000 + 10 * g;
+        let cmd = split(&format!(
+            "/opt/tritonserver/bin/tritonserver --model-repository=/srv/models \
+             --http-port={port} --grpc-port={} --metrics-port={}",
+            port + 1,
+            port + 2
+        ));
+        add(
+            p,
+            "tritonserver",
+            &cmd,
+            "svc-infer",
+            1,
+            s - 259_200 + gi * 3,
         );
         // 4. A notebook kernel (carol), mostly idle.
-        let pid = 22140 + 7 * g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (620 + rng.range(0, 700)) * MIB,
-            warm_frames: 0,
-            sm: 0.0,
-            cpu: 0.5,
-            rss: 2 * GIB + rng.range(0, 1024) * MIB,
-        });
-        let kernel = format!(
-            "/home/carol/.local/share/jupyter/runtime/kernel-{:08x}.json",
-            rng.next_u64() >> 32
+        let p = Proc::steady(
+            &mut rng,
+            (22140 + 7 * g, g),
+            (620, 700),
+            (0.0, 0.5),
+            (2, 1024),
         );
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python3",
-                &[
-                    "/opt/conda/bin/python3",
-                    "-m",
-                    "ipykernel_launcher",
-                    "-f",
-                    &kernel,
-                ],
-                "carol",
-                22000,
-                s - 7_200 + gi * 311,
-            ),
-        );
+        let kernel = rng.next_u64() >> 32;
+        let cmd = split(&format!(
+            "/opt/conda/bin/python3 -m ipykernel_launcher \
+             -f /home/carol/.local/share/jupyter/runtime/kernel-{kernel:08x}.json"
+        ));
+        add(p, "python3", &cmd, "carol", 22000, s - 7_200 + gi * 311);
         // 5. A dask-cuda worker (bob).
-        let pid = 33021 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (1_030 + rng.range(0, 200)) * MIB,
-            warm_frames: 0,
-            sm: 2.0,
-            cpu: 35.0,
-            rss: 4 * GIB + rng.range(0, 1024) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python",
-                &[
-                    "/home/bob/miniconda3/envs/rapids/bin/python",
-                    "-c",
-                    "from distributed.nanny import Nanny; Nanny.run()",
-                    &format!("--name=dask-gpu-{g}"),
-                ],
-                "bob",
-                33000,
-                s - 3_640,
-            ),
+        let p = Proc::steady(
+            &mut rng,
+            (33021 + g, g),
+            (1_030, 200),
+            (2.0, 35.0),
+            (4, 1024),
         );
+        let cmd = [
+            "/home/bob/miniconda3/envs/rapids/bin/python".to_string(),
+            "-c".to_string(),
+            "from distributed.nanny import Nanny; Nanny.run()".to_string(),
+            format!("--name=dask-gpu-{g}"),
+        ];
+        add(p, "python", &cmd, "bob", 33000, s - 3_640);
         // 6. A LoRA fine-tune (eve), one per GPU.
-        let pid = 45120 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (2_700 + rng.range(0, 700)) * MIB,
-            warm_frames: 0,
-            sm: 10.0,
-            cpu: 100.0,
-            rss: 5 * GIB + rng.range(0, 1024) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python",
-                &[
-                    "/home/eve/venvs/peft/bin/python",
-                    "finetune_lora.py",
-                    "--base",
-                    "mistral-7b",
-                    &format!("--device=cuda:{g}"),
-                ],
-                "eve",
-                44990,
-                s - 1_200 + gi * 17,
-            ),
+        let p = Proc::steady(
+            &mut rng,
+            (45120 + g, g),
+            (2_700, 700),
+            (10.0, 100.0),
+            (5, 1024),
         );
+        let cmd = split(&format!(
+            "/home/eve/venvs/peft/bin/python finetune_lora.py --base mistral-7b --device=cuda:{g}"
+        ));
+        add(p, "python", &cmd, "eve", 44990, s - 1_200 + gi * 17);
         // 7. Ray rollout workers (bob): three on GPUs 0-3, one on 4-7.
         let workers = if g < 4 { 3 } else { 1 };
         for _ in 0..workers {
             let pid = ray_pid;
             ray_pid += 1;
-            procs.push(Proc {
-                pid,
-                gpu: g,
-                mem_from: 0,
-                mem_to: (1_100 + rng.range(0, 500)) * MIB,
-                warm_frames: 0,
-                sm: 1.5,
-                cpu: 60.0,
-                rss: 3 * GIB + rng.range(0, 1024) * MIB,
-            });
-            host_procs.insert(
-                pid,
-                host_proc(
-                    "ray::RolloutWorker",
-                    &["ray::RolloutWorker"],
-                    "bob",
-                    31000,
-                    s - 1_790 + u64::from(pid % 7),
-                ),
+            let p = Proc::steady(&mut rng, (pid, g), (1_100, 500), (1.5, 60.0), (3, 1024));
+            let cmd = ["ray::RolloutWorker".to_string()];
+            add(
+                p,
+                "ray::RolloutWorker",
+                &cmd,
+                "bob",
+                31000,
+                s - 1_790 + u64::from(pid % 7),
             );
         }
     }
