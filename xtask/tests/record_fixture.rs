@@ -57,6 +57,23 @@ fn record(args: &[&std::ffi::OsStr], fixture: Option<(&Path, usize)>) -> Output 
     cmd.output().expect("run xtask")
 }
 
+/// `record-fixture --out OUT --frames 1 --nvml-lib NVML_LIB`.
+fn record_one_frame(
+    out: &Path,
+    nvml_lib: &std::ffi::OsStr,
+    fixture: Option<(&Path, usize)>,
+) -> Output {
+    let args = [
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--frames".as_ref(),
+        "1".as_ref(),
+        "--nvml-lib".as_ref(),
+        nvml_lib,
+    ];
+    record(&args, fixture)
+}
+
 fn scenario_fixtures() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(workspace().join("fixtures"))
         .expect("fixtures/")
@@ -311,17 +328,7 @@ fn record_fixture_frame_times_are_never_before_what_the_frame_holds() {
 #[test]
 fn record_fixture_without_a_driver_says_so_and_fails() {
     let out = temp_dir("nodriver").join("never.json");
-    let run = record(
-        &[
-            "--out".as_ref(),
-            out.as_os_str(),
-            "--frames".as_ref(),
-            "1".as_ref(),
-            "--nvml-lib".as_ref(),
-            "/nonexistent/libnvidia-ml.so.1".as_ref(),
-        ],
-        None,
-    );
+    let run = record_one_frame(&out, "/nonexistent/libnvidia-ml.so.1".as_ref(), None);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "it must fail: {stderr}");
     assert!(
@@ -343,17 +350,7 @@ fn record_fixture_with_a_broken_fake_fixture_says_no_driver() {
     let broken = dir.join("broken.json");
     std::fs::write(&broken, "{ not json").expect("write");
     let out = dir.join("never.json");
-    let run = record(
-        &[
-            "--out".as_ref(),
-            out.as_os_str(),
-            "--frames".as_ref(),
-            "1".as_ref(),
-            "--nvml-lib".as_ref(),
-            fake_library().as_os_str(),
-        ],
-        Some((&broken, 0)),
-    );
+    let run = record_one_frame(&out, fake_library().as_os_str(), Some((&broken, 0)));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "it must fail: {stderr}");
     assert!(stderr.contains("no NVIDIA driver here"), "{stderr}");
