@@ -52,11 +52,13 @@ const FFMPEG: &str = r"C:\Users\utku\AppData\Local\Microsoft\WinGet\Packages\Gya
 const ENCODES: [(u32, usize); 2] = [(25704, 5), (26660, 7)];
 const USER: &str = r"DESKTOP-7K2M9QF\utku";
 
-/// The card's figures with 0, 1 and 2 encodes running: used memory (MiB), GPU, memory and
-/// encoder utilization (%), power (W), the temperature it heads for (°C), fan (%), P-state,
-/// and graphics, memory and video clocks (MHz).
-#[allow(clippy::type_complexity)]
-const BY_ENCODES: [(u64, u32, u32, u64, f64, f64, u32, u32, u32, u32, u32); 3] = [
+/// The card's figures in one state: used memory (MiB), GPU, memory and encoder utilization
+/// (%), power (W), the temperature it heads for (°C), fan (%), P-state, and graphics, memory
+/// and video clocks (MHz).
+type Figures = (u64, u32, u32, u64, f64, f64, u32, u32, u32, u32, u32);
+
+/// The card's figures with 0, 1 and 2 encodes running.
+const BY_ENCODES: [Figures; 3] = [
     (702, 0, 0, 0, 38.9, 40.0, 38, 8, 300, 405, 540),
     (999, 4, 2, 50, 74.0, 43.0, 37, 2, 2055, 7500, 1905),
     (1296, 7, 3, 100, 97.5, 45.0, 38, 2, 2055, 7500, 1905),
