@@ -274,17 +274,20 @@ pub fn build() -> Fixture {
     // --- processes -------------------------------------------------------------------------
     let mut procs: Vec<Proc> = Vec::new();
     let mut host_procs = BTreeMap::new();
-    let mut add = |p: Proc, name: &str, cmdline: &[String], user: &str, ppid, start| {
-        let facts = host_proc(name, &words(cmdline), user, ppid, start);
+    // Each process with its host facts; it started `before` seconds before the recording.
+    let mut add = |p: Proc, name: &str, cmdline: &[String], user: &str, ppid, before: u64| {
+        let facts = host_proc(name, &words(cmdline), user, ppid, START_S - before);
         host_procs.insert(p.pid, facts);
         procs.push(p);
     };
-    let s = START_S;
     // The launchers (torchrun 40100 and 40300, raylet 31000, jupyter-lab 22000, the
     // dask-cuda-worker nanny 33000) hold no GPU context, so they appear only as parents.
     let mut ray_pid = 31120u32;
     for g in 0..GPUS {
         let gi = g as u64;
+        // The job's process on this GPU.
+        let steady =
+            |rng: &mut Rng, pid, mem, load, rss| Proc::steady(rng, (pid, g), mem, load, rss);
         // 1. Training rank (alice), warming up during the recording.
         let mem_to = (61_440 + rng.range(0, 1_500)) * MIB;
         let p = Proc {
@@ -301,21 +304,15 @@ pub fn build() -> Fixture {
         let cmd = split(&format!(
             "{venv} train.py --config configs/llama-8b-sft.yaml --local-rank={g}"
         ));
-        add(p, "python3", &cmd, "alice", 40100, s - 38);
+        add(p, "python3", &cmd, "alice", 40100, 38);
         // 2. Evaluation rank of a second, smaller torchrun job.
-        let p = Proc::steady(
-            &mut rng,
-            (40317 + g, g),
-            (2_250, 500),
-            (5.0, 95.0),
-            (6, 1024),
-        );
+        let p = steady(&mut rng, 40317 + g, (2_250, 500), (5.0, 95.0), (6, 1024));
         let cmd = split(&format!(
             "{venv} eval.py --ckpt runs/sft-0412/step-6000 --local-rank={g}"
         ));
-        add(p, "python3", &cmd, "alice", 40300, s - 608);
+        add(p, "python3", &cmd, "alice", 40300, 608);
         // 3. Inference server, one per GPU (svc-infer).
-        let p = Proc::steady(&mut rng, (2841 + g, g), (3_600, 600), (4.0, 12.0), (3, 512));
+        let p = steady(&mut rng, 2841 + g, (3_600, 600), (4.0, 12.0), (3, 512));
         let port = 8000 + 10 * g;
         let cmd = split(&format!(
             "/opt/tritonserver/bin/tritonserver --model-repository=/srv/models \
@@ -323,61 +320,36 @@ pub fn build() -> Fixture {
             port + 1,
             port + 2
         ));
-        add(
-            p,
-            "tritonserver",
-            &cmd,
-            "svc-infer",
-            1,
-            s - 259_200 + gi * 3,
-        );
+        add(p, "tritonserver", &cmd, "svc-infer", 1, 259_200 - gi * 3);
         // 4. A notebook kernel (carol), mostly idle.
-        let p = Proc::steady(
-            &mut rng,
-            (22140 + 7 * g, g),
-            (620, 700),
-            (0.0, 0.5),
-            (2, 1024),
-        );
+        let p = steady(&mut rng, 22140 + 7 * g, (620, 700), (0.0, 0.5), (2, 1024));
         let kernel = rng.next_u64() >> 32;
         let cmd = split(&format!(
             "/opt/conda/bin/python3 -m ipykernel_launcher \
              -f /home/carol/.local/share/jupyter/runtime/kernel-{kernel:08x}.json"
         ));
-        add(p, "python3", &cmd, "carol", 22000, s - 7_200 + gi * 311);
+        add(p, "python3", &cmd, "carol", 22000, 7_200 - gi * 311);
         // 5. A dask-cuda worker (bob).
-        let p = Proc::steady(
-            &mut rng,
-            (33021 + g, g),
-            (1_030, 200),
-            (2.0, 35.0),
-            (4, 1024),
-        );
+        let p = steady(&mut rng, 33021 + g, (1_030, 200), (2.0, 35.0), (4, 1024));
         let cmd = [
             "/home/bob/miniconda3/envs/rapids/bin/python".to_string(),
             "-c".to_string(),
             "from distributed.nanny import Nanny; Nanny.run()".to_string(),
             format!("--name=dask-gpu-{g}"),
         ];
-        add(p, "python", &cmd, "bob", 33000, s - 3_640);
+        add(p, "python", &cmd, "bob", 33000, 3_640);
         // 6. A LoRA fine-tune (eve), one per GPU.
-        let p = Proc::steady(
-            &mut rng,
-            (45120 + g, g),
-            (2_700, 700),
-            (10.0, 100.0),
-            (5, 1024),
-        );
+        let p = steady(&mut rng, 45120 + g, (2_700, 700), (10.0, 100.0), (5, 1024));
         let cmd = split(&format!(
             "/home/eve/venvs/peft/bin/python finetune_lora.py --base mistral-7b --device=cuda:{g}"
         ));
-        add(p, "python", &cmd, "eve", 44990, s - 1_200 + gi * 17);
+        add(p, "python", &cmd, "eve", 44990, 1_200 - gi * 17);
         // 7. Ray rollout workers (bob): three on GPUs 0-3, one on 4-7.
         let workers = if g < 4 { 3 } else { 1 };
         for _ in 0..workers {
             let pid = ray_pid;
             ray_pid += 1;
-            let p = Proc::steady(&mut rng, (pid, g), (1_100, 500), (1.5, 60.0), (3, 1024));
+            let p = steady(&mut rng, pid, (1_100, 500), (1.5, 60.0), (3, 1024));
             let cmd = ["ray::RolloutWorker".to_string()];
             add(
                 p,
@@ -385,7 +357,7 @@ pub fn build() -> Fixture {
                 &cmd,
                 "bob",
                 31000,
-                s - 1_790 + u64::from(pid % 7),
+                1_790 - u64::from(pid % 7),
             );
         }
     }
