@@ -265,15 +265,7 @@ fn work_dir() -> Result<PathBuf> {
 /// the target directory; and the live processes.
 fn cut_fixture(fixture: &Path, frame: usize) -> Result<(PathBuf, live::LiveProcesses)> {
     let mut f = gpu_backend::Fixture::load(bench_setup::in_root(fixture))?;
-    anyhow::ensure!(
-        frame < f.frames.len(),
-        "{} has frames 0 to {}",
-        fixture.display(),
-        f.frames.len() - 1
-    );
-    let mut one = f.frames.swap_remove(frame);
-    one.t_ms = 0;
-    f.frames = vec![one];
+    bench_setup::keep_one_frame(&mut f, frame, fixture)?;
     let alive = live::LiveProcesses::spawn(live::gpu_pids(&f).len())?;
     live::adopt_pids(&mut f, &alive.pids())?;
     let path = work_dir()?.join("export-fixture-live.json");
@@ -404,7 +396,7 @@ fn load(
     period: Option<Duration>,
     gzip: bool,
 ) -> Result<Phase> {
-    let (cpu0, rss0) = (cpu_seconds(e.pid)?, rss_kib(e.pid)?);
+    let (cpu0, rss0) = (bench_setup::cpu_seconds(e.pid)?, rss_kib(e.pid)?);
     let start = Instant::now();
     let end = start + duration;
     let handles: Vec<_> = (0..clients)
@@ -432,7 +424,7 @@ fn load(
         seconds: secs,
         latencies,
         errors,
-        cpu_share: (cpu_seconds(e.pid)? - cpu0) / secs,
+        cpu_share: (bench_setup::cpu_seconds(e.pid)? - cpu0) / secs,
         rss_start_kib: rss0,
         rss_end_kib: rss_kib(e.pid)?,
         threads: Vec::new(),
@@ -547,33 +539,9 @@ fn load_average() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// User plus system CPU time of a process, seconds.
-fn cpu_seconds(pid: u32) -> Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after = stat
-        .rsplit_once(") ")
-        .map(|(_, a)| a)
-        .context("odd /proc/pid/stat")?;
-    let fields: Vec<&str> = after.split(' ').collect();
-    let ticks: f64 = fields
-        .get(11)
-        .and_then(|u| u.parse::<f64>().ok())
-        .zip(fields.get(12).and_then(|s| s.parse::<f64>().ok()))
-        .map(|(u, s)| u + s)
-        .context("no utime/stime in /proc/pid/stat")?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok(ticks / hz)
-}
-
 /// Resident set size of a process, KiB.
 fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS in /proc/pid/status")
+    bench_setup::status_kib(pid, "VmRSS").context("no VmRSS in /proc/pid/status")
 }
 
 /// What nvitop-exporter used, idle.

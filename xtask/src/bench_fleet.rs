@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context, Result};
 
 use crate::bench_oneshot::{time_once, Tool};
+use crate::bench_setup;
 
 /// Command-line arguments.
 #[derive(clap::Args)]
@@ -414,35 +415,14 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// CPU time (user + system) of `pid` so far, from `/proc/PID/stat`.
+/// CPU time (user + system) of `pid` so far.
 fn cpu_time(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .context("a /proc/PID/stat line")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the command: state is field 3, utime 14 and stime 15 (1-based, as in proc(5)).
-    let ticks: u64 = fields
-        .get(11)
-        .and_then(|u| u.parse::<u64>().ok())
-        .zip(fields.get(12).and_then(|s| s.parse::<u64>().ok()))
-        .map(|(u, s)| u + s)
-        .context("utime and stime in /proc/PID/stat")?;
-    // SAFETY: sysconf with a valid name.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+    Ok(Duration::from_secs_f64(bench_setup::cpu_seconds(pid)?))
 }
 
 /// `VmHWM` of `pid`, KiB.
 fn peak_rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .context("VmHWM in /proc/PID/status")
+    bench_setup::status_kib(pid, "VmHWM").context("VmHWM in /proc/PID/status")
 }
 
 /// The interactive viewer in a private tmux server: CPU share and peak RSS over

@@ -328,15 +328,7 @@ pub(crate) fn machine() -> String {
 /// Frame `frame` of the fixture alone, at time 0; with its device and GPU process counts.
 fn cut_fixture(path: &Path, frame: usize) -> Result<(Fixture, usize, usize)> {
     let mut f = Fixture::load(path)?;
-    ensure!(
-        frame < f.frames.len(),
-        "{} has frames 0 to {}",
-        path.display(),
-        f.frames.len() - 1
-    );
-    let mut one = f.frames.swap_remove(frame);
-    one.t_ms = 0;
-    f.frames = vec![one];
+    bench_setup::keep_one_frame(&mut f, frame, path)?;
     let processes = f.frames[0]
         .devices
         .values()
@@ -459,12 +451,18 @@ pub(crate) fn time_plain(tool: &Tool, env: &[(&str, OsString)]) -> Result<(Durat
     let (status, usage) = wait4(pid)?;
     let wall = start.elapsed();
     drop(child);
+    exited_cleanly(status, tool)?;
+    Ok((wall, cpu_of(&usage)))
+}
+
+/// Fails unless a reaped child's wait status says it exited with 0.
+fn exited_cleanly(status: libc::c_int, tool: &Tool) -> Result<()> {
     ensure!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{} failed (wait status {status})",
         tool.label
     );
-    Ok((wall, cpu_of(&usage)))
+    Ok(())
 }
 
 /// User plus system CPU time of a reaped child.
@@ -527,11 +525,7 @@ pub(crate) fn time_once(tool: &Tool, env: &[(&str, OsString)]) -> Result<Run> {
     };
     let wall = start.elapsed();
     drop(child);
-    ensure!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{} failed (wait status {status})",
-        tool.label
-    );
+    exited_cleanly(status, tool)?;
     Ok(Run {
         wall,
         cpu: cpu_of(&usage),
@@ -560,9 +554,7 @@ fn wait4(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage)> {
 
 /// `VmHWM` of a live process, in KiB.
 fn read_hwm_kib(pid: libc::pid_t) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    bench_setup::status_kib(u32::try_from(pid).ok()?, "VmHWM")
 }
 
 fn median(values: impl Iterator<Item = f64>) -> f64 {

@@ -253,6 +253,38 @@ fn stat_cpu(stat: &str) -> Option<(String, f64)> {
     Some((name, (u + s) / hz()))
 }
 
+/// User plus system CPU seconds a process has used so far.
+pub fn cpu_seconds(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("process {pid} is gone"))?;
+    let (_, total) = stat_cpu(&stat).context("odd /proc/PID/stat")?;
+    Ok(total)
+}
+
+/// A `kB` field of a process's `/proc/PID/status` (`VmRSS`, `VmHWM`), KiB; `None` where the
+/// process is gone or the field is missing.
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
+/// Keeps frame `frame` of `f` alone, at time 0; `path` names the fixture in the error.
+pub fn keep_one_frame(f: &mut gpu_backend::Fixture, frame: usize, path: &Path) -> Result<()> {
+    ensure!(
+        frame < f.frames.len(),
+        "{} has frames 0 to {}",
+        path.display(),
+        f.frames.len().saturating_sub(1)
+    );
+    let mut one = f.frames.swap_remove(frame);
+    one.t_ms = 0;
+    f.frames = vec![one];
+    Ok(())
+}
+
 /// CPU seconds used so far by a process, and by each of its threads (by thread id, with the
 /// thread's name).
 pub struct CpuSample {
@@ -264,9 +296,7 @@ pub struct CpuSample {
 
 /// Reads a process's CPU time and its threads'.
 pub fn cpu_sample(pid: u32) -> Result<CpuSample> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("process {pid} is gone"))?;
-    let (_, total) = stat_cpu(&stat).context("odd /proc/PID/stat")?;
+    let total = cpu_seconds(pid)?;
     let mut threads = BTreeMap::new();
     if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for entry in dir.flatten() {

@@ -336,14 +336,7 @@ fn in_tmux(
         std::thread::sleep(bench.window);
         let b = bench_setup::cpu_sample(pid)?;
         let (cpu, threads) = bench_setup::cpu_share(&a, &b, t0.elapsed().as_secs_f64());
-        let rss_mib = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("VmRSS:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            })
-            .map_or(f64::NAN, |k| k / 1024.0);
+        let rss_mib = bench_setup::status_kib(pid, "VmRSS").map_or(f64::NAN, |k| k as f64 / 1024.0);
         Ok(Measured {
             cpu,
             threads,

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpu_backend::{Answer, EventKind, Fixture, GpuBackend, GpuEvent};
+use gpu_backend::{Answer, EventKind, Fixture, GpuBackend, GpuEvent, ProcessUtilizationSample};
 
 const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 
@@ -57,6 +57,40 @@ fn record(args: &[&std::ffi::OsStr], fixture: Option<(&Path, usize)>) -> Output 
     cmd.output().expect("run xtask")
 }
 
+/// `record-fixture --out OUT --frames 1 --nvml-lib NVML_LIB`.
+fn record_one_frame(
+    out: &Path,
+    nvml_lib: &std::ffi::OsStr,
+    fixture: Option<(&Path, usize)>,
+) -> Output {
+    let args = [
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--frames".as_ref(),
+        "1".as_ref(),
+        "--nvml-lib".as_ref(),
+        nvml_lib,
+    ];
+    record(&args, fixture)
+}
+
+/// What a run wrote to its standard error.
+fn stderr(run: &Output) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(&run.stderr)
+}
+
+/// The distinct differences between the timestamps of recorded samples and those of the
+/// fixture they were recorded from, sample by sample.
+fn shifts(
+    got: &[ProcessUtilizationSample],
+    want: &[ProcessUtilizationSample],
+) -> std::collections::BTreeSet<i128> {
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| i128::from(g.timestamp_us) - i128::from(w.timestamp_us))
+        .collect()
+}
+
 fn scenario_fixtures() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(workspace().join("fixtures"))
         .expect("fixtures/")
@@ -98,7 +132,7 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
         assert!(
             run.status.success(),
             "{stem}: record-fixture failed: {}",
-            String::from_utf8_lossy(&run.stderr)
+            stderr(&run)
         );
         let got = Fixture::load(&out).unwrap_or_else(|e| panic!("{e}"));
 
@@ -194,11 +228,7 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
                     &mut d.process_utilization,
                     &want.frames[frame].devices[id].process_utilization,
                 ) {
-                    let shifts: std::collections::BTreeSet<i128> = g
-                        .iter()
-                        .zip(w)
-                        .map(|(g, w)| i128::from(g.timestamp_us) - i128::from(w.timestamp_us))
-                        .collect();
+                    let shifts = shifts(g, w);
                     assert!(
                         shifts.len() <= 1,
                         "{stem}: frame {i} device {id}: {shifts:?}"
@@ -291,11 +321,7 @@ fn record_fixture_frame_times_are_never_before_what_the_frame_holds() {
         .env("GPUSCOPE_FAKE_NVML_FIXTURE", &real)
         .output()
         .expect("run xtask");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert!(run.status.success(), "{}", stderr(&run));
     let got = Fixture::load(&out).unwrap_or_else(|e| panic!("{e}"));
     let events: usize = got
         .frames
@@ -311,18 +337,8 @@ fn record_fixture_frame_times_are_never_before_what_the_frame_holds() {
 #[test]
 fn record_fixture_without_a_driver_says_so_and_fails() {
     let out = temp_dir("nodriver").join("never.json");
-    let run = record(
-        &[
-            "--out".as_ref(),
-            out.as_os_str(),
-            "--frames".as_ref(),
-            "1".as_ref(),
-            "--nvml-lib".as_ref(),
-            "/nonexistent/libnvidia-ml.so.1".as_ref(),
-        ],
-        None,
-    );
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let run = record_one_frame(&out, "/nonexistent/libnvidia-ml.so.1".as_ref(), None);
+    let stderr = stderr(&run);
     assert!(!run.status.success(), "it must fail: {stderr}");
     assert!(
         stderr.contains("no NVIDIA driver here"),
@@ -343,18 +359,8 @@ fn record_fixture_with_a_broken_fake_fixture_says_no_driver() {
     let broken = dir.join("broken.json");
     std::fs::write(&broken, "{ not json").expect("write");
     let out = dir.join("never.json");
-    let run = record(
-        &[
-            "--out".as_ref(),
-            out.as_os_str(),
-            "--frames".as_ref(),
-            "1".as_ref(),
-            "--nvml-lib".as_ref(),
-            fake_library().as_os_str(),
-        ],
-        Some((&broken, 0)),
-    );
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let run = record_one_frame(&out, fake_library().as_os_str(), Some((&broken, 0)));
+    let stderr = stderr(&run);
     assert!(!run.status.success(), "it must fail: {stderr}");
     assert!(stderr.contains("no NVIDIA driver here"), "{stderr}");
     assert!(!out.exists(), "no fixture is written");

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use gpu_backend::{Answer, BackendError, DeviceId, DriverModel, Fixture};
+use gpu_backend::{Answer, BackendError, DeviceId, DriverModel, Fixture, MemoryInfo};
 use proptest::prelude::*;
 
 use super::import_str;
@@ -161,6 +161,22 @@ where
         }
         other => assert!(got.is_err(), "{what}: XML says {other:?}, fixture {got:?}"),
     }
+}
+
+/// Checks the frame-buffer memory total and used against the first `<fb_memory_usage>` of
+/// `xml` (MiB).
+fn check_fb_memory(what: &str, mem: Option<&MemoryInfo>, xml: &str) {
+    let fb = blocks(xml, "fb_memory_usage");
+    let fb = fb.first().copied().unwrap_or("");
+    let total = mem.map(|m| m.total);
+    check_u64(
+        &format!("{what} total"),
+        total,
+        value(fb, "total"),
+        MIB as f64,
+    );
+    let used = mem.map(|m| m.used);
+    check_u64(&format!("{what} used"), used, value(fb, "used"), MIB as f64);
 }
 
 fn check_u64(what: &str, got: Option<u64>, printed: Option<String>, factor: f64) {
@@ -351,21 +367,7 @@ fn every_gpu_of_every_dump_matches_its_xml() {
                 (Some(bus), answer) => panic!("{}: XML {bus}, fixture {answer:?}", at("bus id")),
             }
 
-            let fb = blocks(&top, "fb_memory_usage");
-            let fb = fb.first().copied().unwrap_or("");
-            let mem = dy.memory_info.ok();
-            check_u64(
-                &at("memory total"),
-                mem.map(|m| m.total),
-                value(fb, "total"),
-                MIB as f64,
-            );
-            check_u64(
-                &at("memory used"),
-                mem.map(|m| m.used),
-                value(fb, "used"),
-                MIB as f64,
-            );
+            check_fb_memory(&at("memory"), dy.memory_info.ok(), &top);
 
             let util = blocks(&top, "utilization");
             let util = util.first().copied().unwrap_or("");
@@ -463,44 +465,22 @@ fn every_gpu_of_every_dump_matches_its_xml() {
 
             let clocks = blocks(&top, "clocks");
             let clocks = clocks.first().copied().unwrap_or("");
-            check_num(
-                &at("graphics clock"),
-                &dy.clocks.graphics,
-                value(clocks, "graphics_clock"),
-                1.0,
-            );
-            check_num(
-                &at("sm clock"),
-                &dy.clocks.sm,
-                value(clocks, "sm_clock"),
-                1.0,
-            );
-            check_num(
-                &at("mem clock"),
-                &dy.clocks.memory,
-                value(clocks, "mem_clock"),
-                1.0,
-            );
-            check_num(
-                &at("video clock"),
-                &dy.clocks.video,
-                value(clocks, "video_clock"),
-                1.0,
-            );
+            for (what, got, tag) in [
+                ("graphics clock", &dy.clocks.graphics, "graphics_clock"),
+                ("sm clock", &dy.clocks.sm, "sm_clock"),
+                ("mem clock", &dy.clocks.memory, "mem_clock"),
+                ("video clock", &dy.clocks.video, "video_clock"),
+            ] {
+                check_num(&at(what), got, value(clocks, tag), 1.0);
+            }
             let max = blocks(&top, "max_clocks");
             let max = max.first().copied().unwrap_or("");
-            check_num(
-                &at("max graphics"),
-                &st.max_clocks.graphics,
-                value(max, "graphics_clock"),
-                1.0,
-            );
-            check_num(
-                &at("max memory"),
-                &st.max_clocks.memory,
-                value(max, "mem_clock"),
-                1.0,
-            );
+            for (what, got, tag) in [
+                ("max graphics", &st.max_clocks.graphics, "graphics_clock"),
+                ("max memory", &st.max_clocks.memory, "mem_clock"),
+            ] {
+                check_num(&at(what), got, value(max, tag), 1.0);
+            }
 
             // MIG children.
             let migs = blocks(g, "mig_device");
@@ -526,21 +506,7 @@ fn every_gpu_of_every_dump_matches_its_xml() {
                     value(m, "compute_instance_id"),
                     1.0,
                 );
-                let fb = blocks(m, "fb_memory_usage");
-                let fb = fb.first().copied().unwrap_or("");
-                let mem = cdy.memory_info.ok();
-                check_u64(
-                    &at("MIG total"),
-                    mem.map(|m| m.total),
-                    value(fb, "total"),
-                    MIB as f64,
-                );
-                check_u64(
-                    &at("MIG used"),
-                    mem.map(|m| m.used),
-                    value(fb, "used"),
-                    MIB as f64,
-                );
+                check_fb_memory(&at("MIG"), cdy.memory_info.ok(), m);
                 let bar1 = blocks(m, "bar1_memory_usage");
                 let bar1 = bar1.first().copied().unwrap_or("");
                 let b = cdy.bar1_memory_info.ok();

@@ -1,14 +1,17 @@
 //! Helpers shared by the scenario generators: a small deterministic PRNG, unit constants, and
 //! builders for device answers that start from "not supported" and are filled in per scenario.
 
+use std::collections::BTreeMap;
+
 use gpu_backend::fixture::{
-    trim_link_answers, DeviceDynamic, DeviceStatic, EccCounts, HostProcessFacts, HostProcessSample,
-    Meta, SystemAnswers,
+    trim_link_answers, DeviceDynamic, DeviceStatic, EccCounts, Frame, HostFrame, HostProcessFacts,
+    HostProcessSample, HostStatic, Meta, SystemAnswers, SCHEMA_VERSION,
 };
 use gpu_backend::{
-    Answer, BackendError, Bar1MemoryInfo, GpmMetrics, LocationEccCounts, MemoryInfo,
-    NvLinkCounters, NvLinkErrorCounters, PciInfo, PerClock, PowerLimits, ProcessInfo,
-    ProcessUtilizationSample, VirtualizationMode,
+    Answer, BackendError, Bar1MemoryInfo, CodecUtilization, ComputeCapability, ComputeMode,
+    CurrentPending, DeviceId, Fixture, GpmMetrics, LocationEccCounts, MemoryInfo, NvLinkCounters,
+    NvLinkErrorCounters, PciInfo, PerClock, PowerLimits, ProcessInfo, ProcessUtilizationSample,
+    VirtualizationMode,
 };
 
 /// Bytes in a MiB.
@@ -271,6 +274,31 @@ pub fn board_limits(
     s.max_pcie_link_width = ok(pcie_width);
 }
 
+/// A board's modes as its dump shows them: display attached and active, persistence mode (`None`:
+/// left `not_supported`), ECC on (current and pending) where `ecc` (else left `not_supported`),
+/// compute mode Default, and the CUDA compute capability (major, minor).
+pub fn board_modes(
+    s: &mut DeviceStatic,
+    (attached, active): (bool, bool),
+    persistence: Option<bool>,
+    ecc: bool,
+    (major, minor): (u32, u32),
+) {
+    s.display_mode = ok(attached);
+    s.display_active = ok(active);
+    if let Some(on) = persistence {
+        s.persistence_mode = ok(on);
+    }
+    if ecc {
+        s.ecc_mode = ok(CurrentPending {
+            current: true,
+            pending: true,
+        });
+    }
+    s.compute_mode = ok(ComputeMode::Default);
+    s.cuda_compute_capability = ok(ComputeCapability { major, minor });
+}
+
 /// A board's configuration as its dump shows it (`nvidia-smi -q`): the board id, which is the
 /// PCI bus and device (`0x1800` for 18:00.0; so in every reference dump, and `0x6` for 00:06.0 on
 /// the real H100 of fixtures/h100-real/), not on a multi-GPU board, accounting off, no GPU
@@ -326,6 +354,45 @@ pub fn dynamic_unsupported() -> DeviceDynamic {
 /// A frame of a device whose every changing query answers `e` (e.g. a lost GPU).
 pub fn dynamic_all(e: BackendError) -> DeviceDynamic {
     DeviceDynamic::all_failing(&e)
+}
+
+/// Encoder and decoder utilization, percent, over the sampling period the board answers.
+pub fn codecs(dy: &mut DeviceDynamic, (encoder, decoder): (u32, u32), sampling_period_us: u32) {
+    dy.encoder_utilization = ok(CodecUtilization {
+        utilization: encoder,
+        sampling_period_us,
+    });
+    dy.decoder_utilization = ok(CodecUtilization {
+        utilization: decoder,
+        sampling_period_us,
+    });
+}
+
+/// The PCIe link in use (generation, width) and its throughput (transmitted, received), KB/s.
+pub fn pcie_link(dy: &mut DeviceDynamic, (generation, width): (u32, u32), (tx, rx): (u32, u32)) {
+    dy.current_pcie_link_generation = ok(generation);
+    dy.current_pcie_link_width = ok(width);
+    dy.pcie_tx_throughput = ok(tx);
+    dy.pcie_rx_throughput = ok(rx);
+}
+
+/// The GPU's temperature (°C), power draw (mW) and performance state.
+pub fn gpu_state(dy: &mut DeviceDynamic, temperature_c: u32, power_mw: u32, pstate: u32) {
+    dy.temperature = ok(temperature_c);
+    dy.power_usage = ok(power_mw);
+    dy.performance_state = ok(pstate);
+}
+
+/// The processes of a frame: compute and graphics processes, and the utilization samples.
+pub fn gpu_processes(
+    dy: &mut DeviceDynamic,
+    compute: Vec<ProcessInfo>,
+    graphics: Vec<ProcessInfo>,
+    samples: Vec<ProcessUtilizationSample>,
+) {
+    dy.compute_processes = ok(compute);
+    dy.graphics_processes = ok(graphics);
+    dy.process_utilization = ok(samples);
 }
 
 /// Frame-buffer memory with `used = used`, `free = total - used - reserved`.
@@ -413,12 +480,140 @@ pub fn host_proc(
     }
 }
 
+/// Xorg's host facts: `/usr/lib/xorg/Xorg` with `args` (separated by white space).
+pub fn xorg(args: &str, user: &str, ppid: u32, start_time_s: u64) -> HostProcessFacts {
+    let cmdline: Vec<&str> = std::iter::once("/usr/lib/xorg/Xorg")
+        .chain(args.split_whitespace())
+        .collect();
+    host_proc("Xorg", &cmdline, user, ppid, start_time_s)
+}
+
 /// A changing host-process sample.
 pub fn host_sample(cpu_percent: f64, rss: u64, status: &str) -> HostProcessSample {
     HostProcessSample {
         cpu_percent: Some(round1(cpu_percent)),
         rss: Some(rss),
         status: Some(status.to_string()),
+    }
+}
+
+/// CPUs the sampled processes keep busy (their CPU percents summed, over 100).
+pub fn processes_cpus(processes: &BTreeMap<u32, HostProcessSample>) -> f64 {
+    processes
+        .values()
+        .filter_map(|h| h.cpu_percent)
+        .sum::<f64>()
+        / 100.0
+}
+
+/// Resident memory of the sampled processes, bytes.
+pub fn processes_rss(processes: &BTreeMap<u32, HostProcessSample>) -> u64 {
+    processes.values().filter_map(|h| h.rss).sum::<u64>()
+}
+
+/// The host a scenario runs on: its name, CPU count, memory and swap, and a load average (none
+/// on Windows) that follows the busy CPUs from frame to frame.
+#[derive(Debug, Clone)]
+pub struct Host {
+    hostname: &'static str,
+    cpu_count: u32,
+    memory_total: u64,
+    swap_total: u64,
+    load: Option<LoadAvg>,
+}
+
+impl Host {
+    /// A host with `cpu_count` CPUs, `memory_total` and `swap_total` bytes, and no load average
+    /// (see [`Host::with_load`]).
+    pub fn new(
+        hostname: &'static str,
+        cpu_count: u32,
+        (memory_total, swap_total): (u64, u64),
+    ) -> Host {
+        Host {
+            hostname,
+            cpu_count,
+            memory_total,
+            swap_total,
+            load: None,
+        }
+    }
+
+    /// The same host with a load average that starts at `start`.
+    pub fn with_load(self, start: [f64; 3]) -> Host {
+        Host {
+            load: Some(LoadAvg::new(start)),
+            ..self
+        }
+    }
+
+    /// Frame `f`: the devices' answers, and the host with `busy_cpus` CPUs busy (its CPU percent
+    /// rounded to a tenth; the load average steps toward them), `memory_used` and `swap_used`
+    /// bytes in use, and the processes' samples.
+    pub fn frame(
+        &mut self,
+        f: usize,
+        devices: BTreeMap<DeviceId, DeviceDynamic>,
+        busy_cpus: f64,
+        (memory_used, swap_used): (u64, u64),
+        processes: BTreeMap<u32, HostProcessSample>,
+    ) -> Frame {
+        Frame {
+            t_ms: f as u64 * FRAME_MS,
+            devices,
+            host: HostFrame {
+                cpu_percent: Some(round1(busy_cpus / f64::from(self.cpu_count) * 100.0)),
+                memory_used: Some(memory_used),
+                swap_used: Some(swap_used),
+                load_average: self.load.as_mut().map(|l| l.step(busy_cpus)),
+                processes,
+            },
+        }
+    }
+
+    /// Frame `f` of a host busy with its sampled processes plus `other_cpus` CPUs, using their
+    /// resident memory plus `other_memory` bytes, and `swap_used` bytes of swap.
+    pub fn frame_of_processes(
+        &mut self,
+        f: usize,
+        devices: BTreeMap<DeviceId, DeviceDynamic>,
+        (other_cpus, other_memory, swap_used): (f64, u64, u64),
+        processes: BTreeMap<u32, HostProcessSample>,
+    ) -> Frame {
+        let busy = processes_cpus(&processes) + other_cpus;
+        let memory_used = other_memory + processes_rss(&processes);
+        self.frame(f, devices, busy, (memory_used, swap_used), processes)
+    }
+
+    /// The host's fixed facts, with those of the processes it runs.
+    pub fn facts(&self, processes: BTreeMap<u32, HostProcessFacts>) -> HostStatic {
+        HostStatic {
+            hostname: Some(self.hostname.to_string()),
+            cpu_count: Some(self.cpu_count),
+            memory_total: Some(self.memory_total),
+            swap_total: Some(self.swap_total),
+            processes,
+        }
+    }
+}
+
+/// A scenario's fixture, in the current schema, with no NVML function missing and no costs.
+pub fn fixture(
+    meta: Meta,
+    system: SystemAnswers,
+    devices: BTreeMap<DeviceId, DeviceStatic>,
+    host: HostStatic,
+    frames: Vec<Frame>,
+) -> Fixture {
+    Fixture {
+        schema_version: SCHEMA_VERSION,
+        meta,
+        system,
+        nvml_missing_functions: Vec::new(),
+        devices,
+        host,
+        frames,
+        nvml_costs: None,
     }
 }
 

@@ -3,11 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
-use gpu_backend::{
-    Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture,
-    Utilization, VirtualizationMode,
-};
+use gpu_backend::{Architecture, Brand, DeviceId, Fixture, Utilization, VirtualizationMode};
 
 use super::common::*;
 
@@ -62,6 +58,8 @@ const CARDS: [Card; 2] = [
 ];
 
 const XORG: u32 = 450;
+const XORG_ARGS: &str = "vt2 -displayfd 3 -auth /run/user/1000/gdm/Xauthority -nolisten tcp \
+                         -background none -noreset -keeptty -verbose 3";
 const MINER: u32 = 8991;
 const SHELL: u32 = 1312;
 const BLENDER: u32 = 23110;
@@ -82,11 +80,7 @@ pub fn build() -> Fixture {
         s.max_clocks = clocks(c.max_graphics, c.max_graphics, 5005, 1708);
         s.num_fans = ok(1);
         board_limits(&mut s, (93, 96), (216_000, 100_000, 216_000), (3, 16));
-        s.display_mode = ok(i == 0);
-        s.display_active = ok(i == 0);
-        s.persistence_mode = ok(true);
-        s.compute_mode = ok(ComputeMode::Default);
-        s.cuda_compute_capability = ok(ComputeCapability { major: 6, minor: 1 });
+        board_modes(&mut s, (i == 0, i == 0), Some(true), false, (6, 1));
         // The dump: board 0x100 / 0x300, virtualization None, applications clocks N/A.
         board_config(&mut s, (c.bus, 0), VirtualizationMode::None);
         s.applications_clocks = app_clocks(ns(), ns());
@@ -96,31 +90,7 @@ pub fn build() -> Fixture {
 
     let s = START_S;
     let mut host_procs = BTreeMap::new();
-    host_procs.insert(
-        XORG,
-        host_proc(
-            "Xorg",
-            &[
-                "/usr/lib/xorg/Xorg",
-                "vt2",
-                "-displayfd",
-                "3",
-                "-auth",
-                "/run/user/1000/gdm/Xauthority",
-                "-nolisten",
-                "tcp",
-                "-background",
-                "none",
-                "-noreset",
-                "-keeptty",
-                "-verbose",
-                "3",
-            ],
-            "alex",
-            441,
-            s - 86_400,
-        ),
-    );
+    host_procs.insert(XORG, xorg(XORG_ARGS, "alex", 441, s - 86_400));
     host_procs.insert(
         SHELL,
         host_proc(
@@ -161,7 +131,7 @@ pub fn build() -> Fixture {
     );
 
     let mut temps: Vec<f64> = CARDS.iter().map(|c| c.temp).collect();
-    let mut load = LoadAvg::new([1.9, 1.7, 1.6]);
+    let mut machine = Host::new("rig-1080", 8, (16 * GIB, 2 * GIB)).with_load([1.9, 1.7, 1.6]);
     let mut blender_rss = 410 * MIB;
     let mut frames = Vec::new();
     for f in 0..FRAMES {
@@ -231,30 +201,28 @@ pub fn build() -> Fixture {
                 gpu: 100,
                 memory: rng.range(98, 100) as u32,
             });
-            dy.encoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: 167_000,
-            });
-            dy.decoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: 167_000,
-            });
+            codecs(&mut dy, (0, 0), 167_000);
             dy.clocks = clocks(g, g, 5514, c.video);
             dy.fan_speed = ok(fan);
             dy.fan_speeds = vec![ok(fan)];
             dy.fan_target_speeds = vec![ok(fan)];
-            dy.temperature = ok(temps[i].round() as u32);
-            dy.power_usage = ok((power_w * 1000.0) as u32);
-            dy.performance_state = ok(2);
-            dy.current_pcie_link_generation = ok(3);
-            dy.current_pcie_link_width = ok(1);
-            dy.pcie_tx_throughput = ok(1000 * rng.range(9, 13) as u32);
-            dy.pcie_rx_throughput = ok(1000 * rng.range(28, 34) as u32);
+            gpu_state(
+                &mut dy,
+                temps[i].round() as u32,
+                (power_w * 1000.0) as u32,
+                2,
+            );
+            pcie_link(
+                &mut dy,
+                (3, 1),
+                (
+                    1000 * rng.range(9, 13) as u32,
+                    1000 * rng.range(28, 34) as u32,
+                ),
+            );
             dy.ecc_errors = ecc_all(ns());
             dy.clock_event_reasons = ok(reasons::SW_POWER_CAP);
-            dy.compute_processes = ok(compute);
-            dy.graphics_processes = ok(graphics);
-            dy.process_utilization = ok(samples);
+            gpu_processes(&mut dy, compute, graphics, samples);
             devs.insert(DeviceId::Gpu(i as u32), dy);
         }
         let mut host = BTreeMap::new();
@@ -277,48 +245,38 @@ pub fn build() -> Fixture {
                 host_sample(rng.rangef(90.0, 360.0), blender_rss, "running"),
             );
         }
-        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.3;
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy / 8.0 * 100.0)),
-                memory_used: Some(3 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
-                swap_used: Some(112 * MIB),
-                load_average: Some(load.step(busy)),
-                processes: host,
-            },
-        });
+        frames.push(machine.frame_of_processes(f, devs, (0.3, 3 * GIB, 112 * MIB), host));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(STEM, "A Linux desktop with two GeForce GTX 1080 cards: Xorg on both, \
-                          gnome-shell on GPU 0 which drives the display, a miner (compute) on both, \
-                          and Blender starting at frame 12 as a compute-and-graphics process.", "Values (names, UUIDs, PCI ids, VBIOS, memory totals, clocks and max clocks, \
-                     power limits 216 W / 100-216 W, temperature thresholds 96/93 °C, fans 53/58 %, \
-                     PCIe gen 3 x1, Xorg 12/5 MiB and nbminer 2883 MiB, driver 460.27.04 / \
-                     CUDA 11.2) from shared/reference-dumps/a0s-exporter__nvidia-smi-3.xml; \
-                     gnome-shell, Blender, the host and the frames are synthesised."),
-        system: system(("460.27.04", "11.460.27.04", 11020), 2, ok(CARDS.iter().map(|c| c.uuid.to_string()).collect())),
-        nvml_missing_functions: [
-            "nvmlDeviceGetComputeRunningProcesses_v3",
-            "nvmlDeviceGetGraphicsRunningProcesses_v3",
-            "nvmlDeviceGetMPSComputeRunningProcesses_v3",
-            "nvmlDeviceGetMemoryInfo_v2",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+    let mut fx = fixture(
+        meta(
+            STEM,
+            "A Linux desktop with two GeForce GTX 1080 cards: Xorg on both, \
+             gnome-shell on GPU 0 which drives the display, a miner (compute) on both, \
+             and Blender starting at frame 12 as a compute-and-graphics process.",
+            "Values (names, UUIDs, PCI ids, VBIOS, memory totals, clocks and max clocks, \
+             power limits 216 W / 100-216 W, temperature thresholds 96/93 °C, fans 53/58 %, \
+             PCIe gen 3 x1, Xorg 12/5 MiB and nbminer 2883 MiB, driver 460.27.04 / \
+             CUDA 11.2) from shared/reference-dumps/a0s-exporter__nvidia-smi-3.xml; \
+             gnome-shell, Blender, the host and the frames are synthesised.",
+        ),
+        system(
+            ("460.27.04", "11.460.27.04", 11020),
+            2,
+            ok(CARDS.iter().map(|c| c.uuid.to_string()).collect()),
+        ),
         devices,
-        host: HostStatic {
-            hostname: Some("rig-1080".to_string()),
-            cpu_count: Some(8),
-            memory_total: Some(16 * GIB),
-            swap_total: Some(2 * GIB),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    );
+    fx.nvml_missing_functions = [
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        "nvmlDeviceGetMPSComputeRunningProcesses_v3",
+        "nvmlDeviceGetMemoryInfo_v2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    fx
 }

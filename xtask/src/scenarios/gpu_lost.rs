@@ -2,10 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
-    Architecture, BackendError, Brand, CodecUtilization, ComputeCapability, ComputeMode,
-    CurrentPending, DeviceId, Fixture, Utilization, VirtualizationMode,
+    Architecture, BackendError, Brand, DeviceId, Fixture, Utilization, VirtualizationMode,
 };
 
 use super::common::*;
@@ -21,6 +19,8 @@ pub const GONE_AFTER: usize = 2;
 /// The dump's GPU (bus 00:1E.0), kept with its UUID, Xorg and python process.
 const DUMP_UUID: &str = "GPU-d37e67a5-91dd-3774-a5cb-99096249601a";
 const XORG: u32 = 675;
+const XORG_ARGS: &str =
+    "-core :0 -seat seat0 -auth /var/run/lightdm/root/:0 -nolisten tcp vt7 -novtswitch";
 
 /// The inference worker on GPU `g`; GPU 3's is the dump's PID 5762.
 fn worker_pid(g: u32) -> u32 {
@@ -52,15 +52,7 @@ pub fn build() -> Fixture {
         s.brand = ok(Brand::Nvidia);
         s.max_clocks = clocks(1590, 1590, 5001, 1470);
         board_limits(&mut s, (93, 96), (70_000, 60_000, 70_000), (3, 16));
-        s.display_mode = ok(false);
-        s.display_active = ok(false);
-        s.persistence_mode = ok(false);
-        s.ecc_mode = ok(CurrentPending {
-            current: true,
-            pending: true,
-        });
-        s.compute_mode = ok(ComputeMode::Default);
-        s.cuda_compute_capability = ok(ComputeCapability { major: 7, minor: 5 });
+        board_modes(&mut s, (false, false), Some(false), true, (7, 5));
         // The dump: a T4 passed through to a virtual machine (board 0x1e at 00:1E.0),
         // applications clocks 585 / 5001 MHz, the defaults the same.
         board_config(&mut s, (0x00, 0x1B + g), VirtualizationMode::PassThrough);
@@ -71,28 +63,7 @@ pub fn build() -> Fixture {
 
     let st = START_S;
     let mut host_procs = BTreeMap::new();
-    host_procs.insert(
-        XORG,
-        host_proc(
-            "Xorg",
-            &[
-                "/usr/lib/xorg/Xorg",
-                "-core",
-                ":0",
-                "-seat",
-                "seat0",
-                "-auth",
-                "/var/run/lightdm/root/:0",
-                "-nolisten",
-                "tcp",
-                "vt7",
-                "-novtswitch",
-            ],
-            "root",
-            662,
-            st - 604_800,
-        ),
-    );
+    host_procs.insert(XORG, xorg(XORG_ARGS, "root", 662, st - 604_800));
     for g in 0..GPUS {
         host_procs.insert(
             worker_pid(g),
@@ -128,7 +99,7 @@ pub fn build() -> Fixture {
             }
         })
         .collect();
-    let mut load = LoadAvg::new([3.1, 2.9, 2.8]);
+    let mut machine = Host::new("ip-10-0-3-117", 48, (192 * GIB, 0)).with_load([3.1, 2.9, 2.8]);
     let mut frames = Vec::new();
     for f in 0..FRAMES {
         // Requests arrive in bursts; every GPU sees its share.
@@ -190,33 +161,27 @@ pub fn build() -> Fixture {
                 gpu: util,
                 memory: util * 2 / 5,
             });
-            dy.encoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: 167_000,
-            });
-            dy.decoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: 167_000,
-            });
+            codecs(&mut dy, (0, 0), 167_000);
             dy.clocks = clocks(
                 graphics_clk,
                 graphics_clk,
                 5_000,
                 if util < 3 { 810 } else { 1_470 },
             );
-            dy.temperature = ok(temps[gi].round() as u32);
-            dy.power_usage = ok(power_mw);
+            gpu_state(&mut dy, temps[gi].round() as u32, power_mw, 0);
             dy.total_energy_consumption = ok(energy[gi]);
-            dy.performance_state = ok(0);
-            dy.current_pcie_link_generation = ok(3);
-            dy.current_pcie_link_width = ok(8);
-            dy.pcie_tx_throughput = ok(rng.range(100, 900) as u32 * (1 + u32::from(util > 10)));
-            dy.pcie_rx_throughput = ok(rng.range(1_000, 6_000) as u32 * (1 + u32::from(util > 10)));
+            let load = 1 + u32::from(util > 10);
+            pcie_link(
+                &mut dy,
+                (3, 8),
+                (
+                    rng.range(100, 900) as u32 * load,
+                    rng.range(1_000, 6_000) as u32 * load,
+                ),
+            );
             dy.ecc_errors = ecc_all(ok(0));
             dy.clock_event_reasons = ok(if capped { reasons::SW_POWER_CAP } else { 0 });
-            dy.compute_processes = ok(compute);
-            dy.graphics_processes = ok(graphics);
-            dy.process_utilization = ok(samples);
+            gpu_processes(&mut dy, compute, graphics, samples);
             devs.insert(DeviceId::Gpu(g), dy);
             host.insert(
                 pid,
@@ -231,23 +196,11 @@ pub fn build() -> Fixture {
             XORG,
             host_sample(rng.rangef(0.0, 0.4), 61 * MIB, "sleeping"),
         );
-        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 1.5;
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy / 48.0 * 100.0)),
-                memory_used: Some(21 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
-                swap_used: Some(0),
-                load_average: Some(load.step(busy)),
-                processes: host,
-            },
-        });
+        frames.push(machine.frame_of_processes(f, devs, (1.5, 21 * GIB, 0), host));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(
+    fixture(
+        meta(
             STEM,
             "A 4x Tesla T4 inference server where GPU 2 falls off the bus at frame 15: \
                           from then on every changing answer of GPU 2 is gpu_lost, and its worker \
@@ -260,17 +213,9 @@ pub fn build() -> Fixture {
                      shared/reference-dumps/telegraf__tesla-t4.xml; the other three GPUs, the \
                      workers, host and frames are synthesised.",
         ),
-        system: system(("515.105.01", "11.515.105.01", 11070), GPUS, ok(uuids)),
-        nvml_missing_functions: Vec::new(),
+        system(("515.105.01", "11.515.105.01", 11070), GPUS, ok(uuids)),
         devices,
-        host: HostStatic {
-            hostname: Some("ip-10-0-3-117".to_string()),
-            cpu_count: Some(48),
-            memory_total: Some(192 * GIB),
-            swap_total: Some(0),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }

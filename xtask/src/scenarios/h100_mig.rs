@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{DeviceId, Fixture, ProcessInfo, VirtualizationMode};
 
 use super::common::*;
@@ -177,7 +176,7 @@ pub fn build() -> Fixture {
 
     let mut temp: f64 = 42.0;
     let mut energy: u64 = 1_372_000_000;
-    let mut load = LoadAvg::new([0.4, 0.3, 0.2]);
+    let mut machine = Host::new("h100-mig-vm", 20, (240 * GIB, 0)).with_load([0.4, 0.3, 0.2]);
     let mut frames = Vec::new();
     // GPM readings draw from their own generator, so the other values stay as they were.
     let mut gpm_rng = Rng::new(0x6770_0007);
@@ -270,19 +269,14 @@ pub fn build() -> Fixture {
             (h100::IDLE_GRAPHICS, h100::IDLE_VIDEO)
         };
         dy.clocks = clocks(graphics, graphics, h100::MAX_MEMORY, video);
-        dy.temperature = ok(temp.round() as u32);
-        dy.power_usage = ok(power_mw);
+        gpu_state(&mut dy, temp.round() as u32, power_mw, 0);
         dy.total_energy_consumption = ok(energy);
-        dy.performance_state = ok(0);
-        dy.current_pcie_link_generation = ok(5);
-        dy.current_pcie_link_width = ok(16);
         let (tx, rx) = if burn {
             (rng.range(8_200, 9_900), rng.range(17_500, 20_500))
         } else {
             (rng.range(300, 420), rng.range(280, 400))
         };
-        dy.pcie_tx_throughput = ok(tx as u32);
-        dy.pcie_rx_throughput = ok(rx as u32);
+        pcie_link(&mut dy, (5, 16), (tx as u32, rx as u32));
         dy.ecc_errors = ecc_all(ok(0));
         dy.clock_event_reasons = ok(if active { 0 } else { reasons::GPU_IDLE });
         dy.memory_temperature = ok((temp + 5.0).round() as u32);
@@ -302,25 +296,11 @@ pub fn build() -> Fixture {
         dy.compute_processes = ok(all_procs);
         dy.graphics_processes = ok(Vec::new());
         devs.insert(DeviceId::Gpu(0), dy);
-        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.2;
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy / 20.0 * 100.0)),
-                memory_used: Some(
-                    14 * GIB + 310 * MIB + host.values().filter_map(|h| h.rss).sum::<u64>(),
-                ),
-                swap_used: Some(0),
-                load_average: Some(load.step(busy)),
-                processes: host,
-            },
-        });
+        frames.push(machine.frame_of_processes(f, devs, (0.2, 14 * GIB + 310 * MIB, 0), host));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(
+    fixture(
+        meta(
             STEM,
             "One H100 80GB HBM3 in MIG mode with four MIG devices (3g.40gb, 2g.20gb, \
                           2x 1g.10gb); memhog and gpu_burn start inside GPU instance 2 and an \
@@ -335,17 +315,9 @@ pub fn build() -> Fixture {
                      answered; UUIDs, serial, the GI 3 process, the host and the frames are \
                      synthesised.",
         ),
-        system: system((h100::DRIVER, h100::NVML, h100::CUDA), 1, ok(vec![uuid])),
-        nvml_missing_functions: Vec::new(),
+        system((h100::DRIVER, h100::NVML, h100::CUDA), 1, ok(vec![uuid])),
         devices,
-        host: HostStatic {
-            hostname: Some("h100-mig-vm".to_string()),
-            cpu_count: Some(20),
-            memory_total: Some(240 * GIB),
-            swap_total: Some(0),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }

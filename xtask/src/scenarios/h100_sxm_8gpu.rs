@@ -3,18 +3,27 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{
-    DeviceDynamic, DeviceStatic, Frame, HostFrame, HostStatic, SCHEMA_VERSION,
-};
+use gpu_backend::fixture::{DeviceDynamic, DeviceStatic};
 use gpu_backend::{
-    Answer, Architecture, BackendError, Brand, CodecUtilization, ComputeCapability, ComputeMode,
-    CurrentPending, DeviceId, EventKind, Fixture, GpuEvent, ProcessUtilizationSample, RemappedRows,
-    Utilization, VirtualizationMode,
+    Answer, Architecture, BackendError, Brand, CurrentPending, DeviceId, EventKind, Fixture,
+    GpuEvent, ProcessUtilizationSample, RemappedRows, Utilization, VirtualizationMode,
 };
 
 use super::common::*;
 
 pub const STEM: &str = "h100-sxm-8gpu";
+const DESCRIPTION: &str = "An 8x H100 80GB HBM3 SXM (HGX) server: an 8-rank torchrun training job \
+                          warming up alongside evaluation, inference, notebook, Dask, LoRA and Ray \
+                          jobs (64 GPU processes in all), with 18 active NVLinks per GPU and no fans.";
+const SOURCE: &str = "Device values (name, PCI ids, VBIOS, board part number, memory total and \
+                     reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
+                     range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
+                     shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
+                     (a single-GPU VM); what the dump does not show (no fans, no MIG slot with \
+                     MIG off, instance ids, bus width, thresholds, sampling periods, cores, PCIe \
+                     max speed) as the real H100 of fixtures/h100-real.json answered; the 8-GPU \
+                     topology, UUIDs, serials, processes, host and the frames are synthesised \
+                     around those values.";
 const FRAMES: usize = 30;
 const GPUS: u32 = 8;
 /// From this frame on, GPU 5 has a pending row remap (one row remapped for an uncorrectable
@@ -119,15 +128,7 @@ pub fn h100_static(
     s.nvlink_state = vec![ok(true); h100::NVLINKS];
     // nvidia-smi 590 shows "Display Attached: Yes" (the display-mode query) and "Display
     // Active: Disabled".
-    s.display_mode = ok(true);
-    s.display_active = ok(false);
-    s.persistence_mode = ok(true);
-    s.ecc_mode = ok(CurrentPending {
-        current: true,
-        pending: true,
-    });
-    s.compute_mode = ok(ComputeMode::Default);
-    s.cuda_compute_capability = ok(ComputeCapability { major: 9, minor: 0 });
+    board_modes(&mut s, (true, false), Some(true), true, (9, 0));
     s.mig_mode = ok(CurrentPending {
         current: false,
         pending: false,
@@ -219,6 +220,40 @@ struct Proc {
     rss: u64,
 }
 
+impl Proc {
+    /// A process of `(pid, gpu)` steady from the start: GPU memory `mem_mib` MiB plus up to
+    /// `mem_spread` more, typical SM share and host CPU (percent), and resident memory `rss_gib`
+    /// GiB plus up to `rss_spread` MiB (drawn from `rng` in that order).
+    fn steady(
+        rng: &mut Rng,
+        (pid, gpu): (u32, u32),
+        (mem_mib, mem_spread): (u64, u64),
+        (sm, cpu): (f64, f64),
+        (rss_gib, rss_spread): (u64, u64),
+    ) -> Proc {
+        Proc {
+            pid,
+            gpu,
+            mem_from: 0,
+            mem_to: (mem_mib + rng.range(0, mem_spread)) * MIB,
+            warm_frames: 0,
+            sm,
+            cpu,
+            rss: rss_gib * GIB + rng.range(0, rss_spread) * MIB,
+        }
+    }
+}
+
+/// A command line's words (none of them holds white space).
+fn split(cmdline: &str) -> Vec<String> {
+    cmdline.split_whitespace().map(str::to_string).collect()
+}
+
+/// The words as `&str`s.
+fn words(cmdline: &[String]) -> Vec<&str> {
+    cmdline.iter().map(String::as_str).collect()
+}
+
 pub fn build() -> Fixture {
     let mut rng = Rng::new(0x4810_0580);
     let buses: [u32; 8] = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB];
@@ -239,18 +274,24 @@ pub fn build() -> Fixture {
     // --- processes -------------------------------------------------------------------------
     let mut procs: Vec<Proc> = Vec::new();
     let mut host_procs = BTreeMap::new();
-    let s = START_S;
+    // Each process with its host facts; it started `before` seconds before the recording.
+    let mut add = |p: Proc, name: &str, cmdline: &[String], user: &str, ppid, before: u64| {
+        let facts = host_proc(name, &words(cmdline), user, ppid, START_S - before);
+        host_procs.insert(p.pid, facts);
+        procs.push(p);
+    };
     // The launchers (torchrun 40100 and 40300, raylet 31000, jupyter-lab 22000, the
     // dask-cuda-worker nanny 33000) hold no GPU context, so they appear only as parents.
     let mut ray_pid = 31120u32;
     for g in 0..GPUS {
         let gi = g as u64;
-        let rank = g.to_string();
+        // The job's process on this GPU.
+        let steady =
+            |rng: &mut Rng, pid, mem, load, rss| Proc::steady(rng, (pid, g), mem, load, rss);
         // 1. Training rank (alice), warming up during the recording.
-        let pid = 40117 + g;
         let mem_to = (61_440 + rng.range(0, 1_500)) * MIB;
-        procs.push(Proc {
-            pid,
+        let p = Proc {
+            pid: 40117 + g,
             gpu: g,
             mem_from: (2_100 + rng.range(0, 200)) * MIB,
             mem_to,
@@ -258,192 +299,65 @@ pub fn build() -> Fixture {
             sm: 80.0,
             cpu: 140.0,
             rss: 21 * GIB + rng.range(0, 2048) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python3",
-                &[
-                    "/home/alice/.venv/bin/python3",
-                    "-u",
-                    "train.py",
-                    "--config",
-                    "configs/llama-8b-sft.yaml",
-                    &format!("--local-rank={rank}"),
-                ],
-                "alice",
-                40100,
-                s - 38,
-            ),
-        );
+        };
+        let venv = "/home/alice/.venv/bin/python3 -u";
+        let cmd = split(&format!(
+            "{venv} train.py --config configs/llama-8b-sft.yaml --local-rank={g}"
+        ));
+        add(p, "python3", &cmd, "alice", 40100, 38);
         // 2. Evaluation rank of a second, smaller torchrun job.
-        let pid = 40317 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (2_250 + rng.range(0, 500)) * MIB,
-            warm_frames: 0,
-            sm: 5.0,
-            cpu: 95.0,
-            rss: 6 * GIB + rng.range(0, 1024) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python3",
-                &[
-                    "/home/alice/.venv/bin/python3",
-                    "-u",
-                    "eval.py",
-                    "--ckpt",
-                    "runs/sft-0412/step-6000",
-                    &format!("--local-rank={rank}"),
-                ],
-                "alice",
-                40300,
-                s - 608,
-            ),
-        );
+        let p = steady(&mut rng, 40317 + g, (2_250, 500), (5.0, 95.0), (6, 1024));
+        let cmd = split(&format!(
+            "{venv} eval.py --ckpt runs/sft-0412/step-6000 --local-rank={g}"
+        ));
+        add(p, "python3", &cmd, "alice", 40300, 608);
         // 3. Inference server, one per GPU (svc-infer).
-        let pid = 2841 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (3_600 + rng.range(0, 600)) * MIB,
-            warm_frames: 0,
-            sm: 4.0,
-            cpu: 12.0,
-            rss: 3 * GIB + rng.range(0, 512) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "tritonserver",
-                &[
-                    "/opt/tritonserver/bin/tritonserver",
-                    "--model-repository=/srv/models",
-                    &format!("--http-port={}", 8000 + 10 * g),
-                    &format!("--grpc-port={}", 8001 + 10 * g),
-                    &format!("--metrics-port={}", 8002 + 10 * g),
-                ],
-                "svc-infer",
-                1,
-                s - 259_200 + gi * 3,
-            ),
-        );
+        let p = steady(&mut rng, 2841 + g, (3_600, 600), (4.0, 12.0), (3, 512));
+        let port = 8000 + 10 * g;
+        let cmd = split(&format!(
+            "/opt/tritonserver/bin/tritonserver --model-repository=/srv/models \
+             --http-port={port} --grpc-port={} --metrics-port={}",
+            port + 1,
+            port + 2
+        ));
+        add(p, "tritonserver", &cmd, "svc-infer", 1, 259_200 - gi * 3);
         // 4. A notebook kernel (carol), mostly idle.
-        let pid = 22140 + 7 * g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (620 + rng.range(0, 700)) * MIB,
-            warm_frames: 0,
-            sm: 0.0,
-            cpu: 0.5,
-            rss: 2 * GIB + rng.range(0, 1024) * MIB,
-        });
-        let kernel = format!(
-            "/home/carol/.local/share/jupyter/runtime/kernel-{:08x}.json",
-            rng.next_u64() >> 32
-        );
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python3",
-                &[
-                    "/opt/conda/bin/python3",
-                    "-m",
-                    "ipykernel_launcher",
-                    "-f",
-                    &kernel,
-                ],
-                "carol",
-                22000,
-                s - 7_200 + gi * 311,
-            ),
-        );
+        let p = steady(&mut rng, 22140 + 7 * g, (620, 700), (0.0, 0.5), (2, 1024));
+        let kernel = rng.next_u64() >> 32;
+        let cmd = split(&format!(
+            "/opt/conda/bin/python3 -m ipykernel_launcher \
+             -f /home/carol/.local/share/jupyter/runtime/kernel-{kernel:08x}.json"
+        ));
+        add(p, "python3", &cmd, "carol", 22000, 7_200 - gi * 311);
         // 5. A dask-cuda worker (bob).
-        let pid = 33021 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (1_030 + rng.range(0, 200)) * MIB,
-            warm_frames: 0,
-            sm: 2.0,
-            cpu: 35.0,
-            rss: 4 * GIB + rng.range(0, 1024) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python",
-                &[
-                    "/home/bob/miniconda3/envs/rapids/bin/python",
-                    "-c",
-                    "from distributed.nanny import Nanny; Nanny.run()",
-                    &format!("--name=dask-gpu-{g}"),
-                ],
-                "bob",
-                33000,
-                s - 3_640,
-            ),
-        );
+        let p = steady(&mut rng, 33021 + g, (1_030, 200), (2.0, 35.0), (4, 1024));
+        let cmd = [
+            "/home/bob/miniconda3/envs/rapids/bin/python".to_string(),
+            "-c".to_string(),
+            "from distributed.nanny import Nanny; Nanny.run()".to_string(),
+            format!("--name=dask-gpu-{g}"),
+        ];
+        add(p, "python", &cmd, "bob", 33000, 3_640);
         // 6. A LoRA fine-tune (eve), one per GPU.
-        let pid = 45120 + g;
-        procs.push(Proc {
-            pid,
-            gpu: g,
-            mem_from: 0,
-            mem_to: (2_700 + rng.range(0, 700)) * MIB,
-            warm_frames: 0,
-            sm: 10.0,
-            cpu: 100.0,
-            rss: 5 * GIB + rng.range(0, 1024) * MIB,
-        });
-        host_procs.insert(
-            pid,
-            host_proc(
-                "python",
-                &[
-                    "/home/eve/venvs/peft/bin/python",
-                    "finetune_lora.py",
-                    "--base",
-                    "mistral-7b",
-                    &format!("--device=cuda:{g}"),
-                ],
-                "eve",
-                44990,
-                s - 1_200 + gi * 17,
-            ),
-        );
+        let p = steady(&mut rng, 45120 + g, (2_700, 700), (10.0, 100.0), (5, 1024));
+        let cmd = split(&format!(
+            "/home/eve/venvs/peft/bin/python finetune_lora.py --base mistral-7b --device=cuda:{g}"
+        ));
+        add(p, "python", &cmd, "eve", 44990, 1_200 - gi * 17);
         // 7. Ray rollout workers (bob): three on GPUs 0-3, one on 4-7.
         let workers = if g < 4 { 3 } else { 1 };
         for _ in 0..workers {
             let pid = ray_pid;
             ray_pid += 1;
-            procs.push(Proc {
-                pid,
-                gpu: g,
-                mem_from: 0,
-                mem_to: (1_100 + rng.range(0, 500)) * MIB,
-                warm_frames: 0,
-                sm: 1.5,
-                cpu: 60.0,
-                rss: 3 * GIB + rng.range(0, 1024) * MIB,
-            });
-            host_procs.insert(
-                pid,
-                host_proc(
-                    "ray::RolloutWorker",
-                    &["ray::RolloutWorker"],
-                    "bob",
-                    31000,
-                    s - 1_790 + u64::from(pid % 7),
-                ),
+            let p = steady(&mut rng, pid, (1_100, 500), (1.5, 60.0), (3, 1024));
+            let cmd = ["ray::RolloutWorker".to_string()];
+            add(
+                p,
+                "ray::RolloutWorker",
+                &cmd,
+                "bob",
+                31000,
+                1_790 - u64::from(pid % 7),
             );
         }
     }
@@ -475,7 +389,8 @@ pub fn build() -> Fixture {
         })
         .collect();
     let mut rss_now: Vec<u64> = procs.iter().map(|p| p.rss).collect();
-    let mut load = LoadAvg::new([22.4, 17.9, 11.2]);
+    let mut machine =
+        Host::new("hgx-h100-07", 224, (2048 * GIB, 8 * GIB)).with_load([22.4, 17.9, 11.2]);
     let mut frames = Vec::new();
 
     // GPM readings draw from their own generator, so the other values stay as they were.
@@ -578,14 +493,7 @@ pub fn build() -> Fixture {
                 gpu: util.round() as u32,
                 memory: mem_util.round() as u32,
             });
-            dy.encoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: h100::ENCODER_PERIOD_US,
-            });
-            dy.decoder_utilization = ok(CodecUtilization {
-                utilization: 0,
-                sampling_period_us: h100::ENCODER_PERIOD_US,
-            });
+            codecs(&mut dy, (0, 0), h100::ENCODER_PERIOD_US);
             dy.clocks = clocks(graphics, graphics, h100::MAX_MEMORY, video);
             dy.temperature = ok(temps[gi].round() as u32);
             dy.power_usage = ok(power_mw);
@@ -637,43 +545,14 @@ pub fn build() -> Fixture {
         host_cpu_sum += rng.rangef(150.0, 250.0);
         let busy_cpus = host_cpu_sum / 100.0 + 6.0;
         let rss_total: u64 = rss_now.iter().sum();
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy_cpus / 224.0 * 100.0)),
-                memory_used: Some(212 * GIB + rss_total),
-                swap_used: Some(0),
-                load_average: Some(load.step(busy_cpus)),
-                processes: host_samples,
-            },
-        });
+        frames.push(machine.frame(f, devs, busy_cpus, (212 * GIB + rss_total, 0), host_samples));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(STEM, "An 8x H100 80GB HBM3 SXM (HGX) server: an 8-rank torchrun training job \
-                          warming up alongside evaluation, inference, notebook, Dask, LoRA and Ray \
-                          jobs (64 GPU processes in all), with 18 active NVLinks per GPU and no fans.", "Device values (name, PCI ids, VBIOS, board part number, memory total and \
-                     reserved, BAR1, clocks and max clocks, power limit 700 W and its 200-700 W \
-                     range, ECC, NVLink count, driver 590.48.01 / CUDA 13.1) from \
-                     shared/reference-dumps/utku__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt \
-                     (a single-GPU VM); what the dump does not show (no fans, no MIG slot with \
-                     MIG off, instance ids, bus width, thresholds, sampling periods, cores, PCIe \
-                     max speed) as the real H100 of fixtures/h100-real.json answered; the 8-GPU \
-                     topology, UUIDs, serials, processes, host and the frames are synthesised \
-                     around those values."),
-        system: system((h100::DRIVER, h100::NVML, h100::CUDA), GPUS, ok(uuids)),
-        nvml_missing_functions: Vec::new(),
+    fixture(
+        meta(STEM, DESCRIPTION, SOURCE),
+        system((h100::DRIVER, h100::NVML, h100::CUDA), GPUS, ok(uuids)),
         devices,
-        host: HostStatic {
-            hostname: Some("hgx-h100-07".to_string()),
-            cpu_count: Some(224),
-            memory_total: Some(2048 * GIB),
-            swap_total: Some(8 * GIB),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }

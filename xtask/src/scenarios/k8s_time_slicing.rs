@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostProcessFacts, HostStatic, SCHEMA_VERSION};
+use gpu_backend::fixture::{Frame, HostFrame, HostProcessFacts};
 use gpu_backend::{CodecUtilization, ContainerFacts, DeviceId, Fixture, ProcessInfo, Utilization};
 
 use super::common::*;
@@ -25,17 +25,29 @@ struct Proc {
     sm: f64,
     cmdline: &'static [&'static str],
     user: &'static str,
-    /// (pod, namespace, container, pod UID, QoS class, container id); `None` outside any
-    /// container.
-    pod: Option<(
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-    )>,
+    /// `None` outside any container.
+    pod: Option<Pod>,
 }
+
+/// A process's container: (pod, namespace, container, pod UID, QoS class, container id).
+type Pod = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// The notebook container, which runs two kernels.
+const NOTEBOOK: Pod = (
+    "notebook-7f9c",
+    "data-science",
+    "jupyter",
+    "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+    "BestEffort",
+    "5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b",
+);
 
 const PROCS: [Proc; 6] = [
     Proc {
@@ -78,14 +90,7 @@ const PROCS: [Proc; 6] = [
         sm: 9.0,
         cmdline: &["python3", "-m", "ipykernel_launcher", "-f", "kernel-1.json"],
         user: "jovyan",
-        pod: Some((
-            "notebook-7f9c",
-            "data-science",
-            "jupyter",
-            "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
-            "BestEffort",
-            "5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b",
-        )),
+        pod: Some(NOTEBOOK),
     },
     Proc {
         pid: 40304,
@@ -94,14 +99,7 @@ const PROCS: [Proc; 6] = [
         sm: 6.0,
         cmdline: &["python3", "-m", "ipykernel_launcher", "-f", "kernel-2.json"],
         user: "jovyan",
-        pod: Some((
-            "notebook-7f9c",
-            "data-science",
-            "jupyter",
-            "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
-            "BestEffort",
-            "5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b",
-        )),
+        pod: Some(NOTEBOOK),
     },
     Proc {
         pid: 40404,
@@ -244,16 +242,12 @@ pub fn build() -> Fixture {
             h100::MAX_MEMORY,
             h100::MAX_VIDEO,
         );
-        dy.temperature = ok(58);
-        dy.power_usage = ok(95_000 + sm_sum * 5_900);
-        dy.performance_state = ok(0);
+        gpu_state(&mut dy, 58, 95_000 + sm_sum * 5_900, 0);
         energy[0] += u64::from(95_000 + sm_sum * 5_900); // mW x 1 s = mJ
         h100_health(&mut dy, 58, energy[0], true, false);
         dy.gpm_metrics = gpm_reading(f, f64::from(sm_sum.min(100)), 0.5, false, &mut gpm_rng);
-        dy.compute_processes = ok(gpu0);
-        dy.graphics_processes = ok(Vec::new());
         samples.sort_by_key(|s| s.pid);
-        dy.process_utilization = ok(samples);
+        gpu_processes(&mut dy, gpu0, Vec::new(), samples);
         devs.insert(DeviceId::Gpu(0), dy);
 
         let mut parent_used = 0;
@@ -284,9 +278,7 @@ pub fn build() -> Fixture {
             parent_used,
         ));
         dy.bar1_memory_info = ok(bar1(h100::BAR1_TOTAL, 0));
-        dy.temperature = ok(47);
-        dy.power_usage = ok(180_000);
-        dy.performance_state = ok(0);
+        gpu_state(&mut dy, 47, 180_000, 0);
         // The MIG dump: clocks, PCIe and ECC answer on a GPU in MIG mode.
         dy.clocks = clocks(
             h100::MAX_GRAPHICS,
@@ -301,6 +293,7 @@ pub fn build() -> Fixture {
         dy.graphics_processes = ok(Vec::new());
         devs.insert(DeviceId::Gpu(1), dy);
 
+        // The node's CPU use and load come from the pods' other work, outside this story.
         frames.push(Frame {
             t_ms: f as u64 * FRAME_MS,
             devices: devs,
@@ -314,9 +307,9 @@ pub fn build() -> Fixture {
         });
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(
+    let node = Host::new("gpu-node-7", 64, (512 * GIB, 0));
+    fixture(
+        meta(
             STEM,
             "A Kubernetes node with two H100 80GB HBM3. GPU 0 is time-sliced between three pods \
              (finetune-a-0, finetune-b-0, and notebook-7f9c with two kernels), whose memory and \
@@ -327,21 +320,13 @@ pub fn build() -> Fixture {
              fixtures/h100-real.json gave them; pods, containers, processes and frames are \
              synthesised.",
         ),
-        system: system(
+        system(
             (h100::DRIVER, h100::NVML, h100::CUDA),
             2,
             ok(uuids.to_vec()),
         ),
-        nvml_missing_functions: Vec::new(),
         devices,
-        host: HostStatic {
-            hostname: Some("gpu-node-7".to_string()),
-            cpu_count: Some(64),
-            memory_total: Some(512 * GIB),
-            swap_total: Some(0),
-            processes: host_procs,
-        },
+        node.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }

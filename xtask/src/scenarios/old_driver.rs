@@ -4,11 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
-use gpu_backend::{
-    Brand, CodecUtilization, ComputeCapability, ComputeMode, DeviceId, Fixture, Utilization,
-    VirtualizationMode,
-};
+use gpu_backend::{Brand, DeviceId, Fixture, Utilization, VirtualizationMode};
 
 use super::common::*;
 
@@ -58,11 +54,7 @@ pub fn build() -> Fixture {
     s.max_clocks = clocks(2145, 2145, 4001, 1950);
     s.num_fans = fnf();
     board_limits(&mut s, (93, 96), (130_000, 70_000, 130_000), (3, 16));
-    s.display_mode = ok(false);
-    s.display_active = ok(false);
-    s.persistence_mode = ok(false);
-    s.compute_mode = ok(ComputeMode::Default);
-    s.cuda_compute_capability = ok(ComputeCapability { major: 7, minor: 5 });
+    board_modes(&mut s, (false, false), Some(false), false, (7, 5));
     s.mig_mode = fnf();
     s.max_mig_device_count = fnf();
     s.mig_device_indices = fnf();
@@ -101,7 +93,8 @@ pub fn build() -> Fixture {
 
     let mut temp: f64 = 40.0;
     let mut rss = 0;
-    let mut load = LoadAvg::new([0.08, 0.05, 0.01]);
+    let mut machine =
+        Host::new("tr-workstation", 32, (64 * GIB, 2 * GIB)).with_load([0.08, 0.05, 0.01]);
     let mut frames = Vec::new();
     for f in 0..FRAMES {
         let on = f >= TRAIN_START;
@@ -176,60 +169,39 @@ pub fn build() -> Fixture {
         } else {
             Utilization { gpu: 0, memory: 1 }
         });
-        dy.encoder_utilization = ok(CodecUtilization {
-            utilization: 0,
-            sampling_period_us: 167_000,
-        });
-        dy.decoder_utilization = ok(CodecUtilization {
-            utilization: 0,
-            sampling_period_us: 167_000,
-        });
+        codecs(&mut dy, (0, 0), 167_000);
         dy.clocks = if on {
             clocks(graphics, graphics, 3_801, 1_695)
         } else {
             clocks(300, 300, 405, 540)
         };
         dy.fan_speed = ok(fan);
-        dy.temperature = ok(temp.round() as u32);
-        dy.power_usage = ok((power_w * 1000.0) as u32);
-        dy.performance_state = ok(if on { 2 } else { 8 });
-        dy.current_pcie_link_generation = ok(if on { 3 } else { 1 });
-        dy.current_pcie_link_width = ok(16);
-        dy.pcie_tx_throughput = ok(if on {
-            1000 * rng.range(4, 15) as u32
+        gpu_state(
+            &mut dy,
+            temp.round() as u32,
+            (power_w * 1000.0) as u32,
+            if on { 2 } else { 8 },
+        );
+        let throughput = if on {
+            (
+                1000 * rng.range(4, 15) as u32,
+                1000 * rng.range(60, 190) as u32,
+            )
         } else {
-            0
-        });
-        dy.pcie_rx_throughput = ok(if on {
-            1000 * rng.range(60, 190) as u32
-        } else {
-            0
-        });
+            (0, 0)
+        };
+        pcie_link(&mut dy, (if on { 3 } else { 1 }, 16), throughput);
         dy.ecc_errors = ecc_all(ns());
         dy.gpm_metrics = fnf();
         dy.clock_event_reasons = ok(if on { 0 } else { reasons::GPU_IDLE });
-        dy.compute_processes = ok(procs);
-        dy.graphics_processes = ok(Vec::new());
-        dy.process_utilization = ok(samples);
+        gpu_processes(&mut dy, procs, Vec::new(), samples);
         let mut devs = BTreeMap::new();
         devs.insert(DeviceId::Gpu(0), dy);
-        let busy_cpus = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0 + 0.05;
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy_cpus / 32.0 * 100.0)),
-                memory_used: Some(5 * GIB + 220 * MIB + rss),
-                swap_used: Some(0),
-                load_average: Some(load.step(busy_cpus)),
-                processes: host,
-            },
-        });
+        frames.push(machine.frame_of_processes(f, devs, (0.05, 5 * GIB + 220 * MIB, 0), host));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(
+    let mut fx = fixture(
+        meta(
             STEM,
             "A GeForce GTX 1660 Ti under driver 418.43 (CUDA 10.1), which names it \
                           \"Graphics Device\" and lacks the _v2/_v3 process calls, memory info v2, \
@@ -241,21 +213,12 @@ pub fn build() -> Fixture {
                      shared/reference-dumps/telegraf__gtx-1660-ti.xml (idle); the training \
                      process, load figures, host and frames are synthesised.",
         ),
-        system: system(("418.43", "10.418.43", 10010), 1, ns()),
-        nvml_missing_functions: {
-            let mut v: Vec<String> = MISSING.iter().map(|s| s.to_string()).collect();
-            v.sort();
-            v
-        },
+        system(("418.43", "10.418.43", 10010), 1, ns()),
         devices,
-        host: HostStatic {
-            hostname: Some("tr-workstation".to_string()),
-            cpu_count: Some(32),
-            memory_total: Some(64 * GIB),
-            swap_total: Some(2 * GIB),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    );
+    fx.nvml_missing_functions = MISSING.iter().map(|s| s.to_string()).collect();
+    fx.nvml_missing_functions.sort();
+    fx
 }

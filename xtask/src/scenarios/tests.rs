@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use gpu_backend::fixture::{DeviceDynamic, Frame};
 use gpu_backend::{
     Answer, Architecture, BackendError, Brand, ClockType, DeviceId, DriverModel, Fixture,
+    ProcessInfo,
 };
 
 use super::common::{MIB, RECORDED_AT};
@@ -25,6 +26,18 @@ fn fixtures_dir() -> PathBuf {
 
 fn dy(frame: &Frame, id: DeviceId) -> &DeviceDynamic {
     &frame.devices[&id]
+}
+
+/// The compute process `pid` of device `id` in `frame`.
+fn compute_process(frame: &Frame, id: DeviceId, pid: u32) -> ProcessInfo {
+    dy(frame, id)
+        .compute_processes
+        .ok()
+        .unwrap()
+        .iter()
+        .find(|p| p.pid == pid)
+        .copied()
+        .unwrap_or_else(|| panic!("no compute process {pid} on {id}"))
 }
 
 #[test]
@@ -279,13 +292,7 @@ fn h100_sxm_8gpu_facts() {
         }
         assert_eq!(pids.len(), 64, "frame {i}");
         assert_eq!(entries, 64, "frame {i}");
-        let rank0 = dy(frame, DeviceId::Gpu(0))
-            .compute_processes
-            .ok()
-            .unwrap()
-            .iter()
-            .find(|p| p.pid == 40117)
-            .unwrap()
+        let rank0 = compute_process(frame, DeviceId::Gpu(0), 40117)
             .used_gpu_memory
             .unwrap();
         first_rank_mem.get_or_insert(rank0);
@@ -360,14 +367,7 @@ fn h100_mig_facts() {
         }
     }
     let last = f.frames.last().unwrap();
-    let burn = dy(last, DeviceId::Gpu(0))
-        .compute_processes
-        .ok()
-        .unwrap()
-        .iter()
-        .find(|p| p.pid == 21198)
-        .copied()
-        .unwrap();
+    let burn = compute_process(last, DeviceId::Gpu(0), 21198);
     assert_eq!(
         (
             burn.gpu_instance_id,

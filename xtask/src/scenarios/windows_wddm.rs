@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::fixture::{Frame, HostFrame, HostStatic, SCHEMA_VERSION};
 use gpu_backend::{
-    Architecture, Brand, CodecUtilization, ComputeCapability, ComputeMode, CurrentPending,
-    DeviceId, DriverModel, Fixture, Utilization, VirtualizationMode,
+    Architecture, Brand, CurrentPending, DeviceId, DriverModel, Fixture, Utilization,
+    VirtualizationMode,
 };
 
 use super::common::*;
@@ -53,6 +52,25 @@ const FFMPEG: &str = r"C:\Users\utku\AppData\Local\Microsoft\WinGet\Packages\Gya
 const ENCODES: [(u32, usize); 2] = [(25704, 5), (26660, 7)];
 const USER: &str = r"DESKTOP-7K2M9QF\utku";
 
+/// The card's figures in one state: used memory (MiB), GPU, memory and encoder utilization
+/// (%), power (W), the temperature it heads for (°C), fan (%), P-state, and graphics, memory
+/// and video clocks (MHz).
+type Figures = (u64, u32, u32, u64, f64, f64, u32, u32, u32, u32, u32);
+
+/// The card's figures with 0, 1 and 2 encodes running.
+const BY_ENCODES: [Figures; 3] = [
+    (702, 0, 0, 0, 38.9, 40.0, 38, 8, 300, 405, 540),
+    (999, 4, 2, 50, 74.0, 43.0, 37, 2, 2055, 7500, 1905),
+    (1296, 7, 3, 100, 97.5, 45.0, 38, 2, 2055, 7500, 1905),
+];
+
+/// The PCIe throughput (transmitted, received; KB/s) ranges with 0, 1 and 2 encodes running.
+const PCIE_BY_ENCODES: [((u64, u64), (u64, u64)); 3] = [
+    ((2_500, 3_200), (30, 90)),
+    ((55_000, 68_000), (560_000, 640_000)),
+    ((110_000, 130_000), (1_150_000, 1_260_000)),
+];
+
 pub fn build() -> Fixture {
     let mut rng = Rng::new(0x2080_5910);
     let uuid = rng.uuid("GPU");
@@ -67,10 +85,7 @@ pub fn build() -> Fixture {
     s.num_fans = ok(1);
     board_limits(&mut s, (97, 100), (250_000, 105_000, 350_000), (3, 16));
     // "Display Attached: Yes", "Display Active: Disabled" as nvidia-smi 591.86 reported them.
-    s.display_mode = ok(true);
-    s.display_active = ok(false);
-    s.compute_mode = ok(ComputeMode::Default);
-    s.cuda_compute_capability = ok(ComputeCapability { major: 7, minor: 5 });
+    board_modes(&mut s, (true, false), None, false, (7, 5));
     s.driver_model = ok(CurrentPending {
         current: DriverModel::Wddm,
         pending: DriverModel::Wddm,
@@ -122,6 +137,8 @@ pub fn build() -> Fixture {
 
     let mut temp: f64 = 40.0;
     let mut energy: u64 = 4_112_900_000;
+    // Windows has no load average.
+    let mut machine = Host::new("DESKTOP-7K2M9QF", 16, (32 * GIB, 4 * GIB + 768 * MIB));
     let mut frames = Vec::new();
     for f in 0..FRAMES {
         let running: Vec<u32> = ENCODES
@@ -131,67 +148,16 @@ pub fn build() -> Fixture {
             .collect();
         let n = running.len();
         // Idle figures from the dump's idle state, load figures from its load state.
-        let (
-            used_mib,
-            gpu_u,
-            mem_u,
-            enc_u,
-            power_w,
-            target_t,
-            fan,
-            pstate,
-            gclk,
-            mclk,
-            vclk,
-            tx,
-            rx,
-        ) = match n {
-            0 => (
-                702,
-                0,
-                0,
-                0,
-                38.9,
-                40.0,
-                38,
-                8,
-                300,
-                405,
-                540,
-                rng.range(2_500, 3_200),
-                rng.range(30, 90),
-            ),
-            1 => (
-                999,
-                4,
-                2,
-                50 + rng.range(0, 4),
-                74.0,
-                43.0,
-                37,
-                2,
-                2055,
-                7500,
-                1905,
-                rng.range(55_000, 68_000),
-                rng.range(560_000, 640_000),
-            ),
-            _ => (
-                1296,
-                7,
-                3,
-                100,
-                97.5,
-                45.0,
-                38,
-                2,
-                2055,
-                7500,
-                1905,
-                rng.range(110_000, 130_000),
-                rng.range(1_150_000, 1_260_000),
-            ),
+        let (used_mib, gpu_u, mem_u, enc_u, power_w, target_t, fan, pstate, gclk, mclk, vclk) =
+            BY_ENCODES[n.min(2)];
+        // One encode alone takes half the encoder, give or take a few percent.
+        let enc_u = if n == 1 {
+            enc_u + rng.range(0, 4)
+        } else {
+            enc_u
         };
+        let ((tx_lo, tx_hi), (rx_lo, rx_hi)) = PCIE_BY_ENCODES[n.min(2)];
+        let (tx, rx) = (rng.range(tx_lo, tx_hi), rng.range(rx_lo, rx_hi));
         let power = rng.jitter(power_w, 1.5, 10.0, 250.0);
         temp += (target_t - temp) * 0.35;
         let power_mw = (power * 1000.0) as u32;
@@ -228,31 +194,17 @@ pub fn build() -> Fixture {
             gpu: gpu_u,
             memory: mem_u,
         });
-        dy.encoder_utilization = ok(CodecUtilization {
-            utilization: enc_u as u32,
-            sampling_period_us: 167_000,
-        });
-        dy.decoder_utilization = ok(CodecUtilization {
-            utilization: 0,
-            sampling_period_us: 167_000,
-        });
+        codecs(&mut dy, (enc_u as u32, 0), 167_000);
         dy.clocks = clocks(gclk, gclk, mclk, vclk);
         dy.fan_speed = ok(fan);
         dy.fan_speeds = vec![ok(fan)];
         dy.fan_target_speeds = vec![ok(fan)];
-        dy.temperature = ok(temp.round() as u32);
-        dy.power_usage = ok(power_mw);
+        gpu_state(&mut dy, temp.round() as u32, power_mw, pstate);
         dy.total_energy_consumption = ok(energy);
-        dy.performance_state = ok(pstate);
-        dy.current_pcie_link_generation = ok(3);
-        dy.current_pcie_link_width = ok(16);
-        dy.pcie_tx_throughput = ok(tx as u32);
-        dy.pcie_rx_throughput = ok(rx as u32);
+        pcie_link(&mut dy, (3, 16), (tx as u32, rx as u32));
         dy.ecc_errors = ecc_all(ns());
         dy.clock_event_reasons = ok(if n == 0 { reasons::GPU_IDLE } else { 0 });
-        dy.compute_processes = ok(compute);
-        dy.graphics_processes = ok(desktop);
-        dy.process_utilization = ok(samples);
+        gpu_processes(&mut dy, compute, desktop, samples);
         let mut devs = BTreeMap::new();
         devs.insert(DeviceId::Gpu(0), dy);
 
@@ -272,24 +224,11 @@ pub fn build() -> Fixture {
                 host_sample(rng.rangef(160.0, 240.0), 268 * MIB, "running"),
             );
         }
-        let busy = host.values().filter_map(|h| h.cpu_percent).sum::<f64>() / 100.0;
-        frames.push(Frame {
-            t_ms: f as u64 * FRAME_MS,
-            devices: devs,
-            host: HostFrame {
-                cpu_percent: Some(round1(busy / 16.0 * 100.0)),
-                memory_used: Some(9 * GIB + host.values().filter_map(|h| h.rss).sum::<u64>()),
-                swap_used: Some(1_350 * MIB),
-                // Windows has no load average.
-                load_average: None,
-                processes: host,
-            },
-        });
+        frames.push(machine.frame_of_processes(f, devs, (0.0, 9 * GIB, 1_350 * MIB), host));
     }
 
-    Fixture {
-        schema_version: SCHEMA_VERSION,
-        meta: meta(
+    fixture(
+        meta(
             STEM,
             "A Windows 11 desktop with a GeForce RTX 2080 SUPER in the WDDM driver \
                           model: ten C+G desktop apps whose GPU memory is not available, then two \
@@ -301,17 +240,9 @@ pub fn build() -> Fixture {
                      utku__windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt; the UUID, \
                      host facts and the frames are synthesised.",
         ),
-        system: system(("591.86", "13.591.86", 13010), 1, ok(vec![uuid])),
-        nvml_missing_functions: Vec::new(),
+        system(("591.86", "13.591.86", 13010), 1, ok(vec![uuid])),
         devices,
-        host: HostStatic {
-            hostname: Some("DESKTOP-7K2M9QF".to_string()),
-            cpu_count: Some(16),
-            memory_total: Some(32 * GIB),
-            swap_total: Some(4 * GIB + 768 * MIB),
-            processes: host_procs,
-        },
+        machine.facts(host_procs),
         frames,
-        nvml_costs: None,
-    }
+    )
 }
