@@ -6,7 +6,7 @@ mod export_support;
 
 use edited_fixture::EditedFixture;
 
-use export_support::{fixture, fixture_json, get, Exporter};
+use export_support::{fixture, fixture_json, get, Exporter, Exposition};
 use serde_json::Value;
 
 fn ok(v: &Value) -> Option<&Value> {
@@ -17,12 +17,16 @@ fn ok_f64(v: &Value) -> Option<f64> {
     ok(v).and_then(Value::as_f64)
 }
 
+/// The exporter's scrape over the fixture `fixtures/<stem>.json` at `frame`, and the fixture.
+fn scrape_fixture(stem: &str, frame: &str) -> (Exposition, Value) {
+    let exp = Exporter::start(&["--fixture", &fixture(stem), "--frame", frame]);
+    (exp.scrape(), fixture_json(stem))
+}
+
 #[test]
 fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
     let frame = 5;
-    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "5"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5");
     let host = fx["host"]["hostname"].as_str().unwrap();
     let devices = fx["devices"].as_object().unwrap();
     assert_eq!(m.find("gpuscope_device_up", &[]).len(), devices.len());
@@ -186,9 +190,7 @@ fn process_command_label_is_there_only_when_asked() {
 
 #[test]
 fn mig_devices_carry_parent_and_instance_ids() {
-    let exp = Exporter::start(&["--fixture", &fixture("h100-mig"), "--frame", "3"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-mig");
+    let (m, fx) = scrape_fixture("h100-mig", "3");
     let mut migs = 0;
     for (index, st) in fx["devices"].as_object().unwrap() {
         let up = m.find("gpuscope_device_up", &[("index", index.as_str())]);
@@ -225,9 +227,7 @@ fn mig_devices_carry_parent_and_instance_ids() {
 #[test]
 fn a_lost_gpu_is_down_and_the_others_still_answer() {
     let frame = 20;
-    let exp = Exporter::start(&["--fixture", &fixture("gpu-lost"), "--frame", "20"]);
-    let m = exp.scrape();
-    let fx = fixture_json("gpu-lost");
+    let (m, fx) = scrape_fixture("gpu-lost", "20");
     let mut lost = 0;
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         let l = [("index", index.as_str())];
@@ -369,9 +369,7 @@ fn bad_flags_are_usage_errors() {
             .args(args)
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(what), "{args:?}: {stderr}");
+        export_support::cli::assert_usage_error(&out, args, what);
     }
 }
 
@@ -433,9 +431,7 @@ fn every_published_family_is_documented_and_the_dashboard_uses_only_published_on
 
 #[test]
 fn the_info_series_carries_each_devices_identity_from_the_fixture() {
-    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "5"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5");
     let driver = ok(&fx["system"]["driver_version"])
         .unwrap()
         .as_str()
@@ -475,9 +471,7 @@ fn the_info_series_carries_each_devices_identity_from_the_fixture() {
 
 #[test]
 fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
-    let exp = Exporter::start(&["--fixture", &fixture("geforce-desktop"), "--frame", "3"]);
-    let m = exp.scrape();
-    let fx = fixture_json("geforce-desktop");
+    let (m, fx) = scrape_fixture("geforce-desktop", "3");
     for (index, st) in fx["devices"].as_object().unwrap() {
         let dy = &fx["frames"][3]["devices"][index];
         let fans = dy["fan_speeds"].as_array().unwrap();
@@ -511,9 +505,7 @@ fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
 #[test]
 fn gpm_activity_and_health_series_match_the_fixture() {
     let frame = 12;
-    let exp = Exporter::start(&["--fixture", &fixture("h100-mig"), "--frame", "12"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-mig");
+    let (m, fx) = scrape_fixture("h100-mig", "12");
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         let l = [("index", index.as_str())];
         let gpm = ok(&dy["gpm_metrics"]).expect("GPM recorded");

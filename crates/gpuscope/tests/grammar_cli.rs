@@ -4,26 +4,12 @@
 //! `install-links`) speak their tools' spellings, and a metric answers to each of its names.
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
 
 mod cli;
 
-fn run(args: &[&str]) -> Output {
-    cli::command(args).output().expect("gpuscope runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "gpuscope {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use cli::{run, stdout as ok};
 
 fn usage_error(args: &[&str]) -> String {
     let out = run(args);

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod cli;
 mod edited_fixture;
-use cli::{fixture, run as gpuscope};
+use cli::{fixture, run as gpuscope, stdout as ok_text};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
 
 fn root() -> PathBuf {
@@ -18,17 +18,6 @@ fn root() -> PathBuf {
 
 fn fixture_json(stem: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(fixture(stem)).unwrap()).unwrap()
-}
-
-fn ok_text(args: &[&str]) -> String {
-    let out = gpuscope(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "gpuscope {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The text of one device's block, from its `==== <title>` line to the next.
@@ -513,20 +502,17 @@ fn info_json_has_the_recorded_health_values() {
             h["memory_temperature_celsius"], dy["memory_temperature"]["ok"],
             "{stem}"
         );
-        let fans: Vec<Value> = dy["fan_target_speeds"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a["ok"].clone())
-            .collect();
-        assert_eq!(h["fan_target_speeds_percent"], Value::Array(fans), "{stem}");
-        let links: Vec<Value> = dy["nvlink_error_counters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a["ok"].clone())
-            .collect();
-        assert_eq!(h["nvlink_errors"], Value::Array(links), "{stem}");
+        // The recorded values of a list of results.
+        let oks = |key: &str| -> Value {
+            let list = dy[key].as_array().unwrap();
+            list.iter().map(|a| a["ok"].clone()).collect()
+        };
+        assert_eq!(
+            h["fan_target_speeds_percent"],
+            oks("fan_target_speeds"),
+            "{stem}"
+        );
+        assert_eq!(h["nvlink_errors"], oks("nvlink_error_counters"), "{stem}");
         for (field, key) in [
             ("ecc_device_memory", "device_memory"),
             ("ecc_sram", "sram"),
@@ -563,12 +549,7 @@ fn processes_show_name_parent_and_creation_time_as_igpu_does() {
         .env("TZ", "UTC")
         .output()
         .expect("gpuscope runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = cli::ok_stdout(out, "info 0");
     let header = text
         .lines()
         .find(|l| l.trim_start().starts_with("PID "))

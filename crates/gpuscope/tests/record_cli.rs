@@ -342,10 +342,7 @@ fn bad_input_exits_2_and_says_what_is_wrong() {
         ),
     ];
     for (args, says) in cases {
-        let out = run(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        cli::assert_usage_error(&run(args), args, says);
     }
 }
 
@@ -527,10 +524,11 @@ fn record_colliding_output_paths_exit_2_naming_both_options() {
         ),
     ];
     for (args, says) in cases {
-        let out = run(&[&["record", "--demo", "--duration", "1s"][..], &args].concat());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        cli::assert_usage_error(
+            &run(&[&["record", "--demo", "--duration", "1s"][..], &args].concat()),
+            args,
+            says,
+        );
     }
     assert!(!a.exists(), "refused before any file is created");
     assert_eq!(std::fs::read(&png).unwrap(), b"an earlier plot");

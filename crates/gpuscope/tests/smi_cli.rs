@@ -27,20 +27,7 @@ fn run(args: &[&str]) -> Output {
 
 /// Runs `gpuscope smi ARGS` over the real recording at frame 47; checks exit 0; stdout.
 fn smi_real(args: &[&str]) -> String {
-    let fixture = repo("fixtures/h100-real.json");
-    let all = [
-        &["smi"][..],
-        args,
-        &["--fixture", &fixture, "--frame", "47"],
-    ]
-    .concat();
-    let out = run(&all);
-    assert!(
-        out.status.success(),
-        "{all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    smi_real_of_frame(&repo("fixtures/h100-real.json"), "47", args)
 }
 
 /// `-q` text as (path, value): the path is the labels from the top, joined by " / ", taken from
@@ -938,13 +925,7 @@ fn smi_demo(args: &[&str]) -> Output {
 }
 
 fn stdout_ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("UTF-8")
+    cli::ok_stdout(out.clone(), "gpuscope smi")
 }
 
 /// `-L`: `GPU i: NAME (UUID: ...)` per GPU, and under a GPU in MIG mode its MIG devices as
@@ -1119,10 +1100,7 @@ fn format_variants_write_what_nvidia_smi_writes() {
         ),
         (&["-L", "--format=csv"][..], "--format goes with"),
     ] {
-        let out = smi_demo(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(&smi_demo(args), args, needle);
     }
 }
 
@@ -1183,10 +1161,7 @@ fn loop_prints_again_until_the_count() {
         (&["-q", "-l", "1", "--count", "0"][..], "from 1"),
         (&["-L", "-l", "1"][..], "-l and -lms go with"),
     ] {
-        let out = smi_demo(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(&smi_demo(args), args, needle);
     }
 }
 
@@ -1434,14 +1409,7 @@ fn q_x_over_each_imported_dump_writes_what_nvidia_smi_wrote() {
 
 /// Runs `gpuscope smi ARGS` over `fixture`'s first frame; checks exit 0; stdout.
 fn smi_real_of(fixture: &str, args: &[&str]) -> String {
-    let all = [&["smi"][..], args, &["--fixture", fixture, "--frame", "0"]].concat();
-    let out = run(&all);
-    assert!(
-        out.status.success(),
-        "{all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    smi_real_of_frame(fixture, "0", args)
 }
 
 /// A GPU with no process: `Processes : None` at the GPU's width in the text, an empty element in
@@ -1468,13 +1436,7 @@ fn smi_real_of_frame(fixture: &str, frame: &str, args: &[&str]) -> String {
         &["--fixture", fixture, "--frame", frame],
     ]
     .concat();
-    let out = run(&all);
-    assert!(
-        out.status.success(),
-        "{all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    cli::stdout(&all)
 }
 
 /// No option: nvidia-smi's summary table. The Windows scenario was built from the values of a

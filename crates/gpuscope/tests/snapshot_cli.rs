@@ -572,9 +572,7 @@ fn query_bad_input_is_a_usage_error_that_names_it() {
         (&["--query", "index", "--json"][..], "--json"),
     ] {
         let out = gpuscope(&[&["snapshot", "--demo"][..], args].concat());
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(&out, args, needle);
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     // Escaped: a field name is typed by the user but echoed to a terminal.
@@ -675,10 +673,11 @@ fn compact_bad_input_is_a_usage_error() {
         (&["--show-pid"][..], "--compact"),
         (&["--compact", "--color", "sometimes"][..], "sometimes"),
     ] {
-        let out = gpuscope(&[&["snapshot", "--demo"][..], args].concat());
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(
+            &gpuscope(&[&["snapshot", "--demo"][..], args].concat()),
+            args,
+            needle,
+        );
     }
 }
 

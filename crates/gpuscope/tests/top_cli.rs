@@ -15,13 +15,7 @@ fn gpuscope(args: &[&str]) -> Output {
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let out = gpuscope(args);
-    assert!(
-        out.status.success(),
-        "gpuscope {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    cli::ok_stdout(gpuscope(args), args)
 }
 
 /// (device, PID) of every process row of a `--once` screen: rows start with two mark
@@ -171,10 +165,7 @@ fn bad_options_are_usage_errors() {
     ] {
         let mut all = vec!["top", "--demo", "--once"];
         all.extend_from_slice(&args);
-        let out = gpuscope(&all);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        cli::assert_usage_error(&gpuscope(&all), args, says);
     }
 }
 
