@@ -110,11 +110,7 @@ fn nvitop_spellings_work_in_top() {
             .env("CUDA_VISIBLE_DEVICES", visible)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, "gpuscope");
         String::from_utf8(out.stdout).unwrap()
     };
     let screen = env_only("5");
@@ -241,11 +237,7 @@ fn install_links_makes_each_front_door_a_link_that_works() {
         .args(["--demo", "--frame", "5", "-c", "1", "-C", "1"])
         .output()
         .unwrap();
-    assert!(
-        chose.status.success(),
-        "{}",
-        String::from_utf8_lossy(&chose.stderr)
-    );
+    cli::assert_ok(&chose, "nvisel");
     assert_eq!(String::from_utf8(chose.stdout).unwrap().trim().len(), 1);
     let mut gpustat = std::process::Command::new(bin.join("gpustat"));
     cli::without_settings(&mut gpustat);

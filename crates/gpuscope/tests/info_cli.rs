@@ -128,14 +128,17 @@ fn an_index_that_does_not_exist_is_a_usage_error() {
 #[test]
 fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
     let fx = fixture_json("h100-mig");
-    let text = ok_text(&[
-        "info",
-        "--fixture",
-        &fixture("h100-mig"),
-        "--frame",
-        "20",
-        "0",
-    ]);
+    let frame_20 = |id: &str| {
+        ok_text(&[
+            "info",
+            "--fixture",
+            &fixture("h100-mig"),
+            "--frame",
+            "20",
+            id,
+        ])
+    };
+    let text = frame_20("0");
     let parent = block(&text, "GPU 0");
     assert!(parent.contains("listed under its MIG devices"), "{parent}");
     for mig in ["0:0", "0:1", "0:2", "0:3"] {
@@ -159,14 +162,7 @@ fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
         }
     }
     // One MIG device alone.
-    let text = ok_text(&[
-        "info",
-        "--fixture",
-        &fixture("h100-mig"),
-        "--frame",
-        "20",
-        "0:1",
-    ]);
+    let text = frame_20("0:1");
     assert_eq!(text.matches("==== ").count(), 1);
     assert!(text.contains("21230"), "{text}");
 }

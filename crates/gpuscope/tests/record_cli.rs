@@ -262,11 +262,7 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
         "--summary",
         "gpulink",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let text = std::fs::read_to_string(&svg).unwrap();
     let json = fixture_json();
     let name = json["devices"]["0"]["name"]["ok"].as_str().unwrap();
@@ -367,11 +363,7 @@ fn several_metrics_in_one_run() {
         "--output",
         svg.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let stdout = String::from_utf8(out.stdout).unwrap();
     for metric in ["memory used", "gpu utilization", "temperature"] {
         let n = stdout
@@ -494,32 +486,21 @@ fn record_colliding_output_paths_exit_2_naming_both_options() {
     std::fs::write(&png, b"an earlier plot").unwrap();
     let link = dir.join("link.png");
     std::os::unix::fs::symlink(&png, &link).unwrap();
-    let cases: [(Vec<&str>, &str); 3] = [
+    fn text(p: &std::path::Path) -> &str {
+        p.to_str().unwrap()
+    }
+    let (a_text, a_dot, png_text, link) = (text(&a), text(&a_dot), text(&png), text(&link));
+    let cases = [
         (
-            vec![
-                "--csv",
-                a.to_str().unwrap(),
-                "--ndjson",
-                a_dot.to_str().unwrap(),
-            ],
+            ["--csv", a_text, "--ndjson", a_dot],
             "--csv and --ndjson name the same file",
         ),
         (
-            vec![
-                "--csv",
-                png.to_str().unwrap(),
-                "--output",
-                png.to_str().unwrap(),
-            ],
+            ["--csv", png_text, "--output", png_text],
             "--output and --csv name the same file",
         ),
         (
-            vec![
-                "--ndjson",
-                link.to_str().unwrap(),
-                "--output",
-                png.to_str().unwrap(),
-            ],
+            ["--ndjson", link, "--output", png_text],
             "--output and --ndjson name the same file",
         ),
     ];
@@ -577,11 +558,7 @@ fn existing_outputs_are_refused_unless_overwrite() {
     std::fs::write(&png, "old").unwrap();
     std::fs::write(&csv, "old").unwrap();
     let out = record(&["--overwrite"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     assert!(is_png(&png), "the plot is replaced");
     assert!(std::fs::read_to_string(&csv).unwrap().lines().count() > 1);
     std::fs::remove_dir_all(&dir).ok();
@@ -604,11 +581,7 @@ fn record_one_frame(dir: &Path, source: &[&str]) -> (String, String, String) {
         csv.to_str().unwrap(),
     ]);
     let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let csv = std::fs::read_to_string(&csv).unwrap();
     (
         String::from_utf8(out.stdout).unwrap(),

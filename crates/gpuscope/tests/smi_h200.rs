@@ -105,11 +105,7 @@ fn query_gpu_prints_what_nvidia_smi_printed_on_the_real_h200() {
         header.len()
     );
     let out = smi(&[&format!("--query-gpu={}", known.join(",")), "--format=csv"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let ours = String::from_utf8(out.stdout).unwrap();
     let mut our_lines = ours.lines();
     let our_header = cells(our_lines.next().unwrap());

@@ -494,11 +494,7 @@ fn query_csv_is_what_nvidia_smi_query_gpu_writes() {
         "--format",
         "csv",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -594,11 +590,7 @@ fn compact_shows_each_device_and_its_processes_beneath() {
     let base = ["snapshot", "--demo", "--frame", "4"];
     let doc = json(&[&base[..], &["--json"]].concat());
     let out = gpuscope(&[&base[..], &["--compact", "--show-pid", "--show-cmd"]].concat());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -732,39 +724,39 @@ fn strip_sgr(text: &str) -> String {
 /// `--watch` prints the snapshot again every interval until stopped.
 #[test]
 fn watch_repeats_the_snapshot() {
+    let args = ["snapshot", "--demo", "--compact", "--watch", "100ms"];
+    let headers = watched_lines(&args, 3, |line| line.starts_with("hgx-h100-07"));
+    assert_eq!(headers.len(), 3);
+}
+
+/// Starts gpuscope with `args` (a `--watch`), reads its stdout until `n` lines that `pick`
+/// takes have come (or it ends), stops it and returns them.
+fn watched_lines(args: &[&str], n: usize, pick: impl Fn(&str) -> bool) -> Vec<String> {
     use std::io::{BufRead, BufReader};
-    let mut child = cli::command(&["snapshot", "--demo", "--compact", "--watch", "100ms"])
+    let mut child = cli::command(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("gpuscope runs");
     let reader = BufReader::new(child.stdout.take().unwrap());
-    let mut headers = 0;
-    for line in reader.lines() {
-        let line = line.unwrap();
-        if line.starts_with("hgx-h100-07") {
-            headers += 1;
-            if headers == 3 {
-                break;
-            }
-        }
-    }
+    let lines = reader
+        .lines()
+        .map(Result::unwrap)
+        .filter(|line| pick(line))
+        .take(n)
+        .collect();
     child.kill().ok();
     child.wait().ok();
-    assert_eq!(headers, 3);
+    lines
 }
 
 /// `--json --watch` writes JSON Lines: every line one whole document, a line each interval.
 #[test]
 fn json_watch_writes_json_lines() {
-    use std::io::{BufRead, BufReader};
-    let mut child = cli::command(&["snapshot", "--demo", "--json", "--watch", "100ms"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("gpuscope runs");
-    let reader = BufReader::new(child.stdout.take().unwrap());
-    let lines: Vec<String> = reader.lines().take(3).map(Result::unwrap).collect();
-    child.kill().ok();
-    child.wait().ok();
+    let lines = watched_lines(
+        &["snapshot", "--demo", "--json", "--watch", "100ms"],
+        3,
+        |_| true,
+    );
     assert_eq!(lines.len(), 3);
     for line in &lines {
         let doc: Value = serde_json::from_str(line).expect("each line is a JSON document");

@@ -269,11 +269,7 @@ fn once_on_a_terminal_of_size_zero_uses_columns() {
         .env("COLUMNS", "140")
         .output()
         .expect("script(1) from util-linux runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "script(1)");
     let screen = String::from_utf8(out.stdout).unwrap().replace('\r', "");
     assert!(screen.contains("64 of 64 shown"), "{screen}");
     let widest = screen.lines().map(|l| l.chars().count()).max().unwrap();
@@ -285,18 +281,22 @@ fn once_on_a_terminal_of_size_zero_uses_columns() {
 /// the devices whose lists were read still show their processes.
 #[test]
 fn a_process_list_that_cannot_be_read_is_na_in_the_viewer_not_empty() {
-    let all = EditedFixture::new("gpu-lost", "top-all", |fx| {
-        for id in ["0", "1", "2", "3"] {
-            fail_process_lists(
-                fx,
-                5,
-                id,
-                &["compute_processes", "graphics_processes"],
-                "no_permission",
-            );
-        }
-    });
-    let screen = stdout_of(&["top", "--once", "--fixture", &all.path(), "--frame", "5"]);
+    // The screen of frame 5 where the process lists of the GPUs `ids` could not be read.
+    let screen_failing = |name: &str, ids: &[&str]| {
+        let edited = EditedFixture::new("gpu-lost", name, |fx| {
+            for id in ids {
+                fail_process_lists(
+                    fx,
+                    5,
+                    id,
+                    &["compute_processes", "graphics_processes"],
+                    "no_permission",
+                );
+            }
+        });
+        stdout_of(&["top", "--once", "--fixture", &edited.path(), "--frame", "5"])
+    };
+    let screen = screen_failing("top-all", &["0", "1", "2", "3"]);
     assert!(
         screen.contains("Processes of GPU 0, 1, 2, 3: N/A (insufficient permissions)"),
         "{screen}"
@@ -304,16 +304,7 @@ fn a_process_list_that_cannot_be_read_is_na_in_the_viewer_not_empty() {
     assert!(!screen.contains("No running GPU processes"), "{screen}");
     assert!(process_rows(&screen).is_empty(), "{screen}");
 
-    let one = EditedFixture::new("gpu-lost", "top-one", |fx| {
-        fail_process_lists(
-            fx,
-            5,
-            "1",
-            &["compute_processes", "graphics_processes"],
-            "no_permission",
-        );
-    });
-    let screen = stdout_of(&["top", "--once", "--fixture", &one.path(), "--frame", "5"]);
+    let screen = screen_failing("top-one", &["1"]);
     assert!(
         screen.contains("Processes of GPU 1: N/A (insufficient permissions)"),
         "{screen}"
@@ -423,11 +414,7 @@ fn once_rows(extra: &[&str], env: &[(&str, &str)]) -> Vec<(u32, String, String)>
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, args);
     typed_rows(&String::from_utf8(out.stdout).unwrap())
 }
 
@@ -522,11 +509,7 @@ fn environment_variables_set_the_defaults() {
         let mut args = vec!["top", "--demo", "--frame", "5", "--once"];
         args.extend_from_slice(extra);
         let out = once_with_env(&args, env);
-        assert!(
-            out.status.success(),
-            "{env:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, env);
         String::from_utf8(out.stdout).unwrap()
     };
     let plain = screen(&[], &[]);
@@ -576,11 +559,7 @@ fn utilization_thresholds_are_two_ordered_percents() {
         "5",
         "50",
     ]);
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    cli::assert_ok(&ok, "gpuscope");
     for bad in [["90", "20"], ["20", "101"], ["x", "50"]] {
         let out = gpuscope(&[
             "top",

@@ -44,11 +44,7 @@ impl Tmux {
             .args(args)
             .output()
             .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, ("tmux", args));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
