@@ -588,38 +588,9 @@ fn histories_are_bounded() {
     assert_eq!(h.gpu.last(1).next(), Some(None));
 }
 
-/// A `sleep 1000` child, killed if the test ends early.
-struct Child(std::process::Child);
-
-impl Child {
-    fn spawn() -> Child {
-        let child = std::process::Command::new("sleep")
-            .arg("1000")
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        // Right after exec the kernel may not have set the new command line yet.
-        for _ in 0..200 {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if cmdline.starts_with(b"sleep\0") {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        Child(child)
-    }
-
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+#[path = "../../tests/sleeping_child/mod.rs"]
+mod sleeping_child;
+use sleeping_child::Child;
 
 // Regression: `top --fixture crafted.json` listing a local PID with its command line, then K
 // and y, killed the real process: a replay's guard compared only the command line.
