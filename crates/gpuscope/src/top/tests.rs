@@ -79,16 +79,18 @@ fn shown_pids(app: &App) -> Vec<u32> {
     app.rows().iter().map(|r| r.pid).collect()
 }
 
+/// The main screen of a scenario over some frames at a terminal size, each its own snapshot.
 #[test]
-fn screen_8gpu_wide() {
-    let app = app_over("h100-sxm-8gpu", 0..=9);
-    insta::assert_snapshot!(render_text(&app, 160, 50));
-}
-
-#[test]
-fn screen_8gpu_narrow_80x24() {
-    let app = app_over("h100-sxm-8gpu", 0..=9);
-    insta::assert_snapshot!(render_text(&app, 80, 24));
+fn screens() {
+    for (name, stem, frames, width, height) in [
+        ("screen_8gpu_wide", "h100-sxm-8gpu", 0..=9, 160, 50),
+        ("screen_8gpu_narrow_80x24", "h100-sxm-8gpu", 0..=9, 80, 24),
+        ("screen_mig", "h100-mig", 0..=20, 120, 36),
+        ("screen_wddm_na", "windows-wddm", 0..=20, 120, 36),
+    ] {
+        let app = app_over(stem, frames);
+        insta::assert_snapshot!(name, render_text(&app, width, height));
+    }
 }
 
 #[test]
@@ -98,18 +100,6 @@ fn screen_8gpu_narrow_ascii() {
     let text = render_text(&app, 80, 24);
     assert!(text.is_ascii(), "{text}");
     insta::assert_snapshot!(text);
-}
-
-#[test]
-fn screen_mig() {
-    let app = app_over("h100-mig", 0..=20);
-    insta::assert_snapshot!(render_text(&app, 120, 36));
-}
-
-#[test]
-fn screen_wddm_na() {
-    let app = app_over("windows-wddm", 0..=20);
-    insta::assert_snapshot!(render_text(&app, 120, 36));
 }
 
 #[test]
