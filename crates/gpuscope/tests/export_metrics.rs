@@ -23,6 +23,13 @@ fn scrape_fixture(stem: &str, frame: &str) -> (Exposition, Value) {
     (exp.scrape(), fixture_json(stem))
 }
 
+/// Checks that each series (family and labels) of `m` has its value.
+fn assert_values(m: &Exposition, want: &[(&str, &[(&str, &str)], f64)]) {
+    for (name, labels, value) in want {
+        assert_eq!(m.value(name, labels), Some(*value), "{name} {labels:?}");
+    }
+}
+
 #[test]
 fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
     let frame = 5;
@@ -679,63 +686,47 @@ fn health_families_publish_the_xids_remaps_and_throttling_of_the_8_gpu_box() {
         Some(1.0)
     );
     assert_eq!(m.find("gpuscope_device_xid_errors", &[]).len(), 2);
-    assert_eq!(
-        m.value(
-            "gpuscope_device_attention_reason",
-            &[("index", "2"), ("reason", "xid_79")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_clock_event_reason",
-            &[("index", "3"), ("reason", "hw_slowdown")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_clock_event_reason",
-            &[("index", "4"), ("reason", "hw_slowdown")]
-        ),
-        Some(0.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_row_remap_pending", &gpu("5")),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_remapped_rows",
-            &[("index", "5"), ("cause", "uncorrectable")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_ecc_errors_total",
-            &[
-                ("index", "0"),
-                ("error", "uncorrected"),
-                ("counter", "volatile")
-            ]
-        ),
-        Some(0.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_pcie_replays_total", &gpu("0")),
-        Some(0.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_temperature_threshold_celsius",
-            &[("index", "0"), ("threshold", "slowdown")]
-        ),
-        Some(89.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_power_min_limit_watts", &gpu("0")),
-        Some(200.0)
+    assert_values(
+        &m,
+        &[
+            (
+                "gpuscope_device_attention_reason",
+                &[("index", "2"), ("reason", "xid_79")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_clock_event_reason",
+                &[("index", "3"), ("reason", "hw_slowdown")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_clock_event_reason",
+                &[("index", "4"), ("reason", "hw_slowdown")],
+                0.0,
+            ),
+            ("gpuscope_device_row_remap_pending", &gpu("5"), 1.0),
+            (
+                "gpuscope_device_remapped_rows",
+                &[("index", "5"), ("cause", "uncorrectable")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_ecc_errors_total",
+                &[
+                    ("index", "0"),
+                    ("error", "uncorrected"),
+                    ("counter", "volatile"),
+                ],
+                0.0,
+            ),
+            ("gpuscope_device_pcie_replays_total", &gpu("0"), 0.0),
+            (
+                "gpuscope_device_temperature_threshold_celsius",
+                &[("index", "0"), ("threshold", "slowdown")],
+                89.0,
+            ),
+            ("gpuscope_device_power_min_limit_watts", &gpu("0"), 200.0),
+        ],
     );
     // An H100 remaps rows instead of retiring pages: no retired-page series, not 0.
     assert!(m.find("gpuscope_device_retired_pages", &[]).is_empty());
@@ -766,28 +757,23 @@ fn retired_pages_are_published_per_cause_with_the_pending_flag() {
     let exp = Exporter::start(&["--fixture", &edited.path(), "--frame", "1"]);
     let m = exp.scrape();
     let l = |cause: &'static str| [("index", "0"), ("cause", cause)];
-    assert_eq!(
-        m.value("gpuscope_device_retired_pages", &l("single_bit")),
-        Some(2.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_retired_pages", &l("double_bit")),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_retired_pages_pending", &[("index", "0")]),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_attention_reason",
-            &[("index", "0"), ("reason", "retired_page_pending")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_last_xid", &[("index", "0")]),
-        Some(0.0)
+    assert_values(
+        &m,
+        &[
+            ("gpuscope_device_retired_pages", &l("single_bit"), 2.0),
+            ("gpuscope_device_retired_pages", &l("double_bit"), 1.0),
+            (
+                "gpuscope_device_retired_pages_pending",
+                &[("index", "0")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_attention_reason",
+                &[("index", "0"), ("reason", "retired_page_pending")],
+                1.0,
+            ),
+            ("gpuscope_device_last_xid", &[("index", "0")], 0.0),
+        ],
     );
     let wddm = Exporter::start(&["--fixture", &fixture("windows-wddm"), "--frame", "1"]);
     assert!(wddm

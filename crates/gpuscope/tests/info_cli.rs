@@ -128,17 +128,7 @@ fn an_index_that_does_not_exist_is_a_usage_error() {
 #[test]
 fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
     let fx = fixture_json("h100-mig");
-    let frame_20 = |id: &str| {
-        ok_text(&[
-            "info",
-            "--fixture",
-            &fixture("h100-mig"),
-            "--frame",
-            "20",
-            id,
-        ])
-    };
-    let text = frame_20("0");
+    let text = info_text("h100-mig", 20, "0");
     let parent = block(&text, "GPU 0");
     assert!(parent.contains("listed under its MIG devices"), "{parent}");
     for mig in ["0:0", "0:1", "0:2", "0:3"] {
@@ -162,7 +152,7 @@ fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
         }
     }
     // One MIG device alone.
-    let text = frame_20("0:1");
+    let text = info_text("h100-mig", 20, "0:1");
     assert_eq!(text.matches("==== ").count(), 1);
     assert!(text.contains("21230"), "{text}");
 }
@@ -218,6 +208,19 @@ fn info_json(path: &str, frame: usize, device: Option<&str>) -> Value {
     let mut args = vec!["info", "--fixture", path, "--frame", &frame, "--json"];
     args.extend(device);
     json(&args)
+}
+
+/// `info` of `device` in the scenario fixture `stem` at `frame`, as text.
+fn info_text(stem: &str, frame: usize, device: &str) -> String {
+    let frame = frame.to_string();
+    ok_text(&[
+        "info",
+        "--fixture",
+        &fixture(stem),
+        "--frame",
+        &frame,
+        device,
+    ])
 }
 
 fn json(args: &[&str]) -> Value {
@@ -434,14 +437,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
             activity.len(),
             "{stem} {device}"
         );
-        let text = ok_text(&[
-            "info",
-            "--fixture",
-            &fixture(stem),
-            "--frame",
-            &frame.to_string(),
-            device,
-        ]);
+        let text = info_text(stem, frame, device);
         let sm = recorded["sm_activity"].as_f64().unwrap();
         let tensor = recorded["tensor_activity"].as_f64().unwrap();
         assert!(
@@ -465,14 +461,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
             "{stem}: {}",
             v["devices"][0]["activity"]
         );
-        let text = ok_text(&[
-            "info",
-            "--fixture",
-            &fixture(stem),
-            "--frame",
-            &frame.to_string(),
-            "0",
-        ]);
+        let text = info_text(stem, frame, "0");
         // With why: the H100's recording has one sample so far at its first frame; the others
         // are GPUs before Hopper, which have no GPM.
         let why = if stem.starts_with("h100") {

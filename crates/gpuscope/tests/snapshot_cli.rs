@@ -11,6 +11,11 @@ fn json(args: &[&str]) -> Value {
     cli::json(&mut cli::command(args))
 }
 
+/// `snapshot --json` of the fixture file `path` at `frame`.
+fn frame_json(path: &str, frame: &str) -> Value {
+    json(&["snapshot", "--fixture", path, "--frame", frame, "--json"])
+}
+
 #[test]
 fn demo_json_lists_every_device_with_na_as_null() {
     let v = json(&["snapshot", "--demo", "--json"]);
@@ -240,14 +245,7 @@ fn a_process_list_that_cannot_be_read_is_null_and_na_not_empty() {
                 );
             }
         });
-        let v = json(&[
-            "snapshot",
-            "--fixture",
-            &fx.path(),
-            "--frame",
-            "5",
-            "--json",
-        ]);
+        let v = frame_json(&fx.path(), "5");
         for d in v["devices"].as_array().unwrap() {
             assert!(d["processes"].is_null(), "{error}: {d}");
             let errors = d["errors"].as_array().unwrap();
@@ -289,14 +287,7 @@ fn one_process_list_failing_shows_the_other_and_its_error() {
             "no_permission",
         );
     });
-    let v = json(&[
-        "snapshot",
-        "--fixture",
-        &fx.path(),
-        "--frame",
-        "5",
-        "--json",
-    ]);
+    let v = frame_json(&fx.path(), "5");
     let devices = v["devices"].as_array().unwrap();
     // GPU 3: the graphics list (Xorg, PID 675) was read; its compute list was not.
     let gpu3 = &devices[3];
@@ -329,14 +320,7 @@ fn one_process_list_failing_shows_the_other_and_its_error() {
 #[test]
 fn unknown_host_facts_are_null_not_zero_or_empty() {
     let fx = EditedFixture::new("gpu-lost", "no-host-facts", forget_host_facts);
-    let v = json(&[
-        "snapshot",
-        "--fixture",
-        &fx.path(),
-        "--frame",
-        "5",
-        "--json",
-    ]);
+    let v = frame_json(&fx.path(), "5");
     let procs: Vec<&Value> = v["devices"]
         .as_array()
         .unwrap()
@@ -441,14 +425,7 @@ fn json_names_the_host_and_the_time_of_the_sample() {
         .unwrap()
         .as_millis() as u64;
     for frame in [0usize, 5] {
-        let doc = json(&[
-            "snapshot",
-            "--fixture",
-            &fixture("h100-sxm-8gpu"),
-            "--frame",
-            &frame.to_string(),
-            "--json",
-        ]);
+        let doc = frame_json(&fixture("h100-sxm-8gpu"), &frame.to_string());
         assert_eq!(doc["hostname"], raw["host"]["hostname"]);
         let want = recorded_ms + raw["frames"][frame]["t_ms"].as_u64().unwrap();
         assert_eq!(doc["time_unix_ms"].as_u64(), Some(want), "frame {frame}");
@@ -772,11 +749,8 @@ fn json_watch_writes_json_lines() {
 #[test]
 fn an_xid_since_start_is_in_the_health_of_its_gpu() {
     let path = fixture("h100-sxm-8gpu");
-    let health = |frame: &str, gpu: usize| {
-        json(&["snapshot", "--fixture", &path, "--frame", frame, "--json"])["devices"][gpu]
-            ["health"]
-            .clone()
-    };
+    let health =
+        |frame: &str, gpu: usize| frame_json(&path, frame)["devices"][gpu]["health"].clone();
     let before = health("13", 2);
     assert_eq!(before["xid_errors"], serde_json::json!([]));
     assert_eq!(before["recent_events"], serde_json::json!([]));
@@ -853,7 +827,7 @@ fn each_process_shows_its_own_newest_sample_and_its_age_over_the_real_recording(
     let mut oldest_shown = 0;
     for frame in 19..=55 {
         let f = frame.to_string();
-        let v = json(&["snapshot", "--fixture", &path, "--frame", &f, "--json"]);
+        let v = frame_json(&path, &f);
         let now_ms = v["time_unix_ms"].as_u64().unwrap();
         let newest = recorded_newest(&fx, frame);
         let procs = v["devices"][0]["processes"].as_array().unwrap();

@@ -18,17 +18,22 @@ fn stdout_of(args: &[&str]) -> String {
     cli::ok_stdout(gpuscope(args), args)
 }
 
+/// The lines of a `--once` screen below the process table's header (the line with PID and
+/// COMMAND).
+fn table_lines(screen: &str) -> impl Iterator<Item = &str> {
+    let mut lines = screen.lines();
+    lines
+        .by_ref()
+        .find(|l| l.contains("PID") && l.contains("COMMAND"));
+    lines
+}
+
 /// (device, PID) of every process row of a `--once` screen: rows start with two mark
 /// characters, then the device and the PID.
 fn process_rows(screen: &str) -> Vec<(String, u32)> {
     let mut rows = Vec::new();
-    let mut in_table = false;
-    for line in screen.lines() {
-        if line.contains("PID") && line.contains("COMMAND") {
-            in_table = true;
-            continue;
-        }
-        if !in_table || line.len() < 3 {
+    for line in table_lines(screen) {
+        if line.len() < 3 {
             continue;
         }
         let mut words = line[2..].split_whitespace();
@@ -383,15 +388,7 @@ fn the_header_shows_local_time_in_the_time_zone() {
 /// (PID, user, type) of every process row of a `--once` screen.
 fn typed_rows(screen: &str) -> Vec<(u32, String, String)> {
     let mut rows = Vec::new();
-    let mut in_table = false;
-    for line in screen.lines() {
-        if line.contains("PID") && line.contains("COMMAND") {
-            in_table = true;
-            continue;
-        }
-        if !in_table {
-            continue;
-        }
+    for line in table_lines(screen) {
         let rest: String = line.chars().skip(2).collect();
         let w: Vec<&str> = rest.split_whitespace().collect();
         if let (Some(pid), Some(user), Some(kind)) = (w.get(1), w.get(2), w.get(3)) {
