@@ -17,9 +17,11 @@ fn ok_f64(v: &Value) -> Option<f64> {
     ok(v).and_then(Value::as_f64)
 }
 
-/// The exporter's scrape over the fixture `fixtures/<stem>.json` at `frame`, and the fixture.
-fn scrape_fixture(stem: &str, frame: &str) -> (Exposition, Value) {
-    let exp = Exporter::start(&["--fixture", &fixture(stem), "--frame", frame]);
+/// The exporter's scrape over the fixture `fixtures/<stem>.json` at `frame` with `extra`
+/// options, and the fixture.
+fn scrape_fixture(stem: &str, frame: &str, extra: &[&str]) -> (Exposition, Value) {
+    let path = fixture(stem);
+    let exp = Exporter::start(&[&["--fixture", &path, "--frame", frame][..], extra].concat());
     (exp.scrape(), fixture_json(stem))
 }
 
@@ -33,7 +35,7 @@ fn assert_values(m: &Exposition, want: &[(&str, &[(&str, &str)], f64)]) {
 #[test]
 fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
     let frame = 5;
-    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &[]);
     let host = fx["host"]["hostname"].as_str().unwrap();
     let devices = fx["devices"].as_object().unwrap();
     assert_eq!(m.find("gpuscope_device_up", &[]).len(), devices.len());
@@ -132,15 +134,7 @@ fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
 #[test]
 fn processes_are_published_with_pid_and_user_and_no_command_by_default() {
     let frame = 5;
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture("h100-sxm-8gpu"),
-        "--frame",
-        "5",
-        "--processes",
-    ]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &["--processes"]);
     let mut expected = 0;
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         for p in ok(&dy["compute_processes"]).unwrap().as_array().unwrap() {
@@ -167,16 +161,7 @@ fn processes_are_published_with_pid_and_user_and_no_command_by_default() {
 
 #[test]
 fn process_command_label_is_there_only_when_asked() {
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture("h100-sxm-8gpu"),
-        "--frame",
-        "5",
-        "--processes",
-        "--process-command",
-    ]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &["--processes", "--process-command"]);
     let samples = m.find("gpuscope_process_gpu_memory_bytes", &[]);
     assert_eq!(samples.len(), 64);
     for s in samples {
@@ -197,7 +182,7 @@ fn process_command_label_is_there_only_when_asked() {
 
 #[test]
 fn mig_devices_carry_parent_and_instance_ids() {
-    let (m, fx) = scrape_fixture("h100-mig", "3");
+    let (m, fx) = scrape_fixture("h100-mig", "3", &[]);
     let mut migs = 0;
     for (index, st) in fx["devices"].as_object().unwrap() {
         let up = m.find("gpuscope_device_up", &[("index", index.as_str())]);
@@ -234,7 +219,7 @@ fn mig_devices_carry_parent_and_instance_ids() {
 #[test]
 fn a_lost_gpu_is_down_and_the_others_still_answer() {
     let frame = 20;
-    let (m, fx) = scrape_fixture("gpu-lost", "20");
+    let (m, fx) = scrape_fixture("gpu-lost", "20", &[]);
     let mut lost = 0;
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         let l = [("index", index.as_str())];
@@ -438,7 +423,7 @@ fn every_published_family_is_documented_and_the_dashboard_uses_only_published_on
 
 #[test]
 fn the_info_series_carries_each_devices_identity_from_the_fixture() {
-    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &[]);
     let driver = ok(&fx["system"]["driver_version"])
         .unwrap()
         .as_str()
@@ -478,7 +463,7 @@ fn the_info_series_carries_each_devices_identity_from_the_fixture() {
 
 #[test]
 fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
-    let (m, fx) = scrape_fixture("geforce-desktop", "3");
+    let (m, fx) = scrape_fixture("geforce-desktop", "3", &[]);
     for (index, st) in fx["devices"].as_object().unwrap() {
         let dy = &fx["frames"][3]["devices"][index];
         let fans = dy["fan_speeds"].as_array().unwrap();
@@ -512,7 +497,7 @@ fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
 #[test]
 fn gpm_activity_and_health_series_match_the_fixture() {
     let frame = 12;
-    let (m, fx) = scrape_fixture("h100-mig", "12");
+    let (m, fx) = scrape_fixture("h100-mig", "12", &[]);
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         let l = [("index", index.as_str())];
         let gpm = ok(&dy["gpm_metrics"]).expect("GPM recorded");
@@ -789,17 +774,7 @@ fn retired_pages_are_published_per_cause_with_the_pending_flag() {
 #[test]
 fn a_process_sampled_less_often_keeps_its_sm_share_with_its_sample_age() {
     let frame = 26;
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture("h100-real"),
-        "--frame",
-        "26",
-        "--processes",
-        "--interval",
-        "1h",
-    ]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-real");
+    let (m, fx) = scrape_fixture("h100-real", "26", &["--processes", "--interval", "1h"]);
     let recorded_at = humantime::parse_rfc3339(fx["meta"]["recorded_at"].as_str().unwrap())
         .unwrap()
         .duration_since(std::time::UNIX_EPOCH)
