@@ -425,13 +425,7 @@ fn tree_puts_children_under_their_parents() {
     assert_eq!(rows[blender].depth, rows[parent].depth + 1);
 
     // On the 8-GPU box, ranks whose launcher is not on a GPU sit under a plain row for it.
-    let mut app = app_over("h100-sxm-8gpu", 0..=3);
-    press(&mut app, KeyCode::Char('t'));
-    let rows = app.rows();
-    let launcher = rows
-        .iter()
-        .position(|r| r.process.is_none() && r.pid == 31000)
-        .unwrap();
+    let (app, rows, launcher) = tree_with_the_launcher();
     let kids = rows[launcher + 1..]
         .iter()
         .take_while(|r| r.depth > 0)
@@ -443,12 +437,9 @@ fn tree_puts_children_under_their_parents() {
     );
 }
 
-/// Issue 25: Enter on a tree-view parent that is not on a GPU (the 8-GPU box's launcher, PID
-/// 31000) opened a detail screen that said "no longer on a GPU". It opens the parent's detail:
-/// that it is not on a GPU, what the host told of it, and each of its GPU children; a process
-/// that left the GPUs still says so.
-#[test]
-fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
+/// The 8-GPU box in the tree view: the viewer, its rows, and the row of the ranks' launcher
+/// (PID 31000), a plain row since it is not on a GPU.
+fn tree_with_the_launcher() -> (App, Vec<super::app::Row>, usize) {
     let mut app = app_over("h100-sxm-8gpu", 0..=3);
     press(&mut app, KeyCode::Char('t'));
     let rows = app.rows();
@@ -456,6 +447,16 @@ fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
         .iter()
         .position(|r| r.process.is_none() && r.pid == 31000)
         .unwrap();
+    (app, rows, launcher)
+}
+
+/// Issue 25: Enter on a tree-view parent that is not on a GPU (the 8-GPU box's launcher, PID
+/// 31000) opened a detail screen that said "no longer on a GPU". It opens the parent's detail:
+/// that it is not on a GPU, what the host told of it, and each of its GPU children; a process
+/// that left the GPUs still says so.
+#[test]
+fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
+    let (mut app, rows, launcher) = tree_with_the_launcher();
     app.select_index(&rows, launcher);
     assert_eq!(press(&mut app, KeyCode::Enter), Effect::OpenedDetail(31000));
     assert_eq!(app.screen, Screen::Detail(31000));
