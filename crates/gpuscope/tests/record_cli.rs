@@ -154,6 +154,15 @@ fn mib(bytes: u64) -> u64 {
     (bytes as f64 / (1024.0 * 1024.0)).round_ties_even() as u64
 }
 
+/// What is left to read of a child's pipe, as text.
+fn read_all(pipe: Option<impl Read>) -> String {
+    let mut text = String::new();
+    pipe.expect("a piped stream")
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
 fn is_png(path: &Path) -> bool {
     std::fs::read(path).is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n") && b.len() > 10_000)
 }
@@ -166,20 +175,8 @@ fn ctrl_c_saves_the_plot_and_prints_one_summary_line_per_device() {
     wait_for_lines(&mut child, &csv, 6);
     signal(&child, libc::SIGINT);
     let status = wait_exit(&mut child);
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stdout = read_all(child.stdout.take());
+    let stderr = read_all(child.stderr.take());
     assert!(status.success(), "exit {status}: {stderr}");
     assert!(is_png(&png), "the plot is written");
     assert!(stderr.contains("plot saved to"), "{stderr}");

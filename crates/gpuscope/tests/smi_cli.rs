@@ -731,17 +731,22 @@ fn q_x_prints_what_nvidia_smi_printed_on_the_real_h100() {
     );
 }
 
+/// nvidia-smi's XML of the real H100 under load (`-q -x`), element path -> value.
+fn real_xml_by_path() -> HashMap<String, String> {
+    xml_lines(
+        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
+            .expect("nvidia-smi -q -x"),
+    )
+    .into_iter()
+    .collect()
+}
+
 /// `--query-gpu` of the fields that do not change, against the values nvidia-smi's XML holds
 /// for them (written as `--query-gpu` writes them: `0x` before PCI numbers, no `x` after a link
 /// width, units after values).
 #[test]
 fn query_gpu_prints_what_nvidia_smi_holds_for_the_real_h100() {
-    let theirs: HashMap<String, String> = xml_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
-            .expect("nvidia-smi -q -x"),
-    )
-    .into_iter()
-    .collect();
+    let theirs = real_xml_by_path();
     let x = |p: &str| theirs[&format!("nvidia_smi_log/{p}")].clone();
     // (field asked, header nvidia-smi writes, the value from the XML).
     let fields: Vec<(&str, &str, String)> = vec![
@@ -889,12 +894,7 @@ fn query_gpu_prints_what_nvidia_smi_holds_for_the_real_h100() {
 /// `--query-compute-apps`: the one process on the GPU at frame 47, as nvidia-smi's XML lists it.
 #[test]
 fn query_compute_apps_lists_the_process_nvidia_smi_listed() {
-    let theirs: HashMap<String, String> = xml_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
-            .expect("nvidia-smi -q -x"),
-    )
-    .into_iter()
-    .collect();
+    let theirs = real_xml_by_path();
     let p = |f: &str| theirs[&format!("nvidia_smi_log/gpu/processes/process_info/{f}")].clone();
     let out = smi_real(&[
         "--query-compute-apps=pid,name,used_memory,gpu_uuid,gpu_bus_id",
