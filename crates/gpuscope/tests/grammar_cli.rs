@@ -65,12 +65,7 @@ fn nvisel_letters_through_its_front_door_choose_what_select_chooses() {
 fn the_interval_and_only_letters_are_the_same_in_every_command() {
     // -o: only these devices, in snapshot, stat, top and record alike.
     let doc = json(&["snapshot", "--demo", "--frame", "3", "--json", "-o", "2"]);
-    let ids: Vec<&str> = doc["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
+    let ids = cli::device_ids(&doc);
     assert_eq!(ids, ["2"]);
     let stat = json(&["stat", "--demo", "--frame", "3", "--json", "-o", "2"]);
     assert_eq!(stat["gpus"].as_array().unwrap().len(), 1);

@@ -238,12 +238,7 @@ fn info_json_is_the_snapshot_document_of_those_devices() {
     assert_eq!(devices[0], snap["devices"][3]);
 
     let mig = info_json(&fixture("h100-mig"), 20, Some("0"));
-    let ids: Vec<&str> = mig["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
+    let ids = cli::device_ids(&mig);
     assert_eq!(ids, ["0", "0:0", "0:1", "0:2", "0:3"]);
     let all = info_json(&fixture("gpu-lost"), 31, None);
     let lost = &all["devices"][2];

@@ -880,12 +880,7 @@ fn only_applies_to_every_form() {
 
     // JSON, both separators.
     let v = json(&["snapshot", "--demo", "--json", "--only", "2,5"]);
-    let ids: Vec<&str> = v["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
+    let ids = cli::device_ids(&v);
     assert_eq!(ids, ["2", "5"]);
 
     // --query.
@@ -915,12 +910,7 @@ fn only_applies_to_every_form() {
             "--only",
             only,
         ]);
-        v["devices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["id"].as_str().unwrap().to_string())
-            .collect()
+        cli::device_ids(&v).into_iter().map(String::from).collect()
     };
     let with_migs = ids("0");
     assert!(with_migs.len() > 1, "{with_migs:?}");

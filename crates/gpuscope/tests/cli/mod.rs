@@ -89,6 +89,12 @@ pub fn json(command: &mut Command) -> Value {
     serde_json::from_slice(&output_ok(command).stdout).expect("stdout is JSON")
 }
 
+/// The `id` of each device of a snapshot document (`--json`), in order.
+pub fn device_ids(doc: &Value) -> Vec<&str> {
+    let devices = doc["devices"].as_array().expect("a list of devices");
+    devices.iter().map(|d| d["id"].as_str().unwrap()).collect()
+}
+
 /// The path of the scenario fixture `fixtures/<stem>.json`, as an argument.
 pub fn fixture(stem: &str) -> String {
     format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"))
