@@ -634,23 +634,23 @@ fn once_shows_the_sm_of_a_process_sampled_less_often_over_the_real_recording() {
 /// the same value typed on the command line names the option, as before.
 #[test]
 fn a_bad_value_from_the_environment_names_the_variable() {
-    let out = cli::command(&["top", "--demo", "--once"])
-        .env("GPUSCOPE_TOP_INTERVAL", "1ms")
-        .output()
-        .expect("gpuscope runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    // The stderr of `top ARGS` with GPUSCOPE_TOP_INTERVAL set to `value`, a usage error.
+    let refused = |args: &[&str], value: &str| {
+        let out = cli::command(&[&["top", "--demo", "--once"][..], args].concat())
+            .env("GPUSCOPE_TOP_INTERVAL", value)
+            .output()
+            .expect("gpuscope runs");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        err
+    };
+    let err = refused(&[], "1ms");
     assert!(
         err.contains("invalid value '1ms' for GPUSCOPE_TOP_INTERVAL")
             && err.contains("between 50ms and 1h"),
         "{err}"
     );
-    let out = cli::command(&["top", "--demo", "--once", "--interval", "1ms"])
-        .env("GPUSCOPE_TOP_INTERVAL", "2s")
-        .output()
-        .expect("gpuscope runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&["--interval", "1ms"], "2s");
     assert!(
         err.contains("'--interval <DURATION>'") && !err.contains("GPUSCOPE_TOP_INTERVAL"),
         "{err}"
