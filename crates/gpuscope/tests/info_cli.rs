@@ -128,7 +128,7 @@ fn an_index_that_does_not_exist_is_a_usage_error() {
 #[test]
 fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
     let fx = fixture_json("h100-mig");
-    let text = info_text("h100-mig", 20, "0");
+    let text = info_text("h100-mig", 20, &["0"]);
     let parent = block(&text, "GPU 0");
     assert!(parent.contains("listed under its MIG devices"), "{parent}");
     for mig in ["0:0", "0:1", "0:2", "0:3"] {
@@ -152,20 +152,14 @@ fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
         }
     }
     // One MIG device alone.
-    let text = info_text("h100-mig", 20, "0:1");
+    let text = info_text("h100-mig", 20, &["0:1"]);
     assert_eq!(text.matches("==== ").count(), 1);
     assert!(text.contains("21230"), "{text}");
 }
 
 #[test]
 fn process_memory_the_driver_cannot_tell_is_na() {
-    let text = ok_text(&[
-        "info",
-        "--fixture",
-        &fixture("windows-wddm"),
-        "--frame",
-        "0",
-    ]);
+    let text = info_text("windows-wddm", 0, &[]);
     let b = block(&text, "GPU 0");
     let procs: Vec<&str> = b
         .lines()
@@ -210,17 +204,16 @@ fn info_json(path: &str, frame: usize, device: Option<&str>) -> Value {
     json(&args)
 }
 
-/// `info` of `device` in the scenario fixture `stem` at `frame`, as text.
-fn info_text(stem: &str, frame: usize, device: &str) -> String {
-    let frame = frame.to_string();
-    ok_text(&[
-        "info",
-        "--fixture",
-        &fixture(stem),
-        "--frame",
-        &frame,
-        device,
-    ])
+/// `info` of `devices` (all where none) in the scenario fixture `stem` at `frame`, as text.
+fn info_text(stem: &str, frame: usize, devices: &[&str]) -> String {
+    let (path, frame) = (fixture(stem), frame.to_string());
+    ok_text(
+        &[
+            &["info", "--fixture", &path, "--frame", &frame][..],
+            devices,
+        ]
+        .concat(),
+    )
 }
 
 fn json(args: &[&str]) -> Value {
@@ -432,7 +425,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
             activity.len(),
             "{stem} {device}"
         );
-        let text = info_text(stem, frame, device);
+        let text = info_text(stem, frame, &[device]);
         let sm = recorded["sm_activity"].as_f64().unwrap();
         let tensor = recorded["tensor_activity"].as_f64().unwrap();
         assert!(
@@ -456,7 +449,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
             "{stem}: {}",
             v["devices"][0]["activity"]
         );
-        let text = info_text(stem, frame, "0");
+        let text = info_text(stem, frame, &["0"]);
         // With why: the H100's recording has one sample so far at its first frame; the others
         // are GPUs before Hopper, which have no GPM.
         let why = if stem.starts_with("h100") {

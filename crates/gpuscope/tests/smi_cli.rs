@@ -21,6 +21,12 @@ fn repo(path: &str) -> String {
         .to_string()
 }
 
+/// A file nvidia-smi wrote on the real H100 (`fixtures/h100-real/<name>`).
+fn real_dump(name: &str) -> String {
+    std::fs::read_to_string(repo(&format!("fixtures/h100-real/{name}")))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 fn run(args: &[&str]) -> Output {
     cli::run(args)
 }
@@ -418,10 +424,7 @@ const Q_EXTRA: &[(&str, &str)] = &[
 #[test]
 fn q_prints_what_nvidia_smi_printed_on_the_real_h100() {
     let ours = q_lines(&smi_real(&["-q"]));
-    let theirs = q_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q.load.txt"))
-            .expect("nvidia-smi -q"),
-    );
+    let theirs = q_lines(&real_dump("nvidia-smi-q.load.txt"));
     compare(
         "-q",
         &ours,
@@ -714,10 +717,7 @@ fn q_x_prints_what_nvidia_smi_printed_on_the_real_h100() {
     let xml = smi_real(&["-q", "-x"]);
     assert!(xml.starts_with("<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log"));
     let ours = xml_lines(&xml);
-    let theirs = xml_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
-            .expect("nvidia-smi -q -x"),
-    );
+    let theirs = xml_lines(&real_dump("nvidia-smi-q-x.load.xml"));
     compare(
         "-q -x",
         &ours,
@@ -733,12 +733,9 @@ fn q_x_prints_what_nvidia_smi_printed_on_the_real_h100() {
 
 /// nvidia-smi's XML of the real H100 under load (`-q -x`), element path -> value.
 fn real_xml_by_path() -> HashMap<String, String> {
-    xml_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
-            .expect("nvidia-smi -q -x"),
-    )
-    .into_iter()
-    .collect()
+    xml_lines(&real_dump("nvidia-smi-q-x.load.xml"))
+        .into_iter()
+        .collect()
 }
 
 /// `--query-gpu` of the fields that do not change, against the values nvidia-smi's XML holds
@@ -1425,7 +1422,7 @@ fn no_process_is_none() {
     );
     let xml = smi_real_of_frame(&fixture, "5", &["-q", "-x"]);
     assert!(xml.contains("\t\t<processes>\n\t\t</processes>\n"), "{xml}");
-    let idle = std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.idle.xml")).unwrap();
+    let idle = real_dump("nvidia-smi-q-x.idle.xml");
     assert!(idle.contains("\t\t<processes>\n\t\t</processes>\n"));
 }
 

@@ -223,17 +223,20 @@ fn a_fixture_without_a_query_shows_it_as_na_and_null() {
     assert!(text.contains("N/A / N/A"), "memory is N/A:\n{text}");
 }
 
+/// The errors a process list may fail with, in the fixture's words, and the reason shown.
+const PROCESS_LIST_FAILURES: [(&str, &str); 3] = [
+    ("no_permission", "insufficient permissions"),
+    ("not_supported", "not supported"),
+    ("function_not_found", "function"),
+];
+
 /// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
 /// container), NOT_SUPPORTED or FUNCTION_NOT_FOUND showed as `processes: []` and "No running GPU
 /// processes.". It is `null` with the query and reason in the device's `errors`, and "N/A" with
 /// the reason in text.
 #[test]
 fn a_process_list_that_cannot_be_read_is_null_and_na_not_empty() {
-    for (error, reason) in [
-        ("no_permission", "insufficient permissions"),
-        ("not_supported", "not supported"),
-        ("function_not_found", "function"),
-    ] {
+    for (error, reason) in PROCESS_LIST_FAILURES {
         let fx = EditedFixture::new("gpu-lost", error, |fx| {
             for id in ["0", "1", "2", "3"] {
                 fail_process_lists(
