@@ -25,8 +25,11 @@ fn scrape_fixture(stem: &str, frame: &str, extra: &[&str]) -> (Exposition, Value
     (exp.scrape(), fixture_json(stem))
 }
 
-/// Checks that each series (family and labels) of `m` has its value.
-fn assert_values(m: &Exposition, want: &[(&str, &[(&str, &str)], f64)]) {
+/// A series (its family and labels) and the value it should have.
+type Want<'a> = (&'a str, &'a [(&'a str, &'a str)], f64);
+
+/// Checks that each series of `m` has its value.
+fn assert_values(m: &Exposition, want: &[Want]) {
     for (name, labels, value) in want {
         assert_eq!(m.value(name, labels), Some(*value), "{name} {labels:?}");
     }

@@ -127,11 +127,10 @@ fn query_gpu_prints_what_nvidia_smi_printed_on_the_real_h200() {
         }
         compared += 1;
         match DIFFERENT.iter().find(|(name, _)| name == f) {
-            Some(_) => {
-                if v == their_v {
-                    problems.push(format!("{f}: listed as different, but equal ({v:?})"));
-                }
+            Some(_) if v == their_v => {
+                problems.push(format!("{f}: listed as different, but equal ({v:?})"))
             }
+            Some(_) => {}
             None if v != their_v => problems.push(format!("{f}: {v:?}, nvidia-smi {their_v:?}")),
             None => {}
         }
