@@ -965,16 +965,8 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
             let _ = writeln!(out, "  GPU {}: {kinds}; {rate}", g.index);
         }
     }
-    let fails = r
-        .findings
-        .iter()
-        .filter(|f| f.verdict == Verdict::Fail)
-        .count();
-    let warns = r
-        .findings
-        .iter()
-        .filter(|f| f.verdict == Verdict::Warn)
-        .count();
+    let count = |verdict: Verdict| r.findings.iter().filter(|f| f.verdict == verdict).count();
+    let (fails, warns) = (count(Verdict::Fail), count(Verdict::Warn));
     let _ = writeln!(out, "\n{} failed, {}", fails, plural(warns, "warning"));
     out
 }

@@ -176,10 +176,7 @@ fn durations_of_u64_max_seconds_are_refused_with_the_bounds() {
             "'--interval <DURATION>': must be between 50ms and 1h",
         ),
     ] {
-        let out = run(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        cli::assert_usage_error(&run(args), args, says);
     }
 }
 

@@ -69,82 +69,35 @@ fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
     let fixture = fixture.to_str().expect("UTF-8 path");
     let plot = dir.join("memory.svg");
     let plot = plot.to_str().expect("UTF-8 path");
-    let cases: [(&str, Vec<&str>, &str); 6] = [
-        (
-            "snapshot",
-            vec!["snapshot", "--fixture", fixture, "--frame", "0"],
-            "stdout",
-        ),
+    // Each view over the hostile fixture's frame 0: what, its command, then its other options.
+    let cases: [(&str, &[&str], &[&str]); 6] = [
+        ("snapshot", &["snapshot"], &[]),
         (
             "snapshot --compact",
-            vec![
-                "snapshot",
-                "--fixture",
-                fixture,
-                "--frame",
-                "0",
-                "--compact",
-                "--show-cmd",
-            ],
-            "stdout",
+            &["snapshot"],
+            &["--compact", "--show-cmd"],
         ),
         (
             "snapshot --query",
-            vec![
-                "snapshot",
-                "--fixture",
-                fixture,
-                "--frame",
-                "0",
-                "--query",
-                "index,name",
-            ],
-            "stdout",
+            &["snapshot"],
+            &["--query", "index,name"],
         ),
-        (
-            "info 0",
-            vec!["info", "0", "--fixture", fixture, "--frame", "0"],
-            "stdout",
-        ),
+        ("info 0", &["info", "0"], &[]),
         (
             "select --explain",
-            vec![
-                "select",
-                "--fixture",
-                fixture,
-                "--frame",
-                "0",
-                "--explain",
-                "-O",
-                "uuid",
-            ],
-            "stdout",
+            &["select"],
+            &["--explain", "-O", "uuid"],
         ),
         (
             "record",
-            vec![
-                "record",
-                "--fixture",
-                fixture,
-                "--frame",
-                "0",
-                "--interval",
-                "10ms",
-                "--duration",
-                "30ms",
-                "--output",
-                plot,
-            ],
-            "stdout",
+            &["record"],
+            &["--interval", "10ms", "--duration", "30ms", "--output", plot],
         ),
     ];
-    for (what, args, _) in cases {
+    for (what, command, options) in cases {
+        let args = [command, &["--fixture", fixture, "--frame", "0"], options].concat();
         let out = run(&args);
-        assert!(
-            out.status.success(),
-            "{what}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, what);
         assert_inert(what, &out);
         let shown = String::from_utf8_lossy(&out.stdout).to_string()
             + &String::from_utf8_lossy(&out.stderr);

@@ -6,7 +6,7 @@ mod export_support;
 
 use edited_fixture::EditedFixture;
 
-use export_support::{fixture, fixture_json, get, Exporter};
+use export_support::{fixture, fixture_json, get, Exporter, Exposition};
 use serde_json::Value;
 
 fn ok(v: &Value) -> Option<&Value> {
@@ -17,12 +17,28 @@ fn ok_f64(v: &Value) -> Option<f64> {
     ok(v).and_then(Value::as_f64)
 }
 
+/// The exporter's scrape over the fixture `fixtures/<stem>.json` at `frame` with `extra`
+/// options, and the fixture.
+fn scrape_fixture(stem: &str, frame: &str, extra: &[&str]) -> (Exposition, Value) {
+    let path = fixture(stem);
+    let exp = Exporter::start(&[&["--fixture", &path, "--frame", frame][..], extra].concat());
+    (exp.scrape(), fixture_json(stem))
+}
+
+/// A series (its family and labels) and the value it should have.
+type Want<'a> = (&'a str, &'a [(&'a str, &'a str)], f64);
+
+/// Checks that each series of `m` has its value.
+fn assert_values(m: &Exposition, want: &[Want]) {
+    for (name, labels, value) in want {
+        assert_eq!(m.value(name, labels), Some(*value), "{name} {labels:?}");
+    }
+}
+
 #[test]
 fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
     let frame = 5;
-    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "5"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &[]);
     let host = fx["host"]["hostname"].as_str().unwrap();
     let devices = fx["devices"].as_object().unwrap();
     assert_eq!(m.find("gpuscope_device_up", &[]).len(), devices.len());
@@ -121,15 +137,7 @@ fn every_device_of_the_8_gpu_box_matches_its_fixture_frame() {
 #[test]
 fn processes_are_published_with_pid_and_user_and_no_command_by_default() {
     let frame = 5;
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture("h100-sxm-8gpu"),
-        "--frame",
-        "5",
-        "--processes",
-    ]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &["--processes"]);
     let mut expected = 0;
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         for p in ok(&dy["compute_processes"]).unwrap().as_array().unwrap() {
@@ -156,16 +164,7 @@ fn processes_are_published_with_pid_and_user_and_no_command_by_default() {
 
 #[test]
 fn process_command_label_is_there_only_when_asked() {
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture("h100-sxm-8gpu"),
-        "--frame",
-        "5",
-        "--processes",
-        "--process-command",
-    ]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &["--processes", "--process-command"]);
     let samples = m.find("gpuscope_process_gpu_memory_bytes", &[]);
     assert_eq!(samples.len(), 64);
     for s in samples {
@@ -186,9 +185,7 @@ fn process_command_label_is_there_only_when_asked() {
 
 #[test]
 fn mig_devices_carry_parent_and_instance_ids() {
-    let exp = Exporter::start(&["--fixture", &fixture("h100-mig"), "--frame", "3"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-mig");
+    let (m, fx) = scrape_fixture("h100-mig", "3", &[]);
     let mut migs = 0;
     for (index, st) in fx["devices"].as_object().unwrap() {
         let up = m.find("gpuscope_device_up", &[("index", index.as_str())]);
@@ -225,9 +222,7 @@ fn mig_devices_carry_parent_and_instance_ids() {
 #[test]
 fn a_lost_gpu_is_down_and_the_others_still_answer() {
     let frame = 20;
-    let exp = Exporter::start(&["--fixture", &fixture("gpu-lost"), "--frame", "20"]);
-    let m = exp.scrape();
-    let fx = fixture_json("gpu-lost");
+    let (m, fx) = scrape_fixture("gpu-lost", "20", &[]);
     let mut lost = 0;
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         let l = [("index", index.as_str())];
@@ -369,9 +364,7 @@ fn bad_flags_are_usage_errors() {
             .args(args)
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(what), "{args:?}: {stderr}");
+        export_support::cli::assert_usage_error(&out, args, what);
     }
 }
 
@@ -433,9 +426,7 @@ fn every_published_family_is_documented_and_the_dashboard_uses_only_published_on
 
 #[test]
 fn the_info_series_carries_each_devices_identity_from_the_fixture() {
-    let exp = Exporter::start(&["--fixture", &fixture("h100-sxm-8gpu"), "--frame", "5"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-sxm-8gpu");
+    let (m, fx) = scrape_fixture("h100-sxm-8gpu", "5", &[]);
     let driver = ok(&fx["system"]["driver_version"])
         .unwrap()
         .as_str()
@@ -475,9 +466,7 @@ fn the_info_series_carries_each_devices_identity_from_the_fixture() {
 
 #[test]
 fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
-    let exp = Exporter::start(&["--fixture", &fixture("geforce-desktop"), "--frame", "3"]);
-    let m = exp.scrape();
-    let fx = fixture_json("geforce-desktop");
+    let (m, fx) = scrape_fixture("geforce-desktop", "3", &[]);
     for (index, st) in fx["devices"].as_object().unwrap() {
         let dy = &fx["frames"][3]["devices"][index];
         let fans = dy["fan_speeds"].as_array().unwrap();
@@ -511,9 +500,7 @@ fn a_desktop_board_publishes_each_fan_and_leaves_its_missing_serial_out() {
 #[test]
 fn gpm_activity_and_health_series_match_the_fixture() {
     let frame = 12;
-    let exp = Exporter::start(&["--fixture", &fixture("h100-mig"), "--frame", "12"]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-mig");
+    let (m, fx) = scrape_fixture("h100-mig", "12", &[]);
     for (index, dy) in fx["frames"][frame]["devices"].as_object().unwrap() {
         let l = [("index", index.as_str())];
         let gpm = ok(&dy["gpm_metrics"]).expect("GPM recorded");
@@ -687,63 +674,47 @@ fn health_families_publish_the_xids_remaps_and_throttling_of_the_8_gpu_box() {
         Some(1.0)
     );
     assert_eq!(m.find("gpuscope_device_xid_errors", &[]).len(), 2);
-    assert_eq!(
-        m.value(
-            "gpuscope_device_attention_reason",
-            &[("index", "2"), ("reason", "xid_79")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_clock_event_reason",
-            &[("index", "3"), ("reason", "hw_slowdown")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_clock_event_reason",
-            &[("index", "4"), ("reason", "hw_slowdown")]
-        ),
-        Some(0.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_row_remap_pending", &gpu("5")),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_remapped_rows",
-            &[("index", "5"), ("cause", "uncorrectable")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_ecc_errors_total",
-            &[
-                ("index", "0"),
-                ("error", "uncorrected"),
-                ("counter", "volatile")
-            ]
-        ),
-        Some(0.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_pcie_replays_total", &gpu("0")),
-        Some(0.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_temperature_threshold_celsius",
-            &[("index", "0"), ("threshold", "slowdown")]
-        ),
-        Some(89.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_power_min_limit_watts", &gpu("0")),
-        Some(200.0)
+    assert_values(
+        &m,
+        &[
+            (
+                "gpuscope_device_attention_reason",
+                &[("index", "2"), ("reason", "xid_79")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_clock_event_reason",
+                &[("index", "3"), ("reason", "hw_slowdown")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_clock_event_reason",
+                &[("index", "4"), ("reason", "hw_slowdown")],
+                0.0,
+            ),
+            ("gpuscope_device_row_remap_pending", &gpu("5"), 1.0),
+            (
+                "gpuscope_device_remapped_rows",
+                &[("index", "5"), ("cause", "uncorrectable")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_ecc_errors_total",
+                &[
+                    ("index", "0"),
+                    ("error", "uncorrected"),
+                    ("counter", "volatile"),
+                ],
+                0.0,
+            ),
+            ("gpuscope_device_pcie_replays_total", &gpu("0"), 0.0),
+            (
+                "gpuscope_device_temperature_threshold_celsius",
+                &[("index", "0"), ("threshold", "slowdown")],
+                89.0,
+            ),
+            ("gpuscope_device_power_min_limit_watts", &gpu("0"), 200.0),
+        ],
     );
     // An H100 remaps rows instead of retiring pages: no retired-page series, not 0.
     assert!(m.find("gpuscope_device_retired_pages", &[]).is_empty());
@@ -774,28 +745,23 @@ fn retired_pages_are_published_per_cause_with_the_pending_flag() {
     let exp = Exporter::start(&["--fixture", &edited.path(), "--frame", "1"]);
     let m = exp.scrape();
     let l = |cause: &'static str| [("index", "0"), ("cause", cause)];
-    assert_eq!(
-        m.value("gpuscope_device_retired_pages", &l("single_bit")),
-        Some(2.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_retired_pages", &l("double_bit")),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_retired_pages_pending", &[("index", "0")]),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value(
-            "gpuscope_device_attention_reason",
-            &[("index", "0"), ("reason", "retired_page_pending")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        m.value("gpuscope_device_last_xid", &[("index", "0")]),
-        Some(0.0)
+    assert_values(
+        &m,
+        &[
+            ("gpuscope_device_retired_pages", &l("single_bit"), 2.0),
+            ("gpuscope_device_retired_pages", &l("double_bit"), 1.0),
+            (
+                "gpuscope_device_retired_pages_pending",
+                &[("index", "0")],
+                1.0,
+            ),
+            (
+                "gpuscope_device_attention_reason",
+                &[("index", "0"), ("reason", "retired_page_pending")],
+                1.0,
+            ),
+            ("gpuscope_device_last_xid", &[("index", "0")], 0.0),
+        ],
     );
     let wddm = Exporter::start(&["--fixture", &fixture("windows-wddm"), "--frame", "1"]);
     assert!(wddm
@@ -811,17 +777,7 @@ fn retired_pages_are_published_per_cause_with_the_pending_flag() {
 #[test]
 fn a_process_sampled_less_often_keeps_its_sm_share_with_its_sample_age() {
     let frame = 26;
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture("h100-real"),
-        "--frame",
-        "26",
-        "--processes",
-        "--interval",
-        "1h",
-    ]);
-    let m = exp.scrape();
-    let fx = fixture_json("h100-real");
+    let (m, fx) = scrape_fixture("h100-real", "26", &["--processes", "--interval", "1h"]);
     let recorded_at = humantime::parse_rfc3339(fx["meta"]["recorded_at"].as_str().unwrap())
         .unwrap()
         .duration_since(std::time::UNIX_EPOCH)

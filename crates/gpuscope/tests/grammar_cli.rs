@@ -4,26 +4,12 @@
 //! `install-links`) speak their tools' spellings, and a metric answers to each of its names.
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
 
 mod cli;
 
-fn run(args: &[&str]) -> Output {
-    cli::command(args).output().expect("gpuscope runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "gpuscope {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use cli::{run, stdout as ok};
 
 fn usage_error(args: &[&str]) -> String {
     let out = run(args);
@@ -79,12 +65,7 @@ fn nvisel_letters_through_its_front_door_choose_what_select_chooses() {
 fn the_interval_and_only_letters_are_the_same_in_every_command() {
     // -o: only these devices, in snapshot, stat, top and record alike.
     let doc = json(&["snapshot", "--demo", "--frame", "3", "--json", "-o", "2"]);
-    let ids: Vec<&str> = doc["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
+    let ids = cli::device_ids(&doc);
     assert_eq!(ids, ["2"]);
     let stat = json(&["stat", "--demo", "--frame", "3", "--json", "-o", "2"]);
     assert_eq!(stat["gpus"].as_array().unwrap().len(), 1);
@@ -124,11 +105,7 @@ fn nvitop_spellings_work_in_top() {
             .env("CUDA_VISIBLE_DEVICES", visible)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, "gpuscope");
         String::from_utf8(out.stdout).unwrap()
     };
     let screen = env_only("5");
@@ -255,11 +232,7 @@ fn install_links_makes_each_front_door_a_link_that_works() {
         .args(["--demo", "--frame", "5", "-c", "1", "-C", "1"])
         .output()
         .unwrap();
-    assert!(
-        chose.status.success(),
-        "{}",
-        String::from_utf8_lossy(&chose.stderr)
-    );
+    cli::assert_ok(&chose, "nvisel");
     assert_eq!(String::from_utf8(chose.stdout).unwrap().trim().len(), 1);
     let mut gpustat = std::process::Command::new(bin.join("gpustat"));
     cli::without_settings(&mut gpustat);

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod cli;
 mod edited_fixture;
-use cli::{fixture, run as gpuscope};
+use cli::{fixture, run as gpuscope, stdout as ok_text};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
 
 fn root() -> PathBuf {
@@ -18,17 +18,6 @@ fn root() -> PathBuf {
 
 fn fixture_json(stem: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(fixture(stem)).unwrap()).unwrap()
-}
-
-fn ok_text(args: &[&str]) -> String {
-    let out = gpuscope(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "gpuscope {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The text of one device's block, from its `==== <title>` line to the next.
@@ -139,14 +128,7 @@ fn an_index_that_does_not_exist_is_a_usage_error() {
 #[test]
 fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
     let fx = fixture_json("h100-mig");
-    let text = ok_text(&[
-        "info",
-        "--fixture",
-        &fixture("h100-mig"),
-        "--frame",
-        "20",
-        "0",
-    ]);
+    let text = info_text("h100-mig", 20, &["0"]);
     let parent = block(&text, "GPU 0");
     assert!(parent.contains("listed under its MIG devices"), "{parent}");
     for mig in ["0:0", "0:1", "0:2", "0:3"] {
@@ -170,27 +152,14 @@ fn a_gpu_in_mig_mode_shows_its_mig_devices_with_their_processes() {
         }
     }
     // One MIG device alone.
-    let text = ok_text(&[
-        "info",
-        "--fixture",
-        &fixture("h100-mig"),
-        "--frame",
-        "20",
-        "0:1",
-    ]);
+    let text = info_text("h100-mig", 20, &["0:1"]);
     assert_eq!(text.matches("==== ").count(), 1);
     assert!(text.contains("21230"), "{text}");
 }
 
 #[test]
 fn process_memory_the_driver_cannot_tell_is_na() {
-    let text = ok_text(&[
-        "info",
-        "--fixture",
-        &fixture("windows-wddm"),
-        "--frame",
-        "0",
-    ]);
+    let text = info_text("windows-wddm", 0, &[]);
     let b = block(&text, "GPU 0");
     let procs: Vec<&str> = b
         .lines()
@@ -235,6 +204,18 @@ fn info_json(path: &str, frame: usize, device: Option<&str>) -> Value {
     json(&args)
 }
 
+/// `info` of `devices` (all where none) in the scenario fixture `stem` at `frame`, as text.
+fn info_text(stem: &str, frame: usize, devices: &[&str]) -> String {
+    let (path, frame) = (fixture(stem), frame.to_string());
+    ok_text(
+        &[
+            &["info", "--fixture", &path, "--frame", &frame][..],
+            devices,
+        ]
+        .concat(),
+    )
+}
+
 fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok_text(args)).expect("stdout is JSON")
 }
@@ -250,12 +231,7 @@ fn info_json_is_the_snapshot_document_of_those_devices() {
     assert_eq!(devices[0], snap["devices"][3]);
 
     let mig = info_json(&fixture("h100-mig"), 20, Some("0"));
-    let ids: Vec<&str> = mig["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
+    let ids = cli::device_ids(&mig);
     assert_eq!(ids, ["0", "0:0", "0:1", "0:2", "0:3"]);
     let all = info_json(&fixture("gpu-lost"), 31, None);
     let lost = &all["devices"][2];
@@ -449,14 +425,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
             activity.len(),
             "{stem} {device}"
         );
-        let text = ok_text(&[
-            "info",
-            "--fixture",
-            &fixture(stem),
-            "--frame",
-            &frame.to_string(),
-            device,
-        ]);
+        let text = info_text(stem, frame, &[device]);
         let sm = recorded["sm_activity"].as_f64().unwrap();
         let tensor = recorded["tensor_activity"].as_f64().unwrap();
         assert!(
@@ -480,14 +449,7 @@ fn info_shows_the_recorded_gpm_activity_of_gpus_and_mig_instances() {
             "{stem}: {}",
             v["devices"][0]["activity"]
         );
-        let text = ok_text(&[
-            "info",
-            "--fixture",
-            &fixture(stem),
-            "--frame",
-            &frame.to_string(),
-            "0",
-        ]);
+        let text = info_text(stem, frame, &["0"]);
         // With why: the H100's recording has one sample so far at its first frame; the others
         // are GPUs before Hopper, which have no GPM.
         let why = if stem.starts_with("h100") {
@@ -513,20 +475,17 @@ fn info_json_has_the_recorded_health_values() {
             h["memory_temperature_celsius"], dy["memory_temperature"]["ok"],
             "{stem}"
         );
-        let fans: Vec<Value> = dy["fan_target_speeds"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a["ok"].clone())
-            .collect();
-        assert_eq!(h["fan_target_speeds_percent"], Value::Array(fans), "{stem}");
-        let links: Vec<Value> = dy["nvlink_error_counters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a["ok"].clone())
-            .collect();
-        assert_eq!(h["nvlink_errors"], Value::Array(links), "{stem}");
+        // The recorded values of a list of results.
+        let oks = |key: &str| -> Value {
+            let list = dy[key].as_array().unwrap();
+            list.iter().map(|a| a["ok"].clone()).collect()
+        };
+        assert_eq!(
+            h["fan_target_speeds_percent"],
+            oks("fan_target_speeds"),
+            "{stem}"
+        );
+        assert_eq!(h["nvlink_errors"], oks("nvlink_error_counters"), "{stem}");
         for (field, key) in [
             ("ecc_device_memory", "device_memory"),
             ("ecc_sram", "sram"),
@@ -563,12 +522,7 @@ fn processes_show_name_parent_and_creation_time_as_igpu_does() {
         .env("TZ", "UTC")
         .output()
         .expect("gpuscope runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = cli::ok_stdout(out, "info 0");
     let header = text
         .lines()
         .find(|l| l.trim_start().starts_with("PID "))

@@ -7,7 +7,7 @@ mod export_support;
 
 use std::collections::BTreeMap;
 
-use export_support::{cli, fixture, fixture_json, Exporter};
+use export_support::{cli, fixture, fixture_json, Exporter, Exposition};
 use serde_json::Value;
 
 const STEM: &str = "k8s-time-slicing";
@@ -52,22 +52,20 @@ fn recorded_processes(fx: &Value, device: &str) -> BTreeMap<u64, (f64, Option<f6
     out
 }
 
+/// The exporter's scrape over the scenario at [`FRAME`], with `extra` arguments.
+fn scrape(extra: &[&str]) -> Exposition {
+    let (path, frame) = (fixture(STEM), FRAME.to_string());
+    let args = [&["--fixture", &path, "--frame", &frame][..], extra].concat();
+    Exporter::start(&args).scrape()
+}
+
 #[test]
 fn time_sliced_pods_each_get_their_own_figures_summing_to_the_device() {
     let fx = fixture_json(STEM);
     let pods = recorded_pods(&fx);
     assert_eq!(pods.len(), 4, "four pods are recorded");
     // A long interval: the one sample taken sees the frame's per-process samples.
-    let frame = FRAME.to_string();
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture(STEM),
-        "--frame",
-        &frame,
-        "--interval",
-        "1h",
-    ]);
-    let m = exp.scrape();
+    let m = scrape(&["--interval", "1h"]);
 
     let gpu0 = recorded_processes(&fx, "0");
     let dy0 = &fx["frames"][FRAME]["devices"]["0"];
@@ -142,15 +140,7 @@ fn time_sliced_pods_each_get_their_own_figures_summing_to_the_device() {
 #[test]
 fn process_series_carry_their_pod_and_a_process_outside_any_container_has_none() {
     let fx = fixture_json(STEM);
-    let frame = FRAME.to_string();
-    let exp = Exporter::start(&[
-        "--fixture",
-        &fixture(STEM),
-        "--frame",
-        &frame,
-        "--processes",
-    ]);
-    let m = exp.scrape();
+    let m = scrape(&["--processes"]);
     for (pid, facts) in fx["host"]["processes"].as_object().unwrap() {
         let series = m.find(
             "gpuscope_process_gpu_memory_bytes",

@@ -43,11 +43,7 @@ fn one_shot(args: &[&str]) -> HashMap<String, (usize, usize)> {
         .env(fake_nvml::CALL_LOG_ENV, &log)
         .output()
         .expect("gpuscope runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, args);
     served(&log)
 }
 
@@ -200,11 +196,7 @@ fn info_measures_gpm_over_its_window_and_says_why_not_without_one() {
             .env(fake_nvml::FRAME_ENV, "30")
             .output()
             .expect("gpuscope runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, "gpuscope");
         let text = String::from_utf8(out.stdout).expect("UTF-8");
         let at = text.find("ACTIVITY (GPM):").expect("an ACTIVITY section");
         text[at..]

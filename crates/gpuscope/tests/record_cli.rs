@@ -154,6 +154,15 @@ fn mib(bytes: u64) -> u64 {
     (bytes as f64 / (1024.0 * 1024.0)).round_ties_even() as u64
 }
 
+/// What is left to read of a child's pipe, as text.
+fn read_all(pipe: Option<impl Read>) -> String {
+    let mut text = String::new();
+    pipe.expect("a piped stream")
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
 fn is_png(path: &Path) -> bool {
     std::fs::read(path).is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n") && b.len() > 10_000)
 }
@@ -166,20 +175,8 @@ fn ctrl_c_saves_the_plot_and_prints_one_summary_line_per_device() {
     wait_for_lines(&mut child, &csv, 6);
     signal(&child, libc::SIGINT);
     let status = wait_exit(&mut child);
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stdout = read_all(child.stdout.take());
+    let stderr = read_all(child.stderr.take());
     assert!(status.success(), "exit {status}: {stderr}");
     assert!(is_png(&png), "the plot is written");
     assert!(stderr.contains("plot saved to"), "{stderr}");
@@ -262,11 +259,7 @@ fn duration_stops_by_itself_with_svg_and_ndjson() {
         "--summary",
         "gpulink",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let text = std::fs::read_to_string(&svg).unwrap();
     let json = fixture_json();
     let name = json["devices"]["0"]["name"]["ok"].as_str().unwrap();
@@ -342,10 +335,7 @@ fn bad_input_exits_2_and_says_what_is_wrong() {
         ),
     ];
     for (args, says) in cases {
-        let out = run(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        cli::assert_usage_error(&run(args), args, says);
     }
 }
 
@@ -370,11 +360,7 @@ fn several_metrics_in_one_run() {
         "--output",
         svg.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let stdout = String::from_utf8(out.stdout).unwrap();
     for metric in ["memory used", "gpu utilization", "temperature"] {
         let n = stdout
@@ -497,40 +483,30 @@ fn record_colliding_output_paths_exit_2_naming_both_options() {
     std::fs::write(&png, b"an earlier plot").unwrap();
     let link = dir.join("link.png");
     std::os::unix::fs::symlink(&png, &link).unwrap();
-    let cases: [(Vec<&str>, &str); 3] = [
+    fn text(p: &std::path::Path) -> &str {
+        p.to_str().unwrap()
+    }
+    let (a_text, a_dot, png_text, link) = (text(&a), text(&a_dot), text(&png), text(&link));
+    let cases = [
         (
-            vec![
-                "--csv",
-                a.to_str().unwrap(),
-                "--ndjson",
-                a_dot.to_str().unwrap(),
-            ],
+            ["--csv", a_text, "--ndjson", a_dot],
             "--csv and --ndjson name the same file",
         ),
         (
-            vec![
-                "--csv",
-                png.to_str().unwrap(),
-                "--output",
-                png.to_str().unwrap(),
-            ],
+            ["--csv", png_text, "--output", png_text],
             "--output and --csv name the same file",
         ),
         (
-            vec![
-                "--ndjson",
-                link.to_str().unwrap(),
-                "--output",
-                png.to_str().unwrap(),
-            ],
+            ["--ndjson", link, "--output", png_text],
             "--output and --ndjson name the same file",
         ),
     ];
     for (args, says) in cases {
-        let out = run(&[&["record", "--demo", "--duration", "1s"][..], &args].concat());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        cli::assert_usage_error(
+            &run(&[&["record", "--demo", "--duration", "1s"][..], &args].concat()),
+            args,
+            says,
+        );
     }
     assert!(!a.exists(), "refused before any file is created");
     assert_eq!(std::fs::read(&png).unwrap(), b"an earlier plot");
@@ -579,11 +555,7 @@ fn existing_outputs_are_refused_unless_overwrite() {
     std::fs::write(&png, "old").unwrap();
     std::fs::write(&csv, "old").unwrap();
     let out = record(&["--overwrite"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     assert!(is_png(&png), "the plot is replaced");
     assert!(std::fs::read_to_string(&csv).unwrap().lines().count() > 1);
     std::fs::remove_dir_all(&dir).ok();
@@ -606,11 +578,7 @@ fn record_one_frame(dir: &Path, source: &[&str]) -> (String, String, String) {
         csv.to_str().unwrap(),
     ]);
     let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let csv = std::fs::read_to_string(&csv).unwrap();
     (
         String::from_utf8(out.stdout).unwrap(),

@@ -364,16 +364,13 @@ fn check_dump(stem: &str) -> usize {
                 continue;
             }
             let (corrected, uncorrected, locations) = ecc_group(group);
-            checked += same(
-                &at(&format!("{counter} corrected")),
-                &h[format!("ecc_errors_{counter}_corrected")],
-                n(corrected),
-            );
-            checked += same(
-                &at(&format!("{counter} uncorrected")),
-                &h[format!("ecc_errors_{counter}_uncorrected")],
-                n(uncorrected),
-            );
+            for (kind, count) in [("corrected", corrected), ("uncorrected", uncorrected)] {
+                checked += same(
+                    &at(&format!("{counter} {kind}")),
+                    &h[format!("ecc_errors_{counter}_{kind}")],
+                    n(count),
+                );
+            }
             for (location, c, u) in locations {
                 let got = &h["ecc_errors_by_location"][location];
                 if c.is_none() && u.is_none() {
@@ -388,16 +385,13 @@ fn check_dump(stem: &str) -> usize {
                     );
                     continue;
                 }
-                checked += same(
-                    &at(&format!("{location} {counter} corrected")),
-                    &got[format!("{counter}_corrected")],
-                    n(c),
-                );
-                checked += same(
-                    &at(&format!("{location} {counter} uncorrected")),
-                    &got[format!("{counter}_uncorrected")],
-                    n(u),
-                );
+                for (kind, count) in [("corrected", c), ("uncorrected", u)] {
+                    checked += same(
+                        &at(&format!("{location} {counter} {kind}")),
+                        &got[format!("{counter}_{kind}")],
+                        n(count),
+                    );
+                }
             }
         }
         // Retired pages.

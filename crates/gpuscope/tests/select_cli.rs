@@ -32,14 +32,7 @@ fn run(args: &[&str]) -> Output {
 
 /// Stdout of a run that must succeed.
 fn stdout(args: &[&str]) -> String {
-    let out = run(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "gpuscope select {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    cli::ok_stdout(run(args), ("nvisel", args))
 }
 
 /// The demo box at frame 5, with `args`.

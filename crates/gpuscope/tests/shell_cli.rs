@@ -33,11 +33,7 @@ fn gpuscope(args: &[&str], env: &[(&str, String)]) -> Output {
 
 fn stdout_of(args: &[&str], env: &[(&str, String)]) -> String {
     let out = gpuscope(args, env);
-    assert!(
-        out.status.success(),
-        "gpuscope {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, args);
     String::from_utf8(out.stdout).expect("UTF-8")
 }
 

@@ -21,26 +21,19 @@ fn repo(path: &str) -> String {
         .to_string()
 }
 
+/// A file nvidia-smi wrote on the real H100 (`fixtures/h100-real/<name>`).
+fn real_dump(name: &str) -> String {
+    std::fs::read_to_string(repo(&format!("fixtures/h100-real/{name}")))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 fn run(args: &[&str]) -> Output {
     cli::run(args)
 }
 
 /// Runs `gpuscope smi ARGS` over the real recording at frame 47; checks exit 0; stdout.
 fn smi_real(args: &[&str]) -> String {
-    let fixture = repo("fixtures/h100-real.json");
-    let all = [
-        &["smi"][..],
-        args,
-        &["--fixture", &fixture, "--frame", "47"],
-    ]
-    .concat();
-    let out = run(&all);
-    assert!(
-        out.status.success(),
-        "{all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    smi_real_of_frame(&repo("fixtures/h100-real.json"), "47", args)
 }
 
 /// `-q` text as (path, value): the path is the labels from the top, joined by " / ", taken from
@@ -431,10 +424,7 @@ const Q_EXTRA: &[(&str, &str)] = &[
 #[test]
 fn q_prints_what_nvidia_smi_printed_on_the_real_h100() {
     let ours = q_lines(&smi_real(&["-q"]));
-    let theirs = q_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q.load.txt"))
-            .expect("nvidia-smi -q"),
-    );
+    let theirs = q_lines(&real_dump("nvidia-smi-q.load.txt"));
     compare(
         "-q",
         &ours,
@@ -727,10 +717,7 @@ fn q_x_prints_what_nvidia_smi_printed_on_the_real_h100() {
     let xml = smi_real(&["-q", "-x"]);
     assert!(xml.starts_with("<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log"));
     let ours = xml_lines(&xml);
-    let theirs = xml_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
-            .expect("nvidia-smi -q -x"),
-    );
+    let theirs = xml_lines(&real_dump("nvidia-smi-q-x.load.xml"));
     compare(
         "-q -x",
         &ours,
@@ -744,17 +731,19 @@ fn q_x_prints_what_nvidia_smi_printed_on_the_real_h100() {
     );
 }
 
+/// nvidia-smi's XML of the real H100 under load (`-q -x`), element path -> value.
+fn real_xml_by_path() -> HashMap<String, String> {
+    xml_lines(&real_dump("nvidia-smi-q-x.load.xml"))
+        .into_iter()
+        .collect()
+}
+
 /// `--query-gpu` of the fields that do not change, against the values nvidia-smi's XML holds
 /// for them (written as `--query-gpu` writes them: `0x` before PCI numbers, no `x` after a link
 /// width, units after values).
 #[test]
 fn query_gpu_prints_what_nvidia_smi_holds_for_the_real_h100() {
-    let theirs: HashMap<String, String> = xml_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
-            .expect("nvidia-smi -q -x"),
-    )
-    .into_iter()
-    .collect();
+    let theirs = real_xml_by_path();
     let x = |p: &str| theirs[&format!("nvidia_smi_log/{p}")].clone();
     // (field asked, header nvidia-smi writes, the value from the XML).
     let fields: Vec<(&str, &str, String)> = vec![
@@ -902,12 +891,7 @@ fn query_gpu_prints_what_nvidia_smi_holds_for_the_real_h100() {
 /// `--query-compute-apps`: the one process on the GPU at frame 47, as nvidia-smi's XML lists it.
 #[test]
 fn query_compute_apps_lists_the_process_nvidia_smi_listed() {
-    let theirs: HashMap<String, String> = xml_lines(
-        &std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.load.xml"))
-            .expect("nvidia-smi -q -x"),
-    )
-    .into_iter()
-    .collect();
+    let theirs = real_xml_by_path();
     let p = |f: &str| theirs[&format!("nvidia_smi_log/gpu/processes/process_info/{f}")].clone();
     let out = smi_real(&[
         "--query-compute-apps=pid,name,used_memory,gpu_uuid,gpu_bus_id",
@@ -938,13 +922,7 @@ fn smi_demo(args: &[&str]) -> Output {
 }
 
 fn stdout_ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("UTF-8")
+    cli::ok_stdout(out.clone(), "gpuscope smi")
 }
 
 /// `-L`: `GPU i: NAME (UUID: ...)` per GPU, and under a GPU in MIG mode its MIG devices as
@@ -1119,10 +1097,7 @@ fn format_variants_write_what_nvidia_smi_writes() {
         ),
         (&["-L", "--format=csv"][..], "--format goes with"),
     ] {
-        let out = smi_demo(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(&smi_demo(args), args, needle);
     }
 }
 
@@ -1183,10 +1158,7 @@ fn loop_prints_again_until_the_count() {
         (&["-q", "-l", "1", "--count", "0"][..], "from 1"),
         (&["-L", "-l", "1"][..], "-l and -lms go with"),
     ] {
-        let out = smi_demo(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(&smi_demo(args), args, needle);
     }
 }
 
@@ -1434,14 +1406,7 @@ fn q_x_over_each_imported_dump_writes_what_nvidia_smi_wrote() {
 
 /// Runs `gpuscope smi ARGS` over `fixture`'s first frame; checks exit 0; stdout.
 fn smi_real_of(fixture: &str, args: &[&str]) -> String {
-    let all = [&["smi"][..], args, &["--fixture", fixture, "--frame", "0"]].concat();
-    let out = run(&all);
-    assert!(
-        out.status.success(),
-        "{all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    smi_real_of_frame(fixture, "0", args)
 }
 
 /// A GPU with no process: `Processes : None` at the GPU's width in the text, an empty element in
@@ -1457,7 +1422,7 @@ fn no_process_is_none() {
     );
     let xml = smi_real_of_frame(&fixture, "5", &["-q", "-x"]);
     assert!(xml.contains("\t\t<processes>\n\t\t</processes>\n"), "{xml}");
-    let idle = std::fs::read_to_string(repo("fixtures/h100-real/nvidia-smi-q-x.idle.xml")).unwrap();
+    let idle = real_dump("nvidia-smi-q-x.idle.xml");
     assert!(idle.contains("\t\t<processes>\n\t\t</processes>\n"));
 }
 
@@ -1468,13 +1433,7 @@ fn smi_real_of_frame(fixture: &str, frame: &str, args: &[&str]) -> String {
         &["--fixture", fixture, "--frame", frame],
     ]
     .concat();
-    let out = run(&all);
-    assert!(
-        out.status.success(),
-        "{all:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    cli::stdout(&all)
 }
 
 /// No option: nvidia-smi's summary table. The Windows scenario was built from the values of a

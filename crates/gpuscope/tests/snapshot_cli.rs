@@ -11,6 +11,11 @@ fn json(args: &[&str]) -> Value {
     cli::json(&mut cli::command(args))
 }
 
+/// `snapshot --json` of the fixture file `path` at `frame`.
+fn frame_json(path: &str, frame: &str) -> Value {
+    json(&["snapshot", "--fixture", path, "--frame", frame, "--json"])
+}
+
 #[test]
 fn demo_json_lists_every_device_with_na_as_null() {
     let v = json(&["snapshot", "--demo", "--json"]);
@@ -218,17 +223,20 @@ fn a_fixture_without_a_query_shows_it_as_na_and_null() {
     assert!(text.contains("N/A / N/A"), "memory is N/A:\n{text}");
 }
 
+/// The errors a process list may fail with, in the fixture's words, and the reason shown.
+const PROCESS_LIST_FAILURES: [(&str, &str); 3] = [
+    ("no_permission", "insufficient permissions"),
+    ("not_supported", "not supported"),
+    ("function_not_found", "function"),
+];
+
 /// Regression: a process list that failed with NO_PERMISSION (the usual answer inside a
 /// container), NOT_SUPPORTED or FUNCTION_NOT_FOUND showed as `processes: []` and "No running GPU
 /// processes.". It is `null` with the query and reason in the device's `errors`, and "N/A" with
 /// the reason in text.
 #[test]
 fn a_process_list_that_cannot_be_read_is_null_and_na_not_empty() {
-    for (error, reason) in [
-        ("no_permission", "insufficient permissions"),
-        ("not_supported", "not supported"),
-        ("function_not_found", "function"),
-    ] {
+    for (error, reason) in PROCESS_LIST_FAILURES {
         let fx = EditedFixture::new("gpu-lost", error, |fx| {
             for id in ["0", "1", "2", "3"] {
                 fail_process_lists(
@@ -240,14 +248,7 @@ fn a_process_list_that_cannot_be_read_is_null_and_na_not_empty() {
                 );
             }
         });
-        let v = json(&[
-            "snapshot",
-            "--fixture",
-            &fx.path(),
-            "--frame",
-            "5",
-            "--json",
-        ]);
+        let v = frame_json(&fx.path(), "5");
         for d in v["devices"].as_array().unwrap() {
             assert!(d["processes"].is_null(), "{error}: {d}");
             let errors = d["errors"].as_array().unwrap();
@@ -289,14 +290,7 @@ fn one_process_list_failing_shows_the_other_and_its_error() {
             "no_permission",
         );
     });
-    let v = json(&[
-        "snapshot",
-        "--fixture",
-        &fx.path(),
-        "--frame",
-        "5",
-        "--json",
-    ]);
+    let v = frame_json(&fx.path(), "5");
     let devices = v["devices"].as_array().unwrap();
     // GPU 3: the graphics list (Xorg, PID 675) was read; its compute list was not.
     let gpu3 = &devices[3];
@@ -329,14 +323,7 @@ fn one_process_list_failing_shows_the_other_and_its_error() {
 #[test]
 fn unknown_host_facts_are_null_not_zero_or_empty() {
     let fx = EditedFixture::new("gpu-lost", "no-host-facts", forget_host_facts);
-    let v = json(&[
-        "snapshot",
-        "--fixture",
-        &fx.path(),
-        "--frame",
-        "5",
-        "--json",
-    ]);
+    let v = frame_json(&fx.path(), "5");
     let procs: Vec<&Value> = v["devices"]
         .as_array()
         .unwrap()
@@ -441,14 +428,7 @@ fn json_names_the_host_and_the_time_of_the_sample() {
         .unwrap()
         .as_millis() as u64;
     for frame in [0usize, 5] {
-        let doc = json(&[
-            "snapshot",
-            "--fixture",
-            &fixture("h100-sxm-8gpu"),
-            "--frame",
-            &frame.to_string(),
-            "--json",
-        ]);
+        let doc = frame_json(&fixture("h100-sxm-8gpu"), &frame.to_string());
         assert_eq!(doc["hostname"], raw["host"]["hostname"]);
         let want = recorded_ms + raw["frames"][frame]["t_ms"].as_u64().unwrap();
         assert_eq!(doc["time_unix_ms"].as_u64(), Some(want), "frame {frame}");
@@ -494,11 +474,7 @@ fn query_csv_is_what_nvidia_smi_query_gpu_writes() {
         "--format",
         "csv",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -572,9 +548,7 @@ fn query_bad_input_is_a_usage_error_that_names_it() {
         (&["--query", "index", "--json"][..], "--json"),
     ] {
         let out = gpuscope(&[&["snapshot", "--demo"][..], args].concat());
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(&out, args, needle);
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     // Escaped: a field name is typed by the user but echoed to a terminal.
@@ -596,11 +570,7 @@ fn compact_shows_each_device_and_its_processes_beneath() {
     let base = ["snapshot", "--demo", "--frame", "4"];
     let doc = json(&[&base[..], &["--json"]].concat());
     let out = gpuscope(&[&base[..], &["--compact", "--show-pid", "--show-cmd"]].concat());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "gpuscope");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -675,10 +645,11 @@ fn compact_bad_input_is_a_usage_error() {
         (&["--show-pid"][..], "--compact"),
         (&["--compact", "--color", "sometimes"][..], "sometimes"),
     ] {
-        let out = gpuscope(&[&["snapshot", "--demo"][..], args].concat());
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        cli::assert_usage_error(
+            &gpuscope(&[&["snapshot", "--demo"][..], args].concat()),
+            args,
+            needle,
+        );
     }
 }
 
@@ -733,39 +704,39 @@ fn strip_sgr(text: &str) -> String {
 /// `--watch` prints the snapshot again every interval until stopped.
 #[test]
 fn watch_repeats_the_snapshot() {
+    let args = ["snapshot", "--demo", "--compact", "--watch", "100ms"];
+    let headers = watched_lines(&args, 3, |line| line.starts_with("hgx-h100-07"));
+    assert_eq!(headers.len(), 3);
+}
+
+/// Starts gpuscope with `args` (a `--watch`), reads its stdout until `n` lines that `pick`
+/// takes have come (or it ends), stops it and returns them.
+fn watched_lines(args: &[&str], n: usize, pick: impl Fn(&str) -> bool) -> Vec<String> {
     use std::io::{BufRead, BufReader};
-    let mut child = cli::command(&["snapshot", "--demo", "--compact", "--watch", "100ms"])
+    let mut child = cli::command(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("gpuscope runs");
     let reader = BufReader::new(child.stdout.take().unwrap());
-    let mut headers = 0;
-    for line in reader.lines() {
-        let line = line.unwrap();
-        if line.starts_with("hgx-h100-07") {
-            headers += 1;
-            if headers == 3 {
-                break;
-            }
-        }
-    }
+    let lines = reader
+        .lines()
+        .map(Result::unwrap)
+        .filter(|line| pick(line))
+        .take(n)
+        .collect();
     child.kill().ok();
     child.wait().ok();
-    assert_eq!(headers, 3);
+    lines
 }
 
 /// `--json --watch` writes JSON Lines: every line one whole document, a line each interval.
 #[test]
 fn json_watch_writes_json_lines() {
-    use std::io::{BufRead, BufReader};
-    let mut child = cli::command(&["snapshot", "--demo", "--json", "--watch", "100ms"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("gpuscope runs");
-    let reader = BufReader::new(child.stdout.take().unwrap());
-    let lines: Vec<String> = reader.lines().take(3).map(Result::unwrap).collect();
-    child.kill().ok();
-    child.wait().ok();
+    let lines = watched_lines(
+        &["snapshot", "--demo", "--json", "--watch", "100ms"],
+        3,
+        |_| true,
+    );
     assert_eq!(lines.len(), 3);
     for line in &lines {
         let doc: Value = serde_json::from_str(line).expect("each line is a JSON document");
@@ -781,11 +752,8 @@ fn json_watch_writes_json_lines() {
 #[test]
 fn an_xid_since_start_is_in_the_health_of_its_gpu() {
     let path = fixture("h100-sxm-8gpu");
-    let health = |frame: &str, gpu: usize| {
-        json(&["snapshot", "--fixture", &path, "--frame", frame, "--json"])["devices"][gpu]
-            ["health"]
-            .clone()
-    };
+    let health =
+        |frame: &str, gpu: usize| frame_json(&path, frame)["devices"][gpu]["health"].clone();
     let before = health("13", 2);
     assert_eq!(before["xid_errors"], serde_json::json!([]));
     assert_eq!(before["recent_events"], serde_json::json!([]));
@@ -862,7 +830,7 @@ fn each_process_shows_its_own_newest_sample_and_its_age_over_the_real_recording(
     let mut oldest_shown = 0;
     for frame in 19..=55 {
         let f = frame.to_string();
-        let v = json(&["snapshot", "--fixture", &path, "--frame", &f, "--json"]);
+        let v = frame_json(&path, &f);
         let now_ms = v["time_unix_ms"].as_u64().unwrap();
         let newest = recorded_newest(&fx, frame);
         let procs = v["devices"][0]["processes"].as_array().unwrap();
@@ -915,12 +883,7 @@ fn only_applies_to_every_form() {
 
     // JSON, both separators.
     let v = json(&["snapshot", "--demo", "--json", "--only", "2,5"]);
-    let ids: Vec<&str> = v["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
+    let ids = cli::device_ids(&v);
     assert_eq!(ids, ["2", "5"]);
 
     // --query.
@@ -950,12 +913,7 @@ fn only_applies_to_every_form() {
             "--only",
             only,
         ]);
-        v["devices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["id"].as_str().unwrap().to_string())
-            .collect()
+        cli::device_ids(&v).into_iter().map(String::from).collect()
     };
     let with_migs = ids("0");
     assert!(with_migs.len() > 1, "{with_migs:?}");

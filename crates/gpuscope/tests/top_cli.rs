@@ -15,26 +15,25 @@ fn gpuscope(args: &[&str]) -> Output {
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let out = gpuscope(args);
-    assert!(
-        out.status.success(),
-        "gpuscope {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    cli::ok_stdout(gpuscope(args), args)
+}
+
+/// The lines of a `--once` screen below the process table's header (the line with PID and
+/// COMMAND).
+fn table_lines(screen: &str) -> impl Iterator<Item = &str> {
+    let mut lines = screen.lines();
+    lines
+        .by_ref()
+        .find(|l| l.contains("PID") && l.contains("COMMAND"));
+    lines
 }
 
 /// (device, PID) of every process row of a `--once` screen: rows start with two mark
 /// characters, then the device and the PID.
 fn process_rows(screen: &str) -> Vec<(String, u32)> {
     let mut rows = Vec::new();
-    let mut in_table = false;
-    for line in screen.lines() {
-        if line.contains("PID") && line.contains("COMMAND") {
-            in_table = true;
-            continue;
-        }
-        if !in_table || line.len() < 3 {
+    for line in table_lines(screen) {
+        if line.len() < 3 {
             continue;
         }
         let mut words = line[2..].split_whitespace();
@@ -171,10 +170,7 @@ fn bad_options_are_usage_errors() {
     ] {
         let mut all = vec!["top", "--demo", "--once"];
         all.extend_from_slice(&args);
-        let out = gpuscope(&all);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        cli::assert_usage_error(&gpuscope(&all), args, says);
     }
 }
 
@@ -278,11 +274,7 @@ fn once_on_a_terminal_of_size_zero_uses_columns() {
         .env("COLUMNS", "140")
         .output()
         .expect("script(1) from util-linux runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, "script(1)");
     let screen = String::from_utf8(out.stdout).unwrap().replace('\r', "");
     assert!(screen.contains("64 of 64 shown"), "{screen}");
     let widest = screen.lines().map(|l| l.chars().count()).max().unwrap();
@@ -294,18 +286,22 @@ fn once_on_a_terminal_of_size_zero_uses_columns() {
 /// the devices whose lists were read still show their processes.
 #[test]
 fn a_process_list_that_cannot_be_read_is_na_in_the_viewer_not_empty() {
-    let all = EditedFixture::new("gpu-lost", "top-all", |fx| {
-        for id in ["0", "1", "2", "3"] {
-            fail_process_lists(
-                fx,
-                5,
-                id,
-                &["compute_processes", "graphics_processes"],
-                "no_permission",
-            );
-        }
-    });
-    let screen = stdout_of(&["top", "--once", "--fixture", &all.path(), "--frame", "5"]);
+    // The screen of frame 5 where the process lists of the GPUs `ids` could not be read.
+    let screen_failing = |name: &str, ids: &[&str]| {
+        let edited = EditedFixture::new("gpu-lost", name, |fx| {
+            for id in ids {
+                fail_process_lists(
+                    fx,
+                    5,
+                    id,
+                    &["compute_processes", "graphics_processes"],
+                    "no_permission",
+                );
+            }
+        });
+        stdout_of(&["top", "--once", "--fixture", &edited.path(), "--frame", "5"])
+    };
+    let screen = screen_failing("top-all", &["0", "1", "2", "3"]);
     assert!(
         screen.contains("Processes of GPU 0, 1, 2, 3: N/A (insufficient permissions)"),
         "{screen}"
@@ -313,16 +309,7 @@ fn a_process_list_that_cannot_be_read_is_na_in_the_viewer_not_empty() {
     assert!(!screen.contains("No running GPU processes"), "{screen}");
     assert!(process_rows(&screen).is_empty(), "{screen}");
 
-    let one = EditedFixture::new("gpu-lost", "top-one", |fx| {
-        fail_process_lists(
-            fx,
-            5,
-            "1",
-            &["compute_processes", "graphics_processes"],
-            "no_permission",
-        );
-    });
-    let screen = stdout_of(&["top", "--once", "--fixture", &one.path(), "--frame", "5"]);
+    let screen = screen_failing("top-one", &["1"]);
     assert!(
         screen.contains("Processes of GPU 1: N/A (insufficient permissions)"),
         "{screen}"
@@ -401,15 +388,7 @@ fn the_header_shows_local_time_in_the_time_zone() {
 /// (PID, user, type) of every process row of a `--once` screen.
 fn typed_rows(screen: &str) -> Vec<(u32, String, String)> {
     let mut rows = Vec::new();
-    let mut in_table = false;
-    for line in screen.lines() {
-        if line.contains("PID") && line.contains("COMMAND") {
-            in_table = true;
-            continue;
-        }
-        if !in_table {
-            continue;
-        }
+    for line in table_lines(screen) {
         let rest: String = line.chars().skip(2).collect();
         let w: Vec<&str> = rest.split_whitespace().collect();
         if let (Some(pid), Some(user), Some(kind)) = (w.get(1), w.get(2), w.get(3)) {
@@ -432,11 +411,7 @@ fn once_rows(extra: &[&str], env: &[(&str, &str)]) -> Vec<(u32, String, String)>
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cli::assert_ok(&out, args);
     typed_rows(&String::from_utf8(out.stdout).unwrap())
 }
 
@@ -531,11 +506,7 @@ fn environment_variables_set_the_defaults() {
         let mut args = vec!["top", "--demo", "--frame", "5", "--once"];
         args.extend_from_slice(extra);
         let out = once_with_env(&args, env);
-        assert!(
-            out.status.success(),
-            "{env:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, env);
         String::from_utf8(out.stdout).unwrap()
     };
     let plain = screen(&[], &[]);
@@ -585,11 +556,7 @@ fn utilization_thresholds_are_two_ordered_percents() {
         "5",
         "50",
     ]);
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    cli::assert_ok(&ok, "gpuscope");
     for bad in [["90", "20"], ["20", "101"], ["x", "50"]] {
         let out = gpuscope(&[
             "top",
@@ -667,23 +634,23 @@ fn once_shows_the_sm_of_a_process_sampled_less_often_over_the_real_recording() {
 /// the same value typed on the command line names the option, as before.
 #[test]
 fn a_bad_value_from_the_environment_names_the_variable() {
-    let out = cli::command(&["top", "--demo", "--once"])
-        .env("GPUSCOPE_TOP_INTERVAL", "1ms")
-        .output()
-        .expect("gpuscope runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    // The stderr of `top ARGS` with GPUSCOPE_TOP_INTERVAL set to `value`, a usage error.
+    let refused = |args: &[&str], value: &str| {
+        let out = cli::command(&[&["top", "--demo", "--once"][..], args].concat())
+            .env("GPUSCOPE_TOP_INTERVAL", value)
+            .output()
+            .expect("gpuscope runs");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        err
+    };
+    let err = refused(&[], "1ms");
     assert!(
         err.contains("invalid value '1ms' for GPUSCOPE_TOP_INTERVAL")
             && err.contains("between 50ms and 1h"),
         "{err}"
     );
-    let out = cli::command(&["top", "--demo", "--once", "--interval", "1ms"])
-        .env("GPUSCOPE_TOP_INTERVAL", "2s")
-        .output()
-        .expect("gpuscope runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&["--interval", "1ms"], "2s");
     assert!(
         err.contains("'--interval <DURATION>'") && !err.contains("GPUSCOPE_TOP_INTERVAL"),
         "{err}"

@@ -44,11 +44,7 @@ impl Tmux {
             .args(args)
             .output()
             .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli::assert_ok(&out, ("tmux", args));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -351,32 +347,6 @@ fn fixture_with(pid: u32, path: &Path) {
     edited_fixture::write(&f, path);
 }
 
-/// A `sleep 1000` child, killed if the test ends early.
-struct Child(std::process::Child);
-
-impl Child {
-    fn spawn() -> Child {
-        let child = Child(Command::new("sleep").arg("1000").spawn().unwrap());
-        let pid = child.0.id();
-        // Right after exec the kernel may not have set the new command line yet.
-        wait_until("the child's exec", || {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep"))
-        });
-        child
-    }
-
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_tagged_process_is_terminated_through_the_ui() {
     let Some(t) = Tmux::new("signal") else {
@@ -677,6 +647,8 @@ fn a_panic_restores_the_terminal_before_its_message() {
 mod cli;
 mod edited_fixture;
 mod fleet_support;
+mod sleeping_child;
+use sleeping_child::Child;
 
 /// A stub Prometheus with three hosts: gpu-a (two GPUs, a process on GPU 1), gpu-b (one GPU)
 /// up, and gpu-c, whose exporter is down. `slow`: every device family waits this long.

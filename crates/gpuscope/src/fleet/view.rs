@@ -49,16 +49,8 @@ fn state_text(h: &Host) -> String {
 pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
     let mut out = String::new();
     let devices: usize = fleet.hosts.iter().map(|h| h.devices.len()).sum();
-    let down = fleet
-        .hosts
-        .iter()
-        .filter(|h| h.state == HostState::Down)
-        .count();
-    let stale = fleet
-        .hosts
-        .iter()
-        .filter(|h| h.state == HostState::Stale)
-        .count();
+    let count = |state: HostState| fleet.hosts.iter().filter(|h| h.state == state).count();
+    let (down, stale) = (count(HostState::Down), count(HostState::Stale));
     let _ = writeln!(
         out,
         "gpuscope fleet ({})  {} host{}  {} device{}  {} down  {} stale",

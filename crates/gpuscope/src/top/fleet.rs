@@ -817,15 +817,15 @@ mod tests {
     }
 
     fn app() -> FleetApp {
-        let mut app = FleetApp::new(
-            "http://prom:9090".into(),
-            Duration::from_secs(2),
-            false,
-            false,
-        );
+        app_over("http://prom:9090", fleet(), Duration::from_millis(5))
+    }
+
+    /// The fleet view of `source` after one refresh that read `fleet` in `took`.
+    fn app_over(source: &str, fleet: Fleet, took: Duration) -> FleetApp {
+        let mut app = FleetApp::new(source.into(), Duration::from_secs(2), false, false);
         app.push(FleetRefresh {
-            result: Ok(fleet()),
-            took: Duration::from_millis(5),
+            result: Ok(fleet),
+            took,
             at: SystemTime::now(),
         });
         app
@@ -960,17 +960,7 @@ mod tests {
         d.name = Some("GPU\u{1b}[2J".into());
         d.processes[0].command = Some("rm\r\u{9b}x".into());
         d.processes[0].user = Some("u\u{1b}".into());
-        let mut app = FleetApp::new(
-            "http://p\u{1b}".into(),
-            Duration::from_secs(2),
-            false,
-            false,
-        );
-        app.push(FleetRefresh {
-            result: Ok(f),
-            took: Duration::ZERO,
-            at: SystemTime::now(),
-        });
+        let app = app_over("http://p\u{1b}", f, Duration::ZERO);
         let s = screen(&app);
         assert!(!s.chars().any(|c| c.is_control() && c != '\n'), "{s:?}");
         assert!(s.contains("evil\\x1b]0;pwned\\x07"), "{s}");

@@ -79,16 +79,18 @@ fn shown_pids(app: &App) -> Vec<u32> {
     app.rows().iter().map(|r| r.pid).collect()
 }
 
+/// The main screen of a scenario over some frames at a terminal size, each its own snapshot.
 #[test]
-fn screen_8gpu_wide() {
-    let app = app_over("h100-sxm-8gpu", 0..=9);
-    insta::assert_snapshot!(render_text(&app, 160, 50));
-}
-
-#[test]
-fn screen_8gpu_narrow_80x24() {
-    let app = app_over("h100-sxm-8gpu", 0..=9);
-    insta::assert_snapshot!(render_text(&app, 80, 24));
+fn screens() {
+    for (name, stem, frames, width, height) in [
+        ("screen_8gpu_wide", "h100-sxm-8gpu", 0..=9, 160, 50),
+        ("screen_8gpu_narrow_80x24", "h100-sxm-8gpu", 0..=9, 80, 24),
+        ("screen_mig", "h100-mig", 0..=20, 120, 36),
+        ("screen_wddm_na", "windows-wddm", 0..=20, 120, 36),
+    ] {
+        let app = app_over(stem, frames);
+        insta::assert_snapshot!(name, render_text(&app, width, height));
+    }
 }
 
 #[test]
@@ -98,18 +100,6 @@ fn screen_8gpu_narrow_ascii() {
     let text = render_text(&app, 80, 24);
     assert!(text.is_ascii(), "{text}");
     insta::assert_snapshot!(text);
-}
-
-#[test]
-fn screen_mig() {
-    let app = app_over("h100-mig", 0..=20);
-    insta::assert_snapshot!(render_text(&app, 120, 36));
-}
-
-#[test]
-fn screen_wddm_na() {
-    let app = app_over("windows-wddm", 0..=20);
-    insta::assert_snapshot!(render_text(&app, 120, 36));
 }
 
 #[test]
@@ -435,13 +425,7 @@ fn tree_puts_children_under_their_parents() {
     assert_eq!(rows[blender].depth, rows[parent].depth + 1);
 
     // On the 8-GPU box, ranks whose launcher is not on a GPU sit under a plain row for it.
-    let mut app = app_over("h100-sxm-8gpu", 0..=3);
-    press(&mut app, KeyCode::Char('t'));
-    let rows = app.rows();
-    let launcher = rows
-        .iter()
-        .position(|r| r.process.is_none() && r.pid == 31000)
-        .unwrap();
+    let (app, rows, launcher) = tree_with_the_launcher();
     let kids = rows[launcher + 1..]
         .iter()
         .take_while(|r| r.depth > 0)
@@ -453,12 +437,9 @@ fn tree_puts_children_under_their_parents() {
     );
 }
 
-/// Issue 25: Enter on a tree-view parent that is not on a GPU (the 8-GPU box's launcher, PID
-/// 31000) opened a detail screen that said "no longer on a GPU". It opens the parent's detail:
-/// that it is not on a GPU, what the host told of it, and each of its GPU children; a process
-/// that left the GPUs still says so.
-#[test]
-fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
+/// The 8-GPU box in the tree view: the viewer, its rows, and the row of the ranks' launcher
+/// (PID 31000), a plain row since it is not on a GPU.
+fn tree_with_the_launcher() -> (App, Vec<super::app::Row>, usize) {
     let mut app = app_over("h100-sxm-8gpu", 0..=3);
     press(&mut app, KeyCode::Char('t'));
     let rows = app.rows();
@@ -466,6 +447,16 @@ fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
         .iter()
         .position(|r| r.process.is_none() && r.pid == 31000)
         .unwrap();
+    (app, rows, launcher)
+}
+
+/// Issue 25: Enter on a tree-view parent that is not on a GPU (the 8-GPU box's launcher, PID
+/// 31000) opened a detail screen that said "no longer on a GPU". It opens the parent's detail:
+/// that it is not on a GPU, what the host told of it, and each of its GPU children; a process
+/// that left the GPUs still says so.
+#[test]
+fn enter_on_a_tree_parent_shows_it_is_a_parent_with_its_gpu_children() {
+    let (mut app, rows, launcher) = tree_with_the_launcher();
     app.select_index(&rows, launcher);
     assert_eq!(press(&mut app, KeyCode::Enter), Effect::OpenedDetail(31000));
     assert_eq!(app.screen, Screen::Detail(31000));
@@ -588,38 +579,9 @@ fn histories_are_bounded() {
     assert_eq!(h.gpu.last(1).next(), Some(None));
 }
 
-/// A `sleep 1000` child, killed if the test ends early.
-struct Child(std::process::Child);
-
-impl Child {
-    fn spawn() -> Child {
-        let child = std::process::Command::new("sleep")
-            .arg("1000")
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        // Right after exec the kernel may not have set the new command line yet.
-        for _ in 0..200 {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if cmdline.starts_with(b"sleep\0") {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        Child(child)
-    }
-
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+#[path = "../../tests/sleeping_child/mod.rs"]
+mod sleeping_child;
+use sleeping_child::Child;
 
 // Regression: `top --fixture crafted.json` listing a local PID with its command line, then K
 // and y, killed the real process: a replay's guard compared only the command line.

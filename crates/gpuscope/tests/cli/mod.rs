@@ -46,17 +46,53 @@ pub fn run(args: &[&str]) -> Output {
     command(args).output().expect("gpuscope runs")
 }
 
-/// Runs `command`, checks that it exits 0 (else fails with its stderr) and returns its stdout
-/// parsed as JSON.
-pub fn json(command: &mut Command) -> Value {
-    let out = command.output().expect("gpuscope runs");
+/// Checks that `out` ended with exit 0; else fails naming `what`, the exit code and the stderr.
+pub fn assert_ok(out: &Output, what: impl std::fmt::Debug) {
     assert!(
         out.status.success(),
-        "{command:?} exited {:?}: {}",
+        "{what:?} exited {:?}: {}",
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// [`assert_ok`], then the stdout, which must be UTF-8.
+pub fn ok_stdout(out: Output, what: impl std::fmt::Debug) -> String {
+    assert_ok(&out, what);
+    String::from_utf8(out.stdout).expect("UTF-8 stdout")
+}
+
+/// Runs `command` (gpuscope or any other program), checks that it exits 0 ([`assert_ok`]) and
+/// returns what it wrote.
+pub fn output_ok(command: &mut Command) -> Output {
+    let out = command.output().expect("the command runs");
+    assert_ok(&out, &command);
+    out
+}
+
+/// Runs gpuscope with `args` ([`run`]), checks that it exits 0 and returns its stdout (UTF-8).
+pub fn stdout(args: &[&str]) -> String {
+    ok_stdout(run(args), args)
+}
+
+/// Checks that `out` is a usage error: exit 2 and a stderr that says `says`; else fails naming
+/// `what` and the stderr.
+pub fn assert_usage_error(out: &Output, what: impl std::fmt::Debug, says: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{what:?}: {stderr}");
+    assert!(stderr.contains(says), "{what:?}: {stderr}");
+}
+
+/// Runs `command`, checks that it exits 0 (else fails with its stderr) and returns its stdout
+/// parsed as JSON.
+pub fn json(command: &mut Command) -> Value {
+    serde_json::from_slice(&output_ok(command).stdout).expect("stdout is JSON")
+}
+
+/// The `id` of each device of a snapshot document (`--json`), in order.
+pub fn device_ids(doc: &Value) -> Vec<&str> {
+    let devices = doc["devices"].as_array().expect("a list of devices");
+    devices.iter().map(|d| d["id"].as_str().unwrap()).collect()
 }
 
 /// The path of the scenario fixture `fixtures/<stem>.json`, as an argument.
