@@ -1192,48 +1192,41 @@ nvml_value_getters! {
     fn nvmlDeviceGetCurrentClocksThrottleReasons(*mut c_ulonglong) = |b, id| b.clock_event_reasons(id)?;
 }
 
-/// Exports the table's queries whose NVML call has a regular form (`abi` other than
-/// `custom` in `gpu_backend::for_each_query!`).
-macro_rules! table_exports {
-    ($(
-        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
-            => $store:tt
-            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
-    )*) => {
-        $( table_export! { $abi $nvml $method $doc ($($ty)+) } )*
-    };
-}
-
-/// One export of [`table_exports`].
+/// Exports a query of the table whose NVML call has a regular form (`abi` other than `custom`
+/// in `gpu_backend::for_each_query!`), a row as `gpu_backend::for_each_query_row!` hands it.
 macro_rules! table_export {
-    (plain $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+    ($section:ident $shape:ident $m:ident $args:tt $ty:tt $store:tt
+        $nvml:ident $note:tt $unit:literal $mig:ident $abi:ident $doc:literal) => {
+        table_export! { @$abi $nvml $m $doc $ty }
+    };
+    (@plain $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
         nvml_value_getters! {
             #[doc = concat!("`", stringify!($nvml), "`: ", $doc)]
             fn $nvml(*mut $($ty)+) = |b, id| b.$m(id)?;
         }
     };
-    (enable $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+    (@enable $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
         nvml_value_getters! {
             #[doc = concat!("`", stringify!($nvml), "`: ", $doc)]
             fn $nvml(*mut nvmlEnableState_t) = |b, id| enable(b.$m(id)?);
         }
     };
-    (code $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+    (@code $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
         nvml_value_getters! {
             #[doc = concat!("`", stringify!($nvml), "`: ", $doc, " NVML's number.")]
             fn $nvml(*mut c_uint) = |b, id| b.$m(id)?.nvml_code();
         }
     };
-    (string $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
+    (@string $nvml:ident $m:ident $doc:literal ($($ty:tt)+)) => {
         nvml_string_getters! {
             #[doc = concat!("`", stringify!($nvml), "`: ", $doc)]
             fn $nvml = $m;
         }
     };
-    (custom $($rest:tt)*) => {};
+    (@custom $($rest:tt)*) => {};
 }
 
-gpu_backend::for_each_query!(table_exports);
+gpu_backend::for_each_query_row!(table_export);
 
 unsafe fn handle_by_index(ctx: &Ctx, index: c_uint, device: *mut nvmlDevice_t) -> Result<(), Code> {
     nn(device)?;

@@ -80,27 +80,21 @@ macro_rules! declare_backend_traits {
 
 crate::for_each_query!(declare_backend_traits);
 
-/// Writes the delegation of every query of the table from a shared backend to the backend it
-/// shares.
-macro_rules! shared_backend {
-    ($(
-        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
-            => $store:tt
-            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
-    )*) => {
-        /// A shared backend answers as the backend it shares, so that an `Arc<dyn GpuBackend>`
-        /// can be wrapped by a decorator such as [`crate::cost::TimedBackend`].
-        impl<B: GpuBackend + ?Sized> GpuBackend for std::sync::Arc<B> {
-            $(
-                fn $method(&self $(, $arg: $argty)*) -> Result<$($ty)+> {
-                    (**self).$method($($arg),*)
-                }
-            )*
+/// Writes the delegation of one query of the table from a shared backend to the backend it
+/// shares (a row as [`crate::for_each_query_row!`] hands it).
+macro_rules! shared_query {
+    ($section:ident $shape:ident $method:ident ($($arg:ident : $argty:ident),*) ($($ty:tt)+) $($row:tt)*) => {
+        fn $method(&self $(, $arg: $argty)*) -> Result<$($ty)+> {
+            (**self).$method($($arg),*)
         }
     };
 }
 
-crate::for_each_query!(shared_backend);
+/// A shared backend answers as the backend it shares, so that an `Arc<dyn GpuBackend>` can be
+/// wrapped by a decorator such as [`crate::cost::TimedBackend`].
+impl<B: GpuBackend + ?Sized> GpuBackend for std::sync::Arc<B> {
+    crate::for_each_query_row!(shared_query);
+}
 
 /// Every physical and MIG device a backend reports, physical devices each followed by their MIG
 /// children. A GPU whose MIG children cannot be listed is still included.

@@ -222,28 +222,15 @@ impl<B: GpuBackend, O: CallObserver> TimedBackend<B, O> {
     }
 }
 
-/// Writes the decorator's method of each query of the table.
-macro_rules! timed_queries {
-    ($(
-        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
-            => $store:tt
-            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
-    )*) => {
-        impl<B: GpuBackend, O: CallObserver> GpuBackend for TimedBackend<B, O> {
-            $( timed_query! { $section fn $method ($($arg : $argty),*) -> ($($ty)+), $nvml } )*
-        }
-    };
-}
-
-/// One query's timed method; see [`timed_queries`].
+/// One query's timed method (a row as [`crate::for_each_query_row!`] hands it).
 macro_rules! timed_query {
-    (system fn $m:ident () -> ($($ty:tt)+), $nvml:ident) => {
+    (system $shape:ident $m:ident () ($($ty:tt)+) $store:tt $nvml:ident $($row:tt)*) => {
         fn $m(&self) -> Result<$($ty)+> {
             self.report(stringify!($m), stringify!($nvml), None, &[], || self.inner.$m())
         }
     };
-    ($section:ident fn $m:ident ($id:ident : DeviceId $(, $a:ident : $aty:ident)*) -> ($($ty:tt)+),
-        $nvml:ident) => {
+    ($section:ident $shape:ident $m:ident ($id:ident : DeviceId $(, $a:ident : $aty:ident)*)
+        ($($ty:tt)+) $store:tt $nvml:ident $($row:tt)*) => {
         fn $m(&self, $id: DeviceId $(, $a: $aty)*) -> Result<$($ty)+> {
             self.report(
                 stringify!($m),
@@ -256,7 +243,9 @@ macro_rules! timed_query {
     };
 }
 
-crate::for_each_query!(timed_queries);
+impl<B: GpuBackend, O: CallObserver> GpuBackend for TimedBackend<B, O> {
+    crate::for_each_query_row!(timed_query);
+}
 
 /// The `tracing` target of the calls [`CallLog`] logs, and of the NVML backend's own calls
 /// outside a query (loading and initialising the library, finding the GPUs, the event

@@ -33,15 +33,21 @@
 //! Types are written as plain names: the caller's macro expands where `gpu_backend::types::*`
 //! is in scope.
 //!
+//! Callers that write one item per row (a method of a decorator, a fake-nvml export) take
+//! the rows one at a time, in one plain form, from
+//! [`for_each_query_row!`](crate::for_each_query_row).
+//!
 //! Adding a query: add its row here, write its NVML body in `nvml/mod.rs` (the trait has no
 //! default bodies, so a missing one does not compile), and map it in the nvidia-smi importer if
 //! nvidia-smi shows it. Old fixtures keep loading: the new field reads as "not recorded".
 
-/// Calls `$callback! { ROWS }` with every row of the query table (see [the module](self)).
+/// Calls `$callback! { ROWS }` with every row of the query table (see [the module](self));
+/// `for_each_query!(callback [TOKENS])` puts TOKENS before the rows.
 #[macro_export]
 macro_rules! for_each_query {
-    ($callback:ident) => {
+    ($callback:path $([$($pass:tt)*])?) => {
         $callback! {
+            $($($pass)*)?
             // ---- System ----
             system value fn driver_version() -> (String) => driver_version
                 [nvml: nvmlSystemGetDriverVersion, unit: "", mig: na, abi: custom,
@@ -307,6 +313,34 @@ macro_rules! for_each_query {
                 [nvml: nvmlGpmMetricsGet "between the previous call's sample and this call's; nvmlGpmSampleGet, nvmlGpmMigSampleGet for MIG", unit: "% and MiB/s", mig: yes, abi: custom,
                  doc: "GPM activity (Hopper and newer) since the previous call for this device: the first call takes the first sample and answers `no_data`. No sleep, one sample per call."];
         }
+    };
+}
+
+/// Calls `$each! { ROW }` once per row of the query table, for the callers that write one
+/// item per query (a method, an export). The row comes in one form, each part one token tree:
+///
+/// ```text
+/// SECTION SHAPE METHOD (ARGS) (TYPE) FIELD NVML [NOTE] UNIT MIG ABI DOC
+/// ```
+///
+/// where `[NOTE]` is `[]` when the row has no note. This is the only place besides the
+/// whole-table callers that reads the row syntax of [`for_each_query!`](crate::for_each_query).
+#[macro_export]
+macro_rules! for_each_query_row {
+    (@rows $each:path; $(
+        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
+            => $store:tt
+            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
+    )*) => {
+        $(
+            $each! {
+                $section $shape $method ($($arg : $argty),*) ($($ty)+) $store
+                $nvml [$($note)?] $unit $mig $abi $doc
+            }
+        )*
+    };
+    ($each:path) => {
+        $crate::for_each_query!($crate::for_each_query_row [@rows $each;]);
     };
 }
 

@@ -332,21 +332,11 @@ fn position_at(frames: &[Frame], elapsed: Duration, looping: bool) -> (usize, u6
     (index, loops)
 }
 
-/// Writes the replay's method of each query of the table: the recorded answer of the fixture
-/// field the table names, at the frame served now. `samples` queries are written by hand.
-macro_rules! replay_queries {
-    ($(
-        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
-            => $store:tt
-            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
-    )*) => {
-        $( replay_query! { $section $shape fn $method ($($arg : $argty),*) -> ($($ty)+) => $store } )*
-    };
-}
-
-/// One query's replay method; see [`replay_queries`].
+/// One query's replay method (a row as [`crate::for_each_query_row!`] hands it): the recorded
+/// answer of the fixture field the table names, at the frame served now. `samples` queries are
+/// written by hand.
 macro_rules! replay_query {
-    (system value fn $m:ident () -> ($($ty:tt)+) => $f:ident) => {
+    (system value $m:ident () ($($ty:tt)+) $f:ident $($row:tt)*) => {
         fn $m(&self) -> Result<$($ty)+> {
             self.note(stringify!($m), None);
             self.fixture.system.$f.get()
@@ -358,25 +348,25 @@ macro_rules! replay_query {
     (dynamic $($rest:tt)*) => {
         replay_query!(@from dynamic_arg $($rest)*);
     };
-    (@from $get:ident value fn $m:ident ($id:ident : $idty:ty) -> ($($ty:tt)+) => $f:ident) => {
+    (@from $get:ident value $m:ident ($id:ident : $idty:ty) ($($ty:tt)+) $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty) -> Result<$($ty)+> {
             self.$get(stringify!($m), None, $id)?.$f.get()
         }
     };
-    (@from $get:ident per_clock fn $m:ident ($id:ident : $idty:ty, $c:ident : $cty:ty) -> ($($ty:tt)+)
-        => $f:ident) => {
+    (@from $get:ident per_clock $m:ident ($id:ident : $idty:ty, $c:ident : $cty:ty) ($($ty:tt)+)
+        $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $c: $cty) -> Result<$($ty)+> {
             self.$get(stringify!($m), Some($c as u32), $id)?.$f.get($c).get()
         }
     };
-    (@from $get:ident per_link fn $m:ident ($id:ident : $idty:ty, $l:ident : $lty:ty) -> ($($ty:tt)+)
-        => $f:ident) => {
+    (@from $get:ident per_link $m:ident ($id:ident : $idty:ty, $l:ident : $lty:ty) ($($ty:tt)+)
+        $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $l: $lty) -> Result<$($ty)+> {
             link_answer(&self.$get(stringify!($m), Some($l), $id)?.$f, $l)
         }
     };
-    (@from $get:ident per_fan fn $m:ident ($id:ident : $idty:ty, $n:ident : $nty:ty) -> ($($ty:tt)+)
-        => $f:ident) => {
+    (@from $get:ident per_fan $m:ident ($id:ident : $idty:ty, $n:ident : $nty:ty) ($($ty:tt)+)
+        $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $n: $nty) -> Result<$($ty)+> {
             match self.$get(stringify!($m), Some($n), $id)?.$f.get($n as usize) {
                 Some(a) => a.get(),
@@ -384,8 +374,8 @@ macro_rules! replay_query {
             }
         }
     };
-    (@from $get:ident per_ecc fn $m:ident
-        ($id:ident : $idty:ty, $k:ident : $kty:ty, $c:ident : $cty:ty) -> ($($ty:tt)+) => $f:ident) => {
+    (@from $get:ident per_ecc $m:ident
+        ($id:ident : $idty:ty, $k:ident : $kty:ty, $c:ident : $cty:ty) ($($ty:tt)+) $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $k: $kty, $c: $cty) -> Result<$($ty)+> {
             self.$get(stringify!($m), Some($k as u32 * 2 + $c as u32), $id)?
                 .$f
@@ -393,8 +383,8 @@ macro_rules! replay_query {
                 .get()
         }
     };
-    (@from $get:ident split fn $m:ident ($id:ident : $idty:ty, $a:ident : $aty:ty) -> ($($ty:tt)+)
-        => { $($variant:path => $f:ident),+ }) => {
+    (@from $get:ident split $m:ident ($id:ident : $idty:ty, $a:ident : $aty:ty) ($($ty:tt)+)
+        { $($variant:path => $f:ident),+ } $($row:tt)*) => {
         fn $m(&self, $id: $idty, $a: $aty) -> Result<$($ty)+> {
             let answers = self.$get(stringify!($m), Some($a as u32), $id)?;
             match $a {
@@ -406,7 +396,7 @@ macro_rules! replay_query {
 }
 
 impl GpuBackend for ReplayBackend {
-    crate::for_each_query!(replay_queries);
+    crate::for_each_query_row!(replay_query);
 
     fn process_utilization(
         &self,
