@@ -30,22 +30,30 @@ pub mod ret {
     use super::nvmlReturn_t;
     use gpu_backend::error::nvml_codes as c;
 
-    pub const SUCCESS: nvmlReturn_t = c::SUCCESS as nvmlReturn_t;
-    pub const UNINITIALIZED: nvmlReturn_t = c::UNINITIALIZED as nvmlReturn_t;
-    pub const INVALID_ARGUMENT: nvmlReturn_t = c::INVALID_ARGUMENT as nvmlReturn_t;
-    pub const NOT_SUPPORTED: nvmlReturn_t = c::NOT_SUPPORTED as nvmlReturn_t;
-    pub const NO_PERMISSION: nvmlReturn_t = c::NO_PERMISSION as nvmlReturn_t;
-    pub const ALREADY_INITIALIZED: nvmlReturn_t = c::ALREADY_INITIALIZED as nvmlReturn_t;
-    pub const NOT_FOUND: nvmlReturn_t = c::NOT_FOUND as nvmlReturn_t;
-    pub const INSUFFICIENT_SIZE: nvmlReturn_t = c::INSUFFICIENT_SIZE as nvmlReturn_t;
-    pub const DRIVER_NOT_LOADED: nvmlReturn_t = c::DRIVER_NOT_LOADED as nvmlReturn_t;
-    pub const LIBRARY_NOT_FOUND: nvmlReturn_t = c::LIBRARY_NOT_FOUND as nvmlReturn_t;
-    pub const FUNCTION_NOT_FOUND: nvmlReturn_t = c::FUNCTION_NOT_FOUND as nvmlReturn_t;
-    pub const GPU_IS_LOST: nvmlReturn_t = c::GPU_IS_LOST as nvmlReturn_t;
-    pub const ARGUMENT_VERSION_MISMATCH: nvmlReturn_t =
-        c::ARGUMENT_VERSION_MISMATCH as nvmlReturn_t;
-    pub const TIMEOUT: nvmlReturn_t = c::TIMEOUT as nvmlReturn_t;
-    pub const UNKNOWN: nvmlReturn_t = c::UNKNOWN as nvmlReturn_t;
+    /// Each code under its `gpu_backend` name, as `nvmlReturn_t`.
+    macro_rules! codes {
+        ($($name:ident),* $(,)?) => {
+            $(pub const $name: nvmlReturn_t = c::$name as nvmlReturn_t;)*
+        };
+    }
+
+    codes!(
+        SUCCESS,
+        UNINITIALIZED,
+        INVALID_ARGUMENT,
+        NOT_SUPPORTED,
+        NO_PERMISSION,
+        ALREADY_INITIALIZED,
+        NOT_FOUND,
+        INSUFFICIENT_SIZE,
+        DRIVER_NOT_LOADED,
+        LIBRARY_NOT_FOUND,
+        FUNCTION_NOT_FOUND,
+        GPU_IS_LOST,
+        ARGUMENT_VERSION_MISMATCH,
+        TIMEOUT,
+        UNKNOWN,
+    );
 }
 
 /// `NVML_VALUE_NOT_AVAILABLE` as an unsigned long long: "the driver cannot tell" in process

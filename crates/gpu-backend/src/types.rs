@@ -999,20 +999,20 @@ impl EventKind {
     /// [`EventKind::Pstate`], which tell about performance, arrive by the dozen each second on
     /// a power-capped GPU (a listener woken for each costs 5-6% of a core), and are read at
     /// every refresh anyway (`clock`, `clock_event_reasons`, `performance_state`).
-    pub const HEALTH: [EventKind; 12] = [
-        EventKind::SingleBitEcc,
-        EventKind::DoubleBitEcc,
-        EventKind::Xid,
-        EventKind::PowerSource,
-        EventKind::MigConfigChange,
-        EventKind::SingleBitEccStorm,
-        EventKind::DramRetirement,
-        EventKind::DramRetirementFailure,
-        EventKind::NonFatalPoison,
-        EventKind::FatalPoison,
-        EventKind::GpuUnavailable,
-        EventKind::GpuRecoveryAction,
-    ];
+    pub const HEALTH: [EventKind; 12] = {
+        // ALL in its order, less the two performance kinds; a wrong length fails to compile.
+        let mut health = [EventKind::SingleBitEcc; 12];
+        let (mut from, mut to) = (0, 0);
+        while from < Self::ALL.len() {
+            if !matches!(Self::ALL[from], EventKind::Clock | EventKind::Pstate) {
+                health[to] = Self::ALL[from];
+                to += 1;
+            }
+            from += 1;
+        }
+        assert!(to == health.len(), "HEALTH is ALL less Clock and Pstate");
+        health
+    };
 
     /// NVML's bit for this kind (`nvmlEventType*`).
     pub const fn nvml_bit(self) -> u64 {

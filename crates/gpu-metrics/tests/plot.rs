@@ -5,21 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpu_backend::{Fixture, ReplayBackend};
+use gpu_backend::ReplayBackend;
 use gpu_devices::Context;
 use gpu_metrics::{plot, ManualClock, PlotOptions, Recorder};
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/h100-sxm-8gpu.json"
-);
+mod common;
 
-/// The fixture, loaded once for all the tests of this file.
-fn fixture() -> Arc<Fixture> {
-    static F: std::sync::OnceLock<Arc<Fixture>> = std::sync::OnceLock::new();
-    F.get_or_init(|| Arc::new(Fixture::load(FIXTURE).unwrap()))
-        .clone()
-}
+use common::fixture;
 
 fn records() -> Vec<gpu_metrics::Record> {
     records_of(&[gpu_metrics::DeviceMetric::MemoryUsed])

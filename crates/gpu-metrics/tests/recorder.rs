@@ -4,27 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpu_backend::{Fixture, ReplayBackend};
+use gpu_backend::ReplayBackend;
 use gpu_devices::Context;
 use gpu_metrics::{CsvSink, DeviceMetric, Keep, ManualClock, NdjsonSink, Recorder};
 use serde_json::Value;
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/h100-sxm-8gpu.json"
-);
+mod common;
 
-/// The fixture, loaded once for all the tests of this file.
-fn fixture() -> Arc<Fixture> {
-    static F: std::sync::OnceLock<Arc<Fixture>> = std::sync::OnceLock::new();
-    F.get_or_init(|| Arc::new(Fixture::load(FIXTURE).unwrap()))
-        .clone()
-}
+use common::fixture;
 
 fn setup() -> (Arc<ReplayBackend>, Context, ManualClock, Value) {
     let backend = Arc::new(ReplayBackend::new(fixture()));
     let ctx = Context::from_backend(backend.clone()).unwrap();
-    let json = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    let json = serde_json::from_str(&std::fs::read_to_string(common::FIXTURE).unwrap()).unwrap();
     (backend, ctx, ManualClock::new(1_700_000_000.0), json)
 }
 

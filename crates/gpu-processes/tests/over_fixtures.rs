@@ -470,40 +470,11 @@ fn static_answers_are_read_once_per_session_not_every_refresh() {
 /// facts from this machine (/proc), not from the fixture.
 #[test]
 fn live_host_facts_of_a_real_child_process() {
-    let mut child = std::process::Command::new("sleep")
-        .arg("30")
-        .spawn()
-        .expect("sleep runs");
-    let pid = child.id();
     // The child is ours as soon as it is spawned, but it is `sleep` only once it has
     // exec'd: wait for that (bounded), as a real GPU process has long since.
-    let cmdline = format!("/proc/{}/cmdline", child.id());
-    for _ in 0..200 {
-        if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep")) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let mut f = load("old-driver");
-    let frame = 10;
-    if let Answer::Ok(list) = &mut f.frames[frame]
-        .devices
-        .get_mut(&DeviceId::Gpu(0))
-        .unwrap()
-        .compute_processes
-    {
-        list.push(gpu_backend::ProcessInfo {
-            pid,
-            used_gpu_memory: Some(512 << 20),
-            gpu_instance_id: None,
-            compute_instance_id: None,
-        });
-    }
-    let backend = Arc::new(ReplayBackend::new(f));
-    backend.set_frame(frame);
-    let host: Arc<dyn HostSource> = Arc::new(LiveHost::new());
-    let collector = ProcessCollector::new(Context::from_backend(backend).unwrap(), host);
-    let s = collector.take_all();
+    let mut child = spawn_exec(std::process::Command::new("sleep").arg("30"), b"sleep");
+    let pid = child.id();
+    let s = live_snapshot(old_driver_running(&[pid], 512 << 20));
     child.kill().ok();
     child.wait().ok();
     let p = find(&s, pid);
@@ -522,6 +493,37 @@ fn live_host_facts_of_a_real_child_process() {
     let running = p.host.running_time_s.expect("running time");
     assert!(running < 120, "the child started just now: {running} s");
     assert_eq!(p.gpu_memory, Some(512 << 20));
+}
+
+/// The frame of the "old-driver" fixture that the live tests add their processes to.
+const LIVE_FRAME: usize = 10;
+
+/// The "old-driver" fixture with `pids` added to GPU 0's compute processes at [`LIVE_FRAME`],
+/// each using `used_gpu_memory` bytes.
+fn old_driver_running(pids: &[u32], used_gpu_memory: u64) -> Fixture {
+    let mut f = load("old-driver");
+    if let Answer::Ok(list) = &mut f.frames[LIVE_FRAME]
+        .devices
+        .get_mut(&DeviceId::Gpu(0))
+        .unwrap()
+        .compute_processes
+    {
+        list.extend(pids.iter().map(|&pid| gpu_backend::ProcessInfo {
+            pid,
+            used_gpu_memory: Some(used_gpu_memory),
+            gpu_instance_id: None,
+            compute_instance_id: None,
+        }));
+    }
+    f
+}
+
+/// The processes of `f` at [`LIVE_FRAME`], with their host facts read from this machine's /proc.
+fn live_snapshot(f: Fixture) -> Snapshots {
+    let backend = Arc::new(ReplayBackend::new(f));
+    backend.set_frame(LIVE_FRAME);
+    let host: Arc<dyn HostSource> = Arc::new(LiveHost::new());
+    ProcessCollector::new(Context::from_backend(backend).unwrap(), host).take_all()
 }
 
 /// Spawns `cmd` and waits (bounded) until it has exec'd `prefix`.
@@ -604,28 +606,8 @@ fn vanished_other_user_and_other_namespace_pids_keep_the_table() {
         .into_iter()
         .flatten()
         .collect();
-    let mut f = load("old-driver");
-    let frame = 10;
-    if let Answer::Ok(list) = &mut f.frames[frame]
-        .devices
-        .get_mut(&DeviceId::Gpu(0))
-        .unwrap()
-        .compute_processes
-    {
-        for &pid in &pids {
-            list.push(gpu_backend::ProcessInfo {
-                pid,
-                used_gpu_memory: Some(256 << 20),
-                gpu_instance_id: None,
-                compute_instance_id: None,
-            });
-        }
-    }
-    let backend = Arc::new(ReplayBackend::new(f.clone()));
-    backend.set_frame(frame);
-    let host: Arc<dyn HostSource> = Arc::new(LiveHost::new());
-    let collector = ProcessCollector::new(Context::from_backend(backend).unwrap(), host);
-    let s = collector.take_all();
+    let f = old_driver_running(&pids, 256 << 20);
+    let s = live_snapshot(f.clone());
     mine.kill().ok();
     mine.wait().ok();
     for mut c in others {
@@ -633,7 +615,7 @@ fn vanished_other_user_and_other_namespace_pids_keep_the_table() {
         c.wait().ok();
     }
     // Every row is there: the fixture's own processes and ours.
-    let recorded = match &f.frames[frame].devices[&DeviceId::Gpu(0)].compute_processes {
+    let recorded = match &f.frames[LIVE_FRAME].devices[&DeviceId::Gpu(0)].compute_processes {
         Answer::Ok(list) => list.len(),
         _ => 0,
     };

@@ -24,6 +24,15 @@ pub const UUID0: &str = "GPU-11111111-2222-3333-4444-555555555555";
 pub const UUID1: &str = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
 pub const MIG00: &str = "MIG-00000000-0000-0000-0000-000000000000";
 pub const MIG02: &str = "MIG-22222222-0000-0000-0000-000000000000";
+/// The MIG devices of GPU 0 whose UUIDs are [`MIG00`] and [`MIG02`].
+const MIG00_ID: DeviceId = DeviceId::Mig {
+    parent: 0,
+    index: 0,
+};
+const MIG02_ID: DeviceId = DeviceId::Mig {
+    parent: 0,
+    index: 2,
+};
 
 fn ok<T>(v: T) -> Answer<T> {
     Answer::Ok(v)
@@ -259,20 +268,8 @@ pub fn fixture() -> Fixture {
     m2.compute_instance_id = ok(0);
     devices.insert(DeviceId::Gpu(0), g0);
     devices.insert(DeviceId::Gpu(1), g1);
-    devices.insert(
-        DeviceId::Mig {
-            parent: 0,
-            index: 0,
-        },
-        m0,
-    );
-    devices.insert(
-        DeviceId::Mig {
-            parent: 0,
-            index: 2,
-        },
-        m2,
-    );
+    devices.insert(MIG00_ID, m0);
+    devices.insert(MIG02_ID, m2);
 
     let frames = (0..2u64)
         .map(|f| {
@@ -356,20 +353,8 @@ pub fn fixture() -> Fixture {
             }]);
             d.insert(DeviceId::Gpu(0), d0);
             d.insert(DeviceId::Gpu(1), d1);
-            d.insert(
-                DeviceId::Mig {
-                    parent: 0,
-                    index: 0,
-                },
-                dm0,
-            );
-            d.insert(
-                DeviceId::Mig {
-                    parent: 0,
-                    index: 2,
-                },
-                dynamic(f, 0),
-            );
+            d.insert(MIG00_ID, dm0);
+            d.insert(MIG02_ID, dynamic(f, 0));
             Frame {
                 t_ms: f * 1000,
                 devices: d,
