@@ -196,12 +196,6 @@ fn compression_is_chosen_by_the_name() {
     }
 }
 
-/// The scenario fixtures, read once for all proptest cases.
-fn fixtures() -> &'static [(String, Fixture)] {
-    static ALL: std::sync::OnceLock<Vec<(String, Fixture)>> = std::sync::OnceLock::new();
-    ALL.get_or_init(common::all_fixtures)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -214,7 +208,7 @@ proptest! {
         style in prop_oneof![Just(Style::Pretty), Just(Style::Compact)],
         compression in prop_oneof![Just(Compression::None), Just(Compression::Gzip), Just(Compression::Zstd)],
     ) {
-        let all = fixtures();
+        let all = common::fixtures_once();
         let (_, base) = &all[which % all.len()];
         let mut fixture = base.clone();
         let from = start.index(fixture.frames.len());

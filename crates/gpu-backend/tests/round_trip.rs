@@ -56,12 +56,6 @@ fn error_strategy() -> impl Strategy<Value = serde_json::Value> {
     ]
 }
 
-/// The scenario fixtures, read once for all proptest cases.
-fn fixtures() -> &'static [(String, Fixture)] {
-    static ALL: std::sync::OnceLock<Vec<(String, Fixture)>> = std::sync::OnceLock::new();
-    ALL.get_or_init(common::all_fixtures)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -72,7 +66,7 @@ proptest! {
         which in 0usize..6,
         picks in proptest::collection::vec((any::<proptest::sample::Index>(), error_strategy()), 1..12),
     ) {
-        let fixtures = fixtures();
+        let fixtures = common::fixtures_once();
         let (name, base) = &fixtures[which % fixtures.len()];
         let mut json = serde_json::to_value(base).unwrap();
         let total = count_answers(&json);

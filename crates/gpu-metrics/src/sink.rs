@@ -123,32 +123,43 @@ impl LineFile {
     }
 }
 
-/// Writes samples as CSV: a header `elapsed_s,timestamp,<device> <metric> (<unit>),...` with
-/// one column per device (`NVIDIA H100 80GB HBM3[0] memory_used (B)`), then one line per
-/// sample; an N/A reading is an empty field. Memory is in whole bytes.
-pub struct CsvSink {
-    out: LineFile,
+/// Declares a sink that writes its lines to a file: the struct (with the docs given), its
+/// `Debug` (the file's path) and `create`.
+macro_rules! line_file_sink {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name {
+            out: LineFile,
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("path", &self.out.path)
+                    .finish()
+            }
+        }
+
+        impl $name {
+            /// Creates (or truncates) the file.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Io`] naming the file.
+            pub fn create(path: impl AsRef<Path>) -> Result<$name> {
+                Ok($name {
+                    out: LineFile::create(path.as_ref())?,
+                })
+            }
+        }
+    };
 }
 
-impl std::fmt::Debug for CsvSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CsvSink")
-            .field("path", &self.out.path)
-            .finish()
-    }
-}
-
-impl CsvSink {
-    /// Creates (or truncates) the file.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] naming the file.
-    pub fn create(path: impl AsRef<Path>) -> Result<CsvSink> {
-        Ok(CsvSink {
-            out: LineFile::create(path.as_ref())?,
-        })
-    }
+line_file_sink! {
+    /// Writes samples as CSV: a header `elapsed_s,timestamp,<device> <metric> (<unit>),...` with
+    /// one column per device (`NVIDIA H100 80GB HBM3[0] memory_used (B)`), then one line per
+    /// sample; an N/A reading is an empty field. Memory is in whole bytes.
+    CsvSink
 }
 
 fn csv_field(s: &str) -> String {
@@ -184,32 +195,11 @@ impl SampleSink for CsvSink {
     }
 }
 
-/// Writes samples as newline-delimited JSON: a first line
-/// `{"metric":"memory_used","unit":"B","devices":[{"id":"0","name":"..."},...]}`, then one
-/// line per sample `{"elapsed_s":1.0,"timestamp":1700000000.5,"values":[123,null,...]}`.
-pub struct NdjsonSink {
-    out: LineFile,
-}
-
-impl std::fmt::Debug for NdjsonSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NdjsonSink")
-            .field("path", &self.out.path)
-            .finish()
-    }
-}
-
-impl NdjsonSink {
-    /// Creates (or truncates) the file.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] naming the file.
-    pub fn create(path: impl AsRef<Path>) -> Result<NdjsonSink> {
-        Ok(NdjsonSink {
-            out: LineFile::create(path.as_ref())?,
-        })
-    }
+line_file_sink! {
+    /// Writes samples as newline-delimited JSON: a first line
+    /// `{"metric":"memory_used","unit":"B","devices":[{"id":"0","name":"..."},...]}`, then one
+    /// line per sample `{"elapsed_s":1.0,"timestamp":1700000000.5,"values":[123,null,...]}`.
+    NdjsonSink
 }
 
 impl SampleSink for NdjsonSink {

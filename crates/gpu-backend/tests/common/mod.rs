@@ -34,6 +34,12 @@ pub fn all_fixtures() -> Vec<(String, Fixture)> {
         .collect()
 }
 
+/// [`all_fixtures`], read once for all the proptest cases of a test file.
+pub fn fixtures_once() -> &'static [(String, Fixture)] {
+    static ALL: std::sync::OnceLock<Vec<(String, Fixture)>> = std::sync::OnceLock::new();
+    ALL.get_or_init(all_fixtures)
+}
+
 /// One scenario fixture by file stem.
 pub fn fixture(stem: &str) -> Fixture {
     let p = fixtures_dir().join(format!("{stem}.json"));
