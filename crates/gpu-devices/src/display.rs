@@ -210,25 +210,20 @@ impl DeviceSnapshot {
                 let now = |v: &Na<u32>| v.clone().map(|c| format!("{c}.0 MHz"));
                 let max = |v: &Na<u32>| v.clone().map(|c| format!("{c}.0"));
                 let (c, m) = (&self.clocks, &self.max_clocks);
-                writeln!(
-                    f,
-                    "    Graphics : {} (Max: {})",
-                    now(&c.graphics),
-                    max(&m.graphics)
-                )?;
-                writeln!(f, "    SM       : {} (Max: {})", now(&c.sm), max(&m.sm))?;
-                writeln!(
-                    f,
-                    "    Memory   : {} (Max: {})",
-                    now(&c.memory),
-                    max(&m.memory)
-                )?;
-                writeln!(
-                    f,
-                    "    Video    : {} (Max: {})",
-                    now(&c.video),
-                    max(&m.video)
-                )
+                for (domain, clock, max_clock) in [
+                    ("Graphics", &c.graphics, &m.graphics),
+                    ("SM", &c.sm, &m.sm),
+                    ("Memory", &c.memory, &m.memory),
+                    ("Video", &c.video, &m.video),
+                ] {
+                    writeln!(
+                        f,
+                        "    {domain:<8} : {} (Max: {})",
+                        now(clock),
+                        max(max_clock)
+                    )?;
+                }
+                Ok(())
             }
             Section::Power => {
                 writeln!(f, "POWER INFO:")?;

@@ -27,6 +27,11 @@ ticks() { # utime + stime of a PID, in clock ticks
 kib() { # a field of /proc/<pid>/status, in KiB
     awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
 }
+report() { # LABEL PID TICKS_BEFORE TICKS_NOW TIME_BEFORE TIME_NOW CSV: CPU use between, memory now
+    awk -v l="$1" -v c="$(($4 - $3))" -v t="$TICK" -v a="$5" -v b="$6" \
+        'BEGIN { printf "  %s CPU %.3f%% of one core\n", l, 100 * c / t / (b - a) }'
+    echo "         RSS $(kib "$2" VmRSS) KiB, peak $(kib "$2" VmHWM) KiB, $(($(wc -l <"$7") - 1)) samples"
+}
 
 "$BIN" record $SOURCE --interval 1s --csv "$OUT/1hz.csv" -o "$OUT/1hz.png" >"$OUT/1hz.out" 2>/dev/null &
 P1=$!
@@ -41,12 +46,8 @@ T1=$(date +%s.%N)
 C1_1=$(ticks $P1)
 C10_1=$(ticks $P10)
 echo "after ${SHORT}s:"
-awk -v c="$((C1_1 - C1_0))" -v t="$TICK" -v a="$T0" -v b="$T1" \
-    'BEGIN { printf "  1 Hz:  CPU %.3f%% of one core\n", 100 * c / t / (b - a) }'
-echo "         RSS $(kib $P1 VmRSS) KiB, peak $(kib $P1 VmHWM) KiB, $(($(wc -l <"$OUT/1hz.csv") - 1)) samples"
-awk -v c="$((C10_1 - C10_0))" -v t="$TICK" -v a="$T0" -v b="$T1" \
-    'BEGIN { printf "  10 Hz: CPU %.3f%% of one core\n", 100 * c / t / (b - a) }'
-echo "         RSS $(kib $P10 VmRSS) KiB, peak $(kib $P10 VmHWM) KiB, $(($(wc -l <"$OUT/10hz.csv") - 1)) samples"
+report "1 Hz: " $P1 "$C1_0" "$C1_1" "$T0" "$T1" "$OUT/1hz.csv"
+report "10 Hz:" $P10 "$C10_0" "$C10_1" "$T0" "$T1" "$OUT/10hz.csv"
 kill -INT $P1
 wait $P1
 echo "  1 Hz exit $?, $(wc -l <"$OUT/1hz.out") summary lines"
@@ -54,9 +55,7 @@ sleep $((LONG - SHORT))
 T2=$(date +%s.%N)
 C10_2=$(ticks $P10)
 echo "after ${LONG}s:"
-awk -v c="$((C10_2 - C10_0))" -v t="$TICK" -v a="$T0" -v b="$T2" \
-    'BEGIN { printf "  10 Hz: CPU %.3f%% of one core\n", 100 * c / t / (b - a) }'
-echo "         RSS $(kib $P10 VmRSS) KiB, peak $(kib $P10 VmHWM) KiB, $(($(wc -l <"$OUT/10hz.csv") - 1)) samples"
+report "10 Hz:" $P10 "$C10_0" "$C10_2" "$T0" "$T2" "$OUT/10hz.csv"
 kill -INT $P10
 wait $P10
 echo "  10 Hz exit $?, $(wc -l <"$OUT/10hz.out") summary lines"
