@@ -418,13 +418,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::fixture::scenario as load;
     use crate::host::ReplayHost;
     use crate::ReplayBackend;
-
-    fn load(stem: &str) -> Fixture {
-        let path = format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"));
-        Fixture::load(path).unwrap_or_else(|e| panic!("{e}"))
-    }
 
     #[test]
     fn a_stop_request_ends_the_recording_with_the_frames_taken_so_far() {

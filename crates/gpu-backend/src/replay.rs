@@ -594,12 +594,7 @@ fn recorded_at_us(fixture: &Fixture) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::Answer;
-
-    fn load(stem: &str) -> Fixture {
-        let path = format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"));
-        Fixture::load(path).unwrap_or_else(|e| panic!("{e}"))
-    }
+    use crate::fixture::{scenario as load, Answer};
 
     fn frames_at(times: &[u64]) -> Vec<Frame> {
         let base = load("old-driver").frames[0].clone();

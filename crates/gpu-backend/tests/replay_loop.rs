@@ -7,12 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gpu_backend::host::{HostSource, ReplayHost};
-use gpu_backend::{DeviceId, EventKind, Fixture, GpuBackend, ReplayBackend, ReplayClock};
+use gpu_backend::{DeviceId, EventKind, GpuBackend, ReplayBackend, ReplayClock};
 
-fn fixture(stem: &str) -> Fixture {
-    let path = format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"));
-    Fixture::load(path).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+
+use common::fixture;
 
 #[test]
 fn events_and_samples_are_never_dated_after_now_on_any_loop() {
@@ -47,24 +46,21 @@ fn events_and_samples_are_never_dated_after_now_on_any_loop() {
         );
         last_now = now_ms;
         for &d in &devices {
-            for e in backend.events(d, 0).unwrap_or_default() {
+            let not_after_now = |what: String, timestamp_us: u64| {
                 assert!(
-                    e.timestamp_us / 1000 <= now_ms,
-                    "{ms} ms (loop {loops}, frame {frame}): {d} event {:?} at {} after now {now_ms}",
-                    e.kind,
-                    e.timestamp_us / 1000
+                    timestamp_us / 1000 <= now_ms,
+                    "{ms} ms (loop {loops}, frame {frame}): {d} {what} at {} after now {now_ms}",
+                    timestamp_us / 1000
                 );
+            };
+            for e in backend.events(d, 0).unwrap_or_default() {
+                not_after_now(format!("event {:?}", e.kind), e.timestamp_us);
                 if d == gpu2 && e.kind == EventKind::Xid {
                     xid_age.insert((loops, frame), now_ms - e.timestamp_us / 1000);
                 }
             }
             for s in backend.process_utilization(d, 0).unwrap_or_default() {
-                assert!(
-                    s.timestamp_us / 1000 <= now_ms,
-                    "{ms} ms (loop {loops}, frame {frame}): {d} sample of {} at {} after now {now_ms}",
-                    s.pid,
-                    s.timestamp_us / 1000
-                );
+                not_after_now(format!("sample of {}", s.pid), s.timestamp_us);
             }
         }
         ms += 250;

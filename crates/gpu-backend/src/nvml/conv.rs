@@ -96,6 +96,22 @@ pub fn check(code: sys::nvmlReturn_t) -> Result<()> {
     }
 }
 
+/// Calls `make`, an NVML entry point that makes a new object through an out-pointer (an event
+/// set, a GPM sample), logged under `nvml`. A null object with success is an error saying
+/// `null_object`.
+pub fn make_object<T>(
+    nvml: &'static str,
+    null_object: &str,
+    make: impl FnOnce(*mut *mut T) -> sys::nvmlReturn_t,
+) -> Result<*mut T> {
+    let mut object: *mut T = std::ptr::null_mut();
+    crate::cost::logged(nvml, None, || check(make(&mut object)))?;
+    if object.is_null() {
+        return Err(BackendError::Other(null_object.into()));
+    }
+    Ok(object)
+}
+
 /// The function pointer of a symbol that nvml-wrapper-sys looked up when it loaded the library,
 /// or [`BackendError::FunctionNotFound`] when the library lacks it.
 pub fn symbol<F: Copy, E>(looked_up: &std::result::Result<F, E>) -> Result<F> {

@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nvml_wrapper_sys::bindings as sys;
 
-use super::conv::{check, error_from_return, symbol};
+use super::conv::{check, error_from_return, make_object, symbol};
 use super::RawDevice;
 use crate::cost::logged;
 use crate::error::{BackendError, Result};
@@ -76,16 +76,12 @@ impl Listener {
         let supported = symbol(&lib.nvmlDeviceGetSupportedEventTypes)?;
         let wait = symbol(&lib.nvmlEventSetWait_v2)?;
         let free = symbol(&lib.nvmlEventSetFree)?;
-        let mut set: sys::nvmlEventSet_t = ptr::null_mut();
-        // SAFETY: the library's own entry point with a writable out-pointer.
-        logged("nvmlEventSetCreate", None, || {
-            check(unsafe { create(&mut set) })
-        })?;
-        if set.is_null() {
-            return Err(BackendError::Other(
-                "NVML returned success with a null event set".into(),
-            ));
-        }
+        let set: sys::nvmlEventSet_t = make_object(
+            "nvmlEventSetCreate",
+            "NVML returned success with a null event set",
+            // SAFETY: the library's own entry point with a writable out-pointer.
+            |out| unsafe { create(out) },
+        )?;
         let mut refused = HashMap::new();
         let mut registered = HashMap::new();
         for &(index, RawDevice(handle)) in gpus {

@@ -19,7 +19,7 @@ use std::sync::{Mutex, PoisonError};
 
 use nvml_wrapper_sys::bindings as sys;
 
-use super::conv::{check, symbol};
+use super::conv::{check, make_object, symbol};
 use crate::cost::logged;
 use crate::error::{BackendError, Result};
 use crate::types::{gpm_value_bounded, DeviceId, GpmMetrics, GPM_METRICS};
@@ -172,16 +172,12 @@ fn take_sample(
 ) -> Result<Sample> {
     let gpu = Some(DeviceId::Gpu(id.physical_index()));
     let alloc = symbol(&lib.nvmlGpmSampleAlloc)?;
-    let mut raw: sys::nvmlGpmSample_t = ptr::null_mut();
-    // SAFETY: a writable out-pointer for the new sample.
-    logged("nvmlGpmSampleAlloc", None, || {
-        check(unsafe { alloc(&mut raw) })
-    })?;
-    if raw.is_null() {
-        return Err(BackendError::Other(
-            "nvmlGpmSampleAlloc gave a null sample".into(),
-        ));
-    }
+    let raw: sys::nvmlGpmSample_t = make_object(
+        "nvmlGpmSampleAlloc",
+        "nvmlGpmSampleAlloc gave a null sample",
+        // SAFETY: a writable out-pointer for the new sample.
+        |out| unsafe { alloc(out) },
+    )?;
     let sample = Sample(raw);
     let taken = match (target, gpu_instance) {
         (Target::Mig { parent, .. }, Some(gi)) => {
