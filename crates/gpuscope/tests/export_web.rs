@@ -9,8 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use export_support::{connect_from, parse, request, Exporter, RawResponse};
+use export_support::{basic, connect_from, parse, request, Exporter, RawResponse};
 use tokio_rustls::rustls;
 
 fn get(exp: &Exporter, path: &str, headers: &[(&str, &str)]) -> RawResponse {
@@ -182,13 +181,6 @@ fn tls_connect(
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let conn = rustls::ClientConnection::new(config.clone(), name).unwrap();
     rustls::StreamOwned::new(conn, connect_from("127.0.0.1", addr))
-}
-
-fn basic(user: &str, password: &str) -> String {
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-    )
 }
 
 #[test]

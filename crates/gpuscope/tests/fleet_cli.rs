@@ -275,6 +275,24 @@ fn one_query_per_family_per_refresh_whatever_the_number_of_hosts() {
     );
 }
 
+/// The fleet (`snapshot --json` with `extra`) over a stub answering `r`: node-a's first device
+/// has no `field` but still its free memory, and there are `count` errors, returned.
+fn errors_of_a_missing_family(
+    r: HashMap<String, Reply>,
+    extra: &[&str],
+    field: &str,
+    count: usize,
+) -> Vec<Value> {
+    let stub = start(r, None);
+    let fleet = fleet_json(&stub, extra);
+    let d0 = &host(&fleet, "node-a")["devices"][0];
+    assert_eq!(d0[field], Value::Null);
+    assert_eq!(d0["memory_free_bytes"], 10 * GIB);
+    let errors = fleet["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), count, "{errors:#?}");
+    errors.clone()
+}
+
 #[test]
 fn a_failing_family_leaves_its_values_out_and_says_so_the_rest_still_shows() {
     let mut r = replies();
@@ -292,13 +310,7 @@ fn a_failing_family_leaves_its_values_out_and_says_so_the_rest_still_shows() {
                 .into(),
         ),
     );
-    let stub = start(r, None);
-    let fleet = fleet_json(&stub, &[]);
-    let d0 = &host(&fleet, "node-a")["devices"][0];
-    assert_eq!(d0["temperature_celsius"], Value::Null);
-    assert_eq!(d0["memory_free_bytes"], 10 * GIB);
-    let errors = fleet["errors"].as_array().unwrap();
-    assert_eq!(errors.len(), 2, "{errors:#?}");
+    let errors = errors_of_a_missing_family(r, &[], "temperature_celsius", 2);
     assert_eq!(errors[0]["query"], "gpuscope_device_utilization_ratio");
     assert_eq!(errors[0]["error"], "partial answer: remote storage is slow");
     assert_eq!(errors[1]["query"], "gpuscope_device_temperature_celsius");
@@ -315,13 +327,8 @@ fn a_slow_family_times_out_and_the_rest_still_shows() {
         "gpuscope_device_power_usage_watts".into(),
         Reply::Slow(Duration::from_secs(5)),
     );
-    let stub = start(r, None);
-    let fleet = fleet_json(&stub, &["--prometheus-timeout", "300ms"]);
-    let d0 = &host(&fleet, "node-a")["devices"][0];
-    assert_eq!(d0["power_usage_watts"], Value::Null);
-    assert_eq!(d0["memory_free_bytes"], 10 * GIB);
-    let errors = fleet["errors"].as_array().unwrap();
-    assert_eq!(errors.len(), 1, "{errors:#?}");
+    let args = ["--prometheus-timeout", "300ms"];
+    let errors = errors_of_a_missing_family(r, &args, "power_usage_watts", 1);
     assert_eq!(errors[0]["query"], "gpuscope_device_power_usage_watts");
 }
 
@@ -368,12 +375,7 @@ fn sort_and_filter() {
         "{text}"
     );
     let fleet = fleet_json(&stub, &["--filter", "host:node-b"]);
-    let names: Vec<&Value> = fleet["hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| &h["host"])
-        .collect();
+    let names = export_support::cli::each(&fleet["hosts"], "host");
     assert_eq!(names, [&json!("node-b")]);
     let fleet = fleet_json(&stub, &["--filter", "user:alice"]);
     assert_eq!(
@@ -652,20 +654,16 @@ fn mutual_tls(pki: &Pki) -> std::sync::Arc<tokio_rustls::rustls::ServerConfig> {
     )
 }
 
-fn basic(user: &str, password: &str) -> String {
-    use base64::Engine as _;
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-    )
-}
-
 #[test]
 fn prometheus_over_mutual_tls_with_basic_auth() {
     let dir = std::env::temp_dir().join(format!("gpuscope-fleet-mtls-{}", std::process::id()));
     let pki = make_pki(&dir);
     std::fs::write(dir.join("pass"), "s3cret\n").unwrap();
-    let stub = fleet_support::start_tls(replies(), Some(basic("ops", "s3cret")), mutual_tls(&pki));
+    let stub = fleet_support::start_tls(
+        replies(),
+        Some(export_support::basic("ops", "s3cret")),
+        mutual_tls(&pki),
+    );
     let p = |name: &str| dir.join(name).to_str().unwrap().to_string();
     let (ca, cert, key, pass) = (p("ca.pem"), p("client.pem"), p("client.key"), p("pass"));
     let tls = [

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod cli;
 
-use cli::{run, stdout as ok};
+use cli::{each, run, stdout as ok};
 
 fn usage_error(args: &[&str]) -> String {
     let out = run(args);
@@ -26,21 +26,25 @@ const MIB: u64 = 1024 * 1024;
 
 #[test]
 fn a_peer_letter_where_it_means_nothing_is_refused_naming_the_option() {
-    let err = usage_error(&["select", "--demo", "-c", "2"]);
-    assert!(
-        err.contains("--min-count") && err.contains("nvisel"),
-        "{err}"
-    );
-    let err = usage_error(&["select", "--demo", "-i", "0,1"]);
-    assert!(err.contains("--inherit"), "{err}");
-    let err = usage_error(&["snapshot", "--demo", "--compact", "-cp"]);
-    assert!(
-        err.contains("--show-cmd") && err.contains("gpuscope stat"),
-        "{err}"
-    );
     // record's plot is --output; -o is --only, and a file name there says so.
-    let err = usage_error(&["record", "--demo", "-o", "memory.png"]);
-    assert!(err.contains("--output FILE"), "{err}");
+    let cases: [(&[&str], &[&str]); 4] = [
+        (&["select", "--demo", "-c", "2"], &["--min-count", "nvisel"]),
+        (&["select", "--demo", "-i", "0,1"], &["--inherit"]),
+        (
+            &["snapshot", "--demo", "--compact", "-cp"],
+            &["--show-cmd", "gpuscope stat"],
+        ),
+        (
+            &["record", "--demo", "-o", "memory.png"],
+            &["--output FILE"],
+        ),
+    ];
+    for (args, says) in cases {
+        let err = usage_error(args);
+        for s in says {
+            assert!(err.contains(s), "{args:?}: {err}");
+        }
+    }
 }
 
 #[test]
@@ -151,19 +155,7 @@ fn stat_json_is_gpustat_document_of_the_same_gpus() {
             d["power_usage_watts"].as_f64().map(|w| w.floor() as u64)
         );
         assert_eq!(g["utilization.gpu"], d["gpu_utilization_percent"]);
-        let pids: Vec<&Value> = g["processes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| &p["pid"])
-            .collect();
-        let want: Vec<&Value> = d["processes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| &p["pid"])
-            .collect();
-        assert_eq!(pids, want);
+        assert_eq!(each(&g["processes"], "pid"), each(&d["processes"], "pid"));
     }
     // --no-processes: an empty list, as gpustat's.
     let bare = json(&[&["stat", "--json", "--no-processes"][..], &base].concat());

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod cli;
 mod edited_fixture;
-use cli::{fixture, run as gpuscope, stdout as ok_text};
+use cli::{assert_null, fixture, run as gpuscope, stdout as ok_text, HOST_FACTS};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
 
 fn root() -> PathBuf {
@@ -356,15 +356,7 @@ fn unknown_host_facts_are_null_in_info() {
     let v = info_json(&fx.path(), 5, Some("0"));
     let p = &v["devices"][0]["processes"][0];
     assert_eq!(p["pid"], 5759);
-    for field in [
-        "cpu_percent",
-        "host_memory_bytes",
-        "name",
-        "user",
-        "command",
-    ] {
-        assert!(p[field].is_null(), "{field} of {p}");
-    }
+    assert_null(p, &HOST_FACTS);
     let text = ok_text(&["info", "--fixture", &fx.path(), "--frame", "5", "0"]);
     let row = text
         .lines()

@@ -30,6 +30,18 @@ fn count(calls: &HashMap<String, (usize, usize)>, function: &str) -> usize {
     calls.get(function).map_or(0, |&(served, _)| served)
 }
 
+/// Checks that `what` asked each of `functions` `times` times, naming the function if not.
+fn assert_asked(
+    calls: &HashMap<String, (usize, usize)>,
+    functions: &[&str],
+    times: usize,
+    what: &str,
+) {
+    for f in functions {
+        assert_eq!(count(calls, f), times, "{what} asks {f}: {calls:?}");
+    }
+}
+
 /// Runs `args` over the real H100 recording at a frame where two jobs are on the GPU, with
 /// fake-nvml's call log; the calls it served.
 fn one_shot(args: &[&str]) -> HashMap<String, (usize, usize)> {
@@ -69,13 +81,12 @@ fn a_one_shot_asks_everything_it_prints_once_and_does_not_wait_for_nvml_shutdown
 #[test]
 fn smi_asks_only_what_its_output_shows() {
     let list = one_shot(&["smi", "-L"]);
-    for f in [
+    let unasked = [
         "nvmlDeviceGetMemoryInfo",
         "nvmlDeviceGetPcieThroughput",
         "nvmlDeviceGetUtilizationRates",
-    ] {
-        assert_eq!(count(&list, f), 0, "-L asks {f}");
-    }
+    ];
+    assert_asked(&list, &unasked, 0, "-L");
     assert!(count(&list, "nvmlDeviceGetUUID") >= 1);
     let csv = one_shot(&[
         "smi",
@@ -84,13 +95,12 @@ fn smi_asks_only_what_its_output_shows() {
     ]);
     assert_eq!(count(&csv, "nvmlDeviceGetMemoryInfo"), 1);
     assert_eq!(count(&csv, "nvmlDeviceGetUtilizationRates"), 1);
-    for f in [
+    let unasked = [
         "nvmlDeviceGetPcieThroughput",
         "nvmlDeviceGetTotalEnergyConsumption",
         "nvmlDeviceGetProcessUtilization",
-    ] {
-        assert_eq!(count(&csv, f), 0, "--query-gpu asks {f}");
-    }
+    ];
+    assert_asked(&csv, &unasked, 0, "--query-gpu");
     let q = one_shot(&["smi", "-q"]);
     assert_eq!(
         count(&q, "nvmlDeviceGetPcieThroughput"),
@@ -102,24 +112,22 @@ fn smi_asks_only_what_its_output_shows() {
 #[test]
 fn the_viewer_does_not_ask_what_its_screens_do_not_show() {
     let calls = one_shot(&["top", "--once"]);
-    for hidden in [
+    let hidden = [
         "nvmlDeviceGetPcieThroughput",
         "nvmlDeviceGetTotalEnergyConsumption",
         "nvmlDeviceGetBAR1MemoryInfo",
         "nvmlDeviceGetPcieReplayCounter",
-    ] {
-        assert_eq!(count(&calls, hidden), 0, "{hidden}: {calls:?}");
-    }
-    for shown in [
+    ];
+    assert_asked(&calls, &hidden, 0, "top --once");
+    let shown = [
         "nvmlDeviceGetMemoryInfo",
         "nvmlDeviceGetUtilizationRates",
         "nvmlDeviceGetPowerUsage",
         "nvmlDeviceGetComputeRunningProcesses",
         // Two jobs on the GPU at frame 30: their SM% comes from the samples.
         "nvmlDeviceGetProcessUtilization",
-    ] {
-        assert_eq!(count(&calls, shown), 1, "{shown}: {calls:?}");
-    }
+    ];
+    assert_asked(&calls, &shown, 1, "top --once");
 }
 
 #[test]

@@ -95,6 +95,28 @@ pub fn device_ids(doc: &Value) -> Vec<&str> {
     devices.iter().map(|d| d["id"].as_str().unwrap()).collect()
 }
 
+/// The host facts of a process that an imported `nvidia-smi` dump does not know.
+pub const HOST_FACTS: [&str; 5] = [
+    "cpu_percent",
+    "host_memory_bytes",
+    "name",
+    "user",
+    "command",
+];
+
+/// Checks that each of `fields` of the JSON object `v` is `null`.
+pub fn assert_null(v: &Value, fields: &[&str]) {
+    for field in fields {
+        assert!(v[field].is_null(), "{field} of {v}");
+    }
+}
+
+/// The `key` of each item of the JSON list `list`, in order.
+pub fn each<'a>(list: &'a Value, key: &str) -> Vec<&'a Value> {
+    let items = list.as_array().unwrap_or_else(|| panic!("a list: {list}"));
+    items.iter().map(|item| &item[key]).collect()
+}
+
 /// The path of the scenario fixture `fixtures/<stem>.json`, as an argument.
 pub fn fixture(stem: &str) -> String {
     format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"))

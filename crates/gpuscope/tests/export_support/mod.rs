@@ -116,6 +116,15 @@ pub fn get(addr: &str, path: &str, accept: Option<&str>) -> Response {
     parse_response(&raw)
 }
 
+/// The `Authorization` header value of HTTP basic auth for `user` and `password`.
+pub fn basic(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
+}
+
 /// A TCP connection to `addr` from the local address `from` (any port), with 10 s timeouts.
 /// Linux routes all of 127.0.0.0/8 to the loopback interface, so `127.0.0.2` is a second
 /// client address on any machine.
