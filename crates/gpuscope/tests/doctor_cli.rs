@@ -46,19 +46,20 @@ const NOT_COSTED: [&str; 5] = [
     "gpm_metrics",
 ];
 
+/// `gpuscope doctor` over `source` at `frame`, each query asked `repeat` times, counting no
+/// events, with `extra` arguments.
+fn doctor(source: &[&str], frame: &str, repeat: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["doctor"];
+    args.extend_from_slice(source);
+    args.extend(["--frame", frame, "--repeat", repeat, "--events-for", "0"]);
+    args.extend_from_slice(extra);
+    cli::run(&args)
+}
+
 #[test]
 fn over_a_recording_doctor_prints_its_sections_verdicts_and_what_is_not_answered() {
     let _serial = serial();
-    let out = cli::run(&[
-        "doctor",
-        "--demo",
-        "--frame",
-        "3",
-        "--repeat",
-        "2",
-        "--events-for",
-        "0",
-    ]);
+    let out = doctor(&["--demo"], "3", "2", &[]);
     let (stdout, _) = ok(&out);
     for section in [
         "Verdicts",
@@ -109,17 +110,7 @@ fn over_a_recording_doctor_prints_its_sections_verdicts_and_what_is_not_answered
 fn a_lost_gpu_is_a_failure_with_exit_status_1() {
     let _serial = serial();
     let lost = cli::fixture("gpu-lost");
-    let out = cli::run(&[
-        "doctor",
-        "--fixture",
-        &lost,
-        "--frame",
-        "31",
-        "--repeat",
-        "1",
-        "--events-for",
-        "0",
-    ]);
+    let out = doctor(&["--fixture", &lost], "31", "1", &[]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     let fail = stdout
@@ -129,17 +120,7 @@ fn a_lost_gpu_is_a_failure_with_exit_status_1() {
     assert!(fail.contains("lost"), "{fail}");
     assert!(stdout.contains("hint:"), "{stdout}");
     // The same frame earlier in the recording, before the GPU was lost: no failure.
-    let out = cli::run(&[
-        "doctor",
-        "--fixture",
-        &lost,
-        "--frame",
-        "0",
-        "--repeat",
-        "1",
-        "--events-for",
-        "0",
-    ]);
+    let out = doctor(&["--fixture", &lost], "0", "1", &[]);
     ok(&out);
 }
 
@@ -147,18 +128,8 @@ fn a_lost_gpu_is_a_failure_with_exit_status_1() {
 fn json_is_a_cost_profile_of_every_nvml_function_queried() {
     let _serial = serial();
     // A desktop pair with fans, so that the per-fan queries are asked too.
-    let out = cli::run(&[
-        "doctor",
-        "--fixture",
-        &cli::fixture("geforce-desktop"),
-        "--frame",
-        "3",
-        "--json",
-        "--repeat",
-        "3",
-        "--events-for",
-        "0",
-    ]);
+    let desktop = cli::fixture("geforce-desktop");
+    let out = doctor(&["--fixture", &desktop], "3", "3", &["--json"]);
     let (stdout, _) = ok(&out);
     let profile: CostProfile = serde_json::from_str(&stdout).expect("a cost profile");
     for q in QUERIES {

@@ -454,22 +454,19 @@ fn basic_auth_from_a_password_file_or_the_environment() {
         &[],
     );
     assert!(exited(3, &out).contains("node-a"));
-    let out = on_stub(
-        &stub,
-        "snapshot",
-        &["--prometheus-user", "ops"],
-        &[("GPUSCOPE_PROMETHEUS_PASSWORD", "s3cret")],
-    );
-    assert!(exited(3, &out).contains("node-a"));
-    let out = on_stub(
-        &stub,
-        "snapshot",
-        &["--prometheus-user", "ops"],
-        &[("GPUSCOPE_PROMETHEUS_PASSWORD", "wrong")],
-    );
+    // The user `ops` with the password in the environment, or none.
+    let as_ops = |password: Option<&str>| {
+        let env: Vec<(&str, &str)> = password
+            .map(|p| ("GPUSCOPE_PROMETHEUS_PASSWORD", p))
+            .into_iter()
+            .collect();
+        on_stub(&stub, "snapshot", &["--prometheus-user", "ops"], &env)
+    };
+    assert!(exited(3, &as_ops(Some("s3cret"))).contains("node-a"));
+    let out = as_ops(Some("wrong"));
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("HTTP 401"));
-    let out = on_stub(&stub, "snapshot", &["--prometheus-user", "ops"], &[]);
+    let out = as_ops(None);
     assert_eq!(out.status.code(), Some(2), "a user without a password");
     let out = on_stub(
         &stub,

@@ -18,6 +18,16 @@ fn usage_error(args: &[&str]) -> String {
     err
 }
 
+/// `record` over the demo from `frame`, every 20 ms for `duration`, of the GPUs `only`, its
+/// plot written to `svg`, with `extra` arguments: its stdout.
+fn record_demo(frame: &str, duration: &str, only: &str, svg: &Path, extra: &[&str]) -> String {
+    let svg = svg.to_str().unwrap();
+    let mut args = vec!["record", "--demo", "--frame", frame, "-i", "20ms"];
+    args.extend(["--duration", duration, "-o", only, "--output", svg]);
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
 fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok(args)).expect("JSON")
 }
@@ -78,20 +88,7 @@ fn the_interval_and_only_letters_are_the_same_in_every_command() {
     assert!(!top.lines().any(|l| l.starts_with("0 ")), "{top}");
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("m.svg");
-    let out = ok(&[
-        "record",
-        "--demo",
-        "--frame",
-        "3",
-        "-i",
-        "20ms",
-        "--duration",
-        "60ms",
-        "-o",
-        "2",
-        "--output",
-        svg.to_str().unwrap(),
-    ]);
+    let out = record_demo("3", "60ms", "2", &svg, &[]);
     let summaries: Vec<&str> = out.lines().filter(|l| l.contains(" -> ")).collect();
     assert_eq!(summaries.len(), 1, "{out}");
     assert!(summaries[0].contains("[2]"), "{out}");
@@ -267,23 +264,7 @@ fn a_metric_answers_to_each_of_its_names() {
     let dir = tempfile::tempdir().unwrap();
     let summary = |metric: &str| {
         let svg = dir.path().join("r.svg");
-        let out = ok(&[
-            "record",
-            "--demo",
-            "--frame",
-            "2",
-            "-i",
-            "20ms",
-            "--duration",
-            "40ms",
-            "-o",
-            "0",
-            "--overwrite",
-            "--output",
-            svg.to_str().unwrap(),
-            "--metric",
-            metric,
-        ]);
+        let out = record_demo("2", "40ms", "0", &svg, &["--overwrite", "--metric", metric]);
         out.lines()
             .find(|l| l.contains(" -> "))
             .unwrap_or_else(|| panic!("{metric}: {out}"))

@@ -98,12 +98,19 @@ fn json_output_is_the_same_with_the_log_on_and_the_log_goes_to_stderr_only() {
     }
 }
 
+/// Runs `args` over the demo ([`DEMO`]): its stderr, which must log `message` once (one
+/// snapshot, one of each), and that event's target and fields.
+fn demo_with_one(args: &[&str], message: &str) -> (String, String, HashMap<String, String>) {
+    let (_, log) = ok(&run(&[args, &DEMO].concat(), &[]));
+    let mut found = events(&log, message);
+    assert_eq!(found.len(), 1, "{message} once: {log}");
+    let (target, fields) = found.pop().unwrap();
+    (log, target, fields)
+}
+
 #[test]
 fn v_logs_what_was_opened_and_vv_adds_each_refresh_with_its_time() {
-    let (_, one) = ok(&run(&[&["snapshot", "-v"][..], &DEMO].concat(), &[]));
-    let opened = events(&one, "source opened");
-    assert_eq!(opened.len(), 1, "{one}");
-    let (target, fields) = &opened[0];
+    let (one, target, fields) = demo_with_one(&["snapshot", "-v"], "source opened");
     assert_eq!(target, "gpuscope::source");
     assert_eq!(fields["source"], "demo");
     assert_eq!(fields["gpus"], "8");
@@ -111,15 +118,12 @@ fn v_logs_what_was_opened_and_vv_adds_each_refresh_with_its_time() {
     assert!(events(&one, "refresh").is_empty(), "-v is not debug: {one}");
 
     // -v is global: it may come before the command too.
-    let (_, two) = ok(&run(&[&["-vv", "snapshot"][..], &DEMO].concat(), &[]));
-    let refreshes = events(&two, "refresh");
-    assert_eq!(refreshes.len(), 1, "one snapshot, one refresh: {two}");
-    let (target, fields) = &refreshes[0];
+    let (_, target, fields) = demo_with_one(&["-vv", "snapshot"], "refresh");
     assert_eq!(target, "gpu_processes::collect");
     assert_eq!(fields["devices"], "8");
-    assert!(number(fields, "processes") > 0.0, "{fields:?}");
-    let total = number(fields, "total_ms");
-    let devices = number(fields, "device_queries_ms");
+    assert!(number(&fields, "processes") > 0.0, "{fields:?}");
+    let total = number(&fields, "total_ms");
+    let devices = number(&fields, "device_queries_ms");
     assert!(total > 0.0 && devices <= total, "{fields:?}");
 }
 

@@ -921,6 +921,11 @@ fn smi_demo(args: &[&str]) -> Output {
     run(&[&["smi"][..], args, &["--demo", "--frame", "2"]].concat())
 }
 
+/// [`smi_demo`], which must exit 0: its stdout.
+fn smi_demo_ok(args: &[&str]) -> String {
+    stdout_ok(&smi_demo(args))
+}
+
 fn stdout_ok(out: &Output) -> String {
     cli::ok_stdout(out.clone(), "gpuscope smi")
 }
@@ -931,7 +936,7 @@ fn stdout_ok(out: &Output) -> String {
 #[test]
 fn list_gpus_prints_nvidia_smi_lines() {
     let doc = demo_json();
-    let text = stdout_ok(&smi_demo(&["-L"]));
+    let text = smi_demo_ok(&["-L"]);
     let expected: String = doc["devices"]
         .as_array()
         .unwrap()
@@ -1004,16 +1009,16 @@ fn id_chooses_gpus_by_index_uuid_or_bus_id() {
     let bus = d3["bus_id"].as_str().unwrap();
     let q = ["--query-gpu=index", "--format=csv,noheader"];
     for id in ["3", uuid, &uuid.to_lowercase(), bus, &bus[4..]] {
-        let out = stdout_ok(&smi_demo(&[&q[..], &["-i", id]].concat()));
+        let out = smi_demo_ok(&[&q[..], &["-i", id]].concat());
         assert_eq!(out, "3\n", "-i {id}");
     }
-    let out = stdout_ok(&smi_demo(&[&q[..], &[&format!("--id=5,{uuid}")]].concat()));
+    let out = smi_demo_ok(&[&q[..], &[&format!("--id=5,{uuid}")]].concat());
     assert_eq!(out, "5\n3\n", "in the order named");
-    let out = stdout_ok(&smi_demo(&["-L", "-i", "1"]));
+    let out = smi_demo_ok(&["-L", "-i", "1"]);
     assert_eq!(out.lines().count(), 1);
     assert!(out.starts_with("GPU 1: "), "{out}");
     // -q of one GPU: one GPU section; Attached GPUs and `count` still tell the system's 8.
-    let out = stdout_ok(&smi_demo(&["-q", "-i", "2"]));
+    let out = smi_demo_ok(&["-q", "-i", "2"]);
     assert_eq!(out.matches("\nGPU 0000").count(), 1, "{out}");
     assert!(
         out.contains(&format!("{:<55}: 8\n", "Attached GPUs")),
@@ -1023,12 +1028,12 @@ fn id_chooses_gpus_by_index_uuid_or_bus_id() {
         "GPU {}\n",
         doc["devices"][2]["bus_id"].as_str().unwrap()
     )));
-    let count = stdout_ok(&smi_demo(&[
+    let count = smi_demo_ok(&[
         "--query-gpu=count,index",
         "--format=csv,noheader",
         "-i",
         "2",
-    ]));
+    ]);
     assert_eq!(count, "8, 2\n");
 
     for id in ["8", "GPU-nope", "0000:99:00.0", "99999999999999999999"] {
@@ -1069,19 +1074,14 @@ fn format_variants_write_what_nvidia_smi_writes() {
         ("csv,noheader,nounits", format!("0, {sm}, {used}, {name}")),
         ("csv,nounits,noheader", format!("0, {sm}, {used}, {name}")),
     ] {
-        let out = stdout_ok(&smi_demo(&[q, &format!("--format={format}")]));
+        let out = smi_demo_ok(&[q, &format!("--format={format}")]);
         assert!(out.starts_with(&format!("{first_two}\n")), "{format}: {out}");
         let rows = out.lines().count();
         let header = usize::from(!format.contains("noheader"));
         assert_eq!(rows, 8 + header, "{format}: {out}");
     }
     // The separate-word spelling, as nvidia-smi also takes it.
-    let out = stdout_ok(&smi_demo(&[
-        "--query-gpu",
-        "index",
-        "--format",
-        "csv,noheader",
-    ]));
+    let out = smi_demo_ok(&["--query-gpu", "index", "--format", "csv,noheader"]);
     assert_eq!(out, "0\n1\n2\n3\n4\n5\n6\n7\n");
     for (args, needle) in [
         (&["--query-gpu=index"][..], "need --format"),
@@ -1129,7 +1129,7 @@ fn write_options_are_refused() {
 /// Ctrl+C). A CSV's header comes once, so that the loop writes one CSV.
 #[test]
 fn loop_prints_again_until_the_count() {
-    let out = stdout_ok(&smi_demo(&[
+    let out = smi_demo_ok(&[
         "--query-gpu=index,name",
         "--format=csv",
         "-lms",
@@ -1138,16 +1138,14 @@ fn loop_prints_again_until_the_count() {
         "3",
         "-i",
         "0",
-    ]));
+    ]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 4, "{out}");
     assert_eq!(lines[0], "index, name");
     assert_eq!(lines[1], lines[2]);
     assert_eq!(lines[1], lines[3]);
     assert!(lines[1].starts_with("0, NVIDIA H100"), "{out}");
-    let out = stdout_ok(&smi_demo(&[
-        "-q", "-d", "MEMORY", "-l", "1", "--count", "2",
-    ]));
+    let out = smi_demo_ok(&["-q", "-d", "MEMORY", "-l", "1", "--count", "2"]);
     assert_eq!(
         out.matches("==============NVSMI LOG==============").count(),
         2
@@ -1165,14 +1163,14 @@ fn loop_prints_again_until_the_count() {
 /// `-d` keeps the sections asked: FB/BAR1 memory for MEMORY, the process list for PIDS.
 #[test]
 fn display_keeps_the_sections_asked() {
-    let out = stdout_ok(&smi_demo(&["-q", "-d", "MEMORY,PIDS", "-i", "0"]));
+    let out = smi_demo_ok(&["-q", "-d", "MEMORY,PIDS", "-i", "0"]);
     assert!(out.contains("    FB Memory Usage\n"), "{out}");
     assert!(out.contains("    BAR1 Memory Usage\n"), "{out}");
     assert!(out.contains("    Processes"), "{out}");
     assert!(!out.contains("Product Name"), "{out}");
     assert!(!out.contains("Temperature"), "{out}");
     assert!(out.contains("Driver Version"), "the header stays: {out}");
-    let xml = stdout_ok(&smi_demo(&["-q", "-x", "--display=TEMPERATURE", "-i", "0"]));
+    let xml = smi_demo_ok(&["-q", "-x", "--display=TEMPERATURE", "-i", "0"]);
     let lines = xml_lines(&xml);
     assert!(lines
         .iter()
