@@ -10,7 +10,7 @@
 //! exporters (host names, device names, users, commands, error messages) is escaped before it
 //! is drawn.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TrySendError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
@@ -55,11 +55,8 @@ impl FleetSampler {
         interval: Duration,
         waker: super::wake::Waker,
     ) -> std::io::Result<(FleetSampler, Receiver<FleetRefresh>)> {
-        let (tx, rx) = mpsc::sync_channel(2);
-        let (control, control_rx) = mpsc::channel::<()>();
-        std::thread::Builder::new()
-            .name("gpuscope-fleet-sampler".into())
-            .spawn(move || {
+        let (control, rx) =
+            super::wake::spawn_reader("gpuscope-fleet-sampler", move |tx, control_rx| {
                 // The last fleet read: the next refresh asks only for the hosts that changed.
                 let mut previous: Option<Fleet> = None;
                 loop {
@@ -75,10 +72,8 @@ impl FleetSampler {
                         took: started.elapsed(),
                         at: SystemTime::now(),
                     };
-                    match tx.try_send(refresh) {
-                        Ok(()) => waker.wake(),
-                        Err(TrySendError::Full(_)) => {}
-                        Err(TrySendError::Disconnected(_)) => return,
+                    if !super::wake::offer(&tx, refresh, &waker) {
+                        return;
                     }
                     let wait = interval.saturating_sub(started.elapsed());
                     match control_rx.recv_timeout(wait) {

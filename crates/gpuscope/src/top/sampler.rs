@@ -2,7 +2,7 @@
 //! UI, so that the UI never waits on the backend.
 
 use std::collections::hash_map::{Entry, HashMap};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TrySendError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use gpu_devices::Device;
@@ -127,32 +127,27 @@ impl Sampler {
         live: bool,
         waker: super::wake::Waker,
     ) -> std::io::Result<(Sampler, Receiver<Refresh>)> {
-        let (tx, rx) = mpsc::sync_channel(2);
-        let (stop_tx, stop_rx) = mpsc::channel::<()>();
         // Detached: see the type's documentation.
-        std::thread::Builder::new()
-            .name("gpuscope-sampler".into())
-            .spawn(move || {
-                let mut next = Instant::now();
-                let mut known = Identities::default();
-                loop {
-                    match tx.try_send(sample_with(&collector, &devices, live, &mut known)) {
-                        Ok(()) => waker.wake(),
-                        Err(TrySendError::Full(_)) => {}
-                        Err(TrySendError::Disconnected(_)) => return,
-                    }
-                    next += interval;
-                    let now = Instant::now();
-                    if next < now {
-                        // A sample took longer than the interval: start again from now.
-                        next = now;
-                    }
-                    match stop_rx.recv_timeout(next - now) {
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
-                    }
+        let (stop_tx, rx) = super::wake::spawn_reader("gpuscope-sampler", move |tx, stop_rx| {
+            let mut next = Instant::now();
+            let mut known = Identities::default();
+            loop {
+                let sample = sample_with(&collector, &devices, live, &mut known);
+                if !super::wake::offer(&tx, sample, &waker) {
+                    return;
                 }
-            })?;
+                next += interval;
+                let now = Instant::now();
+                if next < now {
+                    // A sample took longer than the interval: start again from now.
+                    next = now;
+                }
+                match stop_rx.recv_timeout(next - now) {
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        })?;
         Ok((Sampler { _stop: stop_tx }, rx))
     }
 }

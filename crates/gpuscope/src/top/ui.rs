@@ -558,14 +558,29 @@ fn device_compact(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Line<'static
     let spans = spans![
         Span::raw(head),
         Span::raw(format!("{temp:>4} {:<3} {power:>11} ", pstate(d))),
-        Span::raw("MEM "),
-        theme.bar_spans(mem, bar_w, theme.mem_thresh),
-        Span::raw(format!(" {:>4} ", percent(mem))),
-        Span::raw("UTIL "),
-        theme.bar_spans(util, bar_w, theme.gpu_thresh),
-        Span::raw(format!(" {:>4}", percent(util))),
+        mem_and_util(theme, mem, format!(" {:>4} ", percent(mem)), util, bar_w, 4),
     ];
     clip(spans, w)
+}
+
+/// A device line's two bars, `bar_w` wide each: `MEM`, the memory bar and `mem_tail` (what
+/// follows it), then `UTIL`, the utilization bar and its percentage in `pct_w` columns.
+fn mem_and_util(
+    theme: &Theme,
+    mem: Option<f64>,
+    mem_tail: String,
+    util: Option<f64>,
+    bar_w: usize,
+    pct_w: usize,
+) -> Vec<Span<'static>> {
+    spans![
+        Span::raw("MEM "),
+        theme.bar_spans(mem, bar_w, theme.mem_thresh),
+        Span::raw(mem_tail),
+        Span::raw("UTIL "),
+        theme.bar_spans(util, bar_w, theme.gpu_thresh),
+        Span::raw(format!(" {:>pct_w$}", percent(util))),
+    ]
 }
 
 fn percent(p: Option<f64>) -> String {
@@ -615,12 +630,15 @@ fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<Line<'stati
     let bar_w = (w.saturating_sub(fixed) / 2).max(3);
     let second = clip(
         spans![
-            Span::raw("     MEM "),
-            theme.bar_spans(mem_pct, bar_w, theme.mem_thresh),
-            Span::raw(format!(" {mem_text:>19} {:>5}  ", percent(mem_pct))),
-            Span::raw("UTIL "),
-            theme.bar_spans(util, bar_w, theme.gpu_thresh),
-            Span::raw(format!(" {:>5}", percent(util))),
+            Span::raw("     "),
+            mem_and_util(
+                theme,
+                mem_pct,
+                format!(" {mem_text:>19} {:>5}  ", percent(mem_pct)),
+                util,
+                bar_w,
+                5
+            ),
         ],
         w,
     );

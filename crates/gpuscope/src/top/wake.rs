@@ -2,8 +2,12 @@
 //! a sample, the signal thread when a signal came (SIGWINCH included). The loop waits on the
 //! terminal and this pipe together, so it sleeps until something happened instead of waking
 //! every 100 ms to look (those wake-ups were half of an idle viewer's CPU).
+//!
+//! The viewers' reader threads (the device sampler, the fleet sampler) start through
+//! [`spawn_reader`] and hand each answer over through [`offer`].
 
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TrySendError};
 use std::sync::Arc;
 
 /// The end the event loop waits on.
@@ -42,6 +46,33 @@ impl Waker {
         // SAFETY: writes one byte from a valid buffer to an open descriptor.
         let _ = unsafe { libc::write(self.write.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     }
+}
+
+/// Starts the thread `name` that reads for a viewer: `body` gets the sending end of a channel
+/// that holds at most two answers ([`offer`] them) and the receiving end of a control channel;
+/// the control channel's sending end and the answers' receiving end are returned.
+pub(crate) fn spawn_reader<T: Send + 'static>(
+    name: &str,
+    body: impl FnOnce(SyncSender<T>, Receiver<()>) + Send + 'static,
+) -> std::io::Result<(Sender<()>, Receiver<T>)> {
+    let (tx, rx) = mpsc::sync_channel(2);
+    let (control, control_rx) = mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || body(tx, control_rx))?;
+    Ok((control, rx))
+}
+
+/// Offers `answer` to the viewer: sent, and the event loop woken, when the channel has room;
+/// dropped when it is full (the viewer has not taken the last two yet). False when the viewer
+/// is gone.
+pub(crate) fn offer<T>(tx: &SyncSender<T>, answer: T, waker: &Waker) -> bool {
+    match tx.try_send(answer) {
+        Ok(()) => waker.wake(),
+        Err(TrySendError::Full(_)) => {}
+        Err(TrySendError::Disconnected(_)) => return false,
+    }
+    true
 }
 
 impl Wake {
