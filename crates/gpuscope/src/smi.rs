@@ -345,14 +345,9 @@ fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
         let index = d.id.physical_index();
         match process_lines(snaps, index) {
             None => unknown = true,
-            Some(list) => rows.extend(list.into_iter().map(|p| table::ProcessRow {
+            Some(list) => rows.extend(list.into_iter().map(|process| table::ProcessRow {
                 gpu: index,
-                gi: p.gpu_instance_id,
-                ci: p.compute_instance_id,
-                pid: p.pid,
-                kind: p.kind,
-                name: p.name.into_option(),
-                memory: p.used_memory,
+                process,
             })),
         }
     }

@@ -46,6 +46,14 @@ const NOT_COSTED: [&str; 5] = [
     "gpm_metrics",
 ];
 
+/// The sections of doctor's report (with `--events-for 0`).
+const SECTIONS: [&str; 4] = [
+    "Verdicts",
+    "NVML call costs",
+    "Not answered",
+    "Events: not counted",
+];
+
 /// `gpuscope doctor` over `source` at `frame`, each query asked `repeat` times, counting no
 /// events, with `extra` arguments.
 fn doctor(source: &[&str], frame: &str, repeat: &str, extra: &[&str]) -> Output {
@@ -61,12 +69,7 @@ fn over_a_recording_doctor_prints_its_sections_verdicts_and_what_is_not_answered
     let _serial = serial();
     let out = doctor(&["--demo"], "3", "2", &[]);
     let (stdout, _) = ok(&out);
-    for section in [
-        "Verdicts",
-        "NVML call costs",
-        "Not answered",
-        "Events: not counted",
-    ] {
+    for section in SECTIONS {
         assert!(stdout.contains(section), "no {section}:\n{stdout}");
     }
     // The demo's driver and versions, from the recording.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -80,7 +80,7 @@ fn signal(child: &Child, sig: libc::c_int) {
     assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
 }
 
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+fn wait_exit(child: &mut Child) -> ExitStatus {
     let deadline = Instant::now() + WAIT;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -167,14 +167,26 @@ fn is_png(path: &Path) -> bool {
     std::fs::read(path).is_ok_and(|b| b.starts_with(b"\x89PNG\r\n\x1a\n") && b.len() > 10_000)
 }
 
+/// A recording ([`spawn_recording`]) into `out_dir(name)`: the directory, its `memory.csv` and
+/// `memory.png`, and the recording.
+fn recording(name: &str) -> (PathBuf, PathBuf, PathBuf, Child) {
+    let dir = out_dir(name);
+    let (csv, png) = (dir.join("memory.csv"), dir.join("memory.png"));
+    let child = spawn_recording(&csv, &png);
+    (dir, csv, png, child)
+}
+
+/// Sends `sig` to `child` once its CSV at `csv` has `lines` lines; how it ended.
+fn stop_at(child: &mut Child, csv: &Path, lines: usize, sig: libc::c_int) -> ExitStatus {
+    wait_for_lines(child, csv, lines);
+    signal(child, sig);
+    wait_exit(child)
+}
+
 #[test]
 fn ctrl_c_saves_the_plot_and_prints_one_summary_line_per_device() {
-    let dir = out_dir("sigint");
-    let (csv, png) = (dir.join("memory.csv"), dir.join("memory.png"));
-    let mut child = spawn_recording(&csv, &png);
-    wait_for_lines(&mut child, &csv, 6);
-    signal(&child, libc::SIGINT);
-    let status = wait_exit(&mut child);
+    let (dir, csv, png, mut child) = recording("sigint");
+    let status = stop_at(&mut child, &csv, 6, libc::SIGINT);
     let stdout = read_all(child.stdout.take());
     let stderr = read_all(child.stderr.take());
     assert!(status.success(), "exit {status}: {stderr}");
@@ -201,13 +213,9 @@ fn ctrl_c_saves_the_plot_and_prints_one_summary_line_per_device() {
 
 #[test]
 fn kill_9_leaves_a_csv_of_whole_samples_but_the_last_at_most() {
-    let dir = out_dir("kill9");
-    let (csv, png) = (dir.join("memory.csv"), dir.join("memory.png"));
-    let mut child = spawn_recording(&csv, &png);
+    let (dir, csv, png, mut child) = recording("kill9");
     // The header and at least 8 samples, all on disk while the recording runs.
-    wait_for_lines(&mut child, &csv, 9);
-    signal(&child, libc::SIGKILL);
-    let status = wait_exit(&mut child);
+    let status = stop_at(&mut child, &csv, 9, libc::SIGKILL);
     assert!(!status.success());
     assert!(!png.exists(), "killed before it could plot");
 

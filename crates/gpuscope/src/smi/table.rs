@@ -16,22 +16,12 @@ const RULE: &str =
 const CELLS: &str =
     "+-----------------------------------------+------------------------+----------------------+";
 
-/// One process line of the table.
+/// One process line of the table: the process as `-q` lists it, and its GPU's index.
 pub struct ProcessRow {
     /// The GPU's index.
     pub gpu: u32,
-    /// GPU-instance id (MIG).
-    pub gi: Option<u32>,
-    /// Compute-instance id (MIG).
-    pub ci: Option<u32>,
-    /// Process id.
-    pub pid: u32,
-    /// `C`, `G` or `C+G`.
-    pub kind: &'static str,
-    /// The program, as nvidia-smi names it.
-    pub name: Option<String>,
-    /// GPU memory used, bytes.
-    pub memory: Option<u64>,
+    /// The process.
+    pub process: super::tree::ProcessLine,
 }
 
 fn na<T: ToString + Clone>(v: &Na<T>) -> String {
@@ -197,19 +187,20 @@ pub fn render(
             let _ = writeln!(out, "|  {:<87}|", "No running processes found");
         }
         Some(list) => {
-            for p in list {
+            for ProcessRow { gpu, process: p } in list {
                 let id = |v: Option<u32>| v.map_or("N/A".to_string(), |v| v.to_string());
-                let name = cut_start(&escape_control(p.name.as_deref().unwrap_or("N/A")), 32);
-                let memory = match p.memory {
+                let name = p.name.value().map_or("N/A", String::as_str);
+                let name = cut_start(&escape_control(name), 32);
+                let memory = match p.used_memory {
                     Some(b) => format!("{:>11}MiB", to_mib(b)),
                     None => format!("{:>9}     ", "N/A"),
                 };
                 let _ = writeln!(
                     out,
                     "|{:>5}{:>6}{:>5}{:>16}{:>7}   {name:<32}{memory} |",
-                    p.gpu,
-                    id(p.gi),
-                    id(p.ci),
+                    gpu,
+                    id(p.gpu_instance_id),
+                    id(p.compute_instance_id),
                     p.pid,
                     p.kind
                 );
