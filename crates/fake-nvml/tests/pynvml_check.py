@@ -201,6 +201,12 @@ def recorded(answers, field):
     return answers.get(field, {"err": "not_recorded"})
 
 
+def answer_each(c, where, answers, fields, ask):
+    """Checks each (field, argument) of `fields`: its recorded answer against `ask(argument)`."""
+    for field, argument in fields:
+        c.answer(f"{where} {field}", recorded(answers, field), lambda: ask(argument))
+
+
 def check_health_static(c, key, st, h):
     """The health queries asked once: versions, bus width, thresholds, supported events."""
     where = f"device {key}"
@@ -219,17 +225,12 @@ def check_health_static(c, key, st, h):
         recorded(st, "supported_clock_event_reasons"),
         lambda: pynvml.nvmlDeviceGetSupportedClocksEventReasons(h),
     )
-    for field, threshold in [
+    answer_each(c, where, st, [
         ("temperature_shutdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
         ("temperature_slowdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
         ("temperature_gpu_max", pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
         ("temperature_memory_max", pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
-    ]:
-        c.answer(
-            f"{where} {field}",
-            recorded(st, field),
-            lambda: pynvml.nvmlDeviceGetTemperatureThreshold(h, threshold),
-        )
+    ], lambda threshold: pynvml.nvmlDeviceGetTemperatureThreshold(h, threshold))
 
 
 PCIE_SPEED_CODES = {2500: 1, 5000: 2, 8000: 3, 16000: 4, 32000: 5, 64000: 6}
@@ -303,15 +304,10 @@ def check_health_frame(c, where, dy, h):
         recorded(dy, "pcie_replay_counter"),
         lambda: pynvml.nvmlDeviceGetPcieReplayCounter(h),
     )
-    for field, cause in [
+    answer_each(c, where, dy, [
         ("retired_pages_single_bit", pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS),
         ("retired_pages_double_bit", pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR),
-    ]:
-        c.answer(
-            f"{where} {field}",
-            recorded(dy, field),
-            lambda: list(pynvml.nvmlDeviceGetRetiredPages(h, cause)),
-        )
+    ], lambda cause: list(pynvml.nvmlDeviceGetRetiredPages(h, cause)))
     c.answer(
         f"{where} retired pages pending",
         recorded(dy, "retired_pages_pending"),
