@@ -511,6 +511,23 @@ fn missing_functions_answer_function_not_found() {
 fn mig_handles_round_trip() {
     with_nvml(&fixture(), Some(0), || unsafe {
         let g0 = handle(0);
+        // Each of these: NVML's return code for a handle, and what it wrote (9, a null handle
+        // or 0 where it wrote nothing: never the value expected).
+        let is_mig = |h| {
+            let mut is_mig: c_uint = 9;
+            (nvmlDeviceIsMigDeviceHandle(h, &mut is_mig), is_mig)
+        };
+        let parent_of = |h| {
+            let mut parent = null_mut();
+            (
+                nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h, &mut parent),
+                parent,
+            )
+        };
+        let gpu_instance = |h| {
+            let mut gi: c_uint = 0;
+            (nvmlDeviceGetGpuInstanceId(h, &mut gi), gi)
+        };
         let (mut cur, mut pend) = (9, 9);
         assert_eq!(nvmlDeviceGetMigMode(g0, &mut cur, &mut pend), OK);
         assert_eq!((cur, pend), (1, 1));
@@ -536,18 +553,9 @@ fn mig_handles_round_trip() {
         );
         for (slot, mig) in found {
             assert!(!mig.is_null() && mig != g0);
-            let mut is_mig: c_uint = 0;
-            assert_eq!(nvmlDeviceIsMigDeviceHandle(mig, &mut is_mig), OK);
-            assert_eq!(is_mig, 1);
-            let mut parent = null_mut();
-            assert_eq!(
-                nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig, &mut parent),
-                OK
-            );
-            assert_eq!(parent, g0);
-            let mut gi: c_uint = 0;
-            assert_eq!(nvmlDeviceGetGpuInstanceId(mig, &mut gi), OK);
-            assert_eq!(gi, if slot == 0 { 1 } else { 9 });
+            assert_eq!(is_mig(mig), (OK, 1));
+            assert_eq!(parent_of(mig), (OK, g0));
+            assert_eq!(gpu_instance(mig), (OK, if slot == 0 { 1 } else { 9 }));
             // The same handle comes back by UUID.
             let uuid = std::ffi::CString::new(uuid_of(mig)).unwrap();
             let mut again = null_mut();
@@ -559,20 +567,10 @@ fn mig_handles_round_trip() {
                 ret::INVALID_ARGUMENT
             );
         }
-        let mut is_mig: c_uint = 9;
-        assert_eq!(nvmlDeviceIsMigDeviceHandle(g0, &mut is_mig), OK);
-        assert_eq!(is_mig, 0);
-        let mut parent = null_mut();
-        assert_eq!(
-            nvmlDeviceGetDeviceHandleFromMigDeviceHandle(g0, &mut parent),
-            ret::INVALID_ARGUMENT
-        );
-        let mut gi: c_uint = 0;
+        assert_eq!(is_mig(g0), (OK, 0));
+        assert_eq!(parent_of(g0).0, ret::INVALID_ARGUMENT);
         // As the fixture records it, and as a real H100 answers for its own handle.
-        assert_eq!(
-            nvmlDeviceGetGpuInstanceId(g0, &mut gi),
-            ret::INVALID_ARGUMENT
-        );
+        assert_eq!(gpu_instance(g0).0, ret::INVALID_ARGUMENT);
         // GPU 1 has MIG off and no slots.
         assert_eq!(
             nvmlDeviceGetMigDeviceHandleByIndex(handle(1), 0, &mut m),
