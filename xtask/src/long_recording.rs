@@ -116,17 +116,7 @@ impl<'a> Expander<'a> {
         let times: Vec<u64> = src
             .frames
             .iter()
-            .flat_map(|f| {
-                let d = &f.devices[&gpu];
-                let e = d.events.ok().into_iter().flatten().map(|e| e.timestamp_us);
-                let s = d
-                    .process_utilization
-                    .ok()
-                    .into_iter()
-                    .flatten()
-                    .map(|s| s.timestamp_us);
-                e.chain(s).collect::<Vec<_>>()
-            })
+            .flat_map(|f| f.devices[&gpu].sample_times_us())
             .collect();
         if let (Some(lo), Some(hi)) = (times.iter().min(), times.iter().max()) {
             if hi - lo >= period_us {

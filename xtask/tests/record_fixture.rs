@@ -277,14 +277,7 @@ fn no_frame_holds_anything_newer_than_its_time(stem: &str, got: &Fixture) {
     for (i, f) in got.frames.iter().enumerate() {
         let frame_us = start_us + u128::from(f.t_ms) * 1000;
         for (id, d) in &f.devices {
-            let events = d.events.ok().into_iter().flatten().map(|e| e.timestamp_us);
-            let samples = d
-                .process_utilization
-                .ok()
-                .into_iter()
-                .flatten()
-                .map(|s| s.timestamp_us);
-            for t in events.chain(samples) {
+            for t in d.sample_times_us() {
                 assert!(
                     u128::from(t) <= frame_us,
                     "{stem}: frame {i} device {id}: a timestamp {t} newer than the frame's time \

@@ -38,20 +38,30 @@ fn handle(index: u32) -> nvmlDevice_t {
     h
 }
 
-fn name_of(h: nvmlDevice_t) -> String {
+/// The return code of a getter with two out-parameters, and the two values it wrote.
+fn two_outs<A: Default, B: Default>(
+    get: impl FnOnce(&mut A, &mut B) -> nvmlReturn_t,
+) -> (nvmlReturn_t, A, B) {
+    let (mut a, mut b) = (A::default(), B::default());
+    let code = get(&mut a, &mut b);
+    (code, a, b)
+}
+
+/// The string that `get` writes into a buffer of 96 bytes (it must succeed).
+fn string_from(get: impl FnOnce(*mut c_char, c_uint) -> nvmlReturn_t) -> String {
     let mut buf = [0 as c_char; 96];
-    assert_eq!(unsafe { nvmlDeviceGetName(h, buf.as_mut_ptr(), 96) }, OK);
+    assert_eq!(get(buf.as_mut_ptr(), 96), OK);
     unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
         .into_owned()
 }
 
+fn name_of(h: nvmlDevice_t) -> String {
+    string_from(|buf, len| unsafe { nvmlDeviceGetName(h, buf, len) })
+}
+
 fn uuid_of(h: nvmlDevice_t) -> String {
-    let mut buf = [0 as c_char; 96];
-    assert_eq!(unsafe { nvmlDeviceGetUUID(h, buf.as_mut_ptr(), 96) }, OK);
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+    string_from(|buf, len| unsafe { nvmlDeviceGetUUID(h, buf, len) })
 }
 
 #[test]
@@ -299,29 +309,21 @@ fn memory_v1_and_v2_with_the_version_check() {
 fn process_lists_in_v1_and_v3_layouts_with_the_count_protocol() {
     with_nvml(&fixture(), Some(0), || unsafe {
         let h = handle(0);
+        // The v3 compute list into `buf` of room for `room`: the return code and the count.
+        let compute_v3 = |room: c_uint, buf: *mut nvmlProcessInfo_t| {
+            let mut count = room;
+            let code = nvmlDeviceGetComputeRunningProcesses_v3(h, &mut count, buf);
+            (code, count)
+        };
         // Count query: NULL buffer.
-        let mut count: c_uint = 0;
-        assert_eq!(
-            nvmlDeviceGetComputeRunningProcesses_v3(h, &mut count, null_mut()),
-            ret::INSUFFICIENT_SIZE
-        );
-        assert_eq!(count, 2);
+        assert_eq!(compute_v3(0, null_mut()), (ret::INSUFFICIENT_SIZE, 2));
         // Too small.
         let mut one = [nvmlProcessInfo_t::default(); 1];
-        count = 1;
-        assert_eq!(
-            nvmlDeviceGetComputeRunningProcesses_v3(h, &mut count, one.as_mut_ptr()),
-            ret::INSUFFICIENT_SIZE
-        );
-        assert_eq!(count, 2);
+        assert_eq!(compute_v3(1, one.as_mut_ptr()), (ret::INSUFFICIENT_SIZE, 2));
         // Room to spare, as nvml-wrapper and pynvml ask.
         let mut v3 = [nvmlProcessInfo_t::default(); 7];
-        count = 7;
-        assert_eq!(
-            nvmlDeviceGetComputeRunningProcesses_v3(h, &mut count, v3.as_mut_ptr()),
-            OK
-        );
-        assert_eq!(count, 2);
+        assert_eq!(compute_v3(7, v3.as_mut_ptr()), (OK, 2));
+        let mut count: c_uint;
         assert_eq!(
             v3[0],
             nvmlProcessInfo_t {
@@ -509,6 +511,23 @@ fn missing_functions_answer_function_not_found() {
 fn mig_handles_round_trip() {
     with_nvml(&fixture(), Some(0), || unsafe {
         let g0 = handle(0);
+        // Each of these: NVML's return code for a handle, and what it wrote (9, a null handle
+        // or 0 where it wrote nothing: never the value expected).
+        let is_mig = |h| {
+            let mut is_mig: c_uint = 9;
+            (nvmlDeviceIsMigDeviceHandle(h, &mut is_mig), is_mig)
+        };
+        let parent_of = |h| {
+            let mut parent = null_mut();
+            (
+                nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h, &mut parent),
+                parent,
+            )
+        };
+        let gpu_instance = |h| {
+            let mut gi: c_uint = 0;
+            (nvmlDeviceGetGpuInstanceId(h, &mut gi), gi)
+        };
         let (mut cur, mut pend) = (9, 9);
         assert_eq!(nvmlDeviceGetMigMode(g0, &mut cur, &mut pend), OK);
         assert_eq!((cur, pend), (1, 1));
@@ -534,18 +553,9 @@ fn mig_handles_round_trip() {
         );
         for (slot, mig) in found {
             assert!(!mig.is_null() && mig != g0);
-            let mut is_mig: c_uint = 0;
-            assert_eq!(nvmlDeviceIsMigDeviceHandle(mig, &mut is_mig), OK);
-            assert_eq!(is_mig, 1);
-            let mut parent = null_mut();
-            assert_eq!(
-                nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig, &mut parent),
-                OK
-            );
-            assert_eq!(parent, g0);
-            let mut gi: c_uint = 0;
-            assert_eq!(nvmlDeviceGetGpuInstanceId(mig, &mut gi), OK);
-            assert_eq!(gi, if slot == 0 { 1 } else { 9 });
+            assert_eq!(is_mig(mig), (OK, 1));
+            assert_eq!(parent_of(mig), (OK, g0));
+            assert_eq!(gpu_instance(mig), (OK, if slot == 0 { 1 } else { 9 }));
             // The same handle comes back by UUID.
             let uuid = std::ffi::CString::new(uuid_of(mig)).unwrap();
             let mut again = null_mut();
@@ -557,20 +567,10 @@ fn mig_handles_round_trip() {
                 ret::INVALID_ARGUMENT
             );
         }
-        let mut is_mig: c_uint = 9;
-        assert_eq!(nvmlDeviceIsMigDeviceHandle(g0, &mut is_mig), OK);
-        assert_eq!(is_mig, 0);
-        let mut parent = null_mut();
-        assert_eq!(
-            nvmlDeviceGetDeviceHandleFromMigDeviceHandle(g0, &mut parent),
-            ret::INVALID_ARGUMENT
-        );
-        let mut gi: c_uint = 0;
+        assert_eq!(is_mig(g0), (OK, 0));
+        assert_eq!(parent_of(g0).0, ret::INVALID_ARGUMENT);
         // As the fixture records it, and as a real H100 answers for its own handle.
-        assert_eq!(
-            nvmlDeviceGetGpuInstanceId(g0, &mut gi),
-            ret::INVALID_ARGUMENT
-        );
+        assert_eq!(gpu_instance(g0).0, ret::INVALID_ARGUMENT);
         // GPU 1 has MIG off and no slots.
         assert_eq!(
             nvmlDeviceGetMigDeviceHandleByIndex(handle(1), 0, &mut m),
@@ -644,21 +644,17 @@ fn the_other_readings() {
         assert_eq!(v, 2000);
         assert_eq!(nvmlDeviceGetDisplayActive(handle(1), &mut v), OK);
         assert_eq!(v, 1);
-        let (mut lo, mut hi) = (0, 0);
         assert_eq!(
-            nvmlDeviceGetPowerManagementLimitConstraints(h, &mut lo, &mut hi),
-            OK
+            two_outs(|lo, hi| nvmlDeviceGetPowerManagementLimitConstraints(h, lo, hi)),
+            (OK, 100_000, 400_000)
         );
-        assert_eq!((lo, hi), (100_000, 400_000));
         // Exported from the query table's row, as every plain value is.
         assert_eq!(nvmlDeviceGetPowerManagementDefaultLimit(h, &mut v), OK);
         assert_eq!(v, 350_000);
-        let (mut major, mut minor) = (0, 0);
         assert_eq!(
-            nvmlDeviceGetCudaComputeCapability(h, &mut major, &mut minor),
-            OK
+            two_outs(|major, minor| nvmlDeviceGetCudaComputeCapability(h, major, minor)),
+            (OK, 8, 0)
         );
-        assert_eq!((major, minor), (8, 0));
         let mut reasons: c_ulonglong = 0;
         assert_eq!(nvmlDeviceGetCurrentClocksEventReasons(h, &mut reasons), OK);
         assert_eq!(reasons, 1);
@@ -669,12 +665,10 @@ fn the_other_readings() {
         let mut energy: c_ulonglong = 0;
         assert_eq!(nvmlDeviceGetTotalEnergyConsumption(h, &mut energy), OK);
         assert_eq!(energy, 1_000_000);
-        let (mut util, mut period) = (0, 0);
         assert_eq!(
-            nvmlDeviceGetDecoderUtilization(h, &mut util, &mut period),
-            OK
+            two_outs(|util, period| nvmlDeviceGetDecoderUtilization(h, util, period)),
+            (OK, 3, 167_000)
         );
-        assert_eq!((util, period), (3, 167_000));
         // NVLink: links 0 and 1 active, every later one not supported.
         for (link, want) in [
             (0, OK),

@@ -47,6 +47,19 @@ fn use_profile(profile: &CostProfile, name: &str) -> PathBuf {
     path
 }
 
+/// A profile that charges each of `names` [`CPU`] of CPU time and as much wall time.
+fn charging(names: &[&str]) -> CostProfile {
+    let us = CPU.as_micros() as f64;
+    let entries: Vec<(&str, f64, f64)> = names.iter().map(|&name| (name, us, us)).collect();
+    profile(&entries)
+}
+
+/// Points the library at the stock fixture and at `profile`, in files named after `name`.
+fn set_up(name: &str, profile: &CostProfile) {
+    set_env(Some(&write_temp(&fixture(), name)), Some(0));
+    use_profile(profile, &format!("{name}.json"));
+}
+
 fn cpu(t: Timing) -> Duration {
     t.cpu.expect("Linux has a thread CPU clock")
 }
@@ -91,10 +104,9 @@ fn installed() -> PathBuf {
 #[test]
 fn an_nvml_client_pays_a_profiled_calls_cost_and_no_other() {
     let _guard = lock();
-    set_env(Some(&write_temp(&fixture(), "client")), Some(0));
-    use_profile(
+    set_up(
+        "client",
         &profile(&[("nvmlDeviceGetPowerUsage", 20_000.0, 5_000.0)]),
-        "client.json",
     );
     let so = installed();
     let nvml = Nvml::builder()
@@ -116,13 +128,9 @@ fn an_nvml_client_pays_a_profiled_calls_cost_and_no_other() {
 #[test]
 fn a_name_without_a_suffix_covers_its_versions_and_one_with_a_suffix_only_itself() {
     let _guard = lock();
-    set_env(Some(&write_temp(&fixture(), "suffix")), Some(0));
-    use_profile(
-        &profile(&[
-            ("nvmlDeviceGetMemoryInfo", 5_000.0, 5_000.0),
-            ("nvmlDeviceGetPciInfo_v3", 5_000.0, 5_000.0),
-        ]),
-        "suffix.json",
+    set_up(
+        "suffix",
+        &charging(&["nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPciInfo_v3"]),
     );
     assert_eq!(nvmlInit_v2(), OK, "{:?}", fake_nvml::last_init_error());
     let h = handle(0);
@@ -154,14 +162,7 @@ fn a_name_without_a_suffix_covers_its_versions_and_one_with_a_suffix_only_itself
 #[test]
 fn init_and_shutdown_cost_when_they_start_and_end_nvml_not_when_they_count() {
     let _guard = lock();
-    set_env(Some(&write_temp(&fixture(), "init")), Some(0));
-    use_profile(
-        &profile(&[
-            ("nvmlInit", 5_000.0, 5_000.0),
-            ("nvmlShutdown", 5_000.0, 5_000.0),
-        ]),
-        "init.json",
-    );
+    set_up("init", &charging(&["nvmlInit", "nvmlShutdown"]));
     let (code, t) = time(|| nvmlInit_v2());
     assert_eq!(code, OK, "{:?}", fake_nvml::last_init_error());
     spent("the first nvmlInit_v2 (covered by nvmlInit)", t);

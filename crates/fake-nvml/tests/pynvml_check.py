@@ -201,35 +201,30 @@ def recorded(answers, field):
     return answers.get(field, {"err": "not_recorded"})
 
 
+def answer_rows(c, where, answers, rows):
+    """Checks each (label, field, call[, convert]) of `rows`: the recorded answer of `field`
+    against what `call()` gives (see `Checker.answer`)."""
+    for label, field, *call in rows:
+        c.answer(f"{where} {label}", recorded(answers, field), *call)
+
+
 def check_health_static(c, key, st, h):
     """The health queries asked once: versions, bus width, thresholds, supported events."""
-    where = f"device {key}"
-    c.answer(
-        f"{where} inforom image version",
-        recorded(st, "inforom_image_version"),
-        lambda: text(pynvml.nvmlDeviceGetInforomImageVersion(h)),
-    )
-    c.answer(
-        f"{where} memory bus width",
-        recorded(st, "memory_bus_width"),
-        lambda: pynvml.nvmlDeviceGetMemoryBusWidth(h),
-    )
-    c.answer(
-        f"{where} supported clock event reasons",
-        recorded(st, "supported_clock_event_reasons"),
-        lambda: pynvml.nvmlDeviceGetSupportedClocksEventReasons(h),
-    )
-    for field, threshold in [
-        ("temperature_shutdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
-        ("temperature_slowdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
-        ("temperature_gpu_max", pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
-        ("temperature_memory_max", pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
-    ]:
-        c.answer(
-            f"{where} {field}",
-            recorded(st, field),
-            lambda: pynvml.nvmlDeviceGetTemperatureThreshold(h, threshold),
-        )
+    answer_rows(c, f"device {key}", st, [
+        ("inforom image version", "inforom_image_version",
+         lambda: text(pynvml.nvmlDeviceGetInforomImageVersion(h))),
+        ("memory bus width", "memory_bus_width", lambda: pynvml.nvmlDeviceGetMemoryBusWidth(h)),
+        ("supported clock event reasons", "supported_clock_event_reasons",
+         lambda: pynvml.nvmlDeviceGetSupportedClocksEventReasons(h)),
+    ] + [
+        (field, field, lambda t=threshold: pynvml.nvmlDeviceGetTemperatureThreshold(h, t))
+        for field, threshold in [
+            ("temperature_shutdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
+            ("temperature_slowdown", pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+            ("temperature_gpu_max", pynvml.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
+            ("temperature_memory_max", pynvml.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
+        ]
+    ])
 
 
 PCIE_SPEED_CODES = {2500: 1, 5000: 2, 8000: 3, 16000: 4, 32000: 5, 64000: 6}
@@ -298,36 +293,25 @@ def check_config_static(c, key, st, h):
 
 def check_health_frame(c, where, dy, h):
     """The health queries asked at every frame: replays, retired pages, remapped rows, events."""
-    c.answer(
-        f"{where} PCIe replay counter",
-        recorded(dy, "pcie_replay_counter"),
-        lambda: pynvml.nvmlDeviceGetPcieReplayCounter(h),
-    )
-    for field, cause in [
-        ("retired_pages_single_bit", pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS),
-        ("retired_pages_double_bit", pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR),
-    ]:
-        c.answer(
-            f"{where} {field}",
-            recorded(dy, field),
-            lambda: list(pynvml.nvmlDeviceGetRetiredPages(h, cause)),
-        )
-    c.answer(
-        f"{where} retired pages pending",
-        recorded(dy, "retired_pages_pending"),
-        lambda: bool(pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h)),
-    )
-    c.answer(
-        f"{where} remapped rows",
-        recorded(dy, "remapped_rows"),
-        lambda: (lambda r: (r[0], r[1], bool(r[2]), bool(r[3])))(pynvml.nvmlDeviceGetRemappedRows(h)),
-        lambda r: (r["correctable"], r["uncorrectable"], r["pending"], r["failure"]),
-    )
-    c.answer(
-        f"{where} clock event reasons",
-        recorded(dy, "clock_event_reasons"),
-        lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h),
-    )
+    answer_rows(c, where, dy, [
+        ("PCIe replay counter", "pcie_replay_counter",
+         lambda: pynvml.nvmlDeviceGetPcieReplayCounter(h)),
+    ] + [
+        (field, field, lambda cause=cause: list(pynvml.nvmlDeviceGetRetiredPages(h, cause)))
+        for field, cause in [
+            ("retired_pages_single_bit",
+             pynvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS),
+            ("retired_pages_double_bit", pynvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR),
+        ]
+    ] + [
+        ("retired pages pending", "retired_pages_pending",
+         lambda: bool(pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h))),
+        ("remapped rows", "remapped_rows",
+         lambda: (lambda r: (r[0], r[1], bool(r[2]), bool(r[3])))(pynvml.nvmlDeviceGetRemappedRows(h)),
+         lambda r: (r["correctable"], r["uncorrectable"], r["pending"], r["failure"])),
+        ("clock event reasons", "clock_event_reasons",
+         lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h)),
+    ])
 
 
 # The GPM metrics of gpuscope's fixtures: field name -> NVML_GPM_METRIC_* id.

@@ -16,23 +16,40 @@ pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
-/// Every scenario fixture of `fixtures/`, as (file name, parsed JSON) sorted by name, read
-/// once per test process.
+/// The paths of every scenario fixture of `fixtures/` (its `.json` files), sorted.
+///
+/// # Panics
+/// When `fixtures/` cannot be read or holds fewer than six fixtures: the tests cannot run.
+pub fn scenario_paths() -> Vec<PathBuf> {
+    let dir = fixtures_dir();
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()));
+    let mut paths: Vec<PathBuf> = entries
+        .map(|e| {
+            e.unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .path()
+        })
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    assert!(
+        paths.len() >= 6,
+        "expected the scenario fixtures and the real recording in {}",
+        dir.display()
+    );
+    paths
+}
+
+/// Every scenario fixture of `fixtures/` ([`scenario_paths`]), as (file name, parsed JSON)
+/// sorted by name, read once per test process.
 ///
 /// # Panics
 /// When `fixtures/` cannot be read or holds a file that is not JSON: the tests cannot run.
 pub fn scenarios() -> &'static [(String, Value)] {
     static ALL: OnceLock<Vec<(String, Value)>> = OnceLock::new();
     ALL.get_or_init(|| {
-        let dir = fixtures_dir();
-        let entries = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{} is not readable: {e}", dir.display()));
-        let mut all: Vec<(String, Value)> = entries
-            .map(|e| {
-                e.unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                    .path()
-            })
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        scenario_paths()
+            .into_iter()
             .map(|p| {
                 let name = p
                     .file_name()
@@ -45,14 +62,7 @@ pub fn scenarios() -> &'static [(String, Value)] {
                     .unwrap_or_else(|e| panic!("{} is not JSON: {e}", p.display()));
                 (name, v)
             })
-            .collect();
-        all.sort_by(|a, b| a.0.cmp(&b.0));
-        assert!(
-            all.len() >= 6,
-            "expected the scenario fixtures and the real recording in {}",
-            dir.display()
-        );
-        all
+            .collect()
     })
 }
 

@@ -5,7 +5,6 @@
 //! Run with `cargo bench -p gpu-devices --bench snapshot`.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
@@ -14,8 +13,7 @@ use gpu_backend::{recorder, DeviceId, Fixture, GpuBackend, ReplayBackend};
 use gpu_devices::{Context, SystemSnapshot};
 
 fn load(stem: &str) -> Fixture {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../../fixtures/{stem}.json"));
+    let path = fixture_mutations::fixtures_dir().join(format!("{stem}.json"));
     Fixture::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 

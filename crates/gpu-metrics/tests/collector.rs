@@ -168,12 +168,25 @@ fn the_seed_reset_example_collects_the_background_samples_of_each_window() {
     let mem = |frames: std::ops::RangeInclusive<usize>| -> Vec<f64> {
         frames.map(|f| s.mem_used_mib(f, "3")).collect()
     };
+    // GPU 3's memory series under `tag`: the samples of `frames` (frame n taken at n s), over
+    // the window from `start` to the last frame.
+    let assert_gpu3 = |m: &Metrics, tag: &str, frames: std::ops::RangeInclusive<usize>, start| {
+        let (first, last) = (*frames.start() as f64, *frames.end() as f64);
+        assert_series(
+            m,
+            &format!("{tag}/{gpu3}"),
+            first,
+            &mem(frames),
+            start,
+            last,
+        );
+    };
     s.backend.set_frame(0);
     let train = collector.scope("train").unwrap();
     // Samples at 0 s (activation), 1 s, ... 5 s read frames 0..=5.
     s.run_frames(1..=5);
     let m = train.collector().collect().unwrap();
-    assert_series(&m, &format!("train/{gpu3}"), 0.0, &mem(0..=5), 0.0, 5.0);
+    assert_gpu3(&m, "train", 0..=5, 0.0);
     let cpu: Vec<f64> = (0..=5).map(|f| s.host_cpu(f)).collect();
     assert_series(&m, "train/host/cpu_percent (%)", 0.0, &cpu, 0.0, 5.0);
     assert_eq!(m["train/duration (s)"], 5.0);
@@ -186,7 +199,7 @@ fn the_seed_reset_example_collects_the_background_samples_of_each_window() {
     // Five seconds more: the cumulative ten seconds.
     s.run_frames(6..=10);
     let m = collector.collect().unwrap();
-    assert_series(&m, &format!("train/{gpu3}"), 0.0, &mem(0..=10), 0.0, 10.0);
+    assert_gpu3(&m, "train", 0..=10, 0.0);
     assert_eq!(m["train/duration (s)"], 10.0);
 
     // Reset, five seconds: only those. The first sample after the reset (at 11 s) holds back
@@ -194,14 +207,7 @@ fn the_seed_reset_example_collects_the_background_samples_of_each_window() {
     collector.reset(None).unwrap();
     s.run_frames(11..=15);
     let m = collector.collect().unwrap();
-    assert_series(
-        &m,
-        &format!("train/{gpu3}"),
-        11.0,
-        &mem(11..=15),
-        10.0,
-        15.0,
-    );
+    assert_gpu3(&m, "train", 11..=15, 10.0);
     assert_eq!(m["train/duration (s)"], 5.0);
 
     // A nested tag; resetting the outer one resets both.
@@ -210,25 +216,11 @@ fn the_seed_reset_example_collects_the_background_samples_of_each_window() {
     collector.reset(Some("train")).unwrap();
     s.run_frames(18..=19);
     let inner = collector.collect().unwrap();
-    assert_series(
-        &inner,
-        &format!("train/batch/{gpu3}"),
-        18.0,
-        &mem(18..=19),
-        17.0,
-        19.0,
-    );
+    assert_gpu3(&inner, "train/batch", 18..=19, 17.0);
     assert!(inner.keys().all(|k| k.starts_with("train/batch/")));
     drop(batch);
     let outer = collector.collect().unwrap();
-    assert_series(
-        &outer,
-        &format!("train/{gpu3}"),
-        18.0,
-        &mem(18..=19),
-        17.0,
-        19.0,
-    );
+    assert_gpu3(&outer, "train", 18..=19, 17.0);
     assert_eq!(outer["train/duration (s)"], 2.0);
 }
 

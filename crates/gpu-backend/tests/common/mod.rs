@@ -2,29 +2,14 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
 use gpu_backend::Fixture;
 
-/// The fixtures/ directory of the workspace.
-pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
+pub use fixture_mutations::fixtures_dir;
 
 /// Every scenario fixture, by file name, sorted. Fails if there are none: the tests below are
 /// only meaningful over real scenarios.
 pub fn all_fixtures() -> Vec<(String, Fixture)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .expect("fixtures/ is readable")
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
-    assert!(
-        paths.len() >= 6,
-        "expected the scenario fixtures and the real recording in fixtures/"
-    );
-    paths
+    fixture_mutations::scenario_paths()
         .into_iter()
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();

@@ -3,31 +3,19 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use gpu_backend::{Fixture, ReplayBackend};
 use gpu_devices::Context;
 
-/// The fixtures/ directory of the workspace.
-pub fn fixtures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
-}
+pub use fixture_mutations::fixtures_dir;
 
 /// The stems of every scenario fixture, sorted.
 pub fn all_stems() -> Vec<String> {
-    let mut stems: Vec<String> = std::fs::read_dir(fixtures_dir())
-        .expect("fixtures/ is readable")
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+    fixture_mutations::scenario_paths()
+        .iter()
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
-        .collect();
-    stems.sort();
-    assert!(
-        stems.len() >= 6,
-        "expected the scenario fixtures and the real recording"
-    );
-    stems
+        .collect()
 }
 
 /// One scenario fixture by file stem.
