@@ -81,6 +81,20 @@ fn door_named(name: &OsStr) -> Option<&'static FrontDoor> {
     FRONT_DOORS.iter().find(|d| name == d.name)
 }
 
+/// nvisel's short options that gpuscope's grammar gives other meanings (or none in `select`),
+/// and the long option each is: the `nvisel` door translates them, and `select` refuses them
+/// naming the long one.
+const NVISEL_SHORTS: &[(char, &str)] = &[
+    ('i', "--inherit"),
+    ('c', "--min-count"),
+    ('C', "--max-count"),
+    ('G', "--max-gpu-utilization"),
+];
+
+/// gpustat's short options that `snapshot --compact` has only long (`stat` takes them as
+/// gpustat does): `snapshot` refuses them naming the long one.
+const GPUSTAT_SHORTS_IN_SNAPSHOT: &[(char, &str)] = &[('c', "--show-cmd"), ('p', "--show-pid")];
+
 /// The words after the command, with `tool`'s spellings put in gpuscope's. Everything after
 /// `--` is left as it is.
 fn translate(tool: &str, words: &[OsString]) -> Vec<OsString> {
@@ -94,27 +108,26 @@ fn translate(tool: &str, words: &[OsString]) -> Vec<OsString> {
             out.push(word.clone());
             continue;
         };
+        let next_is_when = || {
+            words
+                .get(i + 1)
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| ["auto", "always", "never"].contains(&n))
+        };
         match tool {
             "nvitop" if w == "-ov" => out.push("--only-visible".into()),
             "nvisel" => out.push(nvisel_word(w).into()),
+            // gpustat's bare `--color` forces colour; gpuscope's takes WHEN.
+            "gpustat" if w == "--color" && !next_is_when() => out.push("--force-color".into()),
             _ => out.push(word.clone()),
         }
-    }
-    if tool == "gpustat" {
-        return crate::stat::gpustat_spellings(&out);
     }
     out
 }
 
-/// One of nvisel's words in `select`'s spelling: its short options that gpuscope's grammar
-/// gives other meanings, with their value attached (`-c2`, `-c=2`) or not.
+/// One of nvisel's words in `select`'s spelling: its [`NVISEL_SHORTS`], with their value
+/// attached (`-c2`, `-c=2`) or not.
 fn nvisel_word(w: &str) -> String {
-    const SHORTS: &[(char, &str)] = &[
-        ('i', "--inherit"),
-        ('c', "--min-count"),
-        ('C', "--max-count"),
-        ('G', "--max-gpu-utilization"),
-    ];
     let mut chars = w.chars();
     if chars.next() != Some('-') {
         return w.to_string();
@@ -122,7 +135,7 @@ fn nvisel_word(w: &str) -> String {
     let Some(letter) = chars.next() else {
         return w.to_string();
     };
-    let Some((_, long)) = SHORTS.iter().find(|(s, _)| *s == letter) else {
+    let Some((_, long)) = NVISEL_SHORTS.iter().find(|(s, _)| *s == letter) else {
         return w.to_string();
     };
     let value = chars.as_str();
@@ -132,22 +145,16 @@ fn nvisel_word(w: &str) -> String {
     }
 }
 
-/// Short options a peer's users type in gpuscope's own commands where gpuscope's one grammar
-/// has no such letter: (command, letter, the option meant, the front door that takes it).
-const PEER_SHORTS: &[(&str, char, &str, &str)] = &[
-    ("select", 'i', "--inherit", "nvisel"),
-    ("select", 'c', "--min-count", "nvisel"),
-    ("select", 'C', "--max-count", "nvisel"),
-    ("select", 'G', "--max-gpu-utilization", "nvisel"),
-    ("snapshot", 'c', "--show-cmd", "gpustat (gpuscope stat)"),
-    ("snapshot", 'p', "--show-pid", "gpustat (gpuscope stat)"),
-];
-
 /// Why the command line is refused, when it uses a peer's short option in a gpuscope command
 /// that does not have it (`gpuscope select -c 2`): the message names the long option and the
 /// front door where the letter means what was meant. `args` as routed.
 pub fn peer_short_refused(args: &[OsString]) -> Option<String> {
     let command = args.get(1)?.to_str()?;
+    let (shorts, door) = match command {
+        "select" => (NVISEL_SHORTS, "nvisel"),
+        "snapshot" => (GPUSTAT_SHORTS_IN_SNAPSHOT, "gpustat (gpuscope stat)"),
+        _ => return None,
+    };
     for word in args.iter().skip(2) {
         let w = word.to_str()?;
         if w == "--" {
@@ -159,10 +166,7 @@ pub fn peer_short_refused(args: &[OsString]) -> Option<String> {
         if w.starts_with("--") {
             continue;
         }
-        if let Some((_, _, long, door)) = PEER_SHORTS
-            .iter()
-            .find(|(c, l, _, _)| *c == command && *l == letter)
-        {
+        if let Some((_, long)) = shorts.iter().find(|(l, _)| *l == letter) {
             return Some(format!(
                 "{command}: -{letter} is {door}'s spelling of {long}; gpuscope's commands spell \
                  it {long} (one meaning for each letter in every command: docs/cli.md), and \
@@ -354,5 +358,6 @@ mod tests {
         assert_eq!(routed("gpuscope"), "gpuscope");
         // After `--` nothing is translated.
         assert_eq!(routed("nvisel -- -c"), "gpuscope select -- -c");
+        assert_eq!(routed("gpustat -- --color"), "gpuscope stat -- --color");
     }
 }

@@ -95,24 +95,6 @@ pub struct Args {
     color: ColorArgs,
 }
 
-/// gpustat's spellings that clap would read otherwise: a bare `--color` (gpustat's "force
-/// colour") becomes `--force-color`. `args` are the words after `stat`.
-pub fn gpustat_spellings(args: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
-    let mut out = Vec::with_capacity(args.len());
-    for (i, a) in args.iter().enumerate() {
-        let next_is_when = args
-            .get(i + 1)
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| ["auto", "always", "never"].contains(&n));
-        if a == "--color" && !next_is_when {
-            out.push("--force-color".into());
-        } else {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
 impl Args {
     /// The compact view's options for what was asked.
     fn compact(&self) -> CompactArgs {
