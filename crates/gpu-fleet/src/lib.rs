@@ -13,6 +13,12 @@ pub mod select;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
+/// A hostile gpuscope exporter on 127.0.0.1 (many exporters under one port, each answering
+/// as a test says), for the tests of `--remote`: this crate's, and with the `testkit` feature
+/// gpuscope's.
+#[cfg(any(test, feature = "testkit"))]
+pub mod stub_exporter;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
