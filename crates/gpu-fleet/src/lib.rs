@@ -94,7 +94,8 @@ impl FleetSource {
 
     /// The exporters at `urls` read directly (`http://node1:9445`; `/metrics` is added when a
     /// URL has no path), with the TLS settings and basic auth of `options` (its `url` is not
-    /// used).
+    /// used); its timeout bounds each refresh as a whole. Every URL is a host, named by the
+    /// URL whatever its answer's labels say (docs/fleet.md).
     ///
     /// # Errors
     ///
