@@ -64,7 +64,8 @@ pub struct FleetArgs {
     #[arg(long, value_name = "FILE", requires = "prometheus_cert")]
     pub prometheus_key: Option<PathBuf>,
 
-    /// Give up on one query (or one exporter with --remote) after this long.
+    /// Give up on one query after this long; with --remote, on the read of every exporter
+    /// together.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
     pub prometheus_timeout: Duration,
 
