@@ -356,16 +356,7 @@ impl Remote {
         let content_type = response
             .headers()
             .get("content-type")
-            .map(|v| {
-                let printable: String = v
-                    .as_bytes()
-                    .iter()
-                    .filter(|b| b.is_ascii_graphic() || **b == b' ')
-                    .take(64)
-                    .map(|&b| char::from(b))
-                    .collect();
-                printable
-            })
+            .map(|v| printable(v.as_bytes()))
             .unwrap_or_else(|| "no content type".into());
         let bytes = response
             .body_mut()
@@ -392,6 +383,17 @@ struct Answer {
     text: String,
     /// Its `Content-Type`, printable ASCII only, for people.
     content_type: String,
+}
+
+/// A header's value for people: its printable ASCII only (no control character, no escape
+/// sequence, no bidi override can reach a terminal through it), 64 characters at most.
+fn printable(value: &[u8]) -> String {
+    value
+        .iter()
+        .filter(|b| b.is_ascii_graphic() || **b == b' ')
+        .take(64)
+        .map(|&b| char::from(b))
+        .collect()
 }
 
 /// Unix time now, seconds.
@@ -949,6 +951,19 @@ mod tests {
         assert!(done.iter().all(|d| d.1 == thread::current().id()));
         assert_eq!((pool.threads, pool.wanted), (0, 4));
         assert!(pool.failed.is_some());
+    }
+
+    #[test]
+    fn a_content_type_is_shown_as_printable_ascii_cut_at_64() {
+        assert_eq!(
+            printable(b"text/html; charset=utf-8"),
+            "text/html; charset=utf-8"
+        );
+        assert_eq!(
+            printable("text/\x1b[31mhtml\u{202e}\n\u{9b}x".as_bytes()),
+            "text/[31mhtmlx"
+        );
+        assert_eq!(printable(&[b'a'; 100]).len(), 64);
     }
 
     #[test]
