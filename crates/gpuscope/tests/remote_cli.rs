@@ -174,7 +174,8 @@ enum TaskLimit {
 
 impl TaskLimit {
     /// At most `tasks` tasks (threads included) for one command: a pids cgroup where one can
-    /// be made, else RLIMIT_NPROC for a user of its own; `None` when neither (not root).
+    /// be made, else RLIMIT_NPROC for a user of its own; `None` when neither can (not root,
+    /// or no cgroup and a binary that another user cannot reach).
     fn new(tasks: u32) -> Option<TaskLimit> {
         if !is_root() {
             return None;
@@ -197,6 +198,10 @@ impl TaskLimit {
                 return Some(TaskLimit::Cgroup(dir));
             }
             let _ = std::fs::remove_dir(&dir);
+        }
+        if !runnable_by_anyone(std::path::Path::new(env!("CARGO_BIN_EXE_gpuscope"))) {
+            eprintln!("no pids cgroup can be made here, and another user cannot run gpuscope");
+            return None;
         }
         eprintln!("no pids cgroup can be made here: RLIMIT_NPROC as a user of its own instead");
         Some(TaskLimit::Rlimit(tasks))
@@ -258,6 +263,15 @@ impl Drop for TaskLimit {
     }
 }
 
+/// Whether any user may run `bin`: it and every directory above it open to others.
+fn runnable_by_anyone(bin: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let open = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
+    };
+    open(bin) && bin.ancestors().skip(1).all(open)
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -295,7 +309,7 @@ fn remote_reads_100_urls_under_a_30_task_pids_limit() {
     args.extend(urls.iter().map(String::as_str));
     for tasks in [30, 3] {
         let Some(limit) = TaskLimit::new(tasks) else {
-            eprintln!("not root: no task limit can be set; skipping");
+            eprintln!("no task limit can be set here (not root); skipping");
             return;
         };
         let out = limit.command(&args).output().expect("gpuscope runs");
