@@ -25,7 +25,7 @@ use std::path::Path;
 
 /// The most bytes read from a configuration file: the exporter's web configuration, a
 /// password file, a private key. 1 MiB: such files are a few kilobytes, and a bcrypt user list
-/// of 10,000 users is under 1 MiB.
+/// of 10,000 users is about 740 KB.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// The most bytes read from a file of PEM certificates: a CA bundle or a certificate with its
