@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use gpu_backend::files;
 use serde::Deserialize;
 use tokio_rustls::rustls;
 
@@ -79,7 +80,10 @@ impl WebConfig {
             path: path.to_path_buf(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        // A regular file of at most 1 MiB: a FIFO, a device or a huge file is refused before
+        // it is read (gpu_backend::files).
+        let text = files::read_regular_to_string(path, files::MAX_CONFIG_BYTES)
+            .map_err(|e| err(e.to_string()))?;
         let file = parse(&text).map_err(err)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let tls = match file.tls_server_config {
@@ -129,8 +133,13 @@ fn parse(text: &str) -> Result<File, String> {
 fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, String> {
     use rustls::pki_types::pem::PemObject as _;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+    let read = |key: &str, path: &Path, max: u64| {
+        files::read_regular(path, max)
+            .map_err(|e| format!("tls_server_config.{key} {}: {e}", path.display()))
+    };
+    let pem = read("cert_file", cert, files::MAX_CERTIFICATE_BYTES)?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
             format!(
                 "tls_server_config.cert_file: cannot read certificates from {}: {e}",
@@ -143,7 +152,8 @@ fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, String> {
             cert.display()
         ));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+    let pem = read("key_file", key, files::MAX_CONFIG_BYTES)?;
+    let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
         format!(
             "tls_server_config.key_file: cannot read a private key from {}: {e}",
             key.display()

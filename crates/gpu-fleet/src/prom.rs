@@ -642,7 +642,8 @@ fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>, SetupErr
         path: path.display().to_string(),
         reason,
     };
-    let pem = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let pem = gpu_backend::files::read_regular(path, gpu_backend::files::MAX_CERTIFICATE_BYTES)
+        .map_err(|e| fail(e.to_string()))?;
     let mut certs = Vec::new();
     for item in ureq::tls::parse_pem(&pem) {
         if let ureq::tls::PemItem::Certificate(c) = item.map_err(|e| fail(e.to_string()))? {
@@ -661,7 +662,8 @@ fn read_client_cert(cert: &Path, key: &Path) -> Result<ureq::tls::ClientCert, Se
         path: path.display().to_string(),
         reason,
     };
-    let pem = std::fs::read(cert).map_err(|e| fail(CertFile::Certificate, cert, e.to_string()))?;
+    let pem = gpu_backend::files::read_regular(cert, gpu_backend::files::MAX_CERTIFICATE_BYTES)
+        .map_err(|e| fail(CertFile::Certificate, cert, e.to_string()))?;
     let mut chain = Vec::new();
     for item in ureq::tls::parse_pem(&pem) {
         if let ureq::tls::PemItem::Certificate(c) =
@@ -677,7 +679,8 @@ fn read_client_cert(cert: &Path, key: &Path) -> Result<ureq::tls::ClientCert, Se
             "no PEM certificate in the file".into(),
         ));
     }
-    let pem = std::fs::read(key).map_err(|e| fail(CertFile::Key, key, e.to_string()))?;
+    let pem = gpu_backend::files::read_regular(key, gpu_backend::files::MAX_CONFIG_BYTES)
+        .map_err(|e| fail(CertFile::Key, key, e.to_string()))?;
     let key_item = ureq::tls::PrivateKey::from_pem(&pem)
         .map_err(|e| fail(CertFile::Key, key, format!("no PEM private key: {e}")))?;
     Ok(ureq::tls::ClientCert::new_with_certs(&chain, key_item))

@@ -157,7 +157,13 @@ impl FleetArgs {
 
     fn password(&self) -> anyhow::Result<String> {
         if let Some(path) = &self.prometheus_password_file {
-            let text = std::fs::read_to_string(path).map_err(|e| {
+            // A regular file of at most 1 MiB (gpu_backend::files): a FIFO, a device or a huge
+            // file is refused before it is read.
+            let text = gpu_backend::files::read_regular_to_string(
+                path,
+                gpu_backend::files::MAX_CONFIG_BYTES,
+            )
+            .map_err(|e| {
                 UsageError(format!(
                     "--prometheus-password-file {}: {e}",
                     path.display()
