@@ -321,15 +321,39 @@ fn a_failing_family_leaves_its_values_out_and_says_so_the_rest_still_shows() {
 }
 
 #[test]
-fn a_slow_family_times_out_and_the_rest_still_shows() {
+fn a_slow_family_spends_the_refresh_time_and_what_came_before_still_shows() {
+    // --prometheus-timeout bounds the whole refresh: the slow family is cut at the deadline,
+    // the families before it show, the four after it are not asked.
     let mut r = replies();
     r.insert(
         "gpuscope_device_power_usage_watts".into(),
-        Reply::Slow(Duration::from_secs(5)),
+        Reply::Slow(Duration::from_secs(30)),
     );
-    let args = ["--prometheus-timeout", "300ms"];
-    let errors = errors_of_a_missing_family(r, &args, "power_usage_watts", 1);
+    let args = ["--prometheus-timeout", "4s"];
+    let errors = errors_of_a_missing_family(r, &args, "power_usage_watts", 5);
     assert_eq!(errors[0]["query"], "gpuscope_device_power_usage_watts");
+    let error = errors[0]["error"].as_str().unwrap();
+    assert!(error.contains("no answer within"), "{error}");
+    let not_asked: Vec<&str> = errors[1..]
+        .iter()
+        .map(|e| e["query"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        not_asked,
+        [
+            "gpuscope_device_power_limit_watts",
+            "gpuscope_device_info",
+            "gpuscope_process_gpu_memory_bytes",
+            "gpuscope_process_gpu_sm_utilization_ratio"
+        ]
+    );
+    for e in &errors[1..] {
+        let error = e["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("not asked: the refresh's time limit"),
+            "{error}"
+        );
+    }
 }
 
 #[test]
