@@ -64,7 +64,8 @@ pub struct FleetArgs {
     #[arg(long, value_name = "FILE", requires = "prometheus_cert")]
     pub prometheus_key: Option<PathBuf>,
 
-    /// Give up on one query (or one exporter with --remote) after this long.
+    /// Give up after this long: on a whole refresh from Prometheus (all its queries; those not
+    /// answered by then are left out and listed as errors), on each exporter with --remote.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
     pub prometheus_timeout: Duration,
 
@@ -274,32 +275,69 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     }
 }
 
-/// How much of `fleet` is missing: `None` when every host is up; partial when some are down or
-/// stale; nothing when none is up (or there is no host).
+/// How much of `fleet` is missing: `None` when every host is up and every query answered in
+/// full; partial when some hosts are down or stale, or some queries failed or answered in part
+/// (the hosts shown lack what those would have given); nothing when no host is up (or there is
+/// no host).
 fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
+    let names = fleet.host_names();
     let missing: Vec<String> = fleet
         .hosts
         .iter()
-        .filter(|h| h.state != HostState::Up)
-        .map(|h| format!("{} ({})", h.host, h.state.as_str()))
+        .zip(&names)
+        .filter(|(h, _)| h.state != HostState::Up)
+        .map(|(h, name)| format!("{name} ({})", h.state.as_str()))
         .collect();
     let total = fleet.hosts.len();
     if total == 0 {
         return Some(Shortfall::nothing("no host to show".into()));
     }
+    let failed = failed_queries(fleet);
     if missing.is_empty() {
-        return None;
+        return failed.map(Shortfall::partial);
     }
-    let what = format!(
+    let mut what = format!(
         "{} of {} {} not up: {}",
         missing.len(),
         total,
         if total == 1 { "host" } else { "hosts" },
         escape_lines(&missing.join(", "))
     );
+    if let Some(failed) = failed {
+        what = format!("{what}; {failed}");
+    }
     Some(if missing.len() == total {
         Shortfall::nothing(what)
     } else {
         Shortfall::partial(what)
     })
+}
+
+/// The queries of `fleet` that failed or answered in part, for a one-line message (the first
+/// few named, each once): `None` when every query answered in full.
+pub fn failed_queries(fleet: &Fleet) -> Option<String> {
+    const NAMED: usize = 3;
+    let mut queries: Vec<&str> = Vec::new();
+    for e in &fleet.errors {
+        if !queries.contains(&e.query.as_str()) {
+            queries.push(&e.query);
+        }
+    }
+    if queries.is_empty() {
+        return None;
+    }
+    let more = match queries.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some(format!(
+        "{} {} failed or answered in part: {}{more}",
+        queries.len(),
+        if queries.len() == 1 {
+            "query"
+        } else {
+            "queries"
+        },
+        escape_lines(&queries[..queries.len().min(NAMED)].join(", "))
+    ))
 }
