@@ -844,10 +844,14 @@ impl Client {
 
     /// The status and body of the instant query `query`, read whole within `left`.
     fn ask(&self, query: &str, left: Duration) -> Result<(u16, String), QueryError> {
+        let out_of_time = || {
+            QueryError::Transport(format!(
+                "no answer within the refresh's time limit ({})",
+                seconds(self.timeout)
+            ))
+        };
         let transport = |e: ureq::Error| match e {
-            ureq::Error::Timeout(_) => {
-                QueryError::Transport(format!("no answer within {}", seconds(left)))
-            }
+            ureq::Error::Timeout(_) => out_of_time(),
             e => QueryError::Transport(e.to_string()),
         };
         let mut response = self
@@ -875,12 +879,8 @@ impl Client {
         )
         .map_err(
             |e| match e.get_ref().and_then(|e| e.downcast_ref::<ureq::Error>()) {
-                Some(ureq::Error::Timeout(_)) => {
-                    QueryError::Transport(format!("no answer within {}", seconds(left)))
-                }
-                _ if e.kind() == std::io::ErrorKind::TimedOut => {
-                    QueryError::Transport(format!("no answer within {}", seconds(left)))
-                }
+                Some(ureq::Error::Timeout(_)) => out_of_time(),
+                _ if e.kind() == std::io::ErrorKind::TimedOut => out_of_time(),
                 Some(ureq::Error::BodyExceedsLimit(_)) => QueryError::Transport(format!(
                     "the answer is larger than {} MiB",
                     MAX_ANSWER_BYTES >> 20

@@ -280,14 +280,24 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
 /// (the hosts shown lack what those would have given); nothing when no host is up (or there is
 /// no host).
 fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
+    // A fleet can have thousands of hosts: the message names the first few.
+    const NAMED: usize = 10;
     let names = fleet.host_names();
-    let missing: Vec<String> = fleet
-        .hosts
-        .iter()
-        .zip(&names)
-        .filter(|(h, _)| h.state != HostState::Up)
+    let not_up = || {
+        fleet
+            .hosts
+            .iter()
+            .zip(&names)
+            .filter(|(h, _)| h.state != HostState::Up)
+    };
+    let mut missing: Vec<String> = not_up()
+        .take(NAMED)
         .map(|(h, name)| format!("{name} ({})", h.state.as_str()))
         .collect();
+    let count = not_up().count();
+    if count > NAMED {
+        missing.push(format!("and {} more", count - NAMED));
+    }
     let total = fleet.hosts.len();
     if total == 0 {
         return Some(Shortfall::nothing("no host to show".into()));
@@ -298,7 +308,7 @@ fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
     }
     let mut what = format!(
         "{} of {} {} not up: {}",
-        missing.len(),
+        count,
         total,
         if total == 1 { "host" } else { "hosts" },
         escape_lines(&missing.join(", "))
@@ -306,7 +316,7 @@ fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
     if let Some(failed) = failed {
         what = format!("{what}; {failed}");
     }
-    Some(if missing.len() == total {
+    Some(if count == total {
         Shortfall::nothing(what)
     } else {
         Shortfall::partial(what)
@@ -340,4 +350,41 @@ pub fn failed_queries(fleet: &Fleet) -> Option<String> {
         },
         escape_lines(&queries[..queries.len().min(NAMED)].join(", "))
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_fleet::testkit::{fleet, host};
+
+    #[test]
+    fn a_shortfall_names_the_first_hosts_not_up_and_counts_the_rest() {
+        let mut hosts = vec![host("up", HostState::Up, vec![])];
+        hosts.extend((0..25).map(|i| host(&format!("n{i:02}"), HostState::Down, vec![])));
+        let short = shortfall(&fleet(hosts)).expect("partial");
+        assert_eq!(short.code, Shortfall::PARTIAL);
+        let named: Vec<String> = (0..10).map(|i| format!("n{i:02} (down)")).collect();
+        assert_eq!(
+            short.to_string(),
+            format!("25 of 26 hosts not up: {}, and 15 more", named.join(", "))
+        );
+    }
+
+    #[test]
+    fn failed_queries_are_named_once_each_the_first_few() {
+        let mut f = fleet(vec![host("a", HostState::Up, vec![])]);
+        assert!(shortfall(&f).is_none());
+        for q in ["q1", "q1", "q2", "q3", "q4", "q5"] {
+            f.errors.push(gpu_fleet::FamilyError {
+                query: q.into(),
+                error: "x".into(),
+            });
+        }
+        let short = shortfall(&f).expect("partial");
+        assert_eq!(short.code, Shortfall::PARTIAL);
+        assert_eq!(
+            short.to_string(),
+            "5 queries failed or answered in part: q1, q2, q3 and 2 more"
+        );
+    }
 }
