@@ -13,6 +13,12 @@ pub mod select;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
+/// A hostile gpuscope exporter on 127.0.0.1 (many exporters under one port, each answering
+/// as a test says), for the tests of `--remote`: this crate's, and with the `testkit` feature
+/// gpuscope's.
+#[cfg(any(test, feature = "testkit"))]
+pub mod stub_exporter;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -90,7 +96,8 @@ impl FleetSource {
 
     /// The exporters at `urls` read directly (`http://node1:9445`; `/metrics` is added when a
     /// URL has no path), with the TLS settings and basic auth of `options` (its `url` is not
-    /// used).
+    /// used); its timeout bounds each refresh as a whole. Every URL is a host, named by the
+    /// URL whatever its answer's labels say (docs/fleet.md).
     ///
     /// # Errors
     ///

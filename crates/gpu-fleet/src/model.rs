@@ -442,12 +442,14 @@ impl FleetBuilder {
     }
 
     /// The host of a series, created when first seen; `None` beyond the limits (counted). A
-    /// series with no `instance` is one exporter read directly (`--remote`), which `fallback`
-    /// names, or else is told apart by its `hostname`.
+    /// series read from an exporter directly (`--remote`) belongs to the URL it was read from,
+    /// `fallback`, whatever its labels say; a series from Prometheus to its `instance`, or
+    /// without one, its `hostname`.
     fn host_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> Option<usize> {
+        // An exporter's answer cannot name another host: its `instance` label is not read.
         // Without an instance (relabelled away, or a federated series), the hostname tells
         // hosts apart.
-        let real = s.label("instance").or(fallback);
+        let real = fallback.or_else(|| s.label("instance"));
         let instance = real.or_else(|| s.label("hostname")).unwrap_or("");
         if let Some(&i) = self.by_instance.get(instance) {
             if self.hosts[i].host == instance {
@@ -541,6 +543,11 @@ impl FleetBuilder {
                 matches!(self.up.get(i), Some((true, _))).then(|| (i.clone(), h.sample_time))
             })
             .collect()
+    }
+
+    /// Whether a host of this instance (or, read directly, this URL) has been seen.
+    pub fn has_host(&self, instance: &str) -> bool {
+        self.by_instance.contains_key(instance)
     }
 
     /// Whether every host seen so far has an instance (an incremental refresh selects hosts

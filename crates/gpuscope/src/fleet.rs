@@ -64,8 +64,9 @@ pub struct FleetArgs {
     #[arg(long, value_name = "FILE", requires = "prometheus_cert")]
     pub prometheus_key: Option<PathBuf>,
 
-    /// Give up after this long: on a whole refresh from Prometheus (all its queries; those not
-    /// answered by then are left out and listed as errors), on each exporter with --remote.
+    /// Give up after this long: on a whole refresh (from Prometheus, all its queries: those not
+    /// answered by then are left out and listed as errors; with --remote, the read of every
+    /// exporter together).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
     pub prometheus_timeout: Duration,
 
