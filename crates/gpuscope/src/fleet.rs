@@ -325,12 +325,21 @@ fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
 }
 
 /// The queries of `fleet` that failed or answered in part, for a one-line message (the first
-/// few named, each once): `None` when every query answered in full.
+/// few named, each once): `None` when every query answered in full. With `--remote` an error
+/// is an exporter's, under its URL: that of a host that is not up is said by the host's state
+/// already, and is not counted again; that of a host that is up (lines of its answer skipped)
+/// is.
 pub fn failed_queries(fleet: &Fleet) -> Option<String> {
     const NAMED: usize = 3;
+    let not_up: std::collections::HashSet<&str> = fleet
+        .hosts
+        .iter()
+        .filter(|h| h.state != HostState::Up)
+        .filter_map(|h| h.instance.as_deref())
+        .collect();
     let mut queries: Vec<&str> = Vec::new();
     for e in &fleet.errors {
-        if !queries.contains(&e.query.as_str()) {
+        if !queries.contains(&e.query.as_str()) && !not_up.contains(e.query.as_str()) {
             queries.push(&e.query);
         }
     }
@@ -386,6 +395,33 @@ mod tests {
         assert_eq!(
             short.to_string(),
             "5 queries failed or answered in part: q1, q2, q3 and 2 more"
+        );
+    }
+
+    #[test]
+    fn an_exporters_error_counts_once_as_its_host_down_not_again_as_a_failed_query() {
+        // --remote: each exporter's error is under its URL, its host's instance.
+        let mut f = fleet(vec![
+            host("a", HostState::Up, vec![]),
+            host("b", HostState::Down, vec![]),
+        ]);
+        f.errors.push(gpu_fleet::FamilyError {
+            query: "b:9445".into(),
+            error: "connection refused".into(),
+        });
+        assert_eq!(failed_queries(&f), None);
+        assert_eq!(
+            shortfall(&f).expect("partial").to_string(),
+            "1 of 2 hosts not up: b (down)"
+        );
+        // An error of a host that is up (lines of its answer skipped) makes the fleet partial.
+        f.errors.push(gpu_fleet::FamilyError {
+            query: "a:9445".into(),
+            error: "2 lines of the answer not in the text format, skipped".into(),
+        });
+        assert_eq!(
+            failed_queries(&f).as_deref(),
+            Some("1 query failed or answered in part: a:9445")
         );
     }
 }
