@@ -16,6 +16,42 @@ use crate::prom::Series;
 /// Version of the JSON document's shape.
 pub const JSON_SCHEMA: &str = "gpuscope.fleet/1";
 
+/// Hosts (and `up` targets) kept in one fleet, ten times the fleets gpuscope is measured
+/// with; the series of further hosts are counted, not kept.
+pub const MAX_HOSTS: usize = 10_000;
+
+/// What the fleet's model may take in memory, bytes, as [`FleetBuilder`] counts it (each
+/// host, device and process at twice its size, for the vectors' and maps' slack, plus every
+/// text it keeps). A fleet of 1,000 hosts with 8 GPUs and 64 processes each counts about
+/// 25 MB. Series that would need more are counted, not kept.
+pub const MAX_MODEL_BYTES: usize = 64 << 20;
+
+/// How far in the future (Prometheus's clock ahead of the exporter's) a sample time may be
+/// and still count as fresh, seconds: clocks kept by NTP differ by milliseconds, this allows
+/// a few seconds of drift. A sample time further ahead, or not a finite number, is unusable:
+/// the host is stale.
+pub const CLOCK_SKEW_SECONDS: f64 = 5.0;
+
+/// The bounds of one fleet's model: [`MAX_HOSTS`] and [`MAX_MODEL_BYTES`] by default, smaller
+/// ones for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelLimits {
+    /// Hosts kept, and targets of `up`.
+    pub hosts: usize,
+    /// Bytes the model may take, as counted by [`FleetBuilder`].
+    pub bytes: usize,
+}
+
+impl Default for ModelLimits {
+    /// [`MAX_HOSTS`], [`MAX_MODEL_BYTES`].
+    fn default() -> ModelLimits {
+        ModelLimits {
+            hosts: MAX_HOSTS,
+            bytes: MAX_MODEL_BYTES,
+        }
+    }
+}
+
 /// The whole fleet at one refresh.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Fleet {
@@ -29,6 +65,39 @@ pub struct Fleet {
     pub hosts: Vec<Host>,
     /// Queries that failed or answered in part: the view lacks what they would have given.
     pub errors: Vec<FamilyError>,
+}
+
+impl Fleet {
+    /// Each host's name for people and for `select`, in the order of `hosts`: its `host` (the
+    /// hostname), or its instance when another host of this fleet has the same hostname, so
+    /// that no two hosts of a fleet this crate read (their instances unique) are spelled
+    /// alike. Hosts are told apart by their instance (the scrape target); two exporters that
+    /// report one hostname (a cloned machine, two exporters on one) are still two hosts.
+    pub fn host_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.hosts.iter().map(|h| h.host.as_str()).collect();
+        // Until no spelling is shared: a host whose hostname another host also has is named
+        // by its instance. Instances are unique, and a host without one is keyed by its
+        // hostname, so this ends with every spelling unique (each round renames at least one
+        // host, and a renamed host is never renamed again).
+        loop {
+            let mut count: HashMap<&str, usize> = HashMap::default();
+            for n in &names {
+                *count.entry(n).or_default() += 1;
+            }
+            let mut renamed = false;
+            for (name, h) in names.iter_mut().zip(&self.hosts) {
+                if count[name] > 1 && *name == h.host.as_str() {
+                    if let Some(instance) = h.instance.as_deref().filter(|i| *i != h.host) {
+                        *name = instance;
+                        renamed = true;
+                    }
+                }
+            }
+            if !renamed {
+                return names;
+            }
+        }
+    }
 }
 
 /// A metric family whose query failed or warned.
@@ -215,7 +284,9 @@ pub const PROCESS_FAMILIES: &[(&str, ProcessField)] = &[
     (names::PROCESS_SM_UTILIZATION, ProcessField::SmUtilization),
 ];
 
-/// Builds a [`Fleet`] from the answers of one refresh, fed in any order.
+/// Builds a [`Fleet`] from the answers of one refresh, fed in any order, within
+/// [`ModelLimits`]: what does not fit is counted and said in the fleet's errors (see
+/// [`FleetBuilder::take_notes`]).
 #[derive(Debug, Default)]
 pub struct FleetBuilder {
     hosts: Vec<Host>,
@@ -228,12 +299,34 @@ pub struct FleetBuilder {
     /// `up` of each instance, with its job.
     up: HashMap<String, (bool, Option<String>)>,
     /// Jobs that served gpuscope metrics.
-    jobs: Vec<String>,
+    jobs: HashSet<String>,
     evaluated_at: Option<f64>,
     errors: Vec<FamilyError>,
     /// User names, command lines and pods seen, each kept once (64,000 processes of a large
     /// fleet have a few hundred distinct ones).
     texts: HashSet<Arc<str>>,
+    limits: ModelLimits,
+    /// What the model takes so far, as [`FleetBuilder::afford`] counts it.
+    bytes: usize,
+    /// Series of hosts (or `up` targets) beyond [`ModelLimits::hosts`], since the last notes.
+    beyond_hosts: usize,
+    /// Series not kept (or kept without some of their labels) for want of memory, since the
+    /// last notes.
+    beyond_bytes: usize,
+    /// Hosts whose sample time is unusable, since the last notes: the first few, each with
+    /// why, and how many in all.
+    bad_times: (Vec<String>, usize),
+}
+
+/// What the model is charged for a host, device or process besides its texts: twice the
+/// struct (a vector grows by doubling) and a map entry.
+fn item_cost<T>() -> usize {
+    2 * std::mem::size_of::<T>() + 64
+}
+
+/// What the model is charged for a text it keeps (the allocation's own overhead included).
+fn text_cost(text: &str) -> usize {
+    text.len() + 16
 }
 
 /// `text`, shared with the equal text seen before.
@@ -274,9 +367,63 @@ fn parse_index(text: &str) -> Option<(u32, Option<u32>)> {
 }
 
 impl FleetBuilder {
-    /// An empty fleet.
+    /// An empty fleet, within the default [`ModelLimits`].
     pub fn new() -> FleetBuilder {
-        FleetBuilder::default()
+        FleetBuilder::within(ModelLimits::default())
+    }
+
+    /// An empty fleet within `limits`.
+    pub fn within(limits: ModelLimits) -> FleetBuilder {
+        FleetBuilder {
+            limits,
+            ..FleetBuilder::default()
+        }
+    }
+
+    /// Charges `bytes` to the model if they fit within its limit.
+    fn afford(&mut self, bytes: usize) -> bool {
+        let total = self.bytes.saturating_add(bytes);
+        if total > self.limits.bytes {
+            return false;
+        }
+        self.bytes = total;
+        true
+    }
+
+    /// Notes, as errors of `query`, what the answers folded since the last call left out:
+    /// series of hosts beyond the limit, series that did not fit in memory, hosts whose sample
+    /// time is unusable. A reader calls it after each answer; [`FleetBuilder::finish`] notes
+    /// what is left under the query `fleet`.
+    pub fn take_notes(&mut self, query: &str) {
+        if self.beyond_hosts > 0 {
+            let note = format!(
+                "{} series of hosts beyond the first {} not kept",
+                std::mem::take(&mut self.beyond_hosts),
+                self.limits.hosts
+            );
+            self.error(query, note);
+        }
+        if self.beyond_bytes > 0 {
+            let note = format!(
+                "{} series not kept whole: the fleet's model reached its {} MiB",
+                std::mem::take(&mut self.beyond_bytes),
+                self.limits.bytes >> 20
+            );
+            self.error(query, note);
+        }
+        let (named, count) = std::mem::take(&mut self.bad_times);
+        if count > 0 {
+            let more = match count - named.len() {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            let note = format!(
+                "unusable sample time (more than {CLOCK_SKEW_SECONDS} s in the future, or not a \
+                 number) of {}{more}: shown stale",
+                named.join(", ")
+            );
+            self.error(query, note);
+        }
     }
 
     /// Notes a query that failed or warned.
@@ -294,10 +441,11 @@ impl FleetBuilder {
         }
     }
 
-    /// The host of a series, created when first seen. A series read from an exporter directly
-    /// (`--remote`) belongs to the URL it was read from, `fallback`, whatever its labels say;
-    /// a series from Prometheus to its `instance`, or without one, its `hostname`.
-    fn host_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> usize {
+    /// The host of a series, created when first seen; `None` beyond the limits (counted). A
+    /// series read from an exporter directly (`--remote`) belongs to the URL it was read from,
+    /// `fallback`, whatever its labels say; a series from Prometheus to its `instance`, or
+    /// without one, its `hostname`.
+    fn host_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> Option<usize> {
         // An exporter's answer cannot name another host: its `instance` label is not read.
         // Without an instance (relabelled away, or a federated series), the hostname tells
         // hosts apart.
@@ -306,12 +454,29 @@ impl FleetBuilder {
         if let Some(&i) = self.by_instance.get(instance) {
             if self.hosts[i].host == instance {
                 if let Some(name) = s.label("hostname") {
-                    self.hosts[i].host = name.to_string();
+                    if self.afford(text_cost(name)) {
+                        self.hosts[i].host = name.to_string();
+                    } else {
+                        self.beyond_bytes += 1;
+                    }
                 }
             }
-            return i;
+            return Some(i);
         }
-        let name = s.label("hostname").unwrap_or(instance).to_string();
+        let name = s.label("hostname").unwrap_or(instance);
+        if self.hosts.len() >= self.limits.hosts {
+            self.beyond_hosts += 1;
+            return None;
+        }
+        let cost = item_cost::<Host>()
+            + 2 * text_cost(instance)
+            + text_cost(name)
+            + s.label("job").map_or(0, text_cost);
+        if !self.afford(cost) {
+            self.beyond_bytes += 1;
+            return None;
+        }
+        let name = name.to_string();
         self.hosts.push(Host {
             host: name,
             instance: real.map(str::to_string),
@@ -324,20 +489,46 @@ impl FleetBuilder {
         });
         self.by_instance
             .insert(instance.to_string(), self.hosts.len() - 1);
-        self.hosts.len() - 1
+        Some(self.hosts.len() - 1)
     }
 
-    /// One series of [`names::SAMPLE_TIME_FAMILY`] (over the lookback).
+    /// One series of [`names::SAMPLE_TIME_FAMILY`] (over the lookback). A sample time more
+    /// than [`CLOCK_SKEW_SECONDS`] after the evaluation time, or not a finite number, is
+    /// unusable: the host has no sample age (it is stale), and the next notes say so.
     pub fn sample_time(&mut self, s: &Series<'_>, fallback: Option<&str>) {
-        let h = self.host_of(s, fallback);
+        let Some(h) = self.host_of(s, fallback) else {
+            return;
+        };
         if let Some(job) = s.label("job") {
-            if !self.jobs.iter().any(|j| j == job) {
-                self.jobs.push(job.to_string());
+            if !self.jobs.contains(job) {
+                if self.afford(text_cost(job) + 64) {
+                    self.jobs.insert(job.to_string());
+                } else {
+                    self.beyond_bytes += 1;
+                }
             }
         }
-        if let Some(t) = s.number().and_then(finite) {
-            self.hosts[h].sample_age_seconds = Some((s.value.0 - t).max(0.0));
-            self.hosts[h].sample_time = Some(t);
+        let t = s.number();
+        let age = t.map(|t| s.value.0 - t);
+        let host = &mut self.hosts[h];
+        match (t, age) {
+            (Some(t), Some(age)) if age.is_finite() && age >= -CLOCK_SKEW_SECONDS => {
+                host.sample_age_seconds = Some(age.max(0.0));
+                host.sample_time = Some(t);
+            }
+            _ => {
+                host.sample_age_seconds = None;
+                host.sample_time = None;
+                let why = match age {
+                    Some(age) if age.is_finite() => format!("{} s ahead", (-age).round()),
+                    _ => format!("{:?}", s.value.1.chars().take(24).collect::<String>()),
+                };
+                let (named, count) = &mut self.bad_times;
+                if named.len() < 5 {
+                    named.push(format!("{} ({why})", host.host));
+                }
+                *count += 1;
+            }
         }
     }
 
@@ -375,24 +566,46 @@ impl FleetBuilder {
         }
     }
 
-    /// One series of `up`.
+    /// One series of `up`. Once the sample times have named gpuscope's jobs, the targets of
+    /// other jobs are not kept (a large Prometheus scrapes many more targets than it has GPU
+    /// hosts).
     pub fn up(&mut self, s: &Series<'_>) {
-        if let Some(instance) = s.label("instance") {
-            self.up.insert(
-                instance.to_string(),
-                (s.number() == Some(1.0), s.label("job").map(str::to_string)),
-            );
+        let Some(instance) = s.label("instance") else {
+            return;
+        };
+        let job = s.label("job");
+        if !self.jobs.is_empty() && !job.is_some_and(|j| self.jobs.contains(j)) {
+            return;
         }
+        let up = s.number() == Some(1.0);
+        if let Some(entry) = self.up.get_mut(instance) {
+            entry.0 = up;
+            return;
+        }
+        if self.up.len() >= self.limits.hosts {
+            self.beyond_hosts += 1;
+            return;
+        }
+        if !self.afford(64 + text_cost(instance) + job.map_or(0, text_cost)) {
+            self.beyond_bytes += 1;
+            return;
+        }
+        self.up
+            .insert(instance.to_string(), (up, job.map(str::to_string)));
     }
 
     /// The device of a series, created when first seen; `None` without a good `index`.
     fn device_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> Option<(usize, usize)> {
         let id = s.label("index")?;
         let (index, mig_index) = parse_index(id)?;
-        let h = self.host_of(s, fallback);
+        let h = self.host_of(s, fallback)?;
         let key = (h, index, mig_index);
         if let Some(&d) = self.devices.get(&key) {
             return Some((h, d));
+        }
+        if !self.afford(item_cost::<FleetDevice>() + text_cost(id)) {
+            self.beyond_bytes += 1;
+            return None;
         }
         let devices = Arc::make_mut(&mut self.hosts[h].devices);
         devices.push(FleetDevice {
@@ -427,6 +640,23 @@ impl FleetBuilder {
             return;
         };
         let v = s.number().unwrap_or(f64::NAN);
+        // The texts a series may add to the model, charged before any is kept.
+        let dev = &self.hosts[h].devices[d];
+        let mut cost = 0;
+        if field == DeviceField::Info {
+            cost += s.label("driver_version").map_or(0, text_cost);
+            cost += s.label("bus_id").map_or(0, text_cost);
+        }
+        if dev.name.is_none() {
+            cost += s.label("name").map_or(0, text_cost);
+        }
+        if dev.uuid.is_none() {
+            cost += s.label("uuid").map_or(0, text_cost);
+        }
+        if !self.afford(cost) {
+            self.beyond_bytes += 1;
+            return;
+        }
         if field == DeviceField::Info {
             if let Some(driver) = s.label("driver_version") {
                 self.hosts[h].driver_version = Some(driver.to_string());
@@ -470,6 +700,23 @@ impl FleetBuilder {
             return;
         };
         let key = (h, d, pid);
+        if !self.processes.contains_key(&key) {
+            // The process and the texts it adds to the model (those not seen before).
+            let new_text = |name: &str| {
+                s.label(name)
+                    .filter(|t| !self.texts.contains(*t))
+                    .map_or(0, |t| text_cost(t) + 48)
+            };
+            let cost = item_cost::<FleetProcess>()
+                + ["username", "command", "pod", "namespace", "container"]
+                    .into_iter()
+                    .map(new_text)
+                    .sum::<usize>();
+            if !self.afford(cost) {
+                self.beyond_bytes += 1;
+                return;
+            }
+        }
         let texts = &mut self.texts;
         let processes = &mut Arc::make_mut(&mut self.hosts[h].devices)[d].processes;
         let p = match self.processes.get(&key) {
@@ -514,6 +761,7 @@ impl FleetBuilder {
     /// seconds is stale); hosts scraped in a gpuscope job that never served a sample are
     /// added, down or stale.
     pub fn finish(mut self, source: String, stale_after: f64, direct: bool) -> Fleet {
+        self.take_notes("fleet");
         let mut extra: Vec<(String, Option<String>, bool)> = self
             .up
             .iter()
@@ -540,9 +788,10 @@ impl FleetBuilder {
         for host in &mut self.hosts {
             if direct {
                 if host.state != HostState::Down {
+                    // No usable sample time (none served, or unusable): never up.
                     host.state = match host.sample_age_seconds {
-                        Some(age) if age > stale_after => HostState::Stale,
-                        _ => HostState::Up,
+                        Some(age) if age <= stale_after => HostState::Up,
+                        _ => HostState::Stale,
                     };
                 }
                 continue;
@@ -560,10 +809,10 @@ impl FleetBuilder {
                     Some(age) if age <= stale_after => HostState::Up,
                     _ => HostState::Stale,
                 },
+                // Scraped, but without a usable sample time (none served, or one in the
+                // future or not a number) nothing says the data is current: stale.
                 Some(true) => match host.sample_age_seconds {
                     Some(age) if age <= stale_after => HostState::Up,
-                    // Scraped but never served a sample time: fresh scrape, say up.
-                    None if !host.devices.is_empty() => HostState::Up,
                     _ => HostState::Stale,
                 },
             };
@@ -694,6 +943,261 @@ mod tests {
         Arc::make_mut(&mut third.hosts[0].devices)[0].memory_free_bytes = Some(1);
         assert_eq!(first.hosts[0].devices[0].memory_free_bytes, Some(7));
         assert_eq!(second.hosts[0].devices[0].memory_free_bytes, Some(7));
+    }
+
+    /// The errors' texts of `f`.
+    fn notes(f: &Fleet) -> Vec<(&str, &str)> {
+        f.errors
+            .iter()
+            .map(|e| (e.query.as_str(), e.error.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn hosts_beyond_the_limit_are_counted_with_a_note() {
+        let mut b = FleetBuilder::within(ModelLimits {
+            hosts: 3,
+            ..ModelLimits::default()
+        });
+        for i in 0..5 {
+            let instance = format!("10.0.0.{i}:9445");
+            let host = [("instance", instance.as_str()), ("job", "gpu")];
+            b.sample_time(&series(&host, 100.0, "99"), None);
+            b.up(&series(&host, 100.0, "1"));
+        }
+        b.take_notes("q");
+        // A later series of a host not kept is counted too; one of a kept host is not.
+        let dev = |i: &'static str| [("instance", i), ("index", "0")];
+        b.device(
+            DeviceField::MemoryFree,
+            &series(&dev("10.0.0.4:9445"), 100.0, "1"),
+            None,
+        );
+        b.device(
+            DeviceField::MemoryFree,
+            &series(&dev("10.0.0.0:9445"), 100.0, "1"),
+            None,
+        );
+        let f = b.finish("x".into(), 30.0, false);
+        assert_eq!(f.hosts.len(), 3);
+        assert_eq!(f.hosts[0].devices.len(), 1);
+        assert_eq!(
+            notes(&f),
+            [
+                ("q", "4 series of hosts beyond the first 3 not kept"),
+                ("fleet", "1 series of hosts beyond the first 3 not kept")
+            ]
+        );
+    }
+
+    /// `n` distinct processes on host `h`'s GPU 0, each with its own command line.
+    fn processes(b: &mut FleetBuilder, h: &str, n: u32) {
+        for pid in 0..n {
+            let pid = pid.to_string();
+            let command = format!("python train.py --seed {pid}");
+            let labels = [
+                ("instance", h),
+                ("index", "0"),
+                ("pid", pid.as_str()),
+                ("command", command.as_str()),
+            ];
+            b.process(ProcessField::Memory, &series(&labels, 1.0, "1"), None);
+        }
+    }
+
+    #[test]
+    fn the_model_stops_at_its_memory_bound_with_a_note() {
+        let limit = 1 << 20;
+        let mut b = FleetBuilder::within(ModelLimits {
+            bytes: limit,
+            ..ModelLimits::default()
+        });
+        processes(&mut b, "a", 100_000);
+        assert!(b.bytes <= limit, "{} counted", b.bytes);
+        let kept = |b: &FleetBuilder| b.processes.len();
+        let first = kept(&b);
+        assert!(first > 1000 && first < 100_000, "{first} kept");
+        b.take_notes("gpuscope_process_gpu_memory_bytes");
+        // Values of what was kept still come; nothing new is kept.
+        processes(&mut b, "a", 10);
+        processes(&mut b, "b", 10);
+        assert_eq!(kept(&b), first);
+        let f = b.finish("x".into(), 30.0, false);
+        assert_eq!(f.hosts.len(), 1, "no room for host b");
+        assert_eq!(
+            notes(&f),
+            [
+                (
+                    "gpuscope_process_gpu_memory_bytes",
+                    &*format!(
+                        "{} series not kept whole: the fleet's model reached its 1 MiB",
+                        100_000 - first
+                    )
+                ),
+                (
+                    "fleet",
+                    "10 series not kept whole: the fleet's model reached its 1 MiB"
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fleet_of_1000_hosts_with_every_process_fits_the_model_bound() {
+        // The scale gpuscope is measured at (docs/benchmarks.md): 1,000 hosts x 8 GPUs x 8
+        // processes, each device with its name and UUID, each process with a user and one
+        // of 64 command lines.
+        let mut b = FleetBuilder::new();
+        for h in 0..1000 {
+            let instance = format!("10.0.{}.{}:9445", h / 256, h % 256);
+            let name = format!("gpu-node-{h:04}");
+            let host = [
+                ("instance", instance.as_str()),
+                ("job", "gpuscope"),
+                ("hostname", name.as_str()),
+            ];
+            b.sample_time(&series(&host, 100.0, "99"), None);
+            b.up(&series(&host, 100.0, "1"));
+            for g in 0..8 {
+                let index = g.to_string();
+                let uuid = format!("GPU-{h:08x}-{g:04x}-4a3b-9c2d-1e0f2a3b4c5d");
+                let dev = [
+                    ("instance", instance.as_str()),
+                    ("index", index.as_str()),
+                    ("uuid", uuid.as_str()),
+                    ("name", "NVIDIA H100 80GB HBM3"),
+                ];
+                for field in [DeviceField::MemoryFree, DeviceField::MemoryUsed] {
+                    b.device(field, &series(&dev, 100.0, "1e9"), None);
+                }
+                for p in 0..8 {
+                    let pid = (1000 + g * 8 + p).to_string();
+                    let command = format!("python train.py --rank {}", (g * 8 + p) % 64);
+                    let user = format!("user{}", h % 4);
+                    let labels = [
+                        ("instance", instance.as_str()),
+                        ("index", index.as_str()),
+                        ("pid", pid.as_str()),
+                        ("username", user.as_str()),
+                        ("command", command.as_str()),
+                    ];
+                    b.process(ProcessField::Memory, &series(&labels, 100.0, "1e9"), None);
+                }
+            }
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        assert!(f.errors.is_empty(), "{:?}", notes(&f));
+        let processes: usize = f
+            .hosts
+            .iter()
+            .flat_map(|h| h.devices.iter())
+            .map(|d| d.processes.len())
+            .sum();
+        assert_eq!(processes, 64_000);
+    }
+
+    #[test]
+    fn sample_times_in_the_future_or_not_numbers_are_unusable() {
+        let mut b = FleetBuilder::new();
+        for (host, t) in [
+            ("ok", "99"),
+            ("skewed", "104"),
+            ("ahead", "106"),
+            ("nan", "NaN"),
+            ("inf", "+Inf"),
+            ("minus-inf", "-Inf"),
+            ("text", "soon"),
+            ("later", "1e12"),
+        ] {
+            let labels = [("instance", host), ("job", "gpu"), ("hostname", host)];
+            b.sample_time(&series(&labels, 100.0, t), None);
+            b.up(&series(&labels, 100.0, "1"));
+            let dev = [("instance", host), ("index", "0")];
+            b.device(DeviceField::MemoryFree, &series(&dev, 100.0, "5"), None);
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let states: Vec<(&str, HostState, Option<f64>)> = f
+            .hosts
+            .iter()
+            .map(|h| (h.host.as_str(), h.state, h.sample_age_seconds))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("ahead", HostState::Stale, None),
+                ("inf", HostState::Stale, None),
+                ("later", HostState::Stale, None),
+                ("minus-inf", HostState::Stale, None),
+                ("nan", HostState::Stale, None),
+                ("ok", HostState::Up, Some(1.0)),
+                ("skewed", HostState::Up, Some(0.0)),
+                ("text", HostState::Stale, None),
+            ]
+        );
+        assert_eq!(
+            notes(&f),
+            [(
+                "fleet",
+                "unusable sample time (more than 5 s in the future, or not a number) of ahead \
+                 (6 s ahead), nan (\"NaN\"), inf (\"+Inf\"), minus-inf (\"-Inf\"), text \
+                 (\"soon\") and 1 more: shown stale"
+            )]
+        );
+    }
+
+    #[test]
+    fn a_scraped_host_without_a_sample_time_is_stale_not_up() {
+        let mut b = FleetBuilder::new();
+        let host = [("instance", "i"), ("job", "gpu"), ("hostname", "h")];
+        b.up(&series(&host, 100.0, "1"));
+        let dev = [("instance", "i"), ("index", "0")];
+        b.device(DeviceField::MemoryFree, &series(&dev, 100.0, "5"), None);
+        let f = b.finish("x".into(), 30.0, false);
+        assert_eq!(f.hosts[0].state, HostState::Stale);
+    }
+
+    #[test]
+    fn up_targets_of_other_jobs_are_not_kept() {
+        let mut b = FleetBuilder::within(ModelLimits {
+            hosts: 2,
+            ..ModelLimits::default()
+        });
+        let host = [("instance", "i"), ("job", "gpu"), ("hostname", "h")];
+        b.sample_time(&series(&host, 100.0, "99"), None);
+        // A large Prometheus's other targets fill no limit.
+        for i in 0..100 {
+            let instance = format!("node-exporter-{i}");
+            let other = [("instance", instance.as_str()), ("job", "node")];
+            b.up(&series(&other, 100.0, "1"));
+        }
+        b.up(&series(&host, 100.0, "1"));
+        let f = b.finish("x".into(), 30.0, false);
+        assert!(f.errors.is_empty(), "{:?}", notes(&f));
+        assert_eq!(f.hosts.len(), 1);
+        assert_eq!(f.hosts[0].state, HostState::Up);
+    }
+
+    #[test]
+    fn host_names_tell_apart_hosts_sharing_a_hostname() {
+        use crate::testkit::{fleet, host};
+        let mut f = fleet(vec![
+            host("a", HostState::Up, vec![]),
+            host("a", HostState::Up, vec![]),
+            host("b", HostState::Down, vec![]),
+            // A hostname that is another host's instance, once that one is named by it.
+            host("x", HostState::Up, vec![]),
+        ]);
+        f.hosts[0].instance = Some("10.0.0.1:9445".into());
+        f.hosts[1].instance = Some("10.0.0.2:9445".into());
+        f.hosts[3].host = "10.0.0.1:9445".into();
+        assert_eq!(
+            f.host_names(),
+            ["10.0.0.1:9445", "10.0.0.2:9445", "b", "x:9445"]
+        );
+        // Unshared hostnames are the names.
+        f.hosts.truncate(3);
+        f.hosts[1].host = "c".into();
+        assert_eq!(f.host_names(), ["a", "c", "b"]);
     }
 
     #[test]

@@ -14,7 +14,8 @@ use crate::model::{Fleet, FleetDevice, Host, HostState};
 pub struct FleetSelection {
     /// gpu-select's answer; its candidates are in the order of `names`.
     pub selection: Selection,
-    /// `host:index` of each candidate.
+    /// `host:index` of each candidate, the host named as [`Fleet::host_names`] says (by its
+    /// instance when its hostname is shared).
     pub names: Vec<String>,
     /// Hosts left out because they are not up, with their state.
     pub skipped: Vec<(String, HostState)>,
@@ -56,9 +57,9 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
     let mut figures = Vec::new();
     let mut names = Vec::new();
     let mut skipped = Vec::new();
-    for h in &fleet.hosts {
+    for (h, host_name) in fleet.hosts.iter().zip(fleet.host_names()) {
         if h.state != HostState::Up {
-            skipped.push((h.host.clone(), h.state));
+            skipped.push((host_name.to_string(), h.state));
             continue;
         }
         for d in leaves(h) {
@@ -106,7 +107,7 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 // The exporter does not publish health yet: unknown.
                 attention: None,
             });
-            names.push(format!("{}:{}", h.host, d.id));
+            names.push(format!("{host_name}:{}", d.id));
         }
     }
     Ok(FleetSelection {

@@ -64,8 +64,9 @@ pub struct FleetArgs {
     #[arg(long, value_name = "FILE", requires = "prometheus_cert")]
     pub prometheus_key: Option<PathBuf>,
 
-    /// Give up on one query after this long; with --remote, on the read of every exporter
-    /// together.
+    /// Give up after this long: on a whole refresh (from Prometheus, all its queries: those not
+    /// answered by then are left out and listed as errors; with --remote, the read of every
+    /// exporter together).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
     pub prometheus_timeout: Duration,
 
@@ -281,32 +282,152 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     }
 }
 
-/// How much of `fleet` is missing: `None` when every host is up; partial when some are down or
-/// stale; nothing when none is up (or there is no host).
+/// How much of `fleet` is missing: `None` when every host is up and every query answered in
+/// full; partial when some hosts are down or stale, or some queries failed or answered in part
+/// (the hosts shown lack what those would have given); nothing when no host is up (or there is
+/// no host).
 fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
-    let missing: Vec<String> = fleet
-        .hosts
-        .iter()
-        .filter(|h| h.state != HostState::Up)
-        .map(|h| format!("{} ({})", h.host, h.state.as_str()))
+    // A fleet can have thousands of hosts: the message names the first few.
+    const NAMED: usize = 10;
+    let names = fleet.host_names();
+    let not_up = || {
+        fleet
+            .hosts
+            .iter()
+            .zip(&names)
+            .filter(|(h, _)| h.state != HostState::Up)
+    };
+    let mut missing: Vec<String> = not_up()
+        .take(NAMED)
+        .map(|(h, name)| format!("{name} ({})", h.state.as_str()))
         .collect();
+    let count = not_up().count();
+    if count > NAMED {
+        missing.push(format!("and {} more", count - NAMED));
+    }
     let total = fleet.hosts.len();
     if total == 0 {
         return Some(Shortfall::nothing("no host to show".into()));
     }
+    let failed = failed_queries(fleet);
     if missing.is_empty() {
-        return None;
+        return failed.map(Shortfall::partial);
     }
-    let what = format!(
+    let mut what = format!(
         "{} of {} {} not up: {}",
-        missing.len(),
+        count,
         total,
         if total == 1 { "host" } else { "hosts" },
         escape_lines(&missing.join(", "))
     );
-    Some(if missing.len() == total {
+    if let Some(failed) = failed {
+        what = format!("{what}; {failed}");
+    }
+    Some(if count == total {
         Shortfall::nothing(what)
     } else {
         Shortfall::partial(what)
     })
+}
+
+/// The queries of `fleet` that failed or answered in part, for a one-line message (the first
+/// few named, each once): `None` when every query answered in full. With `--remote` an error
+/// is an exporter's, under its URL: that of a host that is not up is said by the host's state
+/// already, and is not counted again; that of a host that is up (lines of its answer skipped)
+/// is.
+pub fn failed_queries(fleet: &Fleet) -> Option<String> {
+    const NAMED: usize = 3;
+    let not_up: std::collections::HashSet<&str> = fleet
+        .hosts
+        .iter()
+        .filter(|h| h.state != HostState::Up)
+        .filter_map(|h| h.instance.as_deref())
+        .collect();
+    let mut queries: Vec<&str> = Vec::new();
+    for e in &fleet.errors {
+        if !queries.contains(&e.query.as_str()) && !not_up.contains(e.query.as_str()) {
+            queries.push(&e.query);
+        }
+    }
+    if queries.is_empty() {
+        return None;
+    }
+    let more = match queries.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some(format!(
+        "{} {} failed or answered in part: {}{more}",
+        queries.len(),
+        if queries.len() == 1 {
+            "query"
+        } else {
+            "queries"
+        },
+        escape_lines(&queries[..queries.len().min(NAMED)].join(", "))
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_fleet::testkit::{fleet, host};
+
+    #[test]
+    fn a_shortfall_names_the_first_hosts_not_up_and_counts_the_rest() {
+        let mut hosts = vec![host("up", HostState::Up, vec![])];
+        hosts.extend((0..25).map(|i| host(&format!("n{i:02}"), HostState::Down, vec![])));
+        let short = shortfall(&fleet(hosts)).expect("partial");
+        assert_eq!(short.code, Shortfall::PARTIAL);
+        let named: Vec<String> = (0..10).map(|i| format!("n{i:02} (down)")).collect();
+        assert_eq!(
+            short.to_string(),
+            format!("25 of 26 hosts not up: {}, and 15 more", named.join(", "))
+        );
+    }
+
+    #[test]
+    fn failed_queries_are_named_once_each_the_first_few() {
+        let mut f = fleet(vec![host("a", HostState::Up, vec![])]);
+        assert!(shortfall(&f).is_none());
+        for q in ["q1", "q1", "q2", "q3", "q4", "q5"] {
+            f.errors.push(gpu_fleet::FamilyError {
+                query: q.into(),
+                error: "x".into(),
+            });
+        }
+        let short = shortfall(&f).expect("partial");
+        assert_eq!(short.code, Shortfall::PARTIAL);
+        assert_eq!(
+            short.to_string(),
+            "5 queries failed or answered in part: q1, q2, q3 and 2 more"
+        );
+    }
+
+    #[test]
+    fn an_exporters_error_counts_once_as_its_host_down_not_again_as_a_failed_query() {
+        // --remote: each exporter's error is under its URL, its host's instance.
+        let mut f = fleet(vec![
+            host("a", HostState::Up, vec![]),
+            host("b", HostState::Down, vec![]),
+        ]);
+        f.errors.push(gpu_fleet::FamilyError {
+            query: "b:9445".into(),
+            error: "connection refused".into(),
+        });
+        assert_eq!(failed_queries(&f), None);
+        assert_eq!(
+            shortfall(&f).expect("partial").to_string(),
+            "1 of 2 hosts not up: b (down)"
+        );
+        // An error of a host that is up (lines of its answer skipped) makes the fleet partial.
+        f.errors.push(gpu_fleet::FamilyError {
+            query: "a:9445".into(),
+            error: "2 lines of the answer not in the text format, skipped".into(),
+        });
+        assert_eq!(
+            failed_queries(&f).as_deref(),
+            Some("1 query failed or answered in part: a:9445")
+        );
+    }
 }

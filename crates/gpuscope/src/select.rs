@@ -256,7 +256,16 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         chosen.selection.is_short(),
         criteria.min_count,
         cuda_hint,
-    )
+    )?;
+    // Chosen without what the failed queries would have said (docs/exit-codes.md): the
+    // devices are printed, and the exit code says partial.
+    match crate::fleet::failed_queries(&fleet) {
+        Some(failed) => Err(crate::source::Shortfall::partial(format!(
+            "chosen from part of the fleet's data: {failed}"
+        ))
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// The criteria the options ask for; a contradiction is a usage error.

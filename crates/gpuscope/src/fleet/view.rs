@@ -45,7 +45,9 @@ fn state_text(h: &Host) -> String {
 }
 
 /// The fleet as a table for people: one line per device (`host:index`), hosts that are down
-/// or stale with a line of their own, then the processes. Outside text is escaped.
+/// or stale with a line of their own, then the processes. Hosts are named as
+/// [`Fleet::host_names`] says (by their instance when two share a hostname). Outside text is
+/// escaped.
 pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
     let mut out = String::new();
     let devices: usize = fleet.hosts.iter().map(|h| h.devices.len()).sum();
@@ -65,10 +67,15 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
     for e in &fleet.errors {
         let _ = writeln!(out, "error: {}: {}", Escaped(&e.query), Escaped(&e.error));
     }
-    let width = fleet
+    let names: std::collections::HashMap<*const Host, String> = fleet
         .hosts
         .iter()
-        .map(|h| escape_control(&h.host).chars().count().min(24))
+        .zip(fleet.host_names())
+        .map(|(h, name)| (h as *const Host, escape_control(name).into_owned()))
+        .collect();
+    let width = names
+        .values()
+        .map(|name| name.chars().count().min(24))
         .max()
         .unwrap_or(4)
         .max(4);
@@ -87,7 +94,7 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
         "Util",
         w = width
     );
-    let hostname = |h: &Host| truncate(&escape_control(&h.host), width);
+    let hostname = |h: &Host| truncate(&names[&(h as *const Host)], width);
     for h in &fleet.hosts {
         if h.devices.is_empty() {
             let _ = writeln!(

@@ -128,6 +128,8 @@ pub struct FleetApp {
     /// The filtered copy, when a filter is set.
     filtered: Option<Fleet>,
     rows: Vec<Row>,
+    /// Each shown host's name (`Fleet::host_names`: the instance when a hostname is shared).
+    names: Vec<String>,
     /// First row on the screen.
     pub scroll: usize,
     /// The last refresh's failure (the fleet shown is then the one before).
@@ -157,6 +159,7 @@ impl FleetApp {
             raw: None,
             filtered: None,
             rows: Vec::new(),
+            names: Vec::new(),
             scroll: 0,
             error: None,
             refreshed: None,
@@ -252,7 +255,17 @@ impl FleetApp {
             }
         }
         self.rows = rows;
+        self.names = self.shown().map_or_else(Vec::new, |fleet| {
+            fleet.host_names().into_iter().map(str::to_string).collect()
+        });
         self.scroll = self.scroll.min(self.rows.len().saturating_sub(1));
+    }
+
+    /// The name of host `h` of the fleet shown.
+    fn name<'f>(&'f self, fleet: &'f Fleet, h: usize) -> &'f str {
+        self.names
+            .get(h)
+            .map_or(fleet.hosts[h].host.as_str(), String::as_str)
     }
 
     fn push_processes(&self, rows: &mut Vec<Row>, fleet: &Fleet, h: usize, d: usize) {
@@ -494,10 +507,11 @@ fn state_text(h: &Host) -> String {
     }
 }
 
-fn host_cell(h: &Host) -> String {
+/// A host's name (see [`FleetApp::names`]) in the host column.
+fn host_cell(name: &str) -> String {
     format!(
         "{:<hw$}",
-        truncate(&escape_control(&h.host), HOST_W),
+        truncate(&escape_control(name), HOST_W),
         hw = HOST_W
     )
 }
@@ -529,7 +543,7 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
             }
             Line::from(vec![
                 Span::styled(
-                    host_cell(host),
+                    host_cell(app.name(fleet, h)),
                     Style::default().add_modifier(Modifier::BOLD),
                 ),
                 Span::raw(" "),
@@ -541,7 +555,7 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
         Row::Device(h, d) => {
             let host = &fleet.hosts[h];
             let dev = &fleet.hosts[h].devices[d];
-            device_line(app, host, dev)
+            device_line(app, host, app.name(fleet, h), dev)
         }
         Row::Process(h, d, p) => {
             let host = &fleet.hosts[h];
@@ -553,7 +567,7 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
     }
 }
 
-fn device_line(app: &FleetApp, host: &Host, d: &FleetDevice) -> Line<'static> {
+fn device_line(app: &FleetApp, host: &Host, host_name: &str, d: &FleetDevice) -> Line<'static> {
     let label = match d.mig_index {
         None => escape_control(&d.id).into_owned(),
         Some(_) => format!(" {}", escape_control(&d.id)),
@@ -579,7 +593,7 @@ fn device_line(app: &FleetApp, host: &Host, d: &FleetDevice) -> Line<'static> {
         None => Style::default(),
     };
     let host_col = if app.flat {
-        host_cell(host)
+        host_cell(host_name)
     } else {
         " ".repeat(HOST_W)
     };
@@ -906,6 +920,35 @@ mod tests {
         let s = screen(&app);
         let first = s.lines().nth(3).unwrap();
         assert!(first.starts_with("node-b") && first.contains("5%"), "{s}");
+    }
+
+    #[test]
+    fn hosts_sharing_a_hostname_are_named_by_instance_in_both_views() {
+        // node-a and node-b both report the hostname "node-a" (issue 32, item 5).
+        let mut f = fleet();
+        f.hosts[0].host = "node-a".into();
+        let mut app = app_over("http://prom:9090", f, Duration::from_millis(5));
+        let s = screen(&app);
+        assert_eq!(
+            order(&s),
+            [
+                "node-a:9445",
+                "node-a:9445:0",
+                "node-b:9445",
+                "node-b:9445:0",
+                "node-b:9445:1",
+                "node-c"
+            ]
+        );
+        key(&mut app, KeyCode::Char('g'));
+        let s = screen(&app);
+        let firsts: Vec<&str> = s
+            .lines()
+            .skip(2)
+            .filter(|l| l.contains(" NVIDIA "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(firsts, ["node-a:9445", "node-b:9445", "node-b:9445"], "{s}");
     }
 
     #[test]
