@@ -7,6 +7,7 @@ pub mod names;
 pub mod prom;
 pub mod remote;
 pub mod select;
+pub mod values;
 
 /// Hosts, devices and processes with plausible values, for tests that build fleets by hand
 /// (this crate's, and with the `testkit` feature those of a program that shows fleets).
@@ -30,6 +31,7 @@ pub use model::{
 pub use prom::{CertFile, ClientOptions, QueryError, SetupError};
 pub use remote::RemoteError;
 pub use select::{select, FleetSelection};
+pub use values::OutOfRange;
 
 use model::{FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES};
 use names::SAMPLE_TIME_FAMILY;

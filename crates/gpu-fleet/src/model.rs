@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::names;
 use crate::prom::Series;
+use crate::values::{self, OutOfRange};
 
 /// Version of the JSON document's shape.
 pub const JSON_SCHEMA: &str = "gpuscope.fleet/1";
@@ -173,7 +174,8 @@ pub struct FleetDevice {
     pub uuid: Option<String>,
     /// The PCI bus id (`gpuscope_device_info`'s `bus_id` label).
     pub bus_id: Option<String>,
-    /// `gpuscope_device_up`: false when the GPU is lost or its memory cannot be read.
+    /// `gpuscope_device_up`: false when the GPU is lost or its memory cannot be read; `None`
+    /// when not sent, or sent as anything but 0 or 1 (an [`OutOfRange`] note says so).
     pub up: Option<bool>,
     /// Total memory, bytes.
     pub memory_total_bytes: Option<u64>,
@@ -199,7 +201,64 @@ pub struct FleetDevice {
     pub compute_instance_id: Option<u32>,
     /// Processes (exported with `export --processes`), by PID.
     pub processes: Vec<FleetProcess>,
+    /// The values sent for this device (or its processes) that are out of their family's
+    /// range ([`crate::values::RANGES`]), each `null` above; in the JSON only when there is
+    /// one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub out_of_range: Vec<OutOfRange>,
+    /// How many more were out of range than [`values::MAX_NOTES_PER_DEVICE`] kept; in the
+    /// JSON only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub out_of_range_not_kept: u32,
 }
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl FleetDevice {
+    /// Notes a value out of range, within [`values::MAX_NOTES_PER_DEVICE`].
+    pub fn note_out_of_range(&mut self, note: OutOfRange) {
+        if self.out_of_range.len() < values::MAX_NOTES_PER_DEVICE {
+            self.out_of_range.push(note);
+        } else {
+            self.out_of_range_not_kept = self.out_of_range_not_kept.saturating_add(1);
+        }
+    }
+
+    /// Which memory value does not fit in the total sent with it, if one does not: used or
+    /// free more than the total, or both together (then used is named).
+    fn memory_misfit(&self) -> Option<(&'static str, u64)> {
+        let total = self.memory_total_bytes?;
+        let (used, free) = (self.memory_used_bytes, self.memory_free_bytes);
+        match (used, free) {
+            (Some(u), _) if u > total => Some((names::DEVICE_MEMORY_USED, u)),
+            (_, Some(f)) if f > total => Some((names::DEVICE_MEMORY_FREE, f)),
+            (Some(u), Some(f)) if u.checked_add(f).is_none_or(|sum| sum > total) => {
+                Some((names::DEVICE_MEMORY_USED, u))
+            }
+            _ => None,
+        }
+    }
+
+    /// Makes the three memory values N/A, with a note on `family`'s `value`: a broken
+    /// exporter's, and which of the three is wrong cannot be told.
+    fn refuse_memory(&mut self, family: &'static str, value: u64) {
+        self.memory_total_bytes = None;
+        self.memory_used_bytes = None;
+        self.memory_free_bytes = None;
+        self.note_out_of_range(OutOfRange {
+            family,
+            pid: None,
+            label: None,
+            value: value.to_string(),
+            expected: MEMORY_FITS,
+        });
+    }
+}
+
+/// The note of a used or free memory that does not fit in the total sent with it.
+const MEMORY_FITS: &str = "at most the total memory, used and free together too";
 
 /// One process on one device of a host.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -258,6 +317,35 @@ pub enum ProcessField {
     Memory,
     /// SM utilization ratio.
     SmUtilization,
+}
+
+impl DeviceField {
+    /// The family that gives it.
+    pub fn family(self) -> &'static str {
+        match self {
+            DeviceField::Up => names::DEVICE_UP,
+            DeviceField::MemoryTotal => names::DEVICE_MEMORY_TOTAL,
+            DeviceField::MemoryUsed => names::DEVICE_MEMORY_USED,
+            DeviceField::MemoryFree => names::DEVICE_MEMORY_FREE,
+            DeviceField::Utilization => names::DEVICE_UTILIZATION,
+            DeviceField::MemoryUtilization => names::DEVICE_MEMORY_UTILIZATION,
+            DeviceField::Temperature => names::DEVICE_TEMPERATURE,
+            DeviceField::FanSpeed => names::DEVICE_FAN_SPEED,
+            DeviceField::PowerUsage => names::DEVICE_POWER_USAGE,
+            DeviceField::PowerLimit => names::DEVICE_POWER_LIMIT,
+            DeviceField::Info => names::DEVICE_INFO,
+        }
+    }
+}
+
+impl ProcessField {
+    /// The family that gives it.
+    pub fn family(self) -> &'static str {
+        match self {
+            ProcessField::Memory => names::PROCESS_GPU_MEMORY,
+            ProcessField::SmUtilization => names::PROCESS_SM_UTILIZATION,
+        }
+    }
 }
 
 /// The device families asked, one query each per refresh.
@@ -339,13 +427,12 @@ fn intern(texts: &mut HashSet<Arc<str>>, text: &str) -> Arc<str> {
     t
 }
 
-/// A ratio (0 to 1) as a whole percent.
+/// A ratio (0 to 1, or up to 2 for a fan: already in its family's range) as a whole percent.
 fn percent(ratio: f64) -> Option<u32> {
-    let p = (ratio * 100.0).round();
-    (p.is_finite() && (0.0..=1e6).contains(&p)).then_some(p as u32)
+    whole(ratio * 100.0).and_then(|v| u32::try_from(v).ok())
 }
 
-/// A non-negative whole number sent as a float.
+/// A non-negative number (bytes, °C: already in its family's range) to the nearest whole one.
 fn whole(v: f64) -> Option<u64> {
     (v.is_finite() && v >= 0.0 && v <= u64::MAX as f64).then_some(v.round() as u64)
 }
@@ -356,6 +443,22 @@ fn small(v: f64) -> Option<u32> {
 
 fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
+}
+
+/// The value of series `s` of `family` when it is in the family's range
+/// ([`values::RANGES`]); else `None`, and the note that says so.
+fn in_range(family: &'static str, s: &Series<'_>, pid: Option<u32>) -> Result<f64, OutOfRange> {
+    let v = s.number().unwrap_or(f64::NAN);
+    match values::range(family) {
+        Some(r) if !r.accepts(v) => Err(OutOfRange {
+            family,
+            pid,
+            label: None,
+            value: values::kept_text(&s.value.1),
+            expected: r.shown,
+        }),
+        _ => Ok(v),
+    }
 }
 
 /// Parses a device's `index` label: `3` or `3:1`.
@@ -532,6 +635,22 @@ impl FleetBuilder {
         }
     }
 
+    /// Holds every device's memory values to each other, once all families are in: used or
+    /// free memory that does not fit in the total makes all three N/A, with a note. A kept
+    /// host's devices, consistent since they were read, are not copied.
+    fn refuse_inconsistent_memory(&mut self) {
+        for host in &mut self.hosts {
+            if host.devices.iter().all(|d| d.memory_misfit().is_none()) {
+                continue;
+            }
+            for d in Arc::make_mut(&mut host.devices) {
+                if let Some((family, value)) = d.memory_misfit() {
+                    d.refuse_memory(family, value);
+                }
+            }
+        }
+    }
+
     /// The hosts seen so far that Prometheus scrapes now (`up == 1`), by instance, with their
     /// sample time: after the sample-time and `up` answers, what an incremental refresh
     /// compares with the previous fleet.
@@ -628,6 +747,8 @@ impl FleetBuilder {
             gpu_instance_id: None,
             compute_instance_id: None,
             processes: Vec::new(),
+            out_of_range: Vec::new(),
+            out_of_range_not_kept: 0,
         });
         let d = devices.len() - 1;
         self.devices.insert(key, d);
@@ -639,7 +760,6 @@ impl FleetBuilder {
         let Some((h, d)) = self.device_of(s, fallback) else {
             return;
         };
-        let v = s.number().unwrap_or(f64::NAN);
         // The texts a series may add to the model, charged before any is kept.
         let dev = &self.hosts[h].devices[d];
         let mut cost = 0;
@@ -676,8 +796,20 @@ impl FleetBuilder {
         if dev.compute_instance_id.is_none() {
             dev.compute_instance_id = s.label("compute_instance_id").and_then(|v| v.parse().ok());
         }
+        if field == DeviceField::Info {
+            dev.bus_id = text("bus_id");
+            return;
+        }
+        // Out of range is NaN from here: every conversion below makes it N/A.
+        let v = match in_range(field.family(), s, None) {
+            Ok(v) => v,
+            Err(note) => {
+                dev.note_out_of_range(note);
+                f64::NAN
+            }
+        };
         match field {
-            DeviceField::Up => dev.up = Some(v == 1.0),
+            DeviceField::Up => dev.up = (v == 1.0 || v == 0.0).then_some(v == 1.0),
             DeviceField::MemoryTotal => dev.memory_total_bytes = whole(v),
             DeviceField::MemoryUsed => dev.memory_used_bytes = whole(v),
             DeviceField::MemoryFree => dev.memory_free_bytes = whole(v),
@@ -687,16 +819,27 @@ impl FleetBuilder {
             DeviceField::FanSpeed => dev.fan_speed_percent = percent(v),
             DeviceField::PowerUsage => dev.power_usage_watts = finite(v),
             DeviceField::PowerLimit => dev.power_limit_watts = finite(v),
-            DeviceField::Info => dev.bus_id = text("bus_id"),
+            DeviceField::Info => {}
         }
     }
 
     /// One series of a process family.
     pub fn process(&mut self, field: ProcessField, s: &Series<'_>, fallback: Option<&str>) {
-        let Some(pid) = s.label("pid").and_then(|p| p.parse::<u32>().ok()) else {
+        let Some(pid_label) = s.label("pid") else {
             return;
         };
         let Some((h, d)) = self.device_of(s, fallback) else {
+            return;
+        };
+        let Some(pid) = values::pid(pid_label) else {
+            // No process without an identity: the series is left out, and its device says so.
+            Arc::make_mut(&mut self.hosts[h].devices)[d].note_out_of_range(OutOfRange {
+                family: field.family(),
+                pid: None,
+                label: Some("pid"),
+                value: values::kept_text(pid_label),
+                expected: values::PID_SHOWN,
+            });
             return;
         };
         let key = (h, d, pid);
@@ -736,7 +879,14 @@ impl FleetBuilder {
                 processes.len() - 1
             }
         };
-        let v = s.number().unwrap_or(f64::NAN);
+        let v = match in_range(field.family(), s, Some(pid)) {
+            Ok(v) => v,
+            Err(note) => {
+                Arc::make_mut(&mut self.hosts[h].devices)[d].note_out_of_range(note);
+                f64::NAN
+            }
+        };
+        let processes = &mut Arc::make_mut(&mut self.hosts[h].devices)[d].processes;
         match field {
             ProcessField::Memory => processes[p].used_memory_bytes = whole(v),
             ProcessField::SmUtilization => processes[p].sm_utilization_percent = percent(v),
@@ -762,6 +912,7 @@ impl FleetBuilder {
     /// added, down or stale.
     pub fn finish(mut self, source: String, stale_after: f64, direct: bool) -> Fleet {
         self.take_notes("fleet");
+        self.refuse_inconsistent_memory();
         let mut extra: Vec<(String, Option<String>, bool)> = self
             .up
             .iter()
@@ -990,9 +1141,10 @@ mod tests {
         );
     }
 
-    /// `n` distinct processes on host `h`'s GPU 0, each with its own command line.
+    /// `n` distinct processes on host `h`'s GPU 0, each with its own command line; PIDs 1 to
+    /// `n` (0 is no PID: it would be refused).
     fn processes(b: &mut FleetBuilder, h: &str, n: u32) {
-        for pid in 0..n {
+        for pid in 1..=n {
             let pid = pid.to_string();
             let command = format!("python train.py --seed {pid}");
             let labels = [
@@ -1238,5 +1390,187 @@ mod tests {
         assert_eq!(d[2].memory_free_bytes, None, "1e30 bytes is beyond u64");
         assert_eq!(d[2].temperature_celsius, None, "1e30 is no temperature");
         assert!(d[0].processes.is_empty());
+    }
+
+    /// One device `0` of host `i` with `field` sent as `v`, and what became of it.
+    fn one(field: DeviceField, v: &str) -> FleetDevice {
+        let mut b = FleetBuilder::new();
+        b.device(
+            field,
+            &series(&[("instance", "i"), ("index", "0")], 1.0, v),
+            None,
+        );
+        let f = b.finish("x".into(), 30.0, false);
+        f.hosts[0].devices[0].clone()
+    }
+
+    #[test]
+    fn garbage_in_device_up_is_unknown_with_a_note_never_lost() {
+        assert_eq!(one(DeviceField::Up, "1").up, Some(true));
+        assert_eq!(one(DeviceField::Up, "0").up, Some(false));
+        for v in ["2", "-1", "NaN", "0.5", "+Inf", "yes"] {
+            let d = one(DeviceField::Up, v);
+            assert_eq!(d.up, None, "{v}");
+            assert_eq!(
+                d.out_of_range,
+                [OutOfRange {
+                    family: names::DEVICE_UP,
+                    pid: None,
+                    label: None,
+                    value: v.to_string(),
+                    expected: "0 or 1",
+                }],
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_out_of_range_are_na_with_a_note_never_clamped() {
+        // (field, value sent, whether the device shows it N/A)
+        type Case = (DeviceField, &'static str, fn(&FleetDevice) -> bool);
+        let cases: &[Case] = &[
+            (DeviceField::PowerUsage, "-5", |d| {
+                d.power_usage_watts.is_none()
+            }),
+            (DeviceField::PowerUsage, "1e308", |d| {
+                d.power_usage_watts.is_none()
+            }),
+            (DeviceField::PowerLimit, "10001", |d| {
+                d.power_limit_watts.is_none()
+            }),
+            (DeviceField::Temperature, "-300", |d| {
+                d.temperature_celsius.is_none()
+            }),
+            (DeviceField::Temperature, "1e9", |d| {
+                d.temperature_celsius.is_none()
+            }),
+            (DeviceField::Utilization, "2.5", |d| {
+                d.gpu_utilization_percent.is_none()
+            }),
+            (DeviceField::MemoryUtilization, "-0.1", |d| {
+                d.memory_utilization_percent.is_none()
+            }),
+            (DeviceField::FanSpeed, "3", |d| {
+                d.fan_speed_percent.is_none()
+            }),
+            (DeviceField::MemoryFree, "-1", |d| {
+                d.memory_free_bytes.is_none()
+            }),
+            (DeviceField::MemoryTotal, "1e30", |d| {
+                d.memory_total_bytes.is_none()
+            }),
+            (DeviceField::MemoryUsed, "NaN", |d| {
+                d.memory_used_bytes.is_none()
+            }),
+        ];
+        for &(field, v, na) in cases {
+            let d = one(field, v);
+            assert!(na(&d), "{field:?} {v}: {d:?}");
+            assert_eq!(d.out_of_range.len(), 1, "{field:?} {v}");
+            assert_eq!(d.out_of_range[0].family, field.family());
+            assert_eq!(d.out_of_range[0].value, v);
+        }
+        // In range, as sent: a fan may run above 100 %.
+        assert_eq!(
+            one(DeviceField::FanSpeed, "1.1").fan_speed_percent,
+            Some(110)
+        );
+        assert_eq!(
+            one(DeviceField::PowerUsage, "612.5").power_usage_watts,
+            Some(612.5)
+        );
+        assert_eq!(
+            one(DeviceField::Utilization, "1").gpu_utilization_percent,
+            Some(100)
+        );
+        assert!(one(DeviceField::Temperature, "61").out_of_range.is_empty());
+    }
+
+    #[test]
+    fn memory_used_more_than_total_makes_the_memory_na_with_a_note() {
+        let mut b = FleetBuilder::new();
+        let dev = |index| [("instance", "i"), ("index", index)];
+        for (index, total, used, free) in [
+            ("0", "100", "130", "0"),
+            ("1", "100", "60", "60"),
+            ("2", "100", "30", "60"),
+        ] {
+            for (field, v) in [
+                (DeviceField::MemoryTotal, total),
+                (DeviceField::MemoryUsed, used),
+                (DeviceField::MemoryFree, free),
+            ] {
+                b.device(field, &series(&dev(index), 1.0, v), None);
+            }
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let d = &f.hosts[0].devices;
+        for broken in &d[..2] {
+            let memory = (
+                broken.memory_total_bytes,
+                broken.memory_used_bytes,
+                broken.memory_free_bytes,
+            );
+            assert_eq!(memory, (None, None, None), "{}", broken.id);
+            assert_eq!(broken.out_of_range.len(), 1);
+            assert_eq!(broken.out_of_range[0].family, names::DEVICE_MEMORY_USED);
+        }
+        assert_eq!(d[0].out_of_range[0].value, "130");
+        assert_eq!(d[2].memory_free_bytes, Some(60), "fits: kept");
+        assert!(d[2].out_of_range.is_empty());
+    }
+
+    #[test]
+    fn a_pid_that_is_no_positive_integer_leaves_its_series_out_with_a_note() {
+        let mut b = FleetBuilder::new();
+        for pid in ["0", "-3", "+7", "x", "42"] {
+            let labels = [("instance", "i"), ("index", "0"), ("pid", pid)];
+            b.process(ProcessField::Memory, &series(&labels, 1.0, "1024"), None);
+        }
+        let labels = [("instance", "i"), ("index", "0"), ("pid", "42")];
+        b.process(
+            ProcessField::SmUtilization,
+            &series(&labels, 1.0, "7"),
+            None,
+        );
+        let f = b.finish("x".into(), 30.0, false);
+        let d = &f.hosts[0].devices[0];
+        let pids: Vec<u32> = d.processes.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [42]);
+        assert_eq!(d.processes[0].used_memory_bytes, Some(1024));
+        assert_eq!(d.processes[0].sm_utilization_percent, None, "700 %");
+        let refused: Vec<(Option<&str>, Option<u32>, &str)> = d
+            .out_of_range
+            .iter()
+            .map(|n| (n.label, n.pid, n.value.as_str()))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (Some("pid"), None, "0"),
+                (Some("pid"), None, "-3"),
+                (Some("pid"), None, "+7"),
+                (Some("pid"), None, "x"),
+                (None, Some(42), "7"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_device_keeps_a_bounded_number_of_notes_and_counts_the_rest() {
+        let mut b = FleetBuilder::new();
+        for pid in 0..100 {
+            let pid = format!("-{pid}");
+            let labels = [("instance", "i"), ("index", "0"), ("pid", pid.as_str())];
+            b.process(ProcessField::Memory, &series(&labels, 1.0, "1"), None);
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let d = &f.hosts[0].devices[0];
+        assert_eq!(d.out_of_range.len(), crate::values::MAX_NOTES_PER_DEVICE);
+        assert_eq!(
+            d.out_of_range_not_kept as usize,
+            100 - crate::values::MAX_NOTES_PER_DEVICE
+        );
     }
 }

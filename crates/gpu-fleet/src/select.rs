@@ -8,6 +8,7 @@ use gpu_backend::DeviceId;
 use gpu_select::{Criteria, Figures, Selection, Unusable};
 
 use crate::model::{Fleet, FleetDevice, Host, HostState};
+use crate::names;
 
 /// A selection over the fleet, and what each candidate is.
 #[derive(Debug, Clone)]
@@ -48,6 +49,24 @@ fn leaves(h: &Host) -> impl Iterator<Item = &FleetDevice> {
     })
 }
 
+/// Why a device's memory is N/A when the exporter sent a value out of range: the first such
+/// note of a memory family, as an error `select --explain` shows.
+fn memory_refused(d: &FleetDevice) -> Option<gpu_backend::BackendError> {
+    let memory = [
+        names::DEVICE_MEMORY_TOTAL,
+        names::DEVICE_MEMORY_USED,
+        names::DEVICE_MEMORY_FREE,
+    ];
+    let note = d
+        .out_of_range
+        .iter()
+        .find(|n| n.pid.is_none() && memory.contains(&n.family))?;
+    Some(gpu_backend::BackendError::Other(format!(
+        "{} {} is out of range ({})",
+        note.family, note.value, note.expected
+    )))
+}
+
 /// Chooses devices across the fleet's hosts that are up.
 ///
 /// # Errors
@@ -85,11 +104,12 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 })
                 .filter_map(|p| p.used_memory_bytes)
                 .fold(0u64, u64::saturating_add);
-            // A lost device, or one whose memory is not exported, is never chosen.
+            // A lost device, or one whose memory is not exported or was out of range, is
+            // never chosen.
             let unusable = if d.up == Some(false) {
                 Some(Unusable::Lost)
             } else if d.memory_free_bytes.is_none() {
-                Some(Unusable::MemoryUnreadable(None))
+                Some(Unusable::MemoryUnreadable(memory_refused(d)))
             } else {
                 None
             };

@@ -14,8 +14,9 @@ use gpu_fleet::{
 };
 
 use crate::args::{self, DurationBounds};
-use crate::output::{escape_lines, write_stdout};
+use crate::output::write_stdout;
 use crate::source::{Shortfall, UsageError};
+use gpu_devices::text::escape_control;
 use view::SortArg;
 
 /// Environment variable holding the Prometheus basic-auth password.
@@ -210,16 +211,13 @@ pub fn release_large_blocks() {
 }
 
 /// Writes the fleet's JSON (docs/fleet.md) to stdout as it is encoded (a fleet's document is
-/// tens of MB: it is never held whole); a closed pipe is not an error. `line`: on one line
-/// (JSON Lines, for `--watch`) instead of indented.
+/// tens of MB: it is never held whole), C1 and bidirectional controls as `\uXXXX`
+/// ([`gpu_devices::text::SafeJson`]); a closed pipe is not an error. `line`: on one line (JSON
+/// Lines, for `--watch`) instead of indented.
 pub fn write_json(fleet: &Fleet, line: bool) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let encoded = if line {
-        serde_json::to_writer(&mut out, fleet)
-    } else {
-        serde_json::to_writer_pretty(&mut out, fleet)
-    };
+    let encoded = gpu_devices::text::SafeJson::to_writer(&mut out, fleet, !line);
     let written = encoded
         .map_err(std::io::Error::from)
         .and_then(|()| out.write_all(b"\n"))
@@ -251,8 +249,11 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
         // asked for, before --filter: no fleet at all, or no host up, is nothing to show.
         let mut f = source
             .refresh_after(None)
-            .map_err(|e| Shortfall::nothing(format!("{e:#}")))?;
+            .map_err(|e| Shortfall::nothing(one_line(&e)))?;
         let short = shortfall(&f);
+        if json {
+            warn_out_of_range(&f);
+        }
         if let Some(filter) = &view.filter {
             filter.apply(&mut f);
         }
@@ -268,17 +269,34 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     loop {
         let started = std::time::Instant::now();
         match one(&source, &mut previous) {
-            Ok(f) if json => write_json(&f, true)?,
+            Ok(f) if json => {
+                warn_out_of_range(&f);
+                write_json(&f, true)?
+            }
             Ok(f) => write_stdout(&format!(
                 "\x1b[H\x1b[2J{}",
                 view::render_text(&f, view.sort.into())
             ))?,
             // A refresh that fails is shown, and the next one tried; with --json on stderr, so
             // that stdout stays JSON Lines.
-            Err(e) if json => eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}"))),
-            Err(e) => write_stdout(&format!("gpuscope: {}\n", escape_lines(&format!("{e:#}"))))?,
+            Err(e) if json => eprintln!("gpuscope: {}", one_line(&e)),
+            Err(e) => write_stdout(&format!("gpuscope: {}\n", one_line(&e)))?,
         }
         std::thread::sleep(every.saturating_sub(started.elapsed()));
+    }
+}
+
+/// Why a refresh gave no fleet, on one line: gpu-fleet's errors are one line of their own, so
+/// a line break in them came from a peer (Prometheus's error text) and is escaped with the rest.
+pub fn one_line(e: &impl std::fmt::Display) -> String {
+    gpu_devices::text::escape_control(&format!("{e:#}")).into_owned()
+}
+
+/// Says on stderr which values the hosts sent out of range (each N/A in the document), for
+/// `--json`, whose stdout is the document alone; the table says it in its own lines.
+pub fn warn_out_of_range(fleet: &Fleet) {
+    for line in view::out_of_range_lines(fleet, view::MAX_WARNINGS) {
+        eprintln!("gpuscope: warning: {line}");
     }
 }
 
@@ -299,7 +317,7 @@ fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
     };
     let mut missing: Vec<String> = not_up()
         .take(NAMED)
-        .map(|(h, name)| format!("{name} ({})", h.state.as_str()))
+        .map(|(h, name)| format!("{} ({})", escape_control(name), h.state.as_str()))
         .collect();
     let count = not_up().count();
     if count > NAMED {
@@ -318,7 +336,7 @@ fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
         count,
         total,
         if total == 1 { "host" } else { "hosts" },
-        escape_lines(&missing.join(", "))
+        missing.join(", ")
     );
     if let Some(failed) = failed {
         what = format!("{what}; {failed}");
@@ -364,7 +382,7 @@ pub fn failed_queries(fleet: &Fleet) -> Option<String> {
         } else {
             "queries"
         },
-        escape_lines(&queries[..queries.len().min(NAMED)].join(", "))
+        escape_control(&queries[..queries.len().min(NAMED)].join(", "))
     ))
 }
 

@@ -23,7 +23,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::snapshot::counted;
-use crate::snapshot::{device_cells, mib, na, truncate};
+use crate::snapshot::{device_cells, mib, na, power_cell, truncate, whole};
 use gpu_fleet::filter as view;
 use gpu_fleet::{
     Fleet, FleetDevice, FleetFilter, FleetProcess, FleetSource, Host, HostState, SortKey,
@@ -463,6 +463,13 @@ fn title(app: &FleetApp) -> Line<'static> {
                 app.style(Color::Yellow),
             ));
         }
+        let refused = crate::fleet::view::out_of_range_count(fleet);
+        if refused > 0 {
+            spans.push(Span::styled(
+                format!("  {} out of range", counted(refused, "value", "values")),
+                app.style(Color::Yellow),
+            ));
+        }
     }
     spans.push(Span::raw(format!(
         "  sort: {}{}",
@@ -502,7 +509,7 @@ fn state_text(h: &Host) -> String {
     match (h.state, h.sample_age_seconds) {
         (HostState::Up, _) => "up".into(),
         (HostState::Down, _) => "DOWN".into(),
-        (HostState::Stale, Some(age)) => format!("STALE {}s", age.clamp(0.0, 1e9).round()),
+        (HostState::Stale, Some(age)) => format!("STALE {}", na(whole(age, "s"))),
         (HostState::Stale, None) => "STALE".into(),
     }
 }
@@ -526,7 +533,7 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
                 HostState::Stale => app.style(Color::Yellow),
             };
             let age = match host.sample_age_seconds {
-                Some(a) => format!("sample {}s old", a.clamp(0.0, 1e9).round()),
+                Some(a) => format!("sample {} old", na(whole(a, "s"))),
                 None => "never sampled".into(),
             };
             let what = match (host.state, host.devices.len()) {
@@ -572,19 +579,13 @@ fn device_line(app: &FleetApp, host: &Host, host_name: &str, d: &FleetDevice) ->
         None => escape_control(&d.id).into_owned(),
         Some(_) => format!(" {}", escape_control(&d.id)),
     };
-    let (state, state_style) = match (host.state, d.up) {
-        (HostState::Up, Some(false)) => ("LOST".to_string(), app.style(Color::Red)),
-        (HostState::Up, _) => (String::new(), Style::default()),
-        (_, _) => (state_text(host), app.style(Color::Yellow)),
+    let (state, state_style) = match (host.state, crate::fleet::view::device_state(host, d)) {
+        (_, Some("LOST")) => ("LOST".to_string(), app.style(Color::Red)),
+        (_, Some(unknown)) => (unknown.to_string(), app.style(Color::Yellow)),
+        (HostState::Up, None) => (String::new(), Style::default()),
+        (_, None) => (state_text(host), app.style(Color::Yellow)),
     };
-    let power = match (d.power_usage_watts, d.power_limit_watts) {
-        (None, None) => "N/A".to_string(),
-        (u, l) => format!(
-            "{} / {}",
-            na(u.map(|w| format!("{}W", w.clamp(0.0, 1e9).round()))),
-            na(l.map(|w| format!("{}W", w.clamp(0.0, 1e9).round())))
-        ),
-    };
+    let power = power_cell(d.power_usage_watts, d.power_limit_watts);
     let util = d.gpu_utilization_percent;
     let util_style = match util {
         Some(u) if u >= 80 => app.style(Color::Red),
@@ -672,6 +673,8 @@ fn status_line(app: &FleetApp, height: usize) -> Line<'static> {
                 ),
                 app.style(Color::Yellow),
             ));
+        } else if let Some(line) = crate::fleet::view::out_of_range_lines(fleet, 1).first() {
+            spans.push(Span::styled(format!("{line}  "), app.style(Color::Yellow)));
         }
     }
     if let Some((_, t)) = &app.filter {
@@ -1002,6 +1005,56 @@ mod tests {
         let s = screen(&app);
         assert!(!s.chars().any(|c| c.is_control() && c != '\n'), "{s:?}");
         assert!(s.contains("evil\\x1b]0;pwned\\x07"), "{s}");
+    }
+
+    /// The viewer showed a power of -5 W as `0W` and 1e308 W as `1000000000W`; a value out of
+    /// range is N/A in its row, counted in the title and told on the status line.
+    #[test]
+    fn a_value_out_of_range_is_counted_in_the_title_and_told_on_the_status_line() {
+        let mut f = fleet();
+        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[1];
+        d.power_usage_watts = None;
+        d.up = None;
+        d.note_out_of_range(gpu_fleet::OutOfRange {
+            family: "gpuscope_device_power_usage_watts",
+            pid: None,
+            label: None,
+            value: "-5".into(),
+            expected: "0 to 10000 W",
+        });
+        let app = app_over("http://prom:9090", f, Duration::ZERO);
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 20)).unwrap();
+        t.draw(|f| draw(f, &app)).unwrap();
+        let s = super::super::buffer_text(t.backend().buffer());
+        assert!(s.contains("1 value out of range"), "{s}");
+        assert!(
+            s.contains("node-b:1: gpuscope_device_power_usage_watts -5 is out of range (0 to 10000 W): shown as N/A"),
+            "{s}"
+        );
+        let row = s
+            .lines()
+            .find(|l| l.trim_start().starts_with("1 ") && l.contains("H100"))
+            .unwrap();
+        assert!(row.contains("N/A / 700W") && row.contains(" N/A "), "{row}");
+    }
+
+    #[test]
+    fn bidi_controls_and_line_separators_from_prometheus_are_escaped() {
+        let mut f = fleet();
+        f.hosts[0].host = "evil\u{202e}txt.exe\nnode-z".into();
+        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0];
+        d.name = Some("GPU\u{2028}\u{9b}31m".into());
+        d.processes[0].command = Some("python\u{2066}x\u{85}".into());
+        let app = app_over("http://p\u{200f}", f, Duration::ZERO);
+        let s = screen(&app);
+        let raw: Vec<char> = s
+            .chars()
+            .filter(|&c| gpu_devices::text::is_control(c) && c != '\n')
+            .collect();
+        assert!(raw.is_empty(), "{raw:?} in {s}");
+        assert!(s.contains("evil\\u{202e}txt.exe"), "{s}");
+        assert!(s.contains("GPU\\u{2028}\\u{9b}31m"), "{s}");
+        assert!(!s.lines().any(|l| l.starts_with("node-z")), "{s}");
     }
 
     #[test]
