@@ -32,4 +32,4 @@ pub use server::{Limits, LIMITS};
 #[cfg(feature = "server")]
 pub use shared::{Health, STALE_AFTER_INTERVALS};
 #[cfg(feature = "server")]
-pub use web_config::{WebConfig, WebConfigError};
+pub use web_config::{WebConfig, WebConfigError, BCRYPT_COSTS};
