@@ -11,12 +11,14 @@
 //!   them out; the password itself is never kept.
 //! - **The checks are shared out by client** (an IPv4 address or an IPv6 /64, as for
 //!   connections): at most [`Limits::auth_workers`] run at once, off the runtime's threads; a
-//!   client has one running or waiting for a worker at a time, and the workers go to the
-//!   waiting clients in turn (tokio's semaphore is first come, first served, and each client
-//!   has at most one request in its queue), so a new client waits for at most one check per
-//!   client ahead of it, however many requests each of them sent. Beyond
-//!   [`Limits::auth_per_client`] checks waiting or running, a client's request is refused at
-//!   once without a check ([`Verdict::Busy`], `429`).
+//!   client has one check running or waiting for a worker at a time, and the workers go to the
+//!   waiting clients in turn, first come, first served, each client with at most one request
+//!   in the line, so a new client waits for at most one check per client ahead of it, however
+//!   many requests each of them sent. And a client whose check failed in the last
+//!   [`SUSPECT_FOR`] waits behind every client whose has not: while a flood of wrong passwords
+//!   keeps the workers busy, a correct login from another address waits for one check to end,
+//!   not one per flooding client. Beyond [`Limits::auth_per_client`] checks waiting or
+//!   running, a client's request is refused at once without a check ([`Verdict::Busy`], `429`).
 //! - **Every check does the same work, whoever the user**: one bcrypt run at each cost the
 //!   users' hashes have, against the user's own hash at its cost and a dummy hash (a
 //!   well-formed hash no password matches, built without hashing) at every other; an unknown
@@ -30,11 +32,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hyper::header::HeaderValue;
 use ring::hmac;
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
 
 use crate::server::LOG_TARGET;
 use crate::slots::client_of;
@@ -42,6 +45,14 @@ use crate::web_config::bcrypt_cost;
 
 /// User/password pairs remembered as passed (their keyed hashes).
 pub const PASSED_KEPT: usize = 64;
+
+/// How long a client whose check failed waits behind the others for a worker.
+pub const SUSPECT_FOR: Duration = Duration::from_secs(60);
+
+/// Clients remembered as having failed a check (beyond it, those whose mark is older than
+/// [`SUSPECT_FOR`] are forgotten, and if none is, a new failure is not marked: the client is
+/// then served in turn like any other).
+pub const SUSPECTS_KEPT: usize = 4096;
 
 /// What a check of a request's credentials says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +75,11 @@ pub struct Auth {
     /// key (then nothing is remembered).
     key: Option<hmac::Key>,
     passed: Mutex<VecDeque<hmac::Tag>>,
-    workers: Arc<Semaphore>,
+    workers: Arc<Workers>,
     per_client: usize,
     clients: Arc<Mutex<HashMap<IpAddr, Client>>>,
+    /// Clients whose last check failed, and when.
+    suspects: Mutex<HashMap<IpAddr, Instant>>,
     /// bcrypt runs so far.
     runs: Arc<AtomicU64>,
 }
@@ -140,9 +153,10 @@ impl Auth {
             dummies,
             key,
             passed: Mutex::new(VecDeque::new()),
-            workers: Arc::new(Semaphore::new(workers.max(1))),
+            workers: Arc::new(Workers::new(workers.max(1))),
             per_client: per_client.max(1),
             clients: Arc::new(Mutex::new(HashMap::new())),
+            suspects: Mutex::new(HashMap::new()),
             runs: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -156,13 +170,19 @@ impl Auth {
         if self.remembered(tag.as_ref()) {
             return Verdict::Pass;
         }
-        let Some(ticket) = self.ticket(client_of(peer)) else {
+        let client = client_of(peer);
+        let Some(ticket) = self.ticket(client) else {
             return Verdict::Busy;
         };
         let Ok(turn) = ticket.turn.clone().acquire_owned().await else {
             return Verdict::Fail;
         };
-        let Ok(worker) = self.workers.clone().acquire_owned().await else {
+        let line = if self.suspect(client) {
+            Line::Suspect
+        } else {
+            Line::Clean
+        };
+        let Some(worker) = self.workers.acquire(line).await else {
             return Verdict::Fail;
         };
         // The same credentials may have passed while this request waited.
@@ -179,6 +199,7 @@ impl Auth {
         })
         .await
         .unwrap_or(false);
+        self.mark(client, ok);
         if ok {
             if let Some(tag) = tag {
                 let mut passed = self.passed.lock().unwrap_or_else(|p| p.into_inner());
@@ -191,6 +212,30 @@ impl Auth {
         } else {
             Verdict::Fail
         }
+    }
+
+    /// Whether `client` failed a check within [`SUSPECT_FOR`].
+    fn suspect(&self, client: IpAddr) -> bool {
+        let suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
+        suspects
+            .get(&client)
+            .is_some_and(|t| t.elapsed() < SUSPECT_FOR)
+    }
+
+    /// Marks `client` as having failed a check now, or forgets its mark when it `passed`.
+    fn mark(&self, client: IpAddr, passed: bool) {
+        let mut suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
+        if passed {
+            suspects.remove(&client);
+            return;
+        }
+        if suspects.len() >= SUSPECTS_KEPT && !suspects.contains_key(&client) {
+            suspects.retain(|_, t| t.elapsed() < SUSPECT_FOR);
+            if suspects.len() >= SUSPECTS_KEPT {
+                return;
+            }
+        }
+        suspects.insert(client, Instant::now());
     }
 
     /// The hashes a check of `user` verifies its password against, in order, each with
@@ -251,6 +296,122 @@ impl Auth {
     #[cfg(test)]
     fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
+    }
+}
+
+/// Which line a check waits in for a worker: the clean one is served first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// The client has not failed a check lately.
+    Clean,
+    /// The client failed a check within [`SUSPECT_FOR`].
+    Suspect,
+}
+
+/// The bcrypt workers: a count of free ones and two lines of waiters, each first come, first
+/// served, the clean line before the suspect one. (tokio's semaphore has one line only.)
+struct Workers {
+    state: Mutex<WorkersState>,
+}
+
+struct WorkersState {
+    free: usize,
+    clean: VecDeque<oneshot::Sender<()>>,
+    suspect: VecDeque<oneshot::Sender<()>>,
+}
+
+/// A worker held; handed to the next waiter, or freed, when dropped.
+struct Worker(Arc<Workers>);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// A waiter's place in a line. If the wait is given up (the request's future dropped) after a
+/// worker was handed over, the worker is handed on.
+struct Waiting {
+    workers: Arc<Workers>,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            rx.close();
+            if rx.try_recv().is_ok() {
+                self.workers.release();
+            }
+        }
+    }
+}
+
+impl Workers {
+    fn new(n: usize) -> Workers {
+        Workers {
+            state: Mutex::new(WorkersState {
+                free: n,
+                clean: VecDeque::new(),
+                suspect: VecDeque::new(),
+            }),
+        }
+    }
+
+    /// A worker, at once if one is free and nobody waits, else when one is handed over in
+    /// `line`'s turn. None only if the workers are gone.
+    async fn acquire(self: &Arc<Self>, line: Line) -> Option<Worker> {
+        let rx = {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if st.free > 0 && st.clean.is_empty() && st.suspect.is_empty() {
+                st.free -= 1;
+                return Some(Worker(self.clone()));
+            }
+            let (tx, rx) = oneshot::channel();
+            match line {
+                Line::Clean => st.clean.push_back(tx),
+                Line::Suspect => st.suspect.push_back(tx),
+            }
+            rx
+        };
+        let mut waiting = Waiting {
+            workers: self.clone(),
+            rx: Some(rx),
+        };
+        let handed = match waiting.rx.as_mut() {
+            Some(rx) => rx.await.is_ok(),
+            None => false,
+        };
+        if handed {
+            // The worker is this request's now: nothing to hand on when `waiting` drops.
+            waiting.rx = None;
+            Some(Worker(self.clone()))
+        } else {
+            None
+        }
+    }
+
+    /// Hands a worker to the first live waiter, clean line first, or frees it.
+    fn release(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let next = match st.clean.pop_front() {
+                Some(tx) => Some(tx),
+                None => st.suspect.pop_front(),
+            };
+            match next {
+                // A waiter that gave up is skipped.
+                Some(tx) => {
+                    if tx.send(()).is_ok() {
+                        return;
+                    }
+                }
+                None => {
+                    st.free += 1;
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -443,11 +604,101 @@ mod tests {
     }
 
     #[test]
+    fn item_11_a_client_that_has_not_failed_is_served_before_those_that_have() {
+        let rt = runtime();
+        // One worker; clients 2 and 3 have each failed a check; client 9 has not.
+        let auth = Arc::new(Auth::new(&users(), 1, 4));
+        let wrong = header("bob", "wrong");
+        for c in 1..=3 {
+            assert_eq!(
+                rt.block_on(auth.check(peer(c), Some(&wrong))),
+                Verdict::Fail
+            );
+        }
+        let order = rt.block_on(async {
+            // The worker is busy (held here); clients 2 and 3 wait in line, then client 9 comes.
+            let busy = auth.workers.acquire(Line::Clean).await.unwrap();
+            let done = Arc::new(Mutex::new(Vec::new()));
+            let mut tasks = Vec::new();
+            for (c, h) in [(2, &wrong), (3, &wrong), (9, &header("bob", "bob-pw"))] {
+                let (auth, done, h) = (auth.clone(), done.clone(), h.clone());
+                tasks.push(tokio::spawn(async move {
+                    let v = auth.check(peer(c), Some(&h)).await;
+                    done.lock().unwrap().push((c, v));
+                }));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            drop(busy);
+            for t in tasks {
+                t.await.unwrap();
+            }
+            let done = done.lock().unwrap().clone();
+            done
+        });
+        assert_eq!(
+            order,
+            vec![(9, Verdict::Pass), (2, Verdict::Fail), (3, Verdict::Fail)]
+        );
+        // And a pass clears a client's mark.
+        assert!(!auth.suspect(peer(9)));
+        assert!(auth.suspect(peer(2)));
+        assert_eq!(
+            rt.block_on(auth.check(peer(2), Some(&header("alice", "alice-pw")))),
+            Verdict::Pass
+        );
+        assert!(!auth.suspect(peer(2)));
+    }
+
+    #[test]
+    fn a_worker_handed_to_a_request_that_gave_up_is_handed_on() {
+        let rt = runtime();
+        let workers = Arc::new(Workers::new(1));
+        rt.block_on(async {
+            let held = workers.acquire(Line::Clean).await.unwrap();
+            // A waiter that gives up before its turn, and one that gives up after the worker
+            // was handed to it but before it ran.
+            let gone = tokio::spawn({
+                let w = workers.clone();
+                async move { w.acquire(Line::Suspect).await.map(drop) }
+            });
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            gone.abort();
+            let mut late = Box::pin({
+                let w = workers.clone();
+                async move { w.acquire(Line::Clean).await }
+            });
+            assert!(futures_poll_once(late.as_mut()).await.is_none());
+            drop(held);
+            drop(late);
+            // The worker came back: a new request gets it at once.
+            let again =
+                tokio::time::timeout(Duration::from_secs(5), workers.acquire(Line::Suspect)).await;
+            assert!(matches!(again, Ok(Some(_))));
+        });
+        let st = workers.state.lock().unwrap();
+        assert_eq!((st.free, st.clean.len(), st.suspect.len()), (1, 0, 0));
+    }
+
+    /// Polls `f` once: its output if it was ready.
+    async fn futures_poll_once<F: std::future::Future + Unpin>(f: F) -> Option<F::Output> {
+        let mut f = f;
+        std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(match std::pin::Pin::new(&mut f).poll(cx) {
+                std::task::Poll::Ready(v) => Some(v),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await
+    }
+
+    #[test]
     fn item_11_a_client_past_its_queue_is_refused_and_another_still_gets_a_turn() {
         let rt = runtime();
         // One worker, two checks waiting or running per client.
         let auth = Arc::new(Auth::new(&users(), 1, 2));
         let outcome = rt.block_on(async {
+            // The worker is busy (held here), so the flood's checks wait.
+            let busy = auth.workers.acquire(Line::Clean).await.unwrap();
             let wrong = header("bob", "wrong");
             let flood: Vec<_> = (0..2)
                 .map(|_| {
@@ -457,9 +708,15 @@ mod tests {
                 })
                 .collect();
             // Let both take their tickets.
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
             let third = auth.check(peer(1), Some(&wrong)).await;
-            let other = auth.check(peer(2), Some(&header("bob", "bob-pw"))).await;
+            let other = tokio::spawn({
+                let auth = auth.clone();
+                async move { auth.check(peer(2), Some(&header("bob", "bob-pw"))).await }
+            });
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            drop(busy);
+            let other = other.await.unwrap();
             let mut flooded = Vec::new();
             for f in flood {
                 flooded.push(f.await.unwrap());
