@@ -68,7 +68,7 @@ pub struct Limits {
     /// Most bcrypt checks running at once (each on a blocking thread).
     pub auth_workers: usize,
     /// Most bcrypt checks one client may have waiting or running; its requests beyond are
-    /// answered `429` at once, unchecked.
+    /// answered `429` unchecked, after the second its `Retry-After` gives.
     pub auth_per_client: usize,
 }
 
@@ -238,6 +238,10 @@ fn plain(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
     r
 }
 
+/// How long a request refused for too many password checks waits for its `429`, and the
+/// `Retry-After` it gives.
+const BUSY_DELAY: Duration = Duration::from_secs(1);
+
 async fn answer(
     server: &Server,
     req: Request<Incoming>,
@@ -264,6 +268,9 @@ async fn answer(
                 return r;
             }
             Verdict::Busy => {
+                // Answered after the Retry-After it gives: a flooder that retries at once
+                // would otherwise keep the one serving thread busy with 429s.
+                tokio::time::sleep(BUSY_DELAY).await;
                 let mut r = plain(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too many password checks from this address\n",
