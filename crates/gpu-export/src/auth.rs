@@ -15,11 +15,12 @@
 //!   waiting clients in turn, first come, first served, each client with at most one request
 //!   in the line, so a new client waits for at most one check per client ahead of it, however
 //!   many requests each of them sent. And a client whose check failed in the last
-//!   [`SUSPECT_FOR`] waits behind every client whose has not: while a flood of wrong passwords
-//!   keeps the workers busy, a correct login from another address waits for one check to end,
-//!   not one per flooding client. Beyond [`Limits::auth_per_client`] checks waiting or
-//!   running, a client's request is refused without a check ([`Verdict::Busy`]: the server answers `429`
-//!   after the second its `Retry-After` gives, so that a client retrying at once cannot spin it).
+//!   [`SUSPECT_FOR`] waits behind every client whose check has not: while a flood of wrong
+//!   passwords keeps the workers busy, a correct login from another address waits for one
+//!   check to end, not one per flooding client. Beyond [`Limits::auth_per_client`] checks
+//!   waiting or running, a client's request is refused without a check ([`Verdict::Busy`]: the
+//!   server answers `429` after the second its `Retry-After` gives, so that a client retrying
+//!   at once cannot spin it).
 //! - **Every check does the same work, whoever the user**: one bcrypt run at each cost the
 //!   users' hashes have, against the user's own hash at its cost and a dummy hash (a
 //!   well-formed hash no password matches, built without hashing) at every other; an unknown
