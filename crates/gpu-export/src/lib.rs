@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+#[cfg(feature = "server")]
+mod auth;
 mod collector;
 #[cfg(feature = "server")]
 mod exporter;
@@ -12,6 +14,8 @@ mod plan;
 mod server;
 #[cfg(feature = "server")]
 mod shared;
+#[cfg(feature = "server")]
+mod slots;
 #[cfg(test)]
 mod test_support;
 #[cfg(feature = "server")]
@@ -32,4 +36,4 @@ pub use server::{Limits, LIMITS};
 #[cfg(feature = "server")]
 pub use shared::{Health, STALE_AFTER_INTERVALS};
 #[cfg(feature = "server")]
-pub use web_config::{WebConfig, WebConfigError};
+pub use web_config::{WebConfig, WebConfigError, BCRYPT_COSTS};
