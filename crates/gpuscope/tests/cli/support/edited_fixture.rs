@@ -14,34 +14,35 @@ pub fn scenario(stem: &str) -> PathBuf {
 
 /// A copy of a scenario fixture with `edit` applied to its JSON; the file is removed on drop.
 pub struct EditedFixture {
-    path: PathBuf,
+    path: tempfile::TempPath,
 }
 
 impl EditedFixture {
     /// Scenario `stem` edited by `edit`, written under the system's temporary directory with a
-    /// name unique to this process and `tag`.
+    /// name of its own that starts with `stem` and `tag`: every test of the binary shares this
+    /// process, so two that chose the same tag still get a file each.
     pub fn new(stem: &str, tag: &str, edit: impl FnOnce(&mut Value)) -> EditedFixture {
         let text = std::fs::read_to_string(scenario(stem)).expect("scenario fixture reads");
         let mut fx: Value = serde_json::from_str(&text).expect("scenario fixture is JSON");
         edit(&mut fx);
-        let path = std::env::temp_dir().join(format!(
-            "gpuscope-test-{}-{stem}-{tag}.json",
-            std::process::id()
-        ));
-        std::fs::write(&path, serde_json::to_string(&fx).expect("JSON writes"))
-            .expect("temporary fixture writes");
-        EditedFixture { path }
+        let file = tempfile::Builder::new()
+            .prefix(&format!("gpuscope-test-{stem}-{tag}-"))
+            .suffix(".json")
+            .tempfile()
+            .expect("temporary fixture creates");
+        std::fs::write(
+            file.path(),
+            serde_json::to_string(&fx).expect("JSON writes"),
+        )
+        .expect("temporary fixture writes");
+        EditedFixture {
+            path: file.into_temp_path(),
+        }
     }
 
     /// The file's path, for `--fixture`.
     pub fn path(&self) -> String {
         self.path.display().to_string()
-    }
-}
-
-impl Drop for EditedFixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
