@@ -26,6 +26,7 @@ pub use error::{BackendError, Result};
 pub use fixture::{Answer, Fixture, FixtureError};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlBackend;
+pub use query::Query;
 pub use replay::{CallCounts, CallKey, ReplayBackend, ReplayClock};
 pub use source::{OpenedSource, Source, SourceBackend, SourceError};
 pub use types::*;

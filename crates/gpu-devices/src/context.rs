@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use gpu_backend::fixture::{DeviceDynamic, DeviceStatic};
 use gpu_backend::{
-    recorder, Answer, BackendError, DeviceId, Fixture, GpuBackend, ReplayBackend, MAX_FANS,
+    recorder, Answer, BackendError, DeviceId, Fixture, GpuBackend, Query, ReplayBackend, MAX_FANS,
 };
 
 use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
@@ -68,7 +68,7 @@ pub(crate) struct Inner {
 #[derive(Debug, Clone)]
 pub(crate) struct Kept {
     pub(crate) answers: DeviceDynamic,
-    pub(crate) asked_at: HashMap<&'static str, Instant>,
+    pub(crate) asked_at: HashMap<Query, Instant>,
     /// The fields that answered that the device or driver does not have them (not
     /// supported, no such function): not asked again ([`DeviceDynamic::settled_fields`]).
     pub(crate) settled: Vec<&'static str>,
@@ -606,27 +606,27 @@ impl Context {
             settled: Vec::new(),
         });
         let now = Instant::now();
-        let due = |query: &'static str| match plan.cadence(query) {
+        let due = |query: Query| match plan.cadence(query) {
             Cadence::EveryRefresh => true,
             Cadence::Never => false,
             Cadence::Every(period) => kept
                 .asked_at
-                .get(query)
+                .get(&query)
                 .is_none_or(|at| now.saturating_duration_since(*at) >= period),
         };
-        let due_now: Vec<&'static str> = DeviceDynamic::FIELDS
+        let due_now: Vec<Query> = DeviceDynamic::FIELDS
             .iter()
-            .map(|(_, q)| *q)
-            .filter(|q| due(q))
+            .map(|&(_, q)| q)
+            .filter(|&q| due(q))
             .collect();
-        let is_due = |q: &str| due_now.contains(&q);
+        let is_due = |q: Query| due_now.contains(&q);
         let settled = std::mem::take(&mut kept.settled);
         let is_settled = |f: &str| settled.contains(&f);
-        let apart_fields: Vec<(&'static str, &'static str)> = DeviceDynamic::FIELDS
+        let apart_fields: Vec<(&'static str, Query)> = DeviceDynamic::FIELDS
             .iter()
             .copied()
-            .filter(|(f, q)| {
-                is_due(q) && plan.is_apart(q) && *q != "process_utilization" && !is_settled(f)
+            .filter(|&(f, q)| {
+                is_due(q) && plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             })
             .collect();
         let answers = &mut kept.answers;
@@ -642,11 +642,11 @@ impl Context {
                 })
                 .collect();
             answers.refresh_where(b, id, fans, &|q, f| {
-                is_due(q) && !plan.is_apart(q) && q != "process_utilization" && !is_settled(f)
+                is_due(q) && !plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             });
-            if is_due("process_utilization") && !is_settled("process_utilization") {
+            if is_due(Query::process_utilization) && !is_settled("process_utilization") {
                 let none = |a: &Answer<Vec<gpu_backend::ProcessInfo>>| matches!(a, Answer::Ok(list) if list.is_empty());
-                let asked_before = kept.asked_at.contains_key("process_utilization");
+                let asked_before = kept.asked_at.contains_key(&Query::process_utilization);
                 if asked_before
                     && none(&answers.compute_processes)
                     && none(&answers.graphics_processes)
@@ -658,7 +658,7 @@ impl Context {
                         answers.process_utilization = Answer::Ok(Vec::new());
                     }
                 } else {
-                    answers.refresh_where(b, id, fans, &|q, _| q == "process_utilization");
+                    answers.refresh_where(b, id, fans, &|q, _| q == Query::process_utilization);
                 }
             }
             for t in threads {
@@ -675,7 +675,7 @@ impl Context {
                 .answers
                 .hard_failures()
                 .iter()
-                .any(|(f, q)| is_due(q) && !is_settled(f));
+                .any(|&(f, q)| is_due(q) && !is_settled(f));
         if troubled {
             kept.answers.refresh_where(b, id, fans, &|q, f| {
                 is_settled(f) && plan.cadence(q) != Cadence::Never
@@ -689,7 +689,7 @@ impl Context {
         let asked = |f: &str| {
             DeviceDynamic::FIELDS
                 .iter()
-                .any(|(field, q)| *field == f && is_due(q))
+                .any(|&(field, q)| field == f && is_due(q))
         };
         kept.settled = kept
             .answers

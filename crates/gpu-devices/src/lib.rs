@@ -21,7 +21,7 @@ pub use cuda::{CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderOrigin, CudaOrde
 pub use device::{Device, DeviceKind};
 pub use display::Section;
 pub use error::{Error, Result};
-pub use gpu_backend::DeviceId;
+pub use gpu_backend::{DeviceId, Query};
 pub use na::Na;
 pub use plan::{Cadence, QueryPlan};
 pub use snapshot::instance_id_answer;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use gpu_devices::{Cadence, QueryPlan};
+use gpu_devices::{Cadence, Query, QueryPlan};
 
 /// How often the exporter asks the queries that cost most of a call on a real GPU (an H100:
 /// PCIe throughput 20.8 ms asleep each way, energy 2.5-3.2 ms, GPM metrics 1.2-2.1 ms, BAR1
@@ -24,15 +24,15 @@ pub const PROCESS_UTILIZATION_EVERY: Duration = Duration::from_secs(5);
 pub fn query_plan() -> QueryPlan {
     let costly = Cadence::Every(COSTLY_EVERY);
     QueryPlan::everything()
-        .with("total_energy_consumption", costly)
-        .with("pcie_throughput", costly)
-        .with("gpm_metrics", costly)
-        .with("bar1_memory_info", costly)
-        .with("pcie_replay_counter", costly)
-        .with("current_pcie_link_generation", costly)
-        .with("current_pcie_link_width", costly)
+        .with(Query::total_energy_consumption, costly)
+        .with(Query::pcie_throughput, costly)
+        .with(Query::gpm_metrics, costly)
+        .with(Query::bar1_memory_info, costly)
+        .with(Query::pcie_replay_counter, costly)
+        .with(Query::current_pcie_link_generation, costly)
+        .with(Query::current_pcie_link_width, costly)
         .with(
-            "process_utilization",
+            Query::process_utilization,
             Cadence::Every(PROCESS_UTILIZATION_EVERY),
         )
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use gpu_backend::cost::{CallLog, CallObserver, CallRecord, CostCollector, CostProfile, Timing};
-use gpu_backend::query::QUERIES;
+use gpu_backend::query::{Query, QUERIES};
 use gpu_backend::recorder::{self, Snapshot};
 use gpu_backend::{Answer, BackendError, DeviceId, EventKind, GpuBackend, SourceBackend};
 use gpu_devices::text::Escaped;
@@ -189,7 +189,7 @@ struct GpuEvents {
 struct Observer {
     costs: CostCollector,
     /// The first failure of each (query, device).
-    failed: Mutex<HashMap<(&'static str, Device), BackendError>>,
+    failed: Mutex<HashMap<(Query, Device), BackendError>>,
     /// Whether calls are logged (`-vv`), as `gpu_backend::Source::open` would log them.
     log: bool,
 }
@@ -363,12 +363,12 @@ fn count_events(
 /// The failures by error, then query, with the devices; a physical GPU's instance ids
 /// answering INVALID_ARGUMENT is N/A, as everywhere (`gpu_devices::instance_id_answer`).
 fn unanswered(
-    failed: HashMap<(&'static str, Device), BackendError>,
+    failed: HashMap<(Query, Device), BackendError>,
 ) -> BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>> {
     let mut out: BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>> = BTreeMap::new();
     for ((query, device), error) in failed {
         let error = match (query, device) {
-            ("gpu_instance_id" | "compute_instance_id", Device::Id(id)) => {
+            (Query::gpu_instance_id | Query::compute_instance_id, Device::Id(id)) => {
                 gpu_devices::instance_id_answer(id, Err(error)).err()
             }
             _ => Some(error),
@@ -376,7 +376,7 @@ fn unanswered(
         let Some(error) = error else { continue };
         out.entry(error_name(&error))
             .or_default()
-            .entry(query)
+            .entry(query.as_str())
             .or_default()
             .insert(device);
     }

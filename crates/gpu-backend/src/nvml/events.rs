@@ -304,15 +304,13 @@ fn log_wait(
         .flatten()
         .map(|&(_, index)| DeviceId::Gpu(index));
     let received = (Bits(data.eventType), data.eventData);
-    crate::cost::log_call(&crate::cost::CallRecord {
-        query: "",
-        nvml: "nvmlEventSetWait_v2",
+    crate::cost::log_nvml_call(
+        "nvmlEventSetWait_v2",
         device,
-        args: &[],
         timing,
-        outcome: match &error {
+        match &error {
             None => Ok(&received),
             Some(e) => Err(e),
         },
-    });
+    );
 }

@@ -256,14 +256,12 @@ impl Drop for Session {
 
 /// Logs loading the library and `nvmlInit_v2` (see [`crate::cost::CallLog`]).
 fn log_init(timing: crate::cost::Timing, outcome: std::result::Result<(), &BackendError>) {
-    crate::cost::log_call(&crate::cost::CallRecord {
-        query: "",
-        nvml: "nvmlInit_v2",
-        device: None,
-        args: &[],
+    crate::cost::log_nvml_call(
+        "nvmlInit_v2",
+        None,
         timing,
-        outcome: outcome.map(|()| &() as &dyn fmt::Debug),
-    });
+        outcome.map(|()| &() as &dyn fmt::Debug),
+    );
 }
 
 /// The libcuda [`NvmlBackend`] asks by default (see [`NvmlBackend::with_libcuda`]).
