@@ -22,10 +22,10 @@ use gpu_backend::fixture::{
     HostStatic, Meta, SystemAnswers, SCHEMA_VERSION,
 };
 use gpu_backend::{
-    Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeMode,
-    CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, Fixture, GpuOperationMode,
-    LocationEccCounts, MemoryInfo, PciInfo, PerClock, PowerLimits, ProcessInfo, RemappedRows,
-    Utilization, VirtualizationMode,
+    Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, ClockEventReasons, CodecUtilization,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, Fixture,
+    GpuOperationMode, LocationEccCounts, MemoryInfo, PciInfo, PerClock, PerformanceState,
+    PowerLimits, ProcessInfo, RemappedRows, Utilization, VirtualizationMode,
 };
 
 use xml::{Element, XmlError};
@@ -542,11 +542,12 @@ fn temperature_threshold(
 fn pstate(e: Option<&Element>) -> R<u32> {
     let t = text(e)?;
     if t.eq_ignore_ascii_case("unknown") {
-        return Ok(32);
+        return Ok(PerformanceState::Unknown.nvml_code());
     }
     t.strip_prefix('P')
         .and_then(|n| n.parse::<u32>().ok())
-        .filter(|&n| n <= 15)
+        .and_then(PerformanceState::known)
+        .map(PerformanceState::nvml_code)
         .ok_or_else(|| unreadable(t, "a performance state P0..P15"))
 }
 
@@ -577,18 +578,33 @@ fn per_clock(parent: Option<&Element>) -> PerClock<Answer<u32>> {
     }
 }
 
-/// NVML clock event reason bits, by the name nvidia-smi gives the reason.
-const REASONS: &[(&str, u64)] = &[
-    ("gpu_idle", 0x1),
-    ("applications_clocks_setting", 0x2),
-    ("sw_power_cap", 0x4),
-    ("hw_slowdown", 0x8),
-    ("sync_boost", 0x10),
-    ("sw_thermal_slowdown", 0x20),
-    ("hw_thermal_slowdown", 0x40),
-    ("hw_power_brake_slowdown", 0x80),
-    ("display_clocks_setting", 0x100),
-    ("unknown", 0x8000_0000_0000_0000),
+/// NVML clock event reasons, by the name nvidia-smi gives the reason.
+const REASONS: &[(&str, ClockEventReasons)] = &[
+    ("gpu_idle", ClockEventReasons::GPU_IDLE),
+    (
+        "applications_clocks_setting",
+        ClockEventReasons::APPLICATIONS_CLOCKS_SETTING,
+    ),
+    ("sw_power_cap", ClockEventReasons::SW_POWER_CAP),
+    ("hw_slowdown", ClockEventReasons::HW_SLOWDOWN),
+    ("sync_boost", ClockEventReasons::SYNC_BOOST),
+    (
+        "sw_thermal_slowdown",
+        ClockEventReasons::SW_THERMAL_SLOWDOWN,
+    ),
+    (
+        "hw_thermal_slowdown",
+        ClockEventReasons::HW_THERMAL_SLOWDOWN,
+    ),
+    (
+        "hw_power_brake_slowdown",
+        ClockEventReasons::HW_POWER_BRAKE_SLOWDOWN,
+    ),
+    (
+        "display_clocks_setting",
+        ClockEventReasons::DISPLAY_CLOCK_SETTING,
+    ),
+    ("unknown", ClockEventReasons::UNKNOWN),
 ];
 
 fn clock_event_reasons(g: &Element) -> R<u64> {
@@ -611,7 +627,7 @@ fn clock_event_reasons(g: &Element) -> R<u64> {
         };
         match text(Some(c)).map(|t| t.to_ascii_lowercase()) {
             Ok(t) if t == "active" => {
-                mask |= bit.1;
+                mask |= bit.1.bits();
                 known = true;
             }
             Ok(t) if t == "not active" => known = true,

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
-    pcie_link_max_speed_nvml_code, Answer, BackendError, ClockType, ComputeMode, DeviceId,
-    DriverModel, EccCounter, EccErrorKind, EventKind, GpuBackend, MemoryLocation, PcieDirection,
-    ProcessInfo, ReplayBackend, RetirementCause, TemperatureThreshold, GPM_METRICS,
+    pcie_link_max_speed_nvml_code, Answer, BackendError, ClockType, DeviceId, EccCounter,
+    EccErrorKind, EventKind, GpuBackend, MemoryLocation, PcieDirection, ProcessInfo, ReplayBackend,
+    RetirementCause, TemperatureThreshold, GPM_METRICS,
 };
 
 use crate::abi::*;
@@ -225,38 +225,13 @@ fn ecc_kind_and_counter(
     error_type: c_uint,
     counter_type: c_uint,
 ) -> Result<(EccErrorKind, EccCounter), Code> {
-    let kind = match error_type {
-        0 => EccErrorKind::Corrected,
-        1 => EccErrorKind::Uncorrected,
-        _ => return Err(INVALID),
-    };
-    let counter = match counter_type {
-        0 => EccCounter::Volatile,
-        1 => EccCounter::Aggregate,
-        _ => return Err(INVALID),
-    };
+    let kind = EccErrorKind::from_nvml(error_type).ok_or(INVALID)?;
+    let counter = EccCounter::from_nvml(counter_type).ok_or(INVALID)?;
     Ok((kind, counter))
 }
 
 fn clock_type(t: c_uint) -> Result<ClockType, Code> {
-    ClockType::ALL.get(t as usize).copied().ok_or(INVALID)
-}
-
-fn compute_mode_code(m: ComputeMode) -> c_uint {
-    match m {
-        ComputeMode::Default => 0,
-        ComputeMode::ExclusiveThread => 1,
-        ComputeMode::Prohibited => 2,
-        ComputeMode::ExclusiveProcess => 3,
-    }
-}
-
-fn driver_model_code(m: DriverModel) -> c_uint {
-    match m {
-        DriverModel::Wddm => 0,
-        DriverModel::Wdm => 1,
-        DriverModel::Mcdm => 2,
-    }
+    ClockType::from_nvml(t).ok_or(INVALID)
 }
 
 fn no_id(id: Option<u32>) -> c_uint {
@@ -584,13 +559,10 @@ nvml_api! {
     fn nvmlDeviceGetTemperatureThreshold(device: nvmlDevice_t, threshold: c_uint, temp: *mut c_uint) |ctx| {
         let id = ctx.dev(device)?;
         nn(temp)?;
-        let which = match threshold {
-            0 => TemperatureThreshold::Shutdown,
-            1 => TemperatureThreshold::Slowdown,
-            2 => TemperatureThreshold::MemoryMax,
-            3 => TemperatureThreshold::GpuMax,
-            4..=15 => return Err(Code(ret::NOT_SUPPORTED)),
-            _ => return Err(INVALID),
+        let which = match TemperatureThreshold::from_nvml(threshold) {
+            Some(which) => which,
+            None if threshold <= 15 => return Err(Code(ret::NOT_SUPPORTED)),
+            None => return Err(INVALID),
         };
         put(temp, ctx.b.temperature_threshold(id, which)?)
     }
@@ -607,11 +579,7 @@ nvml_api! {
     fn nvmlDeviceGetPcieThroughput(device: nvmlDevice_t, counter: c_uint, value: *mut c_uint) |ctx| {
         let id = ctx.dev(device)?;
         nn(value)?;
-        let direction = match counter {
-            0 => PcieDirection::Tx,
-            1 => PcieDirection::Rx,
-            _ => return Err(INVALID),
-        };
+        let direction = PcieDirection::from_nvml(counter).ok_or(INVALID)?;
         put(value, ctx.b.pcie_throughput(id, direction)?)
     }
     /// `nvmlDeviceGetNvLinkState`.
@@ -698,7 +666,7 @@ nvml_api! {
         let id = ctx.dev(device)?;
         nn(count)?;
         let (kind, counter) = ecc_kind_and_counter(error_type, counter_type)?;
-        let location = *MemoryLocation::ALL.get(location as usize).ok_or(INVALID)?;
+        let location = MemoryLocation::from_nvml(location).ok_or(INVALID)?;
         let counts = ctx.b.memory_errors(id, location)?;
         put(count, counts.get(kind, counter).ok_or(Code(ret::NOT_SUPPORTED))?)
     }
@@ -707,11 +675,7 @@ nvml_api! {
     fn nvmlDeviceGetRetiredPages(device: nvmlDevice_t, cause: c_uint, page_count: *mut c_uint, addresses: *mut c_ulonglong) |ctx| {
         let id = ctx.dev(device)?;
         nn(page_count)?;
-        let cause = match cause {
-            0 => RetirementCause::SingleBit,
-            1 => RetirementCause::DoubleBit,
-            _ => return Err(INVALID),
-        };
+        let cause = RetirementCause::from_nvml(cause).ok_or(INVALID)?;
         put_list(page_count, addresses, &ctx.b.retired_pages(id, cause)?)
     }
     /// `nvmlDeviceGetRemappedRows`: correctable, uncorrectable, pending, failure.
@@ -1177,7 +1141,7 @@ nvml_value_getters! {
     fn nvmlDeviceGetPowerState(*mut c_uint) = |b, id| b.performance_state(id)?;
     /// `nvmlDeviceGetComputeMode`: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive
     /// process.
-    fn nvmlDeviceGetComputeMode(*mut c_uint) = |b, id| compute_mode_code(b.compute_mode(id)?);
+    fn nvmlDeviceGetComputeMode(*mut c_uint) = |b, id| b.compute_mode(id)?.nvml_code();
     /// `nvmlDeviceGetBAR1MemoryInfo`.
     fn nvmlDeviceGetBAR1MemoryInfo(*mut nvmlBAR1Memory_t) = |b, id| {
         let m = b.bar1_memory_info(id)?;
@@ -1283,8 +1247,8 @@ unsafe fn driver_model(
     nn(current)?;
     nn(pending)?;
     let m = ctx.b.driver_model(id)?;
-    put(current, driver_model_code(m.current))?;
-    put(pending, driver_model_code(m.pending))
+    put(current, m.current.nvml_code())?;
+    put(pending, m.pending.nvml_code())
 }
 
 #[cfg(test)]

@@ -144,12 +144,8 @@ impl DeviceSnapshot {
             }
             Section::Utilization => {
                 writeln!(f, "GPU UTILIZATION:")?;
-                let pstate = self.performance_state.clone().map(|p| {
-                    if p == 32 {
-                        "Unknown".to_string()
-                    } else {
-                        format!("P{p}")
-                    }
+                let pstate = self.performance_state.clone().and_then(|p| {
+                    gpu_backend::PerformanceState::known(p).map_or(Na::NotAvailable, Na::Value)
                 });
                 writeln!(f, "    Performance : {pstate}")?;
                 writeln!(
@@ -342,6 +338,33 @@ mod tests {
             format!("[{}] 100.00%", "|".repeat(25))
         );
         assert_eq!(utilization_bar(None), format!("[{}] N/A", " ".repeat(25)));
+    }
+
+    /// Regression: the igpu-style view printed a state NVML cannot tell (32) as `Unknown`
+    /// where every other view prints N/A; one rule now (`PerformanceState::known`).
+    #[test]
+    fn a_performance_state_nvml_cannot_tell_is_na() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/h100-sxm-8gpu.json"
+        );
+        let mut d = crate::Context::from_fixture(path)
+            .unwrap()
+            .device(0)
+            .unwrap()
+            .snapshot();
+        let performance = |d: &DeviceSnapshot| {
+            d.section(Section::Utilization)
+                .to_string()
+                .lines()
+                .find(|l| l.contains("Performance"))
+                .map(str::to_string)
+        };
+        assert_eq!(performance(&d).as_deref(), Some("    Performance : P0"));
+        for code in [32, 16, u32::MAX] {
+            d.performance_state = Na::Value(code);
+            assert_eq!(performance(&d).as_deref(), Some("    Performance : N/A"));
+        }
     }
 
     /// Regression: bars were rounded (35% drew 9 bars where igpu draws `int(35 / 4)` = 8), and

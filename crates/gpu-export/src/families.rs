@@ -466,8 +466,8 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
         labels,
         d.performance_state
             .value()
-            .filter(|&&p| p <= 15)
-            .map(|&p| f64::from(p)),
+            .and_then(|&p| gpu_backend::PerformanceState::known(p))
+            .map(|p| f64::from(p.nvml_code())),
     );
     let f = b.family(
         names::DEVICE_TEMPERATURE_CELSIUS,
@@ -708,11 +708,12 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         "1 when a clock event (throttle) reason holds the clocks down now, 0 when not, per reason.",
     );
     if let Some(&mask) = d.clock_event_reasons.value() {
-        for &(bit, reason) in gpu_backend::CLOCK_EVENT_REASONS {
+        let set = gpu_backend::ClockEventReasons::from_bits_retain(mask);
+        for (name, reason) in gpu_backend::ClockEventReasons::all().iter_names() {
             b.put(
                 f,
-                &with(labels, "reason", reason.into()),
-                Some(flag(mask & bit != 0)),
+                &with(labels, "reason", name.to_ascii_lowercase()),
+                Some(flag(set.contains(reason))),
             );
         }
     }
