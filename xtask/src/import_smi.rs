@@ -355,18 +355,6 @@ fn remapped_rows(e: Option<&Element>) -> R<RemappedRows> {
     })
 }
 
-/// Domain, bus and device parsed from a bus id `DDDDDDDD:BB:DD.F`.
-fn bus_id_parts(id: &str) -> Option<(u32, u32, u32)> {
-    let (domain, rest) = id.split_once(':')?;
-    let (bus, rest) = rest.split_once(':')?;
-    let device = rest.split('.').next()?;
-    Some((
-        u32::from_str_radix(domain, 16).ok()?,
-        u32::from_str_radix(bus, 16).ok()?,
-        u32::from_str_radix(device, 16).ok()?,
-    ))
-}
-
 fn pci_info(g: &Element) -> R<PciInfo> {
     let pci = g.child("pci");
     let bus_id = match pci.and_then(|p| p.child("pci_bus_id")) {
@@ -377,7 +365,7 @@ fn pci_info(g: &Element) -> R<PciInfo> {
             .ok_or(BackendError::NotSupported)?,
     };
     let bus_id = normalise_bus_id(&bus_id);
-    let parsed = bus_id_parts(&bus_id);
+    let parsed = gpu_backend::PciAddress::parse(&bus_id);
     let part = |name: &str, from_id: Option<u32>| -> R<u32> {
         match pci.and_then(|p| p.child(name)) {
             Some(e) => hex(Some(e)),
@@ -385,9 +373,9 @@ fn pci_info(g: &Element) -> R<PciInfo> {
         }
     };
     Ok(PciInfo {
-        domain: part("pci_domain", parsed.map(|p| p.0))?,
-        bus: part("pci_bus", parsed.map(|p| p.1))?,
-        device: part("pci_device", parsed.map(|p| p.2))?,
+        domain: part("pci_domain", parsed.map(|p| p.domain))?,
+        bus: part("pci_bus", parsed.map(|p| p.bus))?,
+        device: part("pci_device", parsed.map(|p| p.device))?,
         pci_device_id: hex(first(pci, &["pci_device_id"]))?,
         pci_subsystem_id: hex(first(pci, &["pci_sub_system_id", "pci_subsystem_id"]))?,
         bus_id,

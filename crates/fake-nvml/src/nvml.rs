@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
     pcie_link_max_speed_nvml_code, Answer, BackendError, ClockType, DeviceId, EccCounter,
-    EccErrorKind, EventKind, GpuBackend, MemoryLocation, PcieDirection, ProcessInfo, ReplayBackend,
-    RetirementCause, TemperatureThreshold, GPM_METRICS,
+    EccErrorKind, EventKind, GpuBackend, MemoryLocation, PciAddress, PcieDirection, ProcessInfo,
+    ReplayBackend, RetirementCause, TemperatureThreshold, GPM_METRICS,
 };
 
 use crate::abi::*;
@@ -261,19 +261,6 @@ fn proc_v2(p: &ProcessInfo) -> nvmlProcessInfo_t {
 unsafe fn arg_str(p: *const c_char) -> Result<String, Code> {
     nn(p)?;
     Ok(CStr::from_ptr(p).to_string_lossy().into_owned())
-}
-
-/// Parses `domain:bus:device.function` or `bus:device.function` (hex) into (domain, bus, device).
-fn parse_bus_id(s: &str) -> Option<(u32, u32, u32)> {
-    let s = s.trim();
-    let (head, _function) = s.rsplit_once('.')?;
-    let parts: Vec<&str> = head.split(':').collect();
-    let hex = |t: &str| u32::from_str_radix(t, 16).ok();
-    match parts.as_slice() {
-        [d, b, v] => Some((hex(d)?, hex(b)?, hex(v)?)),
-        [b, v] => Some((0, hex(b)?, hex(v)?)),
-        _ => None,
-    }
 }
 
 fn now_us() -> i64 {
@@ -1210,11 +1197,11 @@ unsafe fn handle_by_bus_id(
 ) -> Result<(), Code> {
     let text = arg_str(bus_id)?;
     nn(device)?;
-    let wanted = parse_bus_id(&text).ok_or(INVALID)?;
+    let wanted = PciAddress::parse(&text).ok_or(INVALID)?;
     let found = ctx.b.fixture().physical_ids().find(|&id| {
-        ctx.b
-            .pci_info(id)
-            .is_ok_and(|p| (p.domain, p.bus, p.device) == wanted)
+        ctx.b.pci_info(id).is_ok_and(|p| {
+            (p.domain, p.bus, p.device) == (wanted.domain, wanted.bus, wanted.device)
+        })
     });
     put(device, handle_of(found.ok_or(Code(ret::NOT_FOUND))?))
 }
@@ -1275,14 +1262,6 @@ mod tests {
         }
         assert_eq!(device_of(std::ptr::null_mut()), None);
         assert_eq!(device_of((HANDLE_BASE + 1) as nvmlDevice_t), None);
-    }
-
-    #[test]
-    fn bus_ids_parse_in_every_form() {
-        assert_eq!(parse_bus_id("00000000:18:00.0"), Some((0, 0x18, 0)));
-        assert_eq!(parse_bus_id("0000:AF:00.0"), Some((0, 0xAF, 0)));
-        assert_eq!(parse_bus_id("af:01.0"), Some((0, 0xAF, 1)));
-        assert_eq!(parse_bus_id("junk"), None);
     }
 }
 

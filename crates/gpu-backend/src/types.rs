@@ -150,6 +150,50 @@ impl<'de> Deserialize<'de> for DeviceId {
     }
 }
 
+/// A PCI address, `DOMAIN:BUS:DEVICE.FUNCTION`, as numbers: what NVML's bus id
+/// (`00000000:18:00.0`), libcuda's (`0000:18:00.0`) and a person's shorter form (`18:00.0`)
+/// name alike. Ordered by domain, bus, device and function: PCI bus order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PciAddress {
+    /// PCI domain.
+    pub domain: u32,
+    /// PCI bus.
+    pub bus: u32,
+    /// PCI device (slot).
+    pub device: u32,
+    /// PCI function.
+    pub function: u32,
+}
+
+impl PciAddress {
+    /// The address of a bus id text: `DOMAIN:BUS:DEVICE.FUNCTION` or `BUS:DEVICE.FUNCTION`
+    /// (domain 0), each part 1 to 8 hex digits of either case; spaces around it and the NULs
+    /// of a C buffer after it are ignored. `None` for anything else: the one parser of bus ids.
+    pub fn parse(text: &str) -> Option<PciAddress> {
+        let text = text.trim().trim_end_matches('\0');
+        let (head, function) = text.rsplit_once('.')?;
+        let hex = |s: &str| {
+            if s.is_empty() || s.len() > 8 {
+                None
+            } else {
+                u32::from_str_radix(s, 16).ok()
+            }
+        };
+        let parts: Vec<&str> = head.split(':').collect();
+        let (domain, bus, device) = match parts.as_slice() {
+            [d, b, s] => (hex(d)?, hex(b)?, hex(s)?),
+            [b, s] => (0, hex(b)?, hex(s)?),
+            _ => return None,
+        };
+        Some(PciAddress {
+            domain,
+            bus,
+            device,
+            function: hex(function)?,
+        })
+    }
+}
+
 /// PCI identity of a device (`nvmlPciInfo_t`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1257,6 +1301,53 @@ mod tests {
             );
         }
         assert_eq!(EventKind::from_nvml_bit(0x18), None, "one kind at a time");
+    }
+
+    #[test]
+    fn pci_bus_ids_parse_in_nvml_cuda_and_short_forms() {
+        let at = |domain, bus, device, function| {
+            Some(PciAddress {
+                domain,
+                bus,
+                device,
+                function,
+            })
+        };
+        let parse = PciAddress::parse;
+        assert_eq!(parse("00000000:18:00.0"), at(0, 0x18, 0, 0));
+        assert_eq!(parse("0000:18:00.0"), parse("00000000:18:00.0"));
+        assert_eq!(parse("0000:DB:00.1"), at(0, 0xdb, 0, 1));
+        assert_eq!(parse("0000:AF:00.1"), parse("00000000:af:00.1"));
+        assert_ne!(parse("0000:18:00.0"), parse("0000:19:00.0"));
+        assert_eq!(parse("db:1f.0"), at(0, 0xdb, 0x1f, 0));
+        assert_eq!(parse("af:01.0"), at(0, 0xaf, 1, 0));
+        assert_eq!(parse(" 00000000:18:00.0\0\0"), at(0, 0x18, 0, 0));
+        for bad in [
+            "nonsense",
+            "junk",
+            "garbage",
+            "1:2:3:4.0",
+            "0:1:2:3.0",
+            "18:00",
+            "18:00.",
+            ":00.0",
+            "000000000:18:00.0",
+        ] {
+            assert_eq!(parse(bad), None, "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text: an address or `None`, never a panic; an address written back reads the same.
+        #[test]
+        fn any_bus_id_text_parses_or_is_refused(text in ".{0,40}", d: u32, b: u8, s: u8, f: u8) {
+            let _ = PciAddress::parse(&text);
+            let written = format!("{d:08x}:{b:02x}:{s:02x}.{f:x}");
+            proptest::prop_assert_eq!(
+                PciAddress::parse(&written),
+                Some(PciAddress { domain: d, bus: b.into(), device: s.into(), function: f.into() })
+            );
+        }
     }
 
     #[test]

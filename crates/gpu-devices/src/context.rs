@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use gpu_backend::fixture::{DeviceDynamic, DeviceStatic};
 use gpu_backend::{
-    recorder, Answer, BackendError, DeviceId, Fixture, GpuBackend, Query, ReplayBackend, MAX_FANS,
+    recorder, Answer, BackendError, DeviceId, Fixture, GpuBackend, PciAddress, Query,
+    ReplayBackend, MAX_FANS,
 };
 
 use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
@@ -288,7 +289,7 @@ impl Context {
     ///
     /// [`Error::BusIdNotFound`].
     pub fn device_by_bus_id(&self, bus_id: &str) -> Result<Device> {
-        let wanted = parse_bus_id(bus_id);
+        let wanted = PciAddress::parse(bus_id);
         self.inner
             .inventory
             .gpus
@@ -734,26 +735,6 @@ fn mig_index(id: DeviceId) -> u32 {
     }
 }
 
-/// (domain, bus, device, function) of a PCI bus id text, as numbers.
-pub(crate) fn parse_bus_id(text: &str) -> Option<[u32; 4]> {
-    let text = text.trim();
-    let (head, function) = text.rsplit_once('.')?;
-    let parts: Vec<&str> = head.split(':').collect();
-    let hex = |s: &str| {
-        if s.is_empty() || s.len() > 8 {
-            None
-        } else {
-            u32::from_str_radix(s, 16).ok()
-        }
-    };
-    let (domain, bus, device) = match parts.as_slice() {
-        [d, b, s] => (hex(d)?, hex(b)?, hex(s)?),
-        [b, s] => (0, hex(b)?, hex(s)?),
-        _ => return None,
-    };
-    Some([domain, bus, device, hex(function)?])
-}
-
 /// What the context knows of the devices' identity, read once.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Inventory {
@@ -764,7 +745,7 @@ pub(crate) struct Inventory {
 pub(crate) struct GpuEntry {
     pub(crate) index: u32,
     pub(crate) uuid: Option<String>,
-    pub(crate) pci_key: Option<[u32; 4]>,
+    pub(crate) pci_key: Option<PciAddress>,
     pub(crate) mig_enabled: bool,
     pub(crate) migs: Vec<MigEntry>,
 }
@@ -807,7 +788,10 @@ impl Inventory {
             gpus.push(GpuEntry {
                 index,
                 uuid: b.uuid(id).ok(),
-                pci_key: b.pci_info(id).ok().and_then(|p| parse_bus_id(&p.bus_id)),
+                pci_key: b
+                    .pci_info(id)
+                    .ok()
+                    .and_then(|p| PciAddress::parse(&p.bus_id)),
                 mig_enabled,
                 migs,
             });
@@ -874,7 +858,7 @@ impl Inventory {
 
     /// Physical GPUs in PCI bus order; GPUs whose bus id is unknown come last, by NVML index.
     pub(crate) fn pci_order(&self) -> Vec<u32> {
-        let mut v: Vec<(Option<[u32; 4]>, u32)> =
+        let mut v: Vec<(Option<PciAddress>, u32)> =
             self.gpus.iter().map(|g| (g.pci_key, g.index)).collect();
         v.sort_by_key(|&(key, index)| (key.is_none(), key, index));
         v.into_iter().map(|(_, i)| i).collect()
@@ -900,15 +884,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bus_ids_parse_in_nvml_and_cuda_forms() {
-        assert_eq!(parse_bus_id("00000000:18:00.0"), Some([0, 0x18, 0, 0]));
-        assert_eq!(parse_bus_id("0000:DB:00.1"), Some([0, 0xdb, 0, 1]));
-        assert_eq!(parse_bus_id("db:1f.0"), Some([0, 0xdb, 0x1f, 0]));
-        assert_eq!(parse_bus_id("nonsense"), None);
-        assert_eq!(parse_bus_id("1:2:3:4.0"), None);
-    }
 
     #[test]
     fn cuda_versions_print_like_nvitop() {

@@ -32,10 +32,10 @@ use crate::types::{
     pcie_link_max_speed_from_nvml, Architecture, Bar1MemoryInfo, Brand, ClockType,
     CodecUtilization, ComputeCapability, ComputeMode, CurrentPending, DeviceId, DriverModel,
     EccCounter, EccErrorKind, EventKind, GpmMetrics, GpuEvent, GpuOperationMode, LocationEccCounts,
-    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PcieDirection,
-    PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, RetirementCause,
-    TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT, MAX_FANS,
-    NVLINK_MAX_LINKS,
+    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciAddress, PciInfo,
+    PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
+    RetirementCause, TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT,
+    MAX_FANS, NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
 use libcuda::{LibcudaError, LibcudaReport};
@@ -274,20 +274,6 @@ fn default_libcuda(nvml_path: Option<&OsStr>) -> Option<PathBuf> {
     (!dir.as_os_str().is_empty() && beside.is_file()).then_some(beside)
 }
 
-/// A PCI bus id `DOMAIN:BUS:DEVICE.FUNCTION` as numbers, whatever the widths and case.
-fn bus_id_key(text: &str) -> Option<[u32; 4]> {
-    let (rest, function) = text.trim().trim_end_matches('\0').rsplit_once('.')?;
-    let mut parts = rest.split(':');
-    let hex = |p: Option<&str>| p.and_then(|p| u32::from_str_radix(p, 16).ok());
-    let key = [
-        hex(parts.next())?,
-        hex(parts.next())?,
-        hex(parts.next())?,
-        hex(Some(function))?,
-    ];
-    parts.next().is_none().then_some(key)
-}
-
 /// A failure to ask libcuda, as a backend error: no libcuda (or no `fork`) is "not supported",
 /// like any query the machine cannot answer.
 fn error_from_libcuda(e: LibcudaError) -> BackendError {
@@ -453,10 +439,10 @@ impl NvmlBackend {
     /// The UUID of the physical GPU at PCI bus id `bus` (in libcuda's `0000:18:00.0` form or
     /// NVML's `00000000:18:00.0`).
     fn uuid_of_bus_id(&self, bus: &str) -> Result<String> {
-        let want = bus_id_key(bus);
+        let want = PciAddress::parse(bus);
         for index in 0..self.device_count()? {
             let id = DeviceId::Gpu(index);
-            if want.is_some() && bus_id_key(&self.pci_info(id)?.bus_id) == want {
+            if want.is_some() && PciAddress::parse(&self.pci_info(id)?.bus_id) == want {
                 return self.uuid(id);
             }
         }
@@ -1476,16 +1462,6 @@ mod tests {
 
     const SUCCESS: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_SUCCESS;
     const INSUFFICIENT_SIZE: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
-
-    #[test]
-    fn libcudas_and_nvmls_bus_ids_name_the_same_gpu() {
-        assert_eq!(bus_id_key("0000:18:00.0"), Some([0, 0x18, 0, 0]));
-        assert_eq!(bus_id_key("00000000:18:00.0"), bus_id_key("0000:18:00.0"));
-        assert_eq!(bus_id_key("0000:AF:00.1"), bus_id_key("00000000:af:00.1"));
-        assert_ne!(bus_id_key("0000:18:00.0"), bus_id_key("0000:19:00.0"));
-        assert_eq!(bus_id_key("garbage"), None);
-        assert_eq!(bus_id_key("0:1:2:3.0"), None);
-    }
 
     #[test]
     fn no_libcuda_is_not_supported_and_a_failed_child_is_an_error() {
