@@ -682,8 +682,7 @@ fn host_findings(proc_root: &Path, s: &Snapshot) -> Vec<Finding> {
             Some(m) => hidepid_finding(&m, &Credentials::current()),
         },
     );
-    let status = std::fs::read_to_string("/proc/self/status").ok();
-    let nspid = status.as_deref().and_then(nspid_depth);
+    let nspid = gpu_backend::host::own_pid_namespace_depth();
     let missing = pids_missing(proc_root, s);
     out.push(namespace_finding(
         nspid,
@@ -787,15 +786,6 @@ fn hidepid_finding(m: &ProcMount, who: &Credentials) -> Finding {
         ),
     )
     .hint(format!("run gpuscope as root, or add this user to {gid}"))
-}
-
-/// How many PID namespaces deep this process is, from `/proc/self/status`'s `NSpid:` line
-/// (one PID per namespace, outermost first): 1 on the host. `None` when the line is absent
-/// (a kernel before 4.1).
-pub fn nspid_depth(status: &str) -> Option<usize> {
-    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
-    let n = line.split_whitespace().count();
-    (n > 0).then_some(n)
 }
 
 /// The GPU processes NVML lists (host PIDs) that `proc_root` has no directory for.
@@ -1032,13 +1022,6 @@ mod tests {
     }
 
     #[test]
-    fn nspid_counts_the_namespaces() {
-        assert_eq!(nspid_depth("Name:\tx\nNSpid:\t4242\n"), Some(1));
-        assert_eq!(nspid_depth("NSpid:\t4242\t7\n"), Some(2));
-        assert_eq!(nspid_depth("Name:\tx\n"), None);
-    }
-
-    #[test]
     fn a_nested_namespace_or_missing_pids_warn_with_the_host_pid_hint() {
         let f = namespace_finding(Some(2), false, &(0, vec![]));
         assert_eq!(f.verdict, Verdict::Warn);
@@ -1060,7 +1043,6 @@ mod tests {
         #[test]
         fn the_parsers_never_panic(text in ".{0,400}") {
             let _ = proc_mount(&text, "/proc");
-            let _ = nspid_depth(&text);
         }
 
         #[test]
