@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::recorder::{DeviceLabel, DeviceMetric, Sample};
+use crate::sample::{DeviceLabel, DeviceMetric, Sample};
 
 /// Receives a recording's samples as they come.
 pub trait SampleSink: Send {
