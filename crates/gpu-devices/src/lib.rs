@@ -6,6 +6,7 @@ pub mod cuda;
 pub mod device;
 pub mod display;
 pub mod error;
+mod inventory;
 mod model;
 pub mod na;
 pub mod plan;

@@ -2,7 +2,7 @@
 //! plain serialisable data; and the value types the device getters share with them.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpu_backend::fixture::{DeviceDynamic, DeviceStatic, EccCounts, SystemAnswers};
 use gpu_backend::recorder::Snapshot as RawSnapshot;
@@ -15,9 +15,8 @@ use gpu_backend::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::context::cuda_version_text;
 use crate::na::Na;
-use crate::units::bytes2human;
+use crate::units::{bytes2human, cuda_version_text};
 
 /// Current (or maximum) clocks, MHz.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -277,6 +276,24 @@ pub fn power_status_text(usage_mw: &Na<u32>, limit_mw: &Na<u32>) -> String {
             .map(|mw| format!("{}W", (f64::from(mw) / 1000.0).round_ties_even() as u64))
     };
     format!("{} / {}", w(usage_mw), w(limit_mw))
+}
+
+/// NVLink counters of every link of a device, and when they were read.
+#[derive(Debug, Clone)]
+pub(crate) struct NvLinkReading {
+    pub(crate) at: Instant,
+    pub(crate) counters: Vec<Na<NvLinkCounters>>,
+}
+
+impl NvLinkReading {
+    /// Rates per link from `earlier` to this reading.
+    pub(crate) fn throughput_since(&self, earlier: &NvLinkReading) -> Vec<ThroughputInfo> {
+        nvlink_throughput_between(
+            &earlier.counters,
+            &self.counters,
+            self.at.saturating_duration_since(earlier.at),
+        )
+    }
 }
 
 /// NVLink throughput per link, KiB/s, from two readings of the cumulative counters taken
