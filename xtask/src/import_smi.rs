@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
         .unwrap_or_else(|| origin.clone());
     let name = args.name.clone().unwrap_or_else(|| stem_of(&args.dump));
     let fixture = import_str(&text, &origin, &file_name, &name)?;
-    if let Err((path, message)) = fixture.validate() {
+    if let Err(gpu_backend::fixture::InvalidFixture { path, message }) = fixture.validate() {
         bail!(
             "{origin}: the imported fixture does not validate at `{path}`: {message} \
              (this is a bug in import-smi; please report it with the dump)"
