@@ -349,8 +349,8 @@ impl Context {
             return st.clone();
         }
         // Asked without the lock held, so that devices refreshed in parallel ask theirs at
-        // the same time (a real H100's static answers take some 7 ms: max clocks cost 1.35 ms
-        // each).
+        // the same time: the driver spends milliseconds on some static queries (each max
+        // clock; docs/benchmarks.md, "Real costs").
         let st = recorder::capture_static(&*self.inner.backend, id);
         lock(&self.inner.statics).entry(id).or_insert(st).clone()
     }

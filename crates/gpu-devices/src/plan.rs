@@ -1,23 +1,23 @@
 //! What a refresh asks: which of a device's changing queries, how often, and which run apart.
 //!
-//! On a real GPU a few NVML calls cost far more than the rest (an H100, median per call:
-//! `nvmlDeviceGetPcieThroughput` 20.8 ms of wall time, asleep, for each direction;
-//! `nvmlDeviceGetTotalEnergyConsumption` 3.2 ms of CPU; `nvmlDeviceGetProcessUtilization`
-//! 2.2 ms; most others 2-17 µs). A [`QueryPlan`] lets each command ask only what its output
-//! shows and ask the costly queries at their own [`Cadence`]: between two askings a refresh
-//! shows the answer kept from the last one. Whatever the plan, a refresh:
+//! A few NVML calls cost the driver far more than the rest: `nvmlDeviceGetPcieThroughput`
+//! sleeps through a 20 ms sample for each direction, `nvmlDeviceGetTotalEnergyConsumption` and
+//! `nvmlDeviceGetProcessUtilization` work for milliseconds, most others for microseconds
+//! ([`COSTLY_QUERIES`]; docs/benchmarks.md, "Real costs"). A [`QueryPlan`] lets each command
+//! ask only what its output shows and ask the costly queries at their own [`Cadence`]: between
+//! two askings a refresh shows the answer kept from the last one. Whatever the plan, a refresh:
 //!
 //! * asks the devices in parallel (one thread per device beyond the first), so eight GPUs cost
 //!   about what one costs where the time is the driver's;
 //! * asks the queries that mostly sleep in the driver ([`QueryPlan::apart`]; by default
 //!   `pcie_throughput`) each on a thread of its own, so that they hold up nothing else;
 //! * does not ask again what answered that the device or driver does not have it (not
-//!   supported, no such function, deprecated): on a real H100 such a call still costs up to
-//!   0.45 ms (`nvmlDeviceGetFanSpeed` on a GPU with no fans), and the answer does not change
-//!   while the driver is loaded;
-//! * asks `process_utilization` (2.2 ms of CPU a call on an H100) at a device's first refresh
-//!   and then only while its process lists are not both empty (no process: no sample to
-//!   show).
+//!   supported, no such function, deprecated): the driver still does work to answer so, at
+//!   every call (docs/benchmarks.md, "On a real H100", has what it costs), and the answer does
+//!   not change while the driver is loaded;
+//! * asks `process_utilization` (milliseconds of the driver's CPU a call) at a device's first
+//!   refresh and then only while its process lists are not both empty (no process: no sample
+//!   to show).
 //!
 //! A plan names queries by [`Query`], the `dynamic` rows of the query table
 //! ([`Query::is_dynamic`]; `gpu_backend::fixture::DeviceDynamic::FIELDS`).
@@ -72,9 +72,9 @@ impl Default for QueryPlan {
     }
 }
 
-/// The queries that cost 1 ms or more of one call on a real H100 (driver 580, median over
-/// 30 calls; `docs/benchmarks.md`, fixtures/costs/), with what one call costs there:
-/// `(query, wall µs, CPU µs)`. Each command's plan says what it does with them.
+/// The queries that cost 1 ms or more of one call, with the median cost of one call in the
+/// profile of a real GPU under load (`fixtures/costs/h100-load.json`; docs/benchmarks.md, "Real
+/// costs"): `(query, wall µs, CPU µs)`. Each command's plan says what it does with them.
 pub const COSTLY_QUERIES: &[(Query, u32, u32)] = &[
     (Query::pcie_throughput, 20_800, 750),
     (Query::total_energy_consumption, 3_200, 3_200),

@@ -85,12 +85,12 @@ type ProcessListFn = unsafe extern "C" fn(
     *mut sys::nvmlProcessInfo_v2_t,
 ) -> sys::nvmlReturn_t;
 
-/// Calls a raw NVML device query that takes the device handle and one out-parameter, and yields
-/// what NVML wrote there. Returns early from the enclosing function on any error.
 /// The most retired pages believed from NVML per cause. NVML documents no maximum; a GPU is
 /// replaced long before it retires this many, and a larger count is refused as an error.
 const MAX_RETIRED_PAGES: c_uint = 4096;
 
+/// Calls a raw NVML device query that takes the device handle and one out-parameter, and yields
+/// what NVML wrote there. Returns early from the enclosing function on any error.
 macro_rules! query_one {
     ($self:expr, $id:expr, $func:ident) => {{
         let handle = $self.handle($id)?;
@@ -173,8 +173,8 @@ pub struct NvmlBackend {
 pub struct NvmlOptions {
     /// The kinds of event the listener registers for (those a GPU supports among them). By
     /// default [`EventKind::HEALTH`]: not clock or P-state changes, which a power-capped GPU
-    /// sends by the dozen each second (waking the listener for each cost 5-6% of a core on an
-    /// H100) and which a refresh reads anyway. A recording asks for [`EventKind::ALL`], to keep
+    /// sends by the dozen each second, each waking the listener, and which a refresh reads
+    /// anyway. A recording asks for [`EventKind::ALL`], to keep
     /// what the driver sent.
     pub events: Vec<EventKind>,
 }
@@ -667,8 +667,8 @@ fn non_null(handle: sys::nvmlDevice_t) -> Result<sys::nvmlDevice_t> {
 /// `call(count, buffer)` must make the NVML call with the in/out count and the buffer. The list
 /// is first asked for with a buffer of [`LIST_FIRST_CAPACITY`] entries: most lists (processes
 /// on a GPU, their utilization samples) fit, and a list call can cost milliseconds of the
-/// driver's time (`nvmlDeviceGetProcessUtilization`: 2.2 ms on an H100), so sizing it first
-/// with a null buffer would double that. `NVML_ERROR_INSUFFICIENT_SIZE` means NVML wrote the
+/// driver's time (`nvmlDeviceGetProcessUtilization` works through the driver's samples;
+/// docs/benchmarks.md, "Real costs"), so sizing it first with a null buffer would double that. `NVML_ERROR_INSUFFICIENT_SIZE` means NVML wrote the
 /// length it needs into the count: a buffer of that length plus some headroom is then passed;
 /// should the list have grown past it in the meantime, it is asked for again, a few times at
 /// most. Any other answer is the list's error.
