@@ -878,7 +878,7 @@ nvml_api! {
     }
     /// `nvmlDeviceGetProcessUtilization`: the samples newer than `last_seen_time_stamp` (µs since
     /// the Unix epoch), with their timestamps moved onto the replay's clock (see
-    /// [`state::ReplayTime`]): a sample taken 300 ms before a frame is 300 ms old when that
+    /// `state::ReplayTime`): a sample taken 300 ms before a frame is 300 ms old when that
     /// frame is served, so a client that asks for the samples of the last second by wall clock
     /// gets what it would have got live. No such sample: `NVML_ERROR_NOT_FOUND`; a null or
     /// short buffer: `NVML_ERROR_INSUFFICIENT_SIZE` with the count needed.

@@ -549,7 +549,7 @@ fn nanos(d: Duration) -> u64 {
 /// its function counts as that many calls of a share each (four ECC counters per
 /// `memory_errors`); the queries whose cost is not that of one NVML function (the event
 /// buffer, libcuda's answers, the MIG slot scan, GPM) are left out. Memory stays flat: at most
-/// [`RESERVOIR`] samples per function.
+/// 1024 samples per function (`RESERVOIR`), a uniform sample of every call.
 #[derive(Debug, Default)]
 pub struct CostCollector {
     by_function: Mutex<HashMap<&'static str, Reservoir>>,

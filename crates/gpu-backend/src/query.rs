@@ -387,7 +387,7 @@ macro_rules! query_infos {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Query {
             $(
-                #[doc = $doc]
+                #[doc = concat!("The query [`GpuBackend::", stringify!($method), "`](crate::GpuBackend::", stringify!($method), ").")]
                 $method,
             )*
         }

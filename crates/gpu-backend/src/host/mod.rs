@@ -20,7 +20,7 @@ pub use crate::container::HostRoots;
 pub use live::{own_pid_namespace_depth, LiveHost};
 pub use replay::ReplayHost;
 
-/// The machine-wide facts that do not change: [`HostStatic`] without its processes.
+/// The machine-wide facts that do not change: [`crate::fixture::HostStatic`] without its processes.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HostMachine {
     /// Host name.

@@ -1334,7 +1334,7 @@ impl GpuBackend for NvmlBackend {
     }
 
     /// `nvmlDeviceGetRetiredPages`: asked once for the count, then for the addresses (at most
-    /// [`MAX_RETIRED_PAGES`] believed).
+    /// `MAX_RETIRED_PAGES` believed).
     fn retired_pages(&self, id: DeviceId, cause: RetirementCause) -> Result<Vec<u64>> {
         let handle = self.handle(id)?;
         let func = symbol(&self.lib().nvmlDeviceGetRetiredPages)?;

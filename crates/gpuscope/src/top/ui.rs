@@ -169,7 +169,7 @@ struct Theme {
     mem_thresh: (u8, u8),
 }
 
-/// A span, or several, to go into a line: what [`spans!`] takes.
+/// A span, or several, to go into a line: what `spans!` takes.
 trait IntoSpans {
     fn push_into(self, spans: &mut Vec<Span<'static>>);
 }
