@@ -1,5 +1,4 @@
 #![doc = include_str!("../README.md")]
-#![warn(missing_docs)]
 // The query table is turned into the fixture structs one row at a time.
 #![recursion_limit = "256"]
 
