@@ -13,7 +13,24 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// * `Enum { A = 0, B = 1 }`: `None` (`from_nvml` answers an `Option`);
 /// * `Enum { A = 0, B = 1 } else Other(code)`: kept in the variant holding NVML's number;
 /// * `Enum { A = 0, B = 32 } else B`: that variant (NVML's own "unknown").
+///
+/// `labelled Enum { A = 0 => "A Name", ... } else Other(code) => "mode {}"` also gives `label`,
+/// the name nvidia-smi prints.
 macro_rules! nvml_codes {
+    (labelled $ty:ident { $($variant:ident = $code:literal => $label:literal),+ $(,)? }
+        else $other:ident(code) => $other_label:literal) => {
+        nvml_codes!($ty { $($variant = $code),+ } else $other(code));
+
+        impl $ty {
+            /// The name nvidia-smi prints, or NVML's number for a code without one.
+            pub fn label(self) -> String {
+                match self {
+                    $($ty::$variant => $label.into(),)+
+                    $ty::$other(code) => format!($other_label, code),
+                }
+            }
+        }
+    };
     ($ty:ident { $($variant:ident = $code:literal),+ $(,)? }) => {
         impl $ty {
             /// The variant of NVML's numeric code; `None` for a code NVML does not define.
@@ -458,22 +475,8 @@ pub enum PerformanceState {
 }
 
 nvml_codes!(PerformanceState {
-    P0 = 0,
-    P1 = 1,
-    P2 = 2,
-    P3 = 3,
-    P4 = 4,
-    P5 = 5,
-    P6 = 6,
-    P7 = 7,
-    P8 = 8,
-    P9 = 9,
-    P10 = 10,
-    P11 = 11,
-    P12 = 12,
-    P13 = 13,
-    P14 = 14,
-    P15 = 15,
+    P0 = 0, P1 = 1, P2 = 2, P3 = 3, P4 = 4, P5 = 5, P6 = 6, P7 = 7,
+    P8 = 8, P9 = 9, P10 = 10, P11 = 11, P12 = 12, P13 = 13, P14 = 14, P15 = 15,
     Unknown = 32,
 } else Unknown);
 
@@ -570,14 +573,8 @@ pub enum MemoryLocation {
 }
 
 nvml_codes!(MemoryLocation {
-    L1Cache = 0,
-    L2Cache = 1,
-    DeviceMemory = 2,
-    RegisterFile = 3,
-    TextureMemory = 4,
-    TextureShm = 5,
-    Cbu = 6,
-    Sram = 7,
+    L1Cache = 0, L2Cache = 1, DeviceMemory = 2, RegisterFile = 3,
+    TextureMemory = 4, TextureShm = 5, Cbu = 6, Sram = 7,
 });
 
 impl MemoryLocation {
@@ -906,15 +903,8 @@ pub enum Architecture {
 }
 
 nvml_codes!(Architecture {
-    Kepler = 2,
-    Maxwell = 3,
-    Pascal = 4,
-    Volta = 5,
-    Turing = 6,
-    Ampere = 7,
-    Ada = 8,
-    Hopper = 9,
-    Blackwell = 10,
+    Kepler = 2, Maxwell = 3, Pascal = 4, Volta = 5, Turing = 6,
+    Ampere = 7, Ada = 8, Hopper = 9, Blackwell = 10,
 } else Unknown(code));
 
 /// Product brand (`nvmlBrandType_t`), kept as NVML's number with a name for the known ones.
@@ -950,18 +940,8 @@ pub enum Brand {
 }
 
 nvml_codes!(Brand {
-    Unknown = 0,
-    Quadro = 1,
-    Tesla = 2,
-    Nvs = 3,
-    Grid = 4,
-    GeForce = 5,
-    Titan = 6,
-    QuadroRtx = 12,
-    NvidiaRtx = 13,
-    Nvidia = 14,
-    GeForceRtx = 15,
-    TitanRtx = 16,
+    Unknown = 0, Quadro = 1, Tesla = 2, Nvs = 3, Grid = 4, GeForce = 5, Titan = 6,
+    QuadroRtx = 12, NvidiaRtx = 13, Nvidia = 14, GeForceRtx = 15, TitanRtx = 16,
 } else Other(code));
 
 /// How the GPU is virtualized (`nvmlGpuVirtualizationMode_t`), kept as NVML's number with a
@@ -983,28 +963,10 @@ pub enum VirtualizationMode {
     Other(u32),
 }
 
-nvml_codes!(VirtualizationMode {
-    None = 0,
-    PassThrough = 1,
-    Vgpu = 2,
-    HostVgpu = 3,
-    HostVsga = 4,
-} else Other(code));
-
-impl VirtualizationMode {
-    /// The name nvidia-smi prints (`None`, `Pass-Through`, `VGPU`, `Host VGPU`, `Host VSGA`),
-    /// or NVML's number for a mode without one.
-    pub fn label(self) -> String {
-        match self {
-            VirtualizationMode::None => "None".into(),
-            VirtualizationMode::PassThrough => "Pass-Through".into(),
-            VirtualizationMode::Vgpu => "VGPU".into(),
-            VirtualizationMode::HostVgpu => "Host VGPU".into(),
-            VirtualizationMode::HostVsga => "Host VSGA".into(),
-            VirtualizationMode::Other(c) => format!("mode {c}"),
-        }
-    }
-}
+nvml_codes!(labelled VirtualizationMode {
+    None = 0 => "None", PassThrough = 1 => "Pass-Through", Vgpu = 2 => "VGPU",
+    HostVgpu = 3 => "Host VGPU", HostVsga = 4 => "Host VSGA",
+} else Other(code) => "mode {}");
 
 /// A GPU operation mode (`nvmlGpuOperationMode_t`): which parts of the chip are turned on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1020,24 +982,9 @@ pub enum GpuOperationMode {
     Other(u32),
 }
 
-nvml_codes!(GpuOperationMode {
-    AllOn = 0,
-    Compute = 1,
-    LowDoublePrecision = 2,
-} else Other(code));
-
-impl GpuOperationMode {
-    /// The name nvidia-smi prints (`All On`, `Compute`, `Low Double Precision`), or NVML's
-    /// number for a mode without one.
-    pub fn label(self) -> String {
-        match self {
-            GpuOperationMode::AllOn => "All On".into(),
-            GpuOperationMode::Compute => "Compute".into(),
-            GpuOperationMode::LowDoublePrecision => "Low Double Precision".into(),
-            GpuOperationMode::Other(c) => format!("mode {c}"),
-        }
-    }
-}
+nvml_codes!(labelled GpuOperationMode {
+    AllOn = 0 => "All On", Compute = 1 => "Compute", LowDoublePrecision = 2 => "Low Double Precision",
+} else Other(code) => "mode {}");
 
 /// The PCIe transfer rates `nvmlDeviceGetPcieLinkMaxSpeed` can answer, per lane, as NVML
 /// names them (`NVML_PCIE_LINK_MAX_SPEED_2500MBPS` ... `_64000MBPS`: megatransfers a second,

@@ -12,23 +12,6 @@ pub(crate) struct Inventory {
     pub(crate) gpus: Vec<GpuEntry>,
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct GpuEntry {
-    pub(crate) index: u32,
-    pub(crate) uuid: Option<String>,
-    pub(crate) pci_key: Option<PciAddress>,
-    pub(crate) mig_enabled: bool,
-    pub(crate) migs: Vec<MigEntry>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct MigEntry {
-    pub(crate) id: DeviceId,
-    pub(crate) uuid: Option<String>,
-    pub(crate) gpu_instance_id: Option<u32>,
-    pub(crate) compute_instance_id: Option<u32>,
-}
-
 impl Inventory {
     /// Asks the backend for the identity of every GPU and MIG device.
     pub(crate) fn read(b: &dyn GpuBackend) -> Result<Inventory> {
@@ -135,6 +118,28 @@ impl Inventory {
         v.sort_by_key(|&(key, index)| (key.is_none(), key, index));
         v.into_iter().map(|(_, i)| i).collect()
     }
+}
+
+/// A physical GPU's identity: its NVML index, UUID and PCI address where it answered them,
+/// and its MIG layout.
+#[derive(Debug, Clone)]
+pub(crate) struct GpuEntry {
+    pub(crate) index: u32,
+    pub(crate) uuid: Option<String>,
+    /// Its PCI address: PCI bus order, and a look-up by bus id.
+    pub(crate) pci_key: Option<PciAddress>,
+    /// Whether MIG mode is on now (its MIG devices are where work runs).
+    pub(crate) mig_enabled: bool,
+    pub(crate) migs: Vec<MigEntry>,
+}
+
+/// A MIG device's identity, each part where it answered (`MIG-GPU-<uuid>/<gi>/<ci>` names it).
+#[derive(Debug, Clone)]
+pub(crate) struct MigEntry {
+    pub(crate) id: DeviceId,
+    pub(crate) uuid: Option<String>,
+    pub(crate) gpu_instance_id: Option<u32>,
+    pub(crate) compute_instance_id: Option<u32>,
 }
 
 /// `GPU-abc` and `MIG-abc` without their prefix.

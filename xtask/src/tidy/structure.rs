@@ -449,13 +449,20 @@ mod tests {
         out
     }
 
-    /// What `found` holds beyond `allowed` (new breaks), and the entries of `allowed` it no
-    /// longer holds (fixed: to be taken off the list).
-    fn against(found: &BTreeSet<String>, allowed: &BTreeSet<String>) -> (Vec<String>, Vec<String>) {
-        (
-            found.difference(allowed).cloned().collect(),
-            allowed.difference(found).cloned().collect(),
-        )
+    /// Fails on what `found` holds beyond `allowed` (a new break of the rule: `fix` says what
+    /// to do), and on the entries of `allowed` it no longer holds (fixed: to be taken off
+    /// `list`, so that the list only shrinks).
+    fn check(
+        found: BTreeSet<String>,
+        allowed: impl Iterator<Item = String>,
+        fix: &str,
+        list: &str,
+    ) {
+        let allowed: BTreeSet<String> = allowed.collect();
+        let new: Vec<_> = found.difference(&allowed).collect();
+        let fixed: Vec<_> = allowed.difference(&found).collect();
+        assert!(new.is_empty(), "{fix}: {new:#?}");
+        assert!(fixed.is_empty(), "fixed: take them off {list}: {fixed:#?}");
     }
 
     #[test]
@@ -464,39 +471,23 @@ mod tests {
         for (dir, source) in crates() {
             found.extend(source.circles().into_iter().map(|c| format!("{dir}: {c}")));
         }
-        let allowed = ALLOWED_CIRCLES
-            .iter()
-            .map(|(dir, c)| format!("{dir}: {c}"))
-            .collect();
-        let (new, fixed) = against(&found, &allowed);
-        assert!(
-            new.is_empty(),
+        check(
+            found,
+            ALLOWED_CIRCLES.iter().map(|(dir, c)| format!("{dir}: {c}")),
             "files that import each other in a circle (move what they share into a module \
-             below them): {new:#?}"
-        );
-        assert!(
-            fixed.is_empty(),
-            "no longer circles: take them off ALLOWED_CIRCLES: {fixed:#?}"
+             below them)",
+            "ALLOWED_CIRCLES",
         );
     }
 
     #[test]
     fn no_command_imports_another() {
         let cli = CrateSource::read(&workspace().join("crates/gpuscope/src"));
-        let found = cli.cross_command_imports(COMMANDS);
-        let allowed = ALLOWED_CROSS_COMMAND
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let (new, fixed) = against(&found, &allowed);
-        assert!(
-            new.is_empty(),
-            "a command imports another (put what they share in a layer below the commands): \
-             {new:#?}"
-        );
-        assert!(
-            fixed.is_empty(),
-            "no longer imported: take them off ALLOWED_CROSS_COMMAND: {fixed:#?}"
+        check(
+            cli.cross_command_imports(COMMANDS),
+            ALLOWED_CROSS_COMMAND.iter().map(|s| s.to_string()),
+            "a command imports another (put what they share in a layer below the commands)",
+            "ALLOWED_CROSS_COMMAND",
         );
     }
 
@@ -509,26 +500,17 @@ mod tests {
             .filter(|(d, _)| d.starts_with("crates/"));
         for (_, source) in in_crates {
             for (file, name, _) in source.long_functions(LONGEST_FUNCTION) {
-                let rel = file
-                    .strip_prefix(&root)
-                    .unwrap_or(&file)
-                    .display()
-                    .to_string();
+                let rel = file.strip_prefix(&root).unwrap_or(&file).display();
                 found.insert(format!("{rel} {name}"));
             }
         }
-        let allowed = ALLOWED_LONG_FUNCTIONS
-            .iter()
-            .map(|(file, name)| format!("{file} {name}"))
-            .collect();
-        let (new, fixed) = against(&found, &allowed);
-        assert!(
-            new.is_empty(),
-            "functions over {LONGEST_FUNCTION} lines (split them by what they do): {new:#?}"
-        );
-        assert!(
-            fixed.is_empty(),
-            "no longer too long: take them off ALLOWED_LONG_FUNCTIONS: {fixed:#?}"
+        check(
+            found,
+            ALLOWED_LONG_FUNCTIONS
+                .iter()
+                .map(|(f, name)| format!("{f} {name}")),
+            &format!("functions over {LONGEST_FUNCTION} lines (split them by what they do)"),
+            "ALLOWED_LONG_FUNCTIONS",
         );
     }
 
