@@ -50,7 +50,10 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    std::fs::write(&args.out, json)
+    // Replaces a file at --out, never writes through a symbolic link there.
+    gpu_backend::files::create(&args.out, gpu_backend::files::IfExists::Truncate)
+        .map_err(std::io::Error::from)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()))
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     eprintln!(
         "wrote {} NVML functions' costs to {}",

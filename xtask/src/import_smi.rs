@@ -62,7 +62,12 @@ pub fn run(args: Args) -> Result<()> {
              (this is a bug in import-smi; please report it with the dump)"
         );
     }
-    std::fs::write(&args.out, fixture.to_json_pretty() + "\n")
+    // Replaces a file at --out, never writes through a symbolic link there.
+    gpu_backend::files::create(&args.out, gpu_backend::files::IfExists::Truncate)
+        .map_err(std::io::Error::from)
+        .and_then(|mut f| {
+            std::io::Write::write_all(&mut f, (fixture.to_json_pretty() + "\n").as_bytes())
+        })
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     let gpus = fixture.physical_ids().count();
     let migs = fixture.devices.len() - gpus;

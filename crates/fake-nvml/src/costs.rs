@@ -108,8 +108,11 @@ pub(crate) fn load(fixture: &Fixture, fixture_path: &str) -> Result<Option<CostT
         });
     }
     let shown = gpu_backend::text::escape_control(&value.to_string_lossy()).into_owned();
-    let text = std::fs::read_to_string(&value)
-        .map_err(|e| format!("fake-nvml: {COSTS_ENV}={shown}: cannot read the file: {e}"))?;
+    let text = gpu_backend::files::read_regular_to_string(
+        std::path::Path::new(&value),
+        gpu_backend::files::MAX_CONFIG_BYTES,
+    )
+    .map_err(|e| format!("fake-nvml: {COSTS_ENV}={shown}: cannot read the file: {e}"))?;
     let profile: CostProfile = serde_json::from_str(&text).map_err(|e| {
         format!(
             "fake-nvml: {COSTS_ENV}={shown}: not a cost profile (a JSON object mapping NVML \

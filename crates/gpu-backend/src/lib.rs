@@ -6,6 +6,7 @@ pub mod backend;
 pub mod container;
 pub mod cost;
 pub mod error;
+pub mod files;
 pub mod fixture;
 pub mod host;
 #[cfg(feature = "nvml")]

@@ -122,6 +122,56 @@ fn a_writer_dropped_before_the_end_leaves_no_file() {
     assert!(!path.exists());
 }
 
+/// Issue 32, item 15 (`record-fixture --out`, `rewrite-fixture --out`, `Fixture::save`): a
+/// fixture is never written through a symbolic link. A link at the fixture's path is refused
+/// before anything is written; a link planted at its `.partial` file is refused, never followed
+/// (`File::create` followed it and created the link's target); a partial file left by a
+/// recording that was killed is replaced as before.
+#[cfg(unix)]
+#[test]
+fn a_fixture_is_never_written_through_a_symbolic_link() {
+    let dir = Scratch::new("links");
+    let fixture = common::fixture("old-driver");
+    for precious in [false, true] {
+        let target = dir.path(&format!("target-{precious}"));
+        if precious {
+            std::fs::write(&target, "precious").unwrap();
+        }
+        let before = std::fs::read(&target).ok();
+        // At the fixture's own path.
+        let out = dir.path(&format!("out-{precious}.json"));
+        std::os::unix::fs::symlink(&target, &out).unwrap();
+        let err = fixture.save(&out, Style::Compact).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(std::fs::symlink_metadata(&out).unwrap().is_symlink());
+        // At its partial file.
+        let out = dir.path(&format!("partial-{precious}.json"));
+        let partial = dir.path(&format!("partial-{precious}.json.partial"));
+        std::os::unix::fs::symlink(&target, &partial).unwrap();
+        let err = match FixtureWriter::create(&out, Style::Compact) {
+            Ok(_) => panic!("a link at {} was written through", partial.display()),
+            Err(e) => e,
+        };
+        assert!(
+            err.to_string().contains("symbolic link")
+                && err.to_string().contains(&*partial.to_string_lossy()),
+            "{err}"
+        );
+        assert!(!out.exists());
+        assert_eq!(
+            std::fs::read(&target).ok(),
+            before,
+            "the link's target changed"
+        );
+    }
+    // A partial file a killed recording left behind is replaced.
+    let out = dir.path("killed.json");
+    std::fs::write(dir.path("killed.json.partial"), "half a fixture").unwrap();
+    fixture.save(&out, Style::Compact).unwrap();
+    assert_eq!(Fixture::load(&out).unwrap(), fixture);
+    assert!(!dir.path("killed.json.partial").exists());
+}
+
 #[test]
 fn a_small_compressed_bomb_is_refused_naming_the_file() {
     // A few hundred kilobytes that decompress to more than the bound of JSON text.

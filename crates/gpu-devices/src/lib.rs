@@ -24,7 +24,7 @@ pub use error::{Error, Result};
 pub use gpu_backend::{DeviceId, Query};
 pub use na::Na;
 pub use plan::{Cadence, QueryPlan};
-pub use snapshot::instance_id_answer;
+pub use snapshot::{bar1_memory_answer, instance_id_answer, memory_answer};
 pub use snapshot::{
     ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccByLocation, EccErrors,
     FieldError, ProcessKind, SystemSnapshot, ThroughputInfo, UtilizationRates,

@@ -242,6 +242,67 @@ pub fn instance_id_answer(
     }
 }
 
+/// A frame-buffer memory answer as every output shows it: one whose parts do not fit in its
+/// total (used or free more than the total, or used and free together more than it) is a
+/// failure, never a value, whether NVML or a fixture gave it. Which part is wrong cannot be
+/// told, so none of them is shown: `snapshot`, `info`, their JSON (`null`, the reason in
+/// `errors`), the exporter (which then says `gpuscope_device_up 0`, as for any failed memory
+/// answer) and `select` (a device whose memory is unknown never qualifies) agree. The driver's
+/// reserved memory is not added to the sum (NVML's v2 answer counts it apart, and some drivers
+/// count it in `used` too), only held to the total. A recording keeps what was answered.
+///
+/// ```
+/// use gpu_backend::{BackendError, MemoryInfo};
+/// use gpu_devices::memory_answer;
+///
+/// let fine = MemoryInfo { total: 100, used: 30, free: 60, reserved: Some(10) };
+/// assert_eq!(memory_answer(Ok(fine)), Ok(fine));
+/// let broken = MemoryInfo { total: 100, used: 130, free: 0, reserved: None };
+/// assert!(matches!(memory_answer(Ok(broken)), Err(BackendError::Other(_))));
+/// ```
+pub fn memory_answer(answer: Result<MemoryInfo, BackendError>) -> Result<MemoryInfo, BackendError> {
+    let m = answer?;
+    check_memory_parts("memory", m.total, m.used, m.free, m.reserved)?;
+    Ok(m)
+}
+
+/// A BAR1 memory answer, held to the rule of [`memory_answer`].
+pub fn bar1_memory_answer(
+    answer: Result<Bar1MemoryInfo, BackendError>,
+) -> Result<Bar1MemoryInfo, BackendError> {
+    let m = answer?;
+    check_memory_parts("BAR1 memory", m.total, m.used, m.free, None)?;
+    Ok(m)
+}
+
+/// Whether `used`, `free` (and `reserved`) of `what` fit in `total`.
+fn check_memory_parts(
+    what: &str,
+    total: u64,
+    used: u64,
+    free: u64,
+    reserved: Option<u64>,
+) -> Result<(), BackendError> {
+    let wrong = |part: &str, bytes: u64| {
+        Err(BackendError::Other(format!(
+            "inconsistent {what} answer: {part} {bytes} bytes is more than the total {total} bytes"
+        )))
+    };
+    if used > total {
+        return wrong("used", used);
+    }
+    if free > total {
+        return wrong("free", free);
+    }
+    if let Some(r) = reserved.filter(|&r| r > total) {
+        return wrong("reserved", r);
+    }
+    match used.checked_add(free) {
+        Some(sum) if sum <= total => Ok(()),
+        sum => wrong("used + free", sum.unwrap_or(u64::MAX)),
+    }
+}
+
 /// A field of a snapshot whose value is missing because the backend failed unexpectedly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldError {
@@ -833,8 +894,11 @@ impl DeviceSnapshot {
             memory_bus_width: c.take("memory_bus_width", st.memory_bus_width),
             architecture: c.take("architecture", st.architecture),
             brand: c.take("brand", st.brand),
-            memory: c.take("memory", dy.memory_info),
-            bar1_memory: c.take("bar1_memory", dy.bar1_memory_info),
+            memory: c.take("memory", memory_answer(dy.memory_info.get()).into()),
+            bar1_memory: c.take(
+                "bar1_memory",
+                bar1_memory_answer(dy.bar1_memory_info.get()).into(),
+            ),
             utilization: c.take("utilization", dy.utilization_rates),
             encoder: c.take("encoder", dy.encoder_utilization),
             decoder: c.take("decoder", dy.decoder_utilization),

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "server")]
+mod auth;
 mod collector;
 #[cfg(feature = "server")]
 mod exporter;
@@ -11,6 +13,8 @@ mod plan;
 mod server;
 #[cfg(feature = "server")]
 mod shared;
+#[cfg(feature = "server")]
+mod slots;
 #[cfg(test)]
 mod test_support;
 #[cfg(feature = "server")]
@@ -31,4 +35,4 @@ pub use server::{Limits, LIMITS};
 #[cfg(feature = "server")]
 pub use shared::{Health, STALE_AFTER_INTERVALS};
 #[cfg(feature = "server")]
-pub use web_config::{WebConfig, WebConfigError};
+pub use web_config::{WebConfig, WebConfigError, BCRYPT_COSTS};

@@ -1,25 +1,71 @@
 //! `--remote URL...`: a small lab without Prometheus reads its gpuscope exporters directly.
 //!
 //! Each exporter's `/metrics` (the Prometheus text format it serves to every client that does
-//! not ask for OpenMetrics) is read, at once for all exporters, and its samples folded into the
-//! same fleet model as Prometheus's answers: the same families, the same labels, one host per
-//! exporter. An exporter that cannot be read is a host that is down.
+//! not ask for OpenMetrics) is read and its samples folded into the same fleet model as
+//! Prometheus's answers: the same families, the same labels, one host per exporter.
+//!
+//! Nothing in an answer is trusted:
+//!
+//! - **A host is the URL asked for.** Its answer's `hostname` label names it for people, but
+//!   which host a sample belongs to is decided by the URL it was read from: an exporter whose
+//!   series carry another's `instance` or `hostname` cannot overwrite that host or hide itself,
+//!   and two exporters that give one hostname are two hosts.
+//! - **Every URL asked for is a host.** One that cannot be read (refused, timed out, an HTTP
+//!   error, too large, not UTF-8 text) or whose answer holds no gpuscope sample (an HTML page,
+//!   an empty body, another exporter's metrics) is a host that is down, with the reason in
+//!   [`Fleet::errors`](crate::Fleet::errors) under its URL.
+//! - **Bounded threads, memory and time.** A pool of at most [`MAX_READERS`] threads (the
+//!   calling one among them) reads the URLs; a thread that cannot start is one reader less,
+//!   never a panic. Names are looked up on threads of their own, at most [`MAX_LOOKUPS`] at
+//!   once; an IP address needs no lookup. Each answer is folded as it arrives and dropped, so
+//!   at most one answer per reader ([`MAX_EXPOSITION_BYTES`] each) is held at once. The whole
+//!   read has one deadline, the timeout of [`ClientOptions`]. Each exporter is given an equal
+//!   share of the time left among the rounds the readers still have to make, so exporters
+//!   that never answer cost their share and cannot keep the others from being read; those
+//!   that ran out of their share are tried again with what is left, until the deadline. One
+//!   still unanswered then is down, "no whole answer in time" (or "not read", when no reader
+//!   came to it at all).
 
 use std::borrow::Cow;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::io;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use crate::model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES};
 use crate::names::SAMPLE_TIME_FAMILY;
 use crate::prom::{parse_value, ClientOptions, Connection, Series, SetupError};
 
-/// The largest exposition read from one exporter, bytes.
-const MAX_EXPOSITION_BYTES: u64 = 64 << 20;
+/// The largest exposition read from one exporter, bytes: about 70 times what an 8-GPU host
+/// serves with `--processes --process-command` and a few dozen processes. At most
+/// [`MAX_READERS`] of them are held at once.
+pub const MAX_EXPOSITION_BYTES: u64 = 16 << 20;
+
+/// At most this many exporters are read at once (threads, the calling one included): a
+/// refresh stays far under a `pids.max` of 30, and at most this many answers are held at once.
+/// Exporters that never answer hold a reader for their share of the deadline only, so a few
+/// dozen of them among a lab's exporters leave the rest readable.
+pub const MAX_READERS: usize = 16;
+
+/// At most this many name lookups run at once. Each runs on a thread of its own so that one
+/// that hangs (a DNS server that does not answer) is left behind at the deadline instead of
+/// holding the refresh; one left behind still counts until it ends. A lookup beyond the bound
+/// is that host's error.
+pub const MAX_LOOKUPS: usize = 16;
 
 /// Exporters read directly.
 #[derive(Clone)]
 pub struct Remote {
     connection: Connection,
     urls: Vec<String>,
+    /// The whole read's deadline, from its start.
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for Remote {
@@ -39,15 +85,88 @@ pub enum RemoteError {
     Setup(#[from] SetupError),
 }
 
+/// The least time one exporter is given in a pass, however many wait: less would fail
+/// exporters that answer at once but sit a few network round trips away.
+const MIN_SHARE: Duration = Duration::from_millis(100);
+
+/// At most this many passes: the first over every exporter, each next one over those that ran
+/// out of their share of the time, while time is left.
+const MAX_PASSES: usize = 4;
+
+/// How one URL's read ended.
+#[derive(Debug)]
+enum Outcome {
+    /// Folded into the fleet; with a note when some of its lines were skipped.
+    Read(Option<String>),
+    /// Down, for this reason.
+    Down(String),
+    /// No whole answer within the time it was given.
+    TimedOut,
+    /// Not read: the deadline had passed when a reader came to it.
+    NotRead,
+}
+
+/// Why an exporter's answer was not read.
+#[derive(Debug)]
+enum ReadError {
+    /// No whole answer within the time given.
+    TimedOut,
+    /// Anything else, for people.
+    Failed(String),
+}
+
+/// The time one exporter is given when `left` remains before the deadline and `queued`
+/// exporters of the pass (this one included) are still to be read, `readers` at a time: an
+/// equal share of what is left among the rounds still to make, at least [`MIN_SHARE`], never
+/// beyond the deadline. So exporters that never answer cost their share, not the whole
+/// deadline, and cannot keep the others from being read.
+fn share(left: Duration, queued: usize, readers: usize) -> Duration {
+    let rounds = queued.div_ceil(readers.max(1)).max(1);
+    (left / u32::try_from(rounds).unwrap_or(u32::MAX))
+        .max(MIN_SHARE)
+        .min(left)
+}
+
+/// How a pool's threads started.
+#[derive(Debug)]
+struct Started {
+    /// Threads started besides the calling one.
+    threads: usize,
+    /// Threads wanted besides the calling one.
+    wanted: usize,
+    /// Why the first one that could not start did not (no more were tried).
+    failed: Option<io::Error>,
+}
+
+/// A reader thread of the pool.
+fn reader_thread(k: usize) -> thread::Builder {
+    thread::Builder::new().name(format!("gpuscope-remote-{k}"))
+}
+
+/// A name-lookup thread.
+fn lookup_thread() -> thread::Builder {
+    thread::Builder::new().name("gpuscope-lookup".into())
+}
+
 impl Remote {
     /// A reader of these exporters (`http://node1:9445`; `/metrics` is added when the URL has
-    /// no path), with the TLS settings and basic auth of `options` (its `url` is not used).
+    /// no path; a URL given twice is read once), with the TLS settings, basic auth and timeout
+    /// of `options` (its `url` is not used). The timeout bounds each refresh as a whole.
     ///
     /// # Errors
     ///
     /// A URL that is not http(s), a TLS file that cannot be used.
     pub fn new(urls: &[String], options: &ClientOptions) -> Result<Remote, RemoteError> {
-        let mut out = Vec::new();
+        Remote::with_lookups(urls, options, lookup_thread)
+    }
+
+    /// [`Remote::new`], with name lookups on threads made by `lookup`.
+    fn with_lookups(
+        urls: &[String],
+        options: &ClientOptions,
+        lookup: fn() -> thread::Builder,
+    ) -> Result<Remote, RemoteError> {
+        let mut out: Vec<String> = Vec::new();
         for url in urls {
             let rest = url
                 .strip_prefix("http://")
@@ -56,89 +175,442 @@ impl Remote {
             if rest.is_empty() {
                 return Err(RemoteError::Url(url.clone()));
             }
-            out.push(if rest.contains('/') {
+            let url = if rest.contains('/') {
                 url.clone()
             } else {
                 format!("{url}/metrics")
-            });
+            };
+            if !out.contains(&url) {
+                out.push(url);
+            }
         }
+        let mut connection = Connection::new(options)?;
+        // ureq's own resolver starts a thread per lookup, unbounded, and panics when one
+        // cannot start.
+        connection.agent = ureq::Agent::with_parts(
+            connection.agent.config().clone(),
+            DefaultConnector::new(),
+            Lookups {
+                running: Arc::default(),
+                limit: MAX_LOOKUPS,
+                thread: lookup,
+            },
+        );
         Ok(Remote {
-            connection: Connection::new(options)?,
+            connection,
             urls: out,
+            timeout: options.timeout,
         })
     }
 
-    /// Reads every exporter at once and builds the fleet; one that cannot be read is down.
+    /// Reads every exporter (at most [`MAX_READERS`] at once, all within the timeout) and
+    /// builds the fleet: one host per URL, in any case; one that cannot be read, or whose
+    /// answer has no gpuscope sample, is down with the reason in `errors`.
     pub fn refresh(&self, stale_after: f64) -> Fleet {
-        let texts: Vec<Result<String, String>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .urls
-                .iter()
-                .map(|url| scope.spawn(move || self.read(url)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("reader failed".into())))
-                .collect()
-        });
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        let mut b = FleetBuilder::new();
-        b.evaluated_at(Some(now));
-        for (url, text) in self.urls.iter().zip(texts) {
-            match text {
-                Ok(text) => fold_exposition(&mut b, url, &text, now),
-                Err(e) => {
-                    b.error(url, e);
-                    b.unreachable(url);
-                }
+        self.refresh_with(stale_after, &reader_thread)
+    }
+
+    /// [`Remote::refresh`], with reader threads made by `reader`.
+    fn refresh_with(&self, stale_after: f64, reader: &dyn Fn(usize) -> thread::Builder) -> Fleet {
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let builder = Mutex::new(FleetBuilder::new());
+        let outcomes: Mutex<Vec<Option<Outcome>>> =
+            Mutex::new(self.urls.iter().map(|_| None).collect());
+        let lock = |m| -> std::sync::MutexGuard<'_, Vec<Option<Outcome>>> {
+            Mutex::lock(m).unwrap_or_else(PoisonError::into_inner)
+        };
+        let mut pending: Vec<usize> = (0..self.urls.len()).collect();
+        let mut report: Option<Started> = None;
+        for _ in 0..MAX_PASSES {
+            if pending.is_empty() || Instant::now() >= deadline {
+                break;
             }
+            let readers = MAX_READERS.min(pending.len());
+            let read_one = |k: usize| {
+                let i = pending[k];
+                let left = deadline.saturating_duration_since(Instant::now());
+                let outcome = if left.is_zero() {
+                    Outcome::NotRead
+                } else {
+                    let time = share(left, pending.len() - k, readers);
+                    self.read_and_fold(&self.urls[i], time, &builder)
+                };
+                let mut outcomes = lock(&outcomes);
+                // A second pass that comes too late leaves the first one's "timed out".
+                if !(matches!(outcome, Outcome::NotRead) && outcomes[i].is_some()) {
+                    outcomes[i] = Some(outcome);
+                }
+            };
+            let pass = run_pool(pending.len(), MAX_READERS, reader, &read_one);
+            if let Some(e) = &pass.failed {
+                tracing::debug!(
+                    started = pass.threads,
+                    wanted = pass.wanted,
+                    error = %e,
+                    "fewer exporter readers than wanted"
+                );
+            }
+            if report.as_ref().is_none_or(|r| r.failed.is_none()) {
+                report = Some(pass);
+            }
+            pending = lock(&outcomes)
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| matches!(o, Some(Outcome::TimedOut)))
+                .map(|(i, _)| i)
+                .collect();
+        }
+        let mut b = builder.into_inner().unwrap_or_else(PoisonError::into_inner);
+        b.evaluated_at(Some(unix_now() - started.elapsed().as_secs_f64()));
+        let outcomes = outcomes
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (url, outcome) in self.urls.iter().zip(outcomes) {
+            let reason = match outcome {
+                Some(Outcome::Read(note)) => {
+                    if let Some(note) = note {
+                        b.error(url, note);
+                    }
+                    continue;
+                }
+                Some(Outcome::Down(reason)) => reason,
+                Some(Outcome::TimedOut) => format!(
+                    "no whole answer in time (the read of every exporter has {:?} together)",
+                    self.timeout
+                ),
+                Some(Outcome::NotRead) => not_read(self.timeout, report.as_ref()),
+                None => "its reader failed".to_string(),
+            };
+            b.error(url, reason);
+            b.unreachable(url);
         }
         b.finish(self.urls.join(" "), stale_after, true)
     }
 
-    /// One exporter's exposition, or why not; logged at `debug` with its time.
-    fn read(&self, url: &str) -> Result<String, String> {
-        let started = std::time::Instant::now();
-        let answer = self.read_untimed(url);
+    /// Reads `url` within `time` and folds its answer into `builder`.
+    fn read_and_fold(&self, url: &str, time: Duration, builder: &Mutex<FleetBuilder>) -> Outcome {
+        let answer = match self.read(url, time) {
+            Ok(answer) => answer,
+            Err(ReadError::TimedOut) => return Outcome::TimedOut,
+            Err(ReadError::Failed(reason)) => return Outcome::Down(reason),
+        };
+        let mut b = builder.lock().unwrap_or_else(PoisonError::into_inner);
+        let folded = fold_exposition(&mut b, url, &answer.text, unix_now());
+        if b.has_host(url) {
+            Outcome::Read(folded.note())
+        } else {
+            Outcome::Down(format!(
+                "no gpuscope samples in the answer ({}, {} bytes)",
+                answer.content_type,
+                answer.text.len()
+            ))
+        }
+    }
+
+    /// One exporter's exposition, or why not, within `time`; logged at `debug` with its time.
+    fn read(&self, url: &str, time: Duration) -> Result<Answer, ReadError> {
+        let started = Instant::now();
+        let answer = self.read_untimed(url, time);
         let took_ms = started.elapsed().as_micros() as f64 / 1000.0;
         let url = without_userinfo(url);
         let url = gpu_devices::text::Escaped(&url);
         match &answer {
-            Ok(text) => tracing::debug!(%url, bytes = text.len(), took_ms, "exporter read"),
+            Ok(a) => tracing::debug!(%url, bytes = a.text.len(), took_ms, "exporter read"),
             Err(e) => {
-                let error = gpu_devices::text::Escaped(e);
+                let error = match e {
+                    ReadError::TimedOut => format!("no whole answer within {time:?}"),
+                    ReadError::Failed(reason) => reason.clone(),
+                };
+                let error = gpu_devices::text::Escaped(&error);
                 tracing::debug!(%url, %error, took_ms, "exporter read failed")
             }
         }
         answer
     }
 
-    fn read_untimed(&self, url: &str) -> Result<String, String> {
+    fn read_untimed(&self, url: &str, time: Duration) -> Result<Answer, ReadError> {
+        let why = |e: ureq::Error| match e {
+            ureq::Error::Timeout(_) => ReadError::TimedOut,
+            ureq::Error::BodyExceedsLimit(_) => ReadError::Failed(format!(
+                "the answer is larger than {} MiB",
+                MAX_EXPOSITION_BYTES >> 20
+            )),
+            e => ReadError::Failed(e.to_string()),
+        };
         let mut response = self
             .connection
             .get(url)
             .header("Accept", "text/plain;version=0.0.4")
+            .config()
+            .timeout_global(Some(time))
+            .build()
             .call()
-            .map_err(|e| e.to_string())?;
+            .map_err(why)?;
         let status = response.status().as_u16();
         if status != 200 {
-            return Err(format!("the exporter answered HTTP {status}"));
+            return Err(ReadError::Failed(format!(
+                "the exporter answered HTTP {status}"
+            )));
         }
-        response
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| printable(v.as_bytes()))
+            .unwrap_or_else(|| "no content type".into());
+        let bytes = response
             .body_mut()
             .with_config()
             .limit(MAX_EXPOSITION_BYTES)
-            .read_to_string()
-            .map_err(|e| e.to_string())
+            .read_to_vec()
+            .map_err(why)?;
+        String::from_utf8(bytes)
+            .map(|text| Answer {
+                text,
+                content_type: content_type.clone(),
+            })
+            .map_err(|e| {
+                ReadError::Failed(format!(
+                    "the answer is not UTF-8 text ({content_type}, {} bytes)",
+                    e.as_bytes().len()
+                ))
+            })
     }
 }
 
-/// Folds one exporter's text exposition into the fleet, as host `url`.
-pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) {
-    for line in text.lines() {
+/// An exporter's answer.
+struct Answer {
+    text: String,
+    /// Its `Content-Type`, printable ASCII only, for people.
+    content_type: String,
+}
+
+/// A header's value for people: its printable ASCII only (no control character, no escape
+/// sequence, no bidi override can reach a terminal through it), 64 characters at most.
+fn printable(value: &[u8]) -> String {
+    value
+        .iter()
+        .filter(|b| b.is_ascii_graphic() || **b == b' ')
+        .take(64)
+        .map(|&b| char::from(b))
+        .collect()
+}
+
+/// Unix time now, seconds.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Why an exporter was not read: the deadline passed before a reader came to it.
+fn not_read(timeout: Duration, pool: Option<&Started>) -> String {
+    let mut why = format!(
+        "not read: the read of every exporter has {timeout:?} together, and it ran out before \
+         a reader came to this one"
+    );
+    if let Some(Started {
+        threads,
+        wanted,
+        failed: Some(e),
+    }) = pool
+    {
+        why.push_str(&format!(
+            " (only {} of {} reader threads could start: {e})",
+            threads + 1,
+            wanted + 1
+        ));
+    }
+    why
+}
+
+/// Runs `work(i)` for every `i` in `0..n`, on the calling thread and up to `readers - 1` more
+/// made by `thread` (given their number from 1); each takes the next `i` until none is left.
+/// A thread that cannot start is one reader less, its share taken by the others (the calling
+/// thread always reads); the first one that cannot start ends the starting, since the next
+/// would meet the same limit.
+fn run_pool(
+    n: usize,
+    readers: usize,
+    thread: &dyn Fn(usize) -> thread::Builder,
+    work: &(dyn Fn(usize) + Sync),
+) -> Started {
+    let next = AtomicUsize::new(0);
+    let run = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
+        }
+        work(i);
+    };
+    let wanted = readers.min(n).saturating_sub(1);
+    thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(wanted);
+        let mut failed = None;
+        for k in 1..=wanted {
+            match thread(k).spawn_scoped(scope, run) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        run();
+        let threads = handles.len();
+        // A reader that panicked leaves its URL without an outcome ("its reader failed");
+        // the others took the rest.
+        for h in handles {
+            let _ = h.join();
+        }
+        Started {
+            threads,
+            wanted,
+            failed,
+        }
+    })
+}
+
+/// ureq's name resolver, bounded: an IP address needs no lookup (and no thread); a name is
+/// looked up on a thread of its own made by `thread`, waited for until the request's
+/// deadline, at most `limit` at once (one left behind at a deadline counts until it ends). A
+/// lookup over the bound, or whose thread cannot start, is that request's error.
+#[derive(Debug)]
+struct Lookups {
+    running: Arc<AtomicUsize>,
+    limit: usize,
+    thread: fn() -> thread::Builder,
+}
+
+/// A lookup's place among the running ones, given back when its thread ends (or never starts).
+struct LookupSlot(Arc<AtomicUsize>);
+
+impl Drop for LookupSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An I/O error with this message, as ureq carries it.
+fn io_error(message: String) -> ureq::Error {
+    ureq::Error::Io(io::Error::other(message))
+}
+
+impl Lookups {
+    /// The addresses of `host`, or why not within `timeout`.
+    fn look_up(
+        &self,
+        host: &str,
+        port: u16,
+        timeout: &NextTimeout,
+    ) -> Result<Vec<SocketAddr>, ureq::Error> {
+        let limit = self.limit;
+        if self
+            .running
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_err()
+        {
+            return Err(io_error(format!(
+                "cannot look up {host}: {limit} name lookups are still running"
+            )));
+        }
+        let slot = LookupSlot(Arc::clone(&self.running));
+        let (tx, rx) = mpsc::sync_channel(1);
+        let name = format!("{host}:{port}");
+        (self.thread)()
+            .spawn(move || {
+                let _slot = slot;
+                let _ = tx.send(name.to_socket_addrs().map(Iterator::collect::<Vec<_>>));
+            })
+            .map_err(|e| {
+                io_error(format!(
+                    "cannot look up {host}: no thread could start for the lookup ({e})"
+                ))
+            })?;
+        match rx.recv_timeout(*timeout.after) {
+            Ok(Ok(addrs)) => Ok(addrs),
+            Ok(Err(e)) => Err(ureq::Error::Io(e)),
+            Err(RecvTimeoutError::Timeout) => Err(ureq::Error::Timeout(timeout.reason)),
+            Err(RecvTimeoutError::Disconnected) => Err(io_error(format!(
+                "cannot look up {host}: the lookup ended without an answer"
+            ))),
+        }
+    }
+}
+
+impl Resolver for Lookups {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let authority = uri
+            .authority()
+            .ok_or_else(|| ureq::Error::BadUri(format!("{uri} names no host")))?;
+        let port = authority
+            .port_u16()
+            .unwrap_or(if uri.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
+        let host = authority.host();
+        let bare = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        let found = match bare.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => self.look_up(bare, port, &timeout)?,
+        };
+        let mut out = self.empty();
+        for addr in config.ip_family().keep_wanted(found.into_iter()) {
+            if out.try_push(addr).is_err() {
+                break;
+            }
+        }
+        if out.is_empty() {
+            return Err(ureq::Error::HostNotFound);
+        }
+        Ok(out)
+    }
+}
+
+/// What folding an exposition skipped.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Folded {
+    /// Lines that are neither a sample, a comment nor blank.
+    pub malformed: usize,
+    /// The first of them (1 for the first line).
+    pub first_malformed: Option<usize>,
+}
+
+impl Folded {
+    /// A note for the fleet's errors when lines were skipped.
+    fn note(&self) -> Option<String> {
+        let first = self.first_malformed?;
+        Some(format!(
+            "{} {} of the answer not in the text format, skipped (the first is line {first})",
+            self.malformed,
+            if self.malformed == 1 { "line" } else { "lines" },
+        ))
+    }
+}
+
+/// Folds one exporter's text exposition into the fleet, as host `url` whatever the labels of
+/// its samples say (`hostname` names the host; `instance` is not read). Says what it skipped.
+pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) -> Folded {
+    let mut folded = Folded::default();
+    for (n, line) in text.lines().enumerate() {
         let Some((name, labels, value)) = parse_line(line) else {
+            let line = line.trim();
+            if !line.is_empty() && !line.starts_with('#') {
+                folded.malformed += 1;
+                folded.first_malformed.get_or_insert(n + 1);
+            }
             continue;
         };
         let series = Series {
@@ -153,6 +625,7 @@ pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) {
             b.process(f, &series, Some(url));
         }
     }
+    folded
 }
 
 /// `url` with any `user:password@` left out, for the log.
@@ -245,6 +718,8 @@ fn quoted(text: &str) -> Option<(Cow<'_, str>, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::HostState;
+    use crate::stub_exporter::{exposition, Answer, StubExporter};
 
     #[test]
     fn urls_are_logged_without_their_credentials() {
@@ -303,6 +778,248 @@ mod tests {
         assert_eq!(h.sample_age_seconds, Some(0.5));
         assert_eq!(h.devices[0].memory_free_bytes, Some(1024));
         assert_eq!(h.devices[0].processes[0].pid, 7);
+    }
+
+    /// Issue 32 item 4, in the model: exporter B's samples carrying A's URL as `instance` and
+    /// A's `hostname` stay B's; two exporters giving one hostname stay two hosts.
+    #[test]
+    fn spoofed_instance_and_hostname_labels_cannot_take_over_another_host() {
+        use crate::stub_exporter::exposition;
+        let (a, b, c) = (
+            "http://a:9445/metrics",
+            "http://b:9445/metrics",
+            "http://c/metrics",
+        );
+        let mut builder = FleetBuilder::new();
+        let now = crate::stub_exporter::unix_now();
+        fold_exposition(&mut builder, a, &exposition("node-a", "a", 10, &[]), now);
+        let spoof = [("instance", a)];
+        fold_exposition(&mut builder, b, &exposition("node-a", "b", 70, &spoof), now);
+        fold_exposition(&mut builder, c, &exposition("node-a", "c", 20, &[]), now);
+        let f = builder.finish("x".into(), 30.0, true);
+        let hosts: Vec<(&str, &str, Option<&str>, Option<u64>)> = f
+            .hosts
+            .iter()
+            .map(|h| {
+                (
+                    h.host.as_str(),
+                    h.instance.as_deref().unwrap_or(""),
+                    h.devices[0].uuid.as_deref(),
+                    h.devices[0].memory_free_bytes,
+                )
+            })
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                ("node-a", a, Some("GPU-a"), Some(10)),
+                ("node-a", b, Some("GPU-b"), Some(70)),
+                ("node-a", c, Some("GPU-c"), Some(20)),
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_not_in_the_text_format_are_counted_and_skipped() {
+        let text = "# HELP x y\n\ngpuscope_exporter_sample_timestamp_seconds{hostname=\"h\"} 99\n\
+            <html>\nx{a=\"1} 2\n";
+        let mut b = FleetBuilder::new();
+        let folded = fold_exposition(&mut b, "http://h/metrics", text, 100.0);
+        assert_eq!(
+            folded,
+            Folded {
+                malformed: 2,
+                first_malformed: Some(4)
+            }
+        );
+        assert_eq!(
+            folded.note().unwrap(),
+            "2 lines of the answer not in the text format, skipped (the first is line 4)"
+        );
+        assert!(b.has_host("http://h/metrics"));
+    }
+
+    /// A reader of `urls` with the default timeout (5 s), name lookups on threads made by
+    /// `lookup`.
+    fn remote_of(urls: &[String], lookup: fn() -> thread::Builder) -> Remote {
+        Remote::with_lookups(urls, &ClientOptions::default(), lookup).unwrap()
+    }
+
+    /// A thread that cannot start: its stack is larger than any address space.
+    fn impossible_thread() -> thread::Builder {
+        thread::Builder::new().stack_size(1 << (usize::BITS - 2))
+    }
+
+    /// (state, errors) of each host, by URL.
+    fn states(f: &Fleet, urls: &[String]) -> Vec<(HostState, Vec<String>)> {
+        urls.iter()
+            .map(|u| {
+                let hosts: Vec<&crate::Host> = f
+                    .hosts
+                    .iter()
+                    .filter(|h| h.instance.as_deref() == Some(u))
+                    .collect();
+                assert_eq!(hosts.len(), 1, "one host at {u}: {f:#?}");
+                let errors = f
+                    .errors
+                    .iter()
+                    .filter(|e| e.query == *u)
+                    .map(|e| e.error.clone())
+                    .collect();
+                (hosts[0].state, errors)
+            })
+            .collect()
+    }
+
+    /// Issue 32 item 3, in the library: answers with no gpuscope sample are hosts, down, with
+    /// the reason; a URL given twice is one host.
+    #[test]
+    fn an_answer_without_gpuscope_samples_is_a_host_down_with_the_reason() {
+        let stub = StubExporter::start().unwrap();
+        let urls = vec![
+            stub.add("ok", Answer::Exposition(exposition("h", "ok", 1, &[]))),
+            stub.add("html", Answer::Html),
+            stub.add("empty", Answer::Empty),
+            stub.add("node", Answer::NodeExporter),
+            stub.add("binary", Answer::Binary),
+            stub.add("teapot", Answer::Status(418)),
+        ];
+        let mut asked = urls.clone();
+        asked.push(urls[1].clone());
+        let f = remote_of(&asked, lookup_thread).refresh(30.0);
+        assert_eq!(f.hosts.len(), urls.len());
+        let got = states(&f, &urls);
+        assert_eq!(got[0], (HostState::Up, vec![]));
+        let html = format!(
+            "no gpuscope samples in the answer (text/html; charset=utf-8, {} bytes)",
+            crate::stub_exporter::HTML.len()
+        );
+        assert_eq!(got[1], (HostState::Down, vec![html]));
+        let empty = "no gpuscope samples in the answer (text/plain, 0 bytes)";
+        assert_eq!(got[2], (HostState::Down, vec![empty.to_string()]));
+        assert_eq!(got[3].0, HostState::Down);
+        assert!(got[3].1[0].starts_with("no gpuscope samples in the answer"));
+        let binary = "the answer is not UTF-8 text (application/octet-stream, 7 bytes)";
+        assert_eq!(got[4], (HostState::Down, vec![binary.to_string()]));
+        let teapot = "the exporter answered HTTP 418";
+        assert_eq!(got[5], (HostState::Down, vec![teapot.to_string()]));
+    }
+
+    /// An answer over [`MAX_EXPOSITION_BYTES`] is not read whole: its host is down, saying so.
+    #[test]
+    fn an_answer_over_the_size_cap_is_a_host_down() {
+        let stub = StubExporter::start().unwrap();
+        let mut text = exposition("big", "big", 1, &[]);
+        let over = usize::try_from(MAX_EXPOSITION_BYTES).unwrap() + 1 - text.len();
+        text.push_str(&"#".repeat(over));
+        let urls = [stub.add("big", Answer::Exposition(text))];
+        let f = remote_of(&urls, lookup_thread).refresh(30.0);
+        assert_eq!(
+            states(&f, &urls)[0],
+            (
+                HostState::Down,
+                vec!["the answer is larger than 16 MiB".to_string()]
+            )
+        );
+    }
+
+    /// Issue 32 item 9, in the library: when no reader thread can start, the calling thread
+    /// reads every exporter itself; none is lost and nothing panics.
+    #[test]
+    fn a_reader_thread_that_cannot_start_costs_no_host() {
+        let stub = StubExporter::start().unwrap();
+        let urls: Vec<String> = (0..40)
+            .map(|i| {
+                let name = format!("e{i}");
+                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
+            })
+            .collect();
+        let f = remote_of(&urls, lookup_thread).refresh_with(30.0, &|_| impossible_thread());
+        for (url, (state, errors)) in urls.iter().zip(states(&f, &urls)) {
+            assert_eq!((state, errors), (HostState::Up, vec![]), "{url}");
+        }
+        // The pool itself: every item done, by the calling thread, the failure kept.
+        let done = Mutex::new(Vec::new());
+        let pool = run_pool(5, MAX_READERS, &|_| impossible_thread(), &|i| {
+            done.lock().unwrap().push((i, thread::current().id()))
+        });
+        let done = done.into_inner().unwrap();
+        assert_eq!(
+            done.iter().map(|d| d.0).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        assert!(done.iter().all(|d| d.1 == thread::current().id()));
+        assert_eq!((pool.threads, pool.wanted), (0, 4));
+        assert!(pool.failed.is_some());
+    }
+
+    #[test]
+    fn a_content_type_is_shown_as_printable_ascii_cut_at_64() {
+        assert_eq!(
+            printable(b"text/html; charset=utf-8"),
+            "text/html; charset=utf-8"
+        );
+        assert_eq!(
+            printable("text/\x1b[31mhtml\u{202e}\n\u{9b}x".as_bytes()),
+            "text/[31mhtmlx"
+        );
+        assert_eq!(printable(&[b'a'; 100]).len(), 64);
+    }
+
+    #[test]
+    fn each_exporter_gets_an_equal_share_of_the_time_left() {
+        let s = Duration::from_secs;
+        // 101 exporters, 16 at a time: 7 rounds share the 2 s.
+        assert_eq!(share(s(2), 101, 16), s(2) / 7);
+        // As many as the readers: the whole time left.
+        assert_eq!(share(s(2), 16, 16), s(2));
+        assert_eq!(share(s(2), 1, 16), s(2));
+        // Never under the floor, never beyond the deadline.
+        assert_eq!(share(s(1), 10_000, 16), MIN_SHARE);
+        assert_eq!(
+            share(Duration::from_millis(30), 10_000, 16),
+            Duration::from_millis(30)
+        );
+        // No reader counts as one.
+        assert_eq!(share(s(1), 5, 0), s(1) / 5);
+    }
+
+    /// Issue 32 item 9, name lookups: an IP address needs no thread; a name whose lookup
+    /// thread cannot start is that host's error, never a panic; and so is a lookup beyond
+    /// the bound.
+    #[test]
+    fn a_name_lookup_that_cannot_get_a_thread_is_that_hosts_error() {
+        let stub = StubExporter::start().unwrap();
+        let ip = stub.add("ip", Answer::Exposition(exposition("ip", "ip", 1, &[])));
+        let name = stub
+            .add("name", Answer::Exposition(exposition("n", "n", 1, &[])))
+            .replace("127.0.0.1", "localhost");
+        let urls = [ip, name];
+        let f = remote_of(&urls, impossible_thread).refresh(30.0);
+        let got = states(&f, &urls);
+        assert_eq!(got[0], (HostState::Up, vec![]));
+        assert_eq!(got[1].0, HostState::Down);
+        assert!(
+            got[1].1[0].contains("cannot look up localhost: no thread could start"),
+            "{:?}",
+            got[1].1
+        );
+        // With threads, the name is looked up.
+        let f = remote_of(&urls, lookup_thread).refresh(30.0);
+        assert_eq!(states(&f, &urls)[1], (HostState::Up, vec![]));
+        // Beyond the bound of lookups running at once.
+        let full = Lookups {
+            running: Arc::new(AtomicUsize::new(MAX_LOOKUPS)),
+            limit: MAX_LOOKUPS,
+            thread: lookup_thread,
+        };
+        let e = full
+            .look_up("localhost", 80, &NextTimeout::default())
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("16 name lookups are still running"),
+            "{e}"
+        );
     }
 
     proptest::proptest! {

@@ -22,5 +22,5 @@ pub use error::{Error, Result};
 pub use plot::{plot, PlotFormat, PlotOptions, PLOT_MAX_SIZE, PLOT_MIN_SIZE};
 pub use recorder::{human_summaries, Keep, MemoryUnit, Record, Recorder};
 pub use sample::{DeviceLabel, DeviceMetric, Sample};
-pub use sink::{CsvSink, NdjsonSink, SampleSink};
+pub use sink::{CsvSink, IfExists, NdjsonSink, SampleSink};
 pub use stats::Stats;

@@ -84,8 +84,8 @@ fn register_font() -> Result<(), String> {
 ///
 /// # Errors
 ///
-/// [`Error::Plot`]: the extension is neither `.png` nor `.svg`, or drawing or writing failed;
-/// `path` is then left as it was.
+/// [`Error::Plot`]: the extension is neither `.png` nor `.svg`, `path` is a symbolic link
+/// (never written through), or drawing or writing failed; `path` is then left as it was.
 pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -> Result<()> {
     let path = path.as_ref();
     let fail = |message: String| Error::Plot {
@@ -99,10 +99,14 @@ pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -
         options.width.clamp(PLOT_MIN_SIZE.0, PLOT_MAX_SIZE.0),
         options.height.clamp(PLOT_MIN_SIZE.1, PLOT_MAX_SIZE.1),
     );
-    // Drawn into a temporary file in the same folder (same extension: the PNG encoder goes by
-    // it), renamed into place once whole: a failure never leaves a truncated plot, and an
-    // earlier plot at `path` stays until the new one is complete. The temporary file is
-    // removed when anything fails.
+    // A symbolic link at `path` is refused, never followed or replaced (gpu_backend::files).
+    // The rename below replaces the name itself, so a link planted after this check is
+    // replaced, never written through.
+    gpu_backend::files::refuse_link(path).map_err(|e| fail(e.to_string()))?;
+    // Drawn into a temporary file in the same folder (a new file of a random name, O_EXCL),
+    // written through its own handle, never reopened by name, and renamed into place once
+    // whole: a failure never leaves a truncated plot, and an earlier plot at `path` stays until
+    // the new one is complete. The temporary file is removed when anything fails.
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -117,39 +121,36 @@ pub fn plot(records: &[Record], path: impl AsRef<Path>, options: &PlotOptions) -
     // the plot is an ordinary output file.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let temp = builder
-        .tempfile_in(dir)
-        .map_err(|e| {
-            fail(format!(
-                "cannot create a temporary file in {}: {e}",
-                dir.display()
-            ))
-        })?
-        .into_temp_path();
-    let drawn = match format {
-        PlotFormat::Png => {
-            let mut svg = String::new();
-            let drawn = {
-                let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-                draw(&root, records, options)
-                    .and_then(|()| root.present().map_err(|e| e.to_string()))
-            };
-            drawn.and_then(|()| rasterise(&svg, size)).and_then(|png| {
-                std::fs::write(&temp, png).map_err(|e| format!("cannot write the PNG: {e}"))
-            })
-        }
-        PlotFormat::Svg => {
-            let root = SVGBackend::new(&temp, size).into_drawing_area();
-            draw(&root, records, options).and_then(|()| root.present().map_err(|e| e.to_string()))
-        }
+    let mut temp = builder.tempfile_in(dir).map_err(|e| {
+        fail(format!(
+            "cannot create a temporary file in {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut svg = String::new();
+    let drawn = {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&root, records, options).and_then(|()| root.present().map_err(|e| e.to_string()))
     };
-    drawn.map_err(fail)?;
+    let bytes = drawn.and_then(|()| match format {
+        PlotFormat::Png => rasterise(&svg, size),
+        PlotFormat::Svg => Ok(svg.into_bytes()),
+    });
+    bytes
+        .and_then(|bytes| {
+            use std::io::Write as _;
+            temp.as_file_mut()
+                .write_all(&bytes)
+                .map_err(|e| format!("cannot write the plot: {e}"))
+        })
+        .map_err(fail)?;
     temp.persist(path).map_err(|e| {
         fail(format!(
             "cannot move the finished plot into place: {}",
             e.error
         ))
-    })
+    })?;
+    Ok(())
 }
 
 /// The PNG of an SVG drawing of `size` pixels, text set in the embedded font.

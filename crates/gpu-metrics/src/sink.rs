@@ -7,6 +7,8 @@ use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+pub use gpu_backend::files::IfExists;
+
 use crate::error::{Error, Result};
 use crate::sample::{DeviceLabel, DeviceMetric, Sample};
 
@@ -64,10 +66,12 @@ struct LineFile {
 }
 
 impl LineFile {
-    fn create(path: &Path) -> Result<LineFile> {
-        let file = File::create(path).map_err(|error| Error::Io {
+    /// Opens `path` as `if_exists` says, never through a symbolic link
+    /// ([`gpu_backend::files::create`]).
+    fn create(path: &Path, if_exists: IfExists) -> Result<LineFile> {
+        let file = gpu_backend::files::create(path, if_exists).map_err(|e| Error::Io {
             path: path.to_path_buf(),
-            error,
+            error: e.into(),
         })?;
         Ok(LineFile::new(path, Box::new(file)))
     }
@@ -80,6 +84,18 @@ impl LineFile {
             header: String::new(),
             line: String::new(),
         }
+    }
+
+    /// Adds `value` as JSON on one line to the line being built, with C1 and bidirectional
+    /// controls (a device's name is the driver's or a fixture's text) written as `\uXXXX`
+    /// (`gpu_devices::text::SafeJson`), as every JSON document gpuscope prints.
+    fn push_json(&mut self, value: &serde_json::Value) -> Result<()> {
+        let text = gpu_devices::text::SafeJson::to_string(value, false).map_err(|e| Error::Io {
+            path: self.path.clone(),
+            error: e.into(),
+        })?;
+        self.line.push_str(&text);
+        Ok(())
     }
 
     /// Keeps the line built in `line` as the header, to go out with the first sample.
@@ -141,14 +157,27 @@ macro_rules! line_file_sink {
         }
 
         impl $name {
-            /// Creates (or truncates) the file.
+            /// Creates (or truncates) the file; a symbolic link at `path` is refused, never
+            /// followed. [`Self::create_with`] with [`IfExists::Truncate`].
             ///
             /// # Errors
             ///
             /// [`Error::Io`] naming the file.
             pub fn create(path: impl AsRef<Path>) -> Result<$name> {
+                Self::create_with(path, IfExists::Truncate)
+            }
+
+            /// Opens the file as `if_exists` says ([`IfExists::KeepFile`] refuses a file
+            /// that exists); a symbolic link at `path` is refused whatever it says, never
+            /// followed.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Io`] naming the file; its `error` carries the
+            /// [`gpu_backend::files::FileError`] of a refusal (`get_ref`, `downcast_ref`).
+            pub fn create_with(path: impl AsRef<Path>, if_exists: IfExists) -> Result<$name> {
                 Ok($name {
-                    out: LineFile::create(path.as_ref())?,
+                    out: LineFile::create(path.as_ref(), if_exists)?,
                 })
             }
         }
@@ -209,7 +238,7 @@ impl SampleSink for NdjsonSink {
             "unit": metric.unit(),
             "devices": devices,
         });
-        self.out.line.push_str(&header.to_string());
+        self.out.push_json(&header)?;
         self.out.keep_header();
         Ok(())
     }
@@ -221,7 +250,7 @@ impl SampleSink for NdjsonSink {
             "timestamp": sample.timestamp,
             "values": values,
         });
-        self.out.line.push_str(&line.to_string());
+        self.out.push_json(&line)?;
         self.out.flush_line()
     }
 }

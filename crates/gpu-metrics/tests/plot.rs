@@ -211,3 +211,43 @@ fn plot_sizes_are_clamped_to_8k() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue 32, item 15: a plot or a sample file is never written through a symbolic link. A link
+/// at the path, dangling or to a file, is refused; the link stays a link and its target is
+/// neither created nor changed.
+#[test]
+fn plots_and_sample_files_are_never_written_through_a_symbolic_link() {
+    let dir = out_dir("links");
+    let records = records();
+    for precious in [false, true] {
+        let target = dir.join(format!("target-{precious}"));
+        if precious {
+            std::fs::write(&target, "precious").unwrap();
+        }
+        for name in ["plot.png", "plot.svg", "samples.csv", "samples.ndjson"] {
+            let link = dir.join(format!("{precious}-{name}"));
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            let err = if name.starts_with("plot") {
+                plot(&records, &link, &PlotOptions::default())
+                    .unwrap_err()
+                    .to_string()
+            } else if name.ends_with(".csv") {
+                gpu_metrics::CsvSink::create(&link).unwrap_err().to_string()
+            } else {
+                gpu_metrics::NdjsonSink::create(&link)
+                    .unwrap_err()
+                    .to_string()
+            };
+            assert!(err.contains("symbolic link"), "{name}: {err}");
+            assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+            assert_eq!(
+                std::fs::read_to_string(&target).ok().as_deref(),
+                precious.then_some("precious"),
+                "{name}"
+            );
+        }
+    }
+    // Only the links and the target: no temporary file left behind.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 9);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -121,7 +121,7 @@ pub fn run(args: Args) -> Result<()> {
         .filter(|f| f.verdict == Verdict::Fail)
         .count();
     if args.json {
-        crate::output::write_stdout(&(serde_json::to_string_pretty(&report.profile)? + "\n"))?;
+        crate::output::write_stdout(&crate::output::json(&report.profile, true)?)?;
         for f in report
             .findings
             .iter()

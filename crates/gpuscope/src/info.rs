@@ -96,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.json {
         let view = crate::snapshot::take_devices(&src.collector, src.label, &devices);
-        return crate::output::write_stdout(&(serde_json::to_string_pretty(&view)? + "\n"));
+        return crate::output::write_stdout(&crate::output::json(&view, true)?);
     }
     let snaps = src.collector.take_snapshots(&devices);
     // A process's parent by name, as igpu shows it: the host asked once per parent.

@@ -6,7 +6,7 @@
 //! the file keeps its whole lines, the plot is still saved and the summary printed from what was
 //! recorded, and the command exits 1 saying which file failed. The plot is written whole or not
 //! at all (a temporary file renamed into place). Outputs naming the same file are refused
-//! (exit 2).
+//! (exit 2), and so is an output that is a symbolic link: nothing is written through a link.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use gpu_metrics::{
-    plot, CsvSink, DeviceMetric, NdjsonSink, PlotFormat, PlotOptions, Record, Recorder,
+    plot, CsvSink, DeviceMetric, IfExists, NdjsonSink, PlotFormat, PlotOptions, Record, Recorder,
 };
 
 use crate::args;
@@ -85,7 +85,8 @@ pub struct Args {
     summary: SummaryStyle,
 
     /// Replace the plot, CSV or NDJSON file when it exists (without it, an existing file is
-    /// refused with exit code 2 before anything is recorded).
+    /// refused with exit code 2 before anything is recorded). A symbolic link there is refused
+    /// either way: gpuscope never writes through a link.
     #[arg(long)]
     overwrite: bool,
 }
@@ -119,9 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     refuse_colliding_outputs(&args)?;
-    if !args.overwrite {
-        refuse_existing_outputs(&args)?;
-    }
+    refuse_existing_outputs(&args)?;
     let src = args.source.open()?;
     // Every GPU and each MIG device after its GPU, as `snapshot` lists them.
     let devices = args::keep_only(&args.only, src.collector.context().all_devices(), |d| {
@@ -150,13 +149,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .iter()
         .map(|&m| Recorder::new(devices.clone(), m))
         .collect();
+    // Checked above, and again by the opening itself (a link or a file may have appeared
+    // since): a symbolic link is never followed, and without --overwrite a file is not replaced.
+    let if_exists = if args.overwrite {
+        IfExists::Truncate
+    } else {
+        IfExists::KeepFile
+    };
     if let Some(path) = &args.csv {
+        let sink = CsvSink::create_with(path, if_exists).map_err(|e| refused("--csv", e))?;
         let r = recorders.remove(0);
-        recorders.insert(0, r.with_sink(Box::new(CsvSink::create(path)?))?);
+        recorders.insert(0, r.with_sink(Box::new(sink))?);
     }
     if let Some(path) = &args.ndjson {
+        let sink = NdjsonSink::create_with(path, if_exists).map_err(|e| refused("--ndjson", e))?;
         let r = recorders.remove(0);
-        recorders.insert(0, r.with_sink(Box::new(NdjsonSink::create(path)?))?);
+        recorders.insert(0, r.with_sink(Box::new(sink))?);
     }
 
     let (tx, rx) = mpsc::channel();
@@ -282,8 +290,10 @@ fn refuse_colliding_outputs(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refuses an output that names an existing regular file (a device such as /dev/null, or a
-/// pipe, is written to as before): `--overwrite` replaces it.
+/// Refuses an output that is a symbolic link, dangling or not, with or without `--overwrite`
+/// (gpuscope never writes through a link: docs/security.md), and without `--overwrite` one
+/// that names an existing regular file (a device such as /dev/null, or a pipe, is written to
+/// as before).
 fn refuse_existing_outputs(args: &Args) -> anyhow::Result<()> {
     let outputs = [
         ("--output", Some(&args.output)),
@@ -292,15 +302,43 @@ fn refuse_existing_outputs(args: &Args) -> anyhow::Result<()> {
     ];
     for (option, path) in outputs {
         let Some(path) = path else { continue };
-        if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        let shown = || gpu_devices::text::Escaped(&path.display().to_string()).to_string();
+        if let Err(e) = gpu_backend::files::refuse_link(path) {
+            return Err(UsageError(format!("{option} {}: {e}", shown())).into());
+        }
+        if !args.overwrite && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
             return Err(UsageError(format!(
                 "{option} {}: the file exists; --overwrite replaces it",
-                gpu_devices::text::Escaped(&path.display().to_string())
+                shown()
             ))
             .into());
         }
     }
     Ok(())
+}
+
+/// A sample file that could not be opened: a usage error when it was refused for what is at
+/// its path (a symbolic link, a file that exists, a directory), else the system's error.
+fn refused(option: &str, e: gpu_metrics::Error) -> anyhow::Error {
+    use gpu_backend::files::FileError;
+    if let gpu_metrics::Error::Io { path, error } = &e {
+        let why = error.get_ref().and_then(|e| e.downcast_ref::<FileError>());
+        if let Some(
+            why @ (FileError::SymbolicLink | FileError::Exists | FileError::NotRegular { .. }),
+        ) = why
+        {
+            let hint = match why {
+                FileError::Exists => "; --overwrite replaces it",
+                _ => "",
+            };
+            return UsageError(format!(
+                "{option} {}: {why}{hint}",
+                gpu_devices::text::Escaped(&path.display().to_string())
+            ))
+            .into();
+        }
+    }
+    e.into()
 }
 
 /// What `path` names, for comparing: its canonical form where it exists, else its folder's

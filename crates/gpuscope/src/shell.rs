@@ -157,11 +157,27 @@ pub fn completions(shell: clap_complete::Shell) -> Result<()> {
 }
 
 /// Writes `gpuscope.1` and one page per command (`gpuscope-top.1`, ...) into `dir`, made if
-/// missing.
+/// missing: the pages of `clap_mangen::generate_to`, each written by
+/// `gpu_backend::files::create`, so that a page replaces an earlier one but is never written
+/// through a symbolic link planted at its name.
 pub fn man_pages(dir: &Path) -> Result<()> {
+    fn write_pages(cmd: clap::Command, dir: &Path) -> Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            write_pages(sub, dir)?;
+        }
+        let man = clap_mangen::Man::new(cmd);
+        let path = dir.join(man.get_filename());
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        let mut file = gpu_backend::files::create(&path, gpu_backend::files::IfExists::Truncate)
+            .with_context(|| format!("cannot write the man page {}", path.display()))?;
+        std::io::Write::write_all(&mut file, &page)
+            .with_context(|| format!("cannot write the man page {}", path.display()))
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    clap_mangen::generate_to(crate::cli::Cli::command(), dir)
-        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
+    let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    write_pages(cmd, dir)
 }
 
 #[cfg(test)]
@@ -288,6 +304,29 @@ mod tests {
 
     fn args(a: &[&str]) -> Vec<OsString> {
         a.iter().map(OsString::from).collect()
+    }
+
+    /// `man_pages` writes each page itself (never through a link) and must still write the
+    /// pages `clap_mangen::generate_to` writes, byte for byte, under the same names.
+    #[test]
+    fn man_pages_are_the_ones_clap_mangen_writes() {
+        let (ours, theirs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        man_pages(ours.path()).unwrap();
+        clap_mangen::generate_to(crate::cli::Cli::command(), theirs.path()).unwrap();
+        let pages = |dir: &Path| {
+            let mut pages: Vec<(OsString, Vec<u8>)> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    (e.file_name(), std::fs::read(e.path()).unwrap())
+                })
+                .collect();
+            pages.sort();
+            pages
+        };
+        let ours = pages(ours.path());
+        assert!(ours.len() > 10, "{} pages", ours.len());
+        assert!(ours == pages(theirs.path()));
     }
 
     #[test]

@@ -97,18 +97,26 @@ fn query_plan(mode: &Mode) -> Option<gpu_devices::QueryPlan> {
 }
 
 /// Writes `text` to stdout, or to `-f`'s file: made anew by the `first` print, appended to by
-/// the loop's next ones.
+/// the loop's next ones. A symbolic link at the file's path is refused (exit 2), never
+/// followed (gpu_backend::files), at every print.
 fn emit(a: &SmiArgs, text: &str, first: bool) -> anyhow::Result<()> {
+    use gpu_backend::files::{create, FileError, IfExists};
     match &a.filename {
         None => crate::output::write_stdout(text),
         Some(path) => {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(first)
-                .append(!first)
-                .open(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            let if_exists = if first {
+                IfExists::Truncate
+            } else {
+                IfExists::Append
+            };
+            let mut f = create(path, if_exists).map_err(|e| match e {
+                FileError::SymbolicLink | FileError::NotRegular { .. } => UsageError(format!(
+                    "-f {}: {e}",
+                    gpu_devices::text::Escaped(&path.display().to_string())
+                ))
+                .into(),
+                e => anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
+            })?;
             f.write_all(text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))
         }
