@@ -8,7 +8,7 @@
 //!   repeat it (the requirements on the workspace's own crates, the image the DaemonSet names)
 //!   says the same (docs/releasing.md).
 //! * No files of a crate import each other in a circle, no command of the CLI imports another,
-//!   no function in `crates/` is over 150 lines ([`structure`], with the CLI's allow-lists).
+//!   no function in `crates/` is over 150 lines (`tidy/structure.rs`, with the CLI's allow-lists).
 //!
 //! What the compiler can check is not here but in `[workspace.lints]` of Cargo.toml: docs on
 //! public items, no `dbg!` (clippy's `dbg_macro`, denied in CI), each unsafe operation in its

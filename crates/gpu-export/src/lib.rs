@@ -7,6 +7,8 @@ mod collector;
 mod exporter;
 mod exposition;
 mod families;
+#[cfg(feature = "server")]
+mod limits;
 pub mod names;
 mod plan;
 #[cfg(feature = "server")]
