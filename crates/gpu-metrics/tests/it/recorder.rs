@@ -9,7 +9,7 @@ use gpu_devices::Context;
 use gpu_metrics::{CsvSink, DeviceMetric, Keep, ManualClock, NdjsonSink, Recorder};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 use common::fixture;
 

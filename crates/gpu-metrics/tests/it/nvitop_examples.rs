@@ -2,7 +2,7 @@
 //! table): `ResourceMetricCollector`'s own example (its three ways to choose what is watched,
 //! and the keys and values of `collect()` in a `with collector(tag=...)` block),
 //! `context` / `__call__`, and `daemonize`. The `activate` / `start`, `clear` and
-//! `collect_in_background` examples are in tests/collector.rs. The fixture is pinned to one
+//! `collect_in_background` examples are in collector.rs. The fixture is pinned to one
 //! frame, so every sample reads the same answers and each mean, min and max is the value the
 //! fixture holds, read here as plain JSON.
 

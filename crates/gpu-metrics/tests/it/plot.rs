@@ -9,7 +9,7 @@ use gpu_backend::ReplayBackend;
 use gpu_devices::Context;
 use gpu_metrics::{plot, ManualClock, PlotOptions, Recorder};
 
-mod common;
+use crate::common;
 
 use common::fixture;
 

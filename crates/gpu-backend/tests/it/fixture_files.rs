@@ -2,7 +2,7 @@
 //! frame at a time, and what is refused (a compressed file that decompresses past the bound,
 //! data that is not what its name says).
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! Recording a replay of a fixture gives the fixture back, value for value; and every answer a
 //! fixture holds comes back through the trait.
 
-mod common;
+use crate::common;
 
 use gpu_backend::{Fixture, ReplayBackend};
 use proptest::prelude::*;

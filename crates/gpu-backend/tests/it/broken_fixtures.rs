@@ -1,7 +1,7 @@
 //! A broken or newer fixture is refused with a message that names the file, the path inside it
 //! and what was expected.
 
-mod common;
+use crate::common;
 
 use gpu_backend::{Fixture, FixtureError};
 
@@ -39,7 +39,7 @@ fn text_that_is_not_json_is_refused_with_its_line() {
 
 #[test]
 fn a_missing_field_is_refused_with_its_path() {
-    // A missing query loads as "not recorded" (tests/compat.rs); the fields that are not
+    // A missing query loads as "not recorded" (compat.rs); the fields that are not
     // answers stay required.
     let mut v = base();
     v["frames"][3].as_object_mut().unwrap().remove("t_ms");

@@ -9,7 +9,7 @@
 //! (The scenarios in fixtures/ are free to change: their story grows as queries are added;
 //! these copies are what an old recording looks like.)
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

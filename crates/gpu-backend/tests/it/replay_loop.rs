@@ -9,7 +9,7 @@ use std::time::Duration;
 use gpu_backend::host::{HostSource, ReplayHost};
 use gpu_backend::{DeviceId, EventKind, GpuBackend, ReplayBackend, ReplayClock};
 
-mod common;
+use crate::common;
 
 use common::fixture;
 

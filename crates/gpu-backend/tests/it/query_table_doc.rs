@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-const BEGIN: &str = "<!-- query-table:begin (generated: UPDATE_DOCS=1 cargo test -p gpu-backend --test query_table_doc) -->\n";
+const BEGIN: &str = "<!-- query-table:begin (generated: UPDATE_DOCS=1 cargo test -p gpu-backend --test it -- query_table_doc) -->\n";
 const END: &str = "<!-- query-table:end -->";
 
 fn page() -> PathBuf {
@@ -31,6 +31,7 @@ fn the_documented_query_table_is_the_declared_one() {
     }
     panic!(
         "docs/fixture-format.md's query table differs from the code's; run \
-         `UPDATE_DOCS=1 cargo test -p gpu-backend --test query_table_doc`. Expected:\n{expected}"
+         `UPDATE_DOCS=1 cargo test -p gpu-backend --test it -- query_table_doc`. \
+         Expected:\n{expected}"
     );
 }
