@@ -1,18 +1,26 @@
 //! igpu's surface on the shared context, opened from the environment: `GPUSCOPE_FIXTURE`,
-//! `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`. One test in its own binary, because it sets
-//! the process's environment.
+//! `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`. The test runs in a process of its own,
+//! started with that environment: the shared context is opened once per process.
 
-mod common;
+use crate::common;
 
 use gpu_devices::DeviceId;
 
 #[test]
 fn the_shared_context_follows_the_environment() {
     let fixture = common::fixtures_dir().join("h100-sxm-8gpu.json");
-    // SAFETY: this binary has one test and no other thread reads the environment.
-    std::env::set_var(gpu_devices::FIXTURE_ENV_VAR, &fixture);
-    std::env::set_var("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
-    std::env::set_var("CUDA_VISIBLE_DEVICES", "6,5");
+    let env = [
+        (gpu_devices::FIXTURE_ENV_VAR, fixture.as_os_str()),
+        ("CUDA_DEVICE_ORDER", "PCI_BUS_ID".as_ref()),
+        ("CUDA_VISIBLE_DEVICES", "6,5".as_ref()),
+    ];
+    if !common::in_own_process(
+        module_path!(),
+        "the_shared_context_follows_the_environment",
+        &env,
+    ) {
+        return;
+    }
 
     assert_eq!(gpu_devices::count_devices().unwrap(), 8);
     assert_eq!(

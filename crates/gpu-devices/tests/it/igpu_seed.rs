@@ -2,7 +2,7 @@
 //! written with gpu-devices over a replayed fixture at a fixed frame: what each prints is kept
 //! as an insta snapshot, so a change to igpu's layout shows up in review.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 

@@ -1,7 +1,7 @@
 //! Every getter on every device kind over every fixture, the N/A paths (WDDM, an old driver, a
 //! lost GPU), finding devices, and snapshots.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

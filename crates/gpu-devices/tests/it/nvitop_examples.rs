@@ -8,7 +8,7 @@
 //! [`Na::unwrap_or_default`] (0), explicitly, and IEEE arithmetic on NaN does the rest. So each
 //! operator example reads `na.to_f64() <op> x` here, and Python's `ZeroDivisionError` is NaN.
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 

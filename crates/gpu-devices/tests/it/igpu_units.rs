@@ -1,7 +1,7 @@
 //! igpu's unit-carrying views: memory in MiB floats with `.unit`, power in watts, so that code
 //! ported from igpu is not off by 2^20 or 1000. The seed's examples, on a replayed fixture.
 
-mod common;
+use crate::common;
 
 use gpu_devices::units::MIB;
 use gpu_devices::Na;

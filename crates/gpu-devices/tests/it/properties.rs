@@ -1,7 +1,7 @@
 //! Properties: no `CUDA_VISIBLE_DEVICES` value panics and normalising is stable; sizes survive
 //! `bytes2human` then `human2bytes` within the rounding of the printed unit; no size text panics.
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 

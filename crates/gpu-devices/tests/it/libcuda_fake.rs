@@ -1,11 +1,12 @@
 //! CUDA's order asked of a libcuda through the NVML backend: fake-nvml's shared library,
 //! installed as `libnvidia-ml.so.1` with `libcuda.so.1` beside it, serving a fixture whose
-//! FASTEST_FIRST order differs from NVML's. One test in its own binary, because it sets the
-//! process's environment.
+//! FASTEST_FIRST order differs from NVML's. The test runs in a process of its own, started
+//! with the environment that names the fixture: the library reads it there, and so does the
+//! libcuda child, which inherits it.
 
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,28 @@ use gpu_devices::{Context, CudaDeviceOrder, CudaOrderOrigin};
 
 #[test]
 fn libcuda_is_asked_in_a_child_and_its_order_wins() {
+    let dir = std::env::temp_dir().join(format!("gpu-devices-libcuda-{}", std::process::id()));
+    let fixture = dir.join("reversed.json");
+    let env = [
+        (fake_nvml::FIXTURE_ENV, fixture.as_os_str()),
+        // The libcuda child unsets this before cuInit, so libcuda lists every GPU.
+        ("CUDA_VISIBLE_DEVICES", "1".as_ref()),
+    ];
+    if !common::in_own_process(
+        module_path!(),
+        "libcuda_is_asked_in_a_child_and_its_order_wins",
+        &env,
+    ) {
+        return;
+    }
+    // In the test's own process: the file and directory that its first run named.
+    let path = std::path::PathBuf::from(
+        std::env::var_os(fake_nvml::FIXTURE_ENV).expect("the fixture's path, in the environment"),
+    );
+    let dir = path
+        .parent()
+        .expect("the fixture's directory")
+        .to_path_buf();
     let exe = std::env::current_exe().expect("test exe");
     let Some(lib) = fake_nvml::find_cdylib(&exe) else {
         panic!(
@@ -24,7 +47,6 @@ fn libcuda_is_asked_in_a_child_and_its_order_wins() {
             exe.display()
         );
     };
-    let dir = std::env::temp_dir().join(format!("gpu-devices-libcuda-{}", std::process::id()));
     let installed = fake_nvml::install(&lib, &dir).expect("install the fake library");
 
     // The 8-GPU fixture, with CUDA's order reversed.
@@ -39,13 +61,7 @@ fn libcuda_is_asked_in_a_child_and_its_order_wins() {
     let mut reversed = uuids.clone();
     reversed.reverse();
     f.system.cuda_device_order = Answer::Ok(reversed);
-    let path = dir.join("reversed.json");
     std::fs::write(&path, f.to_json_pretty()).expect("write the fixture");
-
-    // SAFETY: this binary has one test and no other thread reads the environment.
-    std::env::set_var(fake_nvml::FIXTURE_ENV, &path);
-    // The child unsets this before cuInit, so libcuda lists every GPU.
-    std::env::set_var("CUDA_VISIBLE_DEVICES", "1");
 
     let report = libcuda::query(Some(&installed.cuda), Duration::from_secs(20)).expect("query");
     let got: Vec<String> = report

@@ -7,7 +7,7 @@
 //! name the same positions on `h100-sxm-8gpu` (GPU 5 is `GPU-6e25de40...`, GPU 6 is
 //! `GPU-caa42fd6...`) and `h100-mig` (slot 0 is `MIG-32879490...`, GPU instance 3 is slot 1).
 
-mod common;
+use crate::common;
 
 use gpu_backend::{Answer, DeviceId};
 use gpu_devices::{CudaDeviceOrder, CudaOrderOrigin};
