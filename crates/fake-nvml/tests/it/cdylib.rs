@@ -3,7 +3,7 @@
 
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::ffi::{c_char, c_uint, CStr, OsStr};
 use std::path::PathBuf;

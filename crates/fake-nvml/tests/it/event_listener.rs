@@ -2,12 +2,12 @@
 //! `nvmlEventSetWait_v2`), and reading them never waits on the driver: with every NVML call
 //! hung (`GPUSCOPE_FAKE_NVML_HANG_WHILE`), the listener is stuck inside the library, and
 //! `events` still answers at once from what it received. It listens for what tells about the
-//! GPU's health, not for clock changes. Its own test binary, because the library reads the hang
-//! variable once per process.
+//! GPU's health, not for clock changes. The library reads the hang variable once per loaded
+//! copy, so the test loads a copy of its own, installed in a directory named for it.
 
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};

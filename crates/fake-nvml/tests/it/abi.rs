@@ -1,6 +1,6 @@
 //! The NVML and CUDA entry points, called directly through the rlib over a fixture built here.
 
-mod common;
+use crate::common;
 
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, CStr};
 use std::ptr::{null, null_mut};

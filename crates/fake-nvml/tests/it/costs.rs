@@ -1,12 +1,12 @@
 //! `GPUSCOPE_FAKE_NVML_COSTS`: the library spends real hardware's call costs when asked. A
 //! profiled call takes at least its wall time and uses at least its CPU time on the calling
 //! thread; calls the profile does not name stay cheap. The bounds are generous and one way only
-//! (at least the cost, well under it when free): behaviour, not timing. Its own test binary, as
-//! it changes the environment the library reads at init.
+//! (at least the cost, well under it when free): behaviour, not timing. Each test sets the
+//! variable the library reads at init under [`common::lock`], whose guard unsets it again.
 
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

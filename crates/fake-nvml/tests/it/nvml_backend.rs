@@ -17,7 +17,7 @@
 
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::ffi::c_uint;
 use std::sync::Arc;

@@ -15,9 +15,31 @@ use gpu_backend::*;
 
 static LOCK: Mutex<()> = Mutex::new(());
 
-/// Serialises the tests of one binary: they share NVML's global state and the environment.
-pub fn lock() -> MutexGuard<'static, ()> {
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+/// The library's settings that tests set in the environment, each under the lock.
+const SETTINGS: [&str; 4] = [
+    fake_nvml::FIXTURE_ENV,
+    fake_nvml::FRAME_ENV,
+    fake_nvml::COSTS_ENV,
+    fake_nvml::HANG_ENV,
+];
+
+/// [`lock`]'s guard. Letting it go unsets the library's settings ([`SETTINGS`]), so that a test
+/// that failed half-way leaves none of them to the next.
+pub struct Locked(MutexGuard<'static, ()>);
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        // Still under the lock: the guard is let go after this.
+        for name in SETTINGS {
+            std::env::remove_var(name);
+        }
+    }
+}
+
+/// Serialises the tests of this binary that use the library: they share NVML's global state
+/// and the environment.
+pub fn lock() -> Locked {
+    Locked(LOCK.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 pub const UUID0: &str = "GPU-11111111-2222-3333-4444-555555555555";
@@ -368,7 +390,7 @@ pub fn fixture() -> Fixture {
         meta: Meta {
             name: "fake-nvml-test".into(),
             description: "Two GPUs, MIG on GPU 0, fans and a lost GPU on GPU 1".into(),
-            source: "built by crates/fake-nvml/tests/common".into(),
+            source: "built by crates/fake-nvml/tests/it/common.rs".into(),
             recorded_at: None,
         },
         system: SystemAnswers {
@@ -402,7 +424,7 @@ pub fn write_temp(fixture: &Fixture, tag: &str) -> PathBuf {
 
 /// Points the library at `path` with the frame pinned (or not). Call with the lock held.
 pub fn set_env(path: Option<&std::path::Path>, frame: Option<usize>) {
-    // The lock serialises every test of this binary, so no other thread reads the environment.
+    // The lock serialises every test of this binary that reads the environment.
     match path {
         Some(p) => std::env::set_var(gpu_backend_env::FIXTURE, p),
         None => std::env::remove_var(gpu_backend_env::FIXTURE),
