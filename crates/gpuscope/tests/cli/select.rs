@@ -5,7 +5,7 @@
 //! nvisel runs), because the habits tested are nvisel's: its short options `-c`, `-C`, `-G`
 //! and `-i`, which gpuscope's own grammar gives to other options, reach `select` as
 //! `--min-count`, `--max-count`, `--max-gpu-utilization` and `--inherit`. `select`'s own
-//! spelling is tested in grammar_cli.rs.
+//! spelling is tested in grammar.rs.
 
 use std::collections::BTreeSet;
 use std::process::Output;
