@@ -730,19 +730,20 @@ pub enum SetupError {
     #[error("{0:?} is not an http:// or https:// URL")]
     Url(String),
     /// The CA file cannot be read or holds no certificate.
-    #[error("CA file {path}: {reason}")]
+    #[error("CA file {}: {reason}", gpu_devices::text::Escaped(path))]
     Ca {
-        /// The file.
+        /// The file, as given (shown escaped: a file name may hold a line break or a bidi
+        /// control).
         path: String,
         /// What went wrong.
         reason: String,
     },
     /// The client certificate or key file cannot be read or holds nothing usable.
-    #[error("{file} {path}: {reason}")]
+    #[error("{file} {}: {reason}", gpu_devices::text::Escaped(path))]
     ClientCert {
         /// Which file: the certificate or the key.
         file: CertFile,
-        /// The file.
+        /// The file, as given (shown escaped, as the CA file's).
         path: String,
         /// What went wrong.
         reason: String,
