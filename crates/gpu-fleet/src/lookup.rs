@@ -110,10 +110,10 @@ impl Resolver for Lookups {
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        let authority = uri.authority().ok_or_else(|| {
-            let uri = crate::remote::without_userinfo(&uri.to_string()).into_owned();
-            ureq::Error::BadUri(format!("{uri} names no host"))
-        })?;
+        // The URI is not quoted: it may hold credentials.
+        let authority = uri
+            .authority()
+            .ok_or_else(|| ureq::Error::BadUri("the URL names no host".into()))?;
         let port = authority
             .port_u16()
             .unwrap_or(if uri.scheme_str() == Some("https") {
