@@ -61,14 +61,8 @@ pub struct Args {
     test_stop_sampler_after: Option<u64>,
 }
 
-/// How many connections the listening socket holds before they are accepted (the kernel caps
-/// it at `net.core.somaxconn`, 4096 by default since Linux 5.4). A connection request that
-/// finds the queue full is dropped and retried by the client a second later, past a scrape's
-/// budget; std's `bind` asks for 128, which clients reconnecting as fast as they are refused
-/// (issue 32, item 13's flood) fill between two turns of the accept loop.
-pub const LISTEN_BACKLOG: i32 = 1024;
-
-/// A listening socket on `addr` with [`LISTEN_BACKLOG`], `SO_REUSEADDR` set as std's `bind`
+/// A listening socket on `addr` with [`gpu_export::LISTEN_BACKLOG`] (std's `bind` asks for
+/// 128, which a flood of reconnecting clients fills), `SO_REUSEADDR` set as std's `bind`
 /// sets it (a restarted exporter listens at once on a port whose old connections linger in
 /// `TIME_WAIT`), close-on-exec.
 fn listen_on(addr: SocketAddr) -> std::io::Result<TcpListener> {
@@ -77,7 +71,7 @@ fn listen_on(addr: SocketAddr) -> std::io::Result<TcpListener> {
     #[cfg(unix)]
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(LISTEN_BACKLOG)?;
+    socket.listen(gpu_export::LISTEN_BACKLOG)?;
     Ok(socket.into())
 }
 

@@ -427,16 +427,12 @@ const STATUS_MAX_BYTES: u64 = 64 * 1024;
 /// The file of local users read for their names.
 const PASSWD: &str = "/etc/passwd";
 
-/// The most of [`PASSWD`] read: 16 MiB, some 200,000 users of 80 bytes a line; a site with
-/// more keeps them in a directory service, which `getpwuid_r` asks.
-pub(crate) const PASSWD_MAX_BYTES: u64 = 16 << 20;
-
 /// User names by uid from the passwd file at `path`, read through [`crate::files`]: only a
-/// regular file of at most [`PASSWD_MAX_BYTES`] (a FIFO would block, a device or a huge file
+/// regular file of at most [`MAX_PASSWD_BYTES`](crate::files::MAX_PASSWD_BYTES) (a FIFO would block, a device or a huge file
 /// would be read without end). One that is refused or unreadable gives no names, and each uid
 /// is then asked of `getpwuid_r`, as one that is not in the file is.
 pub(crate) fn read_passwd(path: &std::path::Path) -> HashMap<u32, String> {
-    match crate::files::read_regular(path, PASSWD_MAX_BYTES) {
+    match crate::files::read_regular(path, crate::files::MAX_PASSWD_BYTES) {
         Ok(bytes) => parse_passwd(&String::from_utf8_lossy(&bytes)),
         Err(e) => {
             let path = crate::text::escape_control(&path.to_string_lossy()).into_owned();
@@ -480,7 +476,8 @@ mod tests {
 
         let huge = dir.join("huge");
         let f = std::fs::File::create(&huge).expect("creates");
-        f.set_len(PASSWD_MAX_BYTES + 1).expect("a sparse file");
+        f.set_len(crate::files::MAX_PASSWD_BYTES + 1)
+            .expect("a sparse file");
         let fifo = dir.join("fifo");
         let c_path = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).expect("a path");
         // SAFETY: a NUL-terminated path and a mode.
