@@ -61,6 +61,20 @@ pub struct Args {
     test_stop_sampler_after: Option<u64>,
 }
 
+/// A listening socket on `addr` with [`gpu_export::LISTEN_BACKLOG`] (std's `bind` asks for
+/// 128, which a flood of reconnecting clients fills), `SO_REUSEADDR` set as std's `bind`
+/// sets it (a restarted exporter listens at once on a port whose old connections linger in
+/// `TIME_WAIT`), close-on-exec.
+fn listen_on(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(gpu_export::LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
 /// Runs the command: serves until killed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let listen: SocketAddr =
@@ -87,8 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ..defaults
     };
 
-    let listener =
-        TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
+    let listener = listen_on(listen).with_context(|| format!("cannot listen on {listen}"))?;
     let bound = listener
         .local_addr()
         .context("cannot read the bound address")?;

@@ -1,20 +1,12 @@
 //! Each crate's integration tests are one test binary (docs/testing.md, "How the tests are laid
 //! out"): cargo makes every `tests/*.rs` and every `tests/<name>/main.rs` a binary of its own,
 //! compiled and linked on its own, so a crate has one, `tests/<name>/main.rs` with a module per
-//! area (or a single `tests/<name>.rs`), beside the exceptions of [`MORE_BINARIES`]. And every
-//! `.rs` file in such a folder is a module of its binary: rustc compiles only the files that a
-//! `mod` declares, so the tests of a file that none declares would silently never run.
+//! area (or a single `tests/<name>.rs`). And every `.rs` file in such a folder is a module of
+//! its binary: rustc compiles only the files that a `mod` declares, so the tests of a file that
+//! none declares would silently never run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
-
-/// Test binaries a crate has beyond its one: (crate folder, binary, why).
-const MORE_BINARIES: &[(&str, &str, &str)] = &[(
-    "crates/gpuscope",
-    "doctor",
-    "its tests measure call costs to 10%, so they must not share the machine with other tests: \
-     cargo runs one test binary at a time",
-)];
 
 /// The test binaries cargo makes of a `tests` folder: the stems of `tests/*.rs` and the names
 /// of the folders that hold a `main.rs`.
@@ -155,17 +147,10 @@ mod tests {
     fn each_crate_has_one_test_binary_and_every_file_of_it_is_a_module() {
         let root = workspace();
         let mut problems = Vec::new();
-        let mut extras_seen = BTreeSet::new();
         for krate in crate_folders(&root) {
             let tests = root.join(&krate).join("tests");
             let all = binaries(&tests);
-            let extra: BTreeSet<&str> = MORE_BINARIES
-                .iter()
-                .filter(|(c, b, _)| *c == krate && all.contains(*b))
-                .map(|(_, b, _)| *b)
-                .collect();
-            extras_seen.extend(extra.iter().map(|b| format!("{krate} {b}")));
-            if all.len() > 1 + extra.len() {
+            if all.len() > 1 {
                 problems.push(format!(
                     "{krate} has {} test binaries ({}): one per crate, each file a module of \
                      tests/<name>/main.rs (docs/testing.md)",
@@ -191,15 +176,6 @@ mod tests {
             }
         }
         assert!(problems.is_empty(), "{problems:#?}");
-        let stale: Vec<_> = MORE_BINARIES
-            .iter()
-            .map(|(c, b, _)| format!("{c} {b}"))
-            .filter(|e| !extras_seen.contains(e))
-            .collect();
-        assert!(
-            stale.is_empty(),
-            "gone: take them off MORE_BINARIES: {stale:?}"
-        );
     }
 
     #[test]

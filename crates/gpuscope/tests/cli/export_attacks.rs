@@ -332,3 +332,54 @@ fn item_13_scrapes_from_another_address_are_answered_during_a_slot_flood_from_20
         "{answered} of {asked} scrapes answered during the flood"
     );
 }
+
+/// Resumes a stopped process when dropped, so that a failed assertion leaves none stopped.
+struct Resume(u32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a pid of this test's own child and a signal number.
+        unsafe { libc::kill(self.0 as libc::pid_t, libc::SIGCONT) };
+    }
+}
+
+#[test]
+fn item_13_connections_waiting_to_be_accepted_are_queued_beyond_128() {
+    // Regression: the exporter listened with std's backlog of 128, so during a flood of
+    // clients reconnecting as fast as they were refused, a scrape's connection request now
+    // and then found the queue full, was dropped, and waited for the kernel's retry a second
+    // later. The exporter is stopped (SIGSTOP) so that nothing is accepted: the kernel
+    // completes connections into the queue until it is full, and a connection beyond it
+    // never completes.
+    let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    const WAITING: usize = 300;
+    if somaxconn < WAITING {
+        eprintln!("net.core.somaxconn is {somaxconn}: no backlog can hold {WAITING}; skipping");
+        return;
+    }
+    let exp = Exporter::start(&["--demo", "--frame", "1"]);
+    // SAFETY: kill(2) with the pid of this test's own child and a signal number.
+    assert_eq!(
+        unsafe { libc::kill(exp.pid() as libc::pid_t, libc::SIGSTOP) },
+        0
+    );
+    let resume = Resume(exp.pid());
+    let mut held = Vec::with_capacity(WAITING);
+    for i in 0..WAITING {
+        // Spread over 10 addresses, as a flood's are; 500 ms is far beyond a loopback
+        // handshake and far below the kernel's 1 s retry.
+        let from = format!("127.0.0.{}", 30 + i % 10);
+        match connect(&from, &exp.addr, Duration::from_millis(500)) {
+            Ok(s) => held.push(s),
+            Err(e) => panic!("connection {} of {WAITING} not queued: {e}", i + 1),
+        }
+    }
+    drop(resume);
+    // Running again, it still answers a scrape.
+    drop(held);
+    let mut s = connect("127.0.0.22", &exp.addr, Duration::from_secs(10)).expect("connects");
+    assert_eq!(get_status(&mut s, &[]).expect("an answer"), 200);
+}

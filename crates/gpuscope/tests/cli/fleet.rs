@@ -1265,3 +1265,174 @@ fn a_failing_family_makes_the_fleet_partial_though_every_host_is_up() {
     ok(&on_stub(&stub, "snapshot", &[], &[]));
     ok(&on_stub(&stub, "select", &["-n", "1"], &[]));
 }
+
+/// Text a command wrote, stdout and stderr together.
+fn all_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// Loose end of issue 32: `--remote http://user:pass@host:9445` showed the credentials as the
+/// host's instance and (hosts sharing a hostname are named by it) its name, in the table,
+/// `--json`, `select`, `top` and the fleet's source; only the log left them out. They are sent
+/// (exporters behind basic auth are read with them) and never shown: a host is its URL without
+/// them.
+#[test]
+fn credentials_in_a_remote_url_are_sent_but_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(&web, format!("basic_auth_users:\n  ops: {hash}\n")).unwrap();
+    let web = web.to_str().unwrap();
+    // Two demo exporters: one hostname, so each host is named by its URL.
+    let start =
+        || export_support::Exporter::start(&["--demo", "--frame", "1", "--web.config.file", web]);
+    let (a, b) = (start(), start());
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let addrs = [a.addr.clone(), b.addr.clone(), dead.to_string()];
+    let asked: Vec<String> = addrs
+        .iter()
+        .map(|addr| format!("http://ops:s3cret@{addr}"))
+        .collect();
+    let hosts: Vec<String> = addrs
+        .iter()
+        .map(|addr| format!("http://{addr}/metrics"))
+        .collect();
+    let with = |args: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        all.push("--remote".into());
+        all.extend(asked.iter().cloned());
+        all
+    };
+    let run = |args: &[&str]| {
+        let args = with(args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = gpuscope(&args, &[("COLUMNS", "200")]);
+        let text = all_text(&out);
+        assert!(
+            !text.contains("s3cret") && !text.contains("ops:"),
+            "{args:?} shows the credentials: {text}"
+        );
+        out
+    };
+
+    let fleet: Value = serde_json::from_str(&exited(3, &run(&["snapshot", "--json"]))).unwrap();
+    assert_eq!(fleet["source"], hosts.join(" "));
+    let mut got: Vec<(&str, &str)> = fleet["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["instance"].as_str().unwrap(),
+                h["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let mut want: Vec<(&str, &str)> = hosts
+        .iter()
+        .map(String::as_str)
+        .zip(["up", "up", "down"])
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "read with the credentials, named without them");
+    assert!(
+        fleet["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["query"] == hosts[2].as_str()),
+        "{fleet}"
+    );
+    let table = exited(3, &run(&["snapshot"]));
+    assert!(
+        table.contains(&hosts[0]) && table.contains(&hosts[1]),
+        "{table}"
+    );
+    let chosen = shown(&run(&["select", "-n", "2"]));
+    assert!(chosen.starts_with("http://127.0.0.1:"), "{chosen}");
+    let screen = shown(&run(&["top", "--once"]));
+    assert!(screen.contains("3 hosts"), "{screen}");
+
+    // A wrong password is refused by the exporter, and not shown either.
+    let out = gpuscope(
+        &[
+            "snapshot",
+            "--json",
+            "--remote",
+            &format!("http://ops:wrong@{}", a.addr),
+        ],
+        &[],
+    );
+    let text = all_text(&out);
+    assert!(!text.contains("wrong@"), "{text}");
+    let fleet: Value = serde_json::from_str(&exited(4, &out)).unwrap();
+    assert_eq!(fleet["hosts"][0]["instance"], hosts[0].as_str());
+    assert!(text.contains("HTTP 401"), "{text}");
+}
+
+/// The same for `--prometheus http://user:pass@prometheus:9090`: the credentials are sent as
+/// basic auth, and neither the fleet's source nor the error of a refresh that failed shows
+/// them.
+#[test]
+fn credentials_in_a_prometheus_url_are_sent_but_never_shown() {
+    // "ops:s3cret" in base64.
+    let stub = start(replies(), Some("Basic b3BzOnMzY3JldA==".into()));
+    let with = |who: &str| stub.url.replace("http://", &format!("http://{who}@"));
+    let out = gpuscope(
+        &["snapshot", "--json", "--prometheus", &with("ops:s3cret")],
+        &[],
+    );
+    let text = all_text(&out);
+    assert!(!text.contains("s3cret") && !text.contains("ops:"), "{text}");
+    let fleet: Value = serde_json::from_str(&exited(3, &out)).unwrap();
+    assert_eq!(fleet["source"], stub.url.as_str());
+    assert_eq!(host(&fleet, "node-a")["state"], "up");
+    let out = gpuscope(&["snapshot", "--prometheus", &with("ops:wrong")], &[]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("Prometheus at {} answered no query", stub.url))
+            && err.contains("HTTP 401")
+            && !err.contains("wrong@"),
+        "{err}"
+    );
+}
+
+use crate::support::task_limit;
+
+/// Loose end of issue 32: the Prometheus reader looked names up with ureq's own resolver,
+/// which starts a thread per lookup and panics (exit 101) when one cannot start, as under a
+/// container's `pids.max`. Both fleet readers share gpuscope's bounded resolver: a lookup
+/// whose thread cannot start fails its query, saying so (no query answered: exit 4); with a
+/// few tasks to spare the name is looked up and the fleet read. Runs as root (as CI does).
+#[test]
+fn a_prometheus_name_lookup_under_a_task_limit_fails_its_query_never_panics() {
+    let stub = start(replies(), None);
+    let url = stub.url.replace("127.0.0.1", "localhost");
+    let args = ["snapshot", "--json", "--prometheus", url.as_str()];
+    for tasks in [1, 4] {
+        let Some(limit) = task_limit::TaskLimit::new(tasks) else {
+            eprintln!("no task limit can be set here (not root); skipping");
+            return;
+        };
+        let out = limit.command(&args).output().expect("gpuscope runs");
+        drop(limit);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{tasks} tasks: {err}");
+        if tasks == 1 {
+            assert_eq!(out.status.code(), Some(4), "{err}");
+            assert!(
+                err.contains("answered no query")
+                    && err.contains("cannot look up localhost: no thread could start"),
+                "{err}"
+            );
+        } else {
+            let fleet: Value = serde_json::from_str(&exited(3, &out)).unwrap();
+            assert_eq!(host(&fleet, "node-a")["state"], "up");
+        }
+    }
+}

@@ -5,14 +5,15 @@
 //!
 //! The tests share one process, so none changes what the process shares: a test sets the
 //! environment it wants on the command it starts (`support::cli::command`), never with
-//! `std::env::set_var`, and writes into a directory or file named for itself. Tests that
-//! measure, and so need the machine to themselves, are not here: `doctor`'s are a binary of
-//! their own (tests/doctor), which cargo runs when no test of this one runs. xtask's tidy
-//! checks that every file here is a module of this binary.
+//! `std::env::set_var`; it writes into a directory or file named for itself; and tests that
+//! must not overlap hold a lock (doctor's among themselves; `support::task_limit`'s, whose
+//! limits could count each other's tasks). xtask's tidy checks that every file here is a
+//! module of this binary.
 
 mod support;
 
 mod bounds;
+mod doctor;
 mod escape;
 mod export_attacks;
 mod export_clients;
@@ -32,6 +33,7 @@ mod real_h100;
 mod record;
 mod reference_dumps;
 mod remote;
+mod security_doc;
 mod select;
 mod shell;
 mod smi;

@@ -154,6 +154,12 @@ fn web_config(dir: &Path, name: &str, text: &str) -> Vec<OsString> {
     ])
 }
 
+/// `path` as a YAML scalar: a double-quoted string (JSON's form, which YAML reads), so that
+/// any character of a file name survives.
+fn yaml_path(path: &Path) -> String {
+    serde_json::to_string(path.to_str().expect("a UTF-8 path")).expect("a JSON string")
+}
+
 /// Good PEM files in `dir`: (certificate, key).
 fn good_pem(dir: &Path) -> (PathBuf, PathBuf) {
     let (cert, key) = certificate();
@@ -189,8 +195,8 @@ const READERS: &[Reader] = &[
             let (_, key) = good_pem(dir);
             let text = format!(
                 "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
-                path.display(),
-                key.display()
+                yaml_path(path),
+                yaml_path(&key)
             );
             web_config(dir, "cert.yml", &text)
         },
@@ -201,8 +207,8 @@ const READERS: &[Reader] = &[
             let (cert, _) = good_pem(dir);
             let text = format!(
                 "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
-                cert.display(),
-                path.display()
+                yaml_path(&cert),
+                yaml_path(path)
             );
             web_config(dir, "key.yml", &text)
         },
@@ -274,6 +280,37 @@ fn operator_files_that_are_not_small_regular_files_are_refused_naming_the_option
                     hostile.says()
                 ));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A file name holding a line feed and a bidi override was printed raw in the message that
+/// refused it: the line feed started a forged line of its own (`FORGED: ...`). Every option
+/// that reads an operator file, given such a name of a missing file: one line, the name
+/// escaped.
+#[test]
+fn a_line_break_or_bidi_control_in_a_file_name_is_escaped_in_the_refusal() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (r, reader) in READERS.iter().enumerate() {
+        let dir = scratch.path().join(r.to_string());
+        std::fs::create_dir(&dir).unwrap();
+        let path = dir.join("evil\nFORGED: ok \u{202e}txt.pem");
+        let out = gpuscope(&(reader.command)(&dir, &path));
+        let err = stderr(&out);
+        let shown = format!("{}/evil\\x0aFORGED: ok \\u{{202e}}txt.pem", dir.display());
+        let ok = out.status.code() == Some(2)
+            && err.lines().count() == 1
+            && err.contains(reader.option)
+            && err.contains(&shown)
+            && !err.contains('\u{202e}');
+        if !ok {
+            failures.push(format!(
+                "{}: exit {:?}, wanted 2 and one line with {shown:?}: {err:?}",
+                reader.option,
+                out.status.code()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -4,13 +4,14 @@
 //! never the labels of its answer (item 4), a bounded pool of readers that a pids limit cannot
 //! crash (item 9), and one deadline for the whole read.
 
-use crate::support::cli;
+use crate::support::{cli, task_limit};
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use gpu_fleet::stub_exporter::{exposition, Answer, StubExporter};
 use serde_json::Value;
+use task_limit::TaskLimit;
 
 const GIB: u64 = 1 << 30;
 
@@ -159,121 +160,6 @@ fn a_remote_host_is_the_url_asked_never_the_labels_in_its_answer() {
     // B is a candidate of its own: the most free memory is B's GPU, not A's.
     let out = cli::run(&["select", "--remote", &a, &b, "-n", "1", "-O", "uuid"]);
     assert_eq!(cli::ok_stdout(out, "select").trim(), "GPU-b");
-}
-
-/// The pids cgroup (v2 or v1) or the RLIMIT_NPROC that a test's gpuscope runs under; removed
-/// when dropped.
-enum TaskLimit {
-    /// A cgroup directory (its `pids.max` set), which the command joins before it execs.
-    Cgroup(std::path::PathBuf),
-    /// A user that owns no process, as whom the command runs with `RLIMIT_NPROC` set (root
-    /// only: RLIMIT_NPROC counts every task of the user).
-    Rlimit(u32),
-}
-
-impl TaskLimit {
-    /// At most `tasks` tasks (threads included) for one command: a pids cgroup where one can
-    /// be made, else RLIMIT_NPROC for a user of its own; `None` when neither can (not root,
-    /// or no cgroup and a binary that another user cannot reach).
-    fn new(tasks: u32) -> Option<TaskLimit> {
-        if !is_root() {
-            return None;
-        }
-        let name = format!("gpuscope-test-{}-{tasks}", std::process::id());
-        for parent in ["/sys/fs/cgroup", "/sys/fs/cgroup/pids"] {
-            let parent = std::path::Path::new(parent);
-            // A cgroup hierarchy (not the tmpfs that holds v1's hierarchies), whose new
-            // directories the kernel fills with pids.max.
-            if !parent.join("cgroup.procs").is_file() {
-                continue;
-            }
-            let dir = parent.join(&name);
-            if std::fs::create_dir(&dir).is_err() {
-                continue;
-            }
-            if dir.join("pids.max").is_file()
-                && std::fs::write(dir.join("pids.max"), tasks.to_string()).is_ok()
-            {
-                return Some(TaskLimit::Cgroup(dir));
-            }
-            let _ = std::fs::remove_dir(&dir);
-        }
-        if !runnable_by_anyone(std::path::Path::new(env!("CARGO_BIN_EXE_gpuscope"))) {
-            eprintln!("no pids cgroup can be made here, and another user cannot run gpuscope");
-            return None;
-        }
-        eprintln!("no pids cgroup can be made here: RLIMIT_NPROC as a user of its own instead");
-        Some(TaskLimit::Rlimit(tasks))
-    }
-
-    /// `gpuscope ARGS` under the limit.
-    fn command(&self, args: &[&str]) -> Command {
-        let bin = env!("CARGO_BIN_EXE_gpuscope");
-        match self {
-            TaskLimit::Cgroup(dir) => {
-                let mut c = Command::new("sh");
-                c.arg("-c")
-                    .arg("echo $$ > \"$0\" && exec \"$@\"")
-                    .arg(dir.join("cgroup.procs"))
-                    .arg(bin)
-                    .args(args);
-                cli::without_settings(&mut c);
-                c
-            }
-            &TaskLimit::Rlimit(tasks) => {
-                use std::os::unix::process::CommandExt as _;
-                let mut c = cli::command(args);
-                // A uid that no account uses, so that the limit counts gpuscope's tasks only.
-                const UID: u32 = 3_210_987;
-                // SAFETY: only async-signal-safe system calls between fork and exec.
-                unsafe {
-                    c.pre_exec(move || {
-                        let limit = libc::rlimit {
-                            rlim_cur: tasks.into(),
-                            rlim_max: tasks.into(),
-                        };
-                        if libc::setgroups(0, std::ptr::null()) != 0
-                            || libc::setgid(UID) != 0
-                            || libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0
-                            || libc::setuid(UID) != 0
-                        {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        Ok(())
-                    });
-                }
-                c
-            }
-        }
-    }
-}
-
-impl Drop for TaskLimit {
-    fn drop(&mut self) {
-        if let TaskLimit::Cgroup(dir) = self {
-            // Its one process has ended; the kernel may take a moment to let it go.
-            for _ in 0..100 {
-                if std::fs::remove_dir(&*dir).is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
-}
-
-/// Whether any user may run `bin`: it and every directory above it open to others.
-fn runnable_by_anyone(bin: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    let open = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
-    };
-    open(bin) && bin.ancestors().skip(1).all(open)
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Issue 32 item 9: `snapshot --remote` with 100 URLs under a 30-task limit panicked (exit

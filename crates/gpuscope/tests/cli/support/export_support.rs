@@ -69,6 +69,11 @@ impl Exporter {
         }
     }
 
+    /// The exporter's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `GET path` on a new connection; the whole answer.
     pub fn get(&self, path: &str) -> Response {
         get(&self.addr, path, None)
