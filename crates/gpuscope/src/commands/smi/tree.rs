@@ -1,0 +1,980 @@
+//! `gpuscope smi -q`: each GPU's answers as nvidia-smi's `-q` lays them out, one tree that is
+//! written as nvidia-smi's text (`Label   : value`, four spaces a level) or its XML (`-x`).
+//!
+//! Only what gpuscope asks the GPU is in the tree: a line nvidia-smi prints from a query
+//! gpuscope does not make (GPU PDI, platform info, fabric, ...) is left out rather than shown as
+//! N/A; a value the GPU or driver cannot give is `N/A`, as nvidia-smi writes it.
+
+use std::fmt::Write as _;
+
+use gpu_backend::{Architecture, Brand, VirtualizationMode};
+use gpu_devices::{DeviceSnapshot, Na};
+
+use crate::present::query::{compute_mode, enabled, gom, watts, yes_no};
+
+/// One line of `-q`, or a heading with lines under it.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The text label (`Product Name`).
+    pub label: String,
+    /// The XML element (`product_name`).
+    pub tag: &'static str,
+    /// The value as text, for a line; `None` for a heading.
+    pub text: Option<String>,
+    /// The value in XML, where it differs from the text (`0000` for `0x0000`).
+    pub xml: Option<String>,
+    /// The lines under a heading.
+    pub children: Vec<Node>,
+    /// The `-d` section this belongs to, for a top-level node; `None`: shown without `-d` only.
+    pub section: Option<&'static str>,
+    /// The width the label is padded to, indent included (55; 42 under Processes).
+    pub width: usize,
+    /// In the XML only, the element the line is wrapped in (`double_bit_retirement`).
+    pub wrap: Option<&'static str>,
+    /// In the text, a heading that is not written: its lines stand at its own depth
+    /// (`mig_devices`, which is an element in the XML only).
+    pub xml_only: bool,
+    /// A heading with no lines that the text writes as `Label : None`.
+    pub text_none: bool,
+}
+
+fn leaf(label: &str, tag: &'static str, text: impl Into<String>) -> Node {
+    Node {
+        label: label.into(),
+        tag,
+        text: Some(text.into()),
+        xml: None,
+        children: Vec::new(),
+        section: None,
+        width: 55,
+        wrap: None,
+        xml_only: false,
+        text_none: false,
+    }
+}
+
+fn group(label: &str, tag: &'static str, children: Vec<Node>) -> Node {
+    Node {
+        label: label.into(),
+        tag,
+        text: None,
+        xml: None,
+        children,
+        section: None,
+        width: 55,
+        wrap: None,
+        xml_only: false,
+        text_none: false,
+    }
+}
+
+impl Node {
+    fn in_section(mut self, s: &'static str) -> Node {
+        self.section = Some(s);
+        self
+    }
+
+    /// A heading with no lines, written `Label : None` in the text (an empty element in the
+    /// XML).
+    fn none_in_text(mut self) -> Node {
+        self.text_none = true;
+        self
+    }
+
+    fn wrapped(mut self, tag: &'static str) -> Node {
+        self.wrap = Some(tag);
+        self
+    }
+
+    fn xml_value(mut self, v: String) -> Node {
+        self.xml = Some(v);
+        self
+    }
+
+    fn width(mut self, w: usize) -> Node {
+        self.width = w;
+        for c in &mut self.children {
+            *c = c.clone().width(w);
+        }
+        self
+    }
+}
+
+/// A value as `-q` writes it: the value, or `N/A` (a failure as nvidia-smi names it).
+fn na(v: Na<String>) -> String {
+    match v {
+        Na::Value(v) => v,
+        Na::NotAvailable => "N/A".into(),
+        Na::Failed(gpu_backend::BackendError::GpuLost) => "GPU is lost".into(),
+        Na::Failed(_) => "Unknown Error".into(),
+    }
+}
+
+fn with_unit<T: ToString + Clone>(v: &Na<T>, unit: &str) -> String {
+    na(v.clone().map(|v| format!("{} {unit}", v.to_string())))
+}
+
+fn mib(v: Na<u64>) -> String {
+    na(v.map(|b| format!("{} MiB", crate::present::query::to_mib(b))))
+}
+
+/// Frame-buffer memory: a part of a MiB is a whole one, as nvidia-smi prints it
+/// ([`crate::present::query::to_mib_up`]).
+fn fb_mib(v: Na<u64>) -> String {
+    na(v.map(|b| format!("{} MiB", crate::present::query::to_mib_up(b))))
+}
+
+fn mode(v: &Na<bool>) -> String {
+    na(v.clone().map(enabled))
+}
+
+fn brand(b: Brand) -> String {
+    match b {
+        Brand::Nvidia => "NVIDIA".into(),
+        Brand::GeForce => "GeForce".into(),
+        Brand::GeForceRtx => "GeForce RTX".into(),
+        Brand::Quadro => "Quadro".into(),
+        Brand::Tesla => "Tesla".into(),
+        Brand::Titan => "Titan".into(),
+        Brand::TitanRtx => "Titan RTX".into(),
+        Brand::NvidiaRtx => "NVIDIA RTX".into(),
+        Brand::Nvs => "NVS".into(),
+        Brand::Grid => "Grid".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn architecture(a: Architecture) -> String {
+    match a {
+        Architecture::Unknown(n) => format!("Unknown ({n})"),
+        other => format!("{other:?}"),
+    }
+}
+
+fn virtualization(v: VirtualizationMode) -> String {
+    match v {
+        VirtualizationMode::None => "None".into(),
+        VirtualizationMode::PassThrough => "Pass-Through".into(),
+        VirtualizationMode::Vgpu => "VGPU".into(),
+        VirtualizationMode::HostVgpu => "Host VGPU".into(),
+        VirtualizationMode::HostVsga => "Host VSGA".into(),
+        VirtualizationMode::Other(n) => n.to_string(),
+    }
+}
+
+/// Clock event reasons, nvidia-smi's order: (label, tag, bit).
+const REASONS: &[(&str, &str, u64)] = &[
+    ("Idle", "clocks_event_reason_gpu_idle", 0x1),
+    (
+        "Applications Clocks Setting",
+        "clocks_event_reason_applications_clocks_setting",
+        0x2,
+    ),
+    ("SW Power Cap", "clocks_event_reason_sw_power_cap", 0x4),
+    ("HW Slowdown", "clocks_event_reason_hw_slowdown", 0x8),
+    ("Sync Boost", "clocks_event_reason_sync_boost", 0x10),
+    (
+        "SW Thermal Slowdown",
+        "clocks_event_reason_sw_thermal_slowdown",
+        0x20,
+    ),
+    (
+        "Display Clock Setting",
+        "clocks_event_reason_display_clocks_setting",
+        0x100,
+    ),
+];
+
+fn reason(d: &DeviceSnapshot, bit: u64) -> String {
+    na(d.clock_event_reasons
+        .clone()
+        .map(|r| if r & bit != 0 { "Active" } else { "Not Active" }.to_string()))
+}
+
+/// One process of a GPU, as `-q`'s Processes lists it.
+pub struct ProcessLine {
+    /// GPU-instance id (MIG).
+    pub gpu_instance_id: Option<u32>,
+    /// Compute-instance id (MIG).
+    pub compute_instance_id: Option<u32>,
+    /// Process id.
+    pub pid: u32,
+    /// `C`, `G` or `C+G`.
+    pub kind: &'static str,
+    /// The program, as nvidia-smi names it.
+    pub name: Na<String>,
+    /// GPU memory used, bytes.
+    pub used_memory: Option<u64>,
+}
+
+/// A MIG device's lines, as `-q` lists them under its GPU.
+fn mig_device(m: &DeviceSnapshot) -> Node {
+    let index = match m.id {
+        gpu_backend::DeviceId::Mig { index, .. } => index.to_string(),
+        gpu_backend::DeviceId::Gpu(_) => "N/A".into(),
+    };
+    let memory = m.memory.clone();
+    let bar1 = m.bar1_memory.clone();
+    group(
+        "MIG Device",
+        "mig_device",
+        vec![
+            leaf("Index", "index", index),
+            leaf(
+                "GPU Instance ID",
+                "gpu_instance_id",
+                na(m.gpu_instance_id.clone().map(|v| v.to_string())),
+            ),
+            leaf(
+                "Compute Instance ID",
+                "compute_instance_id",
+                na(m.compute_instance_id.clone().map(|v| v.to_string())),
+            ),
+            group(
+                "Shared FB Memory Usage",
+                "fb_memory_usage",
+                vec![
+                    leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
+                    leaf(
+                        "Reserved",
+                        "reserved",
+                        fb_mib(
+                            memory
+                                .clone()
+                                .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
+                        ),
+                    ),
+                    leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
+                    leaf("Free", "free", fb_mib(memory.map(|m| m.free))),
+                ],
+            ),
+            group(
+                "Shared BAR1 Memory",
+                "bar1_memory_usage",
+                vec![
+                    leaf("Total", "total", mib(bar1.clone().map(|m| m.total))),
+                    leaf("Used", "used", mib(bar1.clone().map(|m| m.used))),
+                    leaf("Free", "free", mib(bar1.map(|m| m.free))),
+                ],
+            ),
+        ],
+    )
+}
+
+/// `-q`'s tree of one GPU, its MIG devices and its processes given (`None`: they could not be
+/// read).
+pub fn gpu(
+    d: &DeviceSnapshot,
+    migs: &[&DeviceSnapshot],
+    processes: Option<&[ProcessLine]>,
+) -> Vec<Node> {
+    let pci = d.pci.value();
+    let hex = |f: fn(&gpu_backend::PciInfo) -> String, x: fn(&gpu_backend::PciInfo) -> String| {
+        (pci.map_or("N/A".into(), f), pci.map_or("N/A".into(), x))
+    };
+    let (bus, bus_x) = hex(|p| format!("0x{:02X}", p.bus), |p| format!("{:02X}", p.bus));
+    let (dev, dev_x) = hex(
+        |p| format!("0x{:02X}", p.device),
+        |p| format!("{:02X}", p.device),
+    );
+    let (dom, dom_x) = hex(
+        |p| format!("0x{:04X}", p.domain),
+        |p| format!("{:04X}", p.domain),
+    );
+    let (did, did_x) = hex(
+        |p| format!("0x{:08X}", p.pci_device_id),
+        |p| format!("{:08X}", p.pci_device_id),
+    );
+    let (sid, sid_x) = hex(
+        |p| format!("0x{:08X}", p.pci_subsystem_id),
+        |p| format!("{:08X}", p.pci_subsystem_id),
+    );
+    let cur_pend =
+        |v: &Na<gpu_backend::CurrentPending<bool>>, label: &str, tag, cur_tag, pend_tag| {
+            group(
+                label,
+                tag,
+                vec![
+                    leaf(
+                        "Current",
+                        cur_tag,
+                        na(v.clone().map(|m| enabled(m.current))),
+                    ),
+                    leaf(
+                        "Pending",
+                        pend_tag,
+                        na(v.clone().map(|m| enabled(m.pending))),
+                    ),
+                ],
+            )
+        };
+    let memory = d.memory.clone();
+    let bar1 = d.bar1_memory.clone();
+    let ecc_loc = |v: &Na<gpu_backend::LocationEccCounts>,
+                   pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>| {
+        na(v.clone()
+            .and_then(|c| pick(&c).map_or(Na::NotAvailable, |n| Na::Value(n.to_string()))))
+    };
+    let loc = &d.ecc_by_location;
+    let clocks = |label: &str, tag, c: &gpu_devices::snapshot::ClockInfos, sm_video: bool| {
+        let mut v = vec![leaf(
+            "Graphics",
+            "graphics_clock",
+            with_unit(&c.graphics, "MHz"),
+        )];
+        if sm_video {
+            v.push(leaf("SM", "sm_clock", with_unit(&c.sm, "MHz")));
+        }
+        v.push(leaf("Memory", "mem_clock", with_unit(&c.memory, "MHz")));
+        if sm_video {
+            v.push(leaf("Video", "video_clock", with_unit(&c.video, "MHz")));
+        }
+        group(label, tag, v).in_section("CLOCK")
+    };
+    let power = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
+    let limits = d.power_limit_constraints.clone();
+    let mut nodes = vec![
+        leaf("Product Name", "product_name", na(d.name.clone())),
+        leaf(
+            "Product Brand",
+            "product_brand",
+            na(d.brand.clone().map(brand)),
+        ),
+        leaf(
+            "Product Architecture",
+            "product_architecture",
+            na(d.architecture.clone().map(architecture)),
+        ),
+        leaf(
+            "Display Attached",
+            "display_attached",
+            na(d.display_mode.clone().map(yes_no)),
+        ),
+        leaf("Display Active", "display_active", mode(&d.display_active)),
+        leaf(
+            "Persistence Mode",
+            "persistence_mode",
+            mode(&d.persistence_mode),
+        ),
+        cur_pend(
+            &d.mig_mode,
+            "MIG Mode",
+            "mig_mode",
+            "current_mig",
+            "pending_mig",
+        ),
+        Node {
+            xml_only: true,
+            ..if migs.is_empty() {
+                leaf("MIG Devices", "mig_devices", "None")
+            } else {
+                group(
+                    "MIG Devices",
+                    "mig_devices",
+                    migs.iter().map(|m| mig_device(m)).collect(),
+                )
+            }
+        },
+        leaf(
+            "Accounting Mode",
+            "accounting_mode",
+            mode(&d.accounting_mode),
+        )
+        .in_section("ACCOUNTING"),
+        group(
+            "Driver Model",
+            "driver_model",
+            vec![
+                leaf(
+                    "Current",
+                    "current_dm",
+                    na(d.driver_model
+                        .clone()
+                        .map(|m| format!("{:?}", m.current).to_uppercase())),
+                ),
+                leaf(
+                    "Pending",
+                    "pending_dm",
+                    na(d.driver_model
+                        .clone()
+                        .map(|m| format!("{:?}", m.pending).to_uppercase())),
+                ),
+            ],
+        ),
+        leaf("Serial Number", "serial", na(d.serial.clone())),
+        leaf("GPU UUID", "uuid", na(d.uuid.clone())),
+        leaf(
+            "Minor Number",
+            "minor_number",
+            with_unit(&d.minor_number, "").trim_end().to_string(),
+        ),
+        leaf(
+            "VBIOS Version",
+            "vbios_version",
+            na(d.vbios_version.clone()),
+        ),
+        leaf(
+            "MultiGPU Board",
+            "multigpu_board",
+            na(d.multi_gpu_board.clone().map(yes_no)),
+        ),
+        leaf(
+            "Board ID",
+            "board_id",
+            na(d.board_id.clone().map(|b| format!("0x{b:x}"))),
+        ),
+        leaf(
+            "Board Part Number",
+            "board_part_number",
+            na(d.board_part_number.clone()),
+        ),
+        group(
+            "Inforom Version",
+            "inforom_version",
+            vec![leaf(
+                "Image Version",
+                "img_version",
+                na(d.inforom_image_version.clone()),
+            )],
+        ),
+        group(
+            "GPU Operation Mode",
+            "gpu_operation_mode",
+            vec![
+                leaf(
+                    "Current",
+                    "current_gom",
+                    na(d.gpu_operation_mode.clone().map(|m| gom(m.current))),
+                ),
+                leaf(
+                    "Pending",
+                    "pending_gom",
+                    na(d.gpu_operation_mode.clone().map(|m| gom(m.pending))),
+                ),
+            ],
+        ),
+        group(
+            "GPU Virtualization Mode",
+            "gpu_virtualization_mode",
+            vec![leaf(
+                "Virtualization Mode",
+                "virtualization_mode",
+                na(d.virtualization_mode.clone().map(virtualization)),
+            )],
+        ),
+        group(
+            "PCI",
+            "pci",
+            vec![
+                leaf("Bus", "pci_bus", bus).xml_value(bus_x),
+                leaf("Device", "pci_device", dev).xml_value(dev_x),
+                leaf("Domain", "pci_domain", dom).xml_value(dom_x),
+                leaf("Device Id", "pci_device_id", did).xml_value(did_x),
+                leaf("Bus Id", "pci_bus_id", na(d.pci.clone().map(|p| p.bus_id))),
+                leaf("Sub System Id", "pci_sub_system_id", sid).xml_value(sid_x),
+                group(
+                    "GPU Link Info",
+                    "pci_gpu_link_info",
+                    vec![
+                        group(
+                            "PCIe Generation",
+                            "pcie_gen",
+                            vec![
+                                leaf(
+                                    "Max",
+                                    "max_link_gen",
+                                    na(d.max_pcie_link_generation.clone().map(|v| v.to_string())),
+                                ),
+                                leaf(
+                                    "Current",
+                                    "current_link_gen",
+                                    na(d.pcie_link_generation.clone().map(|v| v.to_string())),
+                                ),
+                            ],
+                        ),
+                        group(
+                            "Link Width",
+                            "link_widths",
+                            vec![
+                                leaf(
+                                    "Max",
+                                    "max_link_width",
+                                    na(d.max_pcie_link_width.clone().map(|v| format!("{v}x"))),
+                                ),
+                                leaf(
+                                    "Current",
+                                    "current_link_width",
+                                    na(d.pcie_link_width.clone().map(|v| format!("{v}x"))),
+                                ),
+                            ],
+                        ),
+                    ],
+                ),
+                leaf(
+                    "Replays Since Reset",
+                    "replay_counter",
+                    na(d.pcie_replay_counter.clone().map(|v| v.to_string())),
+                ),
+                leaf(
+                    "Tx Throughput",
+                    "tx_util",
+                    with_unit(&d.pcie_tx_throughput, "KB/s"),
+                ),
+                leaf(
+                    "Rx Throughput",
+                    "rx_util",
+                    with_unit(&d.pcie_rx_throughput, "KB/s"),
+                ),
+            ],
+        ),
+        leaf("Fan Speed", "fan_speed", with_unit(&d.fan_speed, "%")),
+        leaf(
+            "Performance State",
+            "performance_state",
+            na(d.performance_state.clone().and_then(|p| {
+                if p <= 15 {
+                    Na::Value(format!("P{p}"))
+                } else {
+                    Na::NotAvailable
+                }
+            })),
+        )
+        .in_section("PERFORMANCE"),
+        group(
+            "Clocks Event Reasons",
+            "clocks_event_reasons",
+            REASONS
+                .iter()
+                .map(|&(label, tag, bit)| {
+                    let mut line = leaf(label, tag, reason(d, bit));
+                    if bit == 0x8 {
+                        // The two kinds of hardware slowdown, under it (flat in the XML).
+                        line.children = vec![
+                            leaf(
+                                "HW Thermal Slowdown",
+                                "clocks_event_reason_hw_thermal_slowdown",
+                                reason(d, 0x40),
+                            ),
+                            leaf(
+                                "HW Power Brake Slowdown",
+                                "clocks_event_reason_hw_power_brake_slowdown",
+                                reason(d, 0x80),
+                            ),
+                        ];
+                    }
+                    line
+                })
+                .collect(),
+        )
+        .in_section("PERFORMANCE"),
+        group(
+            "FB Memory Usage",
+            "fb_memory_usage",
+            vec![
+                leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
+                leaf(
+                    "Reserved",
+                    "reserved",
+                    fb_mib(
+                        memory
+                            .clone()
+                            .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
+                    ),
+                ),
+                leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
+                leaf("Free", "free", fb_mib(memory.map(|m| m.free))),
+            ],
+        )
+        .in_section("MEMORY"),
+        group(
+            "BAR1 Memory Usage",
+            "bar1_memory_usage",
+            vec![
+                leaf("Total", "total", mib(bar1.clone().map(|m| m.total))),
+                leaf("Used", "used", mib(bar1.clone().map(|m| m.used))),
+                leaf("Free", "free", mib(bar1.map(|m| m.free))),
+            ],
+        )
+        .in_section("MEMORY"),
+        leaf(
+            "Compute Mode",
+            "compute_mode",
+            na(d.compute_mode.clone().map(|m| compute_mode(m).to_string())),
+        )
+        .in_section("COMPUTE"),
+        group(
+            "Utilization",
+            "utilization",
+            vec![
+                leaf(
+                    "GPU",
+                    "gpu_util",
+                    with_unit(&d.utilization.clone().map(|u| u.gpu), "%"),
+                ),
+                leaf(
+                    "Memory",
+                    "memory_util",
+                    with_unit(&d.utilization.clone().map(|u| u.memory), "%"),
+                ),
+                leaf(
+                    "Encoder",
+                    "encoder_util",
+                    with_unit(&d.encoder.clone().map(|c| c.utilization), "%"),
+                ),
+                leaf(
+                    "Decoder",
+                    "decoder_util",
+                    with_unit(&d.decoder.clone().map(|c| c.utilization), "%"),
+                ),
+            ],
+        )
+        .in_section("UTILIZATION"),
+        cur_pend(
+            &d.ecc_mode,
+            "ECC Mode",
+            "ecc_mode",
+            "current_ecc",
+            "pending_ecc",
+        )
+        .in_section("ECC"),
+        group(
+            "ECC Errors",
+            "ecc_errors",
+            vec![
+                group(
+                    "Volatile",
+                    "volatile",
+                    vec![
+                        leaf(
+                            "SRAM Correctable",
+                            "sram_correctable",
+                            ecc_loc(&loc.sram, |c| c.volatile_corrected),
+                        ),
+                        leaf(
+                            "DRAM Correctable",
+                            "dram_correctable",
+                            ecc_loc(&loc.device_memory, |c| c.volatile_corrected),
+                        ),
+                        leaf(
+                            "DRAM Uncorrectable",
+                            "dram_uncorrectable",
+                            ecc_loc(&loc.device_memory, |c| c.volatile_uncorrected),
+                        ),
+                    ],
+                ),
+                group(
+                    "Aggregate",
+                    "aggregate",
+                    vec![
+                        leaf(
+                            "SRAM Correctable",
+                            "sram_correctable",
+                            ecc_loc(&loc.sram, |c| c.aggregate_corrected),
+                        ),
+                        leaf(
+                            "DRAM Correctable",
+                            "dram_correctable",
+                            ecc_loc(&loc.device_memory, |c| c.aggregate_corrected),
+                        ),
+                        leaf(
+                            "DRAM Uncorrectable",
+                            "dram_uncorrectable",
+                            ecc_loc(&loc.device_memory, |c| c.aggregate_uncorrected),
+                        ),
+                    ],
+                ),
+            ],
+        )
+        .in_section("ECC"),
+        group(
+            "Retired Pages",
+            "retired_pages",
+            vec![
+                leaf(
+                    "Single Bit ECC",
+                    "retired_count",
+                    na(d.retired_pages_single_bit
+                        .clone()
+                        .map(|p| p.len().to_string())),
+                )
+                .wrapped("multiple_single_bit_retirement"),
+                leaf(
+                    "Double Bit ECC",
+                    "retired_count",
+                    na(d.retired_pages_double_bit
+                        .clone()
+                        .map(|p| p.len().to_string())),
+                )
+                .wrapped("double_bit_retirement"),
+                leaf(
+                    "Pending Page Blacklist",
+                    "pending_blacklist",
+                    na(d.retired_pages_pending.clone().map(yes_no)),
+                ),
+            ],
+        )
+        .in_section("PAGE_RETIREMENT"),
+        group(
+            "Remapped Rows",
+            "remapped_rows",
+            vec![
+                leaf(
+                    "Correctable Error",
+                    "remapped_row_corr",
+                    na(d.remapped_rows.clone().map(|r| r.correctable.to_string())),
+                ),
+                leaf(
+                    "Uncorrectable Error",
+                    "remapped_row_unc",
+                    na(d.remapped_rows.clone().map(|r| r.uncorrectable.to_string())),
+                ),
+                leaf(
+                    "Pending",
+                    "remapped_row_pending",
+                    na(d.remapped_rows.clone().map(|r| yes_no(r.pending))),
+                ),
+                leaf(
+                    "Remapping Failure Occurred",
+                    "remapped_row_failure",
+                    na(d.remapped_rows.clone().map(|r| yes_no(r.failure))),
+                ),
+            ],
+        )
+        .in_section("ROW_REMAPPER"),
+        group(
+            "Temperature",
+            "temperature",
+            vec![
+                leaf(
+                    "GPU Current Temp",
+                    "gpu_temp",
+                    with_unit(&d.temperature, "C"),
+                ),
+                leaf(
+                    "GPU Shutdown Temp",
+                    "gpu_temp_max_threshold",
+                    with_unit(&d.temperature_shutdown, "C"),
+                ),
+                leaf(
+                    "GPU Slowdown Temp",
+                    "gpu_temp_slow_threshold",
+                    with_unit(&d.temperature_slowdown, "C"),
+                ),
+                leaf(
+                    "GPU Max Operating Temp",
+                    "gpu_temp_max_gpu_threshold",
+                    with_unit(&d.temperature_gpu_max, "C"),
+                ),
+                leaf(
+                    "Memory Current Temp",
+                    "memory_temp",
+                    with_unit(&d.memory_temperature, "C"),
+                ),
+                leaf(
+                    "Memory Max Operating Temp",
+                    "gpu_temp_max_mem_threshold",
+                    with_unit(&d.temperature_memory_max, "C"),
+                ),
+            ],
+        )
+        .in_section("TEMPERATURE"),
+        group(
+            "GPU Power Readings",
+            "gpu_power_readings",
+            vec![
+                leaf(
+                    "Average Power Draw",
+                    "average_power_draw",
+                    power(&d.power_usage),
+                ),
+                leaf(
+                    "Current Power Limit",
+                    "current_power_limit",
+                    power(&d.enforced_power_limit),
+                ),
+                leaf(
+                    "Requested Power Limit",
+                    "requested_power_limit",
+                    power(&d.power_limit),
+                ),
+                leaf(
+                    "Default Power Limit",
+                    "default_power_limit",
+                    power(&d.power_default_limit),
+                ),
+                leaf(
+                    "Min Power Limit",
+                    "min_power_limit",
+                    na(limits.clone().map(|l| format!("{} W", watts(l.min_mw)))),
+                ),
+                leaf(
+                    "Max Power Limit",
+                    "max_power_limit",
+                    na(limits.map(|l| format!("{} W", watts(l.max_mw)))),
+                ),
+            ],
+        )
+        .in_section("POWER"),
+        clocks("Clocks", "clocks", &d.clocks, true),
+        clocks(
+            "Applications Clocks",
+            "applications_clocks",
+            &d.applications_clocks,
+            false,
+        ),
+        clocks(
+            "Default Applications Clocks",
+            "default_applications_clocks",
+            &d.default_applications_clocks,
+            false,
+        ),
+        clocks("Max Clocks", "max_clocks", &d.max_clocks, true),
+    ];
+    let procs = match processes {
+        None => leaf("Processes", "processes", "N/A"),
+        // "Processes : None" in the text; an empty element in the XML.
+        Some([]) => group("Processes", "processes", Vec::new()).none_in_text(),
+        Some(list) => group(
+            "Processes",
+            "processes",
+            list.iter()
+                .map(|p| {
+                    let id = |v: Option<u32>| v.map_or("N/A".to_string(), |v| v.to_string());
+                    group(
+                        "",
+                        "process_info",
+                        vec![
+                            leaf("GPU instance ID", "gpu_instance_id", id(p.gpu_instance_id)),
+                            leaf(
+                                "Compute instance ID",
+                                "compute_instance_id",
+                                id(p.compute_instance_id),
+                            ),
+                            group(
+                                "Process ID",
+                                "",
+                                vec![
+                                    leaf("Type", "type", p.kind),
+                                    leaf("Name", "process_name", na(p.name.clone())),
+                                    leaf(
+                                        "Used GPU Memory",
+                                        "used_memory",
+                                        p.used_memory.map_or("N/A".into(), |b| {
+                                            format!("{} MiB", crate::present::query::to_mib(b))
+                                        }),
+                                    ),
+                                ],
+                            )
+                            .xml_value(p.pid.to_string()),
+                        ],
+                    )
+                })
+                .collect(),
+        ),
+    };
+    // nvidia-smi pads a process's lines to 42, the Processes line itself to 55.
+    let mut procs = procs.in_section("PIDS");
+    procs.children = procs.children.into_iter().map(|c| c.width(42)).collect();
+    nodes.push(procs);
+    nodes
+}
+
+/// `nodes` kept to the `-d` sections asked (all when none was).
+pub fn keep_sections(nodes: Vec<Node>, sections: &[String]) -> Vec<Node> {
+    if sections.is_empty() {
+        return nodes;
+    }
+    nodes
+        .into_iter()
+        .filter(|n| n.section.is_some_and(|s| sections.iter().any(|x| x == s)))
+        .collect()
+}
+
+/// Writes `nodes` as `-q`'s text at `depth` (four spaces a level).
+pub fn text(out: &mut String, nodes: &[Node], depth: usize) {
+    for n in nodes {
+        let indent = "    ".repeat(depth);
+        if n.xml_only {
+            text(out, &n.children, depth);
+            continue;
+        }
+        // A process's lines hang under its "Process ID : PID" line, which is written with the
+        // process's first lines at the process's own depth (nvidia-smi's layout).
+        if n.tag == "process_info" {
+            text(out, &n.children, depth);
+            continue;
+        }
+        if n.tag.is_empty() {
+            // "Process ID : 541", then its lines one level down.
+            let key = format!("{indent}{}", n.label);
+            let _ = writeln!(
+                out,
+                "{key:<w$}: {}",
+                n.xml.as_deref().unwrap_or(""),
+                w = n.width
+            );
+            text(out, &n.children, depth + 1);
+            continue;
+        }
+        match &n.text {
+            Some(v) => {
+                let key = format!("{indent}{}", n.label);
+                let v = gpu_devices::text::escape_control(v);
+                let _ = writeln!(out, "{key:<w$}: {v}", w = n.width);
+                text(out, &n.children, depth + 1);
+            }
+            None if n.text_none => {
+                let key = format!("{indent}{}", n.label);
+                let _ = writeln!(out, "{key:<w$}: None", w = n.width);
+            }
+            None => {
+                let _ = writeln!(out, "{indent}{}", n.label);
+                text(out, &n.children, depth + 1);
+            }
+        }
+    }
+}
+
+/// Writes `nodes` as `-x`'s XML at `depth` (a tab a level).
+pub fn xml(out: &mut String, nodes: &[Node], depth: usize) {
+    for n in nodes {
+        let indent = "\t".repeat(depth);
+        if n.tag.is_empty() {
+            // The process id line: `<pid>` then its lines at the same level.
+            let pid = n.xml.as_deref().unwrap_or("");
+            let _ = writeln!(out, "{indent}<pid>{}</pid>", escape(pid));
+            xml(out, &n.children, depth);
+            continue;
+        }
+        match &n.text {
+            Some(v) => {
+                let v = n.xml.as_deref().unwrap_or(v);
+                match n.wrap {
+                    Some(w) => {
+                        let _ = writeln!(
+                            out,
+                            "{indent}<{w}>\n{indent}\t<{0}>{1}</{0}>\n{indent}</{w}>",
+                            n.tag,
+                            escape(v)
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "{indent}<{0}>{1}</{0}>", n.tag, escape(v));
+                    }
+                }
+                xml(out, &n.children, depth);
+            }
+            None => {
+                let _ = writeln!(out, "{indent}<{}>", n.tag);
+                xml(out, &n.children, depth + 1);
+                let _ = writeln!(out, "{indent}</{}>", n.tag);
+            }
+        }
+    }
+}
+
+/// Outside text for XML: markup characters as entities, control characters as visible escapes
+/// (XML 1.0 cannot hold most of them, and a terminal must not receive them).
+pub fn escape(text: &str) -> String {
+    quick_xml::escape::escape(gpu_devices::text::escape_control(text).as_ref()).into_owned()
+}

@@ -1,0 +1,5 @@
+//! What the commands show, shared by several of them.
+
+pub mod compact;
+pub mod json;
+pub mod query;
