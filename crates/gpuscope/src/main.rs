@@ -7,6 +7,7 @@ mod log;
 mod output;
 mod present;
 mod source;
+mod watch;
 
 fn main() -> std::process::ExitCode {
     cli::main()

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{doctor, export, info, record, select, smi, snapshot, stat, top};
-use crate::output::escape_lines;
+use crate::present::text::escape_lines;
 use crate::{log, source};
 
 pub mod args;

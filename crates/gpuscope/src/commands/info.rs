@@ -255,7 +255,7 @@ fn render_health(out: &mut String, h: &crate::present::json::HealthView) {
             sum(|c| c.recovery),
             sum(|c| c.crc_flit),
             sum(|c| c.crc_data),
-            crate::present::json::counted(links.len() as u64, "link", "links")
+            crate::present::value::counted(links.len() as u64, "link", "links")
         );
     }
     let mut by_location = Vec::new();
@@ -496,7 +496,7 @@ fn render_device(
                 "PID", "NAME", "USER", "PARENT", "CREATION TIME", "TYPE", "GPU MEM"
             );
             for p in mine {
-                let text = crate::present::json::text;
+                let text = crate::present::text::text;
                 let parent = match p.host.ppid {
                     Some(ppid) => match parent_name(ppid) {
                         Some(name) => format!("{ppid} ({})", escape_control(&name)),
@@ -507,15 +507,15 @@ fn render_device(
                 let created = p
                     .host
                     .create_time_s
-                    .and_then(crate::commands::top::local_datetime)
+                    .and_then(crate::present::time::local_datetime)
                     .unwrap_or_else(|| "N/A".to_string());
                 let _ = writeln!(
                     out,
                     "    {:<8} | {:<16} | {:<12} | {:<18} | {:<19} | {:<4} | {:>10} | {}",
                     p.pid,
-                    crate::present::json::truncate(&text(p.host.name.as_deref()), 16),
-                    crate::present::json::truncate(&text(p.host.user.as_deref()), 12),
-                    crate::present::json::truncate(&parent, 18),
+                    crate::present::text::truncate(&text(p.host.name.as_deref()), 16),
+                    crate::present::text::truncate(&text(p.host.user.as_deref()), 12),
+                    crate::present::text::truncate(&parent, 18),
                     created,
                     p.kind_str(),
                     p.gpu_memory_human.as_deref().unwrap_or("N/A"),

@@ -19,7 +19,7 @@ use gpu_metrics::{
 };
 
 use crate::cli::args;
-use crate::present::json::counted;
+use crate::present::value::counted;
 use crate::source::{SourceArgs, UsageError};
 
 /// Command-line arguments.

@@ -157,7 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.explain {
         eprint!(
             "{}",
-            crate::output::escape_lines(&explain(&selection, &criteria))
+            crate::present::text::escape_lines(&explain(&selection, &criteria))
         );
     }
     // Only this machine's devices are CUDA's to see.
@@ -262,7 +262,7 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
             .collect();
         text += &explain_named(&chosen.selection, criteria, &names);
         // The table's own line breaks kept; anything missed above is still made inert.
-        eprint!("{}", crate::output::escape_lines(&text));
+        eprint!("{}", crate::present::text::escape_lines(&text));
     }
     // Devices of other hosts: no CUDA_VISIBLE_DEVICES for this one.
     let cuda_hint = false;

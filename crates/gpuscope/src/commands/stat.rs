@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::cli::args::{self, ColorArgs};
 use crate::present::compact::CompactArgs;
-use crate::present::json::{self as snapshot, DeviceView, SnapshotView};
+use crate::present::json::{DeviceView, SnapshotView};
 use crate::source::SourceArgs;
 
 /// gpustat's options.
@@ -150,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let clear = std::io::stdout().is_terminal() && !args.json;
     let json = args.json;
     let watching = args.interval.is_some();
-    snapshot::print_each(
+    crate::watch::print_each(
         src,
         args.interval,
         clear,

@@ -7,7 +7,8 @@ use gpu_devices::text::{escape_control, Escaped};
 use gpu_fleet::filter::rows;
 use gpu_fleet::{Fleet, FleetDevice, FleetProcess, Host, HostState, OutOfRange, SortKey};
 
-use crate::present::json::{counted, device_cells, mib, na, power_cell, text, truncate, whole};
+use crate::present::text::{text, truncate};
+use crate::present::value::{counted, device_cells, mib, na, power_cell, whole};
 
 /// The `--sort` keys: gpu-fleet's [`SortKey`], for clap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

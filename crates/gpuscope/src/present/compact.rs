@@ -11,7 +11,9 @@ use std::io::IsTerminal as _;
 use anstyle::{AnsiColor, Style};
 use gpu_devices::text::escape_control;
 
-use crate::present::json::{na, text, DeviceView, ProcessView, SnapshotView};
+use crate::present::json::{DeviceView, ProcessView, SnapshotView};
+use crate::present::text::text;
+use crate::present::value::na;
 
 /// The options of the compact view (gpustat's names where it has them).
 #[derive(Debug, Clone, clap::Args)]
@@ -167,7 +169,7 @@ pub fn render(
         let header = vec![
             (text(view.hostname.as_deref()), Style::new().bold()),
             (
-                format!("  {}", crate::present::json::human_utc(&view.time)),
+                format!("  {}", crate::present::time::human_utc(&view.time)),
                 plain,
             ),
             (

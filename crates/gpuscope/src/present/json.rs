@@ -1,13 +1,10 @@
-//! `gpuscope snapshot`: every device and MIG device with its main figures and processes, once.
+//! The view of a snapshot that `snapshot --json` writes (docs/snapshot-json.md), and that the
+//! text views of `snapshot`, `info`, `stat`, `smi` and `--query` are made from.
 //!
-//! The JSON form is documented in docs/snapshot-json.md and kept stable: N/A is `null`, and an
-//! answer that failed for another reason is `null` too, with the failure listed in the device's
-//! `errors`.
-
-use std::fmt::Write as _;
+//! The JSON form is kept stable: N/A is `null`, and an answer that failed for another reason is
+//! `null` too, with the failure listed in the device's `errors`.
 
 use gpu_backend::DeviceId;
-use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::{DeviceSnapshot, Na};
 use gpu_processes::{GpuProcess, ProcessCollector};
 use serde::Serialize;
@@ -245,7 +242,7 @@ impl EventView {
     /// The view of one event.
     pub fn of(e: &gpu_backend::GpuEvent) -> EventView {
         EventView {
-            time: event_time(e.timestamp_us),
+            time: super::time::event_time(e.timestamp_us),
             timestamp_us: e.timestamp_us,
             kind: e.kind.name(),
             data: e.data,
@@ -254,18 +251,6 @@ impl EventView {
                 .flatten(),
         }
     }
-}
-
-/// Microseconds since the Unix epoch as RFC 3339 UTC with microseconds. The value comes from a
-/// backend or a fixture, where it is bounded (the year 10000); any larger one is shown as it is.
-pub fn event_time(timestamp_us: u64) -> String {
-    std::time::UNIX_EPOCH
-        .checked_add(std::time::Duration::from_micros(timestamp_us))
-        .filter(|_| timestamp_us <= gpu_backend::fixture::limits::MAX_TIMESTAMP_US)
-        .map_or_else(
-            || format!("{timestamp_us} us after the Unix epoch"),
-            |t| humantime::format_rfc3339_micros(t).to_string(),
-        )
 }
 
 /// The health part of a device's view.
@@ -387,46 +372,6 @@ fn keep<T: Clone>(errors: &mut Vec<JsonFieldError>, field: &str, value: &Na<T>) 
     value.value().cloned()
 }
 
-/// Prints what `render` makes of a fresh snapshot: once (then ends the one-shot source), or,
-/// with `every`, again each interval until Ctrl+C (nothing to restore: the terminal is never
-/// put in raw mode), clearing a terminal's screen first when `clear`. `keep` narrows each
-/// snapshot first (`--only`).
-pub fn print_each(
-    src: crate::source::Source,
-    every: Option<std::time::Duration>,
-    clear: bool,
-    keep: impl Fn(&mut SnapshotView) -> Result<(), crate::source::UsageError>,
-    render: impl Fn(&SnapshotView, &[gpu_devices::DeviceSnapshot]) -> anyhow::Result<String>,
-) -> anyhow::Result<()> {
-    let take = || {
-        take_with_raw(
-            &src.collector,
-            src.label.clone(),
-            &src.collector.context().all_devices(),
-        )
-    };
-    let Some(every) = every else {
-        let (mut view, raw) = take();
-        keep(&mut view)?;
-        let written =
-            render(&view, &raw.devices).and_then(|text| crate::output::write_stdout(&text));
-        src.end_one_shot();
-        return written;
-    };
-    loop {
-        let started = std::time::Instant::now();
-        let (mut view, raw) = take();
-        keep(&mut view)?;
-        let text = render(&view, &raw.devices)?;
-        crate::output::write_stdout(&if clear {
-            format!("\x1b[H\x1b[2J{text}")
-        } else {
-            text
-        })?;
-        std::thread::sleep(every.saturating_sub(started.elapsed()));
-    }
-}
-
 /// A snapshot of some devices and their processes (each backend query once per device, and
 /// each PID looked up on the host once) (`gpuscope info INDEX --json`): the same document, with
 /// `devices` holding just these, in the order given.
@@ -480,7 +425,7 @@ pub fn take_with_raw(
         schema: JSON_SCHEMA,
         source,
         hostname,
-        time: rfc3339_ms(time_unix_ms),
+        time: super::time::rfc3339_ms(time_unix_ms),
         time_unix_ms,
         driver_version,
         cuda_driver_version,
@@ -578,274 +523,10 @@ fn process_view(p: &GpuProcess) -> ProcessView {
     }
 }
 
-/// `2026-11-22T14:24:58.123Z`. A time past what RFC 3339 can write (year 9999) is written as
-/// the last instant it can, rather than failing: the value comes from a clock or a fixture.
-pub(crate) fn rfc3339_ms(unix_ms: u64) -> String {
-    const MAX_MS: u64 = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms.min(MAX_MS));
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
-/// [`rfc3339_ms`]'s text for people: `2026-11-01 10:00:03 UTC` (seconds only).
-pub(crate) fn human_utc(rfc3339: &str) -> String {
-    let seconds = rfc3339.split('.').next().unwrap_or(rfc3339);
-    format!(
-        "{} UTC",
-        seconds.trim_end_matches('Z').replacen('T', " ", 1)
-    )
-}
-
 /// One container fact of a process; `None` outside a container or where it is not known.
 fn container_field(
     p: &GpuProcess,
     field: impl Fn(&gpu_backend::ContainerFacts) -> &Option<String>,
 ) -> Option<String> {
     p.host.container.as_ref().and_then(|c| field(c).clone())
-}
-
-/// `n` and the word for one or for several: `1 host`, `2 hosts`, `0 hosts`.
-pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The cells every device table shares (this machine's and the fleet's): temperature (`41C`),
-/// fan (`30%`) and memory (`used / total` MiB), N/A for what is unknown.
-pub(crate) fn device_cells(
-    temperature: Option<u32>,
-    fan: Option<u32>,
-    used: Option<u64>,
-    total: Option<u64>,
-) -> [String; 3] {
-    [
-        na(temperature.map(|t| format!("{t}C"))),
-        na(fan.map(|f| format!("{f}%"))),
-        format!("{} / {}", mib(used), mib(total)),
-    ]
-}
-
-/// A device's power cell, `draw / limit` in whole watts ([`whole`]); N/A when neither is known.
-pub(crate) fn power_cell(usage: Option<f64>, limit: Option<f64>) -> String {
-    match (usage, limit) {
-        (None, None) => "N/A".to_string(),
-        (u, l) => format!(
-            "{} / {}",
-            na(u.and_then(|w| whole(w, "W"))),
-            na(l.and_then(|w| whole(w, "W")))
-        ),
-    }
-}
-
-/// A measure to the nearest whole unit, as it is: `612W`, `-5W`, and `1.0e308W` for one too
-/// large to write out; `None` (N/A) for NaN and the infinities. Never clamped: a value the
-/// readers let through is shown as what it is, not as `0W` or `18446744073709551615W`.
-pub(crate) fn whole(v: f64, unit: &str) -> Option<String> {
-    if !v.is_finite() {
-        return None;
-    }
-    let v = v.round();
-    Some(if v.abs() < 1e15 {
-        // Rounded and below 2^53: the decimal text is the whole number, `-0` read as `0`.
-        format!("{}{unit}", v + 0.0)
-    } else {
-        format!("{v:.1e}{unit}")
-    })
-}
-
-/// A value for people, or N/A.
-pub(crate) fn na<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
-}
-
-/// Bytes in whole MiB, or N/A.
-pub(crate) fn mib(bytes: Option<u64>) -> String {
-    bytes.map_or_else(
-        || "N/A".to_string(),
-        |b| format!("{}MiB", b / (1024 * 1024)),
-    )
-}
-
-/// Outside text (names, versions, command lines, error text) for a terminal: control
-/// characters escaped, and N/A when missing.
-pub(crate) fn text(v: Option<&str>) -> String {
-    v.map_or_else(|| "N/A".to_string(), |t| escape_control(t).into_owned())
-}
-
-/// The snapshot as text for people. Every string from outside (the backend, the host, a
-/// fixture) has its control characters escaped.
-pub fn render_text(s: &SnapshotView) -> String {
-    let mut out = String::new();
-    let gpus = s.devices.iter().filter(|d| d.mig_index.is_none()).count();
-    let _ = writeln!(
-        out,
-        "gpuscope snapshot ({})  driver {}  CUDA {}  {} GPU{}",
-        Escaped(&s.source),
-        text(s.driver_version.as_deref()),
-        text(s.cuda_driver_version.as_deref()),
-        gpus,
-        if gpus == 1 { "" } else { "s" }
-    );
-    for e in &s.errors {
-        let _ = writeln!(out, "error: {}: {}", Escaped(&e.field), Escaped(&e.error));
-    }
-    let _ = writeln!(
-        out,
-        "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
-        "GPU", "Name", "Bus-Id", "Temp", "Fan", "Power", "Memory-Usage", "Mem", "Util", "MIG"
-    );
-    for d in &s.devices {
-        let label = match d.mig_index {
-            None => d.id.clone(),
-            Some(_) => format!(" {}", d.id),
-        };
-        let mem_pct = match (d.memory_used_bytes, d.memory_total_bytes) {
-            (Some(u), Some(t)) if t > 0 && u <= t => format!("{}%", (u * 100 + t / 2) / t),
-            _ => "N/A".to_string(),
-        };
-        let [temperature, fan, memory] = device_cells(
-            d.temperature_celsius,
-            d.fan_speed_percent,
-            d.memory_used_bytes,
-            d.memory_total_bytes,
-        );
-        let mig = match (d.mig_index, d.mig_mode) {
-            (Some(_), _) => format!("{}/{}", na(d.gpu_instance_id), na(d.compute_instance_id)),
-            (None, Some(true)) => "On".into(),
-            (None, Some(false)) => "Off".into(),
-            (None, None) => "N/A".into(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
-            label,
-            truncate(&text(d.name.as_deref()), 34),
-            text(d.bus_id.as_deref()),
-            temperature,
-            fan,
-            power_cell(d.power_usage_watts, d.power_limit_watts),
-            memory,
-            mem_pct,
-            na(d.gpu_utilization_percent.map(|u| format!("{u}%"))),
-            mig,
-        );
-        for (error, fields) in group_errors(&d.errors) {
-            let what = match fields.len() {
-                0..=4 => fields.join(", "),
-                n => format!("{} and {} more", fields[..3].join(", "), n - 3),
-            };
-            let _ = writeln!(
-                out,
-                "      error: {} ({})",
-                Escaped(error),
-                escape_control(&what)
-            );
-        }
-    }
-    let procs: Vec<(&DeviceView, &ProcessView)> = s
-        .devices
-        .iter()
-        .flat_map(|d| d.processes.iter().flatten().map(move |p| (d, p)))
-        .collect();
-    let _ = writeln!(out);
-    let unknown = unknown_process_lists(s);
-    if procs.is_empty() && unknown.is_empty() {
-        let _ = writeln!(out, "No running GPU processes.");
-        return out;
-    }
-    for (reason, ids) in &unknown {
-        if ids.len() == s.devices.len() {
-            let _ = writeln!(out, "Processes: N/A ({})", Escaped(reason));
-        } else {
-            let _ = writeln!(
-                out,
-                "Processes of GPU {}: N/A ({})",
-                ids.join(", "),
-                Escaped(reason)
-            );
-        }
-    }
-    if procs.is_empty() {
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "{:<5} {:>8} {:<4} {:>10} {:<12} Command",
-        "GPU", "PID", "Type", "GPU-Mem", "User"
-    );
-    for (d, p) in procs {
-        let _ = writeln!(
-            out,
-            "{:<5} {:>8} {:<4} {:>10} {:<12} {}",
-            d.id,
-            p.pid,
-            p.kind,
-            mib(p.used_memory_bytes),
-            truncate(&text(p.user.as_deref()), 12),
-            truncate(
-                &text(
-                    p.command
-                        .as_deref()
-                        .filter(|c| !c.is_empty())
-                        .or(p.name.as_deref())
-                ),
-                60
-            ),
-        );
-    }
-    out
-}
-
-/// The devices whose processes are unknown (`processes: null`), grouped by the reason their
-/// first process list gave, in first-seen order.
-fn unknown_process_lists(s: &SnapshotView) -> Vec<(String, Vec<String>)> {
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for d in s.devices.iter().filter(|d| d.processes.is_none()) {
-        let reason = d
-            .errors
-            .iter()
-            .find(|e| e.field.ends_with("_processes"))
-            .map_or("unknown reason", |e| e.error.as_str());
-        match groups.iter_mut().find(|(r, _)| r == reason) {
-            Some((_, ids)) => ids.push(d.id.clone()),
-            None => groups.push((reason.to_string(), vec![d.id.clone()])),
-        }
-    }
-    groups
-}
-
-/// Errors grouped by what was said, each with the queries that said it, in first-seen order.
-fn group_errors(errors: &[JsonFieldError]) -> Vec<(&str, Vec<&str>)> {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for e in errors {
-        match groups.iter_mut().find(|(msg, _)| *msg == e.error) {
-            Some((_, fields)) => fields.push(&e.field),
-            None => groups.push((&e.error, vec![&e.field])),
-        }
-    }
-    groups
-}
-
-/// `s` cut to at most `max` characters, ending in `…` when cut.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{power_cell, whole};
-
-    /// A power of -5 W showed `0W`, and 1e308 W `18446744073709551615W` (`as u64`).
-    #[test]
-    fn negative_or_huge_watts_are_shown_as_they_are_never_clamped() {
-        assert_eq!(power_cell(Some(612.4), Some(700.0)), "612W / 700W");
-        assert_eq!(power_cell(Some(-5.0), None), "-5W / N/A");
-        assert_eq!(power_cell(Some(1e308), Some(f64::NAN)), "1.0e308W / N/A");
-        assert_eq!(whole(-0.2, "W").as_deref(), Some("0W"));
-        assert_eq!(whole(f64::INFINITY, "W"), None);
-    }
 }

@@ -3,3 +3,6 @@
 pub mod compact;
 pub mod json;
 pub mod query;
+pub mod text;
+pub mod time;
+pub mod value;

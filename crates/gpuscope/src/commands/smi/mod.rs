@@ -314,7 +314,7 @@ fn ctime(unix_ms: u64) -> String {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let t = crate::present::json::rfc3339_ms(unix_ms);
+    let t = crate::present::time::rfc3339_ms(unix_ms);
     // `YYYY-MM-DDTHH:MM:SS.mmmZ`, bounded to year 9999 by rfc3339_ms.
     let (date, time) = t.split_once('T').unwrap_or((&t, ""));
     let mut parts = date.split('-');

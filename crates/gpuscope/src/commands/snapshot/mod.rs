@@ -1,9 +1,11 @@
 //! `gpuscope snapshot`: its arguments, and which form of the snapshot it prints (table,
 //! `--compact`, `--json`, `--query` CSV, or the fleet's), once or every `-i` interval.
 
+mod table;
+
 use crate::fleet::{self, FleetArgs, ViewArgs};
 use crate::output::write_stdout;
-use crate::present::json as snapshot;
+use crate::present::json::SnapshotView;
 use crate::present::{compact, query};
 use crate::source::{SourceArgs, UsageError};
 
@@ -81,26 +83,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let src = source.open()?;
     // --json --watch writes JSON Lines: one compact document a line.
     let json_lines = view.every(false).is_some();
-    let render = |view: &snapshot::SnapshotView,
-                  raw: &[gpu_devices::DeviceSnapshot]|
-     -> anyhow::Result<String> {
-        Ok(if let Some(q) = &query {
-            query::render(view, raw, q, format.unwrap_or_default())?
-        } else if compact.compact {
-            compact::render(view, &compact, compact.width(), compact.colour())
-        } else if json && json_lines {
-            crate::output::json(view, false)?
-        } else if json {
-            crate::output::json(view, true)?
-        } else {
-            snapshot::render_text(view)
-        })
-    };
+    let render =
+        |view: &SnapshotView, raw: &[gpu_devices::DeviceSnapshot]| -> anyhow::Result<String> {
+            Ok(if let Some(q) = &query {
+                query::render(view, raw, q, format.unwrap_or_default())?
+            } else if compact.compact {
+                compact::render(view, &compact, compact.width(), compact.colour())
+            } else if json && json_lines {
+                crate::output::json(view, false)?
+            } else if json {
+                crate::output::json(view, true)?
+            } else {
+                table::render_text(view)
+            })
+        };
     // --watch: the whole output again every interval until Ctrl+C; on a terminal the
     // screen is cleared first.
     use std::io::IsTerminal as _;
     let clear = std::io::stdout().is_terminal() && !json && query.is_none();
-    snapshot::print_each(
+    crate::watch::print_each(
         src,
         view.every(false),
         clear,

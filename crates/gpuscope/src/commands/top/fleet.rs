@@ -22,8 +22,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::present::json::counted;
-use crate::present::json::{device_cells, mib, na, power_cell, truncate, whole};
+use crate::present::text::truncate;
+use crate::present::value::counted;
+use crate::present::value::{device_cells, mib, na, power_cell, whole};
 use gpu_fleet::filter as view;
 use gpu_fleet::{
     Fleet, FleetDevice, FleetFilter, FleetProcess, FleetSource, Host, HostState, SortKey,
@@ -492,7 +493,7 @@ fn clock(t: SystemTime) -> String {
     let secs = t
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    super::local_clock(secs).unwrap_or_else(|| "?".into())
+    crate::present::time::local_clock(secs).unwrap_or_else(|| "?".into())
 }
 
 impl FleetApp {

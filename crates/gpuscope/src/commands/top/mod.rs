@@ -215,54 +215,6 @@ fn choose_devices(all: Vec<Device>, only: &[String]) -> Result<Vec<Device>> {
         .collect())
 }
 
-/// `secs` (Unix time) as a time of day in the local time zone (`TZ`, else /etc/localtime):
-/// `HH:MM:SS ZONE`; `None` when the C library cannot convert it.
-pub(crate) fn local_clock(secs: u64) -> Option<String> {
-    let (tm, zone) = local_tm(secs)?;
-    Some(format!(
-        "{:02}:{:02}:{:02}{zone}",
-        tm.tm_hour, tm.tm_min, tm.tm_sec
-    ))
-}
-
-/// `secs` (Unix time) as a date and time in the local time zone, as igpu prints a process's
-/// creation time: `2020-04-17 03:41:27`; `None` where the C library cannot tell.
-pub(crate) fn local_datetime(secs: u64) -> Option<String> {
-    let (tm, _) = local_tm(secs)?;
-    Some(format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        i64::from(tm.tm_year) + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    ))
-}
-
-/// The broken-down local time of `secs`, and the zone's name (` IST`, or empty).
-fn local_tm(secs: u64) -> Option<(libc::tm, String)> {
-    let t = libc::time_t::try_from(secs).ok()?;
-    // SAFETY: a zeroed tm is a valid value for localtime_r to overwrite.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: localtime_r reads `t` and writes `tm`, both valid for the call.
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return None;
-    }
-    let zone = if tm.tm_zone.is_null() {
-        String::new()
-    } else {
-        // SAFETY: glibc's tm_zone points at a NUL-terminated name that lives as long as the
-        // time-zone data (the process).
-        let name = unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) };
-        format!(
-            " {}",
-            gpu_devices::text::escape_control(&name.to_string_lossy())
-        )
-    };
-    Some((tm, zone))
-}
-
 /// The refresh intervals unless --interval says otherwise: the same as snapshot's -i.
 use crate::fleet::{FLEET_INTERVAL, LOCAL_INTERVAL};
 

@@ -408,7 +408,7 @@ fn header_line(app: &App, theme: &Theme, width: u16) -> Line<'static> {
         }
         let secs = s.now_ms / 1000;
         let local = if app.opts.local_time {
-            super::local_clock(secs)
+            crate::present::time::local_clock(secs)
         } else {
             None
         };
@@ -501,7 +501,7 @@ fn last_xid(d: &DeviceSnapshot) -> Option<String> {
     Some(format!(
         "  XID {} at {}{meaning}",
         e.data,
-        crate::present::json::event_time(e.timestamp_us)
+        crate::present::time::event_time(e.timestamp_us)
     ))
 }
 
