@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod error;
 mod fleet;
 mod log;
 mod output;

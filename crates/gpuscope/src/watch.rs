@@ -11,7 +11,7 @@ pub fn print_each(
     src: crate::source::Source,
     every: Option<std::time::Duration>,
     clear: bool,
-    keep: impl Fn(&mut SnapshotView) -> Result<(), crate::source::UsageError>,
+    keep: impl Fn(&mut SnapshotView) -> Result<(), crate::error::UsageError>,
     render: impl Fn(&SnapshotView, &[gpu_devices::DeviceSnapshot]) -> anyhow::Result<String>,
 ) -> anyhow::Result<()> {
     let take = || {

@@ -75,7 +75,7 @@ pub fn keep_only<T>(
     only: &[String],
     items: Vec<T>,
     id: impl Fn(&T) -> gpu_backend::DeviceId,
-) -> Result<Vec<T>, crate::source::UsageError> {
+) -> Result<Vec<T>, crate::error::UsageError> {
     if only.is_empty() {
         return Ok(items);
     }
@@ -93,7 +93,7 @@ pub fn keep_only<T>(
             } else {
                 ""
             };
-            return Err(crate::source::UsageError(format!(
+            return Err(crate::error::UsageError(format!(
                 "--only {}: no such device; there are {}{hint}",
                 gpu_devices::text::escape_control(text),
                 ids.join(", ")

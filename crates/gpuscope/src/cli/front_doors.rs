@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::source::UsageError;
+use crate::error::UsageError;
 
 /// One tool gpuscope stands in for.
 pub struct FrontDoor {

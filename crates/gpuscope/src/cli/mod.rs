@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::commands::{doctor, export, info, record, select, smi, snapshot, stat, top};
 use crate::present::text::escape_lines;
-use crate::{log, source};
+use crate::{error, log};
 use defs::{Cli, Command};
 
 pub mod args;
@@ -41,9 +41,9 @@ pub fn main() -> ExitCode {
             // device or process name): control characters are escaped, our own line breaks
             // kept.
             eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}")));
-            if e.downcast_ref::<source::UsageError>().is_some() {
+            if e.downcast_ref::<error::UsageError>().is_some() {
                 ExitCode::from(2)
-            } else if let Some(short) = e.downcast_ref::<source::Shortfall>() {
+            } else if let Some(short) = e.downcast_ref::<error::Shortfall>() {
                 ExitCode::from(short.code)
             } else {
                 ExitCode::FAILURE

@@ -43,7 +43,7 @@ const PIDS_SHOWN: usize = 8;
 
 /// Check what NVML costs and tells on this machine, and what hides processes.
 #[derive(Debug, clap::Args)]
-#[command(after_help = crate::source::EXIT_CODES_HELP)]
+#[command(after_help = crate::error::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,

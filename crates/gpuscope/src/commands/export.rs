@@ -11,11 +11,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use gpu_export::{Config, Exporter, Options, WebConfig};
 
-use crate::source::{SourceArgs, UsageError};
+use crate::error::UsageError;
+use crate::source::SourceArgs;
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = crate::source::EXIT_CODES_HELP)]
+#[command(after_help = crate::error::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,

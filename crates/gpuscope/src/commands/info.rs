@@ -11,11 +11,12 @@ use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::{Device, DeviceSnapshot, Na, Section};
 use gpu_processes::Snapshots;
 
-use crate::source::{SourceArgs, UsageError};
+use crate::error::UsageError;
+use crate::source::SourceArgs;
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = crate::source::EXIT_CODES_HELP)]
+#[command(after_help = crate::error::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,

@@ -19,12 +19,13 @@ use gpu_metrics::{
 };
 
 use crate::cli::args;
+use crate::error::UsageError;
 use crate::present::value::counted;
-use crate::source::{SourceArgs, UsageError};
+use crate::source::SourceArgs;
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = crate::source::EXIT_CODES_HELP)]
+#[command(after_help = crate::error::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
@@ -128,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })?;
     if devices.is_empty() {
         return Err(
-            crate::source::Shortfall::nothing(format!("no GPU to record ({})", src.label)).into(),
+            crate::error::Shortfall::nothing(format!("no GPU to record ({})", src.label)).into(),
         );
     }
     let mut metrics: Vec<DeviceMetric> = Vec::new();

@@ -15,7 +15,8 @@ use gpu_devices::CudaDeviceOrder;
 use gpu_select::{Candidate, Criteria, Fate, Format, Outcome, Pool, Selection};
 
 use crate::cli::args;
-use crate::source::{SourceArgs, UsageError};
+use crate::error::UsageError;
+use crate::source::SourceArgs;
 
 /// Command-line arguments (nvisel's).
 #[derive(Debug, clap::Args)]
@@ -180,7 +181,7 @@ fn after_help() -> String {
          gpuscope select -n 2 -O uuid\n  \
          gpuscope select -0 -O uuid -c 2 -f 4GiB | xargs -0 -I {{}} echo {{}}\n  \
          gpuscope select -i -S        # normalise CUDA_VISIBLE_DEVICES to ordinals\n\n{}",
-        crate::source::EXIT_CODES_HELP
+        crate::error::EXIT_CODES_HELP
     )
 }
 
@@ -236,7 +237,7 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         .fleet
         .open()?
         .refresh()
-        .map_err(|e| crate::source::Shortfall::nothing(crate::fleet::one_line(&e)))?;
+        .map_err(|e| crate::error::Shortfall::nothing(crate::fleet::one_line(&e)))?;
     let chosen = gpu_fleet::select(&fleet, criteria).map_err(|e| UsageError(e.to_string()))?;
     // A value out of range is N/A, which can change the choice: always said.
     crate::fleet::warn_out_of_range(&fleet);
@@ -276,7 +277,7 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
     // Chosen without what the failed queries would have said (docs/exit-codes.md): the
     // devices are printed, and the exit code says partial.
     match crate::fleet::failed_queries(&fleet) {
-        Some(failed) => Err(crate::source::Shortfall::partial(format!(
+        Some(failed) => Err(crate::error::Shortfall::partial(format!(
             "chosen from part of the fleet's data: {failed}"
         ))
         .into()),

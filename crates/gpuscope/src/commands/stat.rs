@@ -22,7 +22,7 @@ use crate::source::SourceArgs;
 
 /// gpustat's options.
 #[derive(Debug, clap::Args)]
-#[command(after_help = crate::source::EXIT_CODES_HELP)]
+#[command(after_help = crate::error::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     ] {
         if let Some(v) = value {
             if let Some(bad) = v.split(',').find(|w| !w.is_empty() && !allowed.contains(w)) {
-                return Err(crate::source::UsageError(format!(
+                return Err(crate::error::UsageError(format!(
                     "{option} {}: {} is none of {}",
                     gpu_devices::text::escape_control(v),
                     gpu_devices::text::escape_control(bad),

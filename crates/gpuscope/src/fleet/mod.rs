@@ -14,8 +14,8 @@ use gpu_fleet::{
 };
 
 use crate::cli::args::{self, DurationBounds};
+use crate::error::{Shortfall, UsageError};
 use crate::output::write_stdout;
-use crate::source::{Shortfall, UsageError};
 use gpu_devices::text::escape_control;
 use view::SortArg;
 

@@ -97,7 +97,7 @@ impl CompactArgs {
 
     /// Keeps the devices `--only` names (all when it names none): a GPU with its MIG devices,
     /// or one MIG device. An id that names no device is a usage error that lists the devices.
-    pub fn keep_only(&self, view: &mut SnapshotView) -> Result<(), crate::source::UsageError> {
+    pub fn keep_only(&self, view: &mut SnapshotView) -> Result<(), crate::error::UsageError> {
         let devices = std::mem::take(&mut view.devices);
         view.devices = crate::cli::args::keep_only(&self.only, devices, |d| d.device)?;
         Ok(())

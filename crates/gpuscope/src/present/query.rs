@@ -17,8 +17,8 @@ use gpu_backend::{BackendError, ComputeMode, DeviceId};
 use gpu_devices::text::escape_control;
 use gpu_devices::{DeviceSnapshot, Na};
 
+use crate::error::UsageError;
 use crate::present::json::SnapshotView;
-use crate::source::UsageError;
 
 /// One GPU's row: the snapshot it belongs to and the device's answers.
 pub struct Row<'a> {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use gpu_devices::text::escape_control;
 
+use crate::error::UsageError;
 use crate::present::query::{parse_format, Format};
-use crate::source::UsageError;
 
 /// What `gpuscope smi` is asked to print.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,8 +14,9 @@ use clap::Parser;
 use gpu_backend::DeviceId;
 use gpu_devices::DeviceSnapshot;
 
+use crate::error::UsageError;
 use crate::present::json::SnapshotView;
-use crate::source::{SourceArgs, UsageError};
+use crate::source::SourceArgs;
 
 pub use args::{parse, Mode, SmiArgs};
 
@@ -145,7 +146,7 @@ fn help() -> String {
          read-only. Differences from nvidia-smi: docs/smi.md.\n\n{}\n",
         args::SUPPORTED,
         args::SECTIONS.join(","),
-        crate::source::EXIT_CODES_HELP
+        crate::error::EXIT_CODES_HELP
     )
 }
 

@@ -3,15 +3,16 @@
 
 mod table;
 
+use crate::error::UsageError;
 use crate::fleet::{self, FleetArgs, ViewArgs};
 use crate::output::write_stdout;
 use crate::present::json::SnapshotView;
 use crate::present::{compact, query};
-use crate::source::{SourceArgs, UsageError};
+use crate::source::SourceArgs;
 
 /// `gpuscope snapshot`'s arguments.
 #[derive(Debug, clap::Args)]
-#[command(after_help = crate::source::EXIT_CODES_HELP)]
+#[command(after_help = crate::error::EXIT_CODES_HELP)]
 pub struct Args {
     #[command(flatten)]
     source: SourceArgs,

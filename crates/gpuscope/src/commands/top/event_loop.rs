@@ -17,7 +17,7 @@ use super::{input_ready, terminal, Input, InputTty};
 
 /// The longest the loop sleeps with nothing to do.
 const IDLE_TIMEOUT_MS: i32 = 1000;
-use crate::source::UsageError;
+use crate::error::UsageError;
 
 /// What a viewer does: the state behind the screen. The loop asks nothing else of it.
 pub(crate) trait Viewer {

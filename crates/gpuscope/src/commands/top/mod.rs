@@ -26,7 +26,8 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use ratatui::layout::Rect;
 use ratatui::Terminal;
 
-use crate::source::{SourceArgs, UsageError};
+use crate::error::UsageError;
+use crate::source::SourceArgs;
 use app::{App, LayoutMode, Options, Screen, REPLAY_NO_SIGNALS};
 use input::Effect;
 
@@ -177,7 +178,7 @@ fn keys_help() -> String {
          only to a process whose start time and owner are still the ones shown. A replay \
          (--fixture, --demo) never sends one: its processes are not this machine's.\n\n",
     );
-    s.push_str(crate::source::EXIT_CODES_HELP);
+    s.push_str(crate::error::EXIT_CODES_HELP);
     s
 }
 
@@ -379,7 +380,7 @@ pub fn run(args: Args) -> Result<()> {
         });
     }
     let opts = Options {
-        live: src.label == "nvml",
+        live: src.kind.is_live(),
         source_label: src.label.clone(),
         readonly: args.readonly,
         color: colors_on(&args),
