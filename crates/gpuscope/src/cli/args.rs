@@ -143,6 +143,13 @@ pub const INTERVAL: DurationBounds = DurationBounds {
     max: Duration::from_secs(3600),
 };
 
+/// The refresh of this machine's views when `-i` comes without a value (`snapshot -i`), and
+/// `top`'s by default.
+pub const LOCAL_INTERVAL: Duration = Duration::from_secs(1);
+/// The refresh of the fleet's views (`--prometheus`, `--remote`) when `-i` comes without a
+/// value, and `top`'s fleet view's by default.
+pub const FLEET_INTERVAL: Duration = Duration::from_secs(2);
+
 /// `doctor --events-for`: 0 (skip) to 1 minute.
 pub const DOCTOR_EVENTS_FOR: DurationBounds = DurationBounds {
     min: Duration::ZERO,

@@ -1,7 +1,8 @@
 //! The fleet view's command line: every host's GPUs read from a Prometheus server that scrapes
 //! gpuscope exporters (`--prometheus URL`), or from the exporters themselves (`--remote
 //! URL...`). The arguments are parsed here, the fleet is read, filtered, sorted and chosen from
-//! by the gpu-fleet crate, and drawn by [`view`] (and `top/fleet.rs`): docs/fleet.md.
+//! by the gpu-fleet crate, and drawn by the commands (`snapshot`'s table, `top`'s viewer,
+//! `select`) with what [`view`] holds for them: docs/fleet.md.
 
 pub mod view;
 
@@ -15,7 +16,6 @@ use gpu_fleet::{
 
 use crate::cli::args::{self, DurationBounds};
 use crate::error::{Shortfall, UsageError};
-use crate::output::write_stdout;
 use gpu_devices::text::escape_control;
 use view::SortArg;
 
@@ -96,20 +96,15 @@ pub struct ViewArgs {
     watch: Option<Option<Duration>>,
 }
 
-/// `-i` without a value: this machine's refresh, as `top`'s.
-pub const LOCAL_INTERVAL: Duration = Duration::from_secs(1);
-/// `-i` without a value with --prometheus or --remote, as `top`'s fleet view.
-pub const FLEET_INTERVAL: Duration = Duration::from_secs(2);
-
 impl ViewArgs {
     /// How often to print again, if at all: the interval given, else this machine's or the
     /// fleet's default when `-i` came without a value.
     pub fn every(&self, fleet: bool) -> Option<Duration> {
         self.watch.map(|given| {
             given.unwrap_or(if fleet {
-                FLEET_INTERVAL
+                args::FLEET_INTERVAL
             } else {
-                LOCAL_INTERVAL
+                args::LOCAL_INTERVAL
             })
         })
     }
@@ -228,64 +223,6 @@ pub fn write_json(fleet: &Fleet, line: bool) -> anyhow::Result<()> {
     }
 }
 
-/// `gpuscope snapshot --prometheus URL` / `--remote URL...`: the fleet once, or every
-/// `--watch` interval.
-pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Result<()> {
-    let source = fleet.open()?;
-    let one = |source: &FleetSource, previous: &mut Option<Fleet>| -> anyhow::Result<Fleet> {
-        let mut f = source.refresh_after(previous.as_ref())?;
-        if view.every(true).is_some() {
-            *previous = Some(f.clone());
-        }
-        if let Some(filter) = &view.filter {
-            filter.apply(&mut f);
-        }
-        gpu_fleet::sort(&mut f, view.sort.into());
-        Ok(f)
-    };
-    let mut previous = None;
-    let Some(every) = view.every(true) else {
-        // Whether the whole fleet could be shown (docs/exit-codes.md), judged on every host
-        // asked for, before --filter: no fleet at all, or no host up, is nothing to show.
-        let mut f = source
-            .refresh_after(None)
-            .map_err(|e| Shortfall::nothing(one_line(&e)))?;
-        let short = shortfall(&f);
-        if json {
-            warn_out_of_range(&f);
-        }
-        if let Some(filter) = &view.filter {
-            filter.apply(&mut f);
-        }
-        gpu_fleet::sort(&mut f, view.sort.into());
-        if json {
-            write_json(&f, false)?;
-        } else {
-            write_stdout(&view::render_text(&f, view.sort.into()))?;
-        }
-        return short.map_or(Ok(()), |s| Err(s.into()));
-    };
-    release_large_blocks();
-    loop {
-        let started = std::time::Instant::now();
-        match one(&source, &mut previous) {
-            Ok(f) if json => {
-                warn_out_of_range(&f);
-                write_json(&f, true)?
-            }
-            Ok(f) => write_stdout(&format!(
-                "\x1b[H\x1b[2J{}",
-                view::render_text(&f, view.sort.into())
-            ))?,
-            // A refresh that fails is shown, and the next one tried; with --json on stderr, so
-            // that stdout stays JSON Lines.
-            Err(e) if json => eprintln!("gpuscope: {}", one_line(&e)),
-            Err(e) => write_stdout(&format!("gpuscope: {}\n", one_line(&e)))?,
-        }
-        std::thread::sleep(every.saturating_sub(started.elapsed()));
-    }
-}
-
 /// Why a refresh gave no fleet, on one line: gpu-fleet's errors are one line of their own, so
 /// a line break in them came from a peer (Prometheus's error text) and is escaped with the rest.
 pub fn one_line(e: &impl std::fmt::Display) -> String {
@@ -304,7 +241,7 @@ pub fn warn_out_of_range(fleet: &Fleet) {
 /// full; partial when some hosts are down or stale, or some queries failed or answered in part
 /// (the hosts shown lack what those would have given); nothing when no host is up (or there is
 /// no host).
-fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
+pub fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
     // A fleet can have thousands of hosts: the message names the first few.
     const NAMED: usize = 10;
     let names = fleet.host_names();

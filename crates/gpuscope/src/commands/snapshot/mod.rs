@@ -1,10 +1,11 @@
 //! `gpuscope snapshot`: its arguments, and which form of the snapshot it prints (table,
 //! `--compact`, `--json`, `--query` CSV, or the fleet's), once or every `-i` interval.
 
+mod fleet;
 mod table;
 
 use crate::error::UsageError;
-use crate::fleet::{self, FleetArgs, ViewArgs};
+use crate::fleet::{FleetArgs, ViewArgs};
 use crate::output::write_stdout;
 use crate::present::json::SnapshotView;
 use crate::present::{compact, query};

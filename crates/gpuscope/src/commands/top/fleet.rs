@@ -22,6 +22,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+use crate::fleet::view::{device_state, out_of_range_count, out_of_range_lines, state_text};
 use crate::present::text::truncate;
 use crate::present::value::counted;
 use crate::present::value::{device_cells, mib, na, power_cell, whole};
@@ -464,7 +465,7 @@ fn title(app: &FleetApp) -> Line<'static> {
                 app.style(Color::Yellow),
             ));
         }
-        let refused = crate::fleet::view::out_of_range_count(fleet);
+        let refused = out_of_range_count(fleet);
         if refused > 0 {
             spans.push(Span::styled(
                 format!("  {} out of range", counted(refused, "value", "values")),
@@ -503,15 +504,6 @@ impl FleetApp {
         } else {
             Style::default()
         }
-    }
-}
-
-fn state_text(h: &Host) -> String {
-    match (h.state, h.sample_age_seconds) {
-        (HostState::Up, _) => "up".into(),
-        (HostState::Down, _) => "DOWN".into(),
-        (HostState::Stale, Some(age)) => format!("STALE {}", na(whole(age, "s"))),
-        (HostState::Stale, None) => "STALE".into(),
     }
 }
 
@@ -580,7 +572,7 @@ fn device_line(app: &FleetApp, host: &Host, host_name: &str, d: &FleetDevice) ->
         None => escape_control(&d.id).into_owned(),
         Some(_) => format!(" {}", escape_control(&d.id)),
     };
-    let (state, state_style) = match (host.state, crate::fleet::view::device_state(host, d)) {
+    let (state, state_style) = match (host.state, device_state(host, d)) {
         (_, Some("LOST")) => ("LOST".to_string(), app.style(Color::Red)),
         (_, Some(unknown)) => (unknown.to_string(), app.style(Color::Yellow)),
         (HostState::Up, None) => (String::new(), Style::default()),
@@ -674,7 +666,7 @@ fn status_line(app: &FleetApp, height: usize) -> Line<'static> {
                 ),
                 app.style(Color::Yellow),
             ));
-        } else if let Some(line) = crate::fleet::view::out_of_range_lines(fleet, 1).first() {
+        } else if let Some(line) = out_of_range_lines(fleet, 1).first() {
             spans.push(Span::styled(format!("{line}  "), app.style(Color::Yellow)));
         }
     }

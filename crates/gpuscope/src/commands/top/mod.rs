@@ -217,7 +217,7 @@ fn choose_devices(all: Vec<Device>, only: &[String]) -> Result<Vec<Device>> {
 }
 
 /// The refresh intervals unless --interval says otherwise: the same as snapshot's -i.
-use crate::fleet::{FLEET_INTERVAL, LOCAL_INTERVAL};
+use crate::cli::args::{FLEET_INTERVAL, LOCAL_INTERVAL};
 
 /// `top --prometheus URL` / `top --remote URL...`.
 fn run_fleet(args: Args) -> Result<()> {
