@@ -55,7 +55,7 @@ enum Command {
     /// One refresh of the fleet view (`snapshot --prometheus`) over a synthetic fleet of 1,000
     /// hosts from a stub Prometheus: time after the answers, peak RSS (see docs/benchmarks.md).
     BenchFleet(bench_fleet::Args),
-    /// Writes gpuscope's man pages (gpuscope.1 and gpuscope-<command>.1) into a directory; read
+    /// Writes gpuscope's man pages (`gpuscope.1` and `gpuscope-<command>.1`) into a directory; read
     /// one with `man -l target/man/gpuscope.1`.
     Man {
         /// Directory to write to.

@@ -7,12 +7,13 @@
 //! snapshot accessor of the same name therefore cannot drift apart, and a metric added here is
 //! on both.
 
+use gpu_backend::ClockEventReasons;
 use gpu_backend::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, EventKind,
     GpmMetrics, GpuEvent, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo,
     PcieDirection, PowerLimits, ProcessInfo, RemappedRows, RetirementCause, TemperatureThreshold,
-    Utilization, CLOCK_EVENT_ATTENTION_MASK, NVLINK_MAX_LINKS,
+    Utilization, NVLINK_MAX_LINKS,
 };
 use gpu_backend::{GpuOperationMode, VirtualizationMode};
 
@@ -382,7 +383,7 @@ impl DeviceSnapshot {
     /// Why the device needs attention, empty when nothing does: a page retirement or row
     /// remap pending, a failed row remap, uncorrected ECC errors since the driver loaded,
     /// clocks held down by the hardware (HW slowdown, HW or SW thermal slowdown, HW power
-    /// brake; named as in [`gpu_backend::CLOCK_EVENT_REASONS`]), or an XID error since the
+    /// brake; named as [`ClockEventReasons::names`] names them), or an XID error since the
     /// backend started (`xid_79`, each code once, in the order they came). Values that are N/A
     /// raise nothing: with no event listener (an old driver, a fixture without events) an XID
     /// cannot be known.
@@ -403,10 +404,9 @@ impl DeviceSnapshot {
         if uncorrected.value().is_some_and(|n| *n > 0) {
             out.push("uncorrected_ecc_errors".to_string());
         }
-        if let Some(mask) = self.clock_event_reasons.value() {
-            out.extend(gpu_backend::clock_event_reason_names(
-                mask & CLOCK_EVENT_ATTENTION_MASK,
-            ));
+        if let Some(&mask) = self.clock_event_reasons.value() {
+            let reasons = ClockEventReasons::from_bits_retain(mask);
+            out.extend((reasons & ClockEventReasons::ATTENTION).names());
         }
         for code in self.xid_codes() {
             out.push(format!("xid_{code}"));

@@ -41,7 +41,7 @@ use hyper::header::HeaderValue;
 use ring::hmac;
 use tokio::sync::{oneshot, Semaphore};
 
-use crate::server::LOG_TARGET;
+use crate::limits::LOG_TARGET;
 use crate::slots::client_of;
 use crate::web_config::bcrypt_cost;
 

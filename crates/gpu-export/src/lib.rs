@@ -1,5 +1,4 @@
 #![doc = include_str!("../README.md")]
-#![warn(missing_docs)]
 
 #[cfg(feature = "server")]
 mod auth;
@@ -8,6 +7,8 @@ mod collector;
 mod exporter;
 mod exposition;
 mod families;
+#[cfg(feature = "server")]
+mod limits;
 pub mod names;
 mod plan;
 #[cfg(feature = "server")]

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 
-use crate::server::Limits;
+use crate::limits::Limits;
 
 /// The client a peer address belongs to: an IPv4 address (an IPv4 address mapped into IPv6
 /// counts as the IPv4 address), or the /64 of an IPv6 address (its last 64 bits zeroed).
@@ -109,7 +109,7 @@ impl Drop for Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::LIMITS;
+    use crate::limits::LIMITS;
     use std::net::Ipv4Addr;
 
     fn v4(last: u8) -> IpAddr {

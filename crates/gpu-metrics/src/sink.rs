@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 pub use gpu_backend::files::IfExists;
 
 use crate::error::{Error, Result};
-use crate::recorder::{DeviceLabel, DeviceMetric, Sample};
+use crate::sample::{DeviceLabel, DeviceMetric, Sample};
 
 /// Receives a recording's samples as they come.
 pub trait SampleSink: Send {

@@ -360,10 +360,10 @@ fn first_gpm_sample(
     window: Duration,
 ) {
     let ctx = collector.context();
-    let only_gpm: Vec<&'static str> = gpu_backend::fixture::DeviceDynamic::FIELDS
+    let only_gpm: Vec<gpu_devices::Query> = gpu_backend::fixture::DeviceDynamic::FIELDS
         .iter()
-        .map(|(_, q)| *q)
-        .filter(|q| *q != "gpm_metrics")
+        .map(|&(_, q)| q)
+        .filter(|&q| q != gpu_devices::Query::gpm_metrics)
         .collect();
     let everything = ctx.query_plan();
     ctx.set_query_plan(gpu_devices::QueryPlan::everything().without(&only_gpm));

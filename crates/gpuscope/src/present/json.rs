@@ -126,7 +126,7 @@ pub struct HealthView {
     pub remapped_rows_pending: Option<bool>,
     pub remapped_rows_failure: Option<bool>,
     pub pcie_replay_counter: Option<u32>,
-    /// The reasons set now, by name (`gpu_backend::CLOCK_EVENT_REASONS`).
+    /// The reasons set now, by name (`gpu_backend::ClockEventReasons::names`).
     pub clock_event_reasons: Option<Vec<String>>,
     /// The reasons the device can report, by name.
     pub supported_clock_event_reasons: Option<Vec<String>>,
@@ -260,7 +260,10 @@ pub fn health_view(d: &DeviceSnapshot) -> HealthView {
         v.value()
             .map(|list| list.iter().map(|a| format!("{a:#018x}")).collect())
     };
-    let reasons = |v: &Na<u64>| v.value().map(|&m| gpu_backend::clock_event_reason_names(m));
+    let reasons = |v: &Na<u64>| {
+        v.value()
+            .map(|&m| gpu_backend::ClockEventReasons::from_bits_retain(m).names())
+    };
     let ecc = &d.ecc_errors;
     let rows = d.remapped_rows.value();
     let limits = d.power_limit_constraints.value();
@@ -480,8 +483,8 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         performance_state: d
             .performance_state
             .value()
-            .filter(|&&p| p <= 15)
-            .map(|p| format!("P{p}")),
+            .and_then(|&p| gpu_backend::PerformanceState::known(p))
+            .map(|p| p.to_string()),
         graphics_clock_mhz: d.clocks.graphics.value().copied(),
         sm_clock_mhz: d.clocks.sm.value().copied(),
         memory_clock_mhz: d.clocks.memory.value().copied(),
