@@ -4,8 +4,6 @@ mod cli;
 mod commands;
 mod error;
 mod fleet;
-#[cfg(test)]
-mod layers;
 mod log;
 mod output;
 mod present;
