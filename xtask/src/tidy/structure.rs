@@ -442,7 +442,6 @@ mod tests {
         ("crates/gpuscope/src/commands/info.rs", "render_health"),
         ("crates/gpuscope/src/commands/record.rs", "run"),
         ("crates/gpuscope/src/commands/smi/args.rs", "parse"),
-        ("crates/gpuscope/src/commands/smi/tree.rs", "gpu"),
     ];
 
     fn workspace() -> PathBuf {

@@ -228,14 +228,73 @@ pub struct ProcessLine {
     pub used_memory: Option<u64>,
 }
 
+/// `Current` and `Pending` of a mode, `Enabled` or `Disabled` (MIG, ECC).
+fn current_pending(
+    v: &Na<gpu_backend::CurrentPending<bool>>,
+    label: &str,
+    tag: &'static str,
+    current_tag: &'static str,
+    pending_tag: &'static str,
+) -> Node {
+    group(
+        label,
+        tag,
+        vec![
+            leaf(
+                "Current",
+                current_tag,
+                na(v.clone().map(|m| enabled(m.current))),
+            ),
+            leaf(
+                "Pending",
+                pending_tag,
+                na(v.clone().map(|m| enabled(m.pending))),
+            ),
+        ],
+    )
+}
+
+/// Frame-buffer memory (`FB Memory Usage`, a MIG device's `Shared FB Memory Usage`).
+fn fb_memory(label: &str, memory: &Na<gpu_backend::MemoryInfo>) -> Node {
+    group(
+        label,
+        "fb_memory_usage",
+        vec![
+            leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
+            leaf(
+                "Reserved",
+                "reserved",
+                fb_mib(
+                    memory
+                        .clone()
+                        .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
+                ),
+            ),
+            leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
+            leaf("Free", "free", fb_mib(memory.clone().map(|m| m.free))),
+        ],
+    )
+}
+
+/// BAR1 memory (`BAR1 Memory Usage`, a MIG device's `Shared BAR1 Memory`).
+fn bar1_memory(label: &str, bar1: &Na<gpu_backend::Bar1MemoryInfo>) -> Node {
+    group(
+        label,
+        "bar1_memory_usage",
+        vec![
+            leaf("Total", "total", mib(bar1.clone().map(|m| m.total))),
+            leaf("Used", "used", mib(bar1.clone().map(|m| m.used))),
+            leaf("Free", "free", mib(bar1.clone().map(|m| m.free))),
+        ],
+    )
+}
+
 /// A MIG device's lines, as `-q` lists them under its GPU.
 fn mig_device(m: &DeviceSnapshot) -> Node {
     let index = match m.id {
         gpu_backend::DeviceId::Mig { index, .. } => index.to_string(),
         gpu_backend::DeviceId::Gpu(_) => "N/A".into(),
     };
-    let memory = m.memory.clone();
-    let bar1 = m.bar1_memory.clone();
     group(
         "MIG Device",
         "mig_device",
@@ -251,110 +310,44 @@ fn mig_device(m: &DeviceSnapshot) -> Node {
                 "compute_instance_id",
                 na(m.compute_instance_id.clone().map(|v| v.to_string())),
             ),
-            group(
-                "Shared FB Memory Usage",
-                "fb_memory_usage",
-                vec![
-                    leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
-                    leaf(
-                        "Reserved",
-                        "reserved",
-                        fb_mib(
-                            memory
-                                .clone()
-                                .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
-                        ),
-                    ),
-                    leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
-                    leaf("Free", "free", fb_mib(memory.map(|m| m.free))),
-                ],
-            ),
-            group(
-                "Shared BAR1 Memory",
-                "bar1_memory_usage",
-                vec![
-                    leaf("Total", "total", mib(bar1.clone().map(|m| m.total))),
-                    leaf("Used", "used", mib(bar1.clone().map(|m| m.used))),
-                    leaf("Free", "free", mib(bar1.map(|m| m.free))),
-                ],
-            ),
+            fb_memory("Shared FB Memory Usage", &m.memory),
+            bar1_memory("Shared BAR1 Memory", &m.bar1_memory),
         ],
     )
 }
 
 /// `-q`'s tree of one GPU, its MIG devices and its processes given (`None`: they could not be
-/// read).
+/// read): its sections in nvidia-smi's order.
 pub fn gpu(
     d: &DeviceSnapshot,
     migs: &[&DeviceSnapshot],
     processes: Option<&[ProcessLine]>,
 ) -> Vec<Node> {
-    let pci = d.pci.value();
-    let hex = |f: fn(&gpu_backend::PciInfo) -> String, x: fn(&gpu_backend::PciInfo) -> String| {
-        (pci.map_or("N/A".into(), f), pci.map_or("N/A".into(), x))
+    let mut nodes = product(d, migs);
+    nodes.extend(board(d));
+    nodes.push(pci(d));
+    nodes.extend(performance(d));
+    nodes.extend(memory(d));
+    nodes.push(utilization(d));
+    nodes.extend(ecc(d));
+    nodes.push(temperature(d));
+    nodes.push(power(d));
+    nodes.extend(clocks(d));
+    nodes.push(self::processes(processes));
+    nodes
+}
+
+/// The product and its modes: name, brand, architecture, display, persistence, MIG (and the
+/// MIG devices), accounting, driver model.
+fn product(d: &DeviceSnapshot, migs: &[&DeviceSnapshot]) -> Vec<Node> {
+    let driver_model = |pick: fn(
+        &gpu_backend::CurrentPending<gpu_backend::DriverModel>,
+    ) -> gpu_backend::DriverModel| {
+        na(d.driver_model
+            .clone()
+            .map(|m| format!("{:?}", pick(&m)).to_uppercase()))
     };
-    let (bus, bus_x) = hex(|p| format!("0x{:02X}", p.bus), |p| format!("{:02X}", p.bus));
-    let (dev, dev_x) = hex(
-        |p| format!("0x{:02X}", p.device),
-        |p| format!("{:02X}", p.device),
-    );
-    let (dom, dom_x) = hex(
-        |p| format!("0x{:04X}", p.domain),
-        |p| format!("{:04X}", p.domain),
-    );
-    let (did, did_x) = hex(
-        |p| format!("0x{:08X}", p.pci_device_id),
-        |p| format!("{:08X}", p.pci_device_id),
-    );
-    let (sid, sid_x) = hex(
-        |p| format!("0x{:08X}", p.pci_subsystem_id),
-        |p| format!("{:08X}", p.pci_subsystem_id),
-    );
-    let cur_pend =
-        |v: &Na<gpu_backend::CurrentPending<bool>>, label: &str, tag, cur_tag, pend_tag| {
-            group(
-                label,
-                tag,
-                vec![
-                    leaf(
-                        "Current",
-                        cur_tag,
-                        na(v.clone().map(|m| enabled(m.current))),
-                    ),
-                    leaf(
-                        "Pending",
-                        pend_tag,
-                        na(v.clone().map(|m| enabled(m.pending))),
-                    ),
-                ],
-            )
-        };
-    let memory = d.memory.clone();
-    let bar1 = d.bar1_memory.clone();
-    let ecc_loc = |v: &Na<gpu_backend::LocationEccCounts>,
-                   pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>| {
-        na(v.clone()
-            .and_then(|c| pick(&c).map_or(Na::NotAvailable, |n| Na::Value(n.to_string()))))
-    };
-    let loc = &d.ecc_by_location;
-    let clocks = |label: &str, tag, c: &gpu_devices::snapshot::ClockInfos, sm_video: bool| {
-        let mut v = vec![leaf(
-            "Graphics",
-            "graphics_clock",
-            with_unit(&c.graphics, "MHz"),
-        )];
-        if sm_video {
-            v.push(leaf("SM", "sm_clock", with_unit(&c.sm, "MHz")));
-        }
-        v.push(leaf("Memory", "mem_clock", with_unit(&c.memory, "MHz")));
-        if sm_video {
-            v.push(leaf("Video", "video_clock", with_unit(&c.video, "MHz")));
-        }
-        group(label, tag, v).in_section("CLOCK")
-    };
-    let power = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
-    let limits = d.power_limit_constraints.clone();
-    let mut nodes = vec![
+    vec![
         leaf("Product Name", "product_name", na(d.name.clone())),
         leaf(
             "Product Brand",
@@ -377,7 +370,7 @@ pub fn gpu(
             "persistence_mode",
             mode(&d.persistence_mode),
         ),
-        cur_pend(
+        current_pending(
             &d.mig_mode,
             "MIG Mode",
             "mig_mode",
@@ -406,22 +399,17 @@ pub fn gpu(
             "Driver Model",
             "driver_model",
             vec![
-                leaf(
-                    "Current",
-                    "current_dm",
-                    na(d.driver_model
-                        .clone()
-                        .map(|m| format!("{:?}", m.current).to_uppercase())),
-                ),
-                leaf(
-                    "Pending",
-                    "pending_dm",
-                    na(d.driver_model
-                        .clone()
-                        .map(|m| format!("{:?}", m.pending).to_uppercase())),
-                ),
+                leaf("Current", "current_dm", driver_model(|m| m.current)),
+                leaf("Pending", "pending_dm", driver_model(|m| m.pending)),
             ],
         ),
+    ]
+}
+
+/// The board: serial, UUID, minor number, VBIOS, board ids, inforom, operation and
+/// virtualization modes.
+fn board(d: &DeviceSnapshot) -> Vec<Node> {
+    vec![
         leaf("Serial Number", "serial", na(d.serial.clone())),
         leaf("GPU UUID", "uuid", na(d.uuid.clone())),
         leaf(
@@ -483,71 +471,93 @@ pub fn gpu(
                 na(d.virtualization_mode.clone().map(virtualization)),
             )],
         ),
-        group(
-            "PCI",
-            "pci",
-            vec![
-                leaf("Bus", "pci_bus", bus).xml_value(bus_x),
-                leaf("Device", "pci_device", dev).xml_value(dev_x),
-                leaf("Domain", "pci_domain", dom).xml_value(dom_x),
-                leaf("Device Id", "pci_device_id", did).xml_value(did_x),
-                leaf("Bus Id", "pci_bus_id", na(d.pci.clone().map(|p| p.bus_id))),
-                leaf("Sub System Id", "pci_sub_system_id", sid).xml_value(sid_x),
-                group(
-                    "GPU Link Info",
-                    "pci_gpu_link_info",
-                    vec![
-                        group(
-                            "PCIe Generation",
-                            "pcie_gen",
-                            vec![
-                                leaf(
-                                    "Max",
-                                    "max_link_gen",
-                                    na(d.max_pcie_link_generation.clone().map(|v| v.to_string())),
-                                ),
-                                leaf(
-                                    "Current",
-                                    "current_link_gen",
-                                    na(d.pcie_link_generation.clone().map(|v| v.to_string())),
-                                ),
-                            ],
-                        ),
-                        group(
-                            "Link Width",
-                            "link_widths",
-                            vec![
-                                leaf(
-                                    "Max",
-                                    "max_link_width",
-                                    na(d.max_pcie_link_width.clone().map(|v| format!("{v}x"))),
-                                ),
-                                leaf(
-                                    "Current",
-                                    "current_link_width",
-                                    na(d.pcie_link_width.clone().map(|v| format!("{v}x"))),
-                                ),
-                            ],
-                        ),
-                    ],
-                ),
-                leaf(
-                    "Replays Since Reset",
-                    "replay_counter",
-                    na(d.pcie_replay_counter.clone().map(|v| v.to_string())),
-                ),
-                leaf(
-                    "Tx Throughput",
-                    "tx_util",
-                    with_unit(&d.pcie_tx_throughput, "KB/s"),
-                ),
-                leaf(
-                    "Rx Throughput",
-                    "rx_util",
-                    with_unit(&d.pcie_rx_throughput, "KB/s"),
-                ),
-            ],
-        ),
+    ]
+}
+
+/// PCI: the address (`0x`-prefixed in the text, bare hex in the XML), the link and its
+/// throughput.
+fn pci(d: &DeviceSnapshot) -> Node {
+    let pci = d.pci.value();
+    // A PCI number with `digits` hex digits: `0x09` in the text, `09` in the XML.
+    let hex =
+        |label: &str, tag: &'static str, digits: usize, f: fn(&gpu_backend::PciInfo) -> u32| {
+            let (text, xml) = pci.map_or(("N/A".into(), "N/A".into()), |p| {
+                (
+                    format!("0x{:0digits$X}", f(p)),
+                    format!("{:0digits$X}", f(p)),
+                )
+            });
+            leaf(label, tag, text).xml_value(xml)
+        };
+    let number = |v: &Na<u32>, unit: &str| na(v.clone().map(|v| format!("{v}{unit}")));
+    group(
+        "PCI",
+        "pci",
+        vec![
+            hex("Bus", "pci_bus", 2, |p| p.bus),
+            hex("Device", "pci_device", 2, |p| p.device),
+            hex("Domain", "pci_domain", 4, |p| p.domain),
+            hex("Device Id", "pci_device_id", 8, |p| p.pci_device_id),
+            leaf("Bus Id", "pci_bus_id", na(d.pci.clone().map(|p| p.bus_id))),
+            hex("Sub System Id", "pci_sub_system_id", 8, |p| {
+                p.pci_subsystem_id
+            }),
+            group(
+                "GPU Link Info",
+                "pci_gpu_link_info",
+                vec![
+                    group(
+                        "PCIe Generation",
+                        "pcie_gen",
+                        vec![
+                            leaf(
+                                "Max",
+                                "max_link_gen",
+                                number(&d.max_pcie_link_generation, ""),
+                            ),
+                            leaf(
+                                "Current",
+                                "current_link_gen",
+                                number(&d.pcie_link_generation, ""),
+                            ),
+                        ],
+                    ),
+                    group(
+                        "Link Width",
+                        "link_widths",
+                        vec![
+                            leaf("Max", "max_link_width", number(&d.max_pcie_link_width, "x")),
+                            leaf(
+                                "Current",
+                                "current_link_width",
+                                number(&d.pcie_link_width, "x"),
+                            ),
+                        ],
+                    ),
+                ],
+            ),
+            leaf(
+                "Replays Since Reset",
+                "replay_counter",
+                number(&d.pcie_replay_counter, ""),
+            ),
+            leaf(
+                "Tx Throughput",
+                "tx_util",
+                with_unit(&d.pcie_tx_throughput, "KB/s"),
+            ),
+            leaf(
+                "Rx Throughput",
+                "rx_util",
+                with_unit(&d.pcie_rx_throughput, "KB/s"),
+            ),
+        ],
+    )
+}
+
+/// The fan, the performance state and the clock event reasons.
+fn performance(d: &DeviceSnapshot) -> Vec<Node> {
+    vec![
         leaf("Fan Speed", "fan_speed", with_unit(&d.fan_speed, "%")),
         leaf(
             "Performance State",
@@ -585,69 +595,90 @@ pub fn gpu(
                 .collect(),
         )
         .in_section("PERFORMANCE"),
-        group(
-            "FB Memory Usage",
-            "fb_memory_usage",
-            vec![
-                leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
-                leaf(
-                    "Reserved",
-                    "reserved",
-                    fb_mib(
-                        memory
-                            .clone()
-                            .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
-                    ),
-                ),
-                leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
-                leaf("Free", "free", fb_mib(memory.map(|m| m.free))),
-            ],
-        )
-        .in_section("MEMORY"),
-        group(
-            "BAR1 Memory Usage",
-            "bar1_memory_usage",
-            vec![
-                leaf("Total", "total", mib(bar1.clone().map(|m| m.total))),
-                leaf("Used", "used", mib(bar1.clone().map(|m| m.used))),
-                leaf("Free", "free", mib(bar1.map(|m| m.free))),
-            ],
-        )
-        .in_section("MEMORY"),
+    ]
+}
+
+/// Frame-buffer and BAR1 memory, and the compute mode.
+fn memory(d: &DeviceSnapshot) -> Vec<Node> {
+    vec![
+        fb_memory("FB Memory Usage", &d.memory).in_section("MEMORY"),
+        bar1_memory("BAR1 Memory Usage", &d.bar1_memory).in_section("MEMORY"),
         leaf(
             "Compute Mode",
             "compute_mode",
             na(d.compute_mode.clone().map(|m| compute_mode(m).to_string())),
         )
         .in_section("COMPUTE"),
+    ]
+}
+
+/// GPU, memory, encoder and decoder utilization.
+fn utilization(d: &DeviceSnapshot) -> Node {
+    group(
+        "Utilization",
+        "utilization",
+        vec![
+            leaf(
+                "GPU",
+                "gpu_util",
+                with_unit(&d.utilization.clone().map(|u| u.gpu), "%"),
+            ),
+            leaf(
+                "Memory",
+                "memory_util",
+                with_unit(&d.utilization.clone().map(|u| u.memory), "%"),
+            ),
+            leaf(
+                "Encoder",
+                "encoder_util",
+                with_unit(&d.encoder.clone().map(|c| c.utilization), "%"),
+            ),
+            leaf(
+                "Decoder",
+                "decoder_util",
+                with_unit(&d.decoder.clone().map(|c| c.utilization), "%"),
+            ),
+        ],
+    )
+    .in_section("UTILIZATION")
+}
+
+/// ECC: the mode, the error counts, retired pages and remapped rows.
+fn ecc(d: &DeviceSnapshot) -> Vec<Node> {
+    let loc = &d.ecc_by_location;
+    let count = |v: &Na<gpu_backend::LocationEccCounts>,
+                 pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>| {
+        na(v.clone()
+            .and_then(|c| pick(&c).map_or(Na::NotAvailable, |n| Na::Value(n.to_string()))))
+    };
+    type Pick = fn(&gpu_backend::LocationEccCounts) -> Option<u64>;
+    // Since the driver loaded (volatile) or over the board's life (aggregate).
+    let counts = |label: &str, tag: &'static str, corrected: Pick, uncorrected: Pick| {
         group(
-            "Utilization",
-            "utilization",
+            label,
+            tag,
             vec![
                 leaf(
-                    "GPU",
-                    "gpu_util",
-                    with_unit(&d.utilization.clone().map(|u| u.gpu), "%"),
+                    "SRAM Correctable",
+                    "sram_correctable",
+                    count(&loc.sram, corrected),
                 ),
                 leaf(
-                    "Memory",
-                    "memory_util",
-                    with_unit(&d.utilization.clone().map(|u| u.memory), "%"),
+                    "DRAM Correctable",
+                    "dram_correctable",
+                    count(&loc.device_memory, corrected),
                 ),
                 leaf(
-                    "Encoder",
-                    "encoder_util",
-                    with_unit(&d.encoder.clone().map(|c| c.utilization), "%"),
-                ),
-                leaf(
-                    "Decoder",
-                    "decoder_util",
-                    with_unit(&d.decoder.clone().map(|c| c.utilization), "%"),
+                    "DRAM Uncorrectable",
+                    "dram_uncorrectable",
+                    count(&loc.device_memory, uncorrected),
                 ),
             ],
         )
-        .in_section("UTILIZATION"),
-        cur_pend(
+    };
+    let rows = &d.remapped_rows;
+    vec![
+        current_pending(
             &d.ecc_mode,
             "ECC Mode",
             "ecc_mode",
@@ -659,47 +690,17 @@ pub fn gpu(
             "ECC Errors",
             "ecc_errors",
             vec![
-                group(
+                counts(
                     "Volatile",
                     "volatile",
-                    vec![
-                        leaf(
-                            "SRAM Correctable",
-                            "sram_correctable",
-                            ecc_loc(&loc.sram, |c| c.volatile_corrected),
-                        ),
-                        leaf(
-                            "DRAM Correctable",
-                            "dram_correctable",
-                            ecc_loc(&loc.device_memory, |c| c.volatile_corrected),
-                        ),
-                        leaf(
-                            "DRAM Uncorrectable",
-                            "dram_uncorrectable",
-                            ecc_loc(&loc.device_memory, |c| c.volatile_uncorrected),
-                        ),
-                    ],
+                    |c| c.volatile_corrected,
+                    |c| c.volatile_uncorrected,
                 ),
-                group(
+                counts(
                     "Aggregate",
                     "aggregate",
-                    vec![
-                        leaf(
-                            "SRAM Correctable",
-                            "sram_correctable",
-                            ecc_loc(&loc.sram, |c| c.aggregate_corrected),
-                        ),
-                        leaf(
-                            "DRAM Correctable",
-                            "dram_correctable",
-                            ecc_loc(&loc.device_memory, |c| c.aggregate_corrected),
-                        ),
-                        leaf(
-                            "DRAM Uncorrectable",
-                            "dram_uncorrectable",
-                            ecc_loc(&loc.device_memory, |c| c.aggregate_uncorrected),
-                        ),
-                    ],
+                    |c| c.aggregate_corrected,
+                    |c| c.aggregate_uncorrected,
                 ),
             ],
         )
@@ -739,100 +740,124 @@ pub fn gpu(
                 leaf(
                     "Correctable Error",
                     "remapped_row_corr",
-                    na(d.remapped_rows.clone().map(|r| r.correctable.to_string())),
+                    na(rows.clone().map(|r| r.correctable.to_string())),
                 ),
                 leaf(
                     "Uncorrectable Error",
                     "remapped_row_unc",
-                    na(d.remapped_rows.clone().map(|r| r.uncorrectable.to_string())),
+                    na(rows.clone().map(|r| r.uncorrectable.to_string())),
                 ),
                 leaf(
                     "Pending",
                     "remapped_row_pending",
-                    na(d.remapped_rows.clone().map(|r| yes_no(r.pending))),
+                    na(rows.clone().map(|r| yes_no(r.pending))),
                 ),
                 leaf(
                     "Remapping Failure Occurred",
                     "remapped_row_failure",
-                    na(d.remapped_rows.clone().map(|r| yes_no(r.failure))),
+                    na(rows.clone().map(|r| yes_no(r.failure))),
                 ),
             ],
         )
         .in_section("ROW_REMAPPER"),
-        group(
-            "Temperature",
-            "temperature",
-            vec![
-                leaf(
-                    "GPU Current Temp",
-                    "gpu_temp",
-                    with_unit(&d.temperature, "C"),
-                ),
-                leaf(
-                    "GPU Shutdown Temp",
-                    "gpu_temp_max_threshold",
-                    with_unit(&d.temperature_shutdown, "C"),
-                ),
-                leaf(
-                    "GPU Slowdown Temp",
-                    "gpu_temp_slow_threshold",
-                    with_unit(&d.temperature_slowdown, "C"),
-                ),
-                leaf(
-                    "GPU Max Operating Temp",
-                    "gpu_temp_max_gpu_threshold",
-                    with_unit(&d.temperature_gpu_max, "C"),
-                ),
-                leaf(
-                    "Memory Current Temp",
-                    "memory_temp",
-                    with_unit(&d.memory_temperature, "C"),
-                ),
-                leaf(
-                    "Memory Max Operating Temp",
-                    "gpu_temp_max_mem_threshold",
-                    with_unit(&d.temperature_memory_max, "C"),
-                ),
-            ],
-        )
-        .in_section("TEMPERATURE"),
-        group(
-            "GPU Power Readings",
-            "gpu_power_readings",
-            vec![
-                leaf(
-                    "Average Power Draw",
-                    "average_power_draw",
-                    power(&d.power_usage),
-                ),
-                leaf(
-                    "Current Power Limit",
-                    "current_power_limit",
-                    power(&d.enforced_power_limit),
-                ),
-                leaf(
-                    "Requested Power Limit",
-                    "requested_power_limit",
-                    power(&d.power_limit),
-                ),
-                leaf(
-                    "Default Power Limit",
-                    "default_power_limit",
-                    power(&d.power_default_limit),
-                ),
-                leaf(
-                    "Min Power Limit",
-                    "min_power_limit",
-                    na(limits.clone().map(|l| format!("{} W", watts(l.min_mw)))),
-                ),
-                leaf(
-                    "Max Power Limit",
-                    "max_power_limit",
-                    na(limits.map(|l| format!("{} W", watts(l.max_mw)))),
-                ),
-            ],
-        )
-        .in_section("POWER"),
+    ]
+}
+
+/// The GPU's and the memory's temperatures and thresholds.
+fn temperature(d: &DeviceSnapshot) -> Node {
+    let c = |label: &str, tag: &'static str, v: &Na<u32>| leaf(label, tag, with_unit(v, "C"));
+    group(
+        "Temperature",
+        "temperature",
+        vec![
+            c("GPU Current Temp", "gpu_temp", &d.temperature),
+            c(
+                "GPU Shutdown Temp",
+                "gpu_temp_max_threshold",
+                &d.temperature_shutdown,
+            ),
+            c(
+                "GPU Slowdown Temp",
+                "gpu_temp_slow_threshold",
+                &d.temperature_slowdown,
+            ),
+            c(
+                "GPU Max Operating Temp",
+                "gpu_temp_max_gpu_threshold",
+                &d.temperature_gpu_max,
+            ),
+            c("Memory Current Temp", "memory_temp", &d.memory_temperature),
+            c(
+                "Memory Max Operating Temp",
+                "gpu_temp_max_mem_threshold",
+                &d.temperature_memory_max,
+            ),
+        ],
+    )
+    .in_section("TEMPERATURE")
+}
+
+/// The power draw and limits.
+fn power(d: &DeviceSnapshot) -> Node {
+    let w = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
+    let limits = d.power_limit_constraints.clone();
+    group(
+        "GPU Power Readings",
+        "gpu_power_readings",
+        vec![
+            leaf(
+                "Average Power Draw",
+                "average_power_draw",
+                w(&d.power_usage),
+            ),
+            leaf(
+                "Current Power Limit",
+                "current_power_limit",
+                w(&d.enforced_power_limit),
+            ),
+            leaf(
+                "Requested Power Limit",
+                "requested_power_limit",
+                w(&d.power_limit),
+            ),
+            leaf(
+                "Default Power Limit",
+                "default_power_limit",
+                w(&d.power_default_limit),
+            ),
+            leaf(
+                "Min Power Limit",
+                "min_power_limit",
+                w(&limits.clone().map(|l| l.min_mw)),
+            ),
+            leaf(
+                "Max Power Limit",
+                "max_power_limit",
+                w(&limits.map(|l| l.max_mw)),
+            ),
+        ],
+    )
+    .in_section("POWER")
+}
+
+/// The clocks now, the applications clocks (set and default) and the highest.
+fn clocks(d: &DeviceSnapshot) -> Vec<Node> {
+    let clocks = |label: &str, tag, c: &gpu_devices::snapshot::ClockInfos, sm_video: bool| {
+        let mut v = vec![leaf(
+            "Graphics",
+            "graphics_clock",
+            with_unit(&c.graphics, "MHz"),
+        )];
+        if sm_video {
+            v.push(leaf("SM", "sm_clock", with_unit(&c.sm, "MHz")));
+        }
+        v.push(leaf("Memory", "mem_clock", with_unit(&c.memory, "MHz")));
+        if sm_video {
+            v.push(leaf("Video", "video_clock", with_unit(&c.video, "MHz")));
+        }
+        group(label, tag, v).in_section("CLOCK")
+    };
+    vec![
         clocks("Clocks", "clocks", &d.clocks, true),
         clocks(
             "Applications Clocks",
@@ -847,54 +872,54 @@ pub fn gpu(
             false,
         ),
         clocks("Max Clocks", "max_clocks", &d.max_clocks, true),
-    ];
+    ]
+}
+
+/// The GPU's processes (`None`: they could not be read).
+fn processes(processes: Option<&[ProcessLine]>) -> Node {
     let procs = match processes {
         None => leaf("Processes", "processes", "N/A"),
         // "Processes : None" in the text; an empty element in the XML.
         Some([]) => group("Processes", "processes", Vec::new()).none_in_text(),
-        Some(list) => group(
-            "Processes",
-            "processes",
-            list.iter()
-                .map(|p| {
-                    let id = |v: Option<u32>| v.map_or("N/A".to_string(), |v| v.to_string());
-                    group(
-                        "",
-                        "process_info",
-                        vec![
-                            leaf("GPU instance ID", "gpu_instance_id", id(p.gpu_instance_id)),
-                            leaf(
-                                "Compute instance ID",
-                                "compute_instance_id",
-                                id(p.compute_instance_id),
-                            ),
-                            group(
-                                "Process ID",
-                                "",
-                                vec![
-                                    leaf("Type", "type", p.kind),
-                                    leaf("Name", "process_name", na(p.name.clone())),
-                                    leaf(
-                                        "Used GPU Memory",
-                                        "used_memory",
-                                        p.used_memory.map_or("N/A".into(), |b| {
-                                            format!("{} MiB", crate::present::query::to_mib(b))
-                                        }),
-                                    ),
-                                ],
-                            )
-                            .xml_value(p.pid.to_string()),
-                        ],
-                    )
-                })
-                .collect(),
-        ),
+        Some(list) => group("Processes", "processes", list.iter().map(process).collect()),
     };
     // nvidia-smi pads a process's lines to 42, the Processes line itself to 55.
     let mut procs = procs.in_section("PIDS");
     procs.children = procs.children.into_iter().map(|c| c.width(42)).collect();
-    nodes.push(procs);
-    nodes
+    procs
+}
+
+/// One process's lines.
+fn process(p: &ProcessLine) -> Node {
+    let id = |v: Option<u32>| v.map_or("N/A".to_string(), |v| v.to_string());
+    group(
+        "",
+        "process_info",
+        vec![
+            leaf("GPU instance ID", "gpu_instance_id", id(p.gpu_instance_id)),
+            leaf(
+                "Compute instance ID",
+                "compute_instance_id",
+                id(p.compute_instance_id),
+            ),
+            group(
+                "Process ID",
+                "",
+                vec![
+                    leaf("Type", "type", p.kind),
+                    leaf("Name", "process_name", na(p.name.clone())),
+                    leaf(
+                        "Used GPU Memory",
+                        "used_memory",
+                        p.used_memory.map_or("N/A".into(), |b| {
+                            format!("{} MiB", crate::present::query::to_mib(b))
+                        }),
+                    ),
+                ],
+            )
+            .xml_value(p.pid.to_string()),
+        ],
+    )
 }
 
 /// `nodes` kept to the `-d` sections asked (all when none was).
