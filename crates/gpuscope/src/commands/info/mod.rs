@@ -2,6 +2,8 @@
 //! or of every device; `--json` gives the `gpuscope snapshot --json` document of the same
 //! devices (docs/info-json.md).
 
+mod health;
+
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 use std::time::Duration;
@@ -117,208 +119,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     crate::output::write_stdout(&out)
 }
 
-/// The HEALTH section of one device; N/A for what the device cannot tell.
-fn render_health(out: &mut String, h: &crate::present::json::HealthView) {
-    fn na<T: fmt::Display>(v: Option<T>) -> String {
-        v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
-    }
-    fn list(v: &Option<Vec<String>>) -> String {
-        match v {
-            None => "N/A".to_string(),
-            Some(l) if l.is_empty() => "none".to_string(),
-            Some(l) => l.join(", "),
-        }
-    }
-    fn yes(v: Option<bool>) -> String {
-        na(v.map(|b| if b { "yes" } else { "no" }))
-    }
-    let pages = |v: &Option<Vec<String>>| match v {
-        None => "N/A".to_string(),
-        Some(l) if l.is_empty() => "0".to_string(),
-        Some(l) => format!("{} ({})", l.len(), l.join(", ")),
-    };
-    let attention = if h.needs_attention.is_empty() {
-        "no".to_string()
-    } else {
-        format!("YES: {}", h.needs_attention.join(", "))
-    };
-    let celsius = |v: Option<u32>| na(v.map(|c| format!("{c} C")));
-    let _ = writeln!(out, "HEALTH:");
-    let _ = writeln!(out, "    Needs attention  : {attention}");
-    let _ = writeln!(
-        out,
-        "    ECC mode         : current {}, pending {}",
-        na(h.ecc_mode_current.map(|b| if b { "on" } else { "off" })),
-        na(h.ecc_mode_pending.map(|b| if b { "on" } else { "off" }))
-    );
-    let _ = writeln!(
-        out,
-        "    ECC volatile     : corrected {}, uncorrected {}",
-        na(h.ecc_errors_volatile_corrected),
-        na(h.ecc_errors_volatile_uncorrected)
-    );
-    let _ = writeln!(
-        out,
-        "    ECC aggregate    : corrected {}, uncorrected {}",
-        na(h.ecc_errors_aggregate_corrected),
-        na(h.ecc_errors_aggregate_uncorrected)
-    );
-    let _ = writeln!(
-        out,
-        "    Retired pages    : single-bit {}, double-bit {}, pending {}",
-        pages(&h.retired_pages_single_bit),
-        pages(&h.retired_pages_double_bit),
-        yes(h.retired_pages_pending)
-    );
-    let _ = writeln!(
-        out,
-        "    Remapped rows    : correctable {}, uncorrectable {}, pending {}, failure {}",
-        na(h.remapped_rows_correctable),
-        na(h.remapped_rows_uncorrectable),
-        yes(h.remapped_rows_pending),
-        yes(h.remapped_rows_failure)
-    );
-    let _ = writeln!(out, "    PCIe replays     : {}", na(h.pcie_replay_counter));
-    let _ = writeln!(
-        out,
-        "    Clock events     : {}",
-        list(&h.clock_event_reasons)
-    );
-    let _ = writeln!(
-        out,
-        "    Supported events : {}",
-        list(&h.supported_clock_event_reasons)
-    );
-    let _ = writeln!(
-        out,
-        "    Temp thresholds  : shutdown {}, slowdown {}, GPU max {}, memory max {}",
-        celsius(h.temperature_shutdown_celsius),
-        celsius(h.temperature_slowdown_celsius),
-        celsius(h.temperature_gpu_max_celsius),
-        celsius(h.temperature_memory_max_celsius)
-    );
-    let _ = writeln!(
-        out,
-        "    Energy           : {}",
-        na(h.total_energy_consumption_millijoules
-            .map(|mj| format!("{:.3} kJ", mj as f64 / 1e6)))
-    );
-    let _ = writeln!(
-        out,
-        "    Power limits     : enforced {}, min {}, max {}",
-        na(h.power_enforced_limit_watts.map(|w| format!("{w:.2} W"))),
-        na(h.power_min_limit_watts.map(|w| format!("{w:.2} W"))),
-        na(h.power_max_limit_watts.map(|w| format!("{w:.2} W")))
-    );
-    let _ = writeln!(
-        out,
-        "    Versions         : VBIOS {}, inforom {}, part {}, serial {}",
-        Escaped(&na(h.vbios_version.as_deref())),
-        Escaped(&na(h.inforom_image_version.as_deref())),
-        Escaped(&na(h.board_part_number.as_deref())),
-        Escaped(&na(h.serial.as_deref()))
-    );
-    let _ = writeln!(
-        out,
-        "    Memory bus       : {}",
-        na(h.memory_bus_width_bits.map(|b| format!("{b} bits")))
-    );
-    let _ = writeln!(
-        out,
-        "    Memory temp      : {}",
-        celsius(h.memory_temperature_celsius)
-    );
-    let fans: Vec<String> = h
-        .fan_target_speeds_percent
-        .iter()
-        .map(|f| na(f.map(|p| format!("{p} %"))))
-        .collect();
-    let _ = writeln!(
-        out,
-        "    Fan targets      : {}",
-        if fans.is_empty() {
-            "N/A".to_string()
-        } else {
-            fans.join(", ")
-        }
-    );
-    let links: Vec<&gpu_backend::NvLinkErrorCounters> = h.nvlink_errors.iter().flatten().collect();
-    if links.is_empty() {
-        let _ = writeln!(out, "    NVLink errors    : N/A");
-    } else {
-        let sum = |f: fn(&gpu_backend::NvLinkErrorCounters) -> u64| {
-            links.iter().map(|c| f(c)).fold(0u64, u64::saturating_add)
-        };
-        let _ = writeln!(
-            out,
-            "    NVLink errors    : replay {}, recovery {}, CRC flit {}, CRC data {} ({})",
-            sum(|c| c.replay),
-            sum(|c| c.recovery),
-            sum(|c| c.crc_flit),
-            sum(|c| c.crc_data),
-            crate::present::value::counted(links.len() as u64, "link", "links")
-        );
-    }
-    let mut by_location = Vec::new();
-    for (name, v) in &h.ecc_errors_by_location {
-        let Some(c) = v.as_object() else { continue };
-        let n = |k: &str| na(c.get(k).and_then(serde_json::Value::as_u64));
-        by_location.push(format!(
-            "{name} {}/{} (aggregate {}/{})",
-            n("volatile_corrected"),
-            n("volatile_uncorrected"),
-            n("aggregate_corrected"),
-            n("aggregate_uncorrected")
-        ));
-    }
-    let _ = writeln!(
-        out,
-        "    ECC by location  : {}",
-        if by_location.is_empty() {
-            "N/A".to_string()
-        } else {
-            format!("corrected/uncorrected: {}", by_location.join(", "))
-        }
-    );
-    match &h.recent_events {
-        None => {
-            let _ = writeln!(out, "    Events           : N/A");
-        }
-        Some(events) if events.is_empty() => {
-            let _ = writeln!(out, "    Events           : none since start");
-        }
-        Some(events) => {
-            let xids = match h.xid_errors.as_deref() {
-                Some([]) | None => "no XID".to_string(),
-                Some(codes) => {
-                    let codes: Vec<String> = codes.iter().map(u64::to_string).collect();
-                    format!("XID {}", codes.join(", "))
-                }
-            };
-            let _ = writeln!(
-                out,
-                "    Events           : {xids} since start; the last {}, newest last:",
-                events.len()
-            );
-            for e in events {
-                let what = match (e.kind, e.description) {
-                    ("xid", Some(d)) => format!("XID {}: {d}", e.data),
-                    ("xid", None) => format!("XID {}", e.data),
-                    (kind, _) => kind.replace('_', " "),
-                };
-                let _ = writeln!(out, "        {}  {what}", e.time);
-            }
-        }
-    }
-    let _ = writeln!(out);
-}
-
 /// The CONFIGURATION section of one device: what `nvidia-smi -q` shows of its configuration
 /// (the JSON's `devices[].config`); N/A for what the device cannot tell.
 fn render_config(out: &mut String, c: &crate::present::json::ConfigView) {
-    fn na<T: fmt::Display>(v: Option<T>) -> String {
-        v.map_or_else(|| "N/A".to_string(), |v| v.to_string())
-    }
+    use crate::present::value::na;
     let on = |v: Option<bool>| na(v.map(|b| if b { "on" } else { "off" }));
     let mhz = |v: Option<u32>| na(v.map(|m| format!("{m} MHz")));
     let _ = writeln!(out, "CONFIGURATION:");
@@ -469,7 +273,7 @@ fn render_device(
             let _ = writeln!(out);
         }
     }
-    render_health(&mut out, &crate::present::json::health_view(d));
+    health::render(&mut out, &crate::present::json::health_view(d));
     render_config(&mut out, &crate::present::json::config_view(d));
     render_activity(&mut out, d);
     let _ = writeln!(out, "PROCESSES:");
