@@ -103,6 +103,26 @@ enum SummaryStyle {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    check_output(&args)?;
+    refuse_colliding_outputs(&args)?;
+    refuse_existing_outputs(&args)?;
+    let src = args.source.open()?;
+    // Every GPU and each MIG device after its GPU, as `snapshot` lists them.
+    let devices = args::keep_only(&args.only, src.collector.context().all_devices(), |d| {
+        d.id()
+    })?;
+    if devices.is_empty() {
+        return Err(
+            crate::error::Shortfall::nothing(format!("no GPU to record ({})", src.label)).into(),
+        );
+    }
+    let (mut recorders, metrics) = recorders(&args, &devices)?;
+    let failure = sample(&args, &mut recorders, &metrics, devices.len())?;
+    finish(&args, &recorders, failure)
+}
+
+/// Refuses a plot's file that is neither `.png` nor `.svg`, or whose folder does not exist.
+fn check_output(args: &Args) -> anyhow::Result<()> {
     if PlotFormat::from_path(&args.output).is_none() {
         return Err(UsageError(format!(
             "--output {}: the plot's file name must end in .png or .svg",
@@ -120,18 +140,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .into());
         }
     }
-    refuse_colliding_outputs(&args)?;
-    refuse_existing_outputs(&args)?;
-    let src = args.source.open()?;
-    // Every GPU and each MIG device after its GPU, as `snapshot` lists them.
-    let devices = args::keep_only(&args.only, src.collector.context().all_devices(), |d| {
-        d.id()
-    })?;
-    if devices.is_empty() {
-        return Err(
-            crate::error::Shortfall::nothing(format!("no GPU to record ({})", src.label)).into(),
-        );
-    }
+    Ok(())
+}
+
+/// One recorder per metric asked (each once, in the order given), the first streaming to the
+/// `--csv` and `--ndjson` files, which take one metric only; and the metrics.
+fn recorders(
+    args: &Args,
+    devices: &[gpu_devices::Device],
+) -> anyhow::Result<(Vec<Recorder>, Vec<DeviceMetric>)> {
     let mut metrics: Vec<DeviceMetric> = Vec::new();
     for m in &args.metric {
         if !metrics.contains(m) {
@@ -148,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut recorders: Vec<Recorder> = metrics
         .iter()
-        .map(|&m| Recorder::new(devices.clone(), m))
+        .map(|&m| Recorder::new(devices.to_vec(), m))
         .collect();
     // Checked above, and again by the opening itself (a link or a file may have appeared
     // since): a symbolic link is never followed, and without --overwrite a file is not replaced.
@@ -167,7 +184,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let r = recorders.remove(0);
         recorders.insert(0, r.with_sink(Box::new(sink))?);
     }
+    Ok((recorders, metrics))
+}
 
+/// Samples every `--interval` until Ctrl+C or `--duration`, showing the progress on a
+/// terminal. A sample that cannot be written (a full disk) stops the recording, and is
+/// returned: what was recorded is still plotted and summarised.
+fn sample(
+    args: &Args,
+    recorders: &mut [Recorder],
+    metrics: &[DeviceMetric],
+    devices: usize,
+) -> anyhow::Result<Option<gpu_metrics::Error>> {
     let (tx, rx) = mpsc::channel();
     ctrlc::set_handler(move || {
         let _ = tx.send(());
@@ -178,13 +206,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let start = Instant::now();
     let deadline = args.duration.map(|d| start + d);
     let mut next = start;
-    // A sample that cannot be written (a full disk) stops the recording; what was recorded is
-    // still plotted and summarised below, and the failure is the command's error.
     let mut failure = None;
     'sampling: loop {
         let mut first = None;
         let started = Instant::now();
-        for recorder in &mut recorders {
+        for recorder in recorders.iter_mut() {
             match recorder.record(true) {
                 Ok(sample) => {
                     first.get_or_insert(sample);
@@ -196,7 +222,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         tracing::debug!(
-            devices = devices.len(),
+            devices,
             metrics = recorders.len(),
             total_ms = started.elapsed().as_micros() as f64 / 1000.0,
             "refresh"
@@ -218,11 +244,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    let recorder = &recorders[0];
     if progress {
         eprint!("\r\x1b[K");
     }
+    Ok(failure)
+}
 
+/// Saves the plot and prints the summary of what was recorded, then says how the recording
+/// ended: the sample file that failed, or the plot that could not be saved, is the error.
+fn finish(
+    args: &Args,
+    recorders: &[Recorder],
+    failure: Option<gpu_metrics::Error>,
+) -> anyhow::Result<()> {
+    let recorder = &recorders[0];
     let records: Vec<Record> = recorders.iter().flat_map(Recorder::records).collect();
     let options = PlotOptions {
         width: args.width,
