@@ -273,34 +273,8 @@ pub fn parse(args: &[OsString]) -> Result<SmiArgs, UsageError> {
                 let v = value("csv[,noheader][,nounits]")?;
                 out.format = Some(parse_format(&v).map_err(|e| usage(format!("--format: {e}")))?);
             }
-            "-d" | "--display" => {
-                for s in value("a list of sections")?.split(',').map(str::trim) {
-                    let upper = s.to_ascii_uppercase();
-                    if !SECTIONS.contains(&upper.as_str()) {
-                        return Err(usage(format!(
-                            "-d: unknown section {:?}; one of {}",
-                            shown(s),
-                            SECTIONS.join(", ")
-                        )));
-                    }
-                    if !out.display.contains(&upper) {
-                        out.display.push(upper);
-                    }
-                }
-            }
-            "-i" | "--id" => {
-                for id in value("a GPU index, UUID or PCI bus id")?
-                    .split(',')
-                    .map(str::trim)
-                {
-                    if id.is_empty() {
-                        return Err(usage(
-                            "-i: an empty id (two commas, or one at an end)".into(),
-                        ));
-                    }
-                    out.ids.push(id.to_string());
-                }
-            }
+            "-d" | "--display" => sections(&value("a list of sections")?, &mut out.display)?,
+            "-i" | "--id" => ids(&value("a GPU index, UUID or PCI bus id")?, &mut out.ids)?,
             "-l" | "--loop" => {
                 // nvidia-smi's -l takes an optional number of seconds (default 5).
                 let secs = match (&inline, words.get(i)) {
@@ -311,76 +285,122 @@ pub fn parse(args: &[OsString]) -> Result<SmiArgs, UsageError> {
                     }
                     _ => None,
                 };
-                let secs = match secs {
-                    None => 5,
-                    Some(s) => s
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|s| (1..=MAX_LOOP.as_secs()).contains(s))
-                        .ok_or_else(|| {
-                            usage(format!(
-                                "{}: {:?} is not a number of seconds from 1 to {}",
-                                shown(name),
-                                shown(&s),
-                                MAX_LOOP.as_secs()
-                            ))
-                        })?,
-                };
-                out.every = Some(Duration::from_secs(secs));
+                out.every = Some(loop_seconds(name, secs)?);
             }
             "-lms" | "--loop-ms" => {
-                let s = value("a number of milliseconds")?;
-                let ms = s
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|ms| (MIN_LOOP_MS..=MAX_LOOP.as_millis() as u64).contains(ms))
-                    .ok_or_else(|| {
-                        usage(format!(
-                            "{}: {:?} is not a number of milliseconds from {MIN_LOOP_MS} to {}",
-                            shown(name),
-                            shown(&s),
-                            MAX_LOOP.as_millis()
-                        ))
-                    })?;
-                out.every = Some(Duration::from_millis(ms));
+                out.every = Some(loop_ms(name, &value("a number of milliseconds")?)?);
             }
-            "--count" => {
-                let s = value("a number of prints")?;
-                out.count = Some(s.parse::<u64>().ok().filter(|&n| n >= 1).ok_or_else(|| {
-                    usage(format!(
-                        "--count: {:?} is not a whole number from 1",
-                        shown(&s)
-                    ))
-                })?);
-            }
+            "--count" => out.count = Some(count(&value("a number of prints")?)?),
             "-f" | "--filename" => out.filename = Some(PathBuf::from(value("a file name")?)),
             "--demo" => out.source.push(word.into()),
             n if SOURCE_WITH_VALUE.contains(&n) => {
                 let v = value("a value")?;
                 out.source.push(format!("{n}={v}").into());
             }
-            n if WRITE_OPTIONS.contains(&n) => {
-                return Err(usage(format!(
-                    "{} changes the GPU: gpuscope smi is read-only; run nvidia-smi itself",
-                    shown(n)
-                )))
-            }
-            n if UNSUPPORTED.contains(&n) => {
-                return Err(usage(format!(
-                    "{} is not supported by gpuscope smi; it supports {SUPPORTED}",
-                    shown(n)
-                )))
-            }
-            n => {
-                return Err(usage(format!(
-                    "unknown option {:?}; gpuscope smi supports {SUPPORTED}",
-                    shown(n)
-                )))
-            }
+            n => return Err(refused(n)),
         }
     }
     check(&out)?;
     Ok(out)
+}
+
+/// `-d`'s sections, added to `display` once each, in capitals.
+fn sections(value: &str, display: &mut Vec<String>) -> Result<(), UsageError> {
+    for s in value.split(',').map(str::trim) {
+        let upper = s.to_ascii_uppercase();
+        if !SECTIONS.contains(&upper.as_str()) {
+            return Err(usage(format!(
+                "-d: unknown section {:?}; one of {}",
+                shown(s),
+                SECTIONS.join(", ")
+            )));
+        }
+        if !display.contains(&upper) {
+            display.push(upper);
+        }
+    }
+    Ok(())
+}
+
+/// `-i`'s ids, added to `ids`.
+fn ids(value: &str, ids: &mut Vec<String>) -> Result<(), UsageError> {
+    for id in value.split(',').map(str::trim) {
+        if id.is_empty() {
+            return Err(usage(
+                "-i: an empty id (two commas, or one at an end)".into(),
+            ));
+        }
+        ids.push(id.to_string());
+    }
+    Ok(())
+}
+
+/// `-l`'s seconds (`name` as typed), 5 when none is given.
+fn loop_seconds(name: &str, secs: Option<String>) -> Result<Duration, UsageError> {
+    let secs = match secs {
+        None => 5,
+        Some(s) => s
+            .parse::<u64>()
+            .ok()
+            .filter(|s| (1..=MAX_LOOP.as_secs()).contains(s))
+            .ok_or_else(|| {
+                usage(format!(
+                    "{}: {:?} is not a number of seconds from 1 to {}",
+                    shown(name),
+                    shown(&s),
+                    MAX_LOOP.as_secs()
+                ))
+            })?,
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+/// `-lms`'s milliseconds (`name` as typed).
+fn loop_ms(name: &str, s: &str) -> Result<Duration, UsageError> {
+    let ms = s
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| (MIN_LOOP_MS..=MAX_LOOP.as_millis() as u64).contains(ms))
+        .ok_or_else(|| {
+            usage(format!(
+                "{}: {:?} is not a number of milliseconds from {MIN_LOOP_MS} to {}",
+                shown(name),
+                shown(s),
+                MAX_LOOP.as_millis()
+            ))
+        })?;
+    Ok(Duration::from_millis(ms))
+}
+
+/// `--count`: how many prints, at least one.
+fn count(s: &str) -> Result<u64, UsageError> {
+    s.parse::<u64>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+        usage(format!(
+            "--count: {:?} is not a whole number from 1",
+            shown(s)
+        ))
+    })
+}
+
+/// Why an option that gpuscope smi does not take is refused: one that changes the GPU, one
+/// of nvidia-smi's it does not support, or one nvidia-smi does not have either.
+fn refused(n: &str) -> UsageError {
+    if WRITE_OPTIONS.contains(&n) {
+        usage(format!(
+            "{} changes the GPU: gpuscope smi is read-only; run nvidia-smi itself",
+            shown(n)
+        ))
+    } else if UNSUPPORTED.contains(&n) {
+        usage(format!(
+            "{} is not supported by gpuscope smi; it supports {SUPPORTED}",
+            shown(n)
+        ))
+    } else {
+        usage(format!(
+            "unknown option {:?}; gpuscope smi supports {SUPPORTED}",
+            shown(n)
+        ))
+    }
 }
 
 /// The rules between options, as nvidia-smi has them.
