@@ -7,7 +7,7 @@
 mod app;
 mod event_loop;
 pub mod fleet;
-mod input;
+mod keys;
 mod sampler;
 mod signals;
 mod terminal;
@@ -29,7 +29,7 @@ use ratatui::Terminal;
 use crate::error::UsageError;
 use crate::source::SourceArgs;
 use app::{App, LayoutMode, Options, Screen, REPLAY_NO_SIGNALS};
-use input::Effect;
+use keys::Effect;
 
 /// Command-line arguments.
 #[derive(Debug, clap::Args)]
@@ -579,7 +579,7 @@ impl event_loop::Viewer for App {
     }
 
     fn key(&mut self, key: KeyEvent, area: Rect) -> event_loop::After {
-        match input::key(self, key, area) {
+        match keys::key(self, key, area) {
             Effect::Suspend => event_loop::After::Suspend,
             effect => {
                 apply(self, effect);
@@ -589,7 +589,7 @@ impl event_loop::Viewer for App {
     }
 
     fn mouse(&mut self, mouse: MouseEvent, area: Rect) {
-        input::mouse(self, mouse, area);
+        keys::mouse(self, mouse, area);
     }
 }
 

@@ -15,7 +15,7 @@ use super::app::{
     pod_label, App, Column, LayoutMode, Options, PendingSignal, PodGroup, ProcIdentity, Ring,
     Screen, Sig, HISTORY_LEN,
 };
-use super::input::{self, Effect};
+use super::keys::{self, Effect};
 use super::{render_text, sampler, signals};
 
 fn fixture_path(name: &str) -> String {
@@ -62,7 +62,7 @@ fn viewer(name: &str) -> (App, Arc<ReplayBackend>, ProcessCollector) {
 }
 
 fn press(app: &mut App, code: KeyCode) -> Effect {
-    input::key(
+    keys::key(
         app,
         KeyEvent::new(code, KeyModifiers::NONE),
         Rect::new(0, 0, 120, 40),
@@ -334,7 +334,7 @@ fn clicking_a_header_sorts_by_it() {
         .unwrap();
     let col = line.find("USER").unwrap() as u16;
     let click = |app: &mut App| {
-        input::mouse(
+        keys::mouse(
             app,
             MouseEvent {
                 kind: MouseEventKind::Down(MouseButton::Left),
@@ -552,7 +552,7 @@ fn tags_choose_the_signal_targets_and_readonly_turns_signals_off() {
 #[test]
 fn ctrl_c_and_q_quit() {
     let mut app = app_over("old-driver", 0..=0);
-    input::key(
+    keys::key(
         &mut app,
         KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
         Rect::new(0, 0, 80, 24),
@@ -703,7 +703,7 @@ fn the_confirmation_keeps_who_the_screen_showed() {
 #[test]
 fn ctrl_z_asks_to_suspend() {
     let mut app = app_over("old-driver", 0..=0);
-    let effect = input::key(
+    let effect = keys::key(
         &mut app,
         KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL),
         Rect::new(0, 0, 80, 24),
