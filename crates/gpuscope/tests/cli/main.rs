@@ -14,6 +14,7 @@ mod support;
 
 mod bounds;
 mod doctor;
+mod error_texts;
 mod escape;
 mod export_attacks;
 mod export_clients;
