@@ -22,6 +22,7 @@ mod export_metrics;
 mod export_web;
 mod fixture_input;
 mod fleet;
+mod gpulink;
 mod grammar;
 mod info;
 mod log;

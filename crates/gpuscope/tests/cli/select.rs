@@ -252,8 +252,12 @@ fn mig_devices_are_printed_by_uuid() {
         stdout(&[&base[..], &["-O", "index"]].concat()),
         format!("{uuid}\n")
     );
-    // Two cannot be had: none is printed, and the status says short.
+    // Two cannot be had: the status says short; nvisel prints the one it found (issue 34),
+    // `select` none.
     let out = run(&[&base[..], &["-c", "2"]].concat());
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{uuid}\n"));
+    let out = cli::run(&[&["select"][..], &base[..], &["--min-count", "2"]].concat());
     assert_eq!(out.status.code(), Some(4));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
 }
@@ -268,14 +272,13 @@ fn select_never_chooses_a_lost_gpu_and_explain_says_why() {
         for extra in [&[][..], &["-n", "1"], &["-S"], &["-f", "1"], &["-c", "4"]] {
             let out = run(&[&base[..], extra].concat());
             let printed = String::from_utf8(out.stdout).unwrap();
-            // Four asked, three usable: short, exit 4, nothing printed.
+            // Four asked, three usable: short, exit 4, the three printed (nvisel's habit).
             let short = extra == ["-c", "4"];
             assert_eq!(out.status.code(), Some(if short { 4 } else { 0 }));
             let ids: Vec<&str> = printed.split_terminator(['\n', ',']).collect();
             assert!(!ids.contains(&"2"), "frame {frame} {extra:?}: {printed}");
             let want = match extra {
                 ["-n", "1"] => 1,
-                ["-c", "4"] => 0,
                 _ => 3,
             };
             assert_eq!(ids.len(), want, "frame {frame} {extra:?}: {printed}");
@@ -300,18 +303,24 @@ fn nothing_qualifies() {
     let out = run(&["--demo", "--frame", "5", "-f", "1TiB"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
-    // At least one asked for: status 4, it says why, and nothing is printed for a script to use.
+    // At least one asked for: status 4, it says why; through the nvisel door the (empty) list
+    // is printed as nvisel prints it.
     let out = run(&["--demo", "--frame", "5", "-f", "1TiB", "-c", "1"]);
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
     assert!(String::from_utf8(out.stderr)
         .unwrap()
         .contains("not enough devices"));
-    // More than the machine has: status 4, and no partial list on stdout (it would slip into
-    // `CUDA_VISIBLE_DEVICES=$(...)` unnoticed).
-    let out = run(&["--demo", "--frame", "5", "-c", "9"]);
+    // More than the machine has: status 4. `select` prints no partial list on stdout (it would
+    // slip into `CUDA_VISIBLE_DEVICES=$(...)` unnoticed); the nvisel door prints the eight
+    // there are, as nvisel does.
+    let out = cli::run(&["select", "--demo", "--frame", "5", "--min-count", "9"]);
     assert_eq!(out.status.code(), Some(4));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+    let out = run(&["--demo", "--frame", "5", "-c", "9"]);
+    assert_eq!(out.status.code(), Some(4));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(printed.trim_end().split(',').count(), 8, "{printed}");
 }
 
 /// Regression: with fewer qualifying devices than --min-count, `--explain` listed them as
@@ -337,9 +346,16 @@ fn explain_agrees_with_the_outcome_when_too_few_qualify() {
         "--explain",
     ]);
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+    // Through the nvisel door those that qualify are printed (issue 34), and said so.
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        printed.trim_end().split(',').count(),
+        qualifying,
+        "{printed}"
+    );
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(!err.contains("selected #"), "{err}");
+    assert!(err.contains("printed all the same"), "{err}");
     let qualify_lines = err
         .lines()
         .filter(|l| {
