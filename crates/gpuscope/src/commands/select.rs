@@ -30,7 +30,8 @@ pub struct Args {
 
     /// Choose among the devices this CUDA_VISIBLE_DEVICES value shows (the environment's when
     /// the value is omitted), and print their CUDA ordinals. (nvisel's -i: through the `nvisel`
-    /// front door; here -i is --interval in every command.)
+    /// front door, which prints each device's own index, as nvisel; here -i is --interval in
+    /// every command.)
     #[arg(long, value_name = "CUDA_VISIBLE_DEVICES", num_args = 0..=1)]
     inherit: Option<Option<String>>,
 
@@ -168,9 +169,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     // Only this machine's devices are CUDA's to see.
     let cuda_hint = true;
+    // nvisel names an inherited device by its own index (NVML's), not its CUDA ordinal under
+    // the inherited CUDA_VISIBLE_DEVICES: `CUDA_VISIBLE_DEVICES=$(nvisel -i ...)` sets the
+    // variable anew, where CUDA reads indices of every device. The door prints what nvisel
+    // prints; `select --inherit` keeps the CUDA ordinals.
+    let ids = if args.as_nvisel
+        && args.inherit.is_some()
+        && selection.format(format, false) == Format::Index
+    {
+        selection.ids().iter().map(ToString::to_string).collect()
+    } else {
+        selection.identifiers(format, false)
+    };
     print_chosen(
         &args,
-        selection.identifiers(format, false),
+        ids,
         selection.is_short(),
         criteria.min_count,
         cuda_hint,

@@ -178,16 +178,32 @@ fn the_value_for_cuda_visible_devices_is_echoed_on_stderr() {
     );
 }
 
+/// `select --inherit` prints CUDA ordinals under the inherited CUDA_VISIBLE_DEVICES; the nvisel
+/// door prints each device's own index, as nvisel 1.7.2 does (issue 34: 48 cases of the
+/// differential), for `CUDA_VISIBLE_DEVICES=$(nvisel -i ...)`, which sets the variable anew.
 #[test]
 fn inherit_chooses_among_the_visible_devices_and_prints_cuda_ordinals() {
     let all = gpus("h100-sxm-8gpu", 5);
     // CUDA device 0 is GPU 3, 1 is GPU 5: the freer comes first.
-    let want = if all[5].free > all[3].free {
-        "1,0"
+    let (want, nvisel_want) = if all[5].free > all[3].free {
+        ("1,0", "5,3")
     } else {
-        "0,1"
+        ("0,1", "3,5")
     };
-    assert_eq!(demo(&["-i", "3,5"]), format!("{want}\n"));
+    let select = |args: &[&str], cvd: Option<&str>| {
+        let mut c = cli::command(&[&["select", "--demo", "--frame", "5"][..], args].concat());
+        if let Some(v) = cvd {
+            c.env("CUDA_VISIBLE_DEVICES", v);
+        }
+        cli::ok_stdout(c.output().expect("gpuscope runs"), args)
+    };
+    assert_eq!(select(&["--inherit", "3,5"], None), format!("{want}\n"));
+    assert_eq!(demo(&["-i", "3,5"]), format!("{nvisel_want}\n"));
+    assert_eq!(select(&["--inherit", "--no-sort"], Some("7,1")), "0,1\n");
+    assert_eq!(
+        select(&["--inherit", &all[6].uuid[..12], "-S"], None),
+        "0\n"
+    );
     assert_eq!(
         demo(&["--inherit", "3,5", "-n", "1", "-O", "uuid"]).trim(),
         {
@@ -200,7 +216,7 @@ fn inherit_chooses_among_the_visible_devices_and_prints_cuda_ordinals() {
         &["--demo", "--frame", "5", "-i", "-S"],
         &[("CUDA_VISIBLE_DEVICES", "7,1")],
     );
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "0,1\n");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "7,1\n");
     // Unset: every GPU, in CUDA's order; empty: none.
     assert_eq!(demo(&["-i", "-S"]).trim().split(',').count(), 8);
     let out = run_with(
@@ -208,9 +224,9 @@ fn inherit_chooses_among_the_visible_devices_and_prints_cuda_ordinals() {
         &[("CUDA_VISIBLE_DEVICES", "")],
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
-    // A UUID prefix normalises to its ordinal (nvisel -i -S).
+    // A UUID prefix names its GPU (nvisel -i -S): by its index through the door.
     let prefix = &all[6].uuid[..12];
-    assert_eq!(demo(&["-i", prefix, "-S"]), "0\n");
+    assert_eq!(demo(&["-i", prefix, "-S"]), "6\n");
 }
 
 /// geforce-desktop at frame 39: GPU 0 has 4068474880 bytes free, GPU 1 5479858176; alex runs
