@@ -166,7 +166,7 @@ enum LayoutArg {
 
 fn keys_help() -> String {
     let mut s = String::from("Keys:\n");
-    for (keys, what) in ui::KEYS {
+    for (keys, what) in keys::KEYS {
         s.push_str(&format!("  {keys:<22} {what}\n"));
     }
     s.push_str("\nKeys of the fleet view (--prometheus, --remote):\n");
@@ -489,7 +489,7 @@ fn render_once(app: &mut App, width: u16) -> String {
             s.snap
                 .devices
                 .iter()
-                .filter(|d| ui::has_activity(d))
+                .filter(|d| ui::devices::has_activity(d))
                 .count()
         });
         3 * n + 3 + activity
