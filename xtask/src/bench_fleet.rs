@@ -68,6 +68,9 @@ type Log = Arc<Mutex<Vec<(Instant, Instant, bool)>>>;
 
 const T: f64 = 1_763_800_000.0;
 
+/// gpuscope's `--prometheus-timeout` here: far above any refresh measured.
+const REFRESH_LIMIT: &str = "120s";
+
 /// One family's answer, host by host: each host's series as JSON objects joined by commas,
 /// so that an answer for any set of hosts is their pieces joined.
 type Family = Vec<String>;
@@ -373,7 +376,14 @@ pub fn run(args: Args) -> Result<()> {
                 "top --once" => vec!["top".into(), "--once".into()],
                 _ => vec!["snapshot".into()],
             };
-            tool_args.extend(["--prometheus".into(), url.clone().into()]);
+            // A whole refresh is measured, however slow the build or the machine: the
+            // refresh's time limit (5 s by default) would cut a debug build's short.
+            tool_args.extend([
+                "--prometheus".into(),
+                url.clone().into(),
+                "--prometheus-timeout".into(),
+                REFRESH_LIMIT.into(),
+            ]);
             if form == "json" {
                 tool_args.push("--json".into());
             }
@@ -443,7 +453,7 @@ fn viewer(bin: &Path, url: &str, args: &Args, log: &Log) -> Result<()> {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     };
     let command = format!(
-        "exec {} top --prometheus {url} --interval {}s",
+        "exec {} top --prometheus {url} --prometheus-timeout {REFRESH_LIMIT} --interval {}s",
         bin.display(),
         args.viewer_interval
     );

@@ -22,10 +22,10 @@ use gpu_backend::fixture::{
     HostStatic, Meta, SystemAnswers, SCHEMA_VERSION,
 };
 use gpu_backend::{
-    Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, CodecUtilization, ComputeMode,
-    CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, Fixture, GpuOperationMode,
-    LocationEccCounts, MemoryInfo, PciInfo, PerClock, PowerLimits, ProcessInfo, RemappedRows,
-    Utilization, VirtualizationMode,
+    Answer, Architecture, BackendError, Bar1MemoryInfo, Brand, ClockEventReasons, CodecUtilization,
+    ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, Fixture,
+    GpuOperationMode, LocationEccCounts, MemoryInfo, PciInfo, PerClock, PerformanceState,
+    PowerLimits, ProcessInfo, RemappedRows, Utilization, VirtualizationMode,
 };
 
 use xml::{Element, XmlError};
@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
         .unwrap_or_else(|| origin.clone());
     let name = args.name.clone().unwrap_or_else(|| stem_of(&args.dump));
     let fixture = import_str(&text, &origin, &file_name, &name)?;
-    if let Err((path, message)) = fixture.validate() {
+    if let Err(gpu_backend::fixture::InvalidFixture { path, message }) = fixture.validate() {
         bail!(
             "{origin}: the imported fixture does not validate at `{path}`: {message} \
              (this is a bug in import-smi; please report it with the dump)"
@@ -360,18 +360,6 @@ fn remapped_rows(e: Option<&Element>) -> R<RemappedRows> {
     })
 }
 
-/// Domain, bus and device parsed from a bus id `DDDDDDDD:BB:DD.F`.
-fn bus_id_parts(id: &str) -> Option<(u32, u32, u32)> {
-    let (domain, rest) = id.split_once(':')?;
-    let (bus, rest) = rest.split_once(':')?;
-    let device = rest.split('.').next()?;
-    Some((
-        u32::from_str_radix(domain, 16).ok()?,
-        u32::from_str_radix(bus, 16).ok()?,
-        u32::from_str_radix(device, 16).ok()?,
-    ))
-}
-
 fn pci_info(g: &Element) -> R<PciInfo> {
     let pci = g.child("pci");
     let bus_id = match pci.and_then(|p| p.child("pci_bus_id")) {
@@ -382,7 +370,7 @@ fn pci_info(g: &Element) -> R<PciInfo> {
             .ok_or(BackendError::NotSupported)?,
     };
     let bus_id = normalise_bus_id(&bus_id);
-    let parsed = bus_id_parts(&bus_id);
+    let parsed = gpu_backend::PciAddress::parse(&bus_id);
     let part = |name: &str, from_id: Option<u32>| -> R<u32> {
         match pci.and_then(|p| p.child(name)) {
             Some(e) => hex(Some(e)),
@@ -390,9 +378,9 @@ fn pci_info(g: &Element) -> R<PciInfo> {
         }
     };
     Ok(PciInfo {
-        domain: part("pci_domain", parsed.map(|p| p.0))?,
-        bus: part("pci_bus", parsed.map(|p| p.1))?,
-        device: part("pci_device", parsed.map(|p| p.2))?,
+        domain: part("pci_domain", parsed.map(|p| p.domain))?,
+        bus: part("pci_bus", parsed.map(|p| p.bus))?,
+        device: part("pci_device", parsed.map(|p| p.device))?,
         pci_device_id: hex(first(pci, &["pci_device_id"]))?,
         pci_subsystem_id: hex(first(pci, &["pci_sub_system_id", "pci_subsystem_id"]))?,
         bus_id,
@@ -547,11 +535,12 @@ fn temperature_threshold(
 fn pstate(e: Option<&Element>) -> R<u32> {
     let t = text(e)?;
     if t.eq_ignore_ascii_case("unknown") {
-        return Ok(32);
+        return Ok(PerformanceState::Unknown.nvml_code());
     }
     t.strip_prefix('P')
         .and_then(|n| n.parse::<u32>().ok())
-        .filter(|&n| n <= 15)
+        .and_then(PerformanceState::known)
+        .map(PerformanceState::nvml_code)
         .ok_or_else(|| unreadable(t, "a performance state P0..P15"))
 }
 
@@ -582,18 +571,33 @@ fn per_clock(parent: Option<&Element>) -> PerClock<Answer<u32>> {
     }
 }
 
-/// NVML clock event reason bits, by the name nvidia-smi gives the reason.
-const REASONS: &[(&str, u64)] = &[
-    ("gpu_idle", 0x1),
-    ("applications_clocks_setting", 0x2),
-    ("sw_power_cap", 0x4),
-    ("hw_slowdown", 0x8),
-    ("sync_boost", 0x10),
-    ("sw_thermal_slowdown", 0x20),
-    ("hw_thermal_slowdown", 0x40),
-    ("hw_power_brake_slowdown", 0x80),
-    ("display_clocks_setting", 0x100),
-    ("unknown", 0x8000_0000_0000_0000),
+/// NVML clock event reasons, by the name nvidia-smi gives the reason.
+const REASONS: &[(&str, ClockEventReasons)] = &[
+    ("gpu_idle", ClockEventReasons::GPU_IDLE),
+    (
+        "applications_clocks_setting",
+        ClockEventReasons::APPLICATIONS_CLOCKS_SETTING,
+    ),
+    ("sw_power_cap", ClockEventReasons::SW_POWER_CAP),
+    ("hw_slowdown", ClockEventReasons::HW_SLOWDOWN),
+    ("sync_boost", ClockEventReasons::SYNC_BOOST),
+    (
+        "sw_thermal_slowdown",
+        ClockEventReasons::SW_THERMAL_SLOWDOWN,
+    ),
+    (
+        "hw_thermal_slowdown",
+        ClockEventReasons::HW_THERMAL_SLOWDOWN,
+    ),
+    (
+        "hw_power_brake_slowdown",
+        ClockEventReasons::HW_POWER_BRAKE_SLOWDOWN,
+    ),
+    (
+        "display_clocks_setting",
+        ClockEventReasons::DISPLAY_CLOCK_SETTING,
+    ),
+    ("unknown", ClockEventReasons::UNKNOWN),
 ];
 
 fn clock_event_reasons(g: &Element) -> R<u64> {
@@ -616,7 +620,7 @@ fn clock_event_reasons(g: &Element) -> R<u64> {
         };
         match text(Some(c)).map(|t| t.to_ascii_lowercase()) {
             Ok(t) if t == "active" => {
-                mask |= bit.1;
+                mask |= bit.1.bits();
                 known = true;
             }
             Ok(t) if t == "not active" => known = true,

@@ -1,6 +1,7 @@
 //! Project workflows that plain cargo cannot do. Run as `cargo xtask <command>`.
 
 mod bench_export;
+mod bench_export_attacks;
 mod bench_fleet;
 mod bench_oneshot;
 mod bench_setup;
@@ -44,13 +45,17 @@ enum Command {
     /// Load on `gpuscope export`: scrapes per second, latency, CPU and RSS, and idle CPU beside
     /// nvitop-exporter's (see docs/benchmarks.md).
     BenchExport(bench_export::Args),
+    /// Issue 32's attacks on `gpuscope export`, timed for each binary given: a correct login
+    /// during a wrong-password flood, known against unknown users, start with a costly hash,
+    /// scrapes during a slot flood (see docs/security.md, "Figures").
+    BenchExportAttacks(bench_export_attacks::Args),
     /// CPU of the viewers, `gpuscope top` beside `nvitop`, each in tmux at 200x60, with the
     /// GPU idle and loaded (see docs/benchmarks.md).
     BenchViewer(bench_viewer::Args),
     /// One refresh of the fleet view (`snapshot --prometheus`) over a synthetic fleet of 1,000
     /// hosts from a stub Prometheus: time after the answers, peak RSS (see docs/benchmarks.md).
     BenchFleet(bench_fleet::Args),
-    /// Writes gpuscope's man pages (gpuscope.1 and gpuscope-<command>.1) into a directory; read
+    /// Writes gpuscope's man pages (`gpuscope.1` and `gpuscope-<command>.1`) into a directory; read
     /// one with `man -l target/man/gpuscope.1`.
     Man {
         /// Directory to write to.
@@ -82,6 +87,7 @@ fn main() -> ExitCode {
         Command::ImportSmi(args) => import_smi::run(args),
         Command::BenchOneshot(args) => bench_oneshot::run(args),
         Command::BenchExport(args) => bench_export::run(args),
+        Command::BenchExportAttacks(args) => bench_export_attacks::run(args),
         Command::BenchViewer(args) => bench_viewer::run(args),
         Command::BenchFleet(args) => bench_fleet::run(args),
         Command::Man { out_dir } => man::run(&out_dir),

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use gpu_backend::{
-    pcie_link_max_speed_nvml_code, Answer, BackendError, ClockType, ComputeMode, DeviceId,
-    DriverModel, EccCounter, EccErrorKind, EventKind, GpuBackend, MemoryLocation, PcieDirection,
-    ProcessInfo, ReplayBackend, RetirementCause, TemperatureThreshold, GPM_METRICS,
+    pcie_link_max_speed_nvml_code, Answer, BackendError, ClockType, DeviceId, EccCounter,
+    EccErrorKind, EventKind, GpuBackend, MemoryLocation, PciAddress, PcieDirection, ProcessInfo,
+    ReplayBackend, RetirementCause, TemperatureThreshold, GPM_METRICS,
 };
 
 use crate::abi::*;
@@ -225,38 +225,13 @@ fn ecc_kind_and_counter(
     error_type: c_uint,
     counter_type: c_uint,
 ) -> Result<(EccErrorKind, EccCounter), Code> {
-    let kind = match error_type {
-        0 => EccErrorKind::Corrected,
-        1 => EccErrorKind::Uncorrected,
-        _ => return Err(INVALID),
-    };
-    let counter = match counter_type {
-        0 => EccCounter::Volatile,
-        1 => EccCounter::Aggregate,
-        _ => return Err(INVALID),
-    };
+    let kind = EccErrorKind::from_nvml(error_type).ok_or(INVALID)?;
+    let counter = EccCounter::from_nvml(counter_type).ok_or(INVALID)?;
     Ok((kind, counter))
 }
 
 fn clock_type(t: c_uint) -> Result<ClockType, Code> {
-    ClockType::ALL.get(t as usize).copied().ok_or(INVALID)
-}
-
-fn compute_mode_code(m: ComputeMode) -> c_uint {
-    match m {
-        ComputeMode::Default => 0,
-        ComputeMode::ExclusiveThread => 1,
-        ComputeMode::Prohibited => 2,
-        ComputeMode::ExclusiveProcess => 3,
-    }
-}
-
-fn driver_model_code(m: DriverModel) -> c_uint {
-    match m {
-        DriverModel::Wddm => 0,
-        DriverModel::Wdm => 1,
-        DriverModel::Mcdm => 2,
-    }
+    ClockType::from_nvml(t).ok_or(INVALID)
 }
 
 fn no_id(id: Option<u32>) -> c_uint {
@@ -286,19 +261,6 @@ fn proc_v2(p: &ProcessInfo) -> nvmlProcessInfo_t {
 unsafe fn arg_str(p: *const c_char) -> Result<String, Code> {
     nn(p)?;
     Ok(CStr::from_ptr(p).to_string_lossy().into_owned())
-}
-
-/// Parses `domain:bus:device.function` or `bus:device.function` (hex) into (domain, bus, device).
-fn parse_bus_id(s: &str) -> Option<(u32, u32, u32)> {
-    let s = s.trim();
-    let (head, _function) = s.rsplit_once('.')?;
-    let parts: Vec<&str> = head.split(':').collect();
-    let hex = |t: &str| u32::from_str_radix(t, 16).ok();
-    match parts.as_slice() {
-        [d, b, v] => Some((hex(d)?, hex(b)?, hex(v)?)),
-        [b, v] => Some((0, hex(b)?, hex(v)?)),
-        _ => None,
-    }
 }
 
 fn now_us() -> i64 {
@@ -584,13 +546,10 @@ nvml_api! {
     fn nvmlDeviceGetTemperatureThreshold(device: nvmlDevice_t, threshold: c_uint, temp: *mut c_uint) |ctx| {
         let id = ctx.dev(device)?;
         nn(temp)?;
-        let which = match threshold {
-            0 => TemperatureThreshold::Shutdown,
-            1 => TemperatureThreshold::Slowdown,
-            2 => TemperatureThreshold::MemoryMax,
-            3 => TemperatureThreshold::GpuMax,
-            4..=15 => return Err(Code(ret::NOT_SUPPORTED)),
-            _ => return Err(INVALID),
+        let which = match TemperatureThreshold::from_nvml(threshold) {
+            Some(which) => which,
+            None if threshold <= 15 => return Err(Code(ret::NOT_SUPPORTED)),
+            None => return Err(INVALID),
         };
         put(temp, ctx.b.temperature_threshold(id, which)?)
     }
@@ -607,11 +566,7 @@ nvml_api! {
     fn nvmlDeviceGetPcieThroughput(device: nvmlDevice_t, counter: c_uint, value: *mut c_uint) |ctx| {
         let id = ctx.dev(device)?;
         nn(value)?;
-        let direction = match counter {
-            0 => PcieDirection::Tx,
-            1 => PcieDirection::Rx,
-            _ => return Err(INVALID),
-        };
+        let direction = PcieDirection::from_nvml(counter).ok_or(INVALID)?;
         put(value, ctx.b.pcie_throughput(id, direction)?)
     }
     /// `nvmlDeviceGetNvLinkState`.
@@ -698,7 +653,7 @@ nvml_api! {
         let id = ctx.dev(device)?;
         nn(count)?;
         let (kind, counter) = ecc_kind_and_counter(error_type, counter_type)?;
-        let location = *MemoryLocation::ALL.get(location as usize).ok_or(INVALID)?;
+        let location = MemoryLocation::from_nvml(location).ok_or(INVALID)?;
         let counts = ctx.b.memory_errors(id, location)?;
         put(count, counts.get(kind, counter).ok_or(Code(ret::NOT_SUPPORTED))?)
     }
@@ -707,11 +662,7 @@ nvml_api! {
     fn nvmlDeviceGetRetiredPages(device: nvmlDevice_t, cause: c_uint, page_count: *mut c_uint, addresses: *mut c_ulonglong) |ctx| {
         let id = ctx.dev(device)?;
         nn(page_count)?;
-        let cause = match cause {
-            0 => RetirementCause::SingleBit,
-            1 => RetirementCause::DoubleBit,
-            _ => return Err(INVALID),
-        };
+        let cause = RetirementCause::from_nvml(cause).ok_or(INVALID)?;
         put_list(page_count, addresses, &ctx.b.retired_pages(id, cause)?)
     }
     /// `nvmlDeviceGetRemappedRows`: correctable, uncorrectable, pending, failure.
@@ -927,7 +878,7 @@ nvml_api! {
     }
     /// `nvmlDeviceGetProcessUtilization`: the samples newer than `last_seen_time_stamp` (µs since
     /// the Unix epoch), with their timestamps moved onto the replay's clock (see
-    /// [`state::ReplayTime`]): a sample taken 300 ms before a frame is 300 ms old when that
+    /// `state::ReplayTime`): a sample taken 300 ms before a frame is 300 ms old when that
     /// frame is served, so a client that asks for the samples of the last second by wall clock
     /// gets what it would have got live. No such sample: `NVML_ERROR_NOT_FOUND`; a null or
     /// short buffer: `NVML_ERROR_INSUFFICIENT_SIZE` with the count needed.
@@ -1177,7 +1128,7 @@ nvml_value_getters! {
     fn nvmlDeviceGetPowerState(*mut c_uint) = |b, id| b.performance_state(id)?;
     /// `nvmlDeviceGetComputeMode`: 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive
     /// process.
-    fn nvmlDeviceGetComputeMode(*mut c_uint) = |b, id| compute_mode_code(b.compute_mode(id)?);
+    fn nvmlDeviceGetComputeMode(*mut c_uint) = |b, id| b.compute_mode(id)?.nvml_code();
     /// `nvmlDeviceGetBAR1MemoryInfo`.
     fn nvmlDeviceGetBAR1MemoryInfo(*mut nvmlBAR1Memory_t) = |b, id| {
         let m = b.bar1_memory_info(id)?;
@@ -1246,11 +1197,11 @@ unsafe fn handle_by_bus_id(
 ) -> Result<(), Code> {
     let text = arg_str(bus_id)?;
     nn(device)?;
-    let wanted = parse_bus_id(&text).ok_or(INVALID)?;
+    let wanted = PciAddress::parse(&text).ok_or(INVALID)?;
     let found = ctx.b.fixture().physical_ids().find(|&id| {
-        ctx.b
-            .pci_info(id)
-            .is_ok_and(|p| (p.domain, p.bus, p.device) == wanted)
+        ctx.b.pci_info(id).is_ok_and(|p| {
+            (p.domain, p.bus, p.device) == (wanted.domain, wanted.bus, wanted.device)
+        })
     });
     put(device, handle_of(found.ok_or(Code(ret::NOT_FOUND))?))
 }
@@ -1283,8 +1234,8 @@ unsafe fn driver_model(
     nn(current)?;
     nn(pending)?;
     let m = ctx.b.driver_model(id)?;
-    put(current, driver_model_code(m.current))?;
-    put(pending, driver_model_code(m.pending))
+    put(current, m.current.nvml_code())?;
+    put(pending, m.pending.nvml_code())
 }
 
 #[cfg(test)]
@@ -1311,14 +1262,6 @@ mod tests {
         }
         assert_eq!(device_of(std::ptr::null_mut()), None);
         assert_eq!(device_of((HANDLE_BASE + 1) as nvmlDevice_t), None);
-    }
-
-    #[test]
-    fn bus_ids_parse_in_every_form() {
-        assert_eq!(parse_bus_id("00000000:18:00.0"), Some((0, 0x18, 0)));
-        assert_eq!(parse_bus_id("0000:AF:00.0"), Some((0, 0xAF, 0)));
-        assert_eq!(parse_bus_id("af:01.0"), Some((0, 0xAF, 1)));
-        assert_eq!(parse_bus_id("junk"), None);
     }
 }
 

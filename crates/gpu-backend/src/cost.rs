@@ -48,6 +48,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::GpuBackend;
 use crate::error::{BackendError, Result};
+use crate::query::Query;
 use crate::types::*;
 
 /// What one call of an NVML function costs: the median wall and thread-CPU time, microseconds.
@@ -118,8 +119,8 @@ pub fn time<R>(f: impl FnOnce() -> R) -> (R, Timing) {
 /// One call made through a [`TimedBackend`], as its observer sees it.
 #[derive(Clone, Copy)]
 pub struct CallRecord<'a> {
-    /// The [`GpuBackend`] method (`power_usage`).
-    pub query: &'static str,
+    /// The query (the [`GpuBackend`] method: `power_usage`).
+    pub query: Query,
     /// The NVML function the query table names for it (`nvmlDeviceGetPowerUsage`); a few are
     /// not NVML's (`cuDeviceGetUuid` for libcuda's order), see [`crate::query::QUERIES`].
     pub nvml: &'static str,
@@ -203,7 +204,7 @@ impl<B, O> fmt::Debug for TimedBackend<B, O> {
 impl<B: GpuBackend, O: CallObserver> TimedBackend<B, O> {
     fn report<T: fmt::Debug>(
         &self,
-        query: &'static str,
+        query: Query,
         nvml: &'static str,
         device: Option<DeviceId>,
         args: &[&dyn fmt::Debug],
@@ -226,14 +227,14 @@ impl<B: GpuBackend, O: CallObserver> TimedBackend<B, O> {
 macro_rules! timed_query {
     (system $shape:ident $m:ident () ($($ty:tt)+) $store:tt $nvml:ident $($row:tt)*) => {
         fn $m(&self) -> Result<$($ty)+> {
-            self.report(stringify!($m), stringify!($nvml), None, &[], || self.inner.$m())
+            self.report(Query::$m, stringify!($nvml), None, &[], || self.inner.$m())
         }
     };
     ($section:ident $shape:ident $m:ident ($id:ident : DeviceId $(, $a:ident : $aty:ident)*)
         ($($ty:tt)+) $store:tt $nvml:ident $($row:tt)*) => {
         fn $m(&self, $id: DeviceId $(, $a: $aty)*) -> Result<$($ty)+> {
             self.report(
-                stringify!($m),
+                Query::$m,
                 stringify!($nvml),
                 Some($id),
                 &[$(&$a as &dyn fmt::Debug),*],
@@ -290,24 +291,54 @@ impl CallObserver for CallLog {
     }
 }
 
-/// Logs one call as [`CallLog`] does; a record whose `query` is empty (a call the NVML backend
-/// makes outside a query) is logged without the `query` field.
+/// Logs one call as [`CallLog`] does.
 pub(crate) fn log_call(call: &CallRecord<'_>) {
-    use tracing::field::display;
-    let device = LoggedDevice(call.device);
-    let took_us = micros(call.timing.wall);
-    let cpu_us = call.timing.cpu.map(micros);
-    // A field that is `None` is left out of the line.
-    let query = (!call.query.is_empty()).then(|| display(LoggedQuery(call.query, call.args)));
     // `events` reads the listener's buffer and makes no NVML call: its line says so (`nvml=-`);
     // the listener's own `nvmlEventSetWait_v2` calls have lines of their own.
-    let nvml = if call.query == "events" {
+    let nvml = if call.query == Query::events {
         "-"
     } else {
         call.nvml
     };
-    let error = call.outcome.err().map(ToString::to_string);
-    let answer = call.outcome.ok().map(|value| display(LoggedAnswer(value)));
+    log_line(
+        Some(LoggedQuery(call.query, call.args)),
+        nvml,
+        call.device,
+        call.timing,
+        call.outcome,
+    );
+}
+
+/// Logs a call the NVML backend makes outside a query (loading and initialising the library,
+/// the event listener's waits, shutting down) as [`CallLog`] logs a query's: the line has no
+/// `query` field.
+#[cfg(feature = "nvml")]
+pub(crate) fn log_nvml_call(
+    nvml: &str,
+    device: Option<DeviceId>,
+    timing: Timing,
+    outcome: std::result::Result<&dyn fmt::Debug, &BackendError>,
+) {
+    log_line(None, nvml, device, timing, outcome);
+}
+
+/// One line of the call log; `query` is `None` for a call the NVML backend makes outside a
+/// query, whose line has no `query` field.
+fn log_line(
+    query: Option<LoggedQuery<'_>>,
+    nvml: &str,
+    device: Option<DeviceId>,
+    timing: Timing,
+    outcome: std::result::Result<&dyn fmt::Debug, &BackendError>,
+) {
+    use tracing::field::display;
+    let device = LoggedDevice(device);
+    let took_us = micros(timing.wall);
+    let cpu_us = timing.cpu.map(micros);
+    // A field that is `None` is left out of the line.
+    let query = query.map(display);
+    let error = outcome.err().map(ToString::to_string);
+    let answer = outcome.ok().map(|value| display(LoggedAnswer(value)));
     let error = error.as_ref().map(|e| display(LoggedAnswer(e)));
     tracing::debug!(
         target: CALLS_TARGET,
@@ -334,14 +365,12 @@ pub(crate) fn logged<T: fmt::Debug>(
         return call();
     }
     let (answer, timing) = time(call);
-    log_call(&CallRecord {
-        query: "",
+    log_nvml_call(
         nvml,
         device,
-        args: &[],
         timing,
-        outcome: answer.as_ref().map(|value| value as &dyn fmt::Debug),
-    });
+        answer.as_ref().map(|value| value as &dyn fmt::Debug),
+    );
     answer
 }
 
@@ -363,11 +392,11 @@ impl fmt::Display for LoggedDevice {
 }
 
 /// A query as the log writes it: `power_usage`, or `clock(Sm)` with its other arguments.
-struct LoggedQuery<'a>(&'static str, &'a [&'a dyn fmt::Debug]);
+struct LoggedQuery<'a>(Query, &'a [&'a dyn fmt::Debug]);
 
 impl fmt::Display for LoggedQuery<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)?;
+        f.write_str(self.0.as_str())?;
         if self.1.is_empty() {
             return Ok(());
         }
@@ -431,16 +460,16 @@ impl fmt::Write for Bounded {
 /// (asked in a child process), the MIG slot scan and GPM (a varying number of calls of several
 /// functions). A list query (processes, samples, retired pages) counts as one call although it
 /// may make two (the count, then the list), as pynvml's wrappers do.
-fn nvml_calls(query: &str, nvml: &str, ok: bool) -> Option<u32> {
+fn nvml_calls(query: Query, nvml: &str, ok: bool) -> Option<u32> {
     if !nvml.starts_with("nvml") {
         return None;
     }
     match query {
-        "events" | "mig_device_indices" | "gpm_metrics" => None,
+        Query::events | Query::mig_device_indices | Query::gpm_metrics => None,
         // Four counters (volatile and aggregate, corrected and uncorrected), each asked.
-        "memory_errors" => Some(4),
+        Query::memory_errors => Some(4),
         // Four counters asked in turn; a link that fails, fails at the first.
-        "nvlink_error_counters" => Some(if ok { 4 } else { 1 }),
+        Query::nvlink_error_counters => Some(if ok { 4 } else { 1 }),
         _ => Some(1),
     }
 }
@@ -520,7 +549,7 @@ fn nanos(d: Duration) -> u64 {
 /// its function counts as that many calls of a share each (four ECC counters per
 /// `memory_errors`); the queries whose cost is not that of one NVML function (the event
 /// buffer, libcuda's answers, the MIG slot scan, GPM) are left out. Memory stays flat: at most
-/// [`RESERVOIR`] samples per function.
+/// 1024 samples per function (`RESERVOIR`), a uniform sample of every call.
 #[derive(Debug, Default)]
 pub struct CostCollector {
     by_function: Mutex<HashMap<&'static str, Reservoir>>,
@@ -598,7 +627,7 @@ mod tests {
                 .cpu
                 .is_none_or(|c| c <= call.timing.wall + Duration::from_millis(1)));
             self.0.lock().unwrap().push((
-                call.query.into(),
+                call.query.as_str().into(),
                 call.nvml.into(),
                 call.device,
                 format!("{:?}", call.args),
@@ -680,17 +709,21 @@ mod tests {
 
     #[test]
     fn only_calls_of_one_nvml_function_count_and_shares_are_split() {
-        assert_eq!(nvml_calls("events", "nvmlEventSetWait_v2", true), None);
+        assert_eq!(nvml_calls(Query::events, "nvmlEventSetWait_v2", true), None);
         assert_eq!(
-            nvml_calls("cuda_device_order", "cuDeviceGetUuid", true),
+            nvml_calls(Query::cuda_device_order, "cuDeviceGetUuid", true),
             None
         );
         assert_eq!(
-            nvml_calls("power_usage", "nvmlDeviceGetPowerUsage", true),
+            nvml_calls(Query::power_usage, "nvmlDeviceGetPowerUsage", true),
             Some(1)
         );
         assert_eq!(
-            nvml_calls("memory_errors", "nvmlDeviceGetMemoryErrorCounter", false),
+            nvml_calls(
+                Query::memory_errors,
+                "nvmlDeviceGetMemoryErrorCounter",
+                false
+            ),
             Some(4)
         );
     }

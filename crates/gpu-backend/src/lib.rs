@@ -1,5 +1,4 @@
 #![doc = include_str!("../README.md")]
-#![warn(missing_docs)]
 // The query table is turned into the fixture structs one row at a time.
 #![recursion_limit = "256"]
 
@@ -27,6 +26,7 @@ pub use error::{BackendError, Result};
 pub use fixture::{Answer, Fixture, FixtureError};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlBackend;
+pub use query::Query;
 pub use replay::{CallCounts, CallKey, ReplayBackend, ReplayClock};
 pub use source::{OpenedSource, Source, SourceBackend, SourceError};
 pub use types::*;

@@ -347,6 +347,8 @@ macro_rules! for_each_query_row {
 /// What the query table says about one query; [`QUERIES`] lists them all in table order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueryInfo {
+    /// The query.
+    pub query: Query,
     /// The [`crate::GpuBackend`] method.
     pub name: &'static str,
     /// `system`, `static` or `dynamic`.
@@ -375,9 +377,37 @@ macro_rules! query_infos {
             => $store:tt
             [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
     )*) => {
+        /// One query of the table, named by its [`crate::GpuBackend`] method, so that a
+        /// misspelt query does not compile (see [the module](self)). The variants are the
+        /// methods' own names, in table order: the table names each query once, and the
+        /// name a fixture, a cost profile or a log writes is the variant's
+        /// ([`Query::as_str`]), as rust-analyzer's generated `SyntaxKind` keeps its
+        /// grammar's names.
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Query {
+            $(
+                #[doc = concat!("The query [`GpuBackend::", stringify!($method), "`](crate::GpuBackend::", stringify!($method), ").")]
+                $method,
+            )*
+        }
+
+        impl Query {
+            /// Every query, in table order.
+            pub const ALL: &'static [Query] = &[$(Query::$method,)*];
+
+            /// The [`crate::GpuBackend`] method's name: `"pcie_throughput"`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Query::$method => stringify!($method),)*
+                }
+            }
+        }
+
         /// Every query of the table, in table order.
         pub const QUERIES: &[QueryInfo] = &[$(
             QueryInfo {
+                query: Query::$method,
                 name: stringify!($method),
                 section: stringify!($section),
                 shape: stringify!($shape),
@@ -396,6 +426,45 @@ macro_rules! query_infos {
 }
 
 for_each_query!(query_infos);
+
+impl Query {
+    /// What the table says about the query: its section, shape, fixture fields, NVML entry
+    /// point, ...
+    pub fn info(self) -> &'static QueryInfo {
+        // QUERIES and the variants are written from the same rows, in the same order.
+        &QUERIES[self as usize]
+    }
+
+    /// Whether the query is one of the table's `dynamic` rows: asked at every frame, what a
+    /// refresh (and a `gpu_devices::QueryPlan`) is about.
+    pub fn is_dynamic(self) -> bool {
+        self.info().section == "dynamic"
+    }
+}
+
+impl std::fmt::Display for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is no query of the table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no query is named {0:?}")]
+pub struct UnknownQuery(pub String);
+
+/// The query of a [`crate::GpuBackend`] method's name (`"pcie_throughput"`).
+impl std::str::FromStr for Query {
+    type Err = UnknownQuery;
+
+    fn from_str(name: &str) -> Result<Query, UnknownQuery> {
+        Query::ALL
+            .iter()
+            .copied()
+            .find(|q| q.as_str() == name)
+            .ok_or_else(|| UnknownQuery(name.to_string()))
+    }
+}
 
 /// The query table as the Markdown table kept in `docs/fixture-format.md` (a test checks that
 /// the page holds exactly this).
@@ -442,5 +511,24 @@ mod tests {
         fields.sort_unstable();
         fields.dedup();
         assert_eq!(fields.len(), n, "a fixture field is used by two queries");
+    }
+
+    #[test]
+    fn each_query_names_its_row_and_reads_back_from_its_name() {
+        assert_eq!(Query::ALL.len(), QUERIES.len());
+        for (q, info) in Query::ALL.iter().zip(QUERIES) {
+            assert_eq!(q.info(), info);
+            assert_eq!(info.query, *q);
+            assert_eq!(q.as_str(), info.name);
+            assert_eq!(q.to_string(), info.name);
+            assert_eq!(info.name.parse::<Query>(), Ok(*q));
+        }
+        assert_eq!(
+            "pcie_tx_throughput".parse::<Query>(),
+            Err(UnknownQuery("pcie_tx_throughput".into())),
+            "a fixture field, not a query"
+        );
+        assert!(Query::pcie_throughput.is_dynamic());
+        assert!(!Query::name.is_dynamic());
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::backend::GpuBackend;
 use crate::error::{BackendError, Result};
 use crate::fixture::{link_answer, DeviceDynamic, DeviceStatic, Fixture, Frame};
+use crate::query::Query;
 use crate::types::*;
 
 /// Chooses which frame of a fixture is served.
@@ -78,8 +79,8 @@ impl ReplayClock {
 /// direction, ... as a number), and the device (none for system queries).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CallKey {
-    /// The trait method's name.
-    pub query: &'static str,
+    /// The query (the trait method).
+    pub query: Query,
     /// The method's extra argument, as a number, if it has one.
     pub arg: Option<u32>,
     /// The device asked about.
@@ -261,11 +262,11 @@ impl ReplayBackend {
         }
     }
 
-    fn note(&self, query: &'static str, id: Option<DeviceId>) {
+    fn note(&self, query: Query, id: Option<DeviceId>) {
         self.note_arg(query, None, id);
     }
 
-    fn note_arg(&self, query: &'static str, arg: Option<u32>, device: Option<DeviceId>) {
+    fn note_arg(&self, query: Query, arg: Option<u32>, device: Option<DeviceId>) {
         if self.counting.load(Ordering::Relaxed) {
             let mut c = match self.counts.lock() {
                 Ok(c) => c,
@@ -277,22 +278,12 @@ impl ReplayBackend {
         }
     }
 
-    fn stat_arg(
-        &self,
-        query: &'static str,
-        arg: Option<u32>,
-        id: DeviceId,
-    ) -> Result<&DeviceStatic> {
+    fn stat_arg(&self, query: Query, arg: Option<u32>, id: DeviceId) -> Result<&DeviceStatic> {
         self.note_arg(query, arg, Some(id));
         self.fixture.devices.get(&id).ok_or(BackendError::NotFound)
     }
 
-    fn dynamic_arg(
-        &self,
-        query: &'static str,
-        arg: Option<u32>,
-        id: DeviceId,
-    ) -> Result<&DeviceDynamic> {
+    fn dynamic_arg(&self, query: Query, arg: Option<u32>, id: DeviceId) -> Result<&DeviceDynamic> {
         self.note_arg(query, arg, Some(id));
         self.frame().devices.get(&id).ok_or(BackendError::NotFound)
     }
@@ -338,7 +329,7 @@ fn position_at(frames: &[Frame], elapsed: Duration, looping: bool) -> (usize, u6
 macro_rules! replay_query {
     (system value $m:ident () ($($ty:tt)+) $f:ident $($row:tt)*) => {
         fn $m(&self) -> Result<$($ty)+> {
-            self.note(stringify!($m), None);
+            self.note(Query::$m, None);
             self.fixture.system.$f.get()
         }
     };
@@ -350,25 +341,25 @@ macro_rules! replay_query {
     };
     (@from $get:ident value $m:ident ($id:ident : $idty:ty) ($($ty:tt)+) $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty) -> Result<$($ty)+> {
-            self.$get(stringify!($m), None, $id)?.$f.get()
+            self.$get(Query::$m, None, $id)?.$f.get()
         }
     };
     (@from $get:ident per_clock $m:ident ($id:ident : $idty:ty, $c:ident : $cty:ty) ($($ty:tt)+)
         $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $c: $cty) -> Result<$($ty)+> {
-            self.$get(stringify!($m), Some($c as u32), $id)?.$f.get($c).get()
+            self.$get(Query::$m, Some($c as u32), $id)?.$f.get($c).get()
         }
     };
     (@from $get:ident per_link $m:ident ($id:ident : $idty:ty, $l:ident : $lty:ty) ($($ty:tt)+)
         $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $l: $lty) -> Result<$($ty)+> {
-            link_answer(&self.$get(stringify!($m), Some($l), $id)?.$f, $l)
+            link_answer(&self.$get(Query::$m, Some($l), $id)?.$f, $l)
         }
     };
     (@from $get:ident per_fan $m:ident ($id:ident : $idty:ty, $n:ident : $nty:ty) ($($ty:tt)+)
         $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $n: $nty) -> Result<$($ty)+> {
-            match self.$get(stringify!($m), Some($n), $id)?.$f.get($n as usize) {
+            match self.$get(Query::$m, Some($n), $id)?.$f.get($n as usize) {
                 Some(a) => a.get(),
                 None => Err(BackendError::InvalidArgument),
             }
@@ -377,7 +368,7 @@ macro_rules! replay_query {
     (@from $get:ident per_ecc $m:ident
         ($id:ident : $idty:ty, $k:ident : $kty:ty, $c:ident : $cty:ty) ($($ty:tt)+) $f:ident $($row:tt)*) => {
         fn $m(&self, $id: $idty, $k: $kty, $c: $cty) -> Result<$($ty)+> {
-            self.$get(stringify!($m), Some($k as u32 * 2 + $c as u32), $id)?
+            self.$get(Query::$m, Some($k as u32 * 2 + $c as u32), $id)?
                 .$f
                 .get($k, $c)
                 .get()
@@ -386,7 +377,7 @@ macro_rules! replay_query {
     (@from $get:ident split $m:ident ($id:ident : $idty:ty, $a:ident : $aty:ty) ($($ty:tt)+)
         { $($variant:path => $f:ident),+ } $($row:tt)*) => {
         fn $m(&self, $id: $idty, $a: $aty) -> Result<$($ty)+> {
-            let answers = self.$get(stringify!($m), Some($a as u32), $id)?;
+            let answers = self.$get(Query::$m, Some($a as u32), $id)?;
             match $a {
                 $($variant => answers.$f.get(),)+
             }
@@ -406,7 +397,7 @@ impl GpuBackend for ReplayBackend {
         // In a looping wall-clock replay each loop moves the sample timestamps on by one loop's
         // length, so that time keeps going forward for a caller that asks for samples newer than
         // the last it saw.
-        self.note("process_utilization", Some(id));
+        self.note(Query::process_utilization, Some(id));
         let (index, loops) = self.position();
         let frame = &self.fixture.frames[index];
         let shift = self.loop_shift_us(loops);
@@ -433,7 +424,7 @@ impl GpuBackend for ReplayBackend {
         // keeps them): the log of this frame and the frames before. A looping wall-clock replay
         // starts each loop with no events yet and moves their times on by one loop's length, as
         // for the process samples.
-        self.note("events", Some(id));
+        self.note(Query::events, Some(id));
         let (index, loops) = self.position();
         self.events_through(id, index, loops, since_us, None)
     }
@@ -904,7 +895,7 @@ mod tests {
         let counts = r.take_call_counts();
         assert_eq!(counts.total(), 2);
         assert_eq!(counts.repeated().len(), 1);
-        assert_eq!(counts.repeated()[0].0.query, "clock");
+        assert_eq!(counts.repeated()[0].0.query, Query::clock);
         r.count_calls(false);
         let _ = r.clock(gpu, ClockType::Sm);
         assert_eq!(

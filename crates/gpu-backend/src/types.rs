@@ -6,6 +6,88 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// `from_nvml` and `nvml_code` of an enum NVML numbers, from one list of its variants with
+/// NVML's numbers: the one place each code is written (the NVML backend, fake-nvml and the
+/// importer map through them). Three forms, by what a code NVML does not define becomes:
+///
+/// * `Enum { A = 0, B = 1 }`: `None` (`from_nvml` answers an `Option`);
+/// * `Enum { A = 0, B = 1 } else Other(code)`: kept in the variant holding NVML's number;
+/// * `Enum { A = 0, B = 32 } else B`: that variant (NVML's own "unknown").
+///
+/// `labelled Enum { A = 0 => "A Name", ... } else Other(code) => "mode {}"` also gives `label`,
+/// the name nvidia-smi prints.
+macro_rules! nvml_codes {
+    (labelled $ty:ident { $($variant:ident = $code:literal => $label:literal),+ $(,)? }
+        else $other:ident(code) => $other_label:literal) => {
+        nvml_codes!($ty { $($variant = $code),+ } else $other(code));
+
+        impl $ty {
+            /// The name nvidia-smi prints, or NVML's number for a code without one.
+            pub fn label(self) -> String {
+                match self {
+                    $($ty::$variant => $label.into(),)+
+                    $ty::$other(code) => format!($other_label, code),
+                }
+            }
+        }
+    };
+    ($ty:ident { $($variant:ident = $code:literal),+ $(,)? }) => {
+        impl $ty {
+            /// The variant of NVML's numeric code; `None` for a code NVML does not define.
+            pub const fn from_nvml(code: u32) -> Option<$ty> {
+                match code {
+                    $($code => Some($ty::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// NVML's numeric code.
+            pub const fn nvml_code(self) -> u32 {
+                match self {
+                    $($ty::$variant => $code,)+
+                }
+            }
+        }
+    };
+    ($ty:ident { $($variant:ident = $code:literal),+ $(,)? } else $other:ident(code)) => {
+        impl $ty {
+            /// From NVML's numeric code; a code without a name here is kept as it is.
+            pub const fn from_nvml(code: u32) -> $ty {
+                match code {
+                    $($code => $ty::$variant,)+
+                    other => $ty::$other(other),
+                }
+            }
+
+            /// NVML's numeric code.
+            pub const fn nvml_code(self) -> u32 {
+                match self {
+                    $($ty::$variant => $code,)+
+                    $ty::$other(code) => code,
+                }
+            }
+        }
+    };
+    ($ty:ident { $($variant:ident = $code:literal),+ $(,)? } else $fallback:ident) => {
+        impl $ty {
+            #[doc = concat!("From NVML's numeric code; a code NVML does not define is [`", stringify!($ty), "::", stringify!($fallback), "`].")]
+            pub const fn from_nvml(code: u32) -> $ty {
+                match code {
+                    $($code => $ty::$variant,)+
+                    _ => $ty::$fallback,
+                }
+            }
+
+            /// NVML's numeric code.
+            pub const fn nvml_code(self) -> u32 {
+                match self {
+                    $($ty::$variant => $code,)+
+                }
+            }
+        }
+    };
+}
+
 /// How a device is named to a backend: a physical GPU by its NVML index, or a MIG device by its
 /// parent's index and its MIG slot index. Small and `Copy`, so fixtures can name devices.
 ///
@@ -82,6 +164,50 @@ impl<'de> Deserialize<'de> for DeviceId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A PCI address, `DOMAIN:BUS:DEVICE.FUNCTION`, as numbers: what NVML's bus id
+/// (`00000000:18:00.0`), libcuda's (`0000:18:00.0`) and a person's shorter form (`18:00.0`)
+/// name alike. Ordered by domain, bus, device and function: PCI bus order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PciAddress {
+    /// PCI domain.
+    pub domain: u32,
+    /// PCI bus.
+    pub bus: u32,
+    /// PCI device (slot).
+    pub device: u32,
+    /// PCI function.
+    pub function: u32,
+}
+
+impl PciAddress {
+    /// The address of a bus id text: `DOMAIN:BUS:DEVICE.FUNCTION` or `BUS:DEVICE.FUNCTION`
+    /// (domain 0), each part 1 to 8 hex digits of either case; spaces around it and the NULs
+    /// of a C buffer after it are ignored. `None` for anything else: the one parser of bus ids.
+    pub fn parse(text: &str) -> Option<PciAddress> {
+        let text = text.trim().trim_end_matches('\0');
+        let (head, function) = text.rsplit_once('.')?;
+        let hex = |s: &str| {
+            if s.is_empty() || s.len() > 8 {
+                None
+            } else {
+                u32::from_str_radix(s, 16).ok()
+            }
+        };
+        let parts: Vec<&str> = head.split(':').collect();
+        let (domain, bus, device) = match parts.as_slice() {
+            [d, b, s] => (hex(d)?, hex(b)?, hex(s)?),
+            [b, s] => (0, hex(b)?, hex(s)?),
+            _ => return None,
+        };
+        Some(PciAddress {
+            domain,
+            bus,
+            device,
+            function: hex(function)?,
+        })
     }
 }
 
@@ -173,6 +299,8 @@ impl ClockType {
     ];
 }
 
+nvml_codes!(ClockType { Graphics = 0, Sm = 1, Memory = 2, Video = 3 });
+
 /// One answer per clock domain.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -223,6 +351,8 @@ pub enum TemperatureThreshold {
     MemoryMax,
 }
 
+nvml_codes!(TemperatureThreshold { Shutdown = 0, Slowdown = 1, MemoryMax = 2, GpuMax = 3 });
+
 /// Why a memory page was retired (`nvmlPageRetirementCause_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -232,6 +362,8 @@ pub enum RetirementCause {
     /// A double-bit ECC error.
     DoubleBit,
 }
+
+nvml_codes!(RetirementCause { SingleBit = 0, DoubleBit = 1 });
 
 /// Row remapping (`nvmlDeviceGetRemappedRows`; Ampere and newer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,41 +379,126 @@ pub struct RemappedRows {
     pub failure: bool,
 }
 
-/// NVML's clock event (throttle) reason bits, with the names nvidia-smi gives them, in bit
-/// order.
-pub const CLOCK_EVENT_REASONS: &[(u64, &str)] = &[
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-];
-
-/// The names of the reasons set in an NVML clock event mask, in bit order; a set bit this
-/// version does not name is `bit_N`.
-pub fn clock_event_reason_names(mask: u64) -> Vec<String> {
-    (0..64)
-        .map(|b| 1u64 << b)
-        .filter(|bit| mask & bit != 0)
-        .map(|bit| {
-            CLOCK_EVENT_REASONS
-                .iter()
-                .find(|(b, _)| *b == bit)
-                .map_or_else(
-                    || format!("bit_{}", bit.trailing_zeros()),
-                    |(_, n)| (*n).to_string(),
-                )
-        })
-        .collect()
+bitflags::bitflags! {
+    /// NVML's clock event (throttle) reasons, a bit mask (`nvmlClocksEventReason*`), as
+    /// nvml-wrapper's `ThrottleReasons` declares them. The queries answer NVML's `u64` as it
+    /// came (`clock_event_reasons`, `supported_clock_event_reasons`: a fixture keeps a bit a
+    /// later driver adds); this type reads it, `ClockEventReasons::from_bits_retain(mask)`.
+    /// The flags' names in snake case (`sw_power_cap`) are the names gpuscope writes
+    /// ([`ClockEventReasons::names`], the exporter's `reason` label).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct ClockEventReasons: u64 {
+        /// Nothing is running on the GPU.
+        const GPU_IDLE = 0x1;
+        /// The clocks are held by the applications clocks setting.
+        const APPLICATIONS_CLOCKS_SETTING = 0x2;
+        /// The software power cap (the power limit) is reducing the clocks.
+        const SW_POWER_CAP = 0x4;
+        /// The hardware is slowing the clocks by half or more: too hot, a power brake, a power
+        /// draw too high.
+        const HW_SLOWDOWN = 0x8;
+        /// Another GPU of the sync boost group holds this one's clocks down.
+        const SYNC_BOOST = 0x10;
+        /// The software slows the clocks for the GPU's or the memory's temperature.
+        const SW_THERMAL_SLOWDOWN = 0x20;
+        /// The hardware slows the clocks because the GPU is too hot.
+        const HW_THERMAL_SLOWDOWN = 0x40;
+        /// The hardware slows the clocks because an external power brake (the power supply)
+        /// asks it to.
+        const HW_POWER_BRAKE_SLOWDOWN = 0x80;
+        /// The clocks are held by the display clocks setting.
+        const DISPLAY_CLOCK_SETTING = 0x100;
+    }
 }
 
-/// The clock event bits that mean the GPU is being slowed by its hardware: HW slowdown, HW
-/// thermal slowdown, HW power brake and SW thermal slowdown.
-pub const CLOCK_EVENT_ATTENTION_MASK: u64 = 0x8 | 0x20 | 0x40 | 0x80;
+impl ClockEventReasons {
+    /// The reasons that mean the hardware is slowing the GPU: HW slowdown, HW thermal
+    /// slowdown, HW power brake and SW thermal slowdown (what `DeviceSnapshot::attention`
+    /// reports).
+    pub const ATTENTION: ClockEventReasons = ClockEventReasons::HW_SLOWDOWN
+        .union(ClockEventReasons::SW_THERMAL_SLOWDOWN)
+        .union(ClockEventReasons::HW_THERMAL_SLOWDOWN)
+        .union(ClockEventReasons::HW_POWER_BRAKE_SLOWDOWN);
+
+    /// The "unknown reason" bit of older NVML headers (`nvmlClocksThrottleReasonUnknown`),
+    /// which older nvidia-smi prints as a reason of its own. Not a named flag: today's NVML
+    /// no longer declares it, so lists write it as any unnamed bit (`bit_63`).
+    pub const UNKNOWN: ClockEventReasons = ClockEventReasons::from_bits_retain(1 << 63);
+
+    /// The names of the reasons set, in bit order: each flag's name in snake case
+    /// (`sw_power_cap`), `bit_N` for a set bit this version does not name.
+    pub fn names(self) -> Vec<String> {
+        (0..64)
+            .map(|b| 1u64 << b)
+            .filter(|bit| self.bits() & bit != 0)
+            .map(|bit| {
+                ClockEventReasons::from_bits(bit)
+                    .and_then(|flag| flag.iter_names().next())
+                    .map_or_else(
+                        || format!("bit_{}", bit.trailing_zeros()),
+                        |(name, _)| name.to_ascii_lowercase(),
+                    )
+            })
+            .collect()
+    }
+}
+
+/// A performance state (`nvmlPstates_t`), as nvml-wrapper declares it: P0 (most performance)
+/// to P15 (least), or NVML's unknown (32). The `performance_state` query answers NVML's number
+/// as it came; this type reads it ([`PerformanceState::from_nvml`]).
+///
+/// Written `P0` to `P15`; [`PerformanceState::Unknown`] is written `N/A`, as every view writes
+/// a value NVML cannot tell (and so is any code NVML does not define).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PerformanceState {
+    /// Most performance.
+    P0,
+    P1,
+    P2,
+    P3,
+    P4,
+    P5,
+    P6,
+    P7,
+    P8,
+    P9,
+    P10,
+    P11,
+    P12,
+    P13,
+    P14,
+    /// Least performance.
+    P15,
+    /// NVML cannot tell (`NVML_PSTATE_UNKNOWN`, 32).
+    Unknown,
+}
+
+nvml_codes!(PerformanceState {
+    P0 = 0, P1 = 1, P2 = 2, P3 = 3, P4 = 4, P5 = 5, P6 = 6, P7 = 7,
+    P8 = 8, P9 = 9, P10 = 10, P11 = 11, P12 = 12, P13 = 13, P14 = 14, P15 = 15,
+    Unknown = 32,
+} else Unknown);
+
+impl PerformanceState {
+    /// The state of NVML's code when NVML can tell it (P0 to P15); `None` for NVML's unknown
+    /// (32) and any code NVML does not define: what a view shows as N/A.
+    pub const fn known(code: u32) -> Option<PerformanceState> {
+        match PerformanceState::from_nvml(code) {
+            PerformanceState::Unknown => None,
+            state => Some(state),
+        }
+    }
+}
+
+impl fmt::Display for PerformanceState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PerformanceState::Unknown => f.write_str("N/A"),
+            state => write!(f, "P{}", state.nvml_code()),
+        }
+    }
+}
 
 /// Allowed range of the power-management limit, milliwatts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,6 +519,8 @@ pub enum PcieDirection {
     /// Received by the GPU.
     Rx,
 }
+
+nvml_codes!(PcieDirection { Tx = 0, Rx = 1 });
 
 /// Cumulative NVLink data counters for one link, KiB since the driver started counting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -353,6 +572,11 @@ pub enum MemoryLocation {
     Sram,
 }
 
+nvml_codes!(MemoryLocation {
+    L1Cache = 0, L2Cache = 1, DeviceMemory = 2, RegisterFile = 3,
+    TextureMemory = 4, TextureShm = 5, Cbu = 6, Sram = 7,
+});
+
 impl MemoryLocation {
     /// Every location, in NVML's order.
     pub const ALL: [MemoryLocation; 8] = [
@@ -365,11 +589,6 @@ impl MemoryLocation {
         MemoryLocation::Cbu,
         MemoryLocation::Sram,
     ];
-
-    /// NVML's number (`NVML_MEMORY_LOCATION_*`).
-    pub fn nvml_code(self) -> u32 {
-        self as u32
-    }
 
     /// The snake_case name used in fixtures and JSON (`"device_memory"`).
     pub fn name(self) -> &'static str {
@@ -598,6 +817,8 @@ pub enum EccErrorKind {
     Uncorrected,
 }
 
+nvml_codes!(EccErrorKind { Corrected = 0, Uncorrected = 1 });
+
 /// Which ECC counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -607,6 +828,8 @@ pub enum EccCounter {
     /// Over the life of the device.
     Aggregate,
 }
+
+nvml_codes!(EccCounter { Volatile = 0, Aggregate = 1 });
 
 /// Compute mode (`nvmlComputeMode_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -621,6 +844,13 @@ pub enum ComputeMode {
     /// One context per device, usable from many threads.
     ExclusiveProcess,
 }
+
+nvml_codes!(ComputeMode {
+    Default = 0,
+    ExclusiveThread = 1,
+    Prohibited = 2,
+    ExclusiveProcess = 3,
+});
 
 /// CUDA compute capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -643,6 +873,8 @@ pub enum DriverModel {
     /// Microsoft Compute Driver Model.
     Mcdm,
 }
+
+nvml_codes!(DriverModel { Wddm = 0, Wdm = 1, Mcdm = 2 });
 
 /// GPU architecture (`nvmlDeviceArchitecture_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -670,39 +902,10 @@ pub enum Architecture {
     Unknown(u32),
 }
 
-impl Architecture {
-    /// From NVML's numeric code.
-    pub fn from_nvml(code: u32) -> Architecture {
-        match code {
-            2 => Architecture::Kepler,
-            3 => Architecture::Maxwell,
-            4 => Architecture::Pascal,
-            5 => Architecture::Volta,
-            6 => Architecture::Turing,
-            7 => Architecture::Ampere,
-            8 => Architecture::Ada,
-            9 => Architecture::Hopper,
-            10 => Architecture::Blackwell,
-            other => Architecture::Unknown(other),
-        }
-    }
-
-    /// NVML's numeric code.
-    pub fn nvml_code(self) -> u32 {
-        match self {
-            Architecture::Kepler => 2,
-            Architecture::Maxwell => 3,
-            Architecture::Pascal => 4,
-            Architecture::Volta => 5,
-            Architecture::Turing => 6,
-            Architecture::Ampere => 7,
-            Architecture::Ada => 8,
-            Architecture::Hopper => 9,
-            Architecture::Blackwell => 10,
-            Architecture::Unknown(c) => c,
-        }
-    }
-}
+nvml_codes!(Architecture {
+    Kepler = 2, Maxwell = 3, Pascal = 4, Volta = 5, Turing = 6,
+    Ampere = 7, Ada = 8, Hopper = 9, Blackwell = 10,
+} else Unknown(code));
 
 /// Product brand (`nvmlBrandType_t`), kept as NVML's number with a name for the known ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -736,45 +939,10 @@ pub enum Brand {
     Other(u32),
 }
 
-impl Brand {
-    /// From NVML's numeric code.
-    pub fn from_nvml(code: u32) -> Brand {
-        match code {
-            0 => Brand::Unknown,
-            1 => Brand::Quadro,
-            2 => Brand::Tesla,
-            3 => Brand::Nvs,
-            4 => Brand::Grid,
-            5 => Brand::GeForce,
-            6 => Brand::Titan,
-            12 => Brand::QuadroRtx,
-            13 => Brand::NvidiaRtx,
-            14 => Brand::Nvidia,
-            15 => Brand::GeForceRtx,
-            16 => Brand::TitanRtx,
-            other => Brand::Other(other),
-        }
-    }
-
-    /// NVML's numeric code.
-    pub fn nvml_code(self) -> u32 {
-        match self {
-            Brand::Unknown => 0,
-            Brand::Quadro => 1,
-            Brand::Tesla => 2,
-            Brand::Nvs => 3,
-            Brand::Grid => 4,
-            Brand::GeForce => 5,
-            Brand::Titan => 6,
-            Brand::QuadroRtx => 12,
-            Brand::NvidiaRtx => 13,
-            Brand::Nvidia => 14,
-            Brand::GeForceRtx => 15,
-            Brand::TitanRtx => 16,
-            Brand::Other(c) => c,
-        }
-    }
-}
+nvml_codes!(Brand {
+    Unknown = 0, Quadro = 1, Tesla = 2, Nvs = 3, Grid = 4, GeForce = 5, Titan = 6,
+    QuadroRtx = 12, NvidiaRtx = 13, Nvidia = 14, GeForceRtx = 15, TitanRtx = 16,
+} else Other(code));
 
 /// How the GPU is virtualized (`nvmlGpuVirtualizationMode_t`), kept as NVML's number with a
 /// name for the known ones.
@@ -795,44 +963,10 @@ pub enum VirtualizationMode {
     Other(u32),
 }
 
-impl VirtualizationMode {
-    /// From NVML's numeric code.
-    pub fn from_nvml(code: u32) -> VirtualizationMode {
-        match code {
-            0 => VirtualizationMode::None,
-            1 => VirtualizationMode::PassThrough,
-            2 => VirtualizationMode::Vgpu,
-            3 => VirtualizationMode::HostVgpu,
-            4 => VirtualizationMode::HostVsga,
-            other => VirtualizationMode::Other(other),
-        }
-    }
-
-    /// NVML's numeric code.
-    pub fn nvml_code(self) -> u32 {
-        match self {
-            VirtualizationMode::None => 0,
-            VirtualizationMode::PassThrough => 1,
-            VirtualizationMode::Vgpu => 2,
-            VirtualizationMode::HostVgpu => 3,
-            VirtualizationMode::HostVsga => 4,
-            VirtualizationMode::Other(c) => c,
-        }
-    }
-
-    /// The name nvidia-smi prints (`None`, `Pass-Through`, `VGPU`, `Host VGPU`, `Host VSGA`),
-    /// or NVML's number for a mode without one.
-    pub fn label(self) -> String {
-        match self {
-            VirtualizationMode::None => "None".into(),
-            VirtualizationMode::PassThrough => "Pass-Through".into(),
-            VirtualizationMode::Vgpu => "VGPU".into(),
-            VirtualizationMode::HostVgpu => "Host VGPU".into(),
-            VirtualizationMode::HostVsga => "Host VSGA".into(),
-            VirtualizationMode::Other(c) => format!("mode {c}"),
-        }
-    }
-}
+nvml_codes!(labelled VirtualizationMode {
+    None = 0 => "None", PassThrough = 1 => "Pass-Through", Vgpu = 2 => "VGPU",
+    HostVgpu = 3 => "Host VGPU", HostVsga = 4 => "Host VSGA",
+} else Other(code) => "mode {}");
 
 /// A GPU operation mode (`nvmlGpuOperationMode_t`): which parts of the chip are turned on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -848,38 +982,9 @@ pub enum GpuOperationMode {
     Other(u32),
 }
 
-impl GpuOperationMode {
-    /// From NVML's numeric code.
-    pub fn from_nvml(code: u32) -> GpuOperationMode {
-        match code {
-            0 => GpuOperationMode::AllOn,
-            1 => GpuOperationMode::Compute,
-            2 => GpuOperationMode::LowDoublePrecision,
-            other => GpuOperationMode::Other(other),
-        }
-    }
-
-    /// NVML's numeric code.
-    pub fn nvml_code(self) -> u32 {
-        match self {
-            GpuOperationMode::AllOn => 0,
-            GpuOperationMode::Compute => 1,
-            GpuOperationMode::LowDoublePrecision => 2,
-            GpuOperationMode::Other(c) => c,
-        }
-    }
-
-    /// The name nvidia-smi prints (`All On`, `Compute`, `Low Double Precision`), or NVML's
-    /// number for a mode without one.
-    pub fn label(self) -> String {
-        match self {
-            GpuOperationMode::AllOn => "All On".into(),
-            GpuOperationMode::Compute => "Compute".into(),
-            GpuOperationMode::LowDoublePrecision => "Low Double Precision".into(),
-            GpuOperationMode::Other(c) => format!("mode {c}"),
-        }
-    }
-}
+nvml_codes!(labelled GpuOperationMode {
+    AllOn = 0 => "All On", Compute = 1 => "Compute", LowDoublePrecision = 2 => "Low Double Precision",
+} else Other(code) => "mode {}");
 
 /// The PCIe transfer rates `nvmlDeviceGetPcieLinkMaxSpeed` can answer, per lane, as NVML
 /// names them (`NVML_PCIE_LINK_MAX_SPEED_2500MBPS` ... `_64000MBPS`: megatransfers a second,
@@ -1146,6 +1251,53 @@ mod tests {
     }
 
     #[test]
+    fn pci_bus_ids_parse_in_nvml_cuda_and_short_forms() {
+        let at = |domain, bus, device, function| {
+            Some(PciAddress {
+                domain,
+                bus,
+                device,
+                function,
+            })
+        };
+        let parse = PciAddress::parse;
+        assert_eq!(parse("00000000:18:00.0"), at(0, 0x18, 0, 0));
+        assert_eq!(parse("0000:18:00.0"), parse("00000000:18:00.0"));
+        assert_eq!(parse("0000:DB:00.1"), at(0, 0xdb, 0, 1));
+        assert_eq!(parse("0000:AF:00.1"), parse("00000000:af:00.1"));
+        assert_ne!(parse("0000:18:00.0"), parse("0000:19:00.0"));
+        assert_eq!(parse("db:1f.0"), at(0, 0xdb, 0x1f, 0));
+        assert_eq!(parse("af:01.0"), at(0, 0xaf, 1, 0));
+        assert_eq!(parse(" 00000000:18:00.0\0\0"), at(0, 0x18, 0, 0));
+        for bad in [
+            "nonsense",
+            "junk",
+            "garbage",
+            "1:2:3:4.0",
+            "0:1:2:3.0",
+            "18:00",
+            "18:00.",
+            ":00.0",
+            "000000000:18:00.0",
+        ] {
+            assert_eq!(parse(bad), None, "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text: an address or `None`, never a panic; an address written back reads the same.
+        #[test]
+        fn any_bus_id_text_parses_or_is_refused(text in ".{0,40}", d: u32, b: u8, s: u8, f: u8) {
+            let _ = PciAddress::parse(&text);
+            let written = format!("{d:08x}:{b:02x}:{s:02x}.{f:x}");
+            proptest::prop_assert_eq!(
+                PciAddress::parse(&written),
+                Some(PciAddress { domain: d, bus: b.into(), device: s.into(), function: f.into() })
+            );
+        }
+    }
+
+    #[test]
     fn device_ids_print_and_parse() {
         for (text, id) in [
             ("0", DeviceId::Gpu(0)),
@@ -1178,6 +1330,69 @@ mod tests {
                 proptest::prop_assert!(code == 0 || code > 6, "code {} has a speed", code);
             }
         }
+    }
+
+    #[test]
+    fn each_enum_maps_nvmls_numbers_both_ways() {
+        for c in ClockType::ALL {
+            assert_eq!(ClockType::from_nvml(c.nvml_code()), Some(c));
+        }
+        for l in MemoryLocation::ALL {
+            assert_eq!(MemoryLocation::from_nvml(l.nvml_code()), Some(l));
+        }
+        // nvml.h: NVML_TEMPERATURE_THRESHOLD_SHUTDOWN 0, _SLOWDOWN 1, _MEM_MAX 2, _GPU_MAX 3.
+        assert_eq!(TemperatureThreshold::Shutdown.nvml_code(), 0);
+        assert_eq!(
+            TemperatureThreshold::from_nvml(3),
+            Some(TemperatureThreshold::GpuMax)
+        );
+        assert_eq!(TemperatureThreshold::from_nvml(4), None);
+        assert_eq!(
+            ComputeMode::from_nvml(3),
+            Some(ComputeMode::ExclusiveProcess)
+        );
+        assert_eq!(ComputeMode::from_nvml(4), None);
+        assert_eq!(DriverModel::Mcdm.nvml_code(), 2);
+        assert_eq!(
+            RetirementCause::from_nvml(1),
+            Some(RetirementCause::DoubleBit)
+        );
+        assert_eq!(PcieDirection::from_nvml(2), None);
+        assert_eq!(EccErrorKind::Uncorrected.nvml_code(), 1);
+        assert_eq!(EccCounter::from_nvml(0), Some(EccCounter::Volatile));
+        assert_eq!(Architecture::from_nvml(9), Architecture::Hopper);
+        assert_eq!(Brand::from_nvml(99), Brand::Other(99));
+        assert_eq!(Brand::Other(99).nvml_code(), 99);
+    }
+
+    #[test]
+    fn a_performance_state_nvml_cannot_tell_is_written_na() {
+        assert_eq!(PerformanceState::from_nvml(0), PerformanceState::P0);
+        assert_eq!(PerformanceState::from_nvml(15), PerformanceState::P15);
+        assert_eq!(PerformanceState::from_nvml(32), PerformanceState::Unknown);
+        assert_eq!(PerformanceState::from_nvml(16), PerformanceState::Unknown);
+        assert_eq!(PerformanceState::Unknown.nvml_code(), 32);
+        assert_eq!(PerformanceState::known(8), Some(PerformanceState::P8));
+        assert_eq!(PerformanceState::known(32), None);
+        assert_eq!(PerformanceState::known(u32::MAX), None);
+        assert_eq!(PerformanceState::P8.to_string(), "P8");
+        assert_eq!(PerformanceState::Unknown.to_string(), "N/A");
+    }
+
+    #[test]
+    fn clock_event_reasons_are_named_in_bit_order() {
+        assert_eq!(ClockEventReasons::all().bits(), 0x1ff);
+        assert_eq!(
+            ClockEventReasons::ATTENTION.bits(),
+            0x8 | 0x20 | 0x40 | 0x80
+        );
+        let set = ClockEventReasons::from_bits_retain(0x4 | 0x100 | (1 << 40));
+        assert_eq!(
+            set.names(),
+            ["sw_power_cap", "display_clock_setting", "bit_40"]
+        );
+        assert_eq!(ClockEventReasons::UNKNOWN.names(), ["bit_63"]);
+        assert!(ClockEventReasons::empty().names().is_empty());
     }
 
     #[test]

@@ -1,4 +1,8 @@
-//! [`Context`]: an open backend and the devices it reports.
+//! [`Context`]: an open backend and the devices it reports: what it keeps (the devices'
+//! identity, their static answers, the answers a [`QueryPlan`] keeps between refreshes) and the
+//! refresh itself. Looking devices up (`Context::device`, `device_by_uuid`, ...) is in
+//! `device.rs`, beside [`crate::Device`]; CUDA's numbering (`Context::cuda_devices`, ...) in
+//! `cuda.rs`: each file imports only the ones below it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -7,20 +11,21 @@ use std::time::Instant;
 
 use gpu_backend::fixture::{DeviceDynamic, DeviceStatic};
 use gpu_backend::{
-    recorder, Answer, BackendError, DeviceId, Fixture, GpuBackend, ReplayBackend, MAX_FANS,
+    recorder, Answer, BackendError, DeviceId, Fixture, GpuBackend, Query, ReplayBackend, MAX_FANS,
 };
 
-use crate::cuda::{self, CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderSource};
-use crate::device::Device;
+use crate::cuda::order::{self as cuda_order, CudaDeviceOrder, CudaOrder, CudaOrderSource};
 use crate::error::{Error, Result};
+use crate::inventory::Inventory;
 use crate::na::Na;
 use crate::plan::{Cadence, QueryPlan};
-use crate::snapshot::{DeviceSnapshot, SystemSnapshot};
+use crate::snapshot::{DeviceSnapshot, NvLinkReading, SystemSnapshot};
+use crate::units::cuda_version_text;
 
 /// The environment variable that makes [`Context::open`] serve a fixture instead of NVML.
 pub const FIXTURE_ENV_VAR: &str = "GPUSCOPE_FIXTURE";
 
-/// An open backend and the devices it reports. Cheap to clone (one `Arc`); every [`Device`]
+/// An open backend and the devices it reports. Cheap to clone (one `Arc`); every [`crate::Device`]
 /// holds one.
 ///
 /// The identity of the devices (count, UUIDs, PCI bus ids, MIG layout) is read once when the
@@ -56,7 +61,7 @@ pub(crate) struct Inner {
     pub(crate) statics: Mutex<HashMap<DeviceId, DeviceStatic>>,
     /// Each device's last NVLink counter reading and when it was taken, for throughput
     /// measured since the previous call (`Device::nvlink_throughput(None)`).
-    pub(crate) nvlink_last: Mutex<HashMap<DeviceId, crate::device::NvLinkReading>>,
+    pub(crate) nvlink_last: Mutex<HashMap<DeviceId, NvLinkReading>>,
     /// What a refresh asks ([`Context::set_query_plan`]).
     pub(crate) plan: Mutex<Arc<QueryPlan>>,
     /// Each device's changing answers as last asked, and when each query was last asked: what
@@ -68,7 +73,7 @@ pub(crate) struct Inner {
 #[derive(Debug, Clone)]
 pub(crate) struct Kept {
     pub(crate) answers: DeviceDynamic,
-    pub(crate) asked_at: HashMap<&'static str, Instant>,
+    pub(crate) asked_at: HashMap<Query, Instant>,
     /// The fields that answered that the device or driver does not have them (not
     /// supported, no such function): not asked again ([`DeviceDynamic::settled_fields`]).
     pub(crate) settled: Vec<&'static str>,
@@ -220,84 +225,6 @@ impl Context {
         self.device_count() > 0
     }
 
-    /// Every physical GPU, by NVML index.
-    pub fn devices(&self) -> Vec<Device> {
-        (0..self.device_count())
-            .map(|i| self.make(DeviceId::Gpu(i)))
-            .collect()
-    }
-
-    /// The physical GPU of an NVML index.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchGpu`]: "no GPU with index 9: this machine has 8 GPUs (0-7)".
-    pub fn device(&self, index: u32) -> Result<Device> {
-        if index < self.device_count() {
-            Ok(self.make(DeviceId::Gpu(index)))
-        } else {
-            Err(Error::NoSuchGpu {
-                index,
-                count: self.device_count(),
-            })
-        }
-    }
-
-    /// The devices of these ids (physical or MIG), in order (nvitop's `from_indices`).
-    ///
-    /// # Errors
-    ///
-    /// As [`Context::device_by_id`], for the first id that names no device.
-    pub fn devices_from_ids(&self, ids: impl IntoIterator<Item = DeviceId>) -> Result<Vec<Device>> {
-        ids.into_iter().map(|id| self.device_by_id(id)).collect()
-    }
-
-    /// The device of an id, physical or MIG.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchGpu`] or [`Error::NoSuchMigDevice`].
-    pub fn device_by_id(&self, id: DeviceId) -> Result<Device> {
-        match id {
-            DeviceId::Gpu(i) => self.device(i),
-            DeviceId::Mig { parent, index } => self.mig_device(parent, index),
-        }
-    }
-
-    /// The device (physical or MIG) whose UUID is `uuid`, or starts with it: `GPU-18ef14e9`,
-    /// `MIG-d184f67c-...`, or the hex part alone. The old MIG form
-    /// `MIG-GPU-<uuid>/<gpu instance>/<compute instance>` is understood too.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UuidNotFound`], or [`Error::AmbiguousUuid`] for a prefix of several UUIDs.
-    pub fn device_by_uuid(&self, uuid: &str) -> Result<Device> {
-        let inv = &self.inner.inventory;
-        if let Some(rest) = uuid.strip_prefix("MIG-GPU-") {
-            return cuda::resolve_old_mig_form(inv, rest)
-                .map(|id| self.make(id))
-                .ok_or_else(|| Error::UuidNotFound(uuid.to_string()));
-        }
-        inv.find_uuid(uuid).map(|id| self.make(id))
-    }
-
-    /// The physical GPU at a PCI bus id, in NVML's form (`00000000:18:00.0`) or a shorter one
-    /// (`0000:18:00.0`, `18:00.0`), case-insensitively.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BusIdNotFound`].
-    pub fn device_by_bus_id(&self, bus_id: &str) -> Result<Device> {
-        let wanted = parse_bus_id(bus_id);
-        self.inner
-            .inventory
-            .gpus
-            .iter()
-            .find(|g| wanted.is_some() && g.pci_key == wanted)
-            .map(|g| self.make(DeviceId::Gpu(g.index)))
-            .ok_or_else(|| Error::BusIdNotFound(bus_id.to_string()))
-    }
-
     // ---- MIG devices ----
 
     /// Number of MIG devices over all GPUs.
@@ -308,68 +235,6 @@ impl Context {
             .iter()
             .map(|g| g.migs.len() as u32)
             .sum()
-    }
-
-    /// Every MIG device, GPU by GPU.
-    pub fn mig_devices(&self) -> Vec<Device> {
-        self.inner
-            .inventory
-            .gpus
-            .iter()
-            .flat_map(|g| g.migs.iter().map(|m| m.id))
-            .map(|id| self.make(id))
-            .collect()
-    }
-
-    /// The MIG device at MIG index `index` of GPU `parent`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchGpu`] or [`Error::NoSuchMigDevice`].
-    pub fn mig_device(&self, parent: u32, index: u32) -> Result<Device> {
-        let gpu = self
-            .inner
-            .inventory
-            .gpus
-            .get(parent as usize)
-            .ok_or(Error::NoSuchGpu {
-                index: parent,
-                count: self.device_count(),
-            })?;
-        let id = DeviceId::Mig { parent, index };
-        if gpu.migs.iter().any(|m| m.id == id) {
-            Ok(self.make(id))
-        } else {
-            Err(Error::NoSuchMigDevice {
-                parent,
-                index,
-                available: gpu.migs.iter().map(|m| mig_index(m.id)).collect(),
-            })
-        }
-    }
-
-    /// Every physical GPU and, after each, its MIG devices.
-    pub fn all_devices(&self) -> Vec<Device> {
-        let mut out = Vec::new();
-        for g in &self.inner.inventory.gpus {
-            out.push(self.make(DeviceId::Gpu(g.index)));
-            out.extend(g.migs.iter().map(|m| self.make(m.id)));
-        }
-        out
-    }
-
-    /// The devices work runs on: the MIG devices of a GPU in MIG mode, the GPU itself otherwise
-    /// (nvitop's leaf devices).
-    pub fn leaf_devices(&self) -> Vec<Device> {
-        let mut out = Vec::new();
-        for g in &self.inner.inventory.gpus {
-            if g.mig_enabled {
-                out.extend(g.migs.iter().map(|m| self.make(m.id)));
-            } else {
-                out.push(self.make(DeviceId::Gpu(g.index)));
-            }
-        }
-        out
     }
 
     // ---- CUDA ----
@@ -424,7 +289,7 @@ impl Context {
         value: Option<&str>,
         order: CudaDeviceOrder,
     ) -> Vec<DeviceId> {
-        cuda::parse(&self.inner.inventory, &self.cuda_order(order), value)
+        cuda_order::parse(&self.inner.inventory, &self.cuda_order(order), value)
     }
 
     /// [`Context::parse_cuda_visible_devices`] as a comma-separated list of UUIDs, with
@@ -441,94 +306,7 @@ impl Context {
         order: CudaDeviceOrder,
     ) -> String {
         let ids = self.parse_cuda_visible_devices_with(value, order);
-        cuda::normalize(&self.inner.inventory, &ids)
-    }
-
-    /// The devices CUDA shows under `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` of the
-    /// environment, in CUDA ordinal order (nvitop's `Device.cuda.all()`).
-    pub fn cuda_devices(&self) -> Vec<CudaDevice> {
-        self.cuda_devices_for(
-            cuda::visible_devices_from_env().as_deref(),
-            CudaDeviceOrder::from_env(),
-        )
-    }
-
-    /// The devices CUDA would show for this `CUDA_VISIBLE_DEVICES` value and order.
-    pub fn cuda_devices_for(&self, value: Option<&str>, order: CudaDeviceOrder) -> Vec<CudaDevice> {
-        self.parse_cuda_visible_devices_with(value, order)
-            .into_iter()
-            .enumerate()
-            .map(|(i, id)| CudaDevice::new(i as u32, self.make(id)))
-            .collect()
-    }
-
-    /// Number of devices CUDA shows under the environment's settings.
-    pub fn cuda_device_count(&self) -> u32 {
-        self.cuda_devices().len() as u32
-    }
-
-    /// The device of CUDA ordinal `index` under the environment's settings.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchCudaDevice`].
-    pub fn cuda_device(&self, index: u32) -> Result<CudaDevice> {
-        let all = self.cuda_devices();
-        let count = all.len() as u32;
-        all.into_iter()
-            .nth(index as usize)
-            .ok_or(Error::NoSuchCudaDevice { index, count })
-    }
-
-    /// The device as CUDA numbers it under the environment's `CUDA_VISIBLE_DEVICES` and
-    /// `CUDA_DEVICE_ORDER`: nvitop's `CudaDevice(nvml_index=2)` is
-    /// `ctx.cuda_device_of(&ctx.device(2)?)`, its `CudaDevice(uuid=...)` is
-    /// `ctx.cuda_device_of(&ctx.device_by_uuid(...)?)`. See [`Context::cuda_device_of_for`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotVisibleToCuda`] when CUDA does not show the device.
-    pub fn cuda_device_of(&self, device: &Device) -> Result<CudaDevice> {
-        self.cuda_device_of_for(
-            device,
-            cuda::visible_devices_from_env().as_deref(),
-            CudaDeviceOrder::from_env(),
-        )
-    }
-
-    /// The device as CUDA numbers it for this `CUDA_VISIBLE_DEVICES` value and order.
-    ///
-    /// ```
-    /// use gpu_devices::{Context, CudaDeviceOrder::PciBusId};
-    ///
-    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-sxm-8gpu.json");
-    /// let ctx = Context::from_fixture(path)?;
-    /// // CUDA_VISIBLE_DEVICES=3,2,1,0: GPU 2 is CUDA device 1.
-    /// let cuda1 = ctx.cuda_device_of_for(&ctx.device(2)?, Some("3,2,1,0"), PciBusId)?;
-    /// assert_eq!((cuda1.cuda_index(), cuda1.physical_index()), (1, 2));
-    /// // GPU 5 is not shown.
-    /// assert!(ctx.cuda_device_of_for(&ctx.device(5)?, Some("3,2,1,0"), PciBusId).is_err());
-    /// # Ok::<(), gpu_devices::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotVisibleToCuda`] when CUDA does not show the device, or the device is of
-    /// another context.
-    pub fn cuda_device_of_for(
-        &self,
-        device: &Device,
-        value: Option<&str>,
-        order: CudaDeviceOrder,
-    ) -> Result<CudaDevice> {
-        let all = self.cuda_devices_for(value, order);
-        let count = all.len() as u32;
-        all.into_iter()
-            .find(|c| c.device() == device)
-            .ok_or(Error::NotVisibleToCuda {
-                device: device.id(),
-                count,
-            })
+        cuda_order::normalize(&self.inner.inventory, &ids)
     }
 
     // ---- Snapshots ----
@@ -571,8 +349,8 @@ impl Context {
             return st.clone();
         }
         // Asked without the lock held, so that devices refreshed in parallel ask theirs at
-        // the same time (a real H100's static answers take some 7 ms: max clocks cost 1.35 ms
-        // each).
+        // the same time: the driver spends milliseconds on some static queries (each max
+        // clock; docs/benchmarks.md, "Real costs").
         let st = recorder::capture_static(&*self.inner.backend, id);
         lock(&self.inner.statics).entry(id).or_insert(st).clone()
     }
@@ -606,27 +384,27 @@ impl Context {
             settled: Vec::new(),
         });
         let now = Instant::now();
-        let due = |query: &'static str| match plan.cadence(query) {
+        let due = |query: Query| match plan.cadence(query) {
             Cadence::EveryRefresh => true,
             Cadence::Never => false,
             Cadence::Every(period) => kept
                 .asked_at
-                .get(query)
+                .get(&query)
                 .is_none_or(|at| now.saturating_duration_since(*at) >= period),
         };
-        let due_now: Vec<&'static str> = DeviceDynamic::FIELDS
+        let due_now: Vec<Query> = DeviceDynamic::FIELDS
             .iter()
-            .map(|(_, q)| *q)
-            .filter(|q| due(q))
+            .map(|&(_, q)| q)
+            .filter(|&q| due(q))
             .collect();
-        let is_due = |q: &str| due_now.contains(&q);
+        let is_due = |q: Query| due_now.contains(&q);
         let settled = std::mem::take(&mut kept.settled);
         let is_settled = |f: &str| settled.contains(&f);
-        let apart_fields: Vec<(&'static str, &'static str)> = DeviceDynamic::FIELDS
+        let apart_fields: Vec<(&'static str, Query)> = DeviceDynamic::FIELDS
             .iter()
             .copied()
-            .filter(|(f, q)| {
-                is_due(q) && plan.is_apart(q) && *q != "process_utilization" && !is_settled(f)
+            .filter(|&(f, q)| {
+                is_due(q) && plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             })
             .collect();
         let answers = &mut kept.answers;
@@ -642,11 +420,11 @@ impl Context {
                 })
                 .collect();
             answers.refresh_where(b, id, fans, &|q, f| {
-                is_due(q) && !plan.is_apart(q) && q != "process_utilization" && !is_settled(f)
+                is_due(q) && !plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             });
-            if is_due("process_utilization") && !is_settled("process_utilization") {
+            if is_due(Query::process_utilization) && !is_settled("process_utilization") {
                 let none = |a: &Answer<Vec<gpu_backend::ProcessInfo>>| matches!(a, Answer::Ok(list) if list.is_empty());
-                let asked_before = kept.asked_at.contains_key("process_utilization");
+                let asked_before = kept.asked_at.contains_key(&Query::process_utilization);
                 if asked_before
                     && none(&answers.compute_processes)
                     && none(&answers.graphics_processes)
@@ -658,7 +436,7 @@ impl Context {
                         answers.process_utilization = Answer::Ok(Vec::new());
                     }
                 } else {
-                    answers.refresh_where(b, id, fans, &|q, _| q == "process_utilization");
+                    answers.refresh_where(b, id, fans, &|q, _| q == Query::process_utilization);
                 }
             }
             for t in threads {
@@ -675,7 +453,7 @@ impl Context {
                 .answers
                 .hard_failures()
                 .iter()
-                .any(|(f, q)| is_due(q) && !is_settled(f));
+                .any(|&(f, q)| is_due(q) && !is_settled(f));
         if troubled {
             kept.answers.refresh_where(b, id, fans, &|q, f| {
                 is_settled(f) && plan.cadence(q) != Cadence::Never
@@ -689,7 +467,7 @@ impl Context {
         let asked = |f: &str| {
             DeviceDynamic::FIELDS
                 .iter()
-                .any(|(field, q)| *field == f && is_due(q))
+                .any(|&(field, q)| field == f && is_due(q))
         };
         kept.settled = kept
             .answers
@@ -702,13 +480,9 @@ impl Context {
         out
     }
 
-    pub(crate) fn make(&self, id: DeviceId) -> Device {
-        Device::new(self.clone(), id)
-    }
-
     fn fastest_first(&self) -> &CudaOrder {
         self.inner.cuda_order.get_or_init(|| {
-            cuda::resolve_fastest_first(
+            cuda_order::resolve_fastest_first(
                 &self.inner.inventory,
                 &*self.inner.backend,
                 &self.inner.cuda_source,
@@ -717,203 +491,8 @@ impl Context {
     }
 }
 
-/// "12.2" for 12020, "12.2.1" for 12021.
-pub(crate) fn cuda_version_text(v: i32) -> String {
-    let (major, minor, rev) = (v / 1000, (v % 1000) / 10, v % 10);
-    if rev == 0 {
-        format!("{major}.{minor}")
-    } else {
-        format!("{major}.{minor}.{rev}")
-    }
-}
-
-fn mig_index(id: DeviceId) -> u32 {
-    match id {
-        DeviceId::Mig { index, .. } => index,
-        DeviceId::Gpu(i) => i,
-    }
-}
-
-/// (domain, bus, device, function) of a PCI bus id text, as numbers.
-pub(crate) fn parse_bus_id(text: &str) -> Option<[u32; 4]> {
-    let text = text.trim();
-    let (head, function) = text.rsplit_once('.')?;
-    let parts: Vec<&str> = head.split(':').collect();
-    let hex = |s: &str| {
-        if s.is_empty() || s.len() > 8 {
-            None
-        } else {
-            u32::from_str_radix(s, 16).ok()
-        }
-    };
-    let (domain, bus, device) = match parts.as_slice() {
-        [d, b, s] => (hex(d)?, hex(b)?, hex(s)?),
-        [b, s] => (0, hex(b)?, hex(s)?),
-        _ => return None,
-    };
-    Some([domain, bus, device, hex(function)?])
-}
-
-/// What the context knows of the devices' identity, read once.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Inventory {
-    pub(crate) gpus: Vec<GpuEntry>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct GpuEntry {
-    pub(crate) index: u32,
-    pub(crate) uuid: Option<String>,
-    pub(crate) pci_key: Option<[u32; 4]>,
-    pub(crate) mig_enabled: bool,
-    pub(crate) migs: Vec<MigEntry>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct MigEntry {
-    pub(crate) id: DeviceId,
-    pub(crate) uuid: Option<String>,
-    pub(crate) gpu_instance_id: Option<u32>,
-    pub(crate) compute_instance_id: Option<u32>,
-}
-
-impl Inventory {
-    fn read(b: &dyn GpuBackend) -> Result<Inventory> {
-        let count = b.device_count().map_err(|source| Error::Backend {
-            doing: "counting GPUs",
-            source,
-        })?;
-        let mut gpus = Vec::with_capacity(count.min(gpu_backend::MAX_DEVICE_COUNT) as usize);
-        for index in 0..count {
-            let id = DeviceId::Gpu(index);
-            let mig_enabled = b.mig_mode(id).is_ok_and(|m| m.current);
-            let migs = b
-                .mig_device_indices(id)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|mi| {
-                    let mid = DeviceId::Mig {
-                        parent: index,
-                        index: mi,
-                    };
-                    MigEntry {
-                        id: mid,
-                        uuid: b.uuid(mid).ok(),
-                        gpu_instance_id: b.gpu_instance_id(mid).ok(),
-                        compute_instance_id: b.compute_instance_id(mid).ok(),
-                    }
-                })
-                .collect();
-            gpus.push(GpuEntry {
-                index,
-                uuid: b.uuid(id).ok(),
-                pci_key: b.pci_info(id).ok().and_then(|p| parse_bus_id(&p.bus_id)),
-                mig_enabled,
-                migs,
-            });
-        }
-        Ok(Inventory { gpus })
-    }
-
-    /// Every (id, UUID) pair known.
-    pub(crate) fn uuids(&self) -> impl Iterator<Item = (DeviceId, &str)> {
-        self.gpus.iter().flat_map(|g| {
-            g.uuid
-                .as_deref()
-                .map(|u| (DeviceId::Gpu(g.index), u))
-                .into_iter()
-                .chain(
-                    g.migs
-                        .iter()
-                        .filter_map(|m| m.uuid.as_deref().map(|u| (m.id, u))),
-                )
-        })
-    }
-
-    /// The UUID of a device, if known.
-    pub(crate) fn uuid_of(&self, id: DeviceId) -> Option<&str> {
-        let g = self.gpus.get(id.physical_index() as usize)?;
-        match id {
-            DeviceId::Gpu(_) => g.uuid.as_deref(),
-            DeviceId::Mig { .. } => g.migs.iter().find(|m| m.id == id)?.uuid.as_deref(),
-        }
-    }
-
-    /// The device whose UUID is, or starts with, `text` (with or without its `GPU-`/`MIG-`
-    /// prefix); an exact match wins over prefixes.
-    pub(crate) fn find_uuid(&self, text: &str) -> Result<DeviceId> {
-        let wanted = text.trim().to_ascii_lowercase();
-        if wanted.is_empty() || wanted == "gpu-" || wanted == "mig-" {
-            return Err(Error::UuidNotFound(text.to_string()));
-        }
-        let has_prefix = wanted.starts_with("gpu-") || wanted.starts_with("mig-");
-        let mut matches = Vec::new();
-        for (id, uuid) in self.uuids() {
-            let lower = uuid.to_ascii_lowercase();
-            let candidate = if has_prefix {
-                lower.as_str()
-            } else {
-                strip_uuid_prefix(&lower)
-            };
-            if candidate == wanted {
-                return Ok(id);
-            }
-            if candidate.starts_with(&wanted) {
-                matches.push((id, uuid.to_string()));
-            }
-        }
-        match matches.len() {
-            0 => Err(Error::UuidNotFound(text.to_string())),
-            1 => Ok(matches[0].0),
-            _ => Err(Error::AmbiguousUuid {
-                prefix: text.to_string(),
-                matches: matches.into_iter().map(|(_, u)| u).collect(),
-            }),
-        }
-    }
-
-    /// Physical GPUs in PCI bus order; GPUs whose bus id is unknown come last, by NVML index.
-    pub(crate) fn pci_order(&self) -> Vec<u32> {
-        let mut v: Vec<(Option<[u32; 4]>, u32)> =
-            self.gpus.iter().map(|g| (g.pci_key, g.index)).collect();
-        v.sort_by_key(|&(key, index)| (key.is_none(), key, index));
-        v.into_iter().map(|(_, i)| i).collect()
-    }
-}
-
-/// `GPU-abc` and `MIG-abc` without their prefix.
-pub(crate) fn strip_uuid_prefix(uuid: &str) -> &str {
-    for p in ["GPU-", "MIG-", "gpu-", "mig-"] {
-        if let Some(rest) = uuid.strip_prefix(p) {
-            return rest;
-        }
-    }
-    uuid
-}
-
 /// A mutex's guard, poisoned or not: what the context keeps stays usable after a panic on
 /// another thread (each entry is written whole).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bus_ids_parse_in_nvml_and_cuda_forms() {
-        assert_eq!(parse_bus_id("00000000:18:00.0"), Some([0, 0x18, 0, 0]));
-        assert_eq!(parse_bus_id("0000:DB:00.1"), Some([0, 0xdb, 0, 1]));
-        assert_eq!(parse_bus_id("db:1f.0"), Some([0, 0xdb, 0x1f, 0]));
-        assert_eq!(parse_bus_id("nonsense"), None);
-        assert_eq!(parse_bus_id("1:2:3:4.0"), None);
-    }
-
-    #[test]
-    fn cuda_versions_print_like_nvitop() {
-        assert_eq!(cuda_version_text(12020), "12.2");
-        assert_eq!(cuda_version_text(12021), "12.2.1");
-        assert_eq!(cuda_version_text(13010), "13.1");
-    }
 }

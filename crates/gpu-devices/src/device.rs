@@ -4,12 +4,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpu_backend::{ClockType, DeviceId, GpuBackend, NvLinkCounters, ProcessUtilizationSample};
+use gpu_backend::{
+    ClockType, DeviceId, GpuBackend, NvLinkCounters, PciAddress, ProcessUtilizationSample,
+};
 
 use crate::context::Context;
+use crate::cuda::order as cuda_order;
 use crate::error::{Error, Result};
 use crate::na::Na;
-use crate::snapshot::{mean_throughput, nvlink_throughput_between, DeviceSnapshot, ThroughputInfo};
+use crate::snapshot::{mean_throughput, DeviceSnapshot, NvLinkReading, ThroughputInfo};
 
 /// Whether a device is a physical GPU or a MIG device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,24 +65,6 @@ impl fmt::Debug for Device {
             .field("id", &self.id)
             .field("kind", &self.kind())
             .finish()
-    }
-}
-
-/// NVLink counters of every link of a device, and when they were read.
-#[derive(Debug, Clone)]
-pub(crate) struct NvLinkReading {
-    at: Instant,
-    counters: Vec<Na<NvLinkCounters>>,
-}
-
-impl NvLinkReading {
-    /// Rates per link from `earlier` to this reading.
-    fn throughput_since(&self, earlier: &NvLinkReading) -> Vec<ThroughputInfo> {
-        nvlink_throughput_between(
-            &earlier.counters,
-            &self.counters,
-            self.at.saturating_duration_since(earlier.at),
-        )
     }
 }
 
@@ -154,7 +139,7 @@ impl Device {
     /// `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`; `None` when CUDA does not show it.
     pub fn cuda_index(&self) -> Option<u32> {
         self.ctx
-            .parse_cuda_visible_devices(crate::cuda::visible_devices_from_env().as_deref())
+            .parse_cuda_visible_devices(cuda_order::visible_devices_from_env().as_deref())
             .iter()
             .position(|&id| id == self.id)
             .map(|p| p as u32)
@@ -404,5 +389,159 @@ impl Device {
         let st = self.ctx.statics_of(self.id);
         let dy = self.ctx.refresh_dynamic(self.id, &st.num_fans);
         DeviceSnapshot::from_answers(self.id, st, dy)
+    }
+}
+
+/// A context's devices: looked up by index, id, UUID or PCI bus id; the MIG devices.
+impl Context {
+    /// Every physical GPU, by NVML index.
+    pub fn devices(&self) -> Vec<Device> {
+        (0..self.device_count())
+            .map(|i| self.make(DeviceId::Gpu(i)))
+            .collect()
+    }
+
+    /// The physical GPU of an NVML index.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchGpu`]: "no GPU with index 9: this machine has 8 GPUs (0-7)".
+    pub fn device(&self, index: u32) -> Result<Device> {
+        if index < self.device_count() {
+            Ok(self.make(DeviceId::Gpu(index)))
+        } else {
+            Err(Error::NoSuchGpu {
+                index,
+                count: self.device_count(),
+            })
+        }
+    }
+
+    /// The devices of these ids (physical or MIG), in order (nvitop's `from_indices`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Context::device_by_id`], for the first id that names no device.
+    pub fn devices_from_ids(&self, ids: impl IntoIterator<Item = DeviceId>) -> Result<Vec<Device>> {
+        ids.into_iter().map(|id| self.device_by_id(id)).collect()
+    }
+
+    /// The device of an id, physical or MIG.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchGpu`] or [`Error::NoSuchMigDevice`].
+    pub fn device_by_id(&self, id: DeviceId) -> Result<Device> {
+        match id {
+            DeviceId::Gpu(i) => self.device(i),
+            DeviceId::Mig { parent, index } => self.mig_device(parent, index),
+        }
+    }
+
+    /// The device (physical or MIG) whose UUID is `uuid`, or starts with it: `GPU-18ef14e9`,
+    /// `MIG-d184f67c-...`, or the hex part alone. The old MIG form
+    /// `MIG-GPU-<uuid>/<gpu instance>/<compute instance>` is understood too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UuidNotFound`], or [`Error::AmbiguousUuid`] for a prefix of several UUIDs.
+    pub fn device_by_uuid(&self, uuid: &str) -> Result<Device> {
+        let inv = &self.inner.inventory;
+        if let Some(rest) = uuid.strip_prefix("MIG-GPU-") {
+            return cuda_order::resolve_old_mig_form(inv, rest)
+                .map(|id| self.make(id))
+                .ok_or_else(|| Error::UuidNotFound(uuid.to_string()));
+        }
+        inv.find_uuid(uuid).map(|id| self.make(id))
+    }
+
+    /// The physical GPU at a PCI bus id, in NVML's form (`00000000:18:00.0`) or a shorter one
+    /// (`0000:18:00.0`, `18:00.0`), case-insensitively.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BusIdNotFound`].
+    pub fn device_by_bus_id(&self, bus_id: &str) -> Result<Device> {
+        let wanted = PciAddress::parse(bus_id);
+        self.inner
+            .inventory
+            .gpus
+            .iter()
+            .find(|g| wanted.is_some() && g.pci_key == wanted)
+            .map(|g| self.make(DeviceId::Gpu(g.index)))
+            .ok_or_else(|| Error::BusIdNotFound(bus_id.to_string()))
+    }
+
+    /// Every MIG device, GPU by GPU.
+    pub fn mig_devices(&self) -> Vec<Device> {
+        self.inner
+            .inventory
+            .gpus
+            .iter()
+            .flat_map(|g| g.migs.iter().map(|m| m.id))
+            .map(|id| self.make(id))
+            .collect()
+    }
+
+    /// The MIG device at MIG index `index` of GPU `parent`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchGpu`] or [`Error::NoSuchMigDevice`].
+    pub fn mig_device(&self, parent: u32, index: u32) -> Result<Device> {
+        let gpu = self
+            .inner
+            .inventory
+            .gpus
+            .get(parent as usize)
+            .ok_or(Error::NoSuchGpu {
+                index: parent,
+                count: self.device_count(),
+            })?;
+        let id = DeviceId::Mig { parent, index };
+        if gpu.migs.iter().any(|m| m.id == id) {
+            Ok(self.make(id))
+        } else {
+            Err(Error::NoSuchMigDevice {
+                parent,
+                index,
+                available: gpu.migs.iter().map(|m| mig_index(m.id)).collect(),
+            })
+        }
+    }
+
+    /// Every physical GPU and, after each, its MIG devices.
+    pub fn all_devices(&self) -> Vec<Device> {
+        let mut out = Vec::new();
+        for g in &self.inner.inventory.gpus {
+            out.push(self.make(DeviceId::Gpu(g.index)));
+            out.extend(g.migs.iter().map(|m| self.make(m.id)));
+        }
+        out
+    }
+
+    /// The devices work runs on: the MIG devices of a GPU in MIG mode, the GPU itself otherwise
+    /// (nvitop's leaf devices).
+    pub fn leaf_devices(&self) -> Vec<Device> {
+        let mut out = Vec::new();
+        for g in &self.inner.inventory.gpus {
+            if g.mig_enabled {
+                out.extend(g.migs.iter().map(|m| self.make(m.id)));
+            } else {
+                out.push(self.make(DeviceId::Gpu(g.index)));
+            }
+        }
+        out
+    }
+
+    pub(crate) fn make(&self, id: DeviceId) -> Device {
+        Device::new(self.clone(), id)
+    }
+}
+
+fn mig_index(id: DeviceId) -> u32 {
+    match id {
+        DeviceId::Mig { index, .. } => index,
+        DeviceId::Gpu(i) => i,
     }
 }

@@ -1,11 +1,11 @@
 #![doc = include_str!("../README.md")]
-#![warn(missing_docs)]
 
 pub mod context;
 pub mod cuda;
 pub mod device;
 pub mod display;
 pub mod error;
+mod inventory;
 mod model;
 pub mod na;
 pub mod plan;
@@ -21,10 +21,10 @@ pub use cuda::{CudaDevice, CudaDeviceOrder, CudaOrder, CudaOrderOrigin, CudaOrde
 pub use device::{Device, DeviceKind};
 pub use display::Section;
 pub use error::{Error, Result};
-pub use gpu_backend::DeviceId;
+pub use gpu_backend::{DeviceId, Query};
 pub use na::Na;
 pub use plan::{Cadence, QueryPlan};
-pub use snapshot::instance_id_answer;
+pub use snapshot::{bar1_memory_answer, instance_id_answer, memory_answer};
 pub use snapshot::{
     ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccByLocation, EccErrors,
     FieldError, ProcessKind, SystemSnapshot, ThroughputInfo, UtilizationRates,

@@ -7,12 +7,13 @@
 //! snapshot accessor of the same name therefore cannot drift apart, and a metric added here is
 //! on both.
 
+use gpu_backend::ClockEventReasons;
 use gpu_backend::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeCapability,
     ComputeMode, CurrentPending, DeviceId, DriverModel, EccCounter, EccErrorKind, EventKind,
     GpmMetrics, GpuEvent, MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo,
     PcieDirection, PowerLimits, ProcessInfo, RemappedRows, RetirementCause, TemperatureThreshold,
-    Utilization, CLOCK_EVENT_ATTENTION_MASK, NVLINK_MAX_LINKS,
+    Utilization, NVLINK_MAX_LINKS,
 };
 use gpu_backend::{GpuOperationMode, VirtualizationMode};
 
@@ -138,10 +139,6 @@ fields! {
     architecture -> Na<Architecture> = architecture / architecture;
     /// Brand.
     brand -> Na<Brand> = brand / brand;
-    /// Frame-buffer memory, bytes.
-    memory_info -> Na<MemoryInfo> = memory_info / memory;
-    /// BAR1 memory, bytes.
-    bar1_memory_info -> Na<Bar1MemoryInfo> = bar1_memory_info / bar1_memory;
     /// GPU and memory utilization, percent.
     utilization_info -> Na<Utilization> = utilization_rates / utilization;
     /// Encoder utilization with its sampling period.
@@ -231,6 +228,18 @@ fields_with! {
     compute_instance_id -> Na<u32> {
         live: |d| crate::instance_id_answer(d.id(), d.backend().compute_instance_id(d.id())).into(),
         snapshot: |s| s.compute_instance_id.clone(),
+    }
+    /// Frame-buffer memory, bytes; a failure when its parts do not fit in its total
+    /// ([`crate::memory_answer`]).
+    memory_info -> Na<MemoryInfo> {
+        live: |d| crate::memory_answer(d.backend().memory_info(d.id())).into(),
+        snapshot: |s| s.memory.clone(),
+    }
+    /// BAR1 memory, bytes; a failure when its parts do not fit in its total
+    /// ([`crate::bar1_memory_answer`]).
+    bar1_memory_info -> Na<Bar1MemoryInfo> {
+        live: |d| crate::bar1_memory_answer(d.backend().bar1_memory_info(d.id())).into(),
+        snapshot: |s| s.bar1_memory.clone(),
     }
     /// Current clocks, MHz (nvitop's `clock_infos` / `clocks`).
     clock_infos -> ClockInfos {
@@ -374,7 +383,7 @@ impl DeviceSnapshot {
     /// Why the device needs attention, empty when nothing does: a page retirement or row
     /// remap pending, a failed row remap, uncorrected ECC errors since the driver loaded,
     /// clocks held down by the hardware (HW slowdown, HW or SW thermal slowdown, HW power
-    /// brake; named as in [`gpu_backend::CLOCK_EVENT_REASONS`]), or an XID error since the
+    /// brake; named as [`ClockEventReasons::names`] names them), or an XID error since the
     /// backend started (`xid_79`, each code once, in the order they came). Values that are N/A
     /// raise nothing: with no event listener (an old driver, a fixture without events) an XID
     /// cannot be known.
@@ -395,10 +404,9 @@ impl DeviceSnapshot {
         if uncorrected.value().is_some_and(|n| *n > 0) {
             out.push("uncorrected_ecc_errors".to_string());
         }
-        if let Some(mask) = self.clock_event_reasons.value() {
-            out.extend(gpu_backend::clock_event_reason_names(
-                mask & CLOCK_EVENT_ATTENTION_MASK,
-            ));
+        if let Some(&mask) = self.clock_event_reasons.value() {
+            let reasons = ClockEventReasons::from_bits_retain(mask);
+            out.extend((reasons & ClockEventReasons::ATTENTION).names());
         }
         for code in self.xid_codes() {
             out.push(format!("xid_{code}"));
@@ -579,7 +587,7 @@ impl DeviceSnapshot {
 mod tests {
     use std::sync::Arc;
 
-    use gpu_backend::{EccCounter, EccErrorKind, Fixture, ReplayBackend};
+    use gpu_backend::{Answer, BackendError, EccCounter, EccErrorKind, Fixture, ReplayBackend};
 
     use super::*;
     use crate::Context;
@@ -638,5 +646,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A recording whose GPU 0 said it used more memory than it has was shown as a value
+    /// (`11032MiB / 5912MiB`) and chosen by `select`; it is a failure, live and in a snapshot.
+    #[test]
+    fn memory_used_more_than_total_is_a_failure_live_and_in_a_snapshot() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/old-driver.json"
+        );
+        let mut fixture = Fixture::load(path).unwrap_or_else(|e| panic!("{e}"));
+        for frame in &mut fixture.frames {
+            let dy = frame.devices.get_mut(&DeviceId::Gpu(0)).unwrap();
+            let Answer::Ok(m) = &mut dy.memory_info else {
+                panic!("GPU 0 answers its memory")
+            };
+            m.used = m.total + (5 << 30);
+            m.free = 0;
+        }
+        let backend = Arc::new(ReplayBackend::new(fixture));
+        let ctx = Context::from_backend(backend).unwrap();
+        let d = &ctx.all_devices()[0];
+        let s = d.snapshot();
+        for (what, memory) in [("live", d.memory_info()), ("snapshot", s.memory_info())] {
+            let Na::Failed(BackendError::Other(why)) = memory else {
+                panic!("{what}: {memory:?}")
+            };
+            assert!(why.contains("used"), "{what}: {why}");
+        }
+        assert_eq!(s.memory_used(), d.memory_used());
+        assert!(s.memory_free().is_na() && s.memory_total().is_na());
+        assert_eq!(s.memory_usage(), "N/A / N/A");
+        assert!(
+            s.errors.iter().any(|e| e.field == "memory"),
+            "{:?}",
+            s.errors
+        );
     }
 }

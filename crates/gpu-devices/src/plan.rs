@@ -1,38 +1,38 @@
 //! What a refresh asks: which of a device's changing queries, how often, and which run apart.
 //!
-//! On a real GPU a few NVML calls cost far more than the rest (an H100, median per call:
-//! `nvmlDeviceGetPcieThroughput` 20.8 ms of wall time, asleep, for each direction;
-//! `nvmlDeviceGetTotalEnergyConsumption` 3.2 ms of CPU; `nvmlDeviceGetProcessUtilization`
-//! 2.2 ms; most others 2-17 µs). A [`QueryPlan`] lets each command ask only what its output
-//! shows and ask the costly queries at their own [`Cadence`]: between two askings a refresh
-//! shows the answer kept from the last one. Whatever the plan, a refresh:
+//! A few NVML calls cost the driver far more than the rest: `nvmlDeviceGetPcieThroughput`
+//! sleeps through a 20 ms sample for each direction, `nvmlDeviceGetTotalEnergyConsumption` and
+//! `nvmlDeviceGetProcessUtilization` work for milliseconds, most others for microseconds
+//! ([`COSTLY_QUERIES`]; docs/benchmarks.md, "Real costs"). A [`QueryPlan`] lets each command
+//! ask only what its output shows and ask the costly queries at their own [`Cadence`]: between
+//! two askings a refresh shows the answer kept from the last one. Whatever the plan, a refresh:
 //!
 //! * asks the devices in parallel (one thread per device beyond the first), so eight GPUs cost
 //!   about what one costs where the time is the driver's;
 //! * asks the queries that mostly sleep in the driver ([`QueryPlan::apart`]; by default
 //!   `pcie_throughput`) each on a thread of its own, so that they hold up nothing else;
 //! * does not ask again what answered that the device or driver does not have it (not
-//!   supported, no such function, deprecated): on a real H100 such a call still costs up to
-//!   0.45 ms (`nvmlDeviceGetFanSpeed` on a GPU with no fans), and the answer does not change
-//!   while the driver is loaded;
-//! * asks `process_utilization` (2.2 ms of CPU a call on an H100) at a device's first refresh
-//!   and then only while its process lists are not both empty (no process: no sample to
-//!   show).
+//!   supported, no such function, deprecated): the driver still does work to answer so, at
+//!   every call (docs/benchmarks.md, "On a real H100", has what it costs), and the answer does
+//!   not change while the driver is loaded;
+//! * asks `process_utilization` (milliseconds of the driver's CPU a call) at a device's first
+//!   refresh and then only while its process lists are not both empty (no process: no sample
+//!   to show).
 //!
-//! Query names are the [`gpu_backend::GpuBackend`] methods of the `dynamic` rows of the query
-//! table (`gpu_backend::fixture::DeviceDynamic::FIELDS`).
+//! A plan names queries by [`Query`], the `dynamic` rows of the query table
+//! ([`Query::is_dynamic`]; `gpu_backend::fixture::DeviceDynamic::FIELDS`).
 //!
 //! ```
 //! use std::time::Duration;
-//! use gpu_devices::{Cadence, Context, QueryPlan};
+//! use gpu_devices::{Cadence, Context, Query, QueryPlan};
 //!
 //! let ctx = Context::from_fixture(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/h100-sxm-8gpu.json"))?;
 //! // A view that shows no PCIe or energy figures, with BAR1 every 10 s.
 //! ctx.set_query_plan(
 //!     QueryPlan::everything()
-//!         .with("pcie_throughput", Cadence::Never)
-//!         .with("total_energy_consumption", Cadence::Never)
-//!         .with("bar1_memory_info", Cadence::Every(Duration::from_secs(10))),
+//!         .with(Query::pcie_throughput, Cadence::Never)
+//!         .with(Query::total_energy_consumption, Cadence::Never)
+//!         .with(Query::bar1_memory_info, Cadence::Every(Duration::from_secs(10))),
 //! );
 //! let d = ctx.device(0)?.snapshot();
 //! assert!(d.memory.is_value());
@@ -44,7 +44,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use gpu_backend::fixture::DeviceDynamic;
+use gpu_backend::Query;
 
 /// How often a refresh asks one changing query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,8 +62,8 @@ pub enum Cadence {
 /// [module](self)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryPlan {
-    cadences: BTreeMap<&'static str, Cadence>,
-    apart: Vec<&'static str>,
+    cadences: BTreeMap<Query, Cadence>,
+    apart: Vec<Query>,
 }
 
 impl Default for QueryPlan {
@@ -72,13 +72,13 @@ impl Default for QueryPlan {
     }
 }
 
-/// The queries that cost 1 ms or more of one call on a real H100 (driver 580, median over
-/// 30 calls; `docs/benchmarks.md`, fixtures/costs/), with what one call costs there:
-/// `(query, wall µs, CPU µs)`. Each command's plan says what it does with them.
-pub const COSTLY_QUERIES: &[(&str, u32, u32)] = &[
-    ("pcie_throughput", 20_800, 750),
-    ("total_energy_consumption", 3_200, 3_200),
-    ("process_utilization", 2_200, 2_200),
+/// The queries that cost 1 ms or more of one call, with the median cost of one call in the
+/// profile of a real GPU under load (`fixtures/costs/h100-load.json`; docs/benchmarks.md, "Real
+/// costs"): `(query, wall µs, CPU µs)`. Each command's plan says what it does with them.
+pub const COSTLY_QUERIES: &[(Query, u32, u32)] = &[
+    (Query::pcie_throughput, 20_800, 750),
+    (Query::total_energy_consumption, 3_200, 3_200),
+    (Query::process_utilization, 2_200, 2_200),
 ];
 
 impl QueryPlan {
@@ -87,30 +87,30 @@ impl QueryPlan {
     pub fn everything() -> QueryPlan {
         QueryPlan {
             cadences: BTreeMap::new(),
-            apart: vec!["pcie_throughput"],
+            apart: vec![Query::pcie_throughput],
         }
     }
 
-    /// Sets `query`'s cadence. `query` is a `dynamic` query of the table (a
-    /// [`gpu_backend::GpuBackend`] method name); another name is a programming error, caught
-    /// in debug builds and otherwise ignored.
-    pub fn with(mut self, query: &'static str, cadence: Cadence) -> QueryPlan {
-        debug_assert!(is_dynamic_query(query), "not a dynamic query: {query}");
+    /// Sets `query`'s cadence. `query` is a `dynamic` query of the table
+    /// ([`Query::is_dynamic`]); another is a programming error, caught in debug builds and
+    /// otherwise without effect (a refresh asks only the changing queries).
+    pub fn with(mut self, query: Query, cadence: Cadence) -> QueryPlan {
+        debug_assert!(query.is_dynamic(), "not a dynamic query: {query}");
         self.cadences.insert(query, cadence);
         self
     }
 
     /// Each of `queries` never asked ([`Cadence::Never`]).
-    pub fn without(self, queries: &[&'static str]) -> QueryPlan {
+    pub fn without(self, queries: &[Query]) -> QueryPlan {
         queries
             .iter()
-            .fold(self, |plan, q| plan.with(q, Cadence::Never))
+            .fold(self, |plan, &q| plan.with(q, Cadence::Never))
     }
 
     /// Asks `query` on a thread of its own (each of its fields on its own), for queries that
     /// wait in the driver rather than work.
-    pub fn apart(mut self, query: &'static str) -> QueryPlan {
-        debug_assert!(is_dynamic_query(query), "not a dynamic query: {query}");
+    pub fn apart(mut self, query: Query) -> QueryPlan {
+        debug_assert!(query.is_dynamic(), "not a dynamic query: {query}");
         if !self.apart.contains(&query) {
             self.apart.push(query);
         }
@@ -118,30 +118,26 @@ impl QueryPlan {
     }
 
     /// `query`'s cadence.
-    pub fn cadence(&self, query: &str) -> Cadence {
+    pub fn cadence(&self, query: Query) -> Cadence {
         self.cadences
-            .get(query)
+            .get(&query)
             .copied()
             .unwrap_or(Cadence::EveryRefresh)
     }
 
     /// Whether `query` is asked on a thread of its own.
-    pub fn is_apart(&self, query: &str) -> bool {
+    pub fn is_apart(&self, query: Query) -> bool {
         self.apart.contains(&query)
     }
 
-    /// The queries whose cadence is not [`Cadence::EveryRefresh`], with it: for logs and docs.
-    pub fn exceptions(&self) -> impl Iterator<Item = (&'static str, Cadence)> + '_ {
+    /// The queries whose cadence is not [`Cadence::EveryRefresh`], with it, in table order:
+    /// for logs and docs.
+    pub fn exceptions(&self) -> impl Iterator<Item = (Query, Cadence)> + '_ {
         self.cadences
             .iter()
             .filter(|(_, c)| **c != Cadence::EveryRefresh)
             .map(|(q, c)| (*q, *c))
     }
-}
-
-/// Whether `query` names a `dynamic` row of the query table.
-pub fn is_dynamic_query(query: &str) -> bool {
-    DeviceDynamic::FIELDS.iter().any(|(_, q)| *q == query)
 }
 
 #[cfg(test)]
@@ -151,14 +147,10 @@ mod tests {
     #[test]
     fn the_costly_queries_and_the_default_apart_one_are_queries_of_the_table() {
         for (q, _, _) in COSTLY_QUERIES {
-            assert!(is_dynamic_query(q), "{q}");
+            assert!(q.is_dynamic(), "{q}");
         }
         for q in &QueryPlan::everything().apart {
-            assert!(is_dynamic_query(q), "{q}");
+            assert!(q.is_dynamic(), "{q}");
         }
-        assert!(
-            !is_dynamic_query("pcie_tx_throughput"),
-            "a field, not a query"
-        );
     }
 }

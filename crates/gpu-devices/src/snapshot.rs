@@ -2,7 +2,7 @@
 //! plain serialisable data; and the value types the device getters share with them.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpu_backend::fixture::{DeviceDynamic, DeviceStatic, EccCounts, SystemAnswers};
 use gpu_backend::recorder::Snapshot as RawSnapshot;
@@ -15,9 +15,8 @@ use gpu_backend::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::context::cuda_version_text;
 use crate::na::Na;
-use crate::units::bytes2human;
+use crate::units::{bytes2human, cuda_version_text};
 
 /// Current (or maximum) clocks, MHz.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -243,6 +242,67 @@ pub fn instance_id_answer(
     }
 }
 
+/// A frame-buffer memory answer as every output shows it: one whose parts do not fit in its
+/// total (used or free more than the total, or used and free together more than it) is a
+/// failure, never a value, whether NVML or a fixture gave it. Which part is wrong cannot be
+/// told, so none of them is shown: `snapshot`, `info`, their JSON (`null`, the reason in
+/// `errors`), the exporter (which then says `gpuscope_device_up 0`, as for any failed memory
+/// answer) and `select` (a device whose memory is unknown never qualifies) agree. The driver's
+/// reserved memory is not added to the sum (NVML's v2 answer counts it apart, and some drivers
+/// count it in `used` too), only held to the total. A recording keeps what was answered.
+///
+/// ```
+/// use gpu_backend::{BackendError, MemoryInfo};
+/// use gpu_devices::memory_answer;
+///
+/// let fine = MemoryInfo { total: 100, used: 30, free: 60, reserved: Some(10) };
+/// assert_eq!(memory_answer(Ok(fine)), Ok(fine));
+/// let broken = MemoryInfo { total: 100, used: 130, free: 0, reserved: None };
+/// assert!(matches!(memory_answer(Ok(broken)), Err(BackendError::Other(_))));
+/// ```
+pub fn memory_answer(answer: Result<MemoryInfo, BackendError>) -> Result<MemoryInfo, BackendError> {
+    let m = answer?;
+    check_memory_parts("memory", m.total, m.used, m.free, m.reserved)?;
+    Ok(m)
+}
+
+/// A BAR1 memory answer, held to the rule of [`memory_answer`].
+pub fn bar1_memory_answer(
+    answer: Result<Bar1MemoryInfo, BackendError>,
+) -> Result<Bar1MemoryInfo, BackendError> {
+    let m = answer?;
+    check_memory_parts("BAR1 memory", m.total, m.used, m.free, None)?;
+    Ok(m)
+}
+
+/// Whether `used`, `free` (and `reserved`) of `what` fit in `total`.
+fn check_memory_parts(
+    what: &str,
+    total: u64,
+    used: u64,
+    free: u64,
+    reserved: Option<u64>,
+) -> Result<(), BackendError> {
+    let wrong = |part: &str, bytes: u64| {
+        Err(BackendError::Other(format!(
+            "inconsistent {what} answer: {part} {bytes} bytes is more than the total {total} bytes"
+        )))
+    };
+    if used > total {
+        return wrong("used", used);
+    }
+    if free > total {
+        return wrong("free", free);
+    }
+    if let Some(r) = reserved.filter(|&r| r > total) {
+        return wrong("reserved", r);
+    }
+    match used.checked_add(free) {
+        Some(sum) if sum <= total => Ok(()),
+        sum => wrong("used + free", sum.unwrap_or(u64::MAX)),
+    }
+}
+
 /// A field of a snapshot whose value is missing because the backend failed unexpectedly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldError {
@@ -277,6 +337,24 @@ pub fn power_status_text(usage_mw: &Na<u32>, limit_mw: &Na<u32>) -> String {
             .map(|mw| format!("{}W", (f64::from(mw) / 1000.0).round_ties_even() as u64))
     };
     format!("{} / {}", w(usage_mw), w(limit_mw))
+}
+
+/// NVLink counters of every link of a device, and when they were read.
+#[derive(Debug, Clone)]
+pub(crate) struct NvLinkReading {
+    pub(crate) at: Instant,
+    pub(crate) counters: Vec<Na<NvLinkCounters>>,
+}
+
+impl NvLinkReading {
+    /// Rates per link from `earlier` to this reading.
+    pub(crate) fn throughput_since(&self, earlier: &NvLinkReading) -> Vec<ThroughputInfo> {
+        nvlink_throughput_between(
+            &earlier.counters,
+            &self.counters,
+            self.at.saturating_duration_since(earlier.at),
+        )
+    }
 }
 
 /// NVLink throughput per link, KiB/s, from two readings of the cumulative counters taken
@@ -593,6 +671,31 @@ impl Collect {
         out
     }
 
+    /// One answer per fan, each noted as `field[i]` when it failed unexpectedly.
+    fn list<T>(&mut self, field: &'static str, list: Vec<Answer<T>>) -> Vec<Na<T>> {
+        let out: Vec<Na<T>> = list.into_iter().map(Na::from).collect();
+        self.note_failures(field, &out);
+        out
+    }
+
+    /// The four ECC error counts, as `ecc_errors.volatile_corrected`, ...
+    fn ecc_errors(&mut self, counts: EccCounts) -> EccErrors {
+        let EccCounts {
+            volatile_corrected,
+            volatile_uncorrected,
+            aggregate_corrected,
+            aggregate_uncorrected,
+        } = counts;
+        EccErrors {
+            volatile_corrected: self.take("ecc_errors.volatile_corrected", volatile_corrected),
+            volatile_uncorrected: self
+                .take("ecc_errors.volatile_uncorrected", volatile_uncorrected),
+            aggregate_corrected: self.take("ecc_errors.aggregate_corrected", aggregate_corrected),
+            aggregate_uncorrected: self
+                .take("ecc_errors.aggregate_uncorrected", aggregate_uncorrected),
+        }
+    }
+
     /// Notes the failures of a list's entries, as `field[i]`.
     fn note_failures<T>(&mut self, field: &'static str, list: &[Na<T>]) {
         for (i, v) in list.iter().enumerate() {
@@ -604,6 +707,124 @@ impl Collect {
             }
         }
     }
+}
+
+/// Names every answer of a device (no `..`), so that a query added to the table does not
+/// compile until [`DeviceSnapshot::from_answers`], just above, takes it into the snapshot.
+#[inline(always)]
+fn every_answer_has_a_place(st: &DeviceStatic, dy: &DeviceDynamic) {
+    let DeviceStatic {
+        name: _,
+        uuid: _,
+        serial: _,
+        pci_info: _,
+        minor_number: _,
+        vbios_version: _,
+        board_part_number: _,
+        inforom_image_version: _,
+        memory_bus_width: _,
+        supported_clock_event_reasons: _,
+        architecture: _,
+        brand: _,
+        max_clocks: _,
+        num_fans: _,
+        temperature_slowdown: _,
+        temperature_shutdown: _,
+        temperature_gpu_max: _,
+        temperature_memory_max: _,
+        power_management_mode: _,
+        power_management_limit: _,
+        power_management_default_limit: _,
+        power_management_limit_constraints: _,
+        enforced_power_limit: _,
+        max_pcie_link_generation: _,
+        max_pcie_link_width: _,
+        nvlink_state: _,
+        display_mode: _,
+        display_active: _,
+        persistence_mode: _,
+        ecc_mode: _,
+        compute_mode: _,
+        cuda_compute_capability: _,
+        driver_model: _,
+        mig_mode: _,
+        max_mig_device_count: _,
+        mig_device_indices: _,
+        gpu_instance_id: _,
+        compute_instance_id: _,
+        applications_clocks: _,
+        default_applications_clocks: _,
+        pcie_link_max_speed: _,
+        num_gpu_cores: _,
+        board_id: _,
+        multi_gpu_board: _,
+        virtualization_mode: _,
+        accounting_mode: _,
+        gpu_operation_mode: _,
+    } = st;
+    let DeviceDynamic {
+        memory_info: _,
+        bar1_memory_info: _,
+        utilization_rates: _,
+        encoder_utilization: _,
+        decoder_utilization: _,
+        clocks: _,
+        fan_speed: _,
+        fan_speeds: _,
+        fan_target_speeds: _,
+        temperature: _,
+        memory_temperature: _,
+        power_usage: _,
+        total_energy_consumption: _,
+        performance_state: _,
+        current_pcie_link_generation: _,
+        current_pcie_link_width: _,
+        pcie_tx_throughput: _,
+        pcie_rx_throughput: _,
+        nvlink_throughput: _,
+        nvlink_error_counters: _,
+        ecc_errors: _,
+        ecc_l1_cache: _,
+        ecc_l2_cache: _,
+        ecc_device_memory: _,
+        ecc_register_file: _,
+        ecc_texture_memory: _,
+        ecc_texture_shm: _,
+        ecc_cbu: _,
+        ecc_sram: _,
+        clock_event_reasons: _,
+        pcie_replay_counter: _,
+        retired_pages_single_bit: _,
+        retired_pages_double_bit: _,
+        retired_pages_pending: _,
+        remapped_rows: _,
+        compute_processes: _,
+        graphics_processes: _,
+        process_utilization: _,
+        gpm_metrics: _,
+        events: _,
+    } = dy;
+}
+
+/// Why each process list that could not be read was not: every error, the "cannot tell" ones
+/// included ([`DeviceSnapshot::process_list_errors`]).
+fn process_list_errors(
+    compute: &Answer<Vec<ProcessInfo>>,
+    graphics: &Answer<Vec<ProcessInfo>>,
+) -> Vec<FieldError> {
+    [
+        ("compute_processes", compute),
+        ("graphics_processes", graphics),
+    ]
+    .into_iter()
+    .filter_map(|(field, a)| match a {
+        Answer::Err(e) => Some(FieldError {
+            field: field.to_string(),
+            error: e.clone(),
+        }),
+        Answer::Ok(_) => None,
+    })
+    .collect()
 }
 
 impl DeviceSnapshot {
@@ -640,245 +861,140 @@ impl DeviceSnapshot {
     /// captures them (`gpu_backend::recorder::capture_static` / `capture_dynamic`).
     #[inline]
     pub fn from_answers(id: DeviceId, st: DeviceStatic, dy: DeviceDynamic) -> DeviceSnapshot {
-        // Every answer is taken apart by name, so that a query added to the recorder does not
-        // compile until it has a place here.
-        let DeviceStatic {
-            name,
-            uuid,
-            serial,
-            pci_info,
-            minor_number,
-            vbios_version,
-            board_part_number,
-            inforom_image_version,
-            memory_bus_width,
-            supported_clock_event_reasons,
-            architecture,
-            brand,
-            max_clocks,
-            num_fans,
-            temperature_slowdown,
-            temperature_shutdown,
-            temperature_gpu_max,
-            temperature_memory_max,
-            power_management_mode,
-            power_management_limit,
-            power_management_default_limit,
-            power_management_limit_constraints,
-            enforced_power_limit,
-            max_pcie_link_generation,
-            max_pcie_link_width,
-            nvlink_state,
-            display_mode,
-            display_active,
-            persistence_mode,
-            ecc_mode,
-            compute_mode,
-            cuda_compute_capability,
-            driver_model,
-            mig_mode,
-            max_mig_device_count,
-            mig_device_indices,
-            gpu_instance_id,
-            compute_instance_id,
-            applications_clocks,
-            default_applications_clocks,
-            pcie_link_max_speed,
-            num_gpu_cores,
-            board_id,
-            multi_gpu_board,
-            virtualization_mode,
-            accounting_mode,
-            gpu_operation_mode,
-        } = st;
-        let DeviceDynamic {
-            memory_info,
-            bar1_memory_info,
-            utilization_rates,
-            encoder_utilization,
-            decoder_utilization,
-            clocks,
-            fan_speed,
-            fan_speeds,
-            fan_target_speeds,
-            temperature,
-            memory_temperature,
-            power_usage,
-            total_energy_consumption,
-            performance_state,
-            current_pcie_link_generation,
-            current_pcie_link_width,
-            pcie_tx_throughput,
-            pcie_rx_throughput,
-            nvlink_throughput,
-            nvlink_error_counters,
-            ecc_errors,
-            ecc_l1_cache,
-            ecc_l2_cache,
-            ecc_device_memory,
-            ecc_register_file,
-            ecc_texture_memory,
-            ecc_texture_shm,
-            ecc_cbu,
-            ecc_sram,
-            clock_event_reasons,
-            pcie_replay_counter,
-            retired_pages_single_bit,
-            retired_pages_double_bit,
-            retired_pages_pending,
-            remapped_rows,
-            compute_processes,
-            graphics_processes,
-            process_utilization,
-            gpm_metrics,
-            events,
-        } = dy;
+        every_answer_has_a_place(&st, &dy);
         let mut c = Collect { errors: Vec::new() };
         // NVLink lists hold links up to the last one that answers.
-        let links = nvlink_state
+        let links = st
+            .nvlink_state
             .iter()
             .rposition(|a| !a.is_err())
             .map_or(0, |i| i + 1);
-        let process_utilization = match process_utilization {
+        let process_utilization = match dy.process_utilization {
             // NVML's "not found" here means "no samples yet".
             Answer::Err(BackendError::NotFound) => Na::Value(Vec::new()),
             other => c.take("process_utilization", other),
         };
-        let EccCounts {
-            volatile_corrected,
-            volatile_uncorrected,
-            aggregate_corrected,
-            aggregate_uncorrected,
-        } = ecc_errors;
-        let fan_speeds: Vec<Na<u32>> = fan_speeds.into_iter().map(Na::from).collect();
-        c.note_failures("fan_speeds", &fan_speeds);
-        let fan_target_speeds: Vec<Na<u32>> = fan_target_speeds.into_iter().map(Na::from).collect();
-        c.note_failures("fan_target_speeds", &fan_target_speeds);
+        let fan_speeds = c.list("fan_speeds", dy.fan_speeds);
+        let fan_target_speeds = c.list("fan_target_speeds", dy.fan_target_speeds);
+        let process_list_errors =
+            process_list_errors(&dy.compute_processes, &dy.graphics_processes);
+        // Each answer taken in the order of the fields, so that `errors` lists the failures
+        // in that order.
         DeviceSnapshot {
             id,
             cuda_index: None,
-            name: c.take("name", name),
-            uuid: c.take("uuid", uuid),
-            serial: c.take("serial", serial),
-            pci: c.take("pci", pci_info),
-            minor_number: c.take("minor_number", minor_number),
-            vbios_version: c.take("vbios_version", vbios_version),
-            board_part_number: c.take("board_part_number", board_part_number),
-            inforom_image_version: c.take("inforom_image_version", inforom_image_version),
-            memory_bus_width: c.take("memory_bus_width", memory_bus_width),
-            architecture: c.take("architecture", architecture),
-            brand: c.take("brand", brand),
-            memory: c.take("memory", memory_info),
-            bar1_memory: c.take("bar1_memory", bar1_memory_info),
-            utilization: c.take("utilization", utilization_rates),
-            encoder: c.take("encoder", encoder_utilization),
-            decoder: c.take("decoder", decoder_utilization),
-            clocks: c.clocks("clocks", clocks),
-            max_clocks: c.clocks("max_clocks", max_clocks),
-            num_fans: c.take("num_fans", num_fans),
-            fan_speed: c.take("fan_speed", fan_speed),
+            name: c.take("name", st.name),
+            uuid: c.take("uuid", st.uuid),
+            serial: c.take("serial", st.serial),
+            pci: c.take("pci", st.pci_info),
+            minor_number: c.take("minor_number", st.minor_number),
+            vbios_version: c.take("vbios_version", st.vbios_version),
+            board_part_number: c.take("board_part_number", st.board_part_number),
+            inforom_image_version: c.take("inforom_image_version", st.inforom_image_version),
+            memory_bus_width: c.take("memory_bus_width", st.memory_bus_width),
+            architecture: c.take("architecture", st.architecture),
+            brand: c.take("brand", st.brand),
+            memory: c.take("memory", memory_answer(dy.memory_info.get()).into()),
+            bar1_memory: c.take(
+                "bar1_memory",
+                bar1_memory_answer(dy.bar1_memory_info.get()).into(),
+            ),
+            utilization: c.take("utilization", dy.utilization_rates),
+            encoder: c.take("encoder", dy.encoder_utilization),
+            decoder: c.take("decoder", dy.decoder_utilization),
+            clocks: c.clocks("clocks", dy.clocks),
+            max_clocks: c.clocks("max_clocks", st.max_clocks),
+            num_fans: c.take("num_fans", st.num_fans),
+            fan_speed: c.take("fan_speed", dy.fan_speed),
             fan_speeds,
             fan_target_speeds,
-            temperature: c.take("temperature", temperature),
-            memory_temperature: c.take("memory_temperature", memory_temperature),
-            temperature_slowdown: c.take("temperature_slowdown", temperature_slowdown),
-            temperature_shutdown: c.take("temperature_shutdown", temperature_shutdown),
-            temperature_gpu_max: c.take("temperature_gpu_max", temperature_gpu_max),
-            temperature_memory_max: c.take("temperature_memory_max", temperature_memory_max),
-            power_management_mode: c.take("power_management_mode", power_management_mode),
-            power_usage: c.take("power_usage", power_usage),
-            power_limit: c.take("power_limit", power_management_limit),
-            power_default_limit: c.take("power_default_limit", power_management_default_limit),
-            enforced_power_limit: c.take("enforced_power_limit", enforced_power_limit),
+            temperature: c.take("temperature", dy.temperature),
+            memory_temperature: c.take("memory_temperature", dy.memory_temperature),
+            temperature_slowdown: c.take("temperature_slowdown", st.temperature_slowdown),
+            temperature_shutdown: c.take("temperature_shutdown", st.temperature_shutdown),
+            temperature_gpu_max: c.take("temperature_gpu_max", st.temperature_gpu_max),
+            temperature_memory_max: c.take("temperature_memory_max", st.temperature_memory_max),
+            power_management_mode: c.take("power_management_mode", st.power_management_mode),
+            power_usage: c.take("power_usage", dy.power_usage),
+            power_limit: c.take("power_limit", st.power_management_limit),
+            power_default_limit: c.take("power_default_limit", st.power_management_default_limit),
+            enforced_power_limit: c.take("enforced_power_limit", st.enforced_power_limit),
             power_limit_constraints: c.take(
                 "power_limit_constraints",
-                power_management_limit_constraints,
+                st.power_management_limit_constraints,
             ),
-            total_energy_consumption: c.take("total_energy_consumption", total_energy_consumption),
-            pcie_link_generation: c.take("pcie_link_generation", current_pcie_link_generation),
-            max_pcie_link_generation: c.take("max_pcie_link_generation", max_pcie_link_generation),
-            pcie_link_width: c.take("pcie_link_width", current_pcie_link_width),
-            max_pcie_link_width: c.take("max_pcie_link_width", max_pcie_link_width),
-            pcie_tx_throughput: c.take("pcie_tx_throughput", pcie_tx_throughput),
-            pcie_rx_throughput: c.take("pcie_rx_throughput", pcie_rx_throughput),
-            nvlink_state: c.links("nvlink_state", nvlink_state, links),
-            nvlink_counters: c.links("nvlink_counters", nvlink_throughput, links),
-            nvlink_errors: c.links("nvlink_errors", nvlink_error_counters, links),
-            display_mode: c.take("display_mode", display_mode),
-            display_active: c.take("display_active", display_active),
-            persistence_mode: c.take("persistence_mode", persistence_mode),
-            driver_model: c.take("driver_model", driver_model),
-            performance_state: c.take("performance_state", performance_state),
-            ecc_mode: c.take("ecc_mode", ecc_mode),
-            ecc_errors: EccErrors {
-                volatile_corrected: c.take("ecc_errors.volatile_corrected", volatile_corrected),
-                volatile_uncorrected: c
-                    .take("ecc_errors.volatile_uncorrected", volatile_uncorrected),
-                aggregate_corrected: c.take("ecc_errors.aggregate_corrected", aggregate_corrected),
-                aggregate_uncorrected: c
-                    .take("ecc_errors.aggregate_uncorrected", aggregate_uncorrected),
-            },
+            total_energy_consumption: c
+                .take("total_energy_consumption", dy.total_energy_consumption),
+            pcie_link_generation: c.take("pcie_link_generation", dy.current_pcie_link_generation),
+            max_pcie_link_generation: c
+                .take("max_pcie_link_generation", st.max_pcie_link_generation),
+            pcie_link_width: c.take("pcie_link_width", dy.current_pcie_link_width),
+            max_pcie_link_width: c.take("max_pcie_link_width", st.max_pcie_link_width),
+            pcie_tx_throughput: c.take("pcie_tx_throughput", dy.pcie_tx_throughput),
+            pcie_rx_throughput: c.take("pcie_rx_throughput", dy.pcie_rx_throughput),
+            nvlink_state: c.links("nvlink_state", st.nvlink_state, links),
+            nvlink_counters: c.links("nvlink_counters", dy.nvlink_throughput, links),
+            nvlink_errors: c.links("nvlink_errors", dy.nvlink_error_counters, links),
+            display_mode: c.take("display_mode", st.display_mode),
+            display_active: c.take("display_active", st.display_active),
+            persistence_mode: c.take("persistence_mode", st.persistence_mode),
+            driver_model: c.take("driver_model", st.driver_model),
+            performance_state: c.take("performance_state", dy.performance_state),
+            ecc_mode: c.take("ecc_mode", st.ecc_mode),
+            ecc_errors: c.ecc_errors(dy.ecc_errors),
             ecc_by_location: EccByLocation {
-                l1_cache: c.take("ecc_by_location.l1_cache", ecc_l1_cache),
-                l2_cache: c.take("ecc_by_location.l2_cache", ecc_l2_cache),
-                device_memory: c.take("ecc_by_location.device_memory", ecc_device_memory),
-                register_file: c.take("ecc_by_location.register_file", ecc_register_file),
-                texture_memory: c.take("ecc_by_location.texture_memory", ecc_texture_memory),
-                texture_shm: c.take("ecc_by_location.texture_shm", ecc_texture_shm),
-                cbu: c.take("ecc_by_location.cbu", ecc_cbu),
-                sram: c.take("ecc_by_location.sram", ecc_sram),
+                l1_cache: c.take("ecc_by_location.l1_cache", dy.ecc_l1_cache),
+                l2_cache: c.take("ecc_by_location.l2_cache", dy.ecc_l2_cache),
+                device_memory: c.take("ecc_by_location.device_memory", dy.ecc_device_memory),
+                register_file: c.take("ecc_by_location.register_file", dy.ecc_register_file),
+                texture_memory: c.take("ecc_by_location.texture_memory", dy.ecc_texture_memory),
+                texture_shm: c.take("ecc_by_location.texture_shm", dy.ecc_texture_shm),
+                cbu: c.take("ecc_by_location.cbu", dy.ecc_cbu),
+                sram: c.take("ecc_by_location.sram", dy.ecc_sram),
             },
-            compute_mode: c.take("compute_mode", compute_mode),
-            cuda_compute_capability: c.take("cuda_compute_capability", cuda_compute_capability),
-            mig_mode: c.take("mig_mode", mig_mode),
-            max_mig_device_count: c.take("max_mig_device_count", max_mig_device_count),
-            mig_device_indices: c.take("mig_device_indices", mig_device_indices),
+            compute_mode: c.take("compute_mode", st.compute_mode),
+            cuda_compute_capability: c.take("cuda_compute_capability", st.cuda_compute_capability),
+            mig_mode: c.take("mig_mode", st.mig_mode),
+            max_mig_device_count: c.take("max_mig_device_count", st.max_mig_device_count),
+            mig_device_indices: c.take("mig_device_indices", st.mig_device_indices),
             gpu_instance_id: c.take(
                 "gpu_instance_id",
-                instance_id_answer(id, gpu_instance_id.get()).into(),
+                instance_id_answer(id, st.gpu_instance_id.get()).into(),
             ),
             compute_instance_id: c.take(
                 "compute_instance_id",
-                instance_id_answer(id, compute_instance_id.get()).into(),
+                instance_id_answer(id, st.compute_instance_id.get()).into(),
             ),
-            applications_clocks: c.clocks("applications_clocks", applications_clocks),
-            default_applications_clocks: c
-                .clocks("default_applications_clocks", default_applications_clocks),
-            pcie_link_max_speed: c.take("pcie_link_max_speed", pcie_link_max_speed),
-            num_gpu_cores: c.take("num_gpu_cores", num_gpu_cores),
-            board_id: c.take("board_id", board_id),
-            multi_gpu_board: c.take("multi_gpu_board", multi_gpu_board),
-            virtualization_mode: c.take("virtualization_mode", virtualization_mode),
-            accounting_mode: c.take("accounting_mode", accounting_mode),
-            gpu_operation_mode: c.take("gpu_operation_mode", gpu_operation_mode),
-            clock_event_reasons: c.take("clock_event_reasons", clock_event_reasons),
+            applications_clocks: c.clocks("applications_clocks", st.applications_clocks),
+            default_applications_clocks: c.clocks(
+                "default_applications_clocks",
+                st.default_applications_clocks,
+            ),
+            pcie_link_max_speed: c.take("pcie_link_max_speed", st.pcie_link_max_speed),
+            num_gpu_cores: c.take("num_gpu_cores", st.num_gpu_cores),
+            board_id: c.take("board_id", st.board_id),
+            multi_gpu_board: c.take("multi_gpu_board", st.multi_gpu_board),
+            virtualization_mode: c.take("virtualization_mode", st.virtualization_mode),
+            accounting_mode: c.take("accounting_mode", st.accounting_mode),
+            gpu_operation_mode: c.take("gpu_operation_mode", st.gpu_operation_mode),
+            clock_event_reasons: c.take("clock_event_reasons", dy.clock_event_reasons),
             supported_clock_event_reasons: c.take(
                 "supported_clock_event_reasons",
-                supported_clock_event_reasons,
+                st.supported_clock_event_reasons,
             ),
-            pcie_replay_counter: c.take("pcie_replay_counter", pcie_replay_counter),
-            retired_pages_single_bit: c.take("retired_pages_single_bit", retired_pages_single_bit),
-            retired_pages_double_bit: c.take("retired_pages_double_bit", retired_pages_double_bit),
-            retired_pages_pending: c.take("retired_pages_pending", retired_pages_pending),
-            remapped_rows: c.take("remapped_rows", remapped_rows),
-            gpm: c.take("gpm", gpm_metrics),
-            process_list_errors: [
-                ("compute_processes", &compute_processes),
-                ("graphics_processes", &graphics_processes),
-            ]
-            .into_iter()
-            .filter_map(|(field, a)| match a {
-                Answer::Err(e) => Some(FieldError {
-                    field: field.to_string(),
-                    error: e.clone(),
-                }),
-                Answer::Ok(_) => None,
-            })
-            .collect(),
-            compute_processes: c.take("compute_processes", compute_processes),
-            graphics_processes: c.take("graphics_processes", graphics_processes),
+            pcie_replay_counter: c.take("pcie_replay_counter", dy.pcie_replay_counter),
+            retired_pages_single_bit: c
+                .take("retired_pages_single_bit", dy.retired_pages_single_bit),
+            retired_pages_double_bit: c
+                .take("retired_pages_double_bit", dy.retired_pages_double_bit),
+            retired_pages_pending: c.take("retired_pages_pending", dy.retired_pages_pending),
+            remapped_rows: c.take("remapped_rows", dy.remapped_rows),
+            gpm: c.take("gpm", dy.gpm_metrics),
+            process_list_errors,
+            compute_processes: c.take("compute_processes", dy.compute_processes),
+            graphics_processes: c.take("graphics_processes", dy.graphics_processes),
             process_utilization,
-            events: c.take("events", events),
+            events: c.take("events", dy.events),
             errors: c.errors,
         }
     }

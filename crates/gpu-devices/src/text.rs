@@ -1,17 +1,21 @@
 //! Text from outside made safe for a terminal.
 //!
-//! Device names, process names and command lines, error text from a driver or a fixture: any of
-//! them can hold control characters, and a terminal acts on some of them (`ESC ]0;…BEL` retitles
-//! the window, `ESC [2J` clears the screen). Everything gpuscope writes for people passes such
-//! text through [`escape_control`] first, so the bytes shown are inert.
+//! Device names, process names and command lines, error text from a driver or a fixture, host
+//! names and labels from a peer on the network: any of them can hold control characters, and a
+//! terminal acts on some of them (`ESC ]0;…BEL` retitles the window, `ESC [2J` clears the
+//! screen, C1's CSI `U+009B` does what `ESC [` does); bidirectional controls (`U+202E`) reorder
+//! what follows them and line separators break a line. Everything gpuscope writes for people
+//! passes such text through [`escape_control`] first, so the bytes shown are inert and one
+//! value stays on one line; the JSON documents it prints are written with [`SafeJson`], which
+//! writes the same characters as `\uXXXX` escapes.
 
 use std::fmt;
 
 // The escaping itself lives in the bottom crate, whose own error messages (a fixture's) need it
 // too; this is where the crates above find it.
-pub use gpu_backend::text::{escape_control, is_control};
+pub use gpu_backend::text::{escape_control, is_control, SafeJson};
 
-/// A `Display` of outside text with its control characters escaped, for use in `format!`:
+/// A `Display` of outside text with the characters [`is_control`] names escaped, for use in `format!`:
 /// `format!("{}", Escaped(&name))`.
 #[derive(Debug, Clone, Copy)]
 pub struct Escaped<'a>(pub &'a str);

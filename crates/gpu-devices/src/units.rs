@@ -247,9 +247,26 @@ impl<T: UtilizationText + ?Sized> UtilizationText for &T {
     }
 }
 
+/// "12.2" for 12020, "12.2.1" for 12021.
+pub(crate) fn cuda_version_text(v: i32) -> String {
+    let (major, minor, rev) = (v / 1000, (v % 1000) / 10, v % 10);
+    if rev == 0 {
+        format!("{major}.{minor}")
+    } else {
+        format!("{major}.{minor}.{rev}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuda_versions_print_like_nvitop() {
+        assert_eq!(cuda_version_text(12020), "12.2");
+        assert_eq!(cuda_version_text(12021), "12.2.1");
+        assert_eq!(cuda_version_text(13010), "13.1");
+    }
 
     #[test]
     fn human2bytes_reads_every_example_of_nvitop() {

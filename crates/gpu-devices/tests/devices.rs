@@ -388,7 +388,7 @@ fn health_and_gpm_are_asked_once_per_device_per_refresh() {
                 counts
                     .by_query
                     .iter()
-                    .filter(|(k, _)| k.query == query && k.device == Some(d.id))
+                    .filter(|(k, _)| k.query.as_str() == query && k.device == Some(d.id))
                     .map(|(_, n)| n)
                     .sum()
             };

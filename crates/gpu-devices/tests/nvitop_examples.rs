@@ -330,7 +330,7 @@ fn device_oneshot_examples() {
     let memory_info_calls: u64 = asked
         .by_query
         .iter()
-        .filter(|(k, _)| k.query == "memory_info")
+        .filter(|(k, _)| k.query.as_str() == "memory_info")
         .map(|(_, n)| n)
         .sum();
     assert_eq!(memory_info_calls, 1);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gpu_backend::{CallCounts, Fixture, ReplayBackend};
-use gpu_devices::{Cadence, Context, QueryPlan};
+use gpu_devices::{Cadence, Context, Query, QueryPlan};
 
 fn fixture(name: &str) -> Fixture {
     Fixture::load(format!(
@@ -21,7 +21,7 @@ fn calls_of(counts: &CallCounts, query: &str) -> u64 {
     counts
         .by_query
         .iter()
-        .filter(|(k, _)| k.query == query)
+        .filter(|(k, _)| k.query.as_str() == query)
         .map(|(_, n)| n)
         .sum()
 }
@@ -38,7 +38,8 @@ fn counted(name: &str, plan: QueryPlan) -> (Arc<ReplayBackend>, Context) {
 
 #[test]
 fn a_query_never_asked_reads_not_available_and_is_no_error() {
-    let plan = QueryPlan::everything().without(&["pcie_throughput", "total_energy_consumption"]);
+    let plan =
+        QueryPlan::everything().without(&[Query::pcie_throughput, Query::total_energy_consumption]);
     let (backend, ctx) = counted("h100-sxm-8gpu", plan);
     let d = ctx.device(0).unwrap().snapshot();
     let counts = backend.take_call_counts();
@@ -64,7 +65,7 @@ fn a_query_never_asked_reads_not_available_and_is_no_error() {
 #[test]
 fn a_query_at_its_cadence_is_asked_once_and_its_answer_shown_until_it_is_due() {
     let plan = QueryPlan::everything().with(
-        "total_energy_consumption",
+        Query::total_energy_consumption,
         Cadence::Every(Duration::from_secs(3600)),
     );
     let (backend, ctx) = counted("h100-sxm-8gpu", plan);
@@ -96,9 +97,10 @@ fn a_query_at_its_cadence_is_asked_once_and_its_answer_shown_until_it_is_due() {
     assert_eq!(later.power_usage, at5.power_usage);
 
     // A cadence of zero is every refresh.
-    ctx.set_query_plan(
-        QueryPlan::everything().with("total_energy_consumption", Cadence::Every(Duration::ZERO)),
-    );
+    ctx.set_query_plan(QueryPlan::everything().with(
+        Query::total_energy_consumption,
+        Cadence::Every(Duration::ZERO),
+    ));
     let now = dev.snapshot();
     assert_eq!(now.total_energy_consumption, at5.total_energy_consumption);
 }

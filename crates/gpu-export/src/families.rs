@@ -74,7 +74,7 @@ pub struct Options {
     pub cuda_driver_version: Option<String>,
     /// The names to publish under: gpuscope's, dcgm-exporter's, nvidia_gpu_exporter's, or
     /// several (`crate::doors`).
-    pub names: crate::doors::Doors,
+    pub names: crate::doors::set::Doors,
 }
 
 impl Options {
@@ -94,7 +94,7 @@ impl Options {
             nvlink_per_link: false,
             driver_version: context.driver_version().value().cloned(),
             cuda_driver_version: context.cuda_driver_version().value().cloned(),
-            names: crate::doors::Doors::GPUSCOPE,
+            names: crate::doors::set::Doors::GPUSCOPE,
         }
     }
 }
@@ -192,7 +192,6 @@ pub fn build(inputs: &Inputs, options: &Options) -> Vec<Family> {
     for d in &inputs.snapshots.devices {
         let labels = device_labels(d, &options.hostname);
         device_families(&mut b, d, &labels, options);
-        health_and_activity_families(&mut b, d, &labels, options);
         let f = b.family(
             names::DEVICE_INFO,
             None,
@@ -345,7 +344,29 @@ fn with(labels: &Labels, name: &'static str, value: String) -> Labels {
     l
 }
 
+/// The families of one device, by subject.
 fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options: &Options) {
+    status_families(b, d, labels);
+    activity_families(b, d, labels);
+    memory_families(b, d, labels);
+    clock_families(b, d, labels);
+    thermal_families(b, d, labels);
+    power_families(b, d, labels);
+    interconnect_families(b, d, labels, options);
+    health_families(b, d, labels);
+}
+
+/// 1 or 0 for a flag.
+fn flag(v: bool) -> f64 {
+    if v {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// Whether the device answers, and how many of its fields failed.
+fn status_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let f = b.family(
         names::DEVICE_UP,
         None,
@@ -360,7 +381,11 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
         "Fields of the last sample whose query failed unexpectedly (not the N/A answers).",
     );
     b.put(f, labels, Some(d.errors.len() as f64));
+}
 
+/// What the device is doing: utilization, the codecs, and GPM activity (Hopper and newer;
+/// named after the dcgm-exporter fields they stand for, docs/exporter.md maps them).
+fn activity_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let util = d.utilization.value();
     let f = b.family(
         names::DEVICE_UTILIZATION_RATIO,
@@ -390,469 +415,14 @@ fn device_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options
         "Video decoder utilization.",
     );
     b.put(f, labels, ratio(d.decoder.value().map(|c| c.utilization)));
-
-    let mem = d.memory.value();
-    let f = b.family(
-        names::DEVICE_MEMORY_TOTAL_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Frame-buffer memory of the device.",
-    );
-    b.put(f, labels, mem.map(|m| m.total as f64));
-    let f = b.family(
-        names::DEVICE_MEMORY_USED_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Frame-buffer memory in use.",
-    );
-    b.put(f, labels, mem.map(|m| m.used as f64));
-    let f = b.family(
-        names::DEVICE_MEMORY_FREE_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Frame-buffer memory free.",
-    );
-    b.put(f, labels, mem.map(|m| m.free as f64));
-    let f = b.family(
-        names::DEVICE_MEMORY_USED_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Frame-buffer memory in use, as a ratio of the total.",
-    );
-    b.put(
-        f,
-        labels,
-        mem.filter(|m| m.total > 0)
-            .map(|m| m.used as f64 / m.total as f64),
-    );
-
-    let f = b.family(
-        names::DEVICE_CLOCK_HERTZ,
-        Some("hertz"),
-        Kind::Gauge,
-        "Current clock of each domain (graphics, sm, memory, video).",
-    );
-    for (domain, v) in clock_domains(&d.clocks) {
-        b.put(f, &with(labels, "clock", domain.into()), v);
-    }
-    let f = b.family(
-        names::DEVICE_CLOCK_MAX_HERTZ,
-        Some("hertz"),
-        Kind::Gauge,
-        "Maximum clock of each domain (graphics, sm, memory, video).",
-    );
-    for (domain, v) in clock_domains(&d.max_clocks) {
-        b.put(f, &with(labels, "clock", domain.into()), v);
-    }
-
-    let f = b.family(
-        names::DEVICE_FAN_SPEED_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Intended fan speed, as a ratio of the maximum.",
-    );
-    b.put(f, labels, ratio(d.fan_speed.value().copied()));
-    let f = b.family(
-        names::DEVICE_FAN_SPEED_PER_FAN_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Intended speed of each fan, as a ratio of its maximum.",
-    );
-    for (fan, v) in d.fan_speeds.iter().enumerate() {
-        b.put(
-            f,
-            &with(labels, "fan", fan.to_string()),
-            ratio(v.value().copied()),
-        );
-    }
-    let f = b.family(
-        names::DEVICE_PERFORMANCE_STATE,
-        None,
-        Kind::Gauge,
-        "Performance state: 0 (P0, highest performance) to 15 (P15, lowest).",
-    );
-    b.put(
-        f,
-        labels,
-        d.performance_state
-            .value()
-            .filter(|&&p| p <= 15)
-            .map(|&p| f64::from(p)),
-    );
-    let f = b.family(
-        names::DEVICE_TEMPERATURE_CELSIUS,
-        Some("celsius"),
-        Kind::Gauge,
-        "Core temperature.",
-    );
-    b.put(f, labels, d.temperature.value().map(|&t| f64::from(t)));
-
-    let watts = |mw: Option<&u32>| mw.map(|&mw| f64::from(mw) / 1000.0);
-    let f = b.family(
-        names::DEVICE_POWER_USAGE_WATTS,
-        Some("watts"),
-        Kind::Gauge,
-        "Power draw.",
-    );
-    b.put(f, labels, watts(d.power_usage.value()));
-    let f = b.family(
-        names::DEVICE_POWER_LIMIT_WATTS,
-        Some("watts"),
-        Kind::Gauge,
-        "Power-management limit.",
-    );
-    b.put(f, labels, watts(d.power_limit.value()));
-    let f = b.family(
-        names::DEVICE_ENERGY_CONSUMPTION_JOULES,
-        Some("joules"),
-        Kind::Counter,
-        "Energy used since the driver was loaded.",
-    );
-    b.put(
-        f,
-        labels,
-        d.total_energy_consumption
-            .value()
-            .map(|&mj| mj as f64 / 1000.0),
-    );
-    health_families(b, d, labels);
-
-    let kib_s = |v: Option<&u32>| v.map(|&k| f64::from(k) * 1024.0);
-    let f = b.family(
-        names::DEVICE_PCIE_TRANSMIT_BYTES_PER_SECOND,
-        Some("bytes_per_second"),
-        Kind::Gauge,
-        "PCIe transmit throughput over the last 20 ms the driver measured.",
-    );
-    b.put(f, labels, kib_s(d.pcie_tx_throughput.value()));
-    let f = b.family(
-        names::DEVICE_PCIE_RECEIVE_BYTES_PER_SECOND,
-        Some("bytes_per_second"),
-        Kind::Gauge,
-        "PCIe receive throughput over the last 20 ms the driver measured.",
-    );
-    b.put(f, labels, kib_s(d.pcie_rx_throughput.value()));
-
-    for (name, help, kib) in [
-        (
-            names::DEVICE_NVLINK_TRANSMIT_BYTES,
-            "Data transmitted over NVLink, per device or per link with --nvlink-per-link (use \
-             rate() for throughput).",
-            (|c: &NvLinkCounters| c.tx_kib) as fn(&NvLinkCounters) -> u64,
-        ),
-        (
-            names::DEVICE_NVLINK_RECEIVE_BYTES,
-            "Data received over NVLink, per device or per link with --nvlink-per-link (use \
-             rate() for throughput).",
-            |c: &NvLinkCounters| c.rx_kib,
-        ),
-    ] {
-        let f = b.family(name, Some("bytes"), Kind::Counter, help);
-        let per_link = d.nvlink_counters.iter().map(|c| c.value().map(kib));
-        for (l, kib) in per_link_or_total(labels, per_link, options.nvlink_per_link) {
-            b.put(f, &l, Some(kib as f64 * 1024.0));
-        }
-    }
-}
-
-/// The samples of a per-link counter: one per link that answered, with a `link` label, when
-/// `per_link`; else one for the device, the sum over the links that answered (none when no
-/// link did).
-fn per_link_or_total(
-    labels: &Labels,
-    values: impl Iterator<Item = Option<u64>>,
-    per_link: bool,
-) -> Vec<(Labels, u64)> {
-    let answered = values.enumerate().filter_map(|(link, v)| Some((link, v?)));
-    if per_link {
-        answered
-            .map(|(link, v)| (with(labels, "link", link.to_string()), v))
-            .collect()
-    } else {
-        answered
-            .map(|(_, v)| v)
-            .reduce(u64::saturating_add)
-            .map(|total| (labels.clone(), total))
-            .into_iter()
-            .collect()
-    }
-}
-
-/// Health: what needs attention, XIDs, ECC, retired pages, remapped rows, PCIe replays, clock
-/// event reasons, temperature thresholds and power limits (dcgm-exporter's default fields and
-/// more; docs/exporter.md maps them).
-fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
-    let flag = |v: bool| if v { 1.0 } else { 0.0 };
-    let attention = d.attention();
-    let f = b.family(
-        names::DEVICE_NEEDS_ATTENTION,
-        None,
-        Kind::Gauge,
-        "How many reasons the device needs attention for (0: none); the reasons are gpuscope_device_attention_reason.",
-    );
-    b.put(f, labels, Some(attention.len() as f64));
-    let f = b.family(
-        names::DEVICE_ATTENTION_REASON,
-        None,
-        Kind::Gauge,
-        "Always 1, one series per reason the device needs attention for (label reason).",
-    );
-    for reason in attention {
-        b.put(f, &with(labels, "reason", reason), Some(1.0));
-    }
-    let f = b.family(
-        names::DEVICE_LAST_XID,
-        None,
-        Kind::Gauge,
-        "The code of the newest XID error since the exporter started (0: none); absent where events cannot be known.",
-    );
-    b.put(
-        f,
-        labels,
-        d.events.value().map(|_| {
-            d.xid_codes()
-                .last()
-                .map_or(0.0, |&c| c.min(u64::from(u32::MAX)) as f64)
-        }),
-    );
-    let f = b.family(
-        names::DEVICE_XID_ERRORS,
-        None,
-        Kind::Gauge,
-        "XID errors since the exporter started, per code (label xid), among the newest 256 events kept.",
-    );
-    if let Some(events) = d.events.value() {
-        for code in d.xid_codes() {
-            let n = events
-                .iter()
-                .filter(|e| e.kind == gpu_backend::EventKind::Xid && e.data == code)
-                .count();
-            b.put(f, &with(labels, "xid", code.to_string()), Some(n as f64));
-        }
-    }
-
-    let f = b.family(
-        names::DEVICE_ECC_ERRORS,
-        None,
-        Kind::Counter,
-        "ECC errors, per error (corrected, uncorrected) and counter (volatile: since the driver loaded; aggregate: the device's life).",
-    );
-    let e = &d.ecc_errors;
-    for (error, counter, v) in [
-        ("corrected", "volatile", &e.volatile_corrected),
-        ("uncorrected", "volatile", &e.volatile_uncorrected),
-        ("corrected", "aggregate", &e.aggregate_corrected),
-        ("uncorrected", "aggregate", &e.aggregate_uncorrected),
-    ] {
-        let mut l = with(labels, "error", error.into());
-        l.push(("counter", counter.into()));
-        b.put(f, &l, v.value().map(|&n| n as f64));
-    }
-
-    let f = b.family(
-        names::DEVICE_RETIRED_PAGES,
-        None,
-        Kind::Gauge,
-        "Memory pages retired, per cause (single_bit: multiple single-bit ECC errors; double_bit: a double-bit error). Kepler to Turing.",
-    );
-    for (cause, v) in [
-        ("single_bit", &d.retired_pages_single_bit),
-        ("double_bit", &d.retired_pages_double_bit),
-    ] {
-        b.put(
-            f,
-            &with(labels, "cause", cause.into()),
-            v.value().map(|l| l.len() as f64),
-        );
-    }
-    let f = b.family(
-        names::DEVICE_RETIRED_PAGES_PENDING,
-        None,
-        Kind::Gauge,
-        "1 when a page retirement waits for the next reset.",
-    );
-    b.put(f, labels, d.retired_pages_pending.value().map(|&p| flag(p)));
-    let rows = d.remapped_rows.value();
-    let f = b.family(
-        names::DEVICE_REMAPPED_ROWS,
-        None,
-        Kind::Gauge,
-        "Memory rows remapped, per cause (correctable, uncorrectable errors). Ampere and newer.",
-    );
-    for (cause, v) in [
-        ("correctable", rows.map(|r| r.correctable)),
-        ("uncorrectable", rows.map(|r| r.uncorrectable)),
-    ] {
-        b.put(f, &with(labels, "cause", cause.into()), v.map(f64::from));
-    }
-    let f = b.family(
-        names::DEVICE_ROW_REMAP_PENDING,
-        None,
-        Kind::Gauge,
-        "1 when a row remap waits for the next reset.",
-    );
-    b.put(f, labels, rows.map(|r| flag(r.pending)));
-    let f = b.family(
-        names::DEVICE_ROW_REMAP_FAILURE,
-        None,
-        Kind::Gauge,
-        "1 when a row remap failed.",
-    );
-    b.put(f, labels, rows.map(|r| flag(r.failure)));
-    let f = b.family(
-        names::DEVICE_PCIE_REPLAYS,
-        None,
-        Kind::Counter,
-        "PCIe replays (retries) since the driver loaded.",
-    );
-    b.put(
-        f,
-        labels,
-        d.pcie_replay_counter.value().map(|&n| f64::from(n)),
-    );
-
-    let f = b.family(
-        names::DEVICE_CLOCK_EVENT_REASON,
-        None,
-        Kind::Gauge,
-        "1 when a clock event (throttle) reason holds the clocks down now, 0 when not, per reason.",
-    );
-    if let Some(&mask) = d.clock_event_reasons.value() {
-        for &(bit, reason) in gpu_backend::CLOCK_EVENT_REASONS {
-            b.put(
-                f,
-                &with(labels, "reason", reason.into()),
-                Some(flag(mask & bit != 0)),
-            );
-        }
-    }
-    let f = b.family(
-        names::DEVICE_TEMPERATURE_THRESHOLD_CELSIUS,
-        Some("celsius"),
-        Kind::Gauge,
-        "Temperature thresholds (shutdown, slowdown, gpu_max, memory_max).",
-    );
-    for (threshold, v) in [
-        ("shutdown", &d.temperature_shutdown),
-        ("slowdown", &d.temperature_slowdown),
-        ("gpu_max", &d.temperature_gpu_max),
-        ("memory_max", &d.temperature_memory_max),
-    ] {
-        b.put(
-            f,
-            &with(labels, "threshold", threshold.into()),
-            v.value().map(|&c| f64::from(c)),
-        );
-    }
-    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
-    let limits = d.power_limit_constraints.value();
-    for (name, help, v) in [
-        (
-            names::DEVICE_POWER_ENFORCED_LIMIT_WATTS,
-            "The power limit in force (the lowest of all limits).",
-            watts(d.enforced_power_limit.value().copied()),
-        ),
-        (
-            names::DEVICE_POWER_DEFAULT_LIMIT_WATTS,
-            "The power-management limit the board starts with.",
-            watts(d.power_default_limit.value().copied()),
-        ),
-        (
-            names::DEVICE_POWER_MIN_LIMIT_WATTS,
-            "The lowest the power-management limit may be set to.",
-            watts(limits.map(|l| l.min_mw)),
-        ),
-        (
-            names::DEVICE_POWER_MAX_LIMIT_WATTS,
-            "The highest the power-management limit may be set to.",
-            watts(limits.map(|l| l.max_mw)),
-        ),
-    ] {
-        let f = b.family(name, Some("watts"), Kind::Gauge, help);
-        b.put(f, labels, v);
-    }
+    gpm_families(b, d, labels);
 }
 
 /// MiB/s (GPM's unit) to bytes per second.
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// The families of issue 13's remaining health queries and of GPM activity (named after the
-/// dcgm-exporter fields they stand for; docs/exporter.md maps them).
-fn health_and_activity_families(
-    b: &mut Builder,
-    d: &DeviceSnapshot,
-    labels: &Labels,
-    options: &Options,
-) {
-    let f = b.family(
-        names::DEVICE_MEMORY_TEMPERATURE_CELSIUS,
-        Some("celsius"),
-        Kind::Gauge,
-        "Memory (HBM) temperature.",
-    );
-    b.put(
-        f,
-        labels,
-        d.memory_temperature.value().map(|&t| f64::from(t)),
-    );
-    let f = b.family(
-        names::DEVICE_FAN_TARGET_SPEED_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "The speed each fan is driven towards, as a ratio of its maximum.",
-    );
-    for (fan, v) in d.fan_target_speeds.iter().enumerate() {
-        b.put(
-            f,
-            &with(labels, "fan", fan.to_string()),
-            ratio(v.value().copied()),
-        );
-    }
-    let f = b.family(
-        names::DEVICE_NVLINK_ERRORS,
-        None,
-        Kind::Counter,
-        "NVLink errors per counter (replay, recovery, crc_flit, crc_data), per device or per \
-         link with --nvlink-per-link.",
-    );
-    for (counter, get) in [
-        (
-            "replay",
-            (|c: &NvLinkErrorCounters| c.replay) as fn(&NvLinkErrorCounters) -> u64,
-        ),
-        ("recovery", |c: &NvLinkErrorCounters| c.recovery),
-        ("crc_flit", |c: &NvLinkErrorCounters| c.crc_flit),
-        ("crc_data", |c: &NvLinkErrorCounters| c.crc_data),
-    ] {
-        let counter_labels = with(labels, "counter", counter.into());
-        let per_link = d.nvlink_errors.iter().map(|c| c.value().map(get));
-        for (l, v) in per_link_or_total(&counter_labels, per_link, options.nvlink_per_link) {
-            b.put(f, &l, Some(v as f64));
-        }
-    }
-    let f = b.family(
-        names::DEVICE_ECC_ERRORS_BY_LOCATION,
-        None,
-        Kind::Gauge,
-        "ECC errors per memory location (location), kind (corrected, uncorrected) and counter \
-         (volatile: since the driver loaded, aggregate: over the device's life).",
-    );
-    for location in gpu_backend::MemoryLocation::ALL {
-        let Some(c) = d.ecc_by_location.get(location).value() else {
-            continue;
-        };
-        let l = with(labels, "location", location.name().into());
-        for (counter, kind, v) in [
-            ("volatile", "corrected", c.volatile_corrected),
-            ("volatile", "uncorrected", c.volatile_uncorrected),
-            ("aggregate", "corrected", c.aggregate_corrected),
-            ("aggregate", "uncorrected", c.aggregate_uncorrected),
-        ] {
-            let l = with(&with(&l, "counter", counter.into()), "kind", kind.into());
-            b.put(f, &l, v.map(|n| n as f64));
-        }
-    }
-
+/// GPM activity: engines, SMs, DRAM, pipes, PCIe and NVLink traffic, media engines.
+fn gpm_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let gpm = d.gpm.value();
     let pct = |v: Option<f64>| v.map(|p| p / 100.0);
     for (name, help, pick) in [
@@ -949,6 +519,464 @@ fn health_and_activity_families(
             }
         }
     }
+}
+
+/// Frame-buffer memory.
+fn memory_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let mem = d.memory.value();
+    let f = b.family(
+        names::DEVICE_MEMORY_TOTAL_BYTES,
+        Some("bytes"),
+        Kind::Gauge,
+        "Frame-buffer memory of the device.",
+    );
+    b.put(f, labels, mem.map(|m| m.total as f64));
+    let f = b.family(
+        names::DEVICE_MEMORY_USED_BYTES,
+        Some("bytes"),
+        Kind::Gauge,
+        "Frame-buffer memory in use.",
+    );
+    b.put(f, labels, mem.map(|m| m.used as f64));
+    let f = b.family(
+        names::DEVICE_MEMORY_FREE_BYTES,
+        Some("bytes"),
+        Kind::Gauge,
+        "Frame-buffer memory free.",
+    );
+    b.put(f, labels, mem.map(|m| m.free as f64));
+    let f = b.family(
+        names::DEVICE_MEMORY_USED_RATIO,
+        Some("ratio"),
+        Kind::Gauge,
+        "Frame-buffer memory in use, as a ratio of the total.",
+    );
+    b.put(
+        f,
+        labels,
+        mem.filter(|m| m.total > 0)
+            .map(|m| m.used as f64 / m.total as f64),
+    );
+}
+
+/// Clocks, their maxima, and the reasons they are held down.
+fn clock_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let f = b.family(
+        names::DEVICE_CLOCK_HERTZ,
+        Some("hertz"),
+        Kind::Gauge,
+        "Current clock of each domain (graphics, sm, memory, video).",
+    );
+    for (domain, v) in clock_domains(&d.clocks) {
+        b.put(f, &with(labels, "clock", domain.into()), v);
+    }
+    let f = b.family(
+        names::DEVICE_CLOCK_MAX_HERTZ,
+        Some("hertz"),
+        Kind::Gauge,
+        "Maximum clock of each domain (graphics, sm, memory, video).",
+    );
+    for (domain, v) in clock_domains(&d.max_clocks) {
+        b.put(f, &with(labels, "clock", domain.into()), v);
+    }
+    let f = b.family(
+        names::DEVICE_CLOCK_EVENT_REASON,
+        None,
+        Kind::Gauge,
+        "1 when a clock event (throttle) reason holds the clocks down now, 0 when not, per reason.",
+    );
+    if let Some(&mask) = d.clock_event_reasons.value() {
+        let set = gpu_backend::ClockEventReasons::from_bits_retain(mask);
+        for (name, reason) in gpu_backend::ClockEventReasons::all().iter_names() {
+            b.put(
+                f,
+                &with(labels, "reason", name.to_ascii_lowercase()),
+                Some(flag(set.contains(reason))),
+            );
+        }
+    }
+}
+
+/// Temperatures, their thresholds, and the fans.
+fn thermal_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let f = b.family(
+        names::DEVICE_TEMPERATURE_CELSIUS,
+        Some("celsius"),
+        Kind::Gauge,
+        "Core temperature.",
+    );
+    b.put(f, labels, d.temperature.value().map(|&t| f64::from(t)));
+    let f = b.family(
+        names::DEVICE_MEMORY_TEMPERATURE_CELSIUS,
+        Some("celsius"),
+        Kind::Gauge,
+        "Memory (HBM) temperature.",
+    );
+    b.put(
+        f,
+        labels,
+        d.memory_temperature.value().map(|&t| f64::from(t)),
+    );
+    let f = b.family(
+        names::DEVICE_TEMPERATURE_THRESHOLD_CELSIUS,
+        Some("celsius"),
+        Kind::Gauge,
+        "Temperature thresholds (shutdown, slowdown, gpu_max, memory_max).",
+    );
+    for (threshold, v) in [
+        ("shutdown", &d.temperature_shutdown),
+        ("slowdown", &d.temperature_slowdown),
+        ("gpu_max", &d.temperature_gpu_max),
+        ("memory_max", &d.temperature_memory_max),
+    ] {
+        b.put(
+            f,
+            &with(labels, "threshold", threshold.into()),
+            v.value().map(|&c| f64::from(c)),
+        );
+    }
+    let f = b.family(
+        names::DEVICE_FAN_SPEED_RATIO,
+        Some("ratio"),
+        Kind::Gauge,
+        "Intended fan speed, as a ratio of the maximum.",
+    );
+    b.put(f, labels, ratio(d.fan_speed.value().copied()));
+    let f = b.family(
+        names::DEVICE_FAN_SPEED_PER_FAN_RATIO,
+        Some("ratio"),
+        Kind::Gauge,
+        "Intended speed of each fan, as a ratio of its maximum.",
+    );
+    for (fan, v) in d.fan_speeds.iter().enumerate() {
+        b.put(
+            f,
+            &with(labels, "fan", fan.to_string()),
+            ratio(v.value().copied()),
+        );
+    }
+    let f = b.family(
+        names::DEVICE_FAN_TARGET_SPEED_RATIO,
+        Some("ratio"),
+        Kind::Gauge,
+        "The speed each fan is driven towards, as a ratio of its maximum.",
+    );
+    for (fan, v) in d.fan_target_speeds.iter().enumerate() {
+        b.put(
+            f,
+            &with(labels, "fan", fan.to_string()),
+            ratio(v.value().copied()),
+        );
+    }
+}
+
+/// The performance state, power draw, limits and energy.
+fn power_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let f = b.family(
+        names::DEVICE_PERFORMANCE_STATE,
+        None,
+        Kind::Gauge,
+        "Performance state: 0 (P0, highest performance) to 15 (P15, lowest).",
+    );
+    b.put(
+        f,
+        labels,
+        d.performance_state
+            .value()
+            .and_then(|&p| gpu_backend::PerformanceState::known(p))
+            .map(|p| f64::from(p.nvml_code())),
+    );
+    let watts = |mw: Option<&u32>| mw.map(|&mw| f64::from(mw) / 1000.0);
+    let f = b.family(
+        names::DEVICE_POWER_USAGE_WATTS,
+        Some("watts"),
+        Kind::Gauge,
+        "Power draw.",
+    );
+    b.put(f, labels, watts(d.power_usage.value()));
+    let f = b.family(
+        names::DEVICE_POWER_LIMIT_WATTS,
+        Some("watts"),
+        Kind::Gauge,
+        "Power-management limit.",
+    );
+    b.put(f, labels, watts(d.power_limit.value()));
+    let f = b.family(
+        names::DEVICE_ENERGY_CONSUMPTION_JOULES,
+        Some("joules"),
+        Kind::Counter,
+        "Energy used since the driver was loaded.",
+    );
+    b.put(
+        f,
+        labels,
+        d.total_energy_consumption
+            .value()
+            .map(|&mj| mj as f64 / 1000.0),
+    );
+    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
+    let limits = d.power_limit_constraints.value();
+    for (name, help, v) in [
+        (
+            names::DEVICE_POWER_ENFORCED_LIMIT_WATTS,
+            "The power limit in force (the lowest of all limits).",
+            watts(d.enforced_power_limit.value().copied()),
+        ),
+        (
+            names::DEVICE_POWER_DEFAULT_LIMIT_WATTS,
+            "The power-management limit the board starts with.",
+            watts(d.power_default_limit.value().copied()),
+        ),
+        (
+            names::DEVICE_POWER_MIN_LIMIT_WATTS,
+            "The lowest the power-management limit may be set to.",
+            watts(limits.map(|l| l.min_mw)),
+        ),
+        (
+            names::DEVICE_POWER_MAX_LIMIT_WATTS,
+            "The highest the power-management limit may be set to.",
+            watts(limits.map(|l| l.max_mw)),
+        ),
+    ] {
+        let f = b.family(name, Some("watts"), Kind::Gauge, help);
+        b.put(f, labels, v);
+    }
+}
+
+/// PCIe and NVLink: throughput, traffic counters, replays and errors.
+fn interconnect_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options: &Options) {
+    let kib_s = |v: Option<&u32>| v.map(|&k| f64::from(k) * 1024.0);
+    let f = b.family(
+        names::DEVICE_PCIE_TRANSMIT_BYTES_PER_SECOND,
+        Some("bytes_per_second"),
+        Kind::Gauge,
+        "PCIe transmit throughput over the last 20 ms the driver measured.",
+    );
+    b.put(f, labels, kib_s(d.pcie_tx_throughput.value()));
+    let f = b.family(
+        names::DEVICE_PCIE_RECEIVE_BYTES_PER_SECOND,
+        Some("bytes_per_second"),
+        Kind::Gauge,
+        "PCIe receive throughput over the last 20 ms the driver measured.",
+    );
+    b.put(f, labels, kib_s(d.pcie_rx_throughput.value()));
+    let f = b.family(
+        names::DEVICE_PCIE_REPLAYS,
+        None,
+        Kind::Counter,
+        "PCIe replays (retries) since the driver loaded.",
+    );
+    b.put(
+        f,
+        labels,
+        d.pcie_replay_counter.value().map(|&n| f64::from(n)),
+    );
+    for (name, help, kib) in [
+        (
+            names::DEVICE_NVLINK_TRANSMIT_BYTES,
+            "Data transmitted over NVLink, per device or per link with --nvlink-per-link (use \
+             rate() for throughput).",
+            (|c: &NvLinkCounters| c.tx_kib) as fn(&NvLinkCounters) -> u64,
+        ),
+        (
+            names::DEVICE_NVLINK_RECEIVE_BYTES,
+            "Data received over NVLink, per device or per link with --nvlink-per-link (use \
+             rate() for throughput).",
+            |c: &NvLinkCounters| c.rx_kib,
+        ),
+    ] {
+        let f = b.family(name, Some("bytes"), Kind::Counter, help);
+        let per_link = d.nvlink_counters.iter().map(|c| c.value().map(kib));
+        for (l, kib) in per_link_or_total(labels, per_link, options.nvlink_per_link) {
+            b.put(f, &l, Some(kib as f64 * 1024.0));
+        }
+    }
+    let f = b.family(
+        names::DEVICE_NVLINK_ERRORS,
+        None,
+        Kind::Counter,
+        "NVLink errors per counter (replay, recovery, crc_flit, crc_data), per device or per \
+         link with --nvlink-per-link.",
+    );
+    for (counter, get) in [
+        (
+            "replay",
+            (|c: &NvLinkErrorCounters| c.replay) as fn(&NvLinkErrorCounters) -> u64,
+        ),
+        ("recovery", |c: &NvLinkErrorCounters| c.recovery),
+        ("crc_flit", |c: &NvLinkErrorCounters| c.crc_flit),
+        ("crc_data", |c: &NvLinkErrorCounters| c.crc_data),
+    ] {
+        let counter_labels = with(labels, "counter", counter.into());
+        let per_link = d.nvlink_errors.iter().map(|c| c.value().map(get));
+        for (l, v) in per_link_or_total(&counter_labels, per_link, options.nvlink_per_link) {
+            b.put(f, &l, Some(v as f64));
+        }
+    }
+}
+
+/// The samples of a per-link counter: one per link that answered, with a `link` label, when
+/// `per_link`; else one for the device, the sum over the links that answered (none when no
+/// link did).
+fn per_link_or_total(
+    labels: &Labels,
+    values: impl Iterator<Item = Option<u64>>,
+    per_link: bool,
+) -> Vec<(Labels, u64)> {
+    let answered = values.enumerate().filter_map(|(link, v)| Some((link, v?)));
+    if per_link {
+        answered
+            .map(|(link, v)| (with(labels, "link", link.to_string()), v))
+            .collect()
+    } else {
+        answered
+            .map(|(_, v)| v)
+            .reduce(u64::saturating_add)
+            .map(|total| (labels.clone(), total))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Health: what needs attention, XIDs, ECC (by counter and by location), retired pages and
+/// remapped rows (dcgm-exporter's default fields and more; docs/exporter.md maps them).
+fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
+    let attention = d.attention();
+    let f = b.family(
+        names::DEVICE_NEEDS_ATTENTION,
+        None,
+        Kind::Gauge,
+        "How many reasons the device needs attention for (0: none); the reasons are gpuscope_device_attention_reason.",
+    );
+    b.put(f, labels, Some(attention.len() as f64));
+    let f = b.family(
+        names::DEVICE_ATTENTION_REASON,
+        None,
+        Kind::Gauge,
+        "Always 1, one series per reason the device needs attention for (label reason).",
+    );
+    for reason in attention {
+        b.put(f, &with(labels, "reason", reason), Some(1.0));
+    }
+    let f = b.family(
+        names::DEVICE_LAST_XID,
+        None,
+        Kind::Gauge,
+        "The code of the newest XID error since the exporter started (0: none); absent where events cannot be known.",
+    );
+    b.put(
+        f,
+        labels,
+        d.events.value().map(|_| {
+            d.xid_codes()
+                .last()
+                .map_or(0.0, |&c| c.min(u64::from(u32::MAX)) as f64)
+        }),
+    );
+    let f = b.family(
+        names::DEVICE_XID_ERRORS,
+        None,
+        Kind::Gauge,
+        "XID errors since the exporter started, per code (label xid), among the newest 256 events kept.",
+    );
+    if let Some(events) = d.events.value() {
+        for code in d.xid_codes() {
+            let n = events
+                .iter()
+                .filter(|e| e.kind == gpu_backend::EventKind::Xid && e.data == code)
+                .count();
+            b.put(f, &with(labels, "xid", code.to_string()), Some(n as f64));
+        }
+    }
+    let f = b.family(
+        names::DEVICE_ECC_ERRORS,
+        None,
+        Kind::Counter,
+        "ECC errors, per error (corrected, uncorrected) and counter (volatile: since the driver loaded; aggregate: the device's life).",
+    );
+    let e = &d.ecc_errors;
+    for (error, counter, v) in [
+        ("corrected", "volatile", &e.volatile_corrected),
+        ("uncorrected", "volatile", &e.volatile_uncorrected),
+        ("corrected", "aggregate", &e.aggregate_corrected),
+        ("uncorrected", "aggregate", &e.aggregate_uncorrected),
+    ] {
+        let mut l = with(labels, "error", error.into());
+        l.push(("counter", counter.into()));
+        b.put(f, &l, v.value().map(|&n| n as f64));
+    }
+    let f = b.family(
+        names::DEVICE_ECC_ERRORS_BY_LOCATION,
+        None,
+        Kind::Gauge,
+        "ECC errors per memory location (location), kind (corrected, uncorrected) and counter \
+         (volatile: since the driver loaded, aggregate: over the device's life).",
+    );
+    for location in gpu_backend::MemoryLocation::ALL {
+        let Some(c) = d.ecc_by_location.get(location).value() else {
+            continue;
+        };
+        let l = with(labels, "location", location.name().into());
+        for (counter, kind, v) in [
+            ("volatile", "corrected", c.volatile_corrected),
+            ("volatile", "uncorrected", c.volatile_uncorrected),
+            ("aggregate", "corrected", c.aggregate_corrected),
+            ("aggregate", "uncorrected", c.aggregate_uncorrected),
+        ] {
+            let l = with(&with(&l, "counter", counter.into()), "kind", kind.into());
+            b.put(f, &l, v.map(|n| n as f64));
+        }
+    }
+    let f = b.family(
+        names::DEVICE_RETIRED_PAGES,
+        None,
+        Kind::Gauge,
+        "Memory pages retired, per cause (single_bit: multiple single-bit ECC errors; double_bit: a double-bit error). Kepler to Turing.",
+    );
+    for (cause, v) in [
+        ("single_bit", &d.retired_pages_single_bit),
+        ("double_bit", &d.retired_pages_double_bit),
+    ] {
+        b.put(
+            f,
+            &with(labels, "cause", cause.into()),
+            v.value().map(|l| l.len() as f64),
+        );
+    }
+    let f = b.family(
+        names::DEVICE_RETIRED_PAGES_PENDING,
+        None,
+        Kind::Gauge,
+        "1 when a page retirement waits for the next reset.",
+    );
+    b.put(f, labels, d.retired_pages_pending.value().map(|&p| flag(p)));
+    let rows = d.remapped_rows.value();
+    let f = b.family(
+        names::DEVICE_REMAPPED_ROWS,
+        None,
+        Kind::Gauge,
+        "Memory rows remapped, per cause (correctable, uncorrectable errors). Ampere and newer.",
+    );
+    for (cause, v) in [
+        ("correctable", rows.map(|r| r.correctable)),
+        ("uncorrectable", rows.map(|r| r.uncorrectable)),
+    ] {
+        b.put(f, &with(labels, "cause", cause.into()), v.map(f64::from));
+    }
+    let f = b.family(
+        names::DEVICE_ROW_REMAP_PENDING,
+        None,
+        Kind::Gauge,
+        "1 when a row remap waits for the next reset.",
+    );
+    b.put(f, labels, rows.map(|r| flag(r.pending)));
+    let f = b.family(
+        names::DEVICE_ROW_REMAP_FAILURE,
+        None,
+        Kind::Gauge,
+        "1 when a row remap failed.",
+    );
+    b.put(f, labels, rows.map(|r| flag(r.failure)));
 }
 
 fn clock_domains(c: &gpu_devices::ClockInfos) -> [(&'static str, Option<f64>); 4] {

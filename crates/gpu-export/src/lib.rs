@@ -1,18 +1,23 @@
 #![doc = include_str!("../README.md")]
-#![warn(missing_docs)]
 
+#[cfg(feature = "server")]
+mod auth;
 mod collector;
 pub mod doors;
 #[cfg(feature = "server")]
 mod exporter;
 mod exposition;
 mod families;
+#[cfg(feature = "server")]
+mod limits;
 pub mod names;
 mod plan;
 #[cfg(feature = "server")]
 mod server;
 #[cfg(feature = "server")]
 mod shared;
+#[cfg(feature = "server")]
+mod slots;
 #[cfg(test)]
 mod test_support;
 #[cfg(feature = "server")]
@@ -34,4 +39,4 @@ pub use server::{Limits, LIMITS};
 #[cfg(feature = "server")]
 pub use shared::{Health, STALE_AFTER_INTERVALS};
 #[cfg(feature = "server")]
-pub use web_config::{WebConfig, WebConfigError};
+pub use web_config::{WebConfig, WebConfigError, BCRYPT_COSTS};

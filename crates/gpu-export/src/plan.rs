@@ -2,18 +2,18 @@
 
 use std::time::Duration;
 
-use gpu_devices::{Cadence, QueryPlan};
+use gpu_devices::{Cadence, Query, QueryPlan};
 
-/// How often the exporter asks the queries that cost most of a call on a real GPU (an H100:
-/// PCIe throughput 20.8 ms asleep each way, energy 2.5-3.2 ms, GPM metrics 1.2-2.1 ms, BAR1
-/// 0.2-0.7 ms, the PCIe replay counter 0.2-0.4 ms, the current PCIe link 0.1 ms): every 10 s,
-/// whatever the interval. Energy and the replay counter are counters, so Prometheus' `rate()`
+/// How often the exporter asks the queries that cost the driver most of a call (PCIe
+/// throughput sleeps through a 20 ms sample each way; energy, GPM metrics, BAR1, the PCIe
+/// replay counter and the current PCIe link work for a millisecond or a fraction of one;
+/// docs/benchmarks.md, "On a real H100"): every 10 s, whatever the interval. Energy and the replay counter are counters, so Prometheus' `rate()`
 /// over them is as good; GPM figures are then the activity over 10 s; PCIe throughput is
 /// NVML's 20 ms sample, taken every 10 s.
 pub const COSTLY_EVERY: Duration = Duration::from_secs(10);
 
-/// How often the exporter asks per-process utilization (1.4-2.2 ms a call on an H100) while a
-/// GPU has processes: each process's SM share is then at most this old (under the 15 s after
+/// How often the exporter asks per-process utilization (milliseconds of the driver's CPU a
+/// call) while a GPU has processes: each process's SM share is then at most this old (under the 15 s after
 /// which a sample is dropped).
 pub const PROCESS_UTILIZATION_EVERY: Duration = Duration::from_secs(5);
 
@@ -24,15 +24,15 @@ pub const PROCESS_UTILIZATION_EVERY: Duration = Duration::from_secs(5);
 pub fn query_plan() -> QueryPlan {
     let costly = Cadence::Every(COSTLY_EVERY);
     QueryPlan::everything()
-        .with("total_energy_consumption", costly)
-        .with("pcie_throughput", costly)
-        .with("gpm_metrics", costly)
-        .with("bar1_memory_info", costly)
-        .with("pcie_replay_counter", costly)
-        .with("current_pcie_link_generation", costly)
-        .with("current_pcie_link_width", costly)
+        .with(Query::total_energy_consumption, costly)
+        .with(Query::pcie_throughput, costly)
+        .with(Query::gpm_metrics, costly)
+        .with(Query::bar1_memory_info, costly)
+        .with(Query::pcie_replay_counter, costly)
+        .with(Query::current_pcie_link_generation, costly)
+        .with(Query::current_pcie_link_width, costly)
         .with(
-            "process_utilization",
+            Query::process_utilization,
             Cadence::Every(PROCESS_UTILIZATION_EVERY),
         )
 }

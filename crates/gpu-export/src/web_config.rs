@@ -6,10 +6,12 @@
 //! not get a server that does not check them.
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gpu_backend::files;
+use gpu_devices::text::Escaped;
 use serde::Deserialize;
 use tokio_rustls::rustls;
 
@@ -97,20 +99,68 @@ impl WebConfig {
             Some(users) if users.is_empty() => None,
             Some(users) => {
                 for (name, hash) in &users {
-                    if name.contains(':') {
+                    let name = Escaped(name);
+                    if name.0.contains(':') {
                         return Err(err(format!(
                             "basic_auth_users.{name}: a user name cannot hold ':'"
                         )));
                     }
-                    hash.parse::<bcrypt::HashParts>().map_err(|e| {
-                        err(format!("basic_auth_users.{name}: not a bcrypt hash ({e})"))
-                    })?;
+                    bcrypt_cost(hash).map_err(|e| err(format!("basic_auth_users.{name}: {e}")))?;
                 }
                 Some(Arc::new(users))
             }
         };
         Ok(WebConfig { tls, users })
     }
+}
+
+/// The bcrypt costs a user's hash may have: from 4, the least bcrypt allows, to 14. Each step
+/// doubles the time of a check; a check at cost 14 takes about a second of a core (cost 10,
+/// htpasswd's and the exporter-toolkit's usual choice, some 60 ms), and the first scrape of
+/// every scraper pays one, as does every wrong password while the checks are shared out
+/// (docs/exporter.md). Above it a scraper would no longer log in within Prometheus's 10 s
+/// timeout under a flood, and a hash at bcrypt's own most, 31, takes days.
+pub const BCRYPT_COSTS: RangeInclusive<u32> = 4..=14;
+
+/// The cost of a bcrypt hash as the format writes it: `$2a$`, `$2b$`, `$2x$` or `$2y$`, the
+/// cost as two digits in [`BCRYPT_COSTS`], `$`, then 53 characters of bcrypt's base64 (22 of
+/// salt, 31 of digest). The bcrypt crate's own parser is laxer (`$2y$4$`, `$2y$+9$`, and `$$`
+/// runs), and takes costs up to 31.
+///
+/// # Errors
+///
+/// What is wrong, in one line that does not repeat the hash.
+pub(crate) fn bcrypt_cost(hash: &str) -> Result<u32, String> {
+    const SHAPE: &str =
+        "not a bcrypt hash ($2y$, two digits of cost, $, 53 characters of salt and digest)";
+    let rest = ["$2a$", "$2b$", "$2x$", "$2y$"]
+        .iter()
+        .find_map(|prefix| hash.strip_prefix(prefix))
+        .ok_or_else(|| SHAPE.to_string())?;
+    let (cost, tail) = rest.split_once('$').ok_or_else(|| SHAPE.to_string())?;
+    let in_range = || format!("{:02} to {:02}", BCRYPT_COSTS.start(), BCRYPT_COSTS.end());
+    if cost.len() != 2 || !cost.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "bcrypt cost \"{}\" is not two digits ({})",
+            Escaped(cost),
+            in_range()
+        ));
+    }
+    let tail_ok = tail.len() == 53
+        && tail
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'/');
+    if !tail_ok {
+        return Err(SHAPE.to_string());
+    }
+    let value: u32 = cost.parse().map_err(|_| SHAPE.to_string())?;
+    if !BCRYPT_COSTS.contains(&value) {
+        return Err(format!(
+            "bcrypt cost {cost} is outside the range gpuscope accepts, {} (each step doubles a check's time)",
+            in_range()
+        ));
+    }
+    Ok(value)
 }
 
 /// Parses the YAML; an error names the key where it went wrong.
@@ -213,7 +263,55 @@ mod tests {
         assert!(f.tls_server_config.is_none() && f.basic_auth_users.is_none());
     }
 
+    #[test]
+    fn item_12_bcrypt_costs_outside_4_to_14_and_malformed_costs_are_refused() {
+        let tail = "abcdefghijklmnopqrstuvABCDEFGHIJKLMNOPQRSTUVWXYZ01234";
+        let hash = |prefix: &str, cost: &str| format!("{prefix}{cost}${tail}");
+        for prefix in ["$2a$", "$2b$", "$2x$", "$2y$"] {
+            for (cost, value) in [("04", 4), ("10", 10), ("14", 14)] {
+                assert_eq!(
+                    bcrypt_cost(&hash(prefix, cost)),
+                    Ok(value),
+                    "{prefix}{cost}"
+                );
+            }
+        }
+        for cost in ["03", "00", "15", "16", "31", "99"] {
+            let e = bcrypt_cost(&hash("$2y$", cost)).unwrap_err();
+            assert!(
+                e.contains(&format!("bcrypt cost {cost} is outside")) && e.contains("04 to 14"),
+                "{cost}: {e}"
+            );
+        }
+        for cost in ["4", "+9", "010", " 9", "1a", ""] {
+            let e = bcrypt_cost(&hash("$2y$", cost)).unwrap_err();
+            assert!(e.contains("is not two digits"), "{cost:?}: {e}");
+        }
+        for bad in [
+            "plaintext",
+            "$2y$10$short",
+            &format!("$2z$10${tail}"),
+            &format!("$$2y$$10$${tail}"),
+            &format!("$2y$10${tail}x"),
+            &format!("$2y$10${}", tail.replace('a', "-")),
+        ] {
+            let e = bcrypt_cost(bad).unwrap_err();
+            assert!(e.starts_with("not a bcrypt hash"), "{bad}: {e}");
+            assert!(!e.contains(tail), "the hash is not repeated: {e}");
+        }
+        // What the bcrypt crate makes is accepted.
+        let real = bcrypt::hash("pw", 4).unwrap();
+        assert_eq!(bcrypt_cost(&real), Ok(4));
+    }
+
     proptest::proptest! {
+        #[test]
+        fn any_hash_text_has_a_cost_or_an_error_without_panicking(text in "\\PC{0,80}") {
+            if let Ok(cost) = bcrypt_cost(&text) {
+                proptest::prop_assert!(BCRYPT_COSTS.contains(&cost));
+            }
+        }
+
         #[test]
         fn any_text_parses_or_errs_without_panicking(text in "\\PC{0,200}") {
             let _ = parse(&text);

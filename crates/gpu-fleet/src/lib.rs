@@ -7,6 +7,7 @@ pub mod names;
 pub mod prom;
 pub mod remote;
 pub mod select;
+pub mod values;
 
 /// Hosts, devices and processes with plausible values, for tests that build fleets by hand
 /// (this crate's, and with the `testkit` feature those of a program that shows fleets).
@@ -24,10 +25,13 @@ use std::time::Duration;
 
 pub use filter::{sort, FilterError, FleetFilter, SortKey};
 pub use gpu_select::Criteria;
-pub use model::{FamilyError, Fleet, FleetDevice, FleetProcess, Host, HostState, JSON_SCHEMA};
+pub use model::{
+    FamilyError, Fleet, FleetDevice, FleetProcess, Host, HostState, ModelLimits, JSON_SCHEMA,
+};
 pub use prom::{CertFile, ClientOptions, QueryError, SetupError};
 pub use remote::RemoteError;
 pub use select::{select, FleetSelection};
+pub use values::OutOfRange;
 
 use model::{FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES};
 use names::SAMPLE_TIME_FAMILY;
@@ -111,7 +115,9 @@ impl FleetSource {
         })
     }
 
-    /// Reads the whole fleet once.
+    /// Reads the whole fleet once. From Prometheus the whole refresh (all its queries) is
+    /// bounded by [`ClientOptions::timeout`]: the queries not answered by then are left out and
+    /// listed in the fleet's errors.
     ///
     /// # Errors
     ///
@@ -200,8 +206,12 @@ fn promql_string(text: &str) -> String {
 }
 
 fn plan<'p>(b: &FleetBuilder, previous: Option<&'p Fleet>) -> Plan<'p> {
-    // After a refresh with failed families, ask everything again rather than keep holes.
-    let Some(prev) = previous.filter(|p| p.errors.is_empty()) else {
+    // After a refresh with failed families, ask everything again rather than keep holes. The
+    // two host queries are asked every time, so what they lacked left no hole in a kept host
+    // (a host without a usable sample time is never kept).
+    let host_queries = &queries()[..2];
+    let holes = |p: &Fleet| p.errors.iter().any(|e| !host_queries.contains(&e.query));
+    let Some(prev) = previous.filter(|p| !holes(p)) else {
         return Plan::Full;
     };
     if !b.all_have_instances() {
@@ -234,13 +244,16 @@ fn plan<'p>(b: &FleetBuilder, previous: Option<&'p Fleet>) -> Plan<'p> {
 }
 
 /// One refresh from Prometheus: [`queries`], each answer folded into the fleet as it is
-/// parsed; after `previous`, only what changed (see [`FleetSource::refresh_after`]).
+/// parsed; after `previous`, only what changed (see [`FleetSource::refresh_after`]). One
+/// deadline, the client's timeout from now, bounds them all: a query still unanswered then
+/// fails, and those after it are not asked (each listed in the errors).
 fn refresh_prometheus(
     client: &Client,
     url: &str,
     stale_after: f64,
     previous: Option<&Fleet>,
 ) -> Result<Fleet, Error> {
+    let deadline = std::time::Instant::now() + client.timeout();
     let mut b = FleetBuilder::new();
     let mut answered = 0;
     let mut first_error = None;
@@ -254,7 +267,7 @@ fn refresh_prometheus(
             (Plan::Some(selector, _), _) => format!("{query}{{instance=~\"{selector}\"}}"),
             (Plan::None(_), _) => break,
         };
-        let text = match client.query_text(&asked) {
+        let text = match client.query_text_until(&asked, deadline) {
             Ok(text) => text,
             Err(e) => {
                 first_error.get_or_insert_with(|| e.to_string());
@@ -281,8 +294,11 @@ fn refresh_prometheus(
             Ok(info) => {
                 answered += 1;
                 b.evaluated_at(info.evaluated_at);
-                for w in info.warnings {
+                for w in &info.warnings {
                     b.error(query, format!("partial answer: {w}"));
+                }
+                for note in info.notes() {
+                    b.error(query, format!("partial answer: {note}"));
                 }
             }
             Err(e) => {
@@ -290,6 +306,8 @@ fn refresh_prometheus(
                 b.error(query, e.to_string());
             }
         }
+        // What the model could not keep of this answer.
+        b.take_notes(query);
     }
     if answered == 0 {
         return Err(Error::NoAnswer {

@@ -8,14 +8,67 @@ use std::borrow::Cow;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-/// The largest answer read, bytes: far above a fleet of 1,000 hosts with every process.
-pub const MAX_ANSWER_BYTES: u64 = 512 << 20;
+/// The largest answer read, bytes: more than twice the largest answer of a fleet of 1,000
+/// hosts with every process and command line (about 28 MB). The answer's text is held whole
+/// while it is parsed (its labels are borrowed from it), so this bounds the memory one answer
+/// costs; the model it is folded into has bounds of its own ([`crate::model::ModelLimits`]).
+pub const MAX_ANSWER_BYTES: u64 = 64 << 20;
+
+/// Warnings (and infos) kept from one answer; the others are counted, not kept.
+pub const MAX_WARNINGS: usize = 16;
+
+/// Series read from one answer (fifteen times the process series of 1,000 hosts with 8 GPUs
+/// and 8 processes each); the others are counted and skipped.
+pub const MAX_SERIES: usize = 1_000_000;
+
+/// Labels of one series (the exporter's have about a dozen, Prometheus adds a few); a series
+/// with more is counted and skipped.
+pub const MAX_LABELS: usize = 64;
+
+/// Characters kept of one message from Prometheus (a warning, an error); the rest is cut and
+/// counted.
+pub const MAX_MESSAGE_CHARS: usize = 512;
+
+/// How much of an answer's lists is read: what [`parse_answer`] uses, and smaller values for
+/// tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerLimits {
+    /// Warnings and infos kept ([`MAX_WARNINGS`]).
+    pub warnings: usize,
+    /// Series read ([`MAX_SERIES`]).
+    pub series: usize,
+    /// Labels of one series ([`MAX_LABELS`]).
+    pub labels: usize,
+}
+
+impl Default for AnswerLimits {
+    /// [`MAX_WARNINGS`], [`MAX_SERIES`], [`MAX_LABELS`].
+    fn default() -> AnswerLimits {
+        AnswerLimits {
+            warnings: MAX_WARNINGS,
+            series: MAX_SERIES,
+            labels: MAX_LABELS,
+        }
+    }
+}
+
+/// `text` cut to [`MAX_MESSAGE_CHARS`] characters, saying how many more there were.
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => text.to_string(),
+        Some((end, _)) => format!(
+            "{}... ({} more characters not kept)",
+            &text[..end],
+            text[end..].chars().count()
+        ),
+    }
+}
 
 /// Why a query has no answer.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +95,19 @@ pub enum QueryError {
     /// The body is not a Prometheus answer, or not an instant vector.
     #[error("not a Prometheus instant-vector answer: {0}")]
     Malformed(String),
+    /// The refresh's time ([`ClientOptions::timeout`]) was spent before this query could be
+    /// asked.
+    #[error("not asked: the refresh's time limit ({}) was spent", seconds(*.0))]
+    NotAsked(Duration),
+}
+
+/// A duration for people: `1.5 s`, `300 ms`.
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", (d.as_secs_f64() * 10.0).round() / 10.0)
+    }
 }
 
 /// A series' labels, in the order given, borrowed from the text where no escape had to be
@@ -75,32 +141,43 @@ impl<'a> FromIterator<(Cow<'a, str>, Cow<'a, str>)> for LabelSet<'a> {
 }
 
 /// Reads a series' labels into a set that is emptied first (one set serves every series of
-/// an answer, so reading a series allocates nothing for its labels).
-struct LabelsInto<'s, 'a>(&'s mut LabelSet<'a>);
+/// an answer, so reading a series allocates nothing for its labels), at most `limit` of them:
+/// gives whether they all fitted.
+struct LabelsInto<'s, 'a> {
+    labels: &'s mut LabelSet<'a>,
+    limit: usize,
+}
 
 impl<'de: 'a, 'a> DeserializeSeed<'de> for LabelsInto<'_, 'a> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+    type Value = bool;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de: 'a, 'a> Visitor<'de> for LabelsInto<'_, 'a> {
-    type Value = ();
+    type Value = bool;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of label names and values")
     }
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-        self.0 .0.clear();
-        while let Some((k, v)) = map.next_entry::<Borrowed<'de>, Borrowed<'de>>()? {
-            self.0.insert(k.0, v.0);
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
+        self.labels.0.clear();
+        let mut fitted = true;
+        while let Some(k) = map.next_key::<Borrowed<'de>>()? {
+            if self.labels.0.len() < self.limit {
+                let v: Borrowed<'de> = map.next_value()?;
+                self.labels.insert(k.0, v.0);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+                fitted = false;
+            }
         }
-        Ok(())
+        Ok(fitted)
     }
 }
 
 /// Reads one series (`{"metric": {...}, "value": [t, "v"]}`) into `labels` (reused) and
-/// gives it to `each`.
+/// gives it to `each`, unless it has more labels than the limit (then it is counted).
 struct SeriesSeed<'s, 'e, 'a> {
     labels: &'s mut LabelSet<'a>,
     each: &'e mut dyn FnMut(&Series<'a>),
@@ -121,12 +198,16 @@ impl<'de: 'a, 'a> Visitor<'de> for SeriesSeed<'_, '_, 'a> {
     }
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
         let mut metric = false;
+        let mut fitted = true;
         let mut value: Option<(f64, Borrowed<'de>)> = None;
         while let Some(key) = map.next_key::<Borrowed<'de>>()? {
             match key.0.as_ref() {
                 "metric" if metric => return Err(de::Error::duplicate_field("metric")),
                 "metric" => {
-                    map.next_value_seed(LabelsInto(&mut *self.labels))?;
+                    fitted = map.next_value_seed(LabelsInto {
+                        labels: &mut *self.labels,
+                        limit: self.info.limits.labels,
+                    })?;
                     metric = true;
                 }
                 "value" if value.is_some() => return Err(de::Error::duplicate_field("value")),
@@ -140,6 +221,10 @@ impl<'de: 'a, 'a> Visitor<'de> for SeriesSeed<'_, '_, 'a> {
             return Err(de::Error::missing_field("metric"));
         }
         let (t, v) = value.ok_or_else(|| de::Error::missing_field("value"))?;
+        if !fitted {
+            self.info.series_with_too_many_labels += 1;
+            return Ok(());
+        }
         let series = Series {
             metric: std::mem::take(self.labels),
             value: (t, v.0),
@@ -214,19 +299,57 @@ pub fn parse_value(text: &str) -> Option<f64> {
     }
 }
 
-/// What came back besides the series.
+/// What came back besides the series, and what of it was left out.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct AnswerInfo {
-    /// How many series there were.
+    /// How many series were given to the callback.
     pub series: usize,
     /// The evaluation time of the query (Unix seconds), from the first series.
     pub evaluated_at: Option<f64>,
-    /// Prometheus's warnings (a partial answer: some of the data could not be read).
+    /// Prometheus's warnings and infos (a partial answer: some of the data could not be
+    /// read), at most [`AnswerLimits::warnings`], each cut to [`MAX_MESSAGE_CHARS`].
     pub warnings: Vec<String>,
+    /// Warnings and infos beyond the limit: counted, not kept.
+    pub warnings_not_kept: usize,
+    /// Series beyond [`AnswerLimits::series`]: counted, not read.
+    pub series_not_read: usize,
+    /// Series with more than [`AnswerLimits::labels`] labels: counted, not given to the
+    /// callback.
+    pub series_with_too_many_labels: usize,
+    /// The limits the answer was read with.
+    pub limits: AnswerLimits,
+}
+
+impl AnswerInfo {
+    /// One sentence for each list that was cut: `"N more warnings not kept (at most 16 an
+    /// answer)"`, and the same for series and for series with too many labels. Empty when
+    /// nothing was left out.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.warnings_not_kept > 0 {
+            notes.push(format!(
+                "{} more warnings not kept (at most {} an answer)",
+                self.warnings_not_kept, self.limits.warnings
+            ));
+        }
+        if self.series_not_read > 0 {
+            notes.push(format!(
+                "{} more series not read (at most {} an answer)",
+                self.series_not_read, self.limits.series
+            ));
+        }
+        if self.series_with_too_many_labels > 0 {
+            notes.push(format!(
+                "{} series with more than {} labels not read",
+                self.series_with_too_many_labels, self.limits.labels
+            ));
+        }
+        notes
+    }
 }
 
 /// Parses a query answer, calling `each` for every series of the instant vector (the series
-/// is lent: its labels' storage serves the next one).
+/// is lent: its labels' storage serves the next one), within the default [`AnswerLimits`].
 ///
 /// # Errors
 ///
@@ -236,7 +359,24 @@ pub fn parse_answer<'a>(
     text: &'a str,
     each: &mut dyn FnMut(&Series<'a>),
 ) -> Result<AnswerInfo, QueryError> {
-    let mut info = AnswerInfo::default();
+    parse_answer_within(text, AnswerLimits::default(), each)
+}
+
+/// [`parse_answer`] within `limits`: the warnings, series and labels beyond them are
+/// counted in the [`AnswerInfo`] and left out.
+///
+/// # Errors
+///
+/// As [`parse_answer`].
+pub fn parse_answer_within<'a>(
+    text: &'a str,
+    limits: AnswerLimits,
+    each: &mut dyn FnMut(&Series<'a>),
+) -> Result<AnswerInfo, QueryError> {
+    let mut info = AnswerInfo {
+        limits,
+        ..AnswerInfo::default()
+    };
     let envelope = {
         let mut de = serde_json::Deserializer::from_str(text);
         let seed = EnvelopeSeed {
@@ -249,7 +389,6 @@ pub fn parse_answer<'a>(
         de.end().map_err(|e| QueryError::Malformed(e.to_string()))?;
         envelope
     };
-    info.warnings = envelope.warnings;
     match envelope.status.as_deref() {
         Some("success") => {}
         Some("error") => {
@@ -274,14 +413,66 @@ pub fn parse_answer<'a>(
     }
 }
 
-/// The fields of the answer other than the series.
+/// The fields of the answer other than the series (the warnings go to [`AnswerInfo`]),
+/// each message cut to [`MAX_MESSAGE_CHARS`].
 #[derive(Default)]
 struct Envelope {
     status: Option<String>,
     error_type: Option<String>,
     error: Option<String>,
-    warnings: Vec<String>,
     result_type: Option<String>,
+}
+
+/// A message from Prometheus, or null, cut to [`MAX_MESSAGE_CHARS`] (it is borrowed from the
+/// text while it is read, so a long one costs nothing).
+fn message<'de, M: MapAccess<'de>>(map: &mut M) -> Result<Option<String>, M::Error> {
+    let text: Option<Borrowed<'de>> = map.next_value()?;
+    Ok(text.map(|t| bounded(&t.0)))
+}
+
+/// Reads a list of warnings (or infos), or null, into the answer's: the first ones up to the
+/// limit are kept, the others counted.
+struct WarningsSeed<'e> {
+    info: &'e mut AnswerInfo,
+}
+
+impl<'de> DeserializeSeed<'de> for WarningsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for WarningsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of messages")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
+        loop {
+            if self.info.warnings.len() < self.info.limits.warnings {
+                match seq.next_element::<Borrowed<'de>>()? {
+                    Some(w) => self.info.warnings.push(bounded(&w.0)),
+                    None => return Ok(()),
+                }
+            } else {
+                // Beyond the limit only the count is kept; each must still be a string.
+                match seq.next_element::<Borrowed<'de>>()? {
+                    Some(_) => self.info.warnings_not_kept += 1,
+                    None => return Ok(()),
+                }
+            }
+        }
+    }
 }
 
 struct EnvelopeSeed<'e, 'a> {
@@ -305,13 +496,15 @@ impl<'a> Visitor<'a> for EnvelopeSeed<'_, 'a> {
         let mut env = Envelope::default();
         while let Some(key) = map.next_key::<Cow<'a, str>>()? {
             match key.as_ref() {
-                "status" => env.status = Some(map.next_value()?),
-                "errorType" => env.error_type = map.next_value()?,
-                "error" => env.error = map.next_value()?,
-                "warnings" | "infos" => {
-                    let w: Option<Vec<String>> = map.next_value()?;
-                    env.warnings.extend(w.unwrap_or_default());
+                "status" => {
+                    let status: Borrowed<'a> = map.next_value()?;
+                    env.status = Some(bounded(&status.0));
                 }
+                "errorType" => env.error_type = message(&mut map)?,
+                "error" => env.error = message(&mut map)?,
+                "warnings" | "infos" => map.next_value_seed(WarningsSeed {
+                    info: &mut *self.info,
+                })?,
                 "data" => {
                     env.result_type = map.next_value_seed(DataSeed {
                         each: &mut *self.each,
@@ -349,7 +542,10 @@ impl<'a> Visitor<'a> for DataSeed<'_, 'a> {
         let mut seen_result = false;
         while let Some(key) = map.next_key::<Cow<'a, str>>()? {
             match key.as_ref() {
-                "resultType" => result_type = Some(map.next_value()?),
+                "resultType" => {
+                    let t: Borrowed<'a> = map.next_value()?;
+                    result_type = Some(bounded(&t.0));
+                }
                 "result" => {
                     // A vector's series, or anything else when the type is not a vector (the
                     // type is checked after the whole answer is read).
@@ -397,12 +593,25 @@ impl<'a> Visitor<'a> for ResultSeed<'_, 'a> {
     }
     fn visit_seq<S: SeqAccess<'a>>(self, mut seq: S) -> Result<(), S::Error> {
         let mut labels = LabelSet(Vec::with_capacity(16));
-        while let Some(()) = seq.next_element_seed(SeriesSeed {
-            labels: &mut labels,
-            each: &mut *self.each,
-            info: &mut *self.info,
-        })? {}
-        Ok(())
+        loop {
+            let read = self.info.series + self.info.series_with_too_many_labels;
+            if read >= self.info.limits.series {
+                // Beyond the limit the series are only counted (skipping one allocates
+                // nothing).
+                while let Some(IgnoredAny) = seq.next_element()? {
+                    self.info.series_not_read += 1;
+                }
+                return Ok(());
+            }
+            let next = seq.next_element_seed(SeriesSeed {
+                labels: &mut labels,
+                each: &mut *self.each,
+                info: &mut *self.info,
+            })?;
+            if next.is_none() {
+                return Ok(());
+            }
+        }
     }
 }
 
@@ -418,7 +627,9 @@ pub struct ClientOptions {
     /// PEM files of a client certificate (with its chain) and its private key, for a server
     /// that asks for one (mutual TLS).
     pub client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
-    /// Whole-request timeout (connect, send, wait, read).
+    /// Time limit: from Prometheus, of a whole refresh (all its queries together, one
+    /// deadline); of each request of a [`Client`]'s own (connect, send, wait, read); with
+    /// `--remote`, of each exporter's read.
     pub timeout: Duration,
 }
 
@@ -501,6 +712,7 @@ impl Connection {
 pub struct Client {
     connection: Connection,
     query_url: String,
+    timeout: Duration,
 }
 
 impl fmt::Debug for Client {
@@ -571,19 +783,41 @@ impl Client {
         Ok(Client {
             connection: Connection::new(options)?,
             query_url: format!("{url}/api/v1/query"),
+            timeout: options.timeout,
         })
     }
 
-    /// Runs an instant query and returns the answer's text, to be parsed with
-    /// [`parse_answer`]. Prometheus's own errors (HTTP 400/422/503 with a JSON body) come back
-    /// as text too, so that their message is read.
+    /// The time limit of [`ClientOptions::timeout`].
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Runs an instant query within the client's timeout and returns the answer's text, to be
+    /// parsed with [`parse_answer`]. Prometheus's own errors (HTTP 400/422/503 with a JSON
+    /// body) come back as text too, so that their message is read.
     ///
     /// # Errors
     ///
     /// [`QueryError::Transport`] or [`QueryError::Http`].
     pub fn query_text(&self, query: &str) -> Result<String, QueryError> {
-        let started = std::time::Instant::now();
-        let answer = self.ask(query);
+        self.query_text_until(query, Instant::now() + self.timeout)
+    }
+
+    /// [`Client::query_text`] with its answer read whole by `deadline`: several queries can
+    /// share one time limit.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::NotAsked`] when the deadline has passed already, else as
+    /// [`Client::query_text`] (a query still unanswered at the deadline is a transport
+    /// error).
+    pub fn query_text_until(&self, query: &str, deadline: Instant) -> Result<String, QueryError> {
+        let started = Instant::now();
+        let left = deadline.saturating_duration_since(started);
+        if left.is_zero() {
+            return Err(QueryError::NotAsked(self.timeout));
+        }
+        let answer = self.ask(query, left);
         let took_ms = started.elapsed().as_micros() as f64 / 1000.0;
         let query = gpu_devices::text::Escaped(query);
         match &answer {
@@ -608,14 +842,27 @@ impl Client {
         }
     }
 
-    /// The status and body of the instant query `query`.
-    fn ask(&self, query: &str) -> Result<(u16, String), QueryError> {
+    /// The status and body of the instant query `query`, read whole within `left`.
+    fn ask(&self, query: &str, left: Duration) -> Result<(u16, String), QueryError> {
+        let out_of_time = || {
+            QueryError::Transport(format!(
+                "no answer within the refresh's time limit ({})",
+                seconds(self.timeout)
+            ))
+        };
+        let transport = |e: ureq::Error| match e {
+            ureq::Error::Timeout(_) => out_of_time(),
+            e => QueryError::Transport(e.to_string()),
+        };
         let mut response = self
             .connection
             .get(&self.query_url)
             .query("query", query)
+            .config()
+            .timeout_global(Some(left))
+            .build()
             .call()
-            .map_err(|e| QueryError::Transport(e.to_string()))?;
+            .map_err(transport)?;
         let status = response.status().as_u16();
         // Read into a buffer of the announced size: a fleet's answer is tens of MB, and a
         // growing buffer would briefly hold up to twice that.
@@ -630,7 +877,17 @@ impl Client {
                 .reader(),
             &mut bytes,
         )
-        .map_err(|e| QueryError::Transport(e.to_string()))?;
+        .map_err(
+            |e| match e.get_ref().and_then(|e| e.downcast_ref::<ureq::Error>()) {
+                Some(ureq::Error::Timeout(_)) => out_of_time(),
+                _ if e.kind() == std::io::ErrorKind::TimedOut => out_of_time(),
+                Some(ureq::Error::BodyExceedsLimit(_)) => QueryError::Transport(format!(
+                    "the answer is larger than {} MiB",
+                    MAX_ANSWER_BYTES >> 20
+                )),
+                _ => QueryError::Transport(e.to_string()),
+            },
+        )?;
         let body = String::from_utf8(bytes)
             .map_err(|e| QueryError::Malformed(format!("the answer is not UTF-8: {e}")))?;
         Ok((status, body))
@@ -777,6 +1034,185 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    /// An answer with `series` series of `labels` labels each and `warnings` warnings.
+    fn answer(series: usize, labels: usize, warnings: usize) -> String {
+        let one = |i: usize| {
+            let labels: Vec<String> = (0..labels).map(|l| format!(r#""l{l}":"v""#)).collect();
+            format!(
+                r#"{{"metric":{{"hostname":"h{i}"{}{}}},"value":[1,"{i}"]}}"#,
+                if labels.is_empty() { "" } else { "," },
+                labels.join(",")
+            )
+        };
+        let series: Vec<String> = (0..series).map(one).collect();
+        let warnings: Vec<String> = (0..warnings).map(|w| format!(r#""w{w}""#)).collect();
+        format!(
+            r#"{{"status":"success","warnings":[{}],"data":{{"resultType":"vector","result":[{}]}}}}"#,
+            warnings.join(","),
+            series.join(",")
+        )
+    }
+
+    fn within(text: &str, limits: AnswerLimits) -> (AnswerInfo, Vec<String>) {
+        let mut hosts = Vec::new();
+        let info = parse_answer_within(text, limits, &mut |s| {
+            hosts.push(s.label("hostname").unwrap_or("").to_string())
+        })
+        .unwrap();
+        (info, hosts)
+    }
+
+    const SMALL: AnswerLimits = AnswerLimits {
+        warnings: 2,
+        series: 3,
+        labels: 4,
+    };
+
+    #[test]
+    fn warnings_beyond_the_limit_are_counted_not_kept() {
+        let (info, hosts) = within(&answer(1, 0, 5), SMALL);
+        assert_eq!(info.warnings, ["w0", "w1"]);
+        assert_eq!(info.warnings_not_kept, 3);
+        assert_eq!(hosts, ["h0"]);
+        assert_eq!(
+            info.notes(),
+            ["3 more warnings not kept (at most 2 an answer)"]
+        );
+        // Infos count with the warnings.
+        let text = r#"{"status":"success","warnings":["a"],"infos":["b","c"],
+            "data":{"resultType":"vector","result":[]}}"#;
+        let (info, _) = within(text, SMALL);
+        assert_eq!((info.warnings.len(), info.warnings_not_kept), (2, 1));
+        let (info, _) = within(&answer(1, 0, 2), SMALL);
+        assert!(info.notes().is_empty(), "{:?}", info.notes());
+    }
+
+    #[test]
+    fn series_beyond_the_limit_are_counted_and_skipped() {
+        let (info, hosts) = within(&answer(5, 0, 0), SMALL);
+        assert_eq!(hosts, ["h0", "h1", "h2"]);
+        assert_eq!((info.series, info.series_not_read), (3, 2));
+        assert_eq!(
+            info.notes(),
+            ["2 more series not read (at most 3 an answer)"]
+        );
+    }
+
+    #[test]
+    fn a_series_with_too_many_labels_is_counted_and_skipped() {
+        // hostname and three more: four labels, the limit.
+        let (info, hosts) = within(&answer(2, 3, 0), SMALL);
+        assert_eq!(hosts.len(), 2);
+        assert_eq!(info.series_with_too_many_labels, 0);
+        let (info, hosts) = within(&answer(2, 4, 0), SMALL);
+        assert!(hosts.is_empty(), "{hosts:?}");
+        assert_eq!(info.series_with_too_many_labels, 2);
+        assert_eq!(info.notes(), ["2 series with more than 4 labels not read"]);
+        // They count as read: the series limit is not a way around the label limit.
+        let (info, _) = within(&answer(5, 4, 0), SMALL);
+        assert_eq!(
+            (info.series_with_too_many_labels, info.series_not_read),
+            (3, 2)
+        );
+    }
+
+    #[test]
+    fn long_messages_from_prometheus_are_cut() {
+        let long = "x".repeat(MAX_MESSAGE_CHARS + 100);
+        let text = format!(
+            r#"{{"status":"error","errorType":"{long}","error":"{long}","warnings":["{long}"]}}"#
+        );
+        let QueryError::Refused { kind, message } = collect(&text).unwrap_err() else {
+            panic!("refused");
+        };
+        for cut in [kind, message] {
+            assert!(
+                cut.ends_with("... (100 more characters not kept)"),
+                "{}",
+                &cut[cut.len() - 40..]
+            );
+            assert_eq!(cut.chars().filter(|&c| c == 'x').count(), MAX_MESSAGE_CHARS);
+        }
+        let text = format!(
+            r#"{{"status":"success","warnings":["é{long}"],"data":{{"resultType":"vector","result":[]}}}}"#
+        );
+        let (info, _) = collect(&text).unwrap();
+        assert!(info.warnings[0].starts_with('é'));
+        assert!(info.warnings[0].ends_with("(101 more characters not kept)"));
+    }
+
+    /// A server on 127.0.0.1 that answers one request with `body` (announcing its length)
+    /// and is gone; its URL.
+    fn serve_once(body: Vec<u8>) -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
+            let mut reader = BufReader::new(stream);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                line.clear();
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let w = reader.get_mut();
+            let _ = w
+                .write_all(head.as_bytes())
+                .and_then(|()| w.write_all(&body));
+        });
+        url
+    }
+
+    #[test]
+    fn an_answer_larger_than_the_bound_is_refused_not_read() {
+        // Spaces are valid JSON around an answer: only its size is wrong.
+        let mut body = answer(1, 0, 0).into_bytes();
+        body.resize(usize::try_from(MAX_ANSWER_BYTES).unwrap() + 1, b' ');
+        let client = Client::new(&ClientOptions {
+            timeout: Duration::from_secs(30),
+            ..ClientOptions::new(serve_once(body))
+        })
+        .unwrap();
+        let e = client.query_text("up").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot reach Prometheus: the answer is larger than {} MiB",
+                MAX_ANSWER_BYTES >> 20
+            )
+        );
+        // One byte less is read.
+        let mut body = answer(1, 0, 0).into_bytes();
+        body.resize(usize::try_from(MAX_ANSWER_BYTES).unwrap(), b' ');
+        let client = Client::new(&ClientOptions::new(serve_once(body))).unwrap();
+        let text = client.query_text("up").unwrap();
+        assert_eq!(collect(&text).unwrap().1, [("h0".to_string(), 0.0)]);
+    }
+
+    #[test]
+    fn a_passed_deadline_asks_nothing() {
+        let client = Client::new(&ClientOptions {
+            timeout: Duration::from_millis(1500),
+            // Nothing listens there: asking would fail otherwise.
+            ..ClientOptions::new("http://127.0.0.1:1")
+        })
+        .unwrap();
+        let e = client
+            .query_text_until("up", Instant::now() - Duration::from_millis(1))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "not asked: the refresh's time limit (1.5 s) was spent"
+        );
     }
 
     #[test]

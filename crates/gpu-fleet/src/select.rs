@@ -8,13 +8,15 @@ use gpu_backend::DeviceId;
 use gpu_select::{Criteria, Figures, Selection, Unusable};
 
 use crate::model::{Fleet, FleetDevice, Host, HostState};
+use crate::names;
 
 /// A selection over the fleet, and what each candidate is.
 #[derive(Debug, Clone)]
 pub struct FleetSelection {
     /// gpu-select's answer; its candidates are in the order of `names`.
     pub selection: Selection,
-    /// `host:index` of each candidate.
+    /// `host:index` of each candidate, the host named as [`Fleet::host_names`] says (by its
+    /// instance when its hostname is shared).
     pub names: Vec<String>,
     /// Hosts left out because they are not up, with their state.
     pub skipped: Vec<(String, HostState)>,
@@ -47,6 +49,24 @@ fn leaves(h: &Host) -> impl Iterator<Item = &FleetDevice> {
     })
 }
 
+/// Why a device's memory is N/A when the exporter sent a value out of range: the first such
+/// note of a memory family, as an error `select --explain` shows.
+fn memory_refused(d: &FleetDevice) -> Option<gpu_backend::BackendError> {
+    let memory = [
+        names::DEVICE_MEMORY_TOTAL,
+        names::DEVICE_MEMORY_USED,
+        names::DEVICE_MEMORY_FREE,
+    ];
+    let note = d
+        .out_of_range
+        .iter()
+        .find(|n| n.pid.is_none() && memory.contains(&n.family))?;
+    Some(gpu_backend::BackendError::Other(format!(
+        "{} {} is out of range ({})",
+        note.family, note.value, note.expected
+    )))
+}
+
 /// Chooses devices across the fleet's hosts that are up.
 ///
 /// # Errors
@@ -56,9 +76,9 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
     let mut figures = Vec::new();
     let mut names = Vec::new();
     let mut skipped = Vec::new();
-    for h in &fleet.hosts {
+    for (h, host_name) in fleet.hosts.iter().zip(fleet.host_names()) {
         if h.state != HostState::Up {
-            skipped.push((h.host.clone(), h.state));
+            skipped.push((host_name.to_string(), h.state));
             continue;
         }
         for d in leaves(h) {
@@ -84,11 +104,12 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 })
                 .filter_map(|p| p.used_memory_bytes)
                 .fold(0u64, u64::saturating_add);
-            // A lost device, or one whose memory is not exported, is never chosen.
+            // A lost device, or one whose memory is not exported or was out of range, is
+            // never chosen.
             let unusable = if d.up == Some(false) {
                 Some(Unusable::Lost)
             } else if d.memory_free_bytes.is_none() {
-                Some(Unusable::MemoryUnreadable(None))
+                Some(Unusable::MemoryUnreadable(memory_refused(d)))
             } else {
                 None
             };
@@ -106,7 +127,7 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 // The exporter does not publish health yet: unknown.
                 attention: None,
             });
-            names.push(format!("{}:{}", h.host, d.id));
+            names.push(format!("{host_name}:{}", d.id));
         }
     }
     Ok(FleetSelection {

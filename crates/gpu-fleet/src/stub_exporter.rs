@@ -35,7 +35,7 @@ pub enum Answer {
     /// This status, with a short text body.
     Status(u16),
     /// Reads the request and never answers (until the client leaves, the stub is dropped or
-    /// [`LONGEST`] passes).
+    /// `LONGEST` passes).
     Silent,
     /// Sends a head announcing a large body, then one byte of it per this interval.
     Dribble(Duration),

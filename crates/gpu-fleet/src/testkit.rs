@@ -38,6 +38,8 @@ pub fn device(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDevice {
         gpu_instance_id: None,
         compute_instance_id: None,
         processes: Vec::new(),
+        out_of_range: Vec::new(),
+        out_of_range_not_kept: 0,
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::worker::StopSignal;
+use crate::stop::StopSignal;
 
 /// Where the collector and the recorder read the time.
 ///

@@ -1,5 +1,4 @@
 #![doc = include_str!("../README.md")]
-#![warn(missing_docs)]
 
 mod clock;
 mod collector;
@@ -7,8 +6,10 @@ mod error;
 #[cfg(feature = "plot")]
 mod plot;
 mod recorder;
+mod sample;
 mod sink;
 mod stats;
+mod stop;
 mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock, Waiter};
@@ -19,8 +20,7 @@ pub use collector::{
 pub use error::{Error, Result};
 #[cfg(feature = "plot")]
 pub use plot::{plot, PlotFormat, PlotOptions, PLOT_MAX_SIZE, PLOT_MIN_SIZE};
-pub use recorder::{
-    human_summaries, DeviceLabel, DeviceMetric, Keep, MemoryUnit, Record, Recorder, Sample,
-};
+pub use recorder::{human_summaries, Keep, MemoryUnit, Record, Recorder};
+pub use sample::{DeviceLabel, DeviceMetric, Sample};
 pub use sink::{CsvSink, IfExists, NdjsonSink, SampleSink};
 pub use stats::Stats;

@@ -14,7 +14,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::recorder::{DeviceMetric, MemoryUnit, Record};
+use crate::recorder::{MemoryUnit, Record};
+use crate::sample::DeviceMetric;
 
 /// The image formats a plot can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 pub use gpu_backend::files::IfExists;
 
 use crate::error::{Error, Result};
-use crate::recorder::{DeviceLabel, DeviceMetric, Sample};
+use crate::sample::{DeviceLabel, DeviceMetric, Sample};
 
 /// Receives a recording's samples as they come.
 pub trait SampleSink: Send {
@@ -84,6 +84,18 @@ impl LineFile {
             header: String::new(),
             line: String::new(),
         }
+    }
+
+    /// Adds `value` as JSON on one line to the line being built, with C1 and bidirectional
+    /// controls (a device's name is the driver's or a fixture's text) written as `\uXXXX`
+    /// (`gpu_devices::text::SafeJson`), as every JSON document gpuscope prints.
+    fn push_json(&mut self, value: &serde_json::Value) -> Result<()> {
+        let text = gpu_devices::text::SafeJson::to_string(value, false).map_err(|e| Error::Io {
+            path: self.path.clone(),
+            error: e.into(),
+        })?;
+        self.line.push_str(&text);
+        Ok(())
     }
 
     /// Keeps the line built in `line` as the header, to go out with the first sample.
@@ -226,7 +238,7 @@ impl SampleSink for NdjsonSink {
             "unit": metric.unit(),
             "devices": devices,
         });
-        self.out.line.push_str(&header.to_string());
+        self.out.push_json(&header)?;
         self.out.keep_header();
         Ok(())
     }
@@ -238,7 +250,7 @@ impl SampleSink for NdjsonSink {
             "timestamp": sample.timestamp,
             "values": values,
         });
-        self.out.line.push_str(&line.to_string());
+        self.out.push_json(&line)?;
         self.out.flush_line()
     }
 }

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 /// Per-process utilization, percent, from the newest of the driver's samples of this process.
 ///
 /// NVML samples each process at its own pace: while one process's newest sample advances every
-/// second, another's can stand still for several seconds and then jump (on a real H100, a light
-/// process beside a matrix-product job: up to 7.8 s between two of its samples). So a process
+/// second, another's can stand still for several seconds and then jump (a light process beside
+/// a busy job; [`crate::SAMPLE_MAX_AGE`] says how long). So a process
 /// keeps the values of its own newest sample, counted by its own timestamps, for
 /// [`crate::SAMPLE_MAX_AGE`] (15 s); past that age, or before its first sample, the values are
 /// N/A (`None`). A process never flips between a value and N/A from one refresh to the next:

@@ -12,10 +12,11 @@ use crate::process::ProcessUtilization;
 /// How long a process shows the values of its newest utilization sample while no newer one
 /// comes: 15 s. Past it the values are N/A (the sample's time and age are still given).
 ///
-/// NVML samples each process at its own pace. On real H100s, a light process beside a
-/// matrix-product job kept the same newest sample for up to 7.8 s before the next one came,
-/// while the job's advanced every second; alone, its sample advanced every second. 15 s is
-/// about twice that stand-still, so a process that is still sampled keeps a value, while one
+/// NVML samples each process at its own pace: a light process beside a busy job can keep the
+/// same newest sample for seconds before the next one comes, while the job's advances every
+/// second (up to 7.8 s in the real recording `fixtures/h100-real.json`, which
+/// `tests/real_h100_utilization.rs` replays; docs/snapshot-json.md). 15 s is about twice that
+/// stand-still, so a process that is still sampled keeps a value, while one
 /// that stopped being sampled (NVML samples only processes that did something) turns N/A
 /// after 15 s instead of showing old figures for ever.
 pub const SAMPLE_MAX_AGE: Duration = Duration::from_secs(15);
@@ -215,8 +216,8 @@ mod tests {
         assert_eq!(t.kept(), 2);
     }
 
-    /// The bug seen on real H100s: with one "newest seen" per device, a process whose samples
-    /// come less often than another's always looked old and showed N/A.
+    /// Regression: with one "newest seen" per device, a process whose samples come less often
+    /// than another's always looked old and showed N/A.
     #[test]
     fn a_slow_process_keeps_its_value_beside_a_fast_one() {
         let t = UtilizationTracker::new();
@@ -280,7 +281,7 @@ mod tests {
         assert_eq!(got[&7].sm, Some(30));
         // No sample at all this refresh: the kept one stays.
         assert_eq!(t.update(GPU, &[], &one, NOW_MS)[&7].sm, Some(30));
-        // The same timestamp with another value: the driver revised it (seen on a real H100).
+        // The same timestamp with another value: the driver revises a sample it gave before.
         let got = t.update(GPU, &[sample(7, ago(1.0), 20)], &one, NOW_MS);
         assert_eq!(got[&7].sm, Some(20));
     }

@@ -386,7 +386,7 @@ fn a_snapshot_asks_each_query_once_per_device() {
     // The events too, once per device (on NVML they are read from the listener's buffer).
     for &id in backend.fixture().devices.keys() {
         let key = gpu_backend::CallKey {
-            query: "events",
+            query: gpu_backend::Query::events,
             arg: None,
             device: Some(id),
         };
@@ -408,7 +408,7 @@ fn a_snapshot_asks_each_query_once_per_device() {
     let device_calls = |c: &gpu_backend::CallCounts| {
         c.by_query
             .iter()
-            .filter(|(k, _)| !system.contains(&k.query))
+            .filter(|(k, _)| !system.contains(&k.query.as_str()))
             .map(|(_, n)| n)
             .sum::<u64>()
     };
@@ -428,7 +428,10 @@ fn static_answers_are_read_once_per_session_not_every_refresh() {
     };
     // Whether `counts` holds a query of the table's `wanted` section.
     let asks = |counts: &gpu_backend::CallCounts, wanted: &str| {
-        counts.by_query.keys().any(|k| section(k.query) == wanted)
+        counts
+            .by_query
+            .keys()
+            .any(|k| section(k.query.as_str()) == wanted)
     };
     for stem in ["h100-sxm-8gpu", "h100-mig"] {
         let (backend, collector) = collector_at(load(stem), 3);
@@ -445,7 +448,7 @@ fn static_answers_are_read_once_per_session_not_every_refresh() {
         let statics: Vec<_> = on_later
             .by_query
             .keys()
-            .filter(|k| section(k.query) == "static")
+            .filter(|k| section(k.query.as_str()) == "static")
             .collect();
         assert!(statics.is_empty(), "{stem}: asked again: {statics:?}");
         assert!(on_later.repeated().is_empty(), "{stem}");
@@ -540,10 +543,9 @@ fn spawn_exec(cmd: &mut std::process::Command, prefix: &[u8]) -> std::process::C
 /// Whether this test runs as root (who alone may start a process as another user or in a new
 /// PID namespace).
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| gpu_backend::host::parse_status_uid(&s))
-        == Some(0)
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's user.
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 /// A live table: our own child, a PID that has ended, a process of another user and one in

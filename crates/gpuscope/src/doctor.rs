@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use gpu_backend::cost::{CallLog, CallObserver, CallRecord, CostCollector, CostProfile, Timing};
-use gpu_backend::query::QUERIES;
+use gpu_backend::query::{Query, QUERIES};
 use gpu_backend::recorder::{self, Snapshot};
 use gpu_backend::{Answer, BackendError, DeviceId, EventKind, GpuBackend, SourceBackend};
 use gpu_devices::text::Escaped;
@@ -121,7 +121,7 @@ pub fn run(args: Args) -> Result<()> {
         .filter(|f| f.verdict == Verdict::Fail)
         .count();
     if args.json {
-        crate::output::write_stdout(&(serde_json::to_string_pretty(&report.profile)? + "\n"))?;
+        crate::output::write_stdout(&crate::output::json(&report.profile, true)?)?;
         for f in report
             .findings
             .iter()
@@ -189,7 +189,7 @@ struct GpuEvents {
 struct Observer {
     costs: CostCollector,
     /// The first failure of each (query, device).
-    failed: Mutex<HashMap<(&'static str, Device), BackendError>>,
+    failed: Mutex<HashMap<(Query, Device), BackendError>>,
     /// Whether calls are logged (`-vv`), as `gpu_backend::Source::open` would log them.
     log: bool,
 }
@@ -363,12 +363,12 @@ fn count_events(
 /// The failures by error, then query, with the devices; a physical GPU's instance ids
 /// answering INVALID_ARGUMENT is N/A, as everywhere (`gpu_devices::instance_id_answer`).
 fn unanswered(
-    failed: HashMap<(&'static str, Device), BackendError>,
+    failed: HashMap<(Query, Device), BackendError>,
 ) -> BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>> {
     let mut out: BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>> = BTreeMap::new();
     for ((query, device), error) in failed {
         let error = match (query, device) {
-            ("gpu_instance_id" | "compute_instance_id", Device::Id(id)) => {
+            (Query::gpu_instance_id | Query::compute_instance_id, Device::Id(id)) => {
                 gpu_devices::instance_id_answer(id, Err(error)).err()
             }
             _ => Some(error),
@@ -376,7 +376,7 @@ fn unanswered(
         let Some(error) = error else { continue };
         out.entry(error_name(&error))
             .or_default()
-            .entry(query)
+            .entry(query.as_str())
             .or_default()
             .insert(device);
     }
@@ -682,8 +682,7 @@ fn host_findings(proc_root: &Path, s: &Snapshot) -> Vec<Finding> {
             Some(m) => hidepid_finding(&m, &Credentials::current()),
         },
     );
-    let status = std::fs::read_to_string("/proc/self/status").ok();
-    let nspid = status.as_deref().and_then(nspid_depth);
+    let nspid = gpu_backend::host::own_pid_namespace_depth();
     let missing = pids_missing(proc_root, s);
     out.push(namespace_finding(
         nspid,
@@ -787,15 +786,6 @@ fn hidepid_finding(m: &ProcMount, who: &Credentials) -> Finding {
         ),
     )
     .hint(format!("run gpuscope as root, or add this user to {gid}"))
-}
-
-/// How many PID namespaces deep this process is, from `/proc/self/status`'s `NSpid:` line
-/// (one PID per namespace, outermost first): 1 on the host. `None` when the line is absent
-/// (a kernel before 4.1).
-pub fn nspid_depth(status: &str) -> Option<usize> {
-    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
-    let n = line.split_whitespace().count();
-    (n > 0).then_some(n)
 }
 
 /// The GPU processes NVML lists (host PIDs) that `proc_root` has no directory for.
@@ -1032,13 +1022,6 @@ mod tests {
     }
 
     #[test]
-    fn nspid_counts_the_namespaces() {
-        assert_eq!(nspid_depth("Name:\tx\nNSpid:\t4242\n"), Some(1));
-        assert_eq!(nspid_depth("NSpid:\t4242\t7\n"), Some(2));
-        assert_eq!(nspid_depth("Name:\tx\n"), None);
-    }
-
-    #[test]
     fn a_nested_namespace_or_missing_pids_warn_with_the_host_pid_hint() {
         let f = namespace_finding(Some(2), false, &(0, vec![]));
         assert_eq!(f.verdict, Verdict::Warn);
@@ -1060,7 +1043,6 @@ mod tests {
         #[test]
         fn the_parsers_never_panic(text in ".{0,400}") {
             let _ = proc_mount(&text, "/proc");
-            let _ = nspid_depth(&text);
         }
 
         #[test]

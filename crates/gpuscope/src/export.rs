@@ -123,7 +123,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     // Each change of health, to stderr, once per change.
     exporter.run(listener, |health| match health.reason() {
-        Some(why) => eprintln!("gpuscope: unhealthy, /health and /metrics answer 503: {why}"),
+        Some(why) => eprintln!(
+            "gpuscope: unhealthy, /health and /metrics answer 503: {}",
+            gpu_devices::text::Escaped(why)
+        ),
         None => eprintln!("gpuscope: healthy again"),
     })?;
     Ok(())

@@ -14,8 +14,9 @@ use gpu_fleet::{
 };
 
 use crate::args::{self, DurationBounds};
-use crate::output::{escape_lines, write_stdout};
+use crate::output::write_stdout;
 use crate::source::{Shortfall, UsageError};
+use gpu_devices::text::escape_control;
 use view::SortArg;
 
 /// Environment variable holding the Prometheus basic-auth password.
@@ -64,8 +65,9 @@ pub struct FleetArgs {
     #[arg(long, value_name = "FILE", requires = "prometheus_cert")]
     pub prometheus_key: Option<PathBuf>,
 
-    /// Give up on one query after this long; with --remote, on the read of every exporter
-    /// together.
+    /// Give up after this long: on a whole refresh (from Prometheus, all its queries: those not
+    /// answered by then are left out and listed as errors; with --remote, the read of every
+    /// exporter together).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = args::duration(TIMEOUT))]
     pub prometheus_timeout: Duration,
 
@@ -209,16 +211,13 @@ pub fn release_large_blocks() {
 }
 
 /// Writes the fleet's JSON (docs/fleet.md) to stdout as it is encoded (a fleet's document is
-/// tens of MB: it is never held whole); a closed pipe is not an error. `line`: on one line
-/// (JSON Lines, for `--watch`) instead of indented.
+/// tens of MB: it is never held whole), C1 and bidirectional controls as `\uXXXX`
+/// ([`gpu_devices::text::SafeJson`]); a closed pipe is not an error. `line`: on one line (JSON
+/// Lines, for `--watch`) instead of indented.
 pub fn write_json(fleet: &Fleet, line: bool) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let encoded = if line {
-        serde_json::to_writer(&mut out, fleet)
-    } else {
-        serde_json::to_writer_pretty(&mut out, fleet)
-    };
+    let encoded = gpu_devices::text::SafeJson::to_writer(&mut out, fleet, !line);
     let written = encoded
         .map_err(std::io::Error::from)
         .and_then(|()| out.write_all(b"\n"))
@@ -250,8 +249,11 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
         // asked for, before --filter: no fleet at all, or no host up, is nothing to show.
         let mut f = source
             .refresh_after(None)
-            .map_err(|e| Shortfall::nothing(format!("{e:#}")))?;
+            .map_err(|e| Shortfall::nothing(one_line(&e)))?;
         let short = shortfall(&f);
+        if json {
+            warn_out_of_range(&f);
+        }
         if let Some(filter) = &view.filter {
             filter.apply(&mut f);
         }
@@ -267,46 +269,183 @@ pub fn snapshot(fleet: &FleetArgs, view: &ViewArgs, json: bool) -> anyhow::Resul
     loop {
         let started = std::time::Instant::now();
         match one(&source, &mut previous) {
-            Ok(f) if json => write_json(&f, true)?,
+            Ok(f) if json => {
+                warn_out_of_range(&f);
+                write_json(&f, true)?
+            }
             Ok(f) => write_stdout(&format!(
                 "\x1b[H\x1b[2J{}",
                 view::render_text(&f, view.sort.into())
             ))?,
             // A refresh that fails is shown, and the next one tried; with --json on stderr, so
             // that stdout stays JSON Lines.
-            Err(e) if json => eprintln!("gpuscope: {}", escape_lines(&format!("{e:#}"))),
-            Err(e) => write_stdout(&format!("gpuscope: {}\n", escape_lines(&format!("{e:#}"))))?,
+            Err(e) if json => eprintln!("gpuscope: {}", one_line(&e)),
+            Err(e) => write_stdout(&format!("gpuscope: {}\n", one_line(&e)))?,
         }
         std::thread::sleep(every.saturating_sub(started.elapsed()));
     }
 }
 
-/// How much of `fleet` is missing: `None` when every host is up; partial when some are down or
-/// stale; nothing when none is up (or there is no host).
+/// Why a refresh gave no fleet, on one line: gpu-fleet's errors are one line of their own, so
+/// a line break in them came from a peer (Prometheus's error text) and is escaped with the rest.
+pub fn one_line(e: &impl std::fmt::Display) -> String {
+    gpu_devices::text::escape_control(&format!("{e:#}")).into_owned()
+}
+
+/// Says on stderr which values the hosts sent out of range (each N/A in the document), for
+/// `--json`, whose stdout is the document alone; the table says it in its own lines.
+pub fn warn_out_of_range(fleet: &Fleet) {
+    for line in view::out_of_range_lines(fleet, view::MAX_WARNINGS) {
+        eprintln!("gpuscope: warning: {line}");
+    }
+}
+
+/// How much of `fleet` is missing: `None` when every host is up and every query answered in
+/// full; partial when some hosts are down or stale, or some queries failed or answered in part
+/// (the hosts shown lack what those would have given); nothing when no host is up (or there is
+/// no host).
 fn shortfall(fleet: &Fleet) -> Option<Shortfall> {
-    let missing: Vec<String> = fleet
-        .hosts
-        .iter()
-        .filter(|h| h.state != HostState::Up)
-        .map(|h| format!("{} ({})", h.host, h.state.as_str()))
+    // A fleet can have thousands of hosts: the message names the first few.
+    const NAMED: usize = 10;
+    let names = fleet.host_names();
+    let not_up = || {
+        fleet
+            .hosts
+            .iter()
+            .zip(&names)
+            .filter(|(h, _)| h.state != HostState::Up)
+    };
+    let mut missing: Vec<String> = not_up()
+        .take(NAMED)
+        .map(|(h, name)| format!("{} ({})", escape_control(name), h.state.as_str()))
         .collect();
+    let count = not_up().count();
+    if count > NAMED {
+        missing.push(format!("and {} more", count - NAMED));
+    }
     let total = fleet.hosts.len();
     if total == 0 {
         return Some(Shortfall::nothing("no host to show".into()));
     }
+    let failed = failed_queries(fleet);
     if missing.is_empty() {
-        return None;
+        return failed.map(Shortfall::partial);
     }
-    let what = format!(
+    let mut what = format!(
         "{} of {} {} not up: {}",
-        missing.len(),
+        count,
         total,
         if total == 1 { "host" } else { "hosts" },
-        escape_lines(&missing.join(", "))
+        missing.join(", ")
     );
-    Some(if missing.len() == total {
+    if let Some(failed) = failed {
+        what = format!("{what}; {failed}");
+    }
+    Some(if count == total {
         Shortfall::nothing(what)
     } else {
         Shortfall::partial(what)
     })
+}
+
+/// The queries of `fleet` that failed or answered in part, for a one-line message (the first
+/// few named, each once): `None` when every query answered in full. With `--remote` an error
+/// is an exporter's, under its URL: that of a host that is not up is said by the host's state
+/// already, and is not counted again; that of a host that is up (lines of its answer skipped)
+/// is.
+pub fn failed_queries(fleet: &Fleet) -> Option<String> {
+    const NAMED: usize = 3;
+    let not_up: std::collections::HashSet<&str> = fleet
+        .hosts
+        .iter()
+        .filter(|h| h.state != HostState::Up)
+        .filter_map(|h| h.instance.as_deref())
+        .collect();
+    let mut queries: Vec<&str> = Vec::new();
+    for e in &fleet.errors {
+        if !queries.contains(&e.query.as_str()) && !not_up.contains(e.query.as_str()) {
+            queries.push(&e.query);
+        }
+    }
+    if queries.is_empty() {
+        return None;
+    }
+    let more = match queries.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some(format!(
+        "{} {} failed or answered in part: {}{more}",
+        queries.len(),
+        if queries.len() == 1 {
+            "query"
+        } else {
+            "queries"
+        },
+        escape_control(&queries[..queries.len().min(NAMED)].join(", "))
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_fleet::testkit::{fleet, host};
+
+    #[test]
+    fn a_shortfall_names_the_first_hosts_not_up_and_counts_the_rest() {
+        let mut hosts = vec![host("up", HostState::Up, vec![])];
+        hosts.extend((0..25).map(|i| host(&format!("n{i:02}"), HostState::Down, vec![])));
+        let short = shortfall(&fleet(hosts)).expect("partial");
+        assert_eq!(short.code, Shortfall::PARTIAL);
+        let named: Vec<String> = (0..10).map(|i| format!("n{i:02} (down)")).collect();
+        assert_eq!(
+            short.to_string(),
+            format!("25 of 26 hosts not up: {}, and 15 more", named.join(", "))
+        );
+    }
+
+    #[test]
+    fn failed_queries_are_named_once_each_the_first_few() {
+        let mut f = fleet(vec![host("a", HostState::Up, vec![])]);
+        assert!(shortfall(&f).is_none());
+        for q in ["q1", "q1", "q2", "q3", "q4", "q5"] {
+            f.errors.push(gpu_fleet::FamilyError {
+                query: q.into(),
+                error: "x".into(),
+            });
+        }
+        let short = shortfall(&f).expect("partial");
+        assert_eq!(short.code, Shortfall::PARTIAL);
+        assert_eq!(
+            short.to_string(),
+            "5 queries failed or answered in part: q1, q2, q3 and 2 more"
+        );
+    }
+
+    #[test]
+    fn an_exporters_error_counts_once_as_its_host_down_not_again_as_a_failed_query() {
+        // --remote: each exporter's error is under its URL, its host's instance.
+        let mut f = fleet(vec![
+            host("a", HostState::Up, vec![]),
+            host("b", HostState::Down, vec![]),
+        ]);
+        f.errors.push(gpu_fleet::FamilyError {
+            query: "b:9445".into(),
+            error: "connection refused".into(),
+        });
+        assert_eq!(failed_queries(&f), None);
+        assert_eq!(
+            shortfall(&f).expect("partial").to_string(),
+            "1 of 2 hosts not up: b (down)"
+        );
+        // An error of a host that is up (lines of its answer skipped) makes the fleet partial.
+        f.errors.push(gpu_fleet::FamilyError {
+            query: "a:9445".into(),
+            error: "2 lines of the answer not in the text format, skipped".into(),
+        });
+        assert_eq!(
+            failed_queries(&f).as_deref(),
+            Some("1 query failed or answered in part: a:9445")
+        );
+    }
 }

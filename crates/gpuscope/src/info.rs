@@ -96,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.json {
         let view = crate::snapshot::take_devices(&src.collector, src.label, &devices);
-        return crate::output::write_stdout(&(serde_json::to_string_pretty(&view)? + "\n"));
+        return crate::output::write_stdout(&crate::output::json(&view, true)?);
     }
     let snaps = src.collector.take_snapshots(&devices);
     // A process's parent by name, as igpu shows it: the host asked once per parent.
@@ -359,10 +359,10 @@ fn first_gpm_sample(
     window: Duration,
 ) {
     let ctx = collector.context();
-    let only_gpm: Vec<&'static str> = gpu_backend::fixture::DeviceDynamic::FIELDS
+    let only_gpm: Vec<gpu_devices::Query> = gpu_backend::fixture::DeviceDynamic::FIELDS
         .iter()
-        .map(|(_, q)| *q)
-        .filter(|q| *q != "gpm_metrics")
+        .map(|&(_, q)| q)
+        .filter(|&q| q != gpu_devices::Query::gpm_metrics)
         .collect();
     let everything = ctx.query_plan();
     ctx.set_query_plan(gpu_devices::QueryPlan::everything().without(&only_gpm));

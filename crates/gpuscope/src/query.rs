@@ -210,7 +210,7 @@ pub const FIELDS: &[GpuField] = &[
     field!(["gom.current", "gpu_operation_mode.current"], None, "GPU operation mode", |r| r.dev.gpu_operation_mode.clone().map(|m| gom(m.current))),
     field!(["gom.pending", "gpu_operation_mode.pending"], None, "GPU operation mode after the next reboot", |r| r.dev.gpu_operation_mode.clone().map(|m| gom(m.pending))),
     field!(["fan.speed"], Some("%"), "intended fan speed", |r| num(&r.dev.fan_speed)),
-    field!(["pstate"], None, "performance state, P0 to P15", |r| r.dev.performance_state.clone().and_then(|p| if p <= 15 { Na::Value(format!("P{p}")) } else { Na::NotAvailable })),
+    field!(["pstate"], None, "performance state, P0 to P15", |r| r.dev.performance_state.clone().and_then(|p| gpu_backend::PerformanceState::known(p).map_or(Na::NotAvailable, |p| Na::Value(p.to_string())))),
     field!(["clocks_event_reasons.supported", "clocks_throttle_reasons.supported"], None, "clock event reasons the GPU can report, a bit mask", |r| r.dev.supported_clock_event_reasons.clone().map(|m| format!("0x{m:016X}"))),
     field!(["clocks_event_reasons.active", "clocks_throttle_reasons.active"], None, "clock event reasons active now, a bit mask", |r| r.dev.clock_event_reasons.clone().map(|m| format!("0x{m:016X}"))),
     field!(["clocks_event_reasons.gpu_idle", "clocks_throttle_reasons.gpu_idle"], None, "nothing runs, clocks are low: Active or Not Active", |r| reason(r.dev, 0x1)),

@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 
+use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::units::bytes2human;
 use gpu_devices::CudaDeviceOrder;
 use gpu_select::{Candidate, Criteria, Fate, Format, Outcome, Pool, Selection};
@@ -235,17 +236,32 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         .fleet
         .open()?
         .refresh()
-        .map_err(|e| crate::source::Shortfall::nothing(format!("{e:#}")))?;
+        .map_err(|e| crate::source::Shortfall::nothing(crate::fleet::one_line(&e)))?;
     let chosen = gpu_fleet::select(&fleet, criteria).map_err(|e| UsageError(e.to_string()))?;
+    // A value out of range is N/A, which can change the choice: always said.
+    crate::fleet::warn_out_of_range(&fleet);
     if args.explain {
+        // Host names, devices' names and Prometheus's errors come from outside: each is
+        // escaped where it is put, so that a line break in one cannot start a line of its own.
         let mut text = String::new();
         for e in &fleet.errors {
-            let _ = writeln!(text, "query {}: {}", e.query, e.error);
+            let _ = writeln!(text, "query {}: {}", Escaped(&e.query), Escaped(&e.error));
         }
         for (host, state) in &chosen.skipped {
-            let _ = writeln!(text, "{host}: left out, its exporter is {}", state.as_str());
+            let _ = writeln!(
+                text,
+                "{}: left out, its exporter is {}",
+                Escaped(host),
+                state.as_str()
+            );
         }
-        text += &explain_named(&chosen.selection, criteria, &chosen.names);
+        let names: Vec<String> = chosen
+            .names
+            .iter()
+            .map(|n| escape_control(n).into_owned())
+            .collect();
+        text += &explain_named(&chosen.selection, criteria, &names);
+        // The table's own line breaks kept; anything missed above is still made inert.
         eprint!("{}", crate::output::escape_lines(&text));
     }
     // Devices of other hosts: no CUDA_VISIBLE_DEVICES for this one.
@@ -256,7 +272,16 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
         chosen.selection.is_short(),
         criteria.min_count,
         cuda_hint,
-    )
+    )?;
+    // Chosen without what the failed queries would have said (docs/exit-codes.md): the
+    // devices are printed, and the exit code says partial.
+    match crate::fleet::failed_queries(&fleet) {
+        Some(failed) => Err(crate::source::Shortfall::partial(format!(
+            "chosen from part of the fleet's data: {failed}"
+        ))
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// The criteria the options ask for; a contradiction is a usage error.
@@ -308,7 +333,9 @@ fn explain(s: &Selection, criteria: &Criteria) -> String {
     explain_named(s, criteria, &names)
 }
 
-/// [`explain`] with each candidate called by its name in `names` (`host:index` in a fleet).
+/// [`explain`] with each candidate called by its name in `names` (`host:index` in a fleet),
+/// which the caller has escaped; the backend's and the exporters' text in each verdict is
+/// escaped here, line breaks included, so that each device keeps its one line.
 fn explain_named(s: &Selection, criteria: &Criteria, names: &[String]) -> String {
     let mut out = String::new();
     let width = names
@@ -349,7 +376,10 @@ fn verdict(
 ) -> String {
     let limit = |k: &gpu_select::Check| match k.constraint {
         gpu_select::Constraint::Healthy => {
-            format!("needs attention ({})", c.attention.join(", "))
+            format!(
+                "needs attention ({})",
+                escape_control(&c.attention.join(", "))
+            )
         }
         gpu_select::Constraint::MinFreeMemory | gpu_select::Constraint::MinTotalMemory => {
             format!(
@@ -376,9 +406,10 @@ fn verdict(
         Fate::Selected => format!("selected #{}", rank.map_or(0, |r| r + 1)),
         Fate::Unusable => format!(
             "refused: {}",
-            c.unusable
-                .as_ref()
-                .map_or_else(|| "cannot be used".to_string(), ToString::to_string)
+            c.unusable.as_ref().map_or_else(
+                || "cannot be used".to_string(),
+                |u| escape_control(&u.to_string()).into_owned()
+            )
         ),
         Fate::Rejected => {
             let failed: Vec<String> = c.failed().map(limit).collect();

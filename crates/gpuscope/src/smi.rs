@@ -73,23 +73,24 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
 /// a one-shot did not change, those calls being off its critical path (docs/benchmarks.md,
 /// "gpuscope smi"). `-q` shows nearly everything and asks everything.
 fn query_plan(mode: &Mode) -> Option<gpu_devices::QueryPlan> {
+    use gpu_devices::Query;
     let everything = gpu_devices::QueryPlan::everything();
     match mode {
         Mode::List => {
-            let dynamic: Vec<&'static str> = gpu_backend::fixture::DeviceDynamic::FIELDS
+            let dynamic: Vec<Query> = gpu_backend::fixture::DeviceDynamic::FIELDS
                 .iter()
                 .map(|&(_, query)| query)
                 .collect();
             Some(everything.without(&dynamic))
         }
         Mode::Bare | Mode::QueryGpu(_) | Mode::QueryApps(_) => Some(everything.without(&[
-            "pcie_throughput",
-            "total_energy_consumption",
-            "bar1_memory_info",
-            "nvlink_throughput",
-            "nvlink_error_counters",
-            "process_utilization",
-            "gpm_metrics",
+            Query::pcie_throughput,
+            Query::total_energy_consumption,
+            Query::bar1_memory_info,
+            Query::nvlink_throughput,
+            Query::nvlink_error_counters,
+            Query::process_utilization,
+            Query::gpm_metrics,
         ])),
         _ => None,
     }

@@ -131,7 +131,7 @@ pub struct HealthView {
     pub remapped_rows_pending: Option<bool>,
     pub remapped_rows_failure: Option<bool>,
     pub pcie_replay_counter: Option<u32>,
-    /// The reasons set now, by name (`gpu_backend::CLOCK_EVENT_REASONS`).
+    /// The reasons set now, by name (`gpu_backend::ClockEventReasons::names`).
     pub clock_event_reasons: Option<Vec<String>>,
     /// The reasons the device can report, by name.
     pub supported_clock_event_reasons: Option<Vec<String>>,
@@ -277,7 +277,10 @@ pub fn health_view(d: &DeviceSnapshot) -> HealthView {
         v.value()
             .map(|list| list.iter().map(|a| format!("{a:#018x}")).collect())
     };
-    let reasons = |v: &Na<u64>| v.value().map(|&m| gpu_backend::clock_event_reason_names(m));
+    let reasons = |v: &Na<u64>| {
+        v.value()
+            .map(|&m| gpu_backend::ClockEventReasons::from_bits_retain(m).names())
+    };
     let ecc = &d.ecc_errors;
     let rows = d.remapped_rows.value();
     let limits = d.power_limit_constraints.value();
@@ -537,8 +540,8 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
         performance_state: d
             .performance_state
             .value()
-            .filter(|&&p| p <= 15)
-            .map(|p| format!("P{p}")),
+            .and_then(|&p| gpu_backend::PerformanceState::known(p))
+            .map(|p| p.to_string()),
         graphics_clock_mhz: d.clocks.graphics.value().copied(),
         sm_clock_mhz: d.clocks.sm.value().copied(),
         memory_clock_mhz: d.clocks.memory.value().copied(),
@@ -625,16 +628,32 @@ pub(crate) fn device_cells(
     ]
 }
 
-/// A device's power cell, `draw / limit` in whole watts; N/A when neither is known.
+/// A device's power cell, `draw / limit` in whole watts ([`whole`]); N/A when neither is known.
 pub(crate) fn power_cell(usage: Option<f64>, limit: Option<f64>) -> String {
     match (usage, limit) {
         (None, None) => "N/A".to_string(),
         (u, l) => format!(
             "{} / {}",
-            na(u.map(|w| format!("{}W", w.round() as u64))),
-            na(l.map(|w| format!("{}W", w.round() as u64)))
+            na(u.and_then(|w| whole(w, "W"))),
+            na(l.and_then(|w| whole(w, "W")))
         ),
     }
+}
+
+/// A measure to the nearest whole unit, as it is: `612W`, `-5W`, and `1.0e308W` for one too
+/// large to write out; `None` (N/A) for NaN and the infinities. Never clamped: a value the
+/// readers let through is shown as what it is, not as `0W` or `18446744073709551615W`.
+pub(crate) fn whole(v: f64, unit: &str) -> Option<String> {
+    if !v.is_finite() {
+        return None;
+    }
+    let v = v.round();
+    Some(if v.abs() < 1e15 {
+        // Rounded and below 2^53: the decimal text is the whole number, `-0` read as `0`.
+        format!("{}{unit}", v + 0.0)
+    } else {
+        format!("{v:.1e}{unit}")
+    })
 }
 
 /// A value for people, or N/A.
@@ -818,5 +837,20 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
         let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{power_cell, whole};
+
+    /// A power of -5 W showed `0W`, and 1e308 W `18446744073709551615W` (`as u64`).
+    #[test]
+    fn negative_or_huge_watts_are_shown_as_they_are_never_clamped() {
+        assert_eq!(power_cell(Some(612.4), Some(700.0)), "612W / 700W");
+        assert_eq!(power_cell(Some(-5.0), None), "-5W / N/A");
+        assert_eq!(power_cell(Some(1e308), Some(f64::NAN)), "1.0e308W / N/A");
+        assert_eq!(whole(-0.2, "W").as_deref(), Some("0W"));
+        assert_eq!(whole(f64::INFINITY, "W"), None);
     }
 }

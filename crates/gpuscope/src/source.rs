@@ -238,9 +238,10 @@ impl SourceArgs {
     ) -> Result<T> {
         if self.demo != Some(DemoMode::Auto) {
             return Err(Shortfall::nothing(format!(
-                "cannot reach the GPUs: {e}.\n\
+                "cannot reach the GPUs: {}.\n\
                  No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
-                 machine, or `--fixture FILE` to replay a recording."
+                 machine, or `--fixture FILE` to replay a recording.",
+                gpu_devices::text::Escaped(&e.to_string())
             ))
             .into());
         }

@@ -158,11 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         |view, _| {
             Ok(if json {
                 let doc = gpustat_json(view, !args.no_processes);
-                if watching {
-                    serde_json::to_string(&doc)? + "\n"
-                } else {
-                    serde_json::to_string_pretty(&doc)? + "\n"
-                }
+                crate::output::json(&doc, !watching)?
             } else {
                 crate::compact::render(view, &compact, compact.width(), compact.colour())
             })

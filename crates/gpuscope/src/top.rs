@@ -469,20 +469,21 @@ pub fn run(args: Args) -> Result<()> {
 /// every [`GPM_EVERY`], so that it is the activity over that time; `process_utilization`
 /// (1.4-2.2 ms) at every refresh while a GPU has processes (the default).
 pub(crate) fn query_plan() -> gpu_devices::QueryPlan {
+    use gpu_devices::Query;
     gpu_devices::QueryPlan::everything()
         .without(&[
-            "pcie_throughput",
-            "total_energy_consumption",
-            "bar1_memory_info",
-            "pcie_replay_counter",
-            "current_pcie_link_generation",
-            "current_pcie_link_width",
-            "nvlink_throughput",
-            "nvlink_error_counters",
-            "encoder_utilization",
-            "decoder_utilization",
+            Query::pcie_throughput,
+            Query::total_energy_consumption,
+            Query::bar1_memory_info,
+            Query::pcie_replay_counter,
+            Query::current_pcie_link_generation,
+            Query::current_pcie_link_width,
+            Query::nvlink_throughput,
+            Query::nvlink_error_counters,
+            Query::encoder_utilization,
+            Query::decoder_utilization,
         ])
-        .with("gpm_metrics", gpu_devices::Cadence::Every(GPM_EVERY))
+        .with(Query::gpm_metrics, gpu_devices::Cadence::Every(GPM_EVERY))
 }
 
 /// How often the viewer asks GPM activity: its figures are the activity over this time.

@@ -321,15 +321,39 @@ fn a_failing_family_leaves_its_values_out_and_says_so_the_rest_still_shows() {
 }
 
 #[test]
-fn a_slow_family_times_out_and_the_rest_still_shows() {
+fn a_slow_family_spends_the_refresh_time_and_what_came_before_still_shows() {
+    // --prometheus-timeout bounds the whole refresh: the slow family is cut at the deadline,
+    // the families before it show, the four after it are not asked.
     let mut r = replies();
     r.insert(
         "gpuscope_device_power_usage_watts".into(),
-        Reply::Slow(Duration::from_secs(5)),
+        Reply::Slow(Duration::from_secs(30)),
     );
-    let args = ["--prometheus-timeout", "300ms"];
-    let errors = errors_of_a_missing_family(r, &args, "power_usage_watts", 1);
+    let args = ["--prometheus-timeout", "4s"];
+    let errors = errors_of_a_missing_family(r, &args, "power_usage_watts", 5);
     assert_eq!(errors[0]["query"], "gpuscope_device_power_usage_watts");
+    let error = errors[0]["error"].as_str().unwrap();
+    assert!(error.contains("no answer within"), "{error}");
+    let not_asked: Vec<&str> = errors[1..]
+        .iter()
+        .map(|e| e["query"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        not_asked,
+        [
+            "gpuscope_device_power_limit_watts",
+            "gpuscope_device_info",
+            "gpuscope_process_gpu_memory_bytes",
+            "gpuscope_process_gpu_sm_utilization_ratio"
+        ]
+    );
+    for e in &errors[1..] {
+        let error = e["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("not asked: the refresh's time limit"),
+            "{error}"
+        );
+    }
 }
 
 #[test]
@@ -972,4 +996,273 @@ fn refreshes_ask_again_only_for_the_hosts_whose_sample_changed() {
 
 fn first_query() -> String {
     SAMPLE_TIME_QUERY.to_string()
+}
+
+/// Issue 32, item 1: a Prometheus answering every query with tens of thousands of warnings
+/// (a million made gpuscope use 2.16 GB; the figures are in docs/security.md). Each answer
+/// keeps its first 16 warnings and says how many more there were; the values still show.
+#[test]
+fn warnings_bomb_is_truncated_with_a_note() {
+    const WARNINGS: usize = 50_000;
+    let mut r = replies();
+    for q in fleet_queries() {
+        let body = match r.get(&q) {
+            Some(Reply::Body(b)) => b.clone(),
+            _ => vector(T, &[]),
+        };
+        r.insert(
+            q,
+            Reply::Body(fleet_support::with_warnings(&body, WARNINGS)),
+        );
+    }
+    let stub = start(r, None);
+    let fleet = fleet_json(&stub, &[]);
+    assert_eq!(
+        host(&fleet, "node-a")["devices"][0]["memory_free_bytes"],
+        10 * GIB
+    );
+    let errors = fleet["errors"].as_array().unwrap();
+    for q in fleet_queries() {
+        let of_q: Vec<&str> = errors
+            .iter()
+            .filter(|e| e["query"] == q.as_str())
+            .map(|e| e["error"].as_str().unwrap())
+            .collect();
+        assert_eq!(of_q.len(), 17, "{q}: {:?}...", &of_q[..of_q.len().min(3)]);
+        assert_eq!(
+            of_q[16],
+            format!(
+                "partial answer: {} more warnings not kept (at most 16 an answer)",
+                WARNINGS - 16
+            ),
+            "{q}"
+        );
+    }
+    // The table says the same, in as many lines.
+    let text = shown(&on_stub(&stub, "snapshot", &[], &[]));
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("error: ")).count(),
+        15 * 17
+    );
+}
+
+/// The 15 queries of a first refresh.
+fn fleet_queries() -> Vec<String> {
+    let stub = start(replies(), None);
+    fleet_json(&stub, &[]);
+    let asked = stub.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 15);
+    asked
+}
+
+/// `gpuscope args...`, failing the test when it has not ended within `bound` (it is killed).
+fn within(bound: Duration, args: &[&str]) -> (Output, Duration) {
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(args)
+        .env_remove("GPUSCOPE_FIXTURE")
+        .env_remove("GPUSCOPE_PROMETHEUS_PASSWORD")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gpuscope {args:?} still running after {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child.wait_with_output().unwrap(), started.elapsed())
+}
+
+/// Issue 32, item 2: a Prometheus that accepts and never answers. `--prometheus-timeout 1s`
+/// bounds the whole read (it took 15 queries one after another, 15.4 s); the time it takes is
+/// measured in docs/security.md, this test only bounds it generously.
+#[test]
+fn silent_prometheus_fails_within_one_timeout() {
+    let mut r = HashMap::new();
+    for q in fleet_queries() {
+        r.insert(q, Reply::Silent);
+    }
+    let stub = start(r, None);
+    let url = stub.url.clone();
+    let args = ["select", "--prometheus", &url, "--prometheus-timeout", "1s"];
+    let (out, _) = within(Duration::from_secs(10), &args);
+    assert_eq!(out.status.code(), Some(4), "nothing to choose from");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answered no query"), "{err}");
+    assert!(err.contains("no answer within"), "{err}");
+    let asked = stub.asked.lock().unwrap().len();
+    assert!(
+        asked <= 2,
+        "no query is asked once the time is spent: {asked} asked"
+    );
+}
+
+/// Two exporters (one GPU each) that report the same hostname, one of them with 1 byte free,
+/// and a third host.
+fn twins() -> HashMap<String, Reply> {
+    let mut r = HashMap::new();
+    hosts(
+        &mut r,
+        T,
+        &[
+            ("node-a", "10.0.0.1:9445", "999.5", "1"),
+            ("node-a", "10.0.0.2:9445", "999.5", "1"),
+            ("node-b", "10.0.0.3:9445", "999.5", "1"),
+        ],
+        &[],
+    );
+    let free = [
+        ("node-a", "10.0.0.1:9445", 70 * GIB),
+        ("node-a", "10.0.0.2:9445", 1),
+        ("node-b", "10.0.0.3:9445", 30 * GIB),
+    ];
+    let family = |v: &dyn Fn(u64) -> u64| {
+        let series: Vec<(Value, String)> = free
+            .iter()
+            .map(|&(h, i, f)| (labels(h, i, "0", json!({})), v(f).to_string()))
+            .collect();
+        Reply::Body(vector(T, &series))
+    };
+    r.insert("gpuscope_device_memory_free_bytes".into(), family(&|f| f));
+    r.insert(
+        "gpuscope_device_memory_total_bytes".into(),
+        family(&|_| 80 * GIB),
+    );
+    r.insert("gpuscope_device_up".into(), family(&|_| 1));
+    r
+}
+
+/// Issue 32, item 5: `select -n 2` printed `node-a:0,node-a:0` for two hosts reporting one
+/// hostname. Hosts are told apart by instance, and named by it when their hostname is shared.
+#[test]
+fn hosts_sharing_a_hostname_are_told_apart_by_instance() {
+    let stub = start(twins(), None);
+    let out = on_stub(&stub, "select", &["-n", "3"], &[]);
+    assert_eq!(
+        ok(&out),
+        "10.0.0.1:9445:0,node-b:0,10.0.0.2:9445:0\n",
+        "each GPU spelled once"
+    );
+    let fleet = fleet_json(&stub, &[]);
+    let hosts: Vec<(&str, &str)> = fleet["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["host"].as_str().unwrap(), h["instance"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            ("node-a", "10.0.0.1:9445"),
+            ("node-a", "10.0.0.2:9445"),
+            ("node-b", "10.0.0.3:9445")
+        ],
+        "the JSON keeps each host's hostname and instance"
+    );
+    let text = ok(&on_stub(&stub, "snapshot", &[], &[]));
+    let first_words: Vec<&str> = text
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        first_words,
+        ["10.0.0.1:9445", "10.0.0.2:9445", "node-b"],
+        "{text}"
+    );
+}
+
+/// Issue 32, item 6: a host whose exporter's sample time is in the future (beyond the clock-
+/// skew allowance), not a number, infinite or missing was shown up. It is stale now, never
+/// chosen, and the fleet's errors say why; a sample 2 s ahead is within the allowance.
+#[test]
+fn future_nan_or_missing_sample_times_are_never_up() {
+    let mut r = HashMap::new();
+    let named = [
+        ("ok", "10.0.0.1:9445", "999"),
+        ("skewed", "10.0.0.2:9445", "1002"),
+        ("future", "10.0.0.3:9445", "4600"),
+        ("nan", "10.0.0.4:9445", "NaN"),
+        ("inf", "10.0.0.5:9445", "+Inf"),
+    ];
+    let sampled: Vec<(&str, &str, &str, &str)> =
+        named.iter().map(|&(h, i, t)| (h, i, t, "1")).collect();
+    hosts(&mut r, T, &sampled, &[("10.0.0.6:9445", "gpu", "1")]);
+    // "missing" is scraped (up) and serves devices, but no sample time.
+    let all = named
+        .iter()
+        .map(|&(h, i, _)| (h, i))
+        .chain([("missing", "10.0.0.6:9445")]);
+    let series: Vec<(Value, String)> = all
+        .map(|(h, i)| (labels(h, i, "0", json!({})), (40 * GIB).to_string()))
+        .collect();
+    r.insert(
+        "gpuscope_device_memory_free_bytes".into(),
+        Reply::Body(vector(T, &series)),
+    );
+    let stub = start(r, None);
+    let fleet = fleet_json(&stub, &[]);
+    for (name, state) in [
+        ("ok", "up"),
+        ("skewed", "up"),
+        ("future", "stale"),
+        ("nan", "stale"),
+        ("inf", "stale"),
+        ("missing", "stale"),
+    ] {
+        assert_eq!(host(&fleet, name)["state"], state, "{name}");
+    }
+    assert_eq!(host(&fleet, "future")["sample_age_seconds"], Value::Null);
+    let errors = fleet["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["query"], SAMPLE_TIME_QUERY);
+    let error = errors[0]["error"].as_str().unwrap();
+    for why in ["future (3600 s ahead)", "nan (\"NaN\")", "inf (\"+Inf\")"] {
+        assert!(error.contains(why), "{why}: {error}");
+    }
+    let out = on_stub(&stub, "select", &["--max-count", "6"], &[]);
+    let chosen = exited(3, &out);
+    assert_eq!(chosen, "ok:0,skewed:0\n");
+}
+
+/// Issue 32, item 10: every host up but one family failed: the fleet shown lacks that
+/// family's values, so `snapshot` exits 3 (it exited 0), and `select` prints its choice and
+/// exits 3.
+#[test]
+fn a_failing_family_makes_the_fleet_partial_though_every_host_is_up() {
+    let mut r = twins();
+    r.insert(
+        "gpuscope_device_temperature_celsius".into(),
+        Reply::Status(
+            503,
+            r#"{"status":"error","errorType":"unavailable","error":"too many queries"}"#.into(),
+        ),
+    );
+    let stub = start(r, None);
+    let out = on_stub(&stub, "snapshot", &[], &[]);
+    let text = exited(3, &out);
+    assert!(
+        text.contains("3 hosts  3 devices  0 down  0 stale"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        "gpuscope: 1 query failed or answered in part: gpuscope_device_temperature_celsius\n"
+    );
+    let out = on_stub(&stub, "select", &["-n", "1"], &[]);
+    assert_eq!(exited(3, &out), "10.0.0.1:9445:0\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("chosen from part of the fleet's data"),
+        "{err}"
+    );
+    // With every family answered, both exit 0.
+    let stub = start(twins(), None);
+    ok(&on_stub(&stub, "snapshot", &[], &[]));
+    ok(&on_stub(&stub, "select", &["-n", "1"], &[]));
 }

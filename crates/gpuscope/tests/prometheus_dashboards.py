@@ -50,7 +50,10 @@ import tempfile
 import time
 import urllib.parse
 
+# prometheus_fleet.py beside this file has the helpers; no __pycache__ left in the tree.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import prometheus_fleet  # noqa: E402
 from prometheus_fleet import ROOT, free_port, http_get, wait_for  # noqa: E402
 
 DATA = os.path.join(ROOT, "crates", "gpuscope", "tests", "data", "dashboards")
@@ -90,17 +93,11 @@ NOT_PUBLISHED = {
     "nvidia_smi_clocks_throttle_reasons_hw_power_brake_slowdown": "pre-535 name",
 }
 
-children = []
-checks = 0
-failures = []
-
-
-def check(ok, what):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
+# The processes this script starts, stopped by prometheus_fleet's cleanup.
+children = prometheus_fleet.children
+# Each check counted, and its failure kept, by prometheus_fleet's `check`.
+check = prometheus_fleet.check
+failures = prometheus_fleet.failures
 
 
 def query(prom, expr):
@@ -125,22 +122,6 @@ def ensure_prometheus():
         subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends",
                         "prometheus"], check=False, env=env)
     return bool(shutil.which("prometheus") and shutil.which("promtool"))
-
-
-def cleanup(*_):
-    for p in children:
-        if p.poll() is None:
-            p.terminate()
-    for p in children:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-
-
-def on_signal(signum, _frame):
-    cleanup()
-    sys.exit(128 + signum)
 
 
 def start_exporter(binary, stem, frame, names, extra, log):
@@ -294,14 +275,10 @@ def main():
             return 1
         print(msg + "; skipped (CI is unset)")
         return 0
-    binary = args.bin
-    if binary is None:
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-        binary = os.path.join(target, "debug", "gpuscope")
-        subprocess.run(["cargo", "build", "--quiet", "-p", "gpuscope"], cwd=ROOT, check=True)
+    binary = prometheus_fleet.gpuscope_binary(args.bin)
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, prometheus_fleet.on_signal)
+    signal.signal(signal.SIGINT, prometheus_fleet.on_signal)
     started = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="gpuscope-dashboards-")
     log = open(os.path.join(tmp, "processes.log"), "w")
@@ -347,14 +324,15 @@ def main():
             gaps += no_data
         fixture_values(prom, fixtures)
     finally:
-        cleanup()
+        prometheus_fleet.cleanup()
         log.close()
         if failures:
             with open(os.path.join(tmp, "processes.log")) as f:
                 sys.stderr.write(f.read()[-4000:])
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"prometheus-dashboards: 2 dashboards, {panels} panel queries ({panels - gaps} with "
-          f"data, {gaps} of unpublished metrics without), {checks} checks, {len(failures)} "
+          f"data, {gaps} of unpublished metrics without), {prometheus_fleet.checks} checks, "
+          f"{len(failures)} "
           f"failures ({time.monotonic() - started:.1f} s)")
     return 1 if failures else 0
 

@@ -23,8 +23,9 @@ fn main() -> ExitCode {
         }
     };
     // What `gpuscope snapshot --json` asks: the system's versions and count (not CUDA's
-    // order, which needs libcuda in a forked child: `cuInit` alone took some 250 ms on an
-    // H100), each device's static and changing answers.
+    // order, which needs libcuda in a forked child whose `cuInit` starts the whole CUDA
+    // driver, hundreds of milliseconds: docs/benchmarks.md, "On a real H100"), each device's
+    // static and changing answers.
     use gpu_backend::recorder::{capture_dynamic, capture_statics_in_order};
     use gpu_backend::GpuBackend as _;
     let versions = (

@@ -51,7 +51,7 @@ fn xml_dumps() -> Vec<(String, String)> {
 fn import(name: &str, text: &str) -> Fixture {
     let f = import_str(text, name, name, "test").unwrap_or_else(|e| panic!("{name}: {e:#}"));
     f.validate()
-        .unwrap_or_else(|(p, m)| panic!("{name}: invalid at {p}: {m}"));
+        .unwrap_or_else(|e| panic!("{name}: invalid {e}"));
     f
 }
 
@@ -904,7 +904,11 @@ fn the_command_writes_a_loadable_fixture_and_fails_on_bad_input() {
 
 fn check_never_panics(text: &str) {
     if let Ok(f) = import_str(text, "prop.xml", "prop.xml", "prop") {
-        if let Err((p, m)) = f.validate() {
+        if let Err(gpu_backend::fixture::InvalidFixture {
+            path: p,
+            message: m,
+        }) = f.validate()
+        {
             panic!("imported but invalid at {p}: {m}\n{text}");
         }
     }

@@ -28,14 +28,16 @@ pub const START_US: u64 = START_S * 1_000_000;
 /// Time between frames, ms.
 pub const FRAME_MS: u64 = 1000;
 
-/// NVML clock event reason bits (`nvmlClocksEventReason*`).
+/// NVML clock event reason bits (`gpu_backend::ClockEventReasons`), as a fixture stores them.
 pub mod reasons {
+    use gpu_backend::ClockEventReasons;
+
     /// The GPU is idle.
-    pub const GPU_IDLE: u64 = 0x1;
+    pub const GPU_IDLE: u64 = ClockEventReasons::GPU_IDLE.bits();
     /// Software power cap.
-    pub const SW_POWER_CAP: u64 = 0x4;
+    pub const SW_POWER_CAP: u64 = ClockEventReasons::SW_POWER_CAP.bits();
     /// Hardware slowdown (clocks cut by the hardware: overheating, a power brake, a bad supply).
-    pub const HW_SLOWDOWN: u64 = 0x8;
+    pub const HW_SLOWDOWN: u64 = ClockEventReasons::HW_SLOWDOWN.bits();
 }
 
 /// A small deterministic PRNG (SplitMix64); no dependency, same numbers on every machine.

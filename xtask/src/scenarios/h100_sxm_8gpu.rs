@@ -74,8 +74,8 @@ pub mod h100 {
     /// dump does not tell.
     pub const INFOROM: &str = "G520.0200.00.05";
     pub const MEMORY_BUS_WIDTH: u32 = 5120;
-    /// Every reason NVML names up to display clocks (0x1ff).
-    pub const SUPPORTED_CLOCK_EVENT_REASONS: u64 = 0x1ff;
+    /// Every reason NVML names, up to display clocks.
+    pub const SUPPORTED_CLOCK_EVENT_REASONS: u64 = gpu_backend::ClockEventReasons::all().bits();
     /// T.Limit (87 °C) itself, and what NVML answered for the memory maximum.
     pub const GPU_MAX_C: u32 = 87;
     pub const MEMORY_MAX_C: u32 = 95;

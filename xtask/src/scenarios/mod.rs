@@ -35,7 +35,7 @@ pub fn all() -> Vec<(&'static str, Fixture)> {
 pub fn write_all(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (stem, fixture) in all() {
-        if let Err((path, message)) = fixture.validate() {
+        if let Err(gpu_backend::fixture::InvalidFixture { path, message }) = fixture.validate() {
             anyhow::bail!("scenario {stem} is not a valid fixture: at `{path}`: {message}");
         }
         let path = dir.join(format!("{stem}.json"));

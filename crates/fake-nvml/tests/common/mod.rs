@@ -387,7 +387,7 @@ pub fn fixture() -> Fixture {
     };
     fixture
         .validate()
-        .unwrap_or_else(|(path, message)| panic!("test fixture invalid at {path}: {message}"));
+        .unwrap_or_else(|e| panic!("test fixture invalid {e}"));
     fixture
 }
 

@@ -147,33 +147,18 @@ pub fn enable_state(value: c_uint) -> Result<bool> {
     }
 }
 
-/// Our compute mode for an `nvmlComputeMode_t`.
+/// Our compute mode for an `nvmlComputeMode_t` ([`ComputeMode::from_nvml`]).
 pub fn compute_mode_from_nvml(value: sys::nvmlComputeMode_t) -> Result<ComputeMode> {
-    match value {
-        sys::nvmlComputeMode_enum_NVML_COMPUTEMODE_DEFAULT => Ok(ComputeMode::Default),
-        sys::nvmlComputeMode_enum_NVML_COMPUTEMODE_EXCLUSIVE_THREAD => {
-            Ok(ComputeMode::ExclusiveThread)
-        }
-        sys::nvmlComputeMode_enum_NVML_COMPUTEMODE_PROHIBITED => Ok(ComputeMode::Prohibited),
-        sys::nvmlComputeMode_enum_NVML_COMPUTEMODE_EXCLUSIVE_PROCESS => {
-            Ok(ComputeMode::ExclusiveProcess)
-        }
-        other => Err(BackendError::Other(format!(
-            "NVML returned the unknown compute mode {other}"
-        ))),
-    }
+    ComputeMode::from_nvml(value).ok_or_else(|| {
+        BackendError::Other(format!("NVML returned the unknown compute mode {value}"))
+    })
 }
 
-/// Our driver model for an `nvmlDriverModel_t`.
+/// Our driver model for an `nvmlDriverModel_t` ([`DriverModel::from_nvml`]).
 pub fn driver_model_from_nvml(value: sys::nvmlDriverModel_t) -> Result<DriverModel> {
-    match value {
-        sys::nvmlDriverModel_enum_NVML_DRIVER_WDDM => Ok(DriverModel::Wddm),
-        sys::nvmlDriverModel_enum_NVML_DRIVER_WDM => Ok(DriverModel::Wdm),
-        sys::nvmlDriverModel_enum_NVML_DRIVER_MCDM => Ok(DriverModel::Mcdm),
-        other => Err(BackendError::Other(format!(
-            "NVML returned the unknown driver model {other}"
-        ))),
-    }
+    DriverModel::from_nvml(value).ok_or_else(|| {
+        BackendError::Other(format!("NVML returned the unknown driver model {value}"))
+    })
 }
 
 /// Our architecture for nvml-wrapper's, through NVML's numeric code. nvml-wrapper folds every
@@ -548,6 +533,40 @@ mod tests {
         assert_eq!(driver_model_from_nvml(1), Ok(DriverModel::Wdm));
         assert_eq!(driver_model_from_nvml(2), Ok(DriverModel::Mcdm));
         assert!(driver_model_from_nvml(3).is_err());
+    }
+
+    /// nvml-wrapper's enums are NVML's numbers under other names: each of ours maps to the
+    /// wrapper's variant of the same number, the one the code table gives.
+    #[test]
+    fn wrapper_variants_have_the_code_tables_numbers() {
+        for c in ClockType::ALL {
+            assert_eq!(clock_to_wrapper(c).as_c(), c.nvml_code());
+        }
+        for t in [
+            TemperatureThreshold::Slowdown,
+            TemperatureThreshold::Shutdown,
+            TemperatureThreshold::GpuMax,
+            TemperatureThreshold::MemoryMax,
+        ] {
+            assert_eq!(threshold_to_wrapper(t).as_c(), t.nvml_code());
+        }
+        for d in [PcieDirection::Tx, PcieDirection::Rx] {
+            assert_eq!(pcie_to_wrapper(d).as_c(), d.nvml_code());
+        }
+        for k in [EccErrorKind::Corrected, EccErrorKind::Uncorrected] {
+            assert_eq!(ecc_kind_to_wrapper(k).as_c(), k.nvml_code());
+        }
+        for c in [EccCounter::Volatile, EccCounter::Aggregate] {
+            assert_eq!(ecc_counter_to_wrapper(c).as_c(), c.nvml_code());
+        }
+        assert_eq!(
+            sys::nvmlComputeMode_enum_NVML_COMPUTEMODE_EXCLUSIVE_PROCESS,
+            ComputeMode::ExclusiveProcess.nvml_code()
+        );
+        assert_eq!(
+            sys::nvmlDriverModel_enum_NVML_DRIVER_MCDM,
+            DriverModel::Mcdm.nvml_code()
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! GPU supports (`nvmlDeviceGetSupportedEventTypes`): by default those that tell about health
 //! ([`EventKind::HEALTH`]: XID, ECC, power source, DRAM retirement, poison, GPU unavailable,
 //! recovery action, MIG configuration), not clock or P-state changes, which a power-capped GPU
-//! sends by the dozen each second (woken for each, the thread cost 5-6% of a core on an H100).
+//! sends by the dozen each second, each waking the thread (docs/fixture-format.md, "Events",
+//! says what that cost).
 //! It stamps each event with the time it arrived (NVML's event carries none) and keeps the
 //! newest [`MAX_EVENTS`] per GPU.
 
@@ -304,15 +305,13 @@ fn log_wait(
         .flatten()
         .map(|&(_, index)| DeviceId::Gpu(index));
     let received = (Bits(data.eventType), data.eventData);
-    crate::cost::log_call(&crate::cost::CallRecord {
-        query: "",
-        nvml: "nvmlEventSetWait_v2",
+    crate::cost::log_nvml_call(
+        "nvmlEventSetWait_v2",
         device,
-        args: &[],
         timing,
-        outcome: match &error {
+        match &error {
             None => Ok(&received),
             Some(e) => Err(e),
         },
-    });
+    );
 }

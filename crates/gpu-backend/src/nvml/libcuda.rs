@@ -206,21 +206,30 @@ mod imp {
         watchdog: c_uint,
         library: Option<&Path>,
     ) -> ! {
-        libc::close(read_fd);
-        libc::alarm(watchdog);
-        libc::unsetenv(c"CUDA_VISIBLE_DEVICES".as_ptr());
-        libc::setenv(c"CUDA_DEVICE_ORDER".as_ptr(), c"FASTEST_FIRST".as_ptr(), 1);
+        // SAFETY: in the child of a fork, as the caller promises: it owns its copy of the
+        // descriptors and the environment, and no other thread runs here to read either; the
+        // names are NUL-terminated literals.
+        unsafe {
+            libc::close(read_fd);
+            libc::alarm(watchdog);
+            libc::unsetenv(c"CUDA_VISIBLE_DEVICES".as_ptr());
+            libc::setenv(c"CUDA_DEVICE_ORDER".as_ptr(), c"FASTEST_FIRST".as_ptr(), 1);
+        }
         let text = std::panic::catch_unwind(|| encode(&query_in_process(library)))
             .unwrap_or_else(|_| "error panicked in the child\n".to_string());
         let mut bytes = text.as_bytes();
         while !bytes.is_empty() {
-            let n = libc::write(write_fd, bytes.as_ptr().cast(), bytes.len());
+            // SAFETY: `bytes` is valid for `bytes.len()` bytes; `write_fd` is the pipe's end
+            // the child keeps.
+            let n = unsafe { libc::write(write_fd, bytes.as_ptr().cast(), bytes.len()) };
             if n <= 0 {
                 break;
             }
             bytes = &bytes[n as usize..];
         }
-        libc::_exit(0)
+        // SAFETY: ends the child at once, without running the parent's atexit handlers or
+        // destructors, which belong to the parent.
+        unsafe { libc::_exit(0) }
     }
 }
 

@@ -32,10 +32,10 @@ use crate::types::{
     pcie_link_max_speed_from_nvml, Architecture, Bar1MemoryInfo, Brand, ClockType,
     CodecUtilization, ComputeCapability, ComputeMode, CurrentPending, DeviceId, DriverModel,
     EccCounter, EccErrorKind, EventKind, GpmMetrics, GpuEvent, GpuOperationMode, LocationEccCounts,
-    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciInfo, PcieDirection,
-    PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows, RetirementCause,
-    TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT, MAX_FANS,
-    NVLINK_MAX_LINKS,
+    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciAddress, PciInfo,
+    PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
+    RetirementCause, TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT,
+    MAX_FANS, NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
 use libcuda::{LibcudaError, LibcudaReport};
@@ -85,12 +85,12 @@ type ProcessListFn = unsafe extern "C" fn(
     *mut sys::nvmlProcessInfo_v2_t,
 ) -> sys::nvmlReturn_t;
 
-/// Calls a raw NVML device query that takes the device handle and one out-parameter, and yields
-/// what NVML wrote there. Returns early from the enclosing function on any error.
 /// The most retired pages believed from NVML per cause. NVML documents no maximum; a GPU is
 /// replaced long before it retires this many, and a larger count is refused as an error.
 const MAX_RETIRED_PAGES: c_uint = 4096;
 
+/// Calls a raw NVML device query that takes the device handle and one out-parameter, and yields
+/// what NVML wrote there. Returns early from the enclosing function on any error.
 macro_rules! query_one {
     ($self:expr, $id:expr, $func:ident) => {{
         let handle = $self.handle($id)?;
@@ -173,8 +173,8 @@ pub struct NvmlBackend {
 pub struct NvmlOptions {
     /// The kinds of event the listener registers for (those a GPU supports among them). By
     /// default [`EventKind::HEALTH`]: not clock or P-state changes, which a power-capped GPU
-    /// sends by the dozen each second (waking the listener for each cost 5-6% of a core on an
-    /// H100) and which a refresh reads anyway. A recording asks for [`EventKind::ALL`], to keep
+    /// sends by the dozen each second, each waking the listener, and which a refresh reads
+    /// anyway. A recording asks for [`EventKind::ALL`], to keep
     /// what the driver sent.
     pub events: Vec<EventKind>,
 }
@@ -256,14 +256,12 @@ impl Drop for Session {
 
 /// Logs loading the library and `nvmlInit_v2` (see [`crate::cost::CallLog`]).
 fn log_init(timing: crate::cost::Timing, outcome: std::result::Result<(), &BackendError>) {
-    crate::cost::log_call(&crate::cost::CallRecord {
-        query: "",
-        nvml: "nvmlInit_v2",
-        device: None,
-        args: &[],
+    crate::cost::log_nvml_call(
+        "nvmlInit_v2",
+        None,
         timing,
-        outcome: outcome.map(|()| &() as &dyn fmt::Debug),
-    });
+        outcome.map(|()| &() as &dyn fmt::Debug),
+    );
 }
 
 /// The libcuda [`NvmlBackend`] asks by default (see [`NvmlBackend::with_libcuda`]).
@@ -274,20 +272,6 @@ fn default_libcuda(nvml_path: Option<&OsStr>) -> Option<PathBuf> {
     let dir = std::path::Path::new(nvml_path?).parent()?;
     let beside = dir.join("libcuda.so.1");
     (!dir.as_os_str().is_empty() && beside.is_file()).then_some(beside)
-}
-
-/// A PCI bus id `DOMAIN:BUS:DEVICE.FUNCTION` as numbers, whatever the widths and case.
-fn bus_id_key(text: &str) -> Option<[u32; 4]> {
-    let (rest, function) = text.trim().trim_end_matches('\0').rsplit_once('.')?;
-    let mut parts = rest.split(':');
-    let hex = |p: Option<&str>| p.and_then(|p| u32::from_str_radix(p, 16).ok());
-    let key = [
-        hex(parts.next())?,
-        hex(parts.next())?,
-        hex(parts.next())?,
-        hex(Some(function))?,
-    ];
-    parts.next().is_none().then_some(key)
 }
 
 /// A failure to ask libcuda, as a backend error: no libcuda (or no `fork`) is "not supported",
@@ -455,10 +439,10 @@ impl NvmlBackend {
     /// The UUID of the physical GPU at PCI bus id `bus` (in libcuda's `0000:18:00.0` form or
     /// NVML's `00000000:18:00.0`).
     fn uuid_of_bus_id(&self, bus: &str) -> Result<String> {
-        let want = bus_id_key(bus);
+        let want = PciAddress::parse(bus);
         for index in 0..self.device_count()? {
             let id = DeviceId::Gpu(index);
-            if want.is_some() && bus_id_key(&self.pci_info(id)?.bus_id) == want {
+            if want.is_some() && PciAddress::parse(&self.pci_info(id)?.bus_id) == want {
                 return self.uuid(id);
             }
         }
@@ -683,8 +667,8 @@ fn non_null(handle: sys::nvmlDevice_t) -> Result<sys::nvmlDevice_t> {
 /// `call(count, buffer)` must make the NVML call with the in/out count and the buffer. The list
 /// is first asked for with a buffer of [`LIST_FIRST_CAPACITY`] entries: most lists (processes
 /// on a GPU, their utilization samples) fit, and a list call can cost milliseconds of the
-/// driver's time (`nvmlDeviceGetProcessUtilization`: 2.2 ms on an H100), so sizing it first
-/// with a null buffer would double that. `NVML_ERROR_INSUFFICIENT_SIZE` means NVML wrote the
+/// driver's time (`nvmlDeviceGetProcessUtilization` works through the driver's samples;
+/// docs/benchmarks.md, "Real costs"), so sizing it first with a null buffer would double that. `NVML_ERROR_INSUFFICIENT_SIZE` means NVML wrote the
 /// length it needs into the count: a buffer of that length plus some headroom is then passed;
 /// should the list have grown past it in the meantime, it is asked for again, a few times at
 /// most. Any other answer is the list's error.
@@ -1350,7 +1334,7 @@ impl GpuBackend for NvmlBackend {
     }
 
     /// `nvmlDeviceGetRetiredPages`: asked once for the count, then for the addresses (at most
-    /// [`MAX_RETIRED_PAGES`] believed).
+    /// `MAX_RETIRED_PAGES` believed).
     fn retired_pages(&self, id: DeviceId, cause: RetirementCause) -> Result<Vec<u64>> {
         let handle = self.handle(id)?;
         let func = symbol(&self.lib().nvmlDeviceGetRetiredPages)?;
@@ -1478,16 +1462,6 @@ mod tests {
 
     const SUCCESS: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_SUCCESS;
     const INSUFFICIENT_SIZE: sys::nvmlReturn_t = sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE;
-
-    #[test]
-    fn libcudas_and_nvmls_bus_ids_name_the_same_gpu() {
-        assert_eq!(bus_id_key("0000:18:00.0"), Some([0, 0x18, 0, 0]));
-        assert_eq!(bus_id_key("00000000:18:00.0"), bus_id_key("0000:18:00.0"));
-        assert_eq!(bus_id_key("0000:AF:00.1"), bus_id_key("00000000:af:00.1"));
-        assert_ne!(bus_id_key("0000:18:00.0"), bus_id_key("0000:19:00.0"));
-        assert_eq!(bus_id_key("garbage"), None);
-        assert_eq!(bus_id_key("0:1:2:3.0"), None);
-    }
 
     #[test]
     fn no_libcuda_is_not_supported_and_a_failed_child_is_an_error() {

@@ -13,8 +13,8 @@ use gpu_backend::GpmMetrics;
 use gpu_devices::DeviceSnapshot;
 
 use super::{
-    empty_families, gpu_instance_profile, gpu_instances, mig_profile, pods_on, put, with_pod, Door,
-    DoorLabels, DoorMetric, DoorTable, SameAs, Scope, UuidForm,
+    empty_families, gpu_instance_profile, gpu_instances, metric, mig_profile, pods_on, put, same,
+    same_where, with_pod, Door, DoorLabels, DoorMetric, DoorTable, SameAs, Scope, UuidForm,
 };
 use crate::families::{Family, Inputs, Kind, Labels, Options};
 use crate::names as n;
@@ -114,40 +114,20 @@ const fn row(
     value: fn(&DeviceSnapshot) -> Option<f64>,
 ) -> Row {
     Row {
-        metric: DoorMetric {
+        metric: metric(
             name,
             kind,
             unit,
             help,
             source,
-            scope: Scope::GpuOrGpuInstance,
-            extra_labels: &[],
+            Scope::GpuOrGpuInstance,
+            &[],
             same_as,
-            differs: "",
-        },
+            "",
+        ),
         value,
         on_mig,
     }
-}
-
-const fn same(family: &'static str, factor: f64) -> Option<SameAs> {
-    Some(SameAs {
-        family,
-        labels: &[],
-        factor,
-    })
-}
-
-const fn same_where(
-    family: &'static str,
-    labels: &'static [(&'static str, &'static str)],
-    factor: f64,
-) -> Option<SameAs> {
-    Some(SameAs {
-        family,
-        labels,
-        factor,
-    })
 }
 
 const fn differs(mut r: Row, text: &'static str) -> Row {

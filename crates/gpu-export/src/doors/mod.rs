@@ -13,8 +13,6 @@
 //! compares them), and a program that reads these names from Prometheus can use it too.
 
 use std::collections::BTreeSet;
-use std::fmt;
-use std::str::FromStr;
 
 use gpu_backend::DeviceId;
 use gpu_devices::DeviceSnapshot;
@@ -24,32 +22,11 @@ use crate::families::{Family, Inputs, Kind, LabelledValue, Labels, Options};
 
 pub mod dcgm;
 pub mod nvidia_smi;
+pub(crate) mod set;
 
-/// One set of metric names the exporter can publish its sample under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Door {
-    /// gpuscope's own families (`gpuscope_*`, [`crate::names`]).
-    Gpuscope,
-    /// dcgm-exporter's default counters and its profiling fields (`DCGM_FI_*`).
-    Dcgm,
-    /// nvidia_gpu_exporter's metrics (`nvidia_smi_*`).
-    NvidiaSmi,
-}
+pub use set::{Door, Doors, DoorsError};
 
 impl Door {
-    /// Every door, in the order an exposition holds them.
-    pub const ALL: [Door; 3] = [Door::Gpuscope, Door::Dcgm, Door::NvidiaSmi];
-
-    /// Its name in `--names` (`gpuscope`, `dcgm`, `nvidia-smi`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Door::Gpuscope => "gpuscope",
-            Door::Dcgm => "dcgm",
-            Door::NvidiaSmi => "nvidia-smi",
-        }
-    }
-
     /// The table of the door's metrics and labels; `None` for gpuscope's own names, which are
     /// [`crate::names`] and docs/exporter.md's "Metrics".
     pub fn table(self) -> Option<&'static DoorTable> {
@@ -59,116 +36,6 @@ impl Door {
             Door::NvidiaSmi => Some(nvidia_smi::table()),
         }
     }
-
-    fn bit(self) -> u8 {
-        match self {
-            Door::Gpuscope => 1,
-            Door::Dcgm => 2,
-            Door::NvidiaSmi => 4,
-        }
-    }
-}
-
-impl fmt::Display for Door {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Door {
-    type Err = DoorsError;
-
-    /// `gpuscope`, `dcgm` or `nvidia-smi` (`nvidia_smi` too), ASCII case ignored.
-    fn from_str(s: &str) -> Result<Door, DoorsError> {
-        let name = s.trim();
-        Door::ALL
-            .into_iter()
-            .find(|d| {
-                d.as_str().eq_ignore_ascii_case(name)
-                    || d.as_str().replace('-', "_").eq_ignore_ascii_case(name)
-            })
-            .ok_or_else(|| DoorsError::Unknown(gpu_devices::text::escape_control(name).into()))
-    }
-}
-
-/// The doors an exporter publishes: at least one, gpuscope's alone by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Doors(u8);
-
-impl Doors {
-    /// gpuscope's own names only (the default).
-    pub const GPUSCOPE: Doors = Doors(1);
-
-    /// One door.
-    pub fn only(door: Door) -> Doors {
-        Doors(door.bit())
-    }
-
-    /// These doors and `door`.
-    pub fn with(self, door: Door) -> Doors {
-        Doors(self.0 | door.bit())
-    }
-
-    /// Whether `door` is one of them.
-    pub fn contains(self, door: Door) -> bool {
-        self.0 & door.bit() != 0
-    }
-
-    /// The doors, in the order an exposition holds them.
-    pub fn iter(self) -> impl Iterator<Item = Door> {
-        Door::ALL.into_iter().filter(move |d| self.contains(*d))
-    }
-}
-
-impl Default for Doors {
-    fn default() -> Doors {
-        Doors::GPUSCOPE
-    }
-}
-
-impl fmt::Display for Doors {
-    /// As `--names` takes them: `gpuscope,dcgm`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.iter().map(Door::as_str).collect();
-        f.write_str(&names.join(","))
-    }
-}
-
-impl FromStr for Doors {
-    type Err = DoorsError;
-
-    /// A comma-separated list of door names (`gpuscope,dcgm`); each at most once.
-    fn from_str(list: &str) -> Result<Doors, DoorsError> {
-        let mut doors = Doors(0);
-        for word in list.split(',') {
-            if word.trim().is_empty() {
-                return Err(DoorsError::Empty(
-                    gpu_devices::text::escape_control(list).into(),
-                ));
-            }
-            let door: Door = word.parse()?;
-            if doors.contains(door) {
-                return Err(DoorsError::Twice(door));
-            }
-            doors = doors.with(door);
-        }
-        Ok(doors)
-    }
-}
-
-/// Why a list of doors was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DoorsError {
-    /// A name that is not a door.
-    #[error("unknown names {0:?}: the names are gpuscope, dcgm and nvidia-smi")]
-    Unknown(String),
-    /// An empty name: an empty list, two commas, or one at an end.
-    #[error("{0:?} has an empty name (an empty list, two commas, or one at an end)")]
-    Empty(String),
-    /// A door named twice.
-    #[error("{0} is named twice")]
-    Twice(Door),
 }
 
 /// One door's metrics and labels.
@@ -330,6 +197,51 @@ pub fn build(inputs: &Inputs, options: &Options) -> Vec<Family> {
         }
     }
     out
+}
+
+/// A door metric, one argument per field (for the doors' tables).
+#[allow(clippy::too_many_arguments)]
+const fn metric(
+    name: &'static str,
+    kind: Kind,
+    unit: &'static str,
+    help: &'static str,
+    source: &'static str,
+    scope: Scope,
+    extra_labels: &'static [&'static str],
+    same_as: Option<SameAs>,
+    differs: &'static str,
+) -> DoorMetric {
+    DoorMetric {
+        name,
+        kind,
+        unit,
+        help,
+        source,
+        scope,
+        extra_labels,
+        same_as,
+        differs,
+    }
+}
+
+/// The gpuscope family `family` holds the same measure, times `factor`.
+const fn same(family: &'static str, factor: f64) -> Option<SameAs> {
+    same_where(family, &[], factor)
+}
+
+/// The series of gpuscope family `family` with `labels` holds the same measure, times
+/// `factor`.
+const fn same_where(
+    family: &'static str,
+    labels: &'static [(&'static str, &'static str)],
+    factor: f64,
+) -> Option<SameAs> {
+    Some(SameAs {
+        family,
+        labels,
+        factor,
+    })
 }
 
 /// The families of a door's metrics, empty, in the table's order; filled by index.

@@ -12,12 +12,14 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use gpu_backend::{ComputeMode, DeviceId, GpmMetrics, MemoryInfo};
+use gpu_backend::{
+    ClockEventReasons, ComputeMode, DeviceId, GpmMetrics, MemoryInfo, PerformanceState,
+};
 use gpu_devices::{vocabulary, DeviceSnapshot, Na, ProcessKind};
 
 use super::{
-    empty_families, gpu_instances, mig_profile, put, Door, DoorLabels, DoorMetric, DoorTable,
-    SameAs, Scope, UuidForm,
+    empty_families, gpu_instances, metric, mig_profile, put, same, same_where, Door, DoorLabels,
+    DoorMetric, DoorTable, SameAs, Scope, UuidForm,
 };
 use crate::families::{Family, Inputs, Kind, Labels, Options};
 use crate::names as n;
@@ -172,14 +174,12 @@ fn watts(mw: Option<u32>) -> Option<f64> {
     mw.map(|mw| (f64::from(mw) / 10.0).round() / 100.0)
 }
 
-/// Whether clock event reason `name` holds the clocks now (nvidia-smi's `Active`).
-fn reason(d: &DeviceSnapshot, name: &str) -> Option<f64> {
+/// Whether clock event reason `reason` holds the clocks now (nvidia-smi's `Active`).
+fn reason(d: &DeviceSnapshot, reason: ClockEventReasons) -> Option<f64> {
     let mask = *d.clock_event_reasons.value()?;
-    let bit = gpu_backend::CLOCK_EVENT_REASONS
-        .iter()
-        .find(|(_, n)| *n == name)?
-        .0;
-    Some(flag(mask & bit != 0))
+    Some(flag(
+        ClockEventReasons::from_bits_retain(mask).contains(reason),
+    ))
 }
 
 fn ecc_at(
@@ -187,25 +187,6 @@ fn ecc_at(
     pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>,
 ) -> Option<f64> {
     v.value().and_then(pick).map(|n| n as f64)
-}
-
-const fn same(family: &'static str) -> Option<SameAs> {
-    Some(SameAs {
-        family,
-        labels: &[],
-        factor: 1.0,
-    })
-}
-
-const fn same_where(
-    family: &'static str,
-    labels: &'static [(&'static str, &'static str)],
-) -> Option<SameAs> {
-    Some(SameAs {
-        family,
-        labels,
-        factor: 1.0,
-    })
 }
 
 const fn f(
@@ -230,27 +211,27 @@ const FIELDS: &[Field] = &[
     f("pcie.link.width.current", |d| count(&d.pcie_link_width), None),
     f("pcie.link.width.max", |d| count(&d.max_pcie_link_width), None),
     f("persistence_mode", |d| mode(&d.persistence_mode), None),
-    f("fan.speed", |d| count(&d.fan_speed), same(n::DEVICE_FAN_SPEED_RATIO)),
+    f("fan.speed", |d| count(&d.fan_speed), same(n::DEVICE_FAN_SPEED_RATIO, 1.0)),
     Field {
         name: "pstate",
-        value: |d| d.performance_state.value().filter(|&&p| p <= 15).map(|&p| f64::from(p)),
-        same_as: same(n::DEVICE_PERFORMANCE_STATE),
+        value: |d| d.performance_state.value().and_then(|&p| PerformanceState::known(p)).map(|s| f64::from(s.nvml_code())),
+        same_as: same(n::DEVICE_PERFORMANCE_STATE, 1.0),
         differs: "",
     },
     f("clocks_event_reasons.supported", |d| d.supported_clock_event_reasons.value().map(|&m| m as f64), None),
     f("clocks_event_reasons.active", |d| d.clock_event_reasons.value().map(|&m| m as f64), None),
-    f("clocks_event_reasons.gpu_idle", |d| reason(d, "gpu_idle"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "gpu_idle")])),
-    f("clocks_event_reasons.applications_clocks_setting", |d| reason(d, "applications_clocks_setting"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "applications_clocks_setting")])),
-    f("clocks_event_reasons.sw_power_cap", |d| reason(d, "sw_power_cap"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "sw_power_cap")])),
-    f("clocks_event_reasons.hw_slowdown", |d| reason(d, "hw_slowdown"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "hw_slowdown")])),
-    f("clocks_event_reasons.hw_thermal_slowdown", |d| reason(d, "hw_thermal_slowdown"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "hw_thermal_slowdown")])),
-    f("clocks_event_reasons.hw_power_brake_slowdown", |d| reason(d, "hw_power_brake_slowdown"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "hw_power_brake_slowdown")])),
-    f("clocks_event_reasons.sw_thermal_slowdown", |d| reason(d, "sw_thermal_slowdown"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "sw_thermal_slowdown")])),
-    f("clocks_event_reasons.sync_boost", |d| reason(d, "sync_boost"), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "sync_boost")])),
-    f("memory.total", |d| fb_mib(d.memory.value().map(|m| m.total)), same(n::DEVICE_MEMORY_TOTAL_BYTES)),
+    f("clocks_event_reasons.gpu_idle", |d| reason(d, ClockEventReasons::GPU_IDLE), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "gpu_idle")], 1.0)),
+    f("clocks_event_reasons.applications_clocks_setting", |d| reason(d, ClockEventReasons::APPLICATIONS_CLOCKS_SETTING), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "applications_clocks_setting")], 1.0)),
+    f("clocks_event_reasons.sw_power_cap", |d| reason(d, ClockEventReasons::SW_POWER_CAP), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "sw_power_cap")], 1.0)),
+    f("clocks_event_reasons.hw_slowdown", |d| reason(d, ClockEventReasons::HW_SLOWDOWN), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "hw_slowdown")], 1.0)),
+    f("clocks_event_reasons.hw_thermal_slowdown", |d| reason(d, ClockEventReasons::HW_THERMAL_SLOWDOWN), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "hw_thermal_slowdown")], 1.0)),
+    f("clocks_event_reasons.hw_power_brake_slowdown", |d| reason(d, ClockEventReasons::HW_POWER_BRAKE_SLOWDOWN), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "hw_power_brake_slowdown")], 1.0)),
+    f("clocks_event_reasons.sw_thermal_slowdown", |d| reason(d, ClockEventReasons::SW_THERMAL_SLOWDOWN), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "sw_thermal_slowdown")], 1.0)),
+    f("clocks_event_reasons.sync_boost", |d| reason(d, ClockEventReasons::SYNC_BOOST), same_where(n::DEVICE_CLOCK_EVENT_REASON, &[("reason", "sync_boost")], 1.0)),
+    f("memory.total", |d| fb_mib(d.memory.value().map(|m| m.total)), same(n::DEVICE_MEMORY_TOTAL_BYTES, 1.0)),
     f("memory.reserved", |d| fb_mib(d.memory.value().and_then(|m| m.reserved)), None),
-    f("memory.used", |d| fb_mib(d.memory.value().map(|m| m.used)), same(n::DEVICE_MEMORY_USED_BYTES)),
-    f("memory.free", |d| fb_mib(d.memory.value().map(|m| m.free)), same(n::DEVICE_MEMORY_FREE_BYTES)),
+    f("memory.used", |d| fb_mib(d.memory.value().map(|m| m.used)), same(n::DEVICE_MEMORY_USED_BYTES, 1.0)),
+    f("memory.free", |d| fb_mib(d.memory.value().map(|m| m.free)), same(n::DEVICE_MEMORY_FREE_BYTES, 1.0)),
     Field {
         name: "compute_mode",
         value: |d| d.compute_mode.value().map(|m| match m {
@@ -262,45 +243,45 @@ const FIELDS: &[Field] = &[
         same_as: None,
         differs: "",
     },
-    f("utilization.gpu", |d| count(&d.utilization.clone().map(|u| u.gpu)), same(n::DEVICE_UTILIZATION_RATIO)),
-    f("utilization.memory", |d| count(&d.utilization.clone().map(|u| u.memory)), same(n::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO)),
-    f("utilization.encoder", |d| count(&d.encoder.clone().map(|c| c.utilization)), same(n::DEVICE_ENCODER_UTILIZATION_RATIO)),
-    f("utilization.decoder", |d| count(&d.decoder.clone().map(|c| c.utilization)), same(n::DEVICE_DECODER_UTILIZATION_RATIO)),
+    f("utilization.gpu", |d| count(&d.utilization.clone().map(|u| u.gpu)), same(n::DEVICE_UTILIZATION_RATIO, 1.0)),
+    f("utilization.memory", |d| count(&d.utilization.clone().map(|u| u.memory)), same(n::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO, 1.0)),
+    f("utilization.encoder", |d| count(&d.encoder.clone().map(|c| c.utilization)), same(n::DEVICE_ENCODER_UTILIZATION_RATIO, 1.0)),
+    f("utilization.decoder", |d| count(&d.decoder.clone().map(|c| c.utilization)), same(n::DEVICE_DECODER_UTILIZATION_RATIO, 1.0)),
     f("ecc.mode.current", |d| d.ecc_mode.value().map(|m| flag(m.current)), None),
-    f("ecc.errors.corrected.volatile.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.volatile_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "volatile"), ("kind", "corrected")])),
-    f("ecc.errors.corrected.volatile.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.volatile_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "volatile"), ("kind", "corrected")])),
-    f("ecc.errors.corrected.volatile.total", |d| count_u64(&d.ecc_errors.volatile_corrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "corrected"), ("counter", "volatile")])),
-    f("ecc.errors.corrected.aggregate.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.aggregate_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "aggregate"), ("kind", "corrected")])),
-    f("ecc.errors.corrected.aggregate.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.aggregate_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "aggregate"), ("kind", "corrected")])),
-    f("ecc.errors.corrected.aggregate.total", |d| count_u64(&d.ecc_errors.aggregate_corrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "corrected"), ("counter", "aggregate")])),
-    f("ecc.errors.uncorrected.volatile.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.volatile_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "volatile"), ("kind", "uncorrected")])),
-    f("ecc.errors.uncorrected.volatile.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.volatile_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "volatile"), ("kind", "uncorrected")])),
-    f("ecc.errors.uncorrected.volatile.total", |d| count_u64(&d.ecc_errors.volatile_uncorrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "uncorrected"), ("counter", "volatile")])),
-    f("ecc.errors.uncorrected.aggregate.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.aggregate_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "aggregate"), ("kind", "uncorrected")])),
-    f("ecc.errors.uncorrected.aggregate.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.aggregate_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "aggregate"), ("kind", "uncorrected")])),
-    f("ecc.errors.uncorrected.aggregate.total", |d| count_u64(&d.ecc_errors.aggregate_uncorrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "uncorrected"), ("counter", "aggregate")])),
-    f("retired_pages.single_bit_ecc.count", |d| d.retired_pages_single_bit.value().map(|p| p.len() as f64), same_where(n::DEVICE_RETIRED_PAGES, &[("cause", "single_bit")])),
-    f("retired_pages.double_bit.count", |d| d.retired_pages_double_bit.value().map(|p| p.len() as f64), same_where(n::DEVICE_RETIRED_PAGES, &[("cause", "double_bit")])),
-    f("retired_pages.pending", |d| mode(&d.retired_pages_pending), same(n::DEVICE_RETIRED_PAGES_PENDING)),
-    f("remapped_rows.correctable", |d| d.remapped_rows.value().map(|r| f64::from(r.correctable)), same_where(n::DEVICE_REMAPPED_ROWS, &[("cause", "correctable")])),
-    f("remapped_rows.uncorrectable", |d| d.remapped_rows.value().map(|r| f64::from(r.uncorrectable)), same_where(n::DEVICE_REMAPPED_ROWS, &[("cause", "uncorrectable")])),
-    f("remapped_rows.pending", |d| d.remapped_rows.value().map(|r| flag(r.pending)), same(n::DEVICE_ROW_REMAP_PENDING)),
-    f("remapped_rows.failure", |d| d.remapped_rows.value().map(|r| flag(r.failure)), same(n::DEVICE_ROW_REMAP_FAILURE)),
-    f("temperature.gpu", |d| count(&d.temperature), same(n::DEVICE_TEMPERATURE_CELSIUS)),
-    f("temperature.memory", |d| count(&d.memory_temperature), same(n::DEVICE_MEMORY_TEMPERATURE_CELSIUS)),
-    f("power.draw", |d| watts(d.power_usage.value().copied()), same(n::DEVICE_POWER_USAGE_WATTS)),
-    f("power.limit", |d| watts(d.power_limit.value().copied()), same(n::DEVICE_POWER_LIMIT_WATTS)),
-    f("enforced.power.limit", |d| watts(d.enforced_power_limit.value().copied()), same(n::DEVICE_POWER_ENFORCED_LIMIT_WATTS)),
-    f("power.default_limit", |d| watts(d.power_default_limit.value().copied()), same(n::DEVICE_POWER_DEFAULT_LIMIT_WATTS)),
-    f("power.min_limit", |d| watts(d.power_limit_constraints.value().map(|c| c.min_mw)), same(n::DEVICE_POWER_MIN_LIMIT_WATTS)),
-    f("power.max_limit", |d| watts(d.power_limit_constraints.value().map(|c| c.max_mw)), same(n::DEVICE_POWER_MAX_LIMIT_WATTS)),
-    f("clocks.current.graphics", |d| count(&d.clocks.graphics), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "graphics")])),
-    f("clocks.current.sm", |d| count(&d.clocks.sm), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "sm")])),
-    f("clocks.current.memory", |d| count(&d.clocks.memory), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "memory")])),
-    f("clocks.current.video", |d| count(&d.clocks.video), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "video")])),
-    f("clocks.max.graphics", |d| count(&d.max_clocks.graphics), same_where(n::DEVICE_CLOCK_MAX_HERTZ, &[("clock", "graphics")])),
-    f("clocks.max.sm", |d| count(&d.max_clocks.sm), same_where(n::DEVICE_CLOCK_MAX_HERTZ, &[("clock", "sm")])),
-    f("clocks.max.memory", |d| count(&d.max_clocks.memory), same_where(n::DEVICE_CLOCK_MAX_HERTZ, &[("clock", "memory")])),
+    f("ecc.errors.corrected.volatile.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.volatile_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "volatile"), ("kind", "corrected")], 1.0)),
+    f("ecc.errors.corrected.volatile.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.volatile_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "volatile"), ("kind", "corrected")], 1.0)),
+    f("ecc.errors.corrected.volatile.total", |d| count_u64(&d.ecc_errors.volatile_corrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "corrected"), ("counter", "volatile")], 1.0)),
+    f("ecc.errors.corrected.aggregate.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.aggregate_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "aggregate"), ("kind", "corrected")], 1.0)),
+    f("ecc.errors.corrected.aggregate.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.aggregate_corrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "aggregate"), ("kind", "corrected")], 1.0)),
+    f("ecc.errors.corrected.aggregate.total", |d| count_u64(&d.ecc_errors.aggregate_corrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "corrected"), ("counter", "aggregate")], 1.0)),
+    f("ecc.errors.uncorrected.volatile.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.volatile_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "volatile"), ("kind", "uncorrected")], 1.0)),
+    f("ecc.errors.uncorrected.volatile.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.volatile_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "volatile"), ("kind", "uncorrected")], 1.0)),
+    f("ecc.errors.uncorrected.volatile.total", |d| count_u64(&d.ecc_errors.volatile_uncorrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "uncorrected"), ("counter", "volatile")], 1.0)),
+    f("ecc.errors.uncorrected.aggregate.device_memory", |d| ecc_at(&d.ecc_by_location.device_memory, |c| c.aggregate_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "device_memory"), ("counter", "aggregate"), ("kind", "uncorrected")], 1.0)),
+    f("ecc.errors.uncorrected.aggregate.sram", |d| ecc_at(&d.ecc_by_location.sram, |c| c.aggregate_uncorrected), same_where(n::DEVICE_ECC_ERRORS_BY_LOCATION, &[("location", "sram"), ("counter", "aggregate"), ("kind", "uncorrected")], 1.0)),
+    f("ecc.errors.uncorrected.aggregate.total", |d| count_u64(&d.ecc_errors.aggregate_uncorrected), same_where(n::DEVICE_ECC_ERRORS, &[("error", "uncorrected"), ("counter", "aggregate")], 1.0)),
+    f("retired_pages.single_bit_ecc.count", |d| d.retired_pages_single_bit.value().map(|p| p.len() as f64), same_where(n::DEVICE_RETIRED_PAGES, &[("cause", "single_bit")], 1.0)),
+    f("retired_pages.double_bit.count", |d| d.retired_pages_double_bit.value().map(|p| p.len() as f64), same_where(n::DEVICE_RETIRED_PAGES, &[("cause", "double_bit")], 1.0)),
+    f("retired_pages.pending", |d| mode(&d.retired_pages_pending), same(n::DEVICE_RETIRED_PAGES_PENDING, 1.0)),
+    f("remapped_rows.correctable", |d| d.remapped_rows.value().map(|r| f64::from(r.correctable)), same_where(n::DEVICE_REMAPPED_ROWS, &[("cause", "correctable")], 1.0)),
+    f("remapped_rows.uncorrectable", |d| d.remapped_rows.value().map(|r| f64::from(r.uncorrectable)), same_where(n::DEVICE_REMAPPED_ROWS, &[("cause", "uncorrectable")], 1.0)),
+    f("remapped_rows.pending", |d| d.remapped_rows.value().map(|r| flag(r.pending)), same(n::DEVICE_ROW_REMAP_PENDING, 1.0)),
+    f("remapped_rows.failure", |d| d.remapped_rows.value().map(|r| flag(r.failure)), same(n::DEVICE_ROW_REMAP_FAILURE, 1.0)),
+    f("temperature.gpu", |d| count(&d.temperature), same(n::DEVICE_TEMPERATURE_CELSIUS, 1.0)),
+    f("temperature.memory", |d| count(&d.memory_temperature), same(n::DEVICE_MEMORY_TEMPERATURE_CELSIUS, 1.0)),
+    f("power.draw", |d| watts(d.power_usage.value().copied()), same(n::DEVICE_POWER_USAGE_WATTS, 1.0)),
+    f("power.limit", |d| watts(d.power_limit.value().copied()), same(n::DEVICE_POWER_LIMIT_WATTS, 1.0)),
+    f("enforced.power.limit", |d| watts(d.enforced_power_limit.value().copied()), same(n::DEVICE_POWER_ENFORCED_LIMIT_WATTS, 1.0)),
+    f("power.default_limit", |d| watts(d.power_default_limit.value().copied()), same(n::DEVICE_POWER_DEFAULT_LIMIT_WATTS, 1.0)),
+    f("power.min_limit", |d| watts(d.power_limit_constraints.value().map(|c| c.min_mw)), same(n::DEVICE_POWER_MIN_LIMIT_WATTS, 1.0)),
+    f("power.max_limit", |d| watts(d.power_limit_constraints.value().map(|c| c.max_mw)), same(n::DEVICE_POWER_MAX_LIMIT_WATTS, 1.0)),
+    f("clocks.current.graphics", |d| count(&d.clocks.graphics), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "graphics")], 1.0)),
+    f("clocks.current.sm", |d| count(&d.clocks.sm), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "sm")], 1.0)),
+    f("clocks.current.memory", |d| count(&d.clocks.memory), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "memory")], 1.0)),
+    f("clocks.current.video", |d| count(&d.clocks.video), same_where(n::DEVICE_CLOCK_HERTZ, &[("clock", "video")], 1.0)),
+    f("clocks.max.graphics", |d| count(&d.max_clocks.graphics), same_where(n::DEVICE_CLOCK_MAX_HERTZ, &[("clock", "graphics")], 1.0)),
+    f("clocks.max.sm", |d| count(&d.max_clocks.sm), same_where(n::DEVICE_CLOCK_MAX_HERTZ, &[("clock", "sm")], 1.0)),
+    f("clocks.max.memory", |d| count(&d.max_clocks.memory), same_where(n::DEVICE_CLOCK_MAX_HERTZ, &[("clock", "memory")], 1.0)),
     f("mig.mode.current", |d| d.mig_mode.value().map(|m| flag(m.current)), None),
 ];
 
@@ -346,34 +327,9 @@ struct Row {
     value: Value,
 }
 
-/// A row that is not a `--query-gpu` field (one argument per column of the table).
-#[allow(clippy::too_many_arguments)]
-const fn special(
-    name: &'static str,
-    kind: Kind,
-    unit: &'static str,
-    help: &'static str,
-    source: &'static str,
-    scope: Scope,
-    extra_labels: &'static [&'static str],
-    same_as: Option<SameAs>,
-    differs: &'static str,
-    value: Value,
-) -> Row {
-    Row {
-        metric: DoorMetric {
-            name,
-            kind,
-            unit,
-            help,
-            source,
-            scope,
-            extra_labels,
-            same_as,
-            differs,
-        },
-        value,
-    }
+/// A row that is not a `--query-gpu` field.
+const fn special(metric: DoorMetric, value: Value) -> Row {
+    Row { metric, value }
 }
 
 /// The labels of `nvidia_smi_gpu_info` besides `uuid`, in nvidia_gpu_exporter's order.
@@ -406,30 +362,30 @@ fn specials() -> Vec<Row> {
     use Scope::{Exporter, Gpu, GpuInstance, MigDevice, Process};
     use Kind::{Counter, Gauge};
     vec![
-        special("nvidia_smi_gpu_info", Gauge, "", "A metric with a constant '1' value labeled by gpu uuid, name, driver_model_current, driver_model_pending, vbios_version, driver_version, pci_bus_id, serial, compute_cap, pci_sub_device_id, index, cuda_version.", "name, uuid, driver model, VBIOS, driver and CUDA versions, PCI, serial, compute capability, index", Gpu, INFO_LABELS, same(n::DEVICE_INFO), "a value gpuscope cannot read is `[N/A]`, as nvidia-smi prints it; `cuda_version` is left out where the driver does not say it", Value::GpuInfo),
-        special("nvidia_smi_energy_joules", Counter, "joules", "Total energy consumed by the GPU in joules since the driver was last loaded.", "total_energy_consumption (mJ)", Gpu, &[], same(n::DEVICE_ENERGY_CONSUMPTION_JOULES), "read every 10 s, as gpuscope reads its costly queries", Value::Energy),
-        special("nvidia_smi_pcie_throughput_tx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic transmitted by the GPU, sampled by the driver over a dedicated 20ms window.", "pcie_throughput (TX, KB/s)", Gpu, &[], None, "always published (nvidia_gpu_exporter: with `--collect.pcie-throughput`); read every 10 s; NVML's KB taken as 1000 bytes as nvidia_gpu_exporter does (gpuscope's own family takes 1024)", Value::Pcie(|d| d.pcie_tx_throughput.value().copied())),
-        special("nvidia_smi_pcie_throughput_rx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic received by the GPU, sampled by the driver over a dedicated 20ms window.", "pcie_throughput (RX, KB/s)", Gpu, &[], None, "as the TX one", Value::Pcie(|d| d.pcie_rx_throughput.value().copied())),
-        special("nvidia_smi_xid_errors", Counter, "", "Number of XID errors observed on the GPU since the exporter started.", "events (NVML's event set, XID kind)", Gpu, &["xid"], same(n::DEVICE_XID_ERRORS), "counted among the newest 256 events kept per GPU", Value::XidCount),
-        special("nvidia_smi_xid_last_timestamp_seconds", Gauge, "seconds", "Unix timestamp of the most recently observed XID error.", "events: the time the event was received", Gpu, &["xid"], None, "", Value::XidLast),
-        special("nvidia_smi_mig_info", Gauge, "", "A metric with a constant '1' value labeled by the identity of a MIG device.", "MIG device: UUID, GPU and compute instance ids, profile from its name", MigDevice, MIG_INFO_LABELS, None, "", Value::MigInfo),
-        special("nvidia_smi_mig_memory_total_bytes", Gauge, "bytes", "Memory of the GPU instance (total).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, same(n::DEVICE_MEMORY_TOTAL_BYTES), "", Value::MigMemory(|m| Some(m.total))),
-        special("nvidia_smi_mig_memory_used_bytes", Gauge, "bytes", "Memory of the GPU instance (used).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, same(n::DEVICE_MEMORY_USED_BYTES), "", Value::MigMemory(|m| Some(m.used))),
-        special("nvidia_smi_mig_memory_free_bytes", Gauge, "bytes", "Memory of the GPU instance (free).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, same(n::DEVICE_MEMORY_FREE_BYTES), "", Value::MigMemory(|m| Some(m.free))),
-        special("nvidia_smi_mig_memory_reserved_bytes", Gauge, "bytes", "Memory of the GPU instance (reserved).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, None, "", Value::MigMemory(|m| m.reserved)),
-        special("nvidia_smi_mig_graphics_activity_ratio", Gauge, "ratio", "Fraction of time the GPU instance's graphics/compute engines were active.", "gpm_metrics: graphics_activity", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_GRAPHICS_ENGINE_ACTIVE_RATIO), "the activity over gpuscope's GPM window (10 s)", Value::MigActivity(|m| m.graphics_activity.map(|p| p / 100.0))),
-        special("nvidia_smi_mig_sm_activity_ratio", Gauge, "ratio", "Fraction of time the GPU instance's SMs were active.", "gpm_metrics: sm_activity", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_SM_ACTIVE_RATIO), "as above", Value::MigActivity(|m| m.sm_activity.map(|p| p / 100.0))),
-        special("nvidia_smi_mig_sm_occupancy_ratio", Gauge, "ratio", "Fraction of the GPU instance's resident warp slots that were occupied.", "gpm_metrics: sm_occupancy", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_SM_OCCUPANCY_RATIO), "as above", Value::MigActivity(|m| m.sm_occupancy.map(|p| p / 100.0))),
-        special("nvidia_smi_mig_tensor_activity_ratio", Gauge, "ratio", "Fraction of time the GPU instance's tensor pipes were active.", "gpm_metrics: tensor_activity", GpuInstance, GI_LABELS, same_where(n::DEVICE_GPM_PIPE_ACTIVE_RATIO, &[("pipe", "tensor")]), "as above", Value::MigActivity(|m| m.tensor_activity.map(|p| p / 100.0))),
-        special("nvidia_smi_mig_pcie_throughput_tx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic transmitted by the GPU instance.", "gpm_metrics: pcie_tx (MiB/s)", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_PCIE_TRANSMIT_BYTES_PER_SECOND), "as above", Value::MigActivity(|m| m.pcie_tx.map(|r| r * MIB as f64))),
-        special("nvidia_smi_mig_pcie_throughput_rx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic received by the GPU instance.", "gpm_metrics: pcie_rx (MiB/s)", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_PCIE_RECEIVE_BYTES_PER_SECOND), "as above", Value::MigActivity(|m| m.pcie_rx.map(|r| r * MIB as f64))),
-        special("nvidia_smi_compute_app_info", Gauge, "", "A metric with a constant '1' value labeled by the identity of a process with a compute context on a GPU.", "compute processes, with --processes", Process, APP_LABELS, None, "`process_name` is the process's program as gpuscope reads it from /proc (nvidia-smi's when the driver lets it read the name)", Value::AppInfo),
-        special("nvidia_smi_compute_app_used_memory_bytes", Gauge, "bytes", "GPU memory used by the process.", "compute processes: used GPU memory, in nvidia-smi's whole MiB", Process, APP_LABELS, same(n::PROCESS_GPU_MEMORY_BYTES), "", Value::AppMemory),
-        special("nvidia_smi_compute_apps", Gauge, "", "Number of processes with a compute context on the GPU.", "compute processes, with --processes", Gpu, &[], None, "", Value::AppCount),
-        special("nvidia_smi_compute_apps_last_collect_success", Gauge, "", "Whether the most recent per-process collection succeeded (1) or not (0).", "whether every GPU's compute process list was read", Exporter, &[], None, "", Value::AppsRead),
-        special("nvidia_smi_last_collect_success", Gauge, "", "Whether the most recent collection succeeded (1) or not (0).", "the sample served (1: the exporter serves only samples it took)", Exporter, &[], None, "always 1: a sample gpuscope cannot take makes `/metrics` answer 503 instead", Value::CollectSuccess),
-        special("nvidia_smi_last_collect_success_timestamp_seconds", Gauge, "seconds", "Unix timestamp of the most recent successful collection.", "when the sample served was taken", Exporter, &[], same(n::EXPORTER_SAMPLE_TIMESTAMP_SECONDS), "", Value::CollectTimestamp),
-        special("nvidia_smi_last_collect_duration_seconds", Gauge, "seconds", "Duration of the most recent collection.", "how long taking the sample served took", Exporter, &[], same(n::EXPORTER_SAMPLE_DURATION_SECONDS), "", Value::CollectDuration),
+        special(metric("nvidia_smi_gpu_info", Gauge, "", "A metric with a constant '1' value labeled by gpu uuid, name, driver_model_current, driver_model_pending, vbios_version, driver_version, pci_bus_id, serial, compute_cap, pci_sub_device_id, index, cuda_version.", "name, uuid, driver model, VBIOS, driver and CUDA versions, PCI, serial, compute capability, index", Gpu, INFO_LABELS, same(n::DEVICE_INFO, 1.0), "a value gpuscope cannot read is `[N/A]`, as nvidia-smi prints it; `cuda_version` is left out where the driver does not say it"), Value::GpuInfo),
+        special(metric("nvidia_smi_energy_joules", Counter, "joules", "Total energy consumed by the GPU in joules since the driver was last loaded.", "total_energy_consumption (mJ)", Gpu, &[], same(n::DEVICE_ENERGY_CONSUMPTION_JOULES, 1.0), "read every 10 s, as gpuscope reads its costly queries"), Value::Energy),
+        special(metric("nvidia_smi_pcie_throughput_tx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic transmitted by the GPU, sampled by the driver over a dedicated 20ms window.", "pcie_throughput (TX, KB/s)", Gpu, &[], None, "always published (nvidia_gpu_exporter: with `--collect.pcie-throughput`); read every 10 s; NVML's KB taken as 1000 bytes as nvidia_gpu_exporter does (gpuscope's own family takes 1024)"), Value::Pcie(|d| d.pcie_tx_throughput.value().copied())),
+        special(metric("nvidia_smi_pcie_throughput_rx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic received by the GPU, sampled by the driver over a dedicated 20ms window.", "pcie_throughput (RX, KB/s)", Gpu, &[], None, "as the TX one"), Value::Pcie(|d| d.pcie_rx_throughput.value().copied())),
+        special(metric("nvidia_smi_xid_errors", Counter, "", "Number of XID errors observed on the GPU since the exporter started.", "events (NVML's event set, XID kind)", Gpu, &["xid"], same(n::DEVICE_XID_ERRORS, 1.0), "counted among the newest 256 events kept per GPU"), Value::XidCount),
+        special(metric("nvidia_smi_xid_last_timestamp_seconds", Gauge, "seconds", "Unix timestamp of the most recently observed XID error.", "events: the time the event was received", Gpu, &["xid"], None, ""), Value::XidLast),
+        special(metric("nvidia_smi_mig_info", Gauge, "", "A metric with a constant '1' value labeled by the identity of a MIG device.", "MIG device: UUID, GPU and compute instance ids, profile from its name", MigDevice, MIG_INFO_LABELS, None, ""), Value::MigInfo),
+        special(metric("nvidia_smi_mig_memory_total_bytes", Gauge, "bytes", "Memory of the GPU instance (total).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, same(n::DEVICE_MEMORY_TOTAL_BYTES, 1.0), ""), Value::MigMemory(|m| Some(m.total))),
+        special(metric("nvidia_smi_mig_memory_used_bytes", Gauge, "bytes", "Memory of the GPU instance (used).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, same(n::DEVICE_MEMORY_USED_BYTES, 1.0), ""), Value::MigMemory(|m| Some(m.used))),
+        special(metric("nvidia_smi_mig_memory_free_bytes", Gauge, "bytes", "Memory of the GPU instance (free).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, same(n::DEVICE_MEMORY_FREE_BYTES, 1.0), ""), Value::MigMemory(|m| Some(m.free))),
+        special(metric("nvidia_smi_mig_memory_reserved_bytes", Gauge, "bytes", "Memory of the GPU instance (reserved).", "memory_info of the GPU instance's first MIG device", GpuInstance, GI_LABELS, None, ""), Value::MigMemory(|m| m.reserved)),
+        special(metric("nvidia_smi_mig_graphics_activity_ratio", Gauge, "ratio", "Fraction of time the GPU instance's graphics/compute engines were active.", "gpm_metrics: graphics_activity", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_GRAPHICS_ENGINE_ACTIVE_RATIO, 1.0), "the activity over gpuscope's GPM window (10 s)"), Value::MigActivity(|m| m.graphics_activity.map(|p| p / 100.0))),
+        special(metric("nvidia_smi_mig_sm_activity_ratio", Gauge, "ratio", "Fraction of time the GPU instance's SMs were active.", "gpm_metrics: sm_activity", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_SM_ACTIVE_RATIO, 1.0), "as above"), Value::MigActivity(|m| m.sm_activity.map(|p| p / 100.0))),
+        special(metric("nvidia_smi_mig_sm_occupancy_ratio", Gauge, "ratio", "Fraction of the GPU instance's resident warp slots that were occupied.", "gpm_metrics: sm_occupancy", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_SM_OCCUPANCY_RATIO, 1.0), "as above"), Value::MigActivity(|m| m.sm_occupancy.map(|p| p / 100.0))),
+        special(metric("nvidia_smi_mig_tensor_activity_ratio", Gauge, "ratio", "Fraction of time the GPU instance's tensor pipes were active.", "gpm_metrics: tensor_activity", GpuInstance, GI_LABELS, same_where(n::DEVICE_GPM_PIPE_ACTIVE_RATIO, &[("pipe", "tensor")], 1.0), "as above"), Value::MigActivity(|m| m.tensor_activity.map(|p| p / 100.0))),
+        special(metric("nvidia_smi_mig_pcie_throughput_tx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic transmitted by the GPU instance.", "gpm_metrics: pcie_tx (MiB/s)", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_PCIE_TRANSMIT_BYTES_PER_SECOND, 1.0), "as above"), Value::MigActivity(|m| m.pcie_tx.map(|r| r * MIB as f64))),
+        special(metric("nvidia_smi_mig_pcie_throughput_rx_bytes_per_second", Gauge, "bytes/s", "PCIe traffic received by the GPU instance.", "gpm_metrics: pcie_rx (MiB/s)", GpuInstance, GI_LABELS, same(n::DEVICE_GPM_PCIE_RECEIVE_BYTES_PER_SECOND, 1.0), "as above"), Value::MigActivity(|m| m.pcie_rx.map(|r| r * MIB as f64))),
+        special(metric("nvidia_smi_compute_app_info", Gauge, "", "A metric with a constant '1' value labeled by the identity of a process with a compute context on a GPU.", "compute processes, with --processes", Process, APP_LABELS, None, "`process_name` is the process's program as gpuscope reads it from /proc (nvidia-smi's when the driver lets it read the name)"), Value::AppInfo),
+        special(metric("nvidia_smi_compute_app_used_memory_bytes", Gauge, "bytes", "GPU memory used by the process.", "compute processes: used GPU memory, in nvidia-smi's whole MiB", Process, APP_LABELS, same(n::PROCESS_GPU_MEMORY_BYTES, 1.0), ""), Value::AppMemory),
+        special(metric("nvidia_smi_compute_apps", Gauge, "", "Number of processes with a compute context on the GPU.", "compute processes, with --processes", Gpu, &[], None, ""), Value::AppCount),
+        special(metric("nvidia_smi_compute_apps_last_collect_success", Gauge, "", "Whether the most recent per-process collection succeeded (1) or not (0).", "whether every GPU's compute process list was read", Exporter, &[], None, ""), Value::AppsRead),
+        special(metric("nvidia_smi_last_collect_success", Gauge, "", "Whether the most recent collection succeeded (1) or not (0).", "the sample served (1: the exporter serves only samples it took)", Exporter, &[], None, "always 1: a sample gpuscope cannot take makes `/metrics` answer 503 instead"), Value::CollectSuccess),
+        special(metric("nvidia_smi_last_collect_success_timestamp_seconds", Gauge, "seconds", "Unix timestamp of the most recent successful collection.", "when the sample served was taken", Exporter, &[], same(n::EXPORTER_SAMPLE_TIMESTAMP_SECONDS, 1.0), ""), Value::CollectTimestamp),
+        special(metric("nvidia_smi_last_collect_duration_seconds", Gauge, "seconds", "Duration of the most recent collection.", "how long taking the sample served took", Exporter, &[], same(n::EXPORTER_SAMPLE_DURATION_SECONDS, 1.0), ""), Value::CollectDuration),
     ]
 }
 

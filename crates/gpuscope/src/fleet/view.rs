@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 
 use gpu_devices::text::{escape_control, Escaped};
 use gpu_fleet::filter::rows;
-use gpu_fleet::{Fleet, FleetDevice, FleetProcess, Host, HostState, SortKey};
+use gpu_fleet::{Fleet, FleetDevice, FleetProcess, Host, HostState, OutOfRange, SortKey};
 
-use crate::snapshot::{device_cells, mib, na, power_cell, text, truncate};
+use crate::snapshot::{counted, device_cells, mib, na, power_cell, text, truncate, whole};
 
 /// The `--sort` keys: gpu-fleet's [`SortKey`], for clap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -34,18 +34,95 @@ impl From<SortArg> for SortKey {
     }
 }
 
+/// The most lines of values out of range the table, stderr and `select` show; the rest are
+/// counted (`--json` has every one a device kept).
+pub const MAX_WARNINGS: usize = 10;
+
+/// The values the hosts sent out of range (docs/security.md, "Values"), one line each for
+/// people with the outside text escaped: at most `max`, then a line that counts the others.
+pub fn out_of_range_lines(fleet: &Fleet, max: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut more = 0u64;
+    for h in &fleet.hosts {
+        for d in h.devices.iter() {
+            for n in &d.out_of_range {
+                if lines.len() < max {
+                    lines.push(out_of_range_line(h, d, n));
+                } else {
+                    more += 1;
+                }
+            }
+            more += u64::from(d.out_of_range_not_kept);
+        }
+    }
+    if more > 0 {
+        lines.push(format!(
+            "{} out of range (--json lists those each device kept)",
+            counted(more, "more value", "more values")
+        ));
+    }
+    lines
+}
+
+/// How many values the hosts sent out of range.
+pub fn out_of_range_count(fleet: &Fleet) -> u64 {
+    fleet
+        .hosts
+        .iter()
+        .flat_map(|h| h.devices.iter())
+        .map(|d| d.out_of_range.len() as u64 + u64::from(d.out_of_range_not_kept))
+        .sum()
+}
+
+/// One value out of range for people: which host, device and family, what was sent and what
+/// the family takes: `node-a:0: gpuscope_device_power_usage_watts -5 is out of range (0 to
+/// 10000 W): shown as N/A`.
+pub fn out_of_range_line(h: &Host, d: &FleetDevice, n: &OutOfRange) -> String {
+    let what = match (n.label, n.pid) {
+        (Some(label), _) => format!("{} label {label}", n.family),
+        (None, Some(pid)) => format!("{} of PID {pid}", n.family),
+        (None, None) => n.family.to_string(),
+    };
+    let value = match n.value.as_str() {
+        "" => "\"\"".into(),
+        v => escape_control(v),
+    };
+    let outcome = match n.label {
+        Some(_) => "its series is left out",
+        None => "shown as N/A",
+    };
+    format!(
+        "{}:{}: {what} {value} is out of range ({}): {outcome}",
+        escape_control(&h.host),
+        escape_control(&d.id),
+        n.expected
+    )
+}
+
+/// How a device's state is told beside its host's: `LOST` when its exporter says so, `N/A`
+/// when it sent no `gpuscope_device_up` that is 0 or 1; `None` when the host's state tells.
+pub fn device_state(h: &Host, d: &FleetDevice) -> Option<&'static str> {
+    match (h.state, d.up) {
+        (HostState::Up, Some(false)) => Some("LOST"),
+        (HostState::Up, None) => Some("N/A"),
+        _ => None,
+    }
+}
+
 /// How a host's state is told in the table.
 fn state_text(h: &Host) -> String {
     match (h.state, h.sample_age_seconds) {
         (HostState::Up, _) => "up".into(),
         (HostState::Down, _) => "DOWN".into(),
-        (HostState::Stale, Some(age)) => format!("STALE {}s", age.round() as u64),
+        (HostState::Stale, Some(age)) => format!("STALE {}", na(whole(age, "s"))),
         (HostState::Stale, None) => "STALE".into(),
     }
 }
 
 /// The fleet as a table for people: one line per device (`host:index`), hosts that are down
-/// or stale with a line of their own, then the processes. Outside text is escaped.
+/// or stale with a line of their own, then the processes. Hosts are named as
+/// [`Fleet::host_names`] says (by their instance when two share a hostname). Outside text is
+/// escaped.
 pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
     let mut out = String::new();
     let devices: usize = fleet.hosts.iter().map(|h| h.devices.len()).sum();
@@ -65,10 +142,18 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
     for e in &fleet.errors {
         let _ = writeln!(out, "error: {}: {}", Escaped(&e.query), Escaped(&e.error));
     }
-    let width = fleet
+    for line in out_of_range_lines(fleet, MAX_WARNINGS) {
+        let _ = writeln!(out, "warning: {line}");
+    }
+    let names: std::collections::HashMap<*const Host, String> = fleet
         .hosts
         .iter()
-        .map(|h| escape_control(&h.host).chars().count().min(24))
+        .zip(fleet.host_names())
+        .map(|(h, name)| (h as *const Host, escape_control(name).into_owned()))
+        .collect();
+    let width = names
+        .values()
+        .map(|name| name.chars().count().min(24))
         .max()
         .unwrap_or(4)
         .max(4);
@@ -87,7 +172,7 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
         "Util",
         w = width
     );
-    let hostname = |h: &Host| truncate(&escape_control(&h.host), width);
+    let hostname = |h: &Host| truncate(&names[&(h as *const Host)], width);
     for h in &fleet.hosts {
         if h.devices.is_empty() {
             let _ = writeln!(
@@ -110,10 +195,7 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
             None => d.id.clone(),
             Some(_) => format!(" {}", d.id),
         };
-        let state = match (h.state, d.up) {
-            (HostState::Up, Some(false)) => "LOST".to_string(),
-            _ => state_text(h),
-        };
+        let state = device_state(h, d).map_or_else(|| state_text(h), str::to_string);
         let [temperature, fan, memory] = device_cells(
             d.temperature_celsius,
             d.fan_speed_percent,

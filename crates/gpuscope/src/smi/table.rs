@@ -103,8 +103,8 @@ fn gpu(out: &mut String, d: &DeviceSnapshot) {
     let perf = d
         .performance_state
         .value()
-        .filter(|&&p| p <= 15)
-        .map_or("N/A".into(), |p| format!("P{p}"));
+        .and_then(|&p| gpu_backend::PerformanceState::known(p))
+        .map_or("N/A".into(), |p| p.to_string());
     // Rounded to the nearest watt (in u64: a driver's or fixture's u32::MAX does not overflow).
     let watts = |v: &Na<u32>| {
         v.value().map_or("N/A".into(), |&mw| {

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use gpu_backend::{Architecture, Brand, VirtualizationMode};
+use gpu_backend::{Architecture, Brand, ClockEventReasons, VirtualizationMode};
 use gpu_devices::{DeviceSnapshot, Na};
 
 use crate::query::{compute_mode, enabled, gom, watts, yes_no};
@@ -162,33 +162,54 @@ fn virtualization(v: VirtualizationMode) -> String {
     }
 }
 
-/// Clock event reasons, nvidia-smi's order: (label, tag, bit).
-const REASONS: &[(&str, &str, u64)] = &[
-    ("Idle", "clocks_event_reason_gpu_idle", 0x1),
+/// Clock event reasons, nvidia-smi's order: (label, tag, reason).
+const REASONS: &[(&str, &str, ClockEventReasons)] = &[
+    (
+        "Idle",
+        "clocks_event_reason_gpu_idle",
+        ClockEventReasons::GPU_IDLE,
+    ),
     (
         "Applications Clocks Setting",
         "clocks_event_reason_applications_clocks_setting",
-        0x2,
+        ClockEventReasons::APPLICATIONS_CLOCKS_SETTING,
     ),
-    ("SW Power Cap", "clocks_event_reason_sw_power_cap", 0x4),
-    ("HW Slowdown", "clocks_event_reason_hw_slowdown", 0x8),
-    ("Sync Boost", "clocks_event_reason_sync_boost", 0x10),
+    (
+        "SW Power Cap",
+        "clocks_event_reason_sw_power_cap",
+        ClockEventReasons::SW_POWER_CAP,
+    ),
+    (
+        "HW Slowdown",
+        "clocks_event_reason_hw_slowdown",
+        ClockEventReasons::HW_SLOWDOWN,
+    ),
+    (
+        "Sync Boost",
+        "clocks_event_reason_sync_boost",
+        ClockEventReasons::SYNC_BOOST,
+    ),
     (
         "SW Thermal Slowdown",
         "clocks_event_reason_sw_thermal_slowdown",
-        0x20,
+        ClockEventReasons::SW_THERMAL_SLOWDOWN,
     ),
     (
         "Display Clock Setting",
         "clocks_event_reason_display_clocks_setting",
-        0x100,
+        ClockEventReasons::DISPLAY_CLOCK_SETTING,
     ),
 ];
 
-fn reason(d: &DeviceSnapshot, bit: u64) -> String {
-    na(d.clock_event_reasons
-        .clone()
-        .map(|r| if r & bit != 0 { "Active" } else { "Not Active" }.to_string()))
+fn reason(d: &DeviceSnapshot, reason: ClockEventReasons) -> String {
+    na(d.clock_event_reasons.clone().map(|r| {
+        if ClockEventReasons::from_bits_retain(r).contains(reason) {
+            "Active"
+        } else {
+            "Not Active"
+        }
+        .to_string()
+    }))
 }
 
 /// One process of a GPU, as `-q`'s Processes lists it.
@@ -532,11 +553,8 @@ pub fn gpu(
             "Performance State",
             "performance_state",
             na(d.performance_state.clone().and_then(|p| {
-                if p <= 15 {
-                    Na::Value(format!("P{p}"))
-                } else {
-                    Na::NotAvailable
-                }
+                gpu_backend::PerformanceState::known(p)
+                    .map_or(Na::NotAvailable, |p| Na::Value(p.to_string()))
             })),
         )
         .in_section("PERFORMANCE"),
@@ -547,18 +565,18 @@ pub fn gpu(
                 .iter()
                 .map(|&(label, tag, bit)| {
                     let mut line = leaf(label, tag, reason(d, bit));
-                    if bit == 0x8 {
+                    if bit == ClockEventReasons::HW_SLOWDOWN {
                         // The two kinds of hardware slowdown, under it (flat in the XML).
                         line.children = vec![
                             leaf(
                                 "HW Thermal Slowdown",
                                 "clocks_event_reason_hw_thermal_slowdown",
-                                reason(d, 0x40),
+                                reason(d, ClockEventReasons::HW_THERMAL_SLOWDOWN),
                             ),
                             leaf(
                                 "HW Power Brake Slowdown",
                                 "clocks_event_reason_hw_power_brake_slowdown",
-                                reason(d, 0x80),
+                                reason(d, ClockEventReasons::HW_POWER_BRAKE_SLOWDOWN),
                             ),
                         ];
                     }

@@ -88,9 +88,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else if compact.compact {
             compact::render(view, &compact, compact.width(), compact.colour())
         } else if json && json_lines {
-            serde_json::to_string(view)? + "\n"
+            crate::output::json(view, false)?
         } else if json {
-            serde_json::to_string_pretty(view)? + "\n"
+            crate::output::json(view, true)?
         } else {
             snapshot::render_text(view)
         })

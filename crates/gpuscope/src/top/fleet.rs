@@ -23,7 +23,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::snapshot::counted;
-use crate::snapshot::{device_cells, mib, na, truncate};
+use crate::snapshot::{device_cells, mib, na, power_cell, truncate, whole};
 use gpu_fleet::filter as view;
 use gpu_fleet::{
     Fleet, FleetDevice, FleetFilter, FleetProcess, FleetSource, Host, HostState, SortKey,
@@ -128,6 +128,8 @@ pub struct FleetApp {
     /// The filtered copy, when a filter is set.
     filtered: Option<Fleet>,
     rows: Vec<Row>,
+    /// Each shown host's name (`Fleet::host_names`: the instance when a hostname is shared).
+    names: Vec<String>,
     /// First row on the screen.
     pub scroll: usize,
     /// The last refresh's failure (the fleet shown is then the one before).
@@ -157,6 +159,7 @@ impl FleetApp {
             raw: None,
             filtered: None,
             rows: Vec::new(),
+            names: Vec::new(),
             scroll: 0,
             error: None,
             refreshed: None,
@@ -252,7 +255,17 @@ impl FleetApp {
             }
         }
         self.rows = rows;
+        self.names = self.shown().map_or_else(Vec::new, |fleet| {
+            fleet.host_names().into_iter().map(str::to_string).collect()
+        });
         self.scroll = self.scroll.min(self.rows.len().saturating_sub(1));
+    }
+
+    /// The name of host `h` of the fleet shown.
+    fn name<'f>(&'f self, fleet: &'f Fleet, h: usize) -> &'f str {
+        self.names
+            .get(h)
+            .map_or(fleet.hosts[h].host.as_str(), String::as_str)
     }
 
     fn push_processes(&self, rows: &mut Vec<Row>, fleet: &Fleet, h: usize, d: usize) {
@@ -450,6 +463,13 @@ fn title(app: &FleetApp) -> Line<'static> {
                 app.style(Color::Yellow),
             ));
         }
+        let refused = crate::fleet::view::out_of_range_count(fleet);
+        if refused > 0 {
+            spans.push(Span::styled(
+                format!("  {} out of range", counted(refused, "value", "values")),
+                app.style(Color::Yellow),
+            ));
+        }
     }
     spans.push(Span::raw(format!(
         "  sort: {}{}",
@@ -489,15 +509,16 @@ fn state_text(h: &Host) -> String {
     match (h.state, h.sample_age_seconds) {
         (HostState::Up, _) => "up".into(),
         (HostState::Down, _) => "DOWN".into(),
-        (HostState::Stale, Some(age)) => format!("STALE {}s", age.clamp(0.0, 1e9).round()),
+        (HostState::Stale, Some(age)) => format!("STALE {}", na(whole(age, "s"))),
         (HostState::Stale, None) => "STALE".into(),
     }
 }
 
-fn host_cell(h: &Host) -> String {
+/// A host's name (see [`FleetApp::names`]) in the host column.
+fn host_cell(name: &str) -> String {
     format!(
         "{:<hw$}",
-        truncate(&escape_control(&h.host), HOST_W),
+        truncate(&escape_control(name), HOST_W),
         hw = HOST_W
     )
 }
@@ -512,7 +533,7 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
                 HostState::Stale => app.style(Color::Yellow),
             };
             let age = match host.sample_age_seconds {
-                Some(a) => format!("sample {}s old", a.clamp(0.0, 1e9).round()),
+                Some(a) => format!("sample {} old", na(whole(a, "s"))),
                 None => "never sampled".into(),
             };
             let what = match (host.state, host.devices.len()) {
@@ -529,7 +550,7 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
             }
             Line::from(vec![
                 Span::styled(
-                    host_cell(host),
+                    host_cell(app.name(fleet, h)),
                     Style::default().add_modifier(Modifier::BOLD),
                 ),
                 Span::raw(" "),
@@ -541,7 +562,7 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
         Row::Device(h, d) => {
             let host = &fleet.hosts[h];
             let dev = &fleet.hosts[h].devices[d];
-            device_line(app, host, dev)
+            device_line(app, host, app.name(fleet, h), dev)
         }
         Row::Process(h, d, p) => {
             let host = &fleet.hosts[h];
@@ -553,24 +574,18 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
     }
 }
 
-fn device_line(app: &FleetApp, host: &Host, d: &FleetDevice) -> Line<'static> {
+fn device_line(app: &FleetApp, host: &Host, host_name: &str, d: &FleetDevice) -> Line<'static> {
     let label = match d.mig_index {
         None => escape_control(&d.id).into_owned(),
         Some(_) => format!(" {}", escape_control(&d.id)),
     };
-    let (state, state_style) = match (host.state, d.up) {
-        (HostState::Up, Some(false)) => ("LOST".to_string(), app.style(Color::Red)),
-        (HostState::Up, _) => (String::new(), Style::default()),
-        (_, _) => (state_text(host), app.style(Color::Yellow)),
+    let (state, state_style) = match (host.state, crate::fleet::view::device_state(host, d)) {
+        (_, Some("LOST")) => ("LOST".to_string(), app.style(Color::Red)),
+        (_, Some(unknown)) => (unknown.to_string(), app.style(Color::Yellow)),
+        (HostState::Up, None) => (String::new(), Style::default()),
+        (_, None) => (state_text(host), app.style(Color::Yellow)),
     };
-    let power = match (d.power_usage_watts, d.power_limit_watts) {
-        (None, None) => "N/A".to_string(),
-        (u, l) => format!(
-            "{} / {}",
-            na(u.map(|w| format!("{}W", w.clamp(0.0, 1e9).round()))),
-            na(l.map(|w| format!("{}W", w.clamp(0.0, 1e9).round())))
-        ),
-    };
+    let power = power_cell(d.power_usage_watts, d.power_limit_watts);
     let util = d.gpu_utilization_percent;
     let util_style = match util {
         Some(u) if u >= 80 => app.style(Color::Red),
@@ -579,7 +594,7 @@ fn device_line(app: &FleetApp, host: &Host, d: &FleetDevice) -> Line<'static> {
         None => Style::default(),
     };
     let host_col = if app.flat {
-        host_cell(host)
+        host_cell(host_name)
     } else {
         " ".repeat(HOST_W)
     };
@@ -658,6 +673,8 @@ fn status_line(app: &FleetApp, height: usize) -> Line<'static> {
                 ),
                 app.style(Color::Yellow),
             ));
+        } else if let Some(line) = crate::fleet::view::out_of_range_lines(fleet, 1).first() {
+            spans.push(Span::styled(format!("{line}  "), app.style(Color::Yellow)));
         }
     }
     if let Some((_, t)) = &app.filter {
@@ -909,6 +926,35 @@ mod tests {
     }
 
     #[test]
+    fn hosts_sharing_a_hostname_are_named_by_instance_in_both_views() {
+        // node-a and node-b both report the hostname "node-a" (issue 32, item 5).
+        let mut f = fleet();
+        f.hosts[0].host = "node-a".into();
+        let mut app = app_over("http://prom:9090", f, Duration::from_millis(5));
+        let s = screen(&app);
+        assert_eq!(
+            order(&s),
+            [
+                "node-a:9445",
+                "node-a:9445:0",
+                "node-b:9445",
+                "node-b:9445:0",
+                "node-b:9445:1",
+                "node-c"
+            ]
+        );
+        key(&mut app, KeyCode::Char('g'));
+        let s = screen(&app);
+        let firsts: Vec<&str> = s
+            .lines()
+            .skip(2)
+            .filter(|l| l.contains(" NVIDIA "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(firsts, ["node-a:9445", "node-b:9445", "node-b:9445"], "{s}");
+    }
+
+    #[test]
     fn a_typed_filter_keeps_that_host_and_a_bad_one_says_why() {
         let mut app = app();
         key(&mut app, KeyCode::Char('/'));
@@ -959,6 +1005,56 @@ mod tests {
         let s = screen(&app);
         assert!(!s.chars().any(|c| c.is_control() && c != '\n'), "{s:?}");
         assert!(s.contains("evil\\x1b]0;pwned\\x07"), "{s}");
+    }
+
+    /// The viewer showed a power of -5 W as `0W` and 1e308 W as `1000000000W`; a value out of
+    /// range is N/A in its row, counted in the title and told on the status line.
+    #[test]
+    fn a_value_out_of_range_is_counted_in_the_title_and_told_on_the_status_line() {
+        let mut f = fleet();
+        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[1];
+        d.power_usage_watts = None;
+        d.up = None;
+        d.note_out_of_range(gpu_fleet::OutOfRange {
+            family: "gpuscope_device_power_usage_watts",
+            pid: None,
+            label: None,
+            value: "-5".into(),
+            expected: "0 to 10000 W",
+        });
+        let app = app_over("http://prom:9090", f, Duration::ZERO);
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 20)).unwrap();
+        t.draw(|f| draw(f, &app)).unwrap();
+        let s = super::super::buffer_text(t.backend().buffer());
+        assert!(s.contains("1 value out of range"), "{s}");
+        assert!(
+            s.contains("node-b:1: gpuscope_device_power_usage_watts -5 is out of range (0 to 10000 W): shown as N/A"),
+            "{s}"
+        );
+        let row = s
+            .lines()
+            .find(|l| l.trim_start().starts_with("1 ") && l.contains("H100"))
+            .unwrap();
+        assert!(row.contains("N/A / 700W") && row.contains(" N/A "), "{row}");
+    }
+
+    #[test]
+    fn bidi_controls_and_line_separators_from_prometheus_are_escaped() {
+        let mut f = fleet();
+        f.hosts[0].host = "evil\u{202e}txt.exe\nnode-z".into();
+        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0];
+        d.name = Some("GPU\u{2028}\u{9b}31m".into());
+        d.processes[0].command = Some("python\u{2066}x\u{85}".into());
+        let app = app_over("http://p\u{200f}", f, Duration::ZERO);
+        let s = screen(&app);
+        let raw: Vec<char> = s
+            .chars()
+            .filter(|&c| gpu_devices::text::is_control(c) && c != '\n')
+            .collect();
+        assert!(raw.is_empty(), "{raw:?} in {s}");
+        assert!(s.contains("evil\\u{202e}txt.exe"), "{s}");
+        assert!(s.contains("GPU\\u{2028}\\u{9b}31m"), "{s}");
+        assert!(!s.lines().any(|l| l.starts_with("node-z")), "{s}");
     }
 
     #[test]

@@ -169,7 +169,7 @@ struct Theme {
     mem_thresh: (u8, u8),
 }
 
-/// A span, or several, to go into a line: what [`spans!`] takes.
+/// A span, or several, to go into a line: what `spans!` takes.
 trait IntoSpans {
     fn push_into(self, spans: &mut Vec<Span<'static>>);
 }
@@ -516,8 +516,8 @@ fn watts(mw: Option<&u32>) -> String {
 fn pstate(d: &DeviceSnapshot) -> String {
     na(d.performance_state
         .value()
-        .filter(|&&p| p <= 15)
-        .map(|p| format!("P{p}")))
+        .and_then(|&p| gpu_backend::PerformanceState::known(p))
+        .map(|p| p.to_string()))
 }
 
 fn mig_mode(d: &DeviceSnapshot) -> String {

@@ -1,5 +1,8 @@
 //! A stub Prometheus for the fleet tests: a std `TcpListener` on 127.0.0.1 that answers
-//! `GET /api/v1/query?query=...` with recorded answers, and counts the queries asked.
+//! `GET /api/v1/query?query=...` with recorded answers, and counts the queries asked. It can
+//! also be hostile: answer slowly or never ([`Reply::Silent`]), with a bomb of warnings
+//! ([`with_warnings`]), or with whatever labels and sample times a test gives it. Every wait
+//! is bounded: a connection it never answers is dropped after [`SILENT_FOR`].
 
 #![allow(dead_code)]
 
@@ -20,6 +23,22 @@ pub enum Reply {
     Status(u16, String),
     /// Wait this long, then answer with an empty vector.
     Slow(Duration),
+    /// Read the request and never answer (until the client goes away, or [`SILENT_FOR`]).
+    Silent,
+}
+
+/// How long a [`Reply::Silent`] connection is held at most.
+pub const SILENT_FOR: Duration = Duration::from_secs(60);
+
+/// `body` (an answer) with `n` warnings added, each about 45 bytes as a real Prometheus's
+/// ("remote read of store 123 failed: ...").
+pub fn with_warnings(body: &str, n: usize) -> String {
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    let warnings: Vec<Value> = (0..n)
+        .map(|i| Value::String(format!("remote read of store {i} failed: deadline")))
+        .collect();
+    v["warnings"] = Value::Array(warnings);
+    v.to_string()
 }
 
 /// A running stub.
@@ -155,6 +174,8 @@ fn start_with(
     let handle = replies.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
+            // No wait on a client is longer than this (a silent reply's included).
+            let _ = stream.set_read_timeout(Some(SILENT_FOR));
             let replies = replies.clone();
             let seen = seen.clone();
             let auth = auth.clone();
@@ -175,6 +196,22 @@ fn start_with(
         url,
         asked,
         replies: handle,
+    }
+}
+
+/// Holds a connection without answering until the client closes it or [`SILENT_FOR`] passes.
+fn hold<S: std::io::Read>(stream: &mut S) {
+    let until = std::time::Instant::now() + SILENT_FOR;
+    let mut buf = [0u8; 256];
+    while std::time::Instant::now() < until {
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            // A read timeout (set by the caller) or an error: look at the clock again, or stop.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return,
+        }
     }
 }
 
@@ -237,6 +274,10 @@ fn serve<S: std::io::Read + Write>(
             Reply::Slow(d) => {
                 std::thread::sleep(d);
                 (200, vector(1000.0, &[]))
+            }
+            Reply::Silent => {
+                hold(reader.get_mut());
+                return;
             }
         };
         let w = reader.get_mut();

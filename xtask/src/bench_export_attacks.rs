@@ -1,0 +1,524 @@
+//! `cargo xtask bench-export-attacks`: issue 32's attacks on `gpuscope export` (items 11 to 13),
+//! timed, for each gpuscope binary given (main's build beside this one's, say), all on
+//! loopback (each 127.0.0.N is a client address of its own):
+//!
+//! 1. **a correct login during a wrong-password flood**: basic auth with one user at bcrypt
+//!    cost 10 (htpasswd's and the exporter-toolkit's usual choice); 8 addresses x 32
+//!    connections send wrong passwords back to back; once they are being refused, a correct
+//!    login from a 10th address, timed, then a second from an 11th (which a remembered check
+//!    answers). Each try on a freshly started exporter, so that nothing is remembered before.
+//! 2. **known against unknown users**: users of cost 4 and 12 (as in the issue); the time of a
+//!    wrong password for each, and of an unknown user, one request at a time, no flood.
+//! 3. **start with a costly hash**: the time until a web config with a user of cost 14, then 16,
+//!    is listening, or refused.
+//! 4. **a slot flood**: 20 addresses x 32 sockets that send half a request head and never finish
+//!    it, each reopened as soon as the server closes it (checked every 50 ms); scrapes of
+//!    `/metrics` from a 21st address, one every 100 ms, each on a new connection with
+//!    Prometheus's 10 s timeout: how many are answered (200), and how fast.
+//!
+//! Prints a markdown table per measure, a column per binary. The commands and the figures:
+//! docs/security.md, "Figures".
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use base64::Engine as _;
+
+use crate::bench_setup;
+
+/// Command-line arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A gpuscope binary to attack; give it more than once to compare (e.g. main's release
+    /// build, then this workspace's). Default: this workspace's, built in release mode.
+    #[arg(long = "gpuscope-bin", value_name = "PATH")]
+    bins: Vec<PathBuf>,
+    /// Correct logins timed during the password flood (each on a fresh exporter).
+    #[arg(long, default_value_t = 5)]
+    logins: usize,
+    /// Checks timed per user in the known/unknown comparison.
+    #[arg(long, default_value_t = 9)]
+    checks: usize,
+    /// How long scrapes are sent during the slot flood.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    slot_flood: Duration,
+}
+
+/// What one binary measured.
+#[derive(Default)]
+struct Figures {
+    /// The first correct login during the flood: each try's time, or why it failed.
+    first_logins: Vec<std::result::Result<Duration, String>>,
+    /// The second, remembered, login during the flood.
+    second_logins: Vec<std::result::Result<Duration, String>>,
+    /// Median time of a wrong password for the cost-4 user, the cost-12 user, an unknown user.
+    checks: [Duration; 3],
+    /// What starting with a cost-14 and a cost-16 user did, and after how long.
+    starts: [String; 2],
+    /// Scrapes answered and asked during the slot flood; the answered ones' p50 and max.
+    scrapes: (usize, usize, Duration, Duration),
+}
+
+/// Runs the measures and prints the tables.
+pub fn run(args: Args) -> Result<()> {
+    let bins = if args.bins.is_empty() {
+        bench_setup::cargo_release(&["-p", "gpuscope"])?;
+        vec![bench_setup::target_dir().join("release/gpuscope")]
+    } else {
+        args.bins.clone()
+    };
+    for b in &bins {
+        if !b.is_file() {
+            bail!("--gpuscope-bin {}: no such file", b.display());
+        }
+    }
+    let dir = bench_setup::target_dir().join("bench-export-attacks");
+    std::fs::create_dir_all(&dir)?;
+    let mut all = Vec::new();
+    for bin in &bins {
+        eprintln!("{}:", bin.display());
+        all.push(measure(&args, bin, &dir)?);
+    }
+    print(&bins, &all);
+    Ok(())
+}
+
+fn measure(args: &Args, bin: &Path, dir: &Path) -> Result<Figures> {
+    let mut f = Figures::default();
+
+    // 1. A correct login during a wrong-password flood.
+    let flood_config = web_config(
+        dir,
+        "flood.yml",
+        &[("prometheus", &bcrypt::hash("s3cret", 10)?)],
+    )?;
+    let right = basic("prometheus", "s3cret");
+    for i in 0..args.logins {
+        let (exp, _) = start(bin, &["--web.config.file", &flood_config])?;
+        let exp = exp.context("the exporter refused the flood's web config")?;
+        let flood = PasswordFlood::start(&exp.addr);
+        let started = Instant::now();
+        while flood.refused.load(Ordering::Relaxed) < 16 {
+            if started.elapsed() > Duration::from_secs(60) {
+                bail!("the flood had no wrong password refused in 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let first = timed_login(&exp.addr, "127.0.0.10", &right);
+        let second = timed_login(&exp.addr, "127.0.0.11", &right);
+        eprintln!("  login {}: first {first:?}, second {second:?}", i + 1);
+        f.first_logins.push(first);
+        f.second_logins.push(second);
+        drop(exp);
+        flood.stop();
+    }
+
+    // 2. Known against unknown users.
+    let users_config = web_config(
+        dir,
+        "users.yml",
+        &[
+            ("alice", &bcrypt::hash("alice-pw", 4)?),
+            ("bob", &bcrypt::hash("bob-pw", 12)?),
+        ],
+    )?;
+    let (exp, _) = start(bin, &["--web.config.file", &users_config])?;
+    let exp = exp.context("the exporter refused the users' web config")?;
+    for (k, user) in ["alice", "bob", "mallory"].into_iter().enumerate() {
+        let wrong = basic(user, "wrong");
+        let mut times = Vec::new();
+        for _ in 0..args.checks {
+            let t = Instant::now();
+            let status = connect("127.0.0.2", &exp.addr, Duration::from_secs(60))
+                .and_then(|mut s| get_status(&mut s, &[("Authorization", &wrong)]))
+                .with_context(|| format!("a check of {user}"))?;
+            if status != 401 {
+                bail!("a wrong password for {user} was answered {status}");
+            }
+            times.push(t.elapsed());
+        }
+        f.checks[k] = median(&mut times);
+        eprintln!("  {user}: {:?}", f.checks[k]);
+    }
+    drop(exp);
+
+    // 3. Start with a costly hash: a well-formed salt and digest, only the cost changed.
+    let tail = bcrypt::hash("pw", 4)?[7..].to_string();
+    for (k, cost) in ["14", "16"].into_iter().enumerate() {
+        let config = web_config(
+            dir,
+            &format!("cost-{cost}.yml"),
+            &[("alice", &format!("$2y${cost}${tail}"))],
+        )?;
+        let (exp, took) = start(bin, &["--web.config.file", &config])?;
+        f.starts[k] = match exp {
+            Some(_) => format!("listens after {}", ms(took)),
+            None => format!("refused after {}", ms(took)),
+        };
+        eprintln!("  cost {cost}: {}", f.starts[k]);
+    }
+
+    // 4. A slot flood from 20 addresses, scrapes from a 21st.
+    let (exp, _) = start(bin, &[])?;
+    let exp = exp.context("the exporter did not start")?;
+    let flood = SlotFlood::start(&exp.addr);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut answered = Vec::new();
+    let mut asked = 0;
+    let started = Instant::now();
+    while started.elapsed() < args.slot_flood {
+        asked += 1;
+        let t = Instant::now();
+        let status = connect("127.0.0.22", &exp.addr, Duration::from_secs(10))
+            .and_then(|mut s| get_status(&mut s, &[]));
+        let took = t.elapsed();
+        if status.ok() == Some(200) && took < Duration::from_secs(10) {
+            answered.push(took);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    flood.stop();
+    let n = answered.len();
+    let max = answered.iter().copied().max().unwrap_or_default();
+    f.scrapes = (n, asked, median(&mut answered), max);
+    eprintln!("  slot flood: {n} of {asked} scrapes answered");
+    Ok(f)
+}
+
+fn print(bins: &[PathBuf], all: &[Figures]) {
+    let head = |what: &str| {
+        let mut h = format!("| {what} |");
+        let mut rule = String::from("|---|");
+        for b in bins {
+            h.push_str(&format!(" `{}` |", b.display()));
+            rule.push_str("---|");
+        }
+        println!("\n{h}\n{rule}");
+    };
+    let row = |name: &str, cells: Vec<String>| println!("| {name} | {} |", cells.join(" | "));
+    let logins = |l: &[std::result::Result<Duration, String>]| {
+        let mut ok: Vec<Duration> = l.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
+        let failed = l.len() - ok.len();
+        let max = ok.iter().copied().max().unwrap_or_default();
+        let mut s = if ok.is_empty() {
+            "none answered".to_string()
+        } else {
+            format!("median {}, max {}", ms(median(&mut ok)), ms(max))
+        };
+        if failed > 0 {
+            s.push_str(&format!(
+                ", {failed} of {} not answered 200 in 60 s",
+                l.len()
+            ));
+        }
+        s
+    };
+    head("a correct login during a wrong-password flood (8 addresses x 32 connections, cost 10)");
+    row(
+        "first login (bcrypt check)",
+        all.iter().map(|f| logins(&f.first_logins)).collect(),
+    );
+    row(
+        "second login (remembered)",
+        all.iter().map(|f| logins(&f.second_logins)).collect(),
+    );
+    head("a wrong password, median, one request at a time (users of cost 4 and 12)");
+    for (k, who) in ["known user, cost 4", "known user, cost 12", "unknown user"]
+        .into_iter()
+        .enumerate()
+    {
+        row(who, all.iter().map(|f| ms(f.checks[k])).collect());
+    }
+    head("start with a user's hash of cost");
+    for (k, cost) in ["14", "16"].into_iter().enumerate() {
+        row(cost, all.iter().map(|f| f.starts[k].clone()).collect());
+    }
+    head("scrapes from a 21st address during a slot flood (20 addresses x 32 half-open sockets)");
+    row(
+        "answered (200 within 10 s)",
+        all.iter()
+            .map(|f| {
+                let (n, asked, _, _) = f.scrapes;
+                format!(
+                    "{n} of {asked} ({:.0} %)",
+                    100.0 * n as f64 / asked.max(1) as f64
+                )
+            })
+            .collect(),
+    );
+    row(
+        "time of the answered: median, max",
+        all.iter()
+            .map(|f| format!("{}, {}", ms(f.scrapes.2), ms(f.scrapes.3)))
+            .collect(),
+    );
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// A running exporter, killed when dropped.
+struct Exporter {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `bin export --demo --frame 1 --listen 127.0.0.1:0 ARGS`: the exporter once it says
+/// where it listens, or none if it exits first; and the time either took.
+fn start(bin: &Path, args: &[&str]) -> Result<(Option<Exporter>, Duration)> {
+    let started = Instant::now();
+    let mut child = Command::new(bin)
+        .args([
+            "export",
+            "--demo",
+            "--frame",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", bin.display()))?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let addr = rest.split('/').next().unwrap_or_default().to_string();
+                    return Ok((Some(Exporter { child, addr }), started.elapsed()));
+                }
+            }
+            // stderr closed: the exporter exited.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let took = started.elapsed();
+                let _ = child.wait();
+                return Ok((None, took));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("{} neither listened nor exited in 60 s", bin.display());
+            }
+        }
+    }
+}
+
+/// Writes a web config with basic auth `users` (name, hash) as `dir/name`; its path.
+fn web_config(dir: &Path, name: &str, users: &[(&str, &str)]) -> Result<String> {
+    let mut text = String::from("basic_auth_users:\n");
+    for (user, hash) in users {
+        text.push_str(&format!("  {user}: \"{hash}\"\n"));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path.display().to_string())
+}
+
+/// The `Authorization` value of basic auth.
+fn basic(user: &str, password: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
+}
+
+/// A connection from local address `from` to `addr`; the connect, reads and writes each
+/// bounded by `timeout`.
+fn connect(from: &str, addr: &str, timeout: Duration) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let bad = |e: std::net::AddrParseError| std::io::Error::new(ErrorKind::InvalidInput, e);
+    let local: SocketAddr = format!("{from}:0").parse().map_err(bad)?;
+    let remote: SocketAddr = addr.parse().map_err(bad)?;
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    s.bind(&local.into())?;
+    s.connect_timeout(&remote.into(), timeout)?;
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    Ok(s)
+}
+
+/// `GET /metrics` with `headers` on `s` (kept alive); the answer's status, its body read.
+fn get_status(s: &mut TcpStream, headers: &[(&str, &str)]) -> std::io::Result<u16> {
+    let mut req = String::from("GET /metrics HTTP/1.1\r\nHost: gpuscope\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes())?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte)?;
+        head.push(byte[0]);
+        if head.len() > 16 * 1024 {
+            return Err(std::io::Error::other("an endless answer head"));
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let bad = || std::io::Error::other(format!("a malformed answer head: {head:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(bad)?;
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .ok_or_else(bad)?;
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body)?;
+    Ok(status)
+}
+
+/// The time of a login from `from` answered 200 within 60 s, or what it got instead.
+fn timed_login(addr: &str, from: &str, auth: &str) -> std::result::Result<Duration, String> {
+    let t = Instant::now();
+    match connect(from, addr, Duration::from_secs(60))
+        .and_then(|mut s| get_status(&mut s, &[("Authorization", auth)]))
+    {
+        Ok(200) => Ok(t.elapsed()),
+        Ok(status) => Err(format!("answered {status} after {}", ms(t.elapsed()))),
+        Err(e) => Err(format!("{e} after {}", ms(t.elapsed()))),
+    }
+}
+
+/// Threads that attack until stopped.
+struct Attack {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Attack {
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// 8 addresses (127.0.0.2 to .9) x 32 connections, each sending a wrong password for
+/// `prometheus` as soon as the previous answer came; `refused` counts the 401 answers.
+struct PasswordFlood {
+    attack: Attack,
+    refused: Arc<AtomicUsize>,
+}
+
+impl PasswordFlood {
+    fn start(addr: &str) -> PasswordFlood {
+        let stop = Arc::new(AtomicBool::new(false));
+        let refused = Arc::new(AtomicUsize::new(0));
+        let mut threads = Vec::new();
+        for a in 2..=9 {
+            for _ in 0..32 {
+                let (addr, stop, refused) = (addr.to_string(), stop.clone(), refused.clone());
+                threads.push(std::thread::spawn(move || {
+                    let wrong = basic("prometheus", "guess");
+                    let from = format!("127.0.0.{a}");
+                    while !stop.load(Ordering::Relaxed) {
+                        let Ok(mut s) = connect(&from, &addr, Duration::from_secs(60)) else {
+                            std::thread::sleep(Duration::from_millis(50));
+                            continue;
+                        };
+                        while !stop.load(Ordering::Relaxed) {
+                            match get_status(&mut s, &[("Authorization", &wrong)]) {
+                                Ok(401) => {
+                                    refused.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Ok(_) => {}
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                }));
+            }
+        }
+        PasswordFlood {
+            attack: Attack { stop, threads },
+            refused,
+        }
+    }
+
+    fn stop(self) {
+        self.attack.stop();
+    }
+}
+
+/// 20 addresses (127.0.0.2 to .21) x 32 sockets that send half a request head and never finish
+/// it, each reopened when the server has closed it (checked every 50 ms).
+struct SlotFlood(Attack);
+
+impl SlotFlood {
+    fn start(addr: &str) -> SlotFlood {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (2..=21)
+            .map(|a| {
+                let (addr, stop) = (addr.to_string(), stop.clone());
+                std::thread::spawn(move || {
+                    let from = format!("127.0.0.{a}");
+                    let mut socks: Vec<Option<TcpStream>> = (0..32).map(|_| None).collect();
+                    while !stop.load(Ordering::Relaxed) {
+                        for slot in socks.iter_mut() {
+                            let open = slot.as_mut().is_some_and(|s| {
+                                let mut buf = [0u8; 64];
+                                matches!(s.read(&mut buf), Err(e) if e.kind() == ErrorKind::WouldBlock)
+                            });
+                            if !open {
+                                *slot = half_open(&from, &addr);
+                            }
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                })
+            })
+            .collect();
+        SlotFlood(Attack { stop, threads })
+    }
+
+    fn stop(self) {
+        self.0.stop();
+    }
+}
+
+/// A socket from `from` that has sent the start of a request head, non-blocking.
+fn half_open(from: &str, addr: &str) -> Option<TcpStream> {
+    let mut s = connect(from, addr, Duration::from_secs(1)).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").ok()?;
+    s.set_nonblocking(true).ok()?;
+    Some(s)
+}
