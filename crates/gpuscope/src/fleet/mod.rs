@@ -163,7 +163,7 @@ impl FleetArgs {
             .map_err(|e| {
                 UsageError(format!(
                     "--prometheus-password-file {}: {e}",
-                    path.display()
+                    escape_control(&path.display().to_string())
                 ))
             })?;
             return Ok(text.lines().next().unwrap_or("").to_string());
@@ -180,13 +180,15 @@ impl FleetArgs {
 /// Why a fleet source cannot be set up, in the options' words.
 fn setup_error(e: SetupError) -> String {
     match e {
-        SetupError::Ca { path, reason } => format!("--prometheus-ca {path}: {reason}"),
+        SetupError::Ca { path, reason } => {
+            format!("--prometheus-ca {}: {reason}", escape_control(&path))
+        }
         SetupError::ClientCert { file, path, reason } => {
             let option = match file {
                 CertFile::Certificate => "--prometheus-cert",
                 CertFile::Key => "--prometheus-key",
             };
-            format!("{option} {path}: {reason}")
+            format!("{option} {}: {reason}", escape_control(&path))
         }
         other => other.to_string(),
     }

@@ -244,9 +244,11 @@ fn run_fleet(args: Args) -> Result<()> {
         .into());
     }
     let source = args.fleet.open()?;
+    // The title names the URLs without their credentials, as the fleet names its hosts.
+    let shown = |url: &String| gpu_fleet::remote::without_userinfo(url).into_owned();
     let label = match (&args.fleet.prometheus, &args.fleet.remote) {
-        (Some(url), _) => url.clone(),
-        (None, urls) => urls.join(" "),
+        (Some(url), _) => shown(url),
+        (None, urls) => urls.iter().map(shown).collect::<Vec<_>>().join(" "),
     };
     let mut app = fleet::FleetApp::new(
         label,
