@@ -17,7 +17,8 @@ OPTIONS`, one process per case, several at a time.
 
 stderr is not compared: gpuscope says its own words there (docs/cli.md). A difference that
 docs/cli.md names ("Where a door differs from its tool") is counted as documented, each in its
-class; any other difference fails. Prints each difference, then
+class; any other difference fails. Prints each unexplained difference (every one with
+--verbose), then
     nvisel-door: M of N cases matched (S scenarios x O option sets); D documented differences
     (...); U unexplained
 and exits 1 when U is not 0.
@@ -181,7 +182,7 @@ def main():
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--lib-dir")
     ap.add_argument("--gpuscope")
-    ap.add_argument("--verbose", action="store_true", help="print stderr of differences too")
+    ap.add_argument("--verbose", action="store_true", help="print the documented differences too")
     a = ap.parse_args()
     if a.worker:
         worker(json.load(sys.stdin))
@@ -205,11 +206,11 @@ def main():
                 matched += 1
                 continue
             why = documented(s, options, o, t)
-            label = "documented" if why else "UNEXPLAINED"
-            print(f"  {label}: {s[0]} nvisel {' '.join(options)}: nvisel {t['stdout']!r} exit "
-                  f"{t['code']}, door {o['stdout']!r} exit {o['code']}"
-                  + (f" ({why})" if why else ""))
             if a.verbose or not why:
+                label = "documented" if why else "UNEXPLAINED"
+                print(f"  {label}: {s[0]} nvisel {' '.join(options)}: nvisel {t['stdout']!r} "
+                      f"exit {t['code']}, door {o['stdout']!r} exit {o['code']}"
+                      + (f" ({why})" if why else ""))
                 print(f"    nvisel stderr: {t['stderr'].strip()[-300:]!r}")
                 print(f"    door stderr: {o['stderr'].strip()[-300:]!r}")
             if why:
