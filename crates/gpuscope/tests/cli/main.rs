@@ -14,6 +14,7 @@ mod support;
 
 mod bounds;
 mod doctor;
+mod doctor_driver;
 mod error_texts;
 mod escape;
 mod export_attacks;
