@@ -59,7 +59,8 @@ pub struct Args {
     /// Print only the cost profile, as JSON: each NVML function's median wall and CPU
     /// microseconds per call, `{"nvmlDeviceGetPowerUsage": {"wall_us": 3.4, "cpu_us": 2.7}}`, the
     /// form of a fixture's `nvml_costs` and of fake-nvml's GPUSCOPE_FAKE_NVML_COSTS file. The
-    /// exit status still tells the findings; failed ones are written to stderr.
+    /// exit status still tells the findings; failed ones are written to stderr. When NVML cannot
+    /// be opened: the verdicts on the driver's pieces, as JSON (docs/doctor.md).
     #[arg(long)]
     json: bool,
     /// For tests: read the driver's files (/proc, /dev, /etc/ld.so.cache, the library folders)

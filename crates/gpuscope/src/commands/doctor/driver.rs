@@ -471,10 +471,10 @@ fn container(host: &Host) -> Option<String> {
         }
     }
     if host.exists("/.dockerenv") {
-        return Some("docker (/.dockerenv)".into());
+        return Some("docker, by /.dockerenv".into());
     }
     if host.exists("/run/.containerenv") {
-        return Some("podman (/run/.containerenv)".into());
+        return Some("podman, by /run/.containerenv".into());
     }
     None
 }
