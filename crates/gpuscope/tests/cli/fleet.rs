@@ -1218,7 +1218,7 @@ fn future_nan_or_missing_sample_times_are_never_up() {
     assert_eq!(host(&fleet, "future")["sample_age_seconds"], Value::Null);
     let errors = fleet["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:#?}");
-    assert_eq!(errors[0]["query"], SAMPLE_TIME_QUERY);
+    assert_eq!(errors[0]["query"], SAMPLE_TIME_QUERY.as_str());
     let error = errors[0]["error"].as_str().unwrap();
     for why in ["future (3600 s ahead)", "nan (\"NaN\")", "inf (\"+Inf\")"] {
         assert!(error.contains(why), "{why}: {error}");
