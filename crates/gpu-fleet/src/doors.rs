@@ -98,20 +98,22 @@ pub fn door_named(text: &str) -> Option<Door> {
     DOORS.into_iter().find(|d| d.as_str() == text)
 }
 
-/// The metric names that say a host serves `door`'s names, as a regular expression's
-/// alternatives (`DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_FB_FREE|...`; metric names need no
-/// escaping): its info series where it has one (without it, none of its GPUs can be named),
-/// else every name of it the fleet reads.
-fn alternatives(door: Door) -> String {
-    if let Some(info) = labels(door).and_then(|l| l.info) {
-        return info.to_string();
-    }
-    let names: Vec<&str> = fields()
-        .iter()
-        .filter(|f| f.door == door)
-        .map(|f| f.name)
-        .collect();
-    names.join("|")
+/// The timestamps of the series that say a host serves `door`'s names: its info series where it
+/// has one (without it, none of its GPUs can be named), else every name of it the fleet reads,
+/// each under its own `timestamp()` and the names `or`-ed (`timestamp()` drops the metric name,
+/// so over several names at once two GPUs' series would have the same labels, which
+/// Prometheus refuses; `or` keeps one of each).
+fn timestamps(door: Door) -> String {
+    let names: Vec<&str> = match labels(door).and_then(|l| l.info) {
+        Some(info) => vec![info],
+        None => fields()
+            .iter()
+            .filter(|f| f.door == door)
+            .map(|f| f.name)
+            .collect(),
+    };
+    let each: Vec<String> = names.iter().map(|n| format!("timestamp({n})")).collect();
+    each.join(" or ")
 }
 
 /// The first query of a refresh: each gpuscope exporter's latest sample time over the lookback,
@@ -128,8 +130,8 @@ pub fn sample_time_query(lookback: &str) -> String {
             None => "instance, job".to_string(),
         };
         q.push_str(&format!(
-            " or label_replace(max by ({by}) (timestamp({{__name__=~\"{}\"}})), \"{NAMES_LABEL}\", \"{}\", \"\", \"\")",
-            alternatives(door),
+            " or label_replace(max by ({by}) ({}), \"{NAMES_LABEL}\", \"{}\", \"\", \"\")",
+            timestamps(door),
             door.as_str()
         ));
     }
@@ -209,11 +211,11 @@ mod tests {
             "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m]) or label_replace("
         ));
         assert!(
-            q.contains("max by (instance, job, Hostname) (timestamp({__name__=~\"DCGM_FI_DEV_"),
+            q.contains("max by (instance, job, Hostname) (timestamp(DCGM_FI_DEV_FB_USED) or timestamp(DCGM_FI_DEV_FB_FREE) or "),
             "{q}"
         );
         assert!(
-            q.ends_with("or label_replace(max by (instance, job) (timestamp({__name__=~\"nvidia_smi_gpu_info\"})), \"gpuscope_names\", \"nvidia-smi\", \"\", \"\")"),
+            q.ends_with("or label_replace(max by (instance, job) (timestamp(nvidia_smi_gpu_info)), \"gpuscope_names\", \"nvidia-smi\", \"\", \"\")"),
             "{q}"
         );
     }

@@ -360,18 +360,26 @@ fn ask_doors(
     let mut used: Vec<gpu_export::Door> = hosts.iter().map(|&(_, d)| d).collect();
     used.sort();
     used.dedup();
-    let alternatives: Vec<String> = hosts.iter().map(|(i, _)| regex_escape(i)).collect();
-    let selector = promql_string(&alternatives.join("|"));
+    // The instances of the hosts read through `door` (any door: `None`), as a selector.
+    let selector = |door: Option<gpu_export::Door>| {
+        let alternatives: Vec<String> = hosts
+            .iter()
+            .filter(|(_, d)| door.is_none_or(|door| *d == door))
+            .map(|(i, _)| regex_escape(i))
+            .collect();
+        promql_string(&alternatives.join("|"))
+    };
+    let smi = gpu_export::Door::NvidiaSmi;
     let mut asked = Vec::new();
-    if used.contains(&gpu_export::Door::NvidiaSmi) {
+    if used.contains(&smi) {
         asked.push((
-            doors::device_query(&[gpu_export::Door::NvidiaSmi], true, ".+"),
-            doors::device_query(&[gpu_export::Door::NvidiaSmi], true, &selector),
+            doors::device_query(&[smi], true, ".+"),
+            doors::device_query(&[smi], true, &selector(Some(smi))),
         ));
     }
     asked.push((
         doors::device_query(&used, false, ".+"),
-        doors::device_query(&used, false, &selector),
+        doors::device_query(&used, false, &selector(None)),
     ));
     for (named, query) in asked {
         let text = match client.query_text_until(&query, deadline) {
