@@ -390,7 +390,9 @@ fn ask_doors(
                 continue;
             }
         };
-        match prom::parse_answer(&text, &mut |s: &prom::Series<'_>| b.door_device(s)) {
+        match prom::parse_answer(&text, &mut |s: &prom::Series<'_>| {
+            b.door_device(s, None, None)
+        }) {
             Ok(info) => {
                 *answered += 1;
                 b.evaluated_at(info.evaluated_at);

@@ -955,11 +955,19 @@ impl FleetBuilder {
     /// family's unit and held to its range. Kept only for a host the first query said serves
     /// the door's names and not a set read before them; a series of any other host, or of no
     /// GPU the series can be joined to, is left out.
-    pub fn door_device(&mut self, s: &Series<'_>) {
-        let Some(field) = s.label("__name__").and_then(door_names::field) else {
+    ///
+    /// Read directly (`--remote`), `fallback` is the URL read and the series' name is given
+    /// as `name` (the text format's samples carry it apart from their labels); from Prometheus
+    /// both are `None` and the series' `__name__` and `instance` say them.
+    pub fn door_device(&mut self, s: &Series<'_>, name: Option<&str>, fallback: Option<&str>) {
+        let Some(field) = name
+            .or_else(|| s.label("__name__"))
+            .and_then(door_names::field)
+        else {
             return;
         };
-        let Some(&h) = s.label("instance").and_then(|i| self.by_instance.get(i)) else {
+        let instance = fallback.or_else(|| s.label("instance"));
+        let Some(&h) = instance.and_then(|i| self.by_instance.get(i)) else {
             return;
         };
         let read = self.doors.get(&h).and_then(|d| d.iter().next());
@@ -1175,6 +1183,26 @@ impl FleetBuilder {
             ProcessField::Memory => processes[p].used_memory_bytes = whole(v),
             ProcessField::SmUtilization => processes[p].sm_utilization_percent = percent(v),
         }
+    }
+
+    /// Adds a host read directly (`--remote`) at `url` whose answer holds `door`'s names and no
+    /// gpuscope samples: read through that door, its sample time `now` (when it was read:
+    /// those exporters publish no sample time of their own). `false` when the model cannot
+    /// keep it (beyond its bounds, counted).
+    pub fn door_host(&mut self, url: &str, door: Door, now: f64) -> bool {
+        let nothing = Series {
+            metric: Default::default(),
+            value: (now, std::borrow::Cow::Borrowed("")),
+        };
+        let Some(h) = self.host_of(&nothing, Some(url)) else {
+            return false;
+        };
+        self.doors.insert(h, Doors::only(door));
+        let host = &mut self.hosts[h];
+        host.names = (door != Door::Gpuscope).then(|| door.as_str());
+        host.sample_time = Some(now);
+        host.sample_age_seconds = Some(0.0);
+        true
     }
 
     /// Adds a host read directly (`--remote`) that could not be read: down, with no devices.
@@ -1886,7 +1914,7 @@ mod tests {
             ("modelName", "NVIDIA H100 80GB HBM3"),
             ("Hostname", "node"),
         ];
-        b.door_device(&series(&labels, 100.0, v));
+        b.door_device(&series(&labels, 100.0, v), None, None);
     }
 
     /// A nvidia_gpu_exporter series on instance `i`: its info of GPU `index` (UUID `uuid`,
@@ -1900,7 +1928,7 @@ mod tests {
                 ("pci_bus_id", "00000000:3B:00.0"),
             ]);
         }
-        b.door_device(&series(&labels, 100.0, v));
+        b.door_device(&series(&labels, 100.0, v), None, None);
     }
 
     const DCGM_ALL: [(&str, &str); 6] = [
@@ -1966,7 +1994,7 @@ mod tests {
                 ("GPU_I_ID", gi),
                 ("GPU_I_PROFILE", "3g.40gb"),
             ];
-            b.door_device(&series(&labels, 100.0, gi));
+            b.door_device(&series(&labels, 100.0, gi), None, None);
         }
         let f = b.finish("x".into(), 30.0, false);
         let ids: Vec<(&str, Option<u32>, Option<u64>)> = f.hosts[0]
