@@ -1612,3 +1612,30 @@ fn a_dcgm_value_out_of_range_is_na_with_a_warning_naming_its_metric() {
         "{err}"
     );
 }
+
+/// Issue 35, item 4: a later refresh keeps a door host's GPUs while its latest scrape is the
+/// same, asking the two host queries only, as for a gpuscope host.
+#[test]
+fn an_unchanged_door_host_keeps_its_gpus_without_asking_again() {
+    let stub = start(door_replies("46"), None);
+    let watch = Watch::start(&stub);
+    let first = watch.next();
+    let second = watch.next();
+    assert_eq!(first["hosts"], second["hosts"]);
+    assert_eq!(
+        host(&second, "dcgm-node")["devices"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // The first refresh asked 17; every later one (the next may have begun since) the two
+    // host queries alone.
+    let asked = stub.asked.lock().unwrap().clone();
+    assert!(asked.len() >= 19, "{asked:#?}");
+    assert!(
+        asked[17..].iter().all(|q| *q == first_query() || q == "up"),
+        "{:#?}",
+        &asked[17..]
+    );
+}
