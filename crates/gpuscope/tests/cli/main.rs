@@ -14,6 +14,7 @@ mod support;
 
 mod bounds;
 mod doctor;
+mod error_texts;
 mod escape;
 mod export_attacks;
 mod export_clients;
@@ -21,6 +22,7 @@ mod export_metrics;
 mod export_web;
 mod fixture_input;
 mod fleet;
+mod gpulink;
 mod grammar;
 mod info;
 mod log;
