@@ -95,6 +95,9 @@ if [ ! -x "$gpuscope_bin" ]; then
 fi
 "$venv/bin/python" "$here/gpustat_stat.py" --lib-dir "$work/lib" --gpustat "$venv/bin/gpustat" \
     --gpuscope "$gpuscope_bin" "$@"
+echo "== gpustat's lines against gpuscope stat's (the gpustat front door) over $# fixtures"
+"$venv/bin/python" "$here/gpustat_text.py" --lib-dir "$work/lib" --python "$venv/bin/python" \
+    --gpuscope "$gpuscope_bin" --self-check "$@"
 echo "== nvitop's %SM over the real H100 recording, at frame 30"
 "$venv/bin/python" "$here/nvitop_sm.py" --lib-dir "$work/lib"
 

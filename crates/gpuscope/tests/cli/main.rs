@@ -40,5 +40,6 @@ mod smi;
 mod smi_h200;
 mod snapshot;
 mod source_rules;
+mod stat;
 mod top;
 mod top_tmux;
