@@ -13,6 +13,7 @@
 mod support;
 
 mod bounds;
+mod colour;
 mod doctor;
 mod escape;
 mod export_attacks;
