@@ -84,10 +84,9 @@ pub(crate) fn yes_no(v: bool) -> String {
     if v { "Yes" } else { "No" }.to_string()
 }
 
-/// `display_mode` as nvidia-smi prints it: from driver 580 on it is deprecated (nvidia-smi
-/// 580.159.04 on two real H200s and an H100 printed `[Requested functionality has been
-/// deprecated]` while NVML still answered Enabled; fixtures/h200-real/); before, Enabled or
-/// Disabled.
+/// `display_mode` as nvidia-smi prints it: from driver 580 on, nvidia-smi prints `[Requested
+/// functionality has been deprecated]` for it while NVML still answers Enabled (the captures
+/// are in docs/smi.md); before, Enabled or Disabled.
 fn display_mode(r: &Row) -> Na<String> {
     let major = r
         .view
@@ -109,10 +108,10 @@ fn yn(v: &Na<bool>) -> Na<String> {
     v.clone().map(yes_no)
 }
 
-/// Bytes in MiB, rounded to the nearest (a half to the even one). nvidia-smi does not truncate:
-/// its used, free and reserved add up to one MiB more than its total on real H100s
-/// (fixtures/h100-real/nvidia-smi-q.load.txt, and the 590.48.01 capture in docs/smi.md); the
-/// nearest matches every value of the recording's frame 47 that stood still (docs/smi.md).
+/// Bytes in MiB, rounded to the nearest (a half to the even one), as nvidia-smi rounds: it does
+/// not truncate, so its used, free and reserved can add up to one MiB more than its total
+/// (docs/smi.md has the captures, and the recorded frame every still value of which the nearest
+/// matches).
 pub(crate) fn to_mib(bytes: u64) -> u64 {
     let (q, r) = (bytes / MIB, bytes % MIB);
     if r > MIB / 2 || (r == MIB / 2 && q % 2 == 1) {
@@ -123,11 +122,9 @@ pub(crate) fn to_mib(bytes: u64) -> u64 {
 }
 
 /// Frame-buffer memory (total, reserved, used, free) in MiB as nvidia-smi 580 prints it: a
-/// part of a MiB counts as a whole one. On two real GPUs, with the memory standing still,
-/// nvidia-smi printed 74,317 MiB free for 74,316.19 (an H100), and 134,436 free, 616 reserved
-/// and 8,721 used for 134,435.13, 615.06 and 8,720.81 (an H200; fixtures/h200-real/), where
-/// the nearest would be 74,316, 134,435 and 615. BAR1 memory is rounded to the nearest
-/// ([`to_mib`]): 8,722 used for 8,722.5 on the same H200.
+/// part of a MiB counts as a whole one, where the nearest would print one less (docs/smi.md
+/// has the captures, with the memory standing still). BAR1 memory nvidia-smi rounds to the
+/// nearest ([`to_mib`]).
 pub(crate) fn to_mib_up(bytes: u64) -> u64 {
     bytes.div_ceil(MIB)
 }
