@@ -104,6 +104,35 @@ fn top_once_colorful_bars_take_more_colours() {
     assert_eq!(strip_sgr(&spectrum), strip_sgr(&plain_bars));
 }
 
+/// As nvitop colours them, each device's index and its processes' GPU index are in the colour
+/// of the device's load: at this frame nvitop -1 shows GPUs 0 and 1 yellow (10 % utilization)
+/// and GPU 3 green (8 %, memory 9 %).
+#[test]
+fn top_once_colours_gpu_indices_by_their_devices_load() {
+    let fixture = cli::fixture("gpu-lost");
+    let command = [
+        "top",
+        "--fixture",
+        fixture.as_str(),
+        "--frame",
+        "20",
+        "--once",
+    ];
+    let text = output(&command, &["--force-color"], false);
+    for (index, colour) in [("0", "33"), ("1", "33"), ("3", "32")] {
+        let device = format!("\x1b[{colour}m{index:<5}\x1b[0mTesla T4  Bus ");
+        assert!(text.contains(&device), "GPU {index}: {text:?}");
+    }
+    let process_of_3 = text
+        .lines()
+        .find(|l| l.contains(" 5762 "))
+        .expect("GPU 3's worker");
+    assert!(
+        process_of_3.contains("\x1b[32m3   \x1b[0m"),
+        "{process_of_3:?}"
+    );
+}
+
 /// On a terminal `auto` colours `snapshot`'s table and `top -1` (as nvitop `-1`), unless
 /// NO_COLOR is set or `--no-color` given.
 #[cfg(target_os = "linux")]
