@@ -209,7 +209,7 @@ fn install_links_makes_each_front_door_a_link_that_works() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     let out = ok(&["install-links", bin.to_str().unwrap()]);
-    for tool in ["nvidia-smi", "gpustat", "nvitop", "nvisel"] {
+    for tool in ["nvidia-smi", "gpustat", "nvitop", "nvisel", "gpulink"] {
         let link = bin.join(tool);
         let target = std::fs::read_link(&link).unwrap_or_else(|e| panic!("{tool}: {e}"));
         assert_eq!(target, Path::new(env!("CARGO_BIN_EXE_gpuscope")), "{tool}");
