@@ -13,6 +13,7 @@
 mod support;
 
 mod bounds;
+mod colour;
 mod doctor;
 mod error_texts;
 mod escape;
@@ -42,5 +43,6 @@ mod smi;
 mod smi_h200;
 mod snapshot;
 mod source_rules;
+mod stat;
 mod top;
 mod top_tmux;
