@@ -13,6 +13,7 @@
 mod support;
 
 mod bounds;
+mod colour;
 mod doctor;
 mod doctor_driver;
 mod error_texts;
@@ -43,5 +44,6 @@ mod smi;
 mod smi_h200;
 mod snapshot;
 mod source_rules;
+mod stat;
 mod top;
 mod top_tmux;
