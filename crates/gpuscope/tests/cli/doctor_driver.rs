@@ -142,12 +142,21 @@ fn json_verdicts(doc: &Value) -> Vec<(String, Verdict)> {
 /// Doctor over `root` in text and JSON: both exit 4 and say the same verdicts; the text, the
 /// verdicts and the JSON document.
 fn examine(root: &Root, ld_library_path: Option<&str>) -> (String, Vec<(String, Verdict)>, Value) {
-    let text = root.doctor(ld_library_path, &[]);
+    examine_with(root, ld_library_path, &[])
+}
+
+/// [`examine`] with `extra` arguments.
+fn examine_with(
+    root: &Root,
+    ld_library_path: Option<&str>,
+    extra: &[&str],
+) -> (String, Vec<(String, Verdict)>, Value) {
+    let text = root.doctor(ld_library_path, extra);
     let stdout = String::from_utf8(text.stdout.clone()).unwrap();
     let stderr = String::from_utf8(text.stderr.clone()).unwrap();
     assert_eq!(text.status.code(), Some(4), "{stdout}\n{stderr}");
     assert!(stderr.contains("NVML cannot be opened"), "{stderr}");
-    let json = root.doctor(ld_library_path, &["--json"]);
+    let json = root.doctor(ld_library_path, &[extra, &["--json"]].concat());
     assert_eq!(json.status.code(), Some(4), "{:?}", json);
     let doc: Value = serde_json::from_slice(&json.stdout).expect("JSON on stdout");
     let verdicts = text_verdicts(&stdout);
@@ -385,6 +394,32 @@ fn text_from_the_machines_files_reaches_the_terminal_escaped() {
     assert!(!stdout.contains('\x1b'), "{stdout}");
     assert!(!stdout.contains('\u{202e}'), "{stdout}");
     assert!(stdout.contains("libnvidia-ml.so.1"), "{stdout}");
+}
+
+#[test]
+fn a_library_named_by_nvml_lib_is_the_only_place_looked_at() {
+    let root = Root::new();
+    root.module("580.95.05")
+        .library("usr/lib/x86_64-linux-gnu", "580.95.05", true);
+    let (_, verdicts, doc) = examine_with(
+        &root,
+        None,
+        &["--nvml-lib", "/opt/nvidia/libnvidia-ml.so.1"],
+    );
+    let searched = doc["library"]["searched"].as_array().unwrap();
+    assert_eq!(searched.len(), 1, "{searched:?}");
+    assert_eq!(searched[0]["from"], "nvml_lib");
+    assert_eq!(searched[0]["path"], "/opt/nvidia/libnvidia-ml.so.1");
+    // The one in the loader's folders is not what was asked for.
+    assert_fails(
+        &verdicts,
+        "library",
+        "none of the places looked at (1,",
+        "--nvml-lib PATH",
+    );
+    assert!(on(&verdicts, "NVML")
+        .summary
+        .contains("/opt/nvidia/libnvidia-ml.so.1"));
 }
 
 #[test]

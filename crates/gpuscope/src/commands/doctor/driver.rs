@@ -628,7 +628,7 @@ fn nodes_finding(nodes: &[Node], module: bool, container: bool, wsl: bool) -> Fi
     let denied: Vec<String> = nodes
         .iter()
         .filter(|n| !n.access)
-        .map(|n| format!("{} ({})", n.path, n.mode))
+        .map(|n| format!("{} ({})", Escaped(&n.path), n.mode))
         .collect();
     if !denied.is_empty() {
         return Finding::new(
@@ -730,7 +730,7 @@ fn library_finding(search: &Search, wsl: bool) -> Finding {
         Verdict::Fail,
         "library",
         format!(
-            "{name} is in none of the {} places looked at (listed below)",
+            "{name} is in none of the places looked at ({}, listed below)",
             search.places.len()
         ),
     )
