@@ -582,14 +582,6 @@ pub struct nvmlRepairStatus_v1_t {
     pub bTpcRepairPending: c_uint,
 }
 
-/// `nvmlUnrepairableMemoryStatus_v1_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct nvmlUnrepairableMemoryStatus_v1_t {
-    /// 1 when memory holds errors no repair can fix.
-    pub bUnrepairableMemory: c_uint,
-}
-
 /// `nvmlRowRemapperHistogramValues_t`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]

@@ -444,9 +444,6 @@ macro_rules! for_each_query {
             dynamic value fn repair_status(id: DeviceId) -> (RepairStatus) => repair_status
                 [nvml: nvmlDeviceGetRepairStatus "nvmlRepairStatus_v1_t", unit: "", mig: no, abi: custom,
                  doc: "Memory channel and TPC repairs waiting for the next reset."];
-            dynamic value fn unrepairable_memory(id: DeviceId) -> (bool) => unrepairable_memory
-                [nvml: nvmlDeviceGetUnrepairableMemoryFlag_v1 "NVML API 13, looked up by name", unit: "", mig: no, abi: custom,
-                 doc: "Whether the GPU's memory holds errors no repair can fix."];
             dynamic value fn inactive_remapped_rows(id: DeviceId) -> (InactiveRemappedRows) => inactive_remapped_rows
                 [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_REMAPPED_ROWS_COR/UNC_INACTIVE", unit: "rows", mig: no, abi: custom,
                  doc: "Row remappings not in force yet, for correctable and uncorrectable errors."];

@@ -869,7 +869,6 @@ fn every_changing_answer_has_a_place(dy: &DeviceDynamic) {
         fbc_stats: _,
         sram_ecc_status: _,
         repair_status: _,
-        unrepairable_memory: _,
         inactive_remapped_rows: _,
         row_remapper_histogram: _,
         margin_temperature: _,

@@ -439,7 +439,6 @@ pub(super) fn physical_dynamic(g: &Element, base: DeviceDynamic) -> DeviceDynami
                 })
             })
             .into(),
-        unrepairable_memory: boolean(first(ecc, &["unrepairable_memory"])).into(),
         inactive_remapped_rows: count64(first(remap, &["remapped_row_corr_inactive"]))
             .and_then(|correctable| {
                 count64(first(remap, &["remapped_row_unc_inactive"])).map(|uncorrectable| {

@@ -385,14 +385,6 @@ nvml_api! {
         (*status).bTpcRepairPending = c_uint::from(s.tpc_repair_pending);
         Ok(())
     }
-    /// `nvmlDeviceGetUnrepairableMemoryFlag_v1`.
-    fn nvmlDeviceGetUnrepairableMemoryFlag_v1(device: nvmlDevice_t, status: *mut nvmlUnrepairableMemoryStatus_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(status)?;
-        put(status, nvmlUnrepairableMemoryStatus_v1_t {
-            bUnrepairableMemory: c_uint::from(ctx.b.unrepairable_memory(id)?),
-        })
-    }
     /// `nvmlDeviceGetRowRemapperHistogram`.
     fn nvmlDeviceGetRowRemapperHistogram(device: nvmlDevice_t, values: *mut nvmlRowRemapperHistogramValues_t) |ctx| {
         let id = ctx.dev(device)?;

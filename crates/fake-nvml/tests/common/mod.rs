@@ -366,7 +366,6 @@ fn dynamic(frame: u64, used_gib: u64) -> DeviceDynamic {
             channel_repair_pending: false,
             tpc_repair_pending: frame == 1,
         }),
-        unrepairable_memory: ok(false),
         inactive_remapped_rows: ok(InactiveRemappedRows {
             correctable: 2,
             uncorrectable: frame,

@@ -1,5 +1,5 @@
 //! The NVML bodies of the queries `nvidia-smi -q` shows beyond the everyday ones (the table's
-//! "beyond the everyday" rows): versioned structs, field values by scope, and the entry points
+//! "beyond the everyday" rows): versioned structs, field values by scope, and the entry point
 //! of NVML API 13 that nvml-wrapper-sys does not bind, looked up by name (`newer`). Each is a
 //! function of the backend and the device, which `mod.rs`'s trait implementation calls.
 
@@ -478,21 +478,6 @@ pub(super) fn repair_status(b: &NvmlBackend, id: DeviceId) -> Result<RepairStatu
     })
 }
 
-pub(super) fn unrepairable_memory(b: &NvmlBackend, id: DeviceId) -> Result<bool> {
-    let handle = b.handle(id)?;
-    let func = b
-        .newer
-        .unrepairable_memory
-        .ok_or(BackendError::FunctionNotFound)?;
-    let mut status = newer::UnrepairableMemory {
-        b_unrepairable_memory: 0,
-    };
-    // SAFETY: the library's own entry point, looked up by its name, with a live handle and a
-    // writable struct of the layout nvml.h gives it.
-    check(unsafe { func(handle, &mut status) })?;
-    Ok(on(status.b_unrepairable_memory))
-}
-
 pub(super) fn inactive_remapped_rows(
     b: &NvmlBackend,
     id: DeviceId,
@@ -618,15 +603,7 @@ pub(super) mod newer {
         pub(crate) value: [u8; 64],
     }
 
-    /// `nvmlUnrepairableMemoryStatus_v1_t`.
-    #[repr(C)]
-    pub(crate) struct UnrepairableMemory {
-        pub(crate) b_unrepairable_memory: u32,
-    }
-
     type HostnameFn = unsafe extern "C" fn(sys::nvmlDevice_t, *mut Hostname) -> sys::nvmlReturn_t;
-    type UnrepairableFn =
-        unsafe extern "C" fn(sys::nvmlDevice_t, *mut UnrepairableMemory) -> sys::nvmlReturn_t;
 
     /// The library, opened again (the loader hands back the one already loaded), and the entry
     /// points found in it.
@@ -636,8 +613,6 @@ pub(super) mod newer {
         _library: Option<libloading::Library>,
         /// `nvmlDeviceGetHostname_v1`.
         pub(crate) hostname: Option<HostnameFn>,
-        /// `nvmlDeviceGetUnrepairableMemoryFlag_v1`.
-        pub(crate) unrepairable_memory: Option<UnrepairableFn>,
     }
 
     impl Symbols {
@@ -655,16 +630,9 @@ pub(super) mod newer {
             let hostname = unsafe { library.get::<HostnameFn>(b"nvmlDeviceGetHostname_v1\0") }
                 .ok()
                 .map(|f| *f);
-            // SAFETY: as above.
-            let unrepairable_memory = unsafe {
-                library.get::<UnrepairableFn>(b"nvmlDeviceGetUnrepairableMemoryFlag_v1\0")
-            }
-            .ok()
-            .map(|f| *f);
             Symbols {
                 _library: Some(library),
                 hostname,
-                unrepairable_memory,
             }
         }
     }

@@ -1557,10 +1557,6 @@ impl GpuBackend for NvmlBackend {
         details::repair_status(self, id)
     }
 
-    fn unrepairable_memory(&self, id: DeviceId) -> Result<bool> {
-        details::unrepairable_memory(self, id)
-    }
-
     fn inactive_remapped_rows(&self, id: DeviceId) -> Result<InactiveRemappedRows> {
         details::inactive_remapped_rows(self, id)
     }

@@ -157,7 +157,6 @@ device_details! {
         fbc_stats: SessionStats => "Frame-buffer capture sessions.";
         sram_ecc_status: SramEccStatus => "SRAM ECC detail.";
         repair_status: RepairStatus => "Repairs pending.";
-        unrepairable_memory: bool => "Whether the memory holds errors no repair can fix.";
         inactive_remapped_rows: InactiveRemappedRows => "Row remappings not in force yet.";
         row_remapper_histogram: RowRemapperHistogram => "Memory banks by spare rows left.";
         margin_temperature: i32 => "How far the GPU is below T.Limit, °C.";
