@@ -31,9 +31,11 @@ pub use families::{build, device_up, Family, Inputs, Kind, LabelledValue, Labels
 pub use plan::{query_plan, COSTLY_EVERY, PROCESS_UTILIZATION_EVERY};
 
 #[cfg(feature = "server")]
+pub use auth::{PASSED_KEPT, SUSPECTS_KEPT, SUSPECT_FOR};
+#[cfg(feature = "server")]
 pub use exporter::{Config, Exporter, ServeError};
 #[cfg(feature = "server")]
-pub use server::{Limits, LIMITS};
+pub use server::{Limits, LIMITS, LISTEN_BACKLOG};
 #[cfg(feature = "server")]
 pub use shared::{Health, STALE_AFTER_INTERVALS};
 #[cfg(feature = "server")]
