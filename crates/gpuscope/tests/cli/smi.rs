@@ -1000,7 +1000,8 @@ fn list_gpus_prints_nvidia_smi_lines() {
 }
 
 /// `-i` takes an index, a UUID or a PCI bus id, several comma-separated; an id that names no
-/// GPU is a usage error (exit 2) that names it.
+/// GPU ends as nvidia-smi ends then: `No devices were found` on stdout, exit 6 (issue 34, item
+/// 3; it was a usage error, exit 2), gpuscope's why, naming the id, on stderr.
 #[test]
 fn id_chooses_gpus_by_index_uuid_or_bus_id() {
     let doc = demo_json();
@@ -1039,10 +1040,10 @@ fn id_chooses_gpus_by_index_uuid_or_bus_id() {
     for id in ["8", "GPU-nope", "0000:99:00.0", "99999999999999999999"] {
         let out = smi_demo(&["-L", "-i", id]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "-i {id}: {err}");
+        assert_eq!(out.status.code(), Some(6), "-i {id}: {err}");
         assert!(err.contains("No devices were found"), "{err}");
         assert!(err.contains(&format!("{id:?}")), "{err}");
-        assert!(out.stdout.is_empty());
+        assert_eq!(out.stdout, b"No devices were found\n\n");
     }
 }
 
@@ -1521,4 +1522,50 @@ fn bare_prints_nvidia_smis_summary_table() {
     assert!(idle.contains(
         "|  No running processes found                                                             |"
     ), "{idle}");
+}
+
+/// Issue 34, item 3: with no driver the `nvidia-smi` door exited 4 with gpuscope's words;
+/// nvidia-smi prints its sentence and exits 9 (the driver not loaded), or 12 when the NVML
+/// library is not there. gpuscope's why (the library, what to try) goes to stderr.
+#[test]
+fn no_driver_fails_as_nvidia_smi_fails() {
+    // fake-nvml without a fixture answers init with NVML_ERROR_DRIVER_NOT_LOADED.
+    let (_dir, nvml) = cli::install_fake_nvml();
+    let nvml = nvml.to_str().unwrap();
+    for door in [&["smi"][..], &["nvidia-smi"][..]] {
+        for args in [
+            &[][..],
+            &["-L"][..],
+            &["--query-gpu=index", "--format=csv"][..],
+        ] {
+            let out = cli::command(door)
+                .args(args)
+                .args(["--nvml-lib", nvml])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(9), "{door:?} {args:?}: {err}");
+            assert_eq!(
+                String::from_utf8(out.stdout).unwrap(),
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
+                 Make sure that the latest NVIDIA driver is installed and running.\n\n"
+            );
+            assert!(err.contains("cannot reach the GPUs"), "{err}");
+        }
+    }
+    let out = cli::command(&["nvidia-smi", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(12));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.starts_with("NVIDIA-SMI couldn't find libnvidia-ml.so library in your system."),
+        "{stdout}"
+    );
+    // Every other command keeps gpuscope's exit code for nothing to show.
+    let out = cli::command(&["snapshot", "--nvml-lib", nvml])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(out.stdout.is_empty());
 }

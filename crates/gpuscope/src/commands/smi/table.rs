@@ -9,7 +9,7 @@ use gpu_backend::ComputeMode;
 use gpu_devices::text::escape_control;
 use gpu_devices::{DeviceSnapshot, Na};
 
-use crate::present::query::to_mib;
+use crate::present::value::{fb_mib, nearest_mib};
 
 const RULE: &str =
     "+-----------------------------------------------------------------------------------------+";
@@ -114,8 +114,8 @@ fn gpu(out: &mut String, d: &DeviceSnapshot) {
     let usage = watts(&d.power_usage);
     let cap = watts(&d.enforced_power_limit);
     let memory = d.memory.value();
-    let used = memory.map_or("N/A".into(), |m| format!("{}MiB", to_mib(m.used)));
-    let total = memory.map_or("N/A".into(), |m| format!("{}MiB", to_mib(m.total)));
+    let used = memory.map_or("N/A".into(), |m| format!("{}MiB", fb_mib(m.used)));
+    let total = memory.map_or("N/A".into(), |m| format!("{}MiB", fb_mib(m.total)));
     let util = d
         .utilization
         .value()
@@ -192,7 +192,7 @@ pub fn render(
                 let name = p.name.value().map_or("N/A", String::as_str);
                 let name = cut_start(&escape_control(name), 32);
                 let memory = match p.used_memory {
-                    Some(b) => format!("{:>11}MiB", to_mib(b)),
+                    Some(b) => format!("{:>11}MiB", nearest_mib(b)),
                     None => format!("{:>9}     ", "N/A"),
                 };
                 let _ = writeln!(

@@ -114,14 +114,14 @@ fn with_unit<T: ToString + Clone>(v: &Na<T>, unit: &str) -> String {
     na(v.clone().map(|v| format!("{} {unit}", v.to_string())))
 }
 
+/// BAR1 memory, rounded to the nearest MiB ([`crate::present::value::nearest_mib`]).
 fn mib(v: Na<u64>) -> String {
-    na(v.map(|b| format!("{} MiB", crate::present::query::to_mib(b))))
+    na(v.map(|b| format!("{} MiB", crate::present::value::nearest_mib(b))))
 }
 
-/// Frame-buffer memory: a part of a MiB is a whole one, as nvidia-smi prints it
-/// ([`crate::present::query::to_mib_up`]).
+/// Frame-buffer memory: a part of a MiB is a whole one ([`crate::present::value::fb_mib`]).
 fn fb_mib(v: Na<u64>) -> String {
-    na(v.map(|b| format!("{} MiB", crate::present::query::to_mib_up(b))))
+    na(v.map(|b| format!("{} MiB", crate::present::value::fb_mib(b))))
 }
 
 fn mode(v: &Na<bool>) -> String {
@@ -912,7 +912,7 @@ fn process(p: &ProcessLine) -> Node {
                         "Used GPU Memory",
                         "used_memory",
                         p.used_memory.map_or("N/A".into(), |b| {
-                            format!("{} MiB", crate::present::query::to_mib(b))
+                            format!("{} MiB", crate::present::value::nearest_mib(b))
                         }),
                     ),
                 ],

@@ -6,7 +6,7 @@ use gpu_devices::text::{escape_control, Escaped};
 
 use crate::present::json::{DeviceView, JsonFieldError, ProcessView, SnapshotView};
 use crate::present::text::{text, truncate};
-use crate::present::value::{device_cells, mib, na, power_cell};
+use crate::present::value::{device_cells, na, power_cell, process_mib};
 
 /// The snapshot as text for people. Every string from outside (the backend, the host, a
 /// fixture) has its control characters escaped.
@@ -116,7 +116,7 @@ pub fn render_text(s: &SnapshotView) -> String {
             d.id,
             p.pid,
             p.kind,
-            mib(p.used_memory_bytes),
+            process_mib(p.used_memory_bytes),
             truncate(&text(p.user.as_deref()), 12),
             truncate(
                 &text(
