@@ -88,16 +88,23 @@ pub(crate) fn yes_no(v: bool) -> String {
 /// deprecated]` while NVML still answered Enabled; fixtures/h200-real/); before, Enabled or
 /// Disabled.
 fn display_mode(r: &Row) -> Na<String> {
-    let major = r
-        .view
-        .driver_version
-        .as_deref()
-        .and_then(|v| v.split('.').next())
-        .and_then(|m| m.parse::<u32>().ok());
-    match major {
-        Some(m) if m >= 580 => Na::Value("[Requested functionality has been deprecated]".into()),
-        _ => mode(&r.dev.display_mode),
+    if display_mode_deprecated(r.view.driver_version.as_deref()) {
+        Na::Value(format!("[{DISPLAY_MODE_DEPRECATED}]"))
+    } else {
+        mode(&r.dev.display_mode)
     }
+}
+
+/// What nvidia-smi 580 prints for the display mode.
+pub(crate) const DISPLAY_MODE_DEPRECATED: &str = "Requested functionality has been deprecated";
+
+/// Whether the driver `version` is 580 or later, where nvidia-smi prints the display mode as
+/// deprecated.
+pub(crate) fn display_mode_deprecated(version: Option<&str>) -> bool {
+    version
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok())
+        .is_some_and(|m| m >= 580)
 }
 
 fn mode(v: &Na<bool>) -> Na<String> {
@@ -186,16 +193,39 @@ fn smoothing(r: &Row, pick: fn(&gpu_backend::PowerSmoothing) -> Option<u64>) -> 
 /// (fixtures/h200-real/nvidia-smi-query-gpu-all.load.csv); a part that has no value yet is
 /// `N/A` too.
 fn fabric(r: &Row, part: fn(&gpu_backend::FabricInfo) -> Option<String>) -> Na<String> {
-    let none = || Na::Value("N/A".to_string());
-    match &r.dev.details.fabric_info {
-        Na::Value(f) if f.state != 0 => part(f).map_or_else(none, Na::Value),
-        Na::Value(_) | Na::NotAvailable => none(),
+    match fabric_part(&r.dev.details.fabric_info, part) {
+        Na::NotAvailable => Na::Value("N/A".to_string()),
+        other => other,
+    }
+}
+
+/// A part of the NVLink fabric's answer: N/A without a fabric (NVML's "not supported", or the
+/// registration's state 0) or while the part has no value.
+pub(crate) fn fabric_part(
+    v: &Na<gpu_backend::FabricInfo>,
+    part: fn(&gpu_backend::FabricInfo) -> Option<String>,
+) -> Na<String> {
+    match v {
+        Na::Value(f) if f.state != 0 => part(f).map_or(Na::NotAvailable, Na::Value),
+        Na::Value(_) | Na::NotAvailable => Na::NotAvailable,
+        Na::Failed(e) => Na::Failed(e.clone()),
+    }
+}
+
+/// A yes/no part of the fabric's health (`True`/`False`), by [`fabric_part`]'s rules.
+pub(crate) fn fabric_health(
+    v: &Na<gpu_backend::FabricInfo>,
+    part: gpu_backend::FabricHealthPart,
+) -> Na<String> {
+    match v {
+        Na::Value(f) if f.state != 0 => health(f, part).map_or(Na::NotAvailable, Na::Value),
+        Na::Value(_) | Na::NotAvailable => Na::NotAvailable,
         Na::Failed(e) => Na::Failed(e.clone()),
     }
 }
 
 /// The fabric registration's state as nvidia-smi names it.
-fn fabric_state(f: &gpu_backend::FabricInfo) -> Option<String> {
+pub(crate) fn fabric_state(f: &gpu_backend::FabricInfo) -> Option<String> {
     Some(match f.state {
         1 => "Not Started".into(),
         2 => "In Progress".into(),
@@ -205,7 +235,7 @@ fn fabric_state(f: &gpu_backend::FabricInfo) -> Option<String> {
 }
 
 /// The registration's outcome, once it completed: `Success`, else NVML's return code.
-fn fabric_status(f: &gpu_backend::FabricInfo) -> Option<String> {
+pub(crate) fn fabric_status(f: &gpu_backend::FabricInfo) -> Option<String> {
     (f.state == 3).then(|| match f.status {
         0 => "Success".to_string(),
         code => code.to_string(),
@@ -213,7 +243,7 @@ fn fabric_status(f: &gpu_backend::FabricInfo) -> Option<String> {
 }
 
 /// The fabric's health summary.
-fn health_summary(summary: u32) -> Option<String> {
+pub(crate) fn health_summary(summary: u32) -> Option<String> {
     match summary {
         0 => None,
         1 => Some("Healthy".into()),
@@ -233,7 +263,7 @@ fn health(f: &gpu_backend::FabricInfo, part: gpu_backend::FabricHealthPart) -> O
 }
 
 /// The fabric's configuration check: `None`, or NVML's reason number.
-fn incorrect_configuration(f: &gpu_backend::FabricInfo) -> Option<String> {
+pub(crate) fn incorrect_configuration(f: &gpu_backend::FabricInfo) -> Option<String> {
     match gpu_backend::FabricHealthPart::IncorrectConfiguration.get(f.health_mask) {
         0 => None,
         1 => Some("None".into()),

@@ -408,7 +408,10 @@ fn gpu_trees(
                 .filter(|m| m.index == d.index && m.mig_index.is_some())
                 .filter_map(|m| raw_of(&snaps.devices, m.device))
                 .collect();
-            let nodes = tree::keep_sections(tree::gpu(raw, &migs, procs.as_deref()), &a.display);
+            let nodes = tree::keep_sections(
+                tree::gpu(raw, &migs, procs.as_deref(), view.driver_version.as_deref()),
+                &a.display,
+            );
             Some((d.bus_id.clone().unwrap_or_else(|| "N/A".into()), nodes))
         })
         .collect()
