@@ -1521,3 +1521,64 @@ fn no_driver_fails_as_nvidia_smi_fails() {
     assert_eq!(out.status.code(), Some(4));
     assert!(out.stdout.is_empty());
 }
+
+/// Issue 34, item 2: a GPU in MIG mode was drawn without nvidia-smi's MIG devices table. Over
+/// `fixtures/h100-mig.json` the table lists each MIG device between the GPUs and the processes:
+/// GPU, GPU and compute instance, its index, its memory (frame-buffer MiB rounded up), its SMs
+/// and shared engines, each line 91 columns wide.
+#[test]
+fn bare_draws_the_mig_devices_table() {
+    let out = cli::command(&["smi", "--fixture", &cli::fixture("h100-mig")])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mig = text.find("| MIG devices:").expect("a MIG devices table");
+    let processes = text.find("| Processes:").unwrap();
+    assert!(mig < processes, "{text}");
+    let table: Vec<&str> = text[mig..processes].lines().collect();
+    for line in &table {
+        if !line.is_empty() {
+            assert_eq!(line.chars().count(), 91, "{line:?}");
+        }
+    }
+    assert!(
+        table.contains(&"| GPU  GI  CI  MIG |                     Memory-Usage |        Vol|        Shared         |"),
+        "{text}"
+    );
+    let doc = cli::json(&mut cli::command(&[
+        "snapshot",
+        "--json",
+        "--fixture",
+        &cli::fixture("h100-mig"),
+    ]));
+    let migs: Vec<&Value> = doc["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| !d["mig_index"].is_null())
+        .collect();
+    assert_eq!(migs.len(), 4);
+    // One row of two lines per MIG device, each ending in a rule.
+    let rows: Vec<&&str> = table
+        .iter()
+        .filter(|l| l.starts_with("|  0 ") && l.contains("MiB /"))
+        .collect();
+    assert_eq!(rows.len(), migs.len(), "{text}");
+    for (row, m) in rows.iter().zip(&migs) {
+        let gi = m["gpu_instance_id"].to_string();
+        assert!(row.starts_with(&format!("|  0{gi:>5}")), "{row} for {m}");
+    }
+    assert!(
+        rows[0].contains("| 60 "),
+        "the 3g.40gb device's 60 SMs: {}",
+        rows[0]
+    );
+    // A GPU without MIG devices has no such table.
+    let out = cli::command(&["smi", "--fixture", &cli::fixture("h200-real")])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("MIG devices:"));
+}

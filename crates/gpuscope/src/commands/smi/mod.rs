@@ -469,11 +469,18 @@ fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
             })),
         }
     }
+    let migs: Vec<&DeviceSnapshot> = view
+        .devices
+        .iter()
+        .filter(|d| d.mig_index.is_some())
+        .filter_map(|d| raw_of(&snaps.devices, d.device))
+        .collect();
     table::render(
         &ctime(view.time_unix_ms),
         view.driver_version.as_deref().unwrap_or("N/A"),
         &cuda_version(view),
         &gpus,
+        &migs,
         (!unknown).then_some(&rows[..]),
     )
 }
