@@ -145,7 +145,8 @@ pub struct Source {
 impl Source {
     /// Ends a one-shot command's use of the source without shutting NVML down: the process is
     /// about to exit, and the driver frees a process's session when it does, so waiting for
-    /// `nvmlShutdown` (9.3 ms of a one-shot's time on an H100) would only delay the exit. With
+    /// `nvmlShutdown`, which tears the driver's session down (milliseconds; docs/benchmarks.md,
+    /// "Real costs"), would only delay the exit. With
     /// NVML's calls logged (`-vv`) the source is dropped as usual, so that the log shows the
     /// shutdown.
     pub fn end_one_shot(self) {

@@ -149,7 +149,7 @@ pub struct Report {
     /// How many calls each function's cost is the median of.
     calls: BTreeMap<String, u64>,
     /// Queries that did not answer: by error, the query and the devices.
-    unanswered: BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>>,
+    unanswered: BTreeMap<ErrorGroup, BTreeMap<&'static str, BTreeSet<Device>>>,
     /// Per GPU: the event kinds listened for (or why not, or unknown for a replay) and the
     /// events counted by kind.
     events: Vec<GpuEvents>,
@@ -364,8 +364,8 @@ fn count_events(
 /// answering INVALID_ARGUMENT is N/A, as everywhere (`gpu_devices::instance_id_answer`).
 fn unanswered(
     failed: HashMap<(Query, Device), BackendError>,
-) -> BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>> {
-    let mut out: BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>> = BTreeMap::new();
+) -> BTreeMap<ErrorGroup, BTreeMap<&'static str, BTreeSet<Device>>> {
+    let mut out: BTreeMap<ErrorGroup, BTreeMap<&'static str, BTreeSet<Device>>> = BTreeMap::new();
     for ((query, device), error) in failed {
         let error = match (query, device) {
             (Query::gpu_instance_id | Query::compute_instance_id, Device::Id(id)) => {
@@ -374,7 +374,7 @@ fn unanswered(
             _ => Some(error),
         };
         let Some(error) = error else { continue };
-        out.entry(error_name(&error))
+        out.entry(ErrorGroup(error))
             .or_default()
             .entry(query.as_str())
             .or_default()
@@ -391,21 +391,56 @@ fn error_name(e: &BackendError) -> String {
     }
 }
 
-/// Whether an error, by its report name, is one that means "cannot tell" (N/A).
-fn verdict_of(error: &str) -> Verdict {
-    let na = [
-        BackendError::NotSupported,
-        BackendError::FunctionNotFound,
-        BackendError::NotRecorded,
-        BackendError::Deprecated,
-        BackendError::NoData,
-    ];
-    if na.iter().any(|e| error_name(e) == error) {
-        Verdict::Ok
-    } else if error == error_name(&BackendError::NoPermission) {
-        Verdict::Warn
-    } else {
-        Verdict::Fail
+/// Whether an error means "cannot tell" (N/A), needs privileges, or is a failure.
+fn verdict_of(error: &BackendError) -> Verdict {
+    match error {
+        BackendError::NotSupported
+        | BackendError::FunctionNotFound
+        | BackendError::NotRecorded
+        | BackendError::Deprecated
+        | BackendError::NoData => Verdict::Ok,
+        BackendError::NoPermission => Verdict::Warn,
+        _ => Verdict::Fail,
+    }
+}
+
+/// The failures of one kind, as the report lists them: the worst verdict first, then by NVML
+/// return code (a fixture's "not recorded" after "not supported", whose code it shares), then
+/// an `other` failure by its text; never by the wording of the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ErrorGroup(BackendError);
+
+impl ErrorGroup {
+    fn verdict(&self) -> Verdict {
+        verdict_of(&self.0)
+    }
+}
+
+impl Ord for ErrorGroup {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let text = |g: &ErrorGroup| match &g.0 {
+            BackendError::Other(text) => Some(text.clone()),
+            _ => None,
+        };
+        let recorded = |g: &ErrorGroup| g.0 == BackendError::NotRecorded;
+        other
+            .verdict()
+            .cmp(&self.verdict())
+            .then_with(|| self.0.nvml_code().cmp(&other.0.nvml_code()))
+            .then_with(|| recorded(self).cmp(&recorded(other)))
+            .then_with(|| text(self).cmp(&text(other)))
+    }
+}
+
+impl PartialOrd for ErrorGroup {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for ErrorGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&error_name(&self.0))
     }
 }
 
@@ -440,10 +475,13 @@ fn open_finding(init: Option<Timing>, shutdown: Option<Timing>) -> Finding {
     )
 }
 
-fn answer<T>(a: &Answer<T>, show: impl Fn(&T) -> String) -> std::result::Result<String, String> {
+fn answer<T>(
+    a: &Answer<T>,
+    show: impl Fn(&T) -> String,
+) -> std::result::Result<String, &BackendError> {
     match a {
         Answer::Ok(v) => Ok(show(v)),
-        Answer::Err(e) => Err(error_name(e)),
+        Answer::Err(e) => Err(e),
     }
 }
 
@@ -453,9 +491,9 @@ fn versions_finding(s: &Snapshot) -> Finding {
     let cuda = answer(&s.system.cuda_driver_version, |v| {
         format!("{}.{}", v / 1000, (v % 1000) / 10)
     });
-    let show = |r: &std::result::Result<String, String>| match r {
+    let show = |r: &std::result::Result<String, &BackendError>| match r {
         Ok(v) => v.clone(),
-        Err(e) => format!("unknown ({e})"),
+        Err(e) => format!("unknown ({})", error_name(e)),
     };
     let summary = format!(
         "driver {}, NVML {}, CUDA {}",
@@ -466,7 +504,7 @@ fn versions_finding(s: &Snapshot) -> Finding {
     let verdict = [&driver, &nvml, &cuda]
         .iter()
         .filter_map(|r| r.as_ref().err())
-        .map(|e| verdict_of(e).max(Verdict::Warn))
+        .map(|&e| verdict_of(e).max(Verdict::Warn))
         .max()
         .unwrap_or(Verdict::Ok);
     let f = Finding::new(verdict, "versions", summary);
@@ -558,7 +596,7 @@ fn slow_finding(profile: &CostProfile) -> Finding {
 }
 
 fn unanswered_findings(
-    unanswered: &BTreeMap<String, BTreeMap<&'static str, BTreeSet<Device>>>,
+    unanswered: &BTreeMap<ErrorGroup, BTreeMap<&'static str, BTreeSet<Device>>>,
 ) -> Vec<Finding> {
     if unanswered.is_empty() {
         return vec![Finding::new(
@@ -570,7 +608,7 @@ fn unanswered_findings(
     unanswered
         .iter()
         .map(|(error, queries)| {
-            let verdict = verdict_of(error);
+            let verdict = error.verdict();
             let f = Finding::new(
                 verdict,
                 "answers",
@@ -965,6 +1003,40 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The report's error groups in the order a reader meets them: the failures first, then
+    /// what needs privileges, then what cannot tell, each kind by its NVML code; "other"
+    /// failures by their text. Their wording (which sorts "the GPU is lost" after "not
+    /// supported") plays no part.
+    #[test]
+    fn errors_are_listed_worst_first_then_by_nvml_code_not_by_their_wording() {
+        let gpu = Device::Id(DeviceId::Gpu(0));
+        let failed: HashMap<(Query, Device), BackendError> = [
+            (Query::fan_speed, BackendError::NotRecorded),
+            (Query::power_usage, BackendError::NotSupported),
+            (Query::temperature, BackendError::NoPermission),
+            (Query::name, BackendError::Other("b".into())),
+            (Query::uuid, BackendError::GpuLost),
+            (Query::serial, BackendError::Other("a".into())),
+            (Query::pci_info, BackendError::InvalidArgument),
+        ]
+        .into_iter()
+        .map(|(q, e)| ((q, gpu), e))
+        .collect();
+        let order: Vec<String> = unanswered(failed).keys().map(|g| g.to_string()).collect();
+        assert_eq!(
+            order,
+            [
+                BackendError::InvalidArgument.to_string(),
+                BackendError::GpuLost.to_string(),
+                "other: a".into(),
+                "other: b".into(),
+                BackendError::NoPermission.to_string(),
+                BackendError::NotSupported.to_string(),
+                BackendError::NotRecorded.to_string(),
+            ]
+        );
+    }
 
     const MOUNTINFO: &str = "\
 22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw

@@ -48,6 +48,12 @@ pub struct Args {
     #[arg(long)]
     nvlink_per_link: bool,
 
+    /// The names to publish under, comma-separated: gpuscope (gpuscope's own), dcgm
+    /// (dcgm-exporter's DCGM_FI_*), nvidia-smi (nvidia_gpu_exporter's nvidia_smi_*), or several
+    /// at once during a migration (gpuscope,dcgm). docs/exporter.md lists each door's names.
+    #[arg(long, value_name = "LIST", default_value = "gpuscope", env = "GPUSCOPE_EXPORT_NAMES", value_parser = parse_names)]
+    names: gpu_export::Doors,
+
     /// The `hostname` label (default: the host's name, or the name recorded in a fixture).
     #[arg(long, value_name = "NAME")]
     hostname: Option<String>,
@@ -60,6 +66,12 @@ pub struct Args {
     /// For tests: the sampler thread panics after this many samples.
     #[arg(long, hide = true, value_name = "N")]
     test_stop_sampler_after: Option<u64>,
+}
+
+/// `--names`: gpu-export's doors, or why not.
+fn parse_names(list: &str) -> Result<gpu_export::Doors, String> {
+    list.parse()
+        .map_err(|e: gpu_export::DoorsError| e.to_string())
 }
 
 /// A listening socket on `addr` with [`gpu_export::LISTEN_BACKLOG`] (std's `bind` asks for
@@ -99,6 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         processes: args.processes,
         process_command: args.process_command,
         nvlink_per_link: args.nvlink_per_link,
+        names: args.names,
         ..defaults
     };
 
@@ -116,10 +129,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let exporter = Exporter::start(collector, options, config)?;
     eprintln!(
-        "gpuscope: listening on {}://{bound}/metrics ({}, every {})",
+        "gpuscope: listening on {}://{bound}/metrics ({}, every {}, names {})",
         exporter.scheme(),
         gpu_devices::text::Escaped(&source.label),
-        humantime::format_duration(interval)
+        humantime::format_duration(interval),
+        args.names
     );
     // Each change of health, to stderr, once per change.
     exporter.run(listener, |health| match health.reason() {

@@ -83,10 +83,9 @@ pub(crate) fn yes_no(v: bool) -> String {
     if v { "Yes" } else { "No" }.to_string()
 }
 
-/// `display_mode` as nvidia-smi prints it: from driver 580 on it is deprecated (nvidia-smi
-/// 580.159.04 on two real H200s and an H100 printed `[Requested functionality has been
-/// deprecated]` while NVML still answered Enabled; fixtures/h200-real/); before, Enabled or
-/// Disabled.
+/// `display_mode` as nvidia-smi prints it: from driver 580 on, nvidia-smi prints `[Requested
+/// functionality has been deprecated]` for it while NVML still answers Enabled (the captures
+/// are in docs/smi.md); before, Enabled or Disabled.
 fn display_mode(r: &Row) -> Na<String> {
     if display_mode_deprecated(r.view.driver_version.as_deref()) {
         Na::Value(format!("[{DISPLAY_MODE_DEPRECATED}]"))
@@ -189,9 +188,8 @@ fn smoothing(r: &Row, pick: fn(&gpu_backend::PowerSmoothing) -> Option<u64>) -> 
 }
 
 /// A part of the NVLink fabric's answer. Without a fabric (NVML's "not supported", or the
-/// registration's state 0) nvidia-smi 580 writes `N/A` in these cells, not `[N/A]`
-/// (fixtures/h200-real/nvidia-smi-query-gpu-all.load.csv); a part that has no value yet is
-/// `N/A` too.
+/// registration's state 0) nvidia-smi 580 writes `N/A` in these cells, not `[N/A]` (the
+/// capture is in docs/smi.md); a part that has no value yet is `N/A` too.
 fn fabric(r: &Row, part: fn(&gpu_backend::FabricInfo) -> Option<String>) -> Na<String> {
     match fabric_part(&r.dev.details.fabric_info, part) {
         Na::NotAvailable => Na::Value("N/A".to_string()),
@@ -272,7 +270,7 @@ pub(crate) fn incorrect_configuration(f: &gpu_backend::FabricInfo) -> Option<Str
 }
 
 /// The platform's GUID as nvidia-smi writes it, `0x` and 16 hex digits: the first 8 bytes of
-/// NVML's 16-byte Infiniband GUID (inferred: on the recorded H200 both are zero).
+/// NVML's 16-byte Infiniband GUID (inferred, not seen in a capture: docs/smi.md).
 fn fabric_guid(ib_guid: &str) -> String {
     format!(
         "0x{}",

@@ -64,17 +64,14 @@ pub(crate) fn na<T: std::fmt::Display>(v: Option<T>) -> String {
 pub(crate) const MIB: u64 = 1024 * 1024;
 
 /// Frame-buffer memory (total, reserved, used, free) in MiB as nvidia-smi 580 counts it: a
-/// part of a MiB is a whole one. With the memory standing still, nvidia-smi printed 74,317 MiB
-/// free for 74,316.19 on a real H100, and 134,436 free, 616 reserved and 8,721 used for
-/// 134,435.13, 615.06 and 8,720.81 on a real H200 (fixtures/h200-real/), where the nearest
-/// would be 74,316, 134,435 and 615.
+/// part of a MiB is a whole one, where the nearest would print one less (docs/snapshot.md, "How
+/// memory is counted", has the captures, with the memory standing still).
 pub(crate) fn fb_mib(bytes: u64) -> u64 {
     bytes.div_ceil(MIB)
 }
 
 /// BAR1 memory and a process's memory in MiB, rounded to the nearest (a half to the even
-/// one), as nvidia-smi prints them: 8,722 BAR1 used for 8,722.5 on the same H200, and the
-/// H100 recording's values at frame 47 (fixtures/h100-real/).
+/// one), as nvidia-smi prints them: it does not truncate (docs/snapshot.md has the captures).
 pub(crate) fn nearest_mib(bytes: u64) -> u64 {
     let (q, r) = (bytes / MIB, bytes % MIB);
     if r > MIB / 2 || (r == MIB / 2 && q % 2 == 1) {

@@ -357,6 +357,10 @@ fn bad_flags_are_usage_errors() {
         (&["--interval", "25h"][..], "--interval"),
         (&["--hostname", ""][..], "--hostname"),
         (&["--process-command"][..], "--processes"),
+        (&["--names", "dcgm,prometheus"][..], "\"prometheus\""),
+        (&["--names", ""][..], "--names"),
+        (&["--names", "dcgm,,gpuscope"][..], "an empty name"),
+        (&["--names", "dcgm,dcgm"][..], "dcgm is named twice"),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
             .args(["export", "--demo"])
@@ -840,4 +844,72 @@ fn listen_takes_a_bare_port_and_a_host_name() {
             "{listen}: {line}"
         );
     }
+}
+
+/// Issue 35: `--names` chooses the names the exporter publishes under (gpuscope's,
+/// dcgm-exporter's, nvidia_gpu_exporter's); several at once publish the one sample under each,
+/// in the text format and in OpenMetrics (where dcgm-exporter's counters keep their names, as
+/// `unknown`); `GPUSCOPE_EXPORT_NAMES` chooses when the option is not given.
+#[test]
+fn names_choose_the_doors_and_several_publish_each() {
+    let exp = Exporter::start(&[
+        "--demo",
+        "--frame",
+        "20",
+        "--names",
+        "gpuscope,dcgm,nvidia-smi",
+    ]);
+    let m = exp.scrape();
+    for name in [
+        "gpuscope_device_up",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "nvidia_smi_gpu_info",
+        "nvidia_smi_utilization_gpu_ratio",
+    ] {
+        assert_eq!(m.find(name, &[]).len(), 8, "{name}");
+    }
+    assert_eq!(m.types["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"], "counter");
+    assert_eq!(m.types["nvidia_smi_energy_joules_total"], "counter");
+    // One sample: the same reading under each name.
+    let ours = m.value("gpuscope_device_utilization_ratio", &[("index", "4")]);
+    let dcgm = m.value("DCGM_FI_DEV_GPU_UTIL", &[("gpu", "4")]);
+    assert_eq!(ours.map(|r| (r * 100.0).round()), dcgm);
+    let om = get(
+        &exp.addr,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    );
+    assert!(om
+        .body
+        .contains("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION unknown\n"));
+    assert!(om
+        .body
+        .contains("# TYPE nvidia_smi_energy_joules counter\n"));
+    let door_lines = |body: &str| -> Vec<String> {
+        let mut v: Vec<String> = body
+            .lines()
+            .filter(|l| l.starts_with("DCGM_") || l.starts_with("nvidia_smi_gpu_info"))
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').unwrap();
+                format!("{series} {}", value.parse::<f64>().unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let text = exp.get("/metrics").body;
+    assert!(!door_lines(&text).is_empty());
+    assert_eq!(door_lines(&text), door_lines(&om.body));
+
+    // The environment chooses when the option is not given; the option wins over it.
+    let env = [("GPUSCOPE_EXPORT_NAMES", "dcgm")];
+    let m = Exporter::start_with_env(&["--demo", "--frame", "20"], &env).scrape();
+    assert!(m.samples.iter().all(|s| s.name.starts_with("DCGM_FI_")));
+    assert_eq!(
+        m.find("DCGM_FI_DEV_XID_ERRORS", &[("gpu", "2")])[0].value,
+        79.0
+    );
+    let m = Exporter::start_with_env(&["--demo", "--frame", "20", "--names", "nvidia-smi"], &env)
+        .scrape();
+    assert!(m.samples.iter().all(|s| s.name.starts_with("nvidia_smi_")));
 }

@@ -159,11 +159,11 @@ fn version(context: &gpu_devices::Context) -> String {
 }
 
 /// What a print asks NVML, when less than everything: `-L` asks no changing query at all, and
-/// the table and the CSV queries leave out what none of their fields shows (per call on an H100
-/// or H200: PCIe throughput 20.6 ms asleep each way, energy 2.5 ms, process utilization 1.4 ms,
-/// GPM 1.2-2.1 ms; fixtures/costs/). Fewer calls and less CPU; on a real H200 the wall time of
-/// a one-shot did not change, those calls being off its critical path (docs/benchmarks.md,
-/// "gpuscope smi"). `-q` shows nearly everything and asks everything.
+/// the table and the CSV queries leave out what none of their fields shows (the costly ones:
+/// PCIe throughput, which waits 20 ms in the driver each way, energy, per-process utilization
+/// and GPM). Fewer calls and less CPU; not a shorter one-shot, those calls being off its
+/// critical path (docs/benchmarks.md, "gpuscope smi", has the figures). `-q` shows nearly
+/// everything and asks everything.
 fn query_plan(mode: &Mode) -> Option<gpu_devices::QueryPlan> {
     use gpu_devices::Query;
     let everything = gpu_devices::QueryPlan::everything();

@@ -500,7 +500,7 @@ fn clock(t: SystemTime) -> String {
 impl FleetApp {
     fn style(&self, fg: Color) -> Style {
         if self.color {
-            Style::default().fg(super::ui::light_shade(fg, self.light))
+            Style::default().fg(super::ui::theme::light_shade(fg, self.light))
         } else {
             Style::default()
         }

@@ -8,6 +8,42 @@ use ratatui::layout::Rect;
 use super::app::{App, Column, Filter, LayoutMode, PendingSignal, Screen, Sig, REPLAY_NO_SIGNALS};
 use super::ui;
 
+/// The keys, for the help screen and `--help`.
+pub const KEYS: &[(&str, &str)] = &[
+    ("q, Ctrl+C", "quit"),
+    ("Ctrl+Z", "suspend (fg resumes)"),
+    ("?", "this help (any key closes it)"),
+    ("Up/Down, j/k", "move the selection"),
+    (
+        "PgUp/PgDn, Home/End",
+        "move by a page, to the first or last row",
+    ),
+    (
+        "Enter",
+        "details of the selected process (graphs, environment); on a tree-view parent that \
+         is not on a GPU, its host facts, environment and GPU children; Esc goes back",
+    ),
+    ("Space", "tag or untag the selected process"),
+    ("U", "untag every process"),
+    ("< >  (or , .)", "sort by the previous / next column"),
+    ("r", "reverse the sort order"),
+    ("click a header", "sort by that column (again: reverse)"),
+    (
+        "/",
+        "filter: user: pid: type: gpu: pod: ns: container: or any text; Esc clears",
+    ),
+    ("t", "tree view of parent processes"),
+    (
+        "p",
+        "group by pod: each pod's GPU memory and SM share per device",
+    ),
+    ("f", "device panel layout: auto, compact, full"),
+    (
+        "I  T  K",
+        "send SIGINT / SIGTERM / SIGKILL to the tagged (or selected) processes, after y/n",
+    ),
+];
+
 /// What the event loop must do after an event, beyond redrawing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -96,7 +132,7 @@ pub fn key(app: &mut App, key: KeyEvent, area: Rect) -> Effect {
     app.status = None;
     let rows = app.rows();
     let cursor = app.cursor(&rows);
-    let page = (ui::areas(app, area).table.height as usize)
+    let page = (ui::layout::areas(app, area).table.height as usize)
         .saturating_sub(1)
         .max(1);
     match key.code {
@@ -211,13 +247,13 @@ pub fn mouse(app: &mut App, ev: MouseEvent, area: Rect) {
     let MouseEventKind::Down(MouseButton::Left) = ev.kind else {
         return;
     };
-    let table = ui::areas(app, area).table;
+    let table = ui::layout::areas(app, area).table;
     if table.height == 0 || ev.row < table.y || ev.row >= table.y + table.height {
         return;
     }
     if ev.row == table.y {
         let x = ev.column.saturating_sub(table.x);
-        if let Some(&(col, _, _)) = ui::columns(table.width, app.shows_pods())
+        if let Some(&(col, _, _)) = ui::layout::columns(table.width, app.shows_pods())
             .iter()
             .find(|&&(_, cx, w)| x >= cx && x < cx.saturating_add(w))
         {

@@ -166,7 +166,7 @@ enum LayoutArg {
 
 fn keys_help() -> String {
     let mut s = String::from("Keys:\n");
-    for (keys, what) in ui::KEYS {
+    for (keys, what) in keys::KEYS {
         s.push_str(&format!("  {keys:<22} {what}\n"));
     }
     s.push_str("\nKeys of the fleet view (--prometheus, --remote):\n");
@@ -417,12 +417,13 @@ pub fn run(args: Args) -> Result<()> {
     interactive(app, src.collector, devices)
 }
 
-/// What a refresh of the viewer asks: what its screens show. Not asked (a real H100's cost of
-/// one call in brackets): PCIe throughput (20.8 ms asleep, each way), energy (3.2 ms), BAR1
-/// memory (0.2-0.7 ms), the PCIe replay counter and current link (0.1-0.4 ms), NVLink
-/// counters, encoder and decoder utilization. GPM activity (`nvmlGpmMetricsGet`: 1.2-2.1 ms)
-/// every [`GPM_EVERY`], so that it is the activity over that time; `process_utilization`
-/// (1.4-2.2 ms) at every refresh while a GPU has processes (the default).
+/// What a refresh of the viewer asks: what its screens show. Not asked, as no screen shows
+/// them and the driver spends milliseconds on some (PCIe throughput waits 20 ms in the driver,
+/// each way): PCIe throughput, energy, BAR1 memory, the PCIe replay counter and current link,
+/// NVLink counters, encoder and decoder utilization. GPM activity, which the driver computes
+/// from two samples, every [`GPM_EVERY`], so that it is the activity over that time;
+/// `process_utilization` at every refresh while a GPU has processes (the default). Each call's
+/// cost is in docs/benchmarks.md ("Real costs").
 pub(crate) fn query_plan() -> gpu_devices::QueryPlan {
     use gpu_devices::Query;
     gpu_devices::QueryPlan::everything()
@@ -491,7 +492,7 @@ fn render_once(app: &mut App, width: u16) -> String {
             s.snap
                 .devices
                 .iter()
-                .filter(|d| ui::has_activity(d))
+                .filter(|d| ui::devices::has_activity(d))
                 .count()
         });
         3 * n + 3 + activity

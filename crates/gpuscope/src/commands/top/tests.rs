@@ -1077,8 +1077,14 @@ fn light_theme_darkens_the_colours_a_white_background_washes_out() {
     );
     app.opts.gpu_util_thresh = (10, 75);
     assert_eq!(bar_colour(&app, "UTIL"), Some(Color::Red));
-    assert_eq!(super::ui::light_shade(Color::Cyan, true), Color::Blue);
-    assert_eq!(super::ui::light_shade(Color::Cyan, false), Color::Cyan);
+    assert_eq!(
+        super::ui::theme::light_shade(Color::Cyan, true),
+        Color::Blue
+    );
+    assert_eq!(
+        super::ui::theme::light_shade(Color::Cyan, false),
+        Color::Cyan
+    );
 }
 
 /// The colours of a bar's filled cells, left to right, each colour once per run.

@@ -1,7 +1,8 @@
 //! A pipe that wakes the viewers' event loop: the sampler thread writes to it when it has sent
 //! a sample, the signal thread when a signal came (SIGWINCH included). The loop waits on the
 //! terminal and this pipe together, so it sleeps until something happened instead of waking
-//! every 100 ms to look (those wake-ups were half of an idle viewer's CPU).
+//! every 100 ms to look (wake-ups that cost an idle viewer CPU for nothing;
+//! docs/benchmarks.md, "Interactive viewer").
 //!
 //! The viewers' reader threads (the device sampler, the fleet sampler) start through
 //! [`spawn_reader`] and hand each answer over through [`offer`].
