@@ -204,6 +204,7 @@ impl SourceArgs {
                 backend,
                 label,
                 proc_root: None,
+                host_roots: None,
             })
         };
         match self.choose()? {
@@ -216,7 +217,8 @@ impl SourceArgs {
                     Ok((backend, label)) => Ok(BareSource {
                         backend,
                         label,
-                        proc_root: Some(roots.proc),
+                        proc_root: Some(roots.proc.clone()),
+                        host_roots: Some(roots),
                     }),
                     Err(e) => match nvml_open_error(e) {
                         NvmlOpenError::NoDriver(e) => self.no_driver(e, bare),
@@ -297,6 +299,9 @@ pub struct BareSource {
     pub label: String,
     /// With the real GPUs: the directory read as /proc (`--proc-root`, default /proc).
     pub proc_root: Option<PathBuf>,
+    /// With the real GPUs: where this machine's host facts are read (`doctor --bundle`
+    /// records them).
+    pub host_roots: Option<gpu_backend::HostRoots>,
 }
 
 /// The built-in recording `mode` names, as a source, with its label.

@@ -10,19 +10,24 @@
 //! /proc, a PID namespace). Each finding gets a verdict (ok, warn, fail) and, where there is a
 //! fix, a hint. `--json` prints the cost profile alone, in `gpu_backend::cost::CostProfile`'s
 //! form, so that it loads as fake-nvml's `GPUSCOPE_FAKE_NVML_COSTS` or a fixture's
-//! `nvml_costs`.
+//! `nvml_costs`. `--bundle FILE` records a short, scrubbed recording for a bug report
+//! (`bundle.rs`).
+
+mod bundle;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use gpu_backend::cost::{CallLog, CallObserver, CallRecord, CostCollector, CostProfile, Timing};
+use gpu_backend::host::HostSource;
 use gpu_backend::query::{Query, QUERIES};
 use gpu_backend::recorder::{self, Snapshot};
-use gpu_backend::{Answer, BackendError, DeviceId, EventKind, GpuBackend, SourceBackend};
+use gpu_backend::{Answer, BackendError, DeviceId, EventKind, Fixture, GpuBackend, SourceBackend};
 use gpu_devices::text::Escaped;
 
 use crate::cli::args;
@@ -60,6 +65,17 @@ pub struct Args {
     /// exit status still tells the findings; failed ones are written to stderr.
     #[arg(long)]
     json: bool,
+    /// Also record FILE for a bug report: a short recording of this machine (one frame a
+    /// second for --bundle-seconds) with each NVML function's cost, host names, user names,
+    /// command lines, container names and GPU UUIDs, serials and board part numbers replaced
+    /// by pseudonyms. Name it `.json.zst` to compress it; a maintainer replays it with
+    /// `--fixture FILE`. Ctrl+C stops early and keeps what was recorded; never written
+    /// through a symbolic link.
+    #[arg(long, value_name = "FILE")]
+    bundle: Option<PathBuf>,
+    /// How long `--bundle` records. 1s to 1m.
+    #[arg(long, value_name = "DURATION", default_value = "10s", requires = "bundle", value_parser = args::duration(args::DOCTOR_BUNDLE_SECONDS))]
+    bundle_seconds: Duration,
 }
 
 /// A finding's verdict.
@@ -113,8 +129,28 @@ impl Finding {
 
 /// Runs `gpuscope doctor`.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(path) = &args.bundle {
+        bundle::check_path(path).map_err(crate::error::UsageError)?;
+    }
     let source = args.source.open_bare(&EventKind::ALL)?;
-    let report = examine(source.backend, &args, source.proc_root.as_deref())?;
+    let plan = match &args.bundle {
+        Some(path) => Some(bundle::Plan::new(path.clone(), args.bundle_seconds)?),
+        None => None,
+    };
+    let host = source
+        .host_roots
+        .map(gpu_backend::host::LiveHost::with_roots);
+    let host = host.as_ref().map(|h| h as &dyn HostSource);
+    let (report, recording) = examine(
+        source.backend,
+        &args,
+        source.proc_root.as_deref(),
+        host,
+        plan.as_ref(),
+    )?;
+    if let (Some(plan), Some(recording)) = (&plan, recording) {
+        plan.write(recording, report.profile.clone())?;
+    }
     let fails = report
         .findings
         .iter()
@@ -211,38 +247,53 @@ impl CallObserver for Observer {
     }
 }
 
-/// Asks everything, counts events, checks the host, and says what it found. `proc_root`: the
-/// /proc the live host facts are read from; `None` for a replay, whose host is not this one.
-fn examine(backend: SourceBackend, args: &Args, proc_root: Option<&Path>) -> Result<Report> {
+/// Asks everything, counts events, records the bundle of `plan` if there is one, checks the
+/// host, and says what it found (with the bundle's recording). `proc_root`: the /proc the live
+/// host facts are read from, and `host` those facts; `None` for a replay, whose host is not
+/// this one (a bundle of a replay records the replay's host facts).
+fn examine(
+    backend: SourceBackend,
+    args: &Args,
+    proc_root: Option<&Path>,
+    host: Option<&dyn HostSource>,
+    plan: Option<&bundle::Plan>,
+) -> Result<(Report, Option<Fixture>)> {
     let observer = Observer {
         costs: CostCollector::new(),
         failed: Mutex::default(),
         log: gpu_backend::cost::calls_logged(),
     };
+    let stop = plan.map(|p| &*p.stop);
     let mut findings = Vec::new();
     let mut init = None;
     let mut shutdown = None;
-    let (snapshot, events) = match backend {
+    let (snapshot, events, recording) = match backend {
         SourceBackend::Nvml(nvml) => {
             init = Some(nvml.init_timing());
             observer.costs.add("nvmlInit_v2", nvml.init_timing());
             let timed = gpu_backend::cost::TimedBackend::new(*nvml, &observer);
             let snapshot = ask_everything(&timed, args.repeat);
-            let events = count_events(&timed, &snapshot, args.events_for, |i| {
+            let events = count_events(&timed, &snapshot, args.events_for, stop, |i| {
                 Some(timed.inner().event_kinds(i))
             });
+            let recording = match (plan, host) {
+                (Some(plan), Some(host)) => Some(plan.record(&timed, host)),
+                _ => None,
+            };
             let (nvml, _) = timed.into_parts();
             shutdown = nvml.shutdown_timed();
             if let Some(t) = shutdown {
                 observer.costs.add("nvmlShutdown", t);
             }
-            (snapshot, events)
+            (snapshot, events, recording)
         }
         SourceBackend::Replay(replay) => {
+            let replay_host = gpu_backend::host::ReplayHost::new(replay.clone());
             let timed = gpu_backend::cost::TimedBackend::new(replay, &observer);
             let snapshot = ask_everything(&timed, args.repeat);
-            let events = count_events(&timed, &snapshot, args.events_for, |_| None);
-            (snapshot, events)
+            let events = count_events(&timed, &snapshot, args.events_for, stop, |_| None);
+            let recording = plan.map(|plan| plan.record(&timed, &replay_host));
+            (snapshot, events, recording)
         }
         _ => anyhow::bail!("this kind of source cannot be examined"),
     };
@@ -279,14 +330,15 @@ fn examine(backend: SourceBackend, args: &Args, proc_root: Option<&Path>) -> Res
             "not checked: a recording is replayed, and its processes are not this machine's",
         )),
     }
-    Ok(Report {
+    let report = Report {
         profile,
         calls,
         unanswered,
         events,
         findings,
         devices: (gpus, migs),
-    })
+    };
+    Ok((report, recording))
 }
 
 /// Asks every query on every device `repeat` times; the first reading is kept.
@@ -299,11 +351,12 @@ fn ask_everything(backend: &dyn GpuBackend, repeat: u32) -> Snapshot {
 }
 
 /// Counts each GPU's events by kind for `window`, reading them every [`EVENT_POLL`]; the
-/// kinds listened for come from `kinds`.
+/// kinds listened for come from `kinds`. `stop` (Ctrl+C) ends the window early.
 fn count_events(
     backend: &dyn GpuBackend,
     snapshot: &Snapshot,
     window: Duration,
+    stop: Option<&AtomicBool>,
     kinds: impl Fn(u32) -> Option<gpu_backend::Result<Vec<EventKind>>>,
 ) -> Vec<GpuEvents> {
     let gpus: Vec<u32> = snapshot
@@ -354,7 +407,8 @@ fn count_events(
                 Err(e) => gpu.counted = Err(e),
             }
         }
-        if start.elapsed() >= window {
+        // Ctrl+C while a bundle is asked for ends the window early: the bundle is next.
+        if start.elapsed() >= window || stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             return out;
         }
     }
