@@ -1,7 +1,7 @@
 //! Where the GPU answers come from: the real NVML, a fixture file, or the demo fixture built
 //! into the binary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -183,7 +183,9 @@ impl SourceArgs {
 
     fn open_chosen(&self) -> Result<Source> {
         match self.choose()? {
-            Choice::Replay(source, kind, label) => replay(&source, kind, label),
+            Choice::Replay(source, kind, label) => {
+                replay(&source, kind, label).map_err(|e| self.name_fixture(e))
+            }
             Choice::Nvml(roots) => match open_nvml(self.nvml_lib.as_ref(), roots) {
                 Err(NvmlOpenError::NoDriver(e)) => {
                     self.no_driver(e, |source, label| replay(&source, SourceKind::Demo, label))
@@ -208,7 +210,9 @@ impl SourceArgs {
             })
         };
         match self.choose()? {
-            Choice::Replay(source, _, label) => bare(source, label),
+            Choice::Replay(source, _, label) => {
+                bare(source, label).map_err(|e| self.name_fixture(e))
+            }
             Choice::Nvml(roots) => {
                 let source = gpu_backend::Source::Nvml {
                     library: self.nvml_lib.clone(),
@@ -259,6 +263,31 @@ impl SourceArgs {
         }))
     }
 
+    /// A fixture file that does not load, said with where its name came from: `--fixture FILE`
+    /// or `GPUSCOPE_FIXTURE=FILE` (the environment's value, when the option was not given
+    /// another). Other errors as they are.
+    fn name_fixture(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some(path) = &self.fixture else { return e };
+        let Some(UsageError(text)) = e.downcast_ref::<UsageError>() else {
+            return e;
+        };
+        let shown = path.display().to_string();
+        // The fixture's error starts with its file's name (escaped): said once, after the
+        // option or variable that named it.
+        let escaped = gpu_devices::text::escape_control(&shown);
+        let Some(rest) = text.strip_prefix(&format!("{escaped}: ")) else {
+            return e;
+        };
+        let from_env = std::env::var_os(gpu_backend::source::FIXTURE_ENV_VAR)
+            .is_some_and(|v| !v.is_empty() && Path::new(&v) == path.as_path());
+        let named = if from_env {
+            format!("{}={escaped}", gpu_backend::source::FIXTURE_ENV_VAR)
+        } else {
+            format!("--fixture {escaped}")
+        };
+        UsageError(format!("{named}: {rest}")).into()
+    }
+
     /// No driver here: the demo with `--demo=auto`, else an error that says what to try.
     fn no_driver<T>(
         &self,
@@ -266,6 +295,9 @@ impl SourceArgs {
         open_demo: impl FnOnce(gpu_backend::Source, String) -> Result<T>,
     ) -> Result<T> {
         if self.demo != Some(DemoMode::Auto) {
+            if let Some(named) = self.library_not_there(&e) {
+                return Err(Shortfall::nothing(named).into());
+            }
             return Err(Shortfall::nothing(format!(
                 "cannot reach the GPUs: {}.\n\
                  No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
@@ -280,6 +312,50 @@ impl SourceArgs {
         );
         let (source, label) = demo(DemoMode::Auto, self.frame)?;
         open_demo(source, label)
+    }
+}
+
+impl SourceArgs {
+    /// The error for an NVML library named by `--nvml-lib` or `GPUSCOPE_NVML_LIB` that could not
+    /// be loaded, naming the option or variable and the path (not a missing driver); `None`
+    /// when the library was the system's, or it was loaded and NVML failed after.
+    fn library_not_there(&self, e: &gpu_backend::nvml::OpenError) -> Option<String> {
+        let lib = self.nvml_lib.as_ref()?;
+        if e.error != BackendError::LibraryNotFound {
+            return None;
+        }
+        let shown = gpu_devices::text::Escaped(&lib.display().to_string()).to_string();
+        let from_env = std::env::var_os(gpu_backend::source::NVML_LIB_ENV_VAR)
+            .is_some_and(|v| !v.is_empty() && Path::new(&v) == lib.as_path());
+        let named = if from_env {
+            format!("{}={shown}", gpu_backend::source::NVML_LIB_ENV_VAR)
+        } else {
+            format!("--nvml-lib {shown}")
+        };
+        // A bare file name is searched for by the loader; a path is looked at only there.
+        let searched = lib.components().count() == 1;
+        let what = if searched {
+            "the dynamic loader could not load a library of that name"
+        } else if lib.symlink_metadata().is_err() {
+            "no library was found at that path"
+        } else {
+            "the library there could not be loaded"
+        };
+        let loader = e
+            .loader_message
+            .as_deref()
+            .map(|m| format!(" ({})", gpu_devices::text::Escaped(m)))
+            .unwrap_or_default();
+        let leave_out = if from_env {
+            format!("unset {}", gpu_backend::source::NVML_LIB_ENV_VAR)
+        } else {
+            "leave --nvml-lib out".to_string()
+        };
+        Some(format!(
+            "cannot reach the GPUs: {named}: {what}{loader}.\n\
+             Give the path of an NVML library, {leave_out} to load the system's, or try \
+             `--demo` to see a recorded 8-GPU machine."
+        ))
     }
 }
 

@@ -116,11 +116,30 @@ fn frames_that_go_back_in_time_are_refused() {
     check(&err, "frames[2].t_ms", &["goes back"]);
 }
 
+/// A missing file was said as "at `.`: cannot read the file: No such file or directory (os
+/// error 2)" (issue 34): a JSON path for a file that is not there. Now the file and "no such
+/// file", and no path.
 #[test]
 fn a_missing_file_is_refused_with_its_name() {
     let err = Fixture::load("/nonexistent/fixture.json").unwrap_err();
     assert_eq!(err.file, "/nonexistent/fixture.json");
-    assert!(err.to_string().contains("cannot read the file"), "{err}");
+    assert_eq!(err.to_string(), "/nonexistent/fixture.json: no such file");
+}
+
+/// nvidia-smi's XML given as a fixture is named as such, with the command that imports it.
+#[test]
+fn nvidia_smi_xml_given_as_a_fixture_points_at_import_smi() {
+    let xml = "<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log>\n</nvidia_smi_log>\n";
+    for text in [
+        xml,
+        "<nvidia_smi_log><driver_version>580</driver_version></nvidia_smi_log>",
+    ] {
+        let err = refuse(text);
+        let msg = err.to_string();
+        assert!(msg.contains("nvidia-smi's XML"), "{msg}");
+        assert!(msg.contains("cargo xtask import-smi"), "{msg}");
+        assert!(!msg.contains("at `.`"), "{msg}");
+    }
 }
 
 #[test]

@@ -89,7 +89,8 @@ pub fn keep_only<T>(
         let Some(w) = known else {
             let ids: Vec<String> = items.iter().map(|i| id(i).to_string()).collect();
             let hint = if text.ends_with(".png") || text.ends_with(".svg") {
-                " (the plot's file is --output FILE: -o is --only in every command)"
+                " (the plot's file is --output FILE: -o is --only in every command; the gpulink \
+                 front door takes gpulink's -o FILE: `gpuscope gpulink -o FILE`)"
             } else {
                 ""
             };

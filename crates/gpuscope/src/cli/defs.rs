@@ -44,8 +44,8 @@ pub enum Command {
     /// gpustat's options and JSON over the compact view (`-cpu`, `-a`, `-e`, `-f`, `--id`,
     /// `--no-processes`, `-i`, `--json`); also what a link named `gpustat` runs.
     Stat(stat::Args),
-    /// Make links named nvidia-smi, gpustat, nvitop and nvisel that run gpuscope as those
-    /// tools (gpuscope smi, stat, top, select with the tool's spellings).
+    /// Make links named nvidia-smi, gpustat, nvitop, nvisel and gpulink that run gpuscope as
+    /// those tools (gpuscope smi, stat, top, select, record with the tool's spellings).
     InstallLinks(front_doors::InstallArgs),
     /// nvidia-smi's read-only options over any source (its table, `-L`, `-q [-d ...] [-x]`, `-i`,
     /// `-l`/`-lms`, `--query-gpu=...`, `--query-compute-apps=...`, `--format=csv,...`), printing

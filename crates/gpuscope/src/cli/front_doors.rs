@@ -1,5 +1,5 @@
 //! Front doors: gpuscope answering as the tools people already type. Invoked through a link
-//! named `nvidia-smi`, `gpustat`, `nvitop` or `nvisel` (or as `gpuscope nvitop ...`), gpuscope
+//! named `nvidia-smi`, `gpustat`, `nvitop`, `nvisel` or `gpulink` (or as `gpuscope nvitop ...`), gpuscope
 //! runs the command that stands in for that tool, with the tool's spellings translated where
 //! they differ from gpuscope's one grammar (a busybox-style multi-call binary).
 //! `gpuscope install-links DIR` makes the links.
@@ -7,9 +7,10 @@
 //! | link | runs | spellings translated |
 //! |---|---|---|
 //! | `nvidia-smi` | `gpuscope smi` | none: `smi` parses nvidia-smi's own grammar |
-//! | `gpustat` | `gpuscope stat` | a bare `--color` (gpustat's "force colour") |
+//! | `gpustat` | `gpuscope stat` | a bare `--color` (gpustat's "force colour"), `-v` (its version) |
 //! | `nvitop` | `gpuscope top` | `-ov` (`--only-visible`) |
-//! | `nvisel` | `gpuscope select` | `-i` `--inherit`, `-c` `--min-count`, `-C` `--max-count`, `-G` `--max-gpu-utilization` |
+//! | `nvisel` | `gpuscope select` | `-i` `--inherit`, `-c` `--min-count`, `-C` `--max-count`, `-G` `--max-gpu-utilization`; `--as-nvisel` (a partial list printed, as nvisel) |
+//! | `gpulink` | `gpuscope record` | `-o FILE` `--output FILE` (with `--overwrite`, as gpulink replaces its plot); without it `--no-plot` (gpulink plots only when asked); `--summary gpulink` unless `--summary` is given |
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,10 @@ pub const FRONT_DOORS: &[FrontDoor] = &[
     FrontDoor {
         name: "nvisel",
         command: "select",
+    },
+    FrontDoor {
+        name: "gpulink",
+        command: "record",
     },
 ];
 
@@ -98,7 +103,14 @@ const GPUSTAT_SHORTS_IN_SNAPSHOT: &[(char, &str)] = &[('c', "--show-cmd"), ('p',
 /// The words after the command, with `tool`'s spellings put in gpuscope's. Everything after
 /// `--` is left as it is.
 fn translate(tool: &str, words: &[OsString]) -> Vec<OsString> {
-    let mut out = Vec::with_capacity(words.len());
+    if tool == "gpulink" {
+        return gpulink_words(words);
+    }
+    let mut out = Vec::with_capacity(words.len() + 1);
+    if tool == "nvisel" {
+        // nvisel prints the devices that qualify even when fewer than --min-count do.
+        out.push("--as-nvisel".into());
+    }
     for (i, word) in words.iter().enumerate() {
         if word == "--" {
             out.extend(words[i..].iter().cloned());
@@ -119,6 +131,8 @@ fn translate(tool: &str, words: &[OsString]) -> Vec<OsString> {
             "nvisel" => out.push(nvisel_word(w).into()),
             // gpustat's bare `--color` forces colour; gpuscope's takes WHEN.
             "gpustat" if w == "--color" && !next_is_when() => out.push("--force-color".into()),
+            // gpustat's `-v` is its version; gpuscope's, the log.
+            "gpustat" if w == "-v" || w == "--version" => out.push("--gpustat-version".into()),
             _ => out.push(word.clone()),
         }
     }
@@ -143,6 +157,51 @@ fn nvisel_word(w: &str) -> String {
         "" => long.to_string(),
         v => format!("{long}={v}"),
     }
+}
+
+/// gpulink's command line (`gpulink [-o OUTPUT]`) as `record`'s: `-o FILE` (`-oFILE`,
+/// `-o=FILE`) is `--output FILE`, and, as gpulink replaces its plot, `--overwrite` unless a
+/// sample file (`--csv`, `--ndjson`: gpuscope's options, under gpuscope's rules) is named too;
+/// without an output, `--no-plot`, as gpulink plots only when asked; and gpulink's summary line
+/// (`--summary gpulink`) unless `--summary` is given. The other words are `record`'s own
+/// options, passed as they are. Everything after `--` is left as it is.
+fn gpulink_words(words: &[OsString]) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(words.len() + 3);
+    let (mut output, mut summary, mut samples) = (false, false, false);
+    let mut rest = words.iter();
+    while let Some(word) = rest.next() {
+        let w = word.to_str().unwrap_or_default();
+        if w == "--" {
+            out.push(word.clone());
+            out.extend(rest.by_ref().cloned());
+            break;
+        }
+        output |= w.starts_with("--output");
+        summary |= w.starts_with("--summary");
+        samples |= w.starts_with("--csv") || w.starts_with("--ndjson") || w == "--overwrite";
+        match w.strip_prefix("-o") {
+            Some("") => {
+                output = true;
+                out.push("--output".into());
+            }
+            Some(value) if !w.starts_with("--") => {
+                output = true;
+                out.push(format!("--output={}", value.strip_prefix('=').unwrap_or(value)).into());
+            }
+            _ => out.push(word.clone()),
+        }
+    }
+    let mut added: Vec<OsString> = Vec::new();
+    if !output {
+        added.push("--no-plot".into());
+    } else if !samples {
+        added.push("--overwrite".into());
+    }
+    if !summary {
+        added.extend(["--summary".into(), "gpulink".into()]);
+    }
+    added.extend(out);
+    added
 }
 
 /// Why the command line is refused, when it uses a peer's short option in a gpuscope command
@@ -185,7 +244,7 @@ pub struct InstallArgs {
     /// the real tools in PATH makes gpuscope answer for them.
     dir: PathBuf,
 
-    /// Only these tools: nvidia-smi, gpustat, nvitop, nvisel (default: all four).
+    /// Only these tools: nvidia-smi, gpustat, nvitop, nvisel, gpulink (default: all five).
     #[arg(value_name = "TOOL")]
     tools: Vec<String>,
 
@@ -314,7 +373,37 @@ mod tests {
         assert_eq!(routed("nvitop -1 -ov"), "gpuscope top -1 --only-visible");
         assert_eq!(
             routed("nvisel -c 2 -C3 -i -G=50 -n 1 -f 4GiB"),
-            "gpuscope select --min-count 2 --max-count=3 --inherit --max-gpu-utilization=50 -n 1 -f 4GiB"
+            "gpuscope select --as-nvisel --min-count 2 --max-count=3 --inherit --max-gpu-utilization=50 -n 1 -f 4GiB"
+        );
+    }
+
+    #[test]
+    fn gpulink_o_is_the_plot_and_without_it_no_plot_is_written() {
+        assert_eq!(
+            routed("/opt/bin/gpulink -o memory_consumption.png"),
+            "gpuscope record --overwrite --summary gpulink --output memory_consumption.png"
+        );
+        assert_eq!(
+            routed("gpulink -om.svg --interval 10ms"),
+            "gpuscope record --overwrite --summary gpulink --output=m.svg --interval 10ms"
+        );
+        assert_eq!(
+            routed("gpuscope gpulink --output=m.png --summary human"),
+            "gpuscope record --overwrite --output=m.png --summary human"
+        );
+        // A sample file named too: gpuscope's option, gpuscope's rule (no replacing unasked).
+        assert_eq!(
+            routed("gpulink -o m.png --csv m.csv"),
+            "gpuscope record --summary gpulink --output m.png --csv m.csv"
+        );
+        assert_eq!(
+            routed("gpulink"),
+            "gpuscope record --no-plot --summary gpulink"
+        );
+        // After `--`, nothing is read as gpulink's.
+        assert_eq!(
+            routed("gpulink -o a.png -- -o"),
+            "gpuscope record --overwrite --summary gpulink --output a.png -- -o"
         );
     }
 
@@ -322,7 +411,7 @@ mod tests {
     fn a_tool_named_as_the_first_word_is_the_same_door() {
         assert_eq!(
             routed("gpuscope nvisel -i 3,5"),
-            "gpuscope select --inherit 3,5"
+            "gpuscope select --as-nvisel --inherit 3,5"
         );
         assert_eq!(routed("gpuscope gpustat --json"), "gpuscope stat --json");
     }
@@ -357,7 +446,7 @@ mod tests {
         );
         assert_eq!(routed("gpuscope"), "gpuscope");
         // After `--` nothing is translated.
-        assert_eq!(routed("nvisel -- -c"), "gpuscope select -- -c");
+        assert_eq!(routed("nvisel -- -c"), "gpuscope select --as-nvisel -- -c");
         assert_eq!(routed("gpustat -- --color"), "gpuscope stat -- --color");
     }
 }

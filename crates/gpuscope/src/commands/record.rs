@@ -2,6 +2,14 @@
 //! until Ctrl+C or for a set duration, streaming samples to CSV / NDJSON if asked, then save a
 //! plot and print one summary line per device.
 //!
+//! The plot is written when `--output` names it, or when no other output was named (no `--csv`,
+//! `--ndjson` or `--no-plot`): then it is `memory.png`, or the first of `memory-1.png`,
+//! `memory-2.png`, ... that does not exist, so that a plot nobody named never stops a
+//! recording. A file that is named wrong (its folder missing, a directory, a symbolic link, a
+//! file that exists without `--overwrite`) is refused before anything is recorded, with exit
+//! code 2, whichever option named it; a file that cannot be written (no permission, a full
+//! disk) is exit code 1.
+//!
 //! A sample that cannot be written to the CSV or NDJSON file (a full disk) stops the recording:
 //! the file keeps its whole lines, the plot is still saved and the summary printed from what was
 //! recorded, and the command exits 1 saying which file failed. The plot is written whole or not
@@ -30,10 +38,16 @@ pub struct Args {
     #[command(flatten)]
     source: SourceArgs,
 
-    /// Where to save the plot; `.png` or `.svg`. (gpulink's `-o FILE`; in gpuscope -o is
-    /// --only in every command.)
-    #[arg(long, value_name = "FILE", default_value = "memory.png")]
-    output: PathBuf,
+    /// Where to save the plot; `.png` or `.svg`. Without it the plot is memory.png (or
+    /// memory-1.png, ... when that exists) unless --csv, --ndjson or --no-plot is given.
+    /// (gpulink's `-o FILE`, which the `gpulink` front door takes; in gpuscope's commands -o is
+    /// --only.)
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// Write no plot: only the summary, and the --csv or --ndjson file when named.
+    #[arg(long, conflicts_with = "output")]
+    no_plot: bool,
 
     /// Record only these devices: `0`, `3` (a GPU with its MIG devices), `0:1` (one MIG
     /// device), space- or comma-separated. An id that names no device is a usage error.
@@ -103,9 +117,10 @@ enum SummaryStyle {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    check_output(&args)?;
-    refuse_colliding_outputs(&args)?;
-    refuse_existing_outputs(&args)?;
+    let plot = plot_path(&args)?;
+    check_outputs(&args, plot.as_deref())?;
+    refuse_colliding_outputs(&args, plot.as_deref())?;
+    refuse_existing_outputs(&args, plot.as_deref())?;
     let src = args.source.open()?;
     // Every GPU and each MIG device after its GPU, as `snapshot` lists them.
     let devices = args::keep_only(&args.only, src.collector.context().all_devices(), |d| {
@@ -118,29 +133,94 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let (mut recorders, metrics) = recorders(&args, &devices)?;
     let failure = sample(&args, &mut recorders, &metrics, devices.len())?;
-    finish(&args, &recorders, failure)
+    finish(&args, plot.as_deref(), &recorders, failure)
 }
 
-/// Refuses a plot's file that is neither `.png` nor `.svg`, or whose folder does not exist.
-fn check_output(args: &Args) -> anyhow::Result<()> {
-    if PlotFormat::from_path(&args.output).is_none() {
-        return Err(UsageError(format!(
-            "--output {}: the plot's file name must end in .png or .svg",
-            args.output.display()
-        ))
-        .into());
+/// The plot's name when no output was named.
+const DEFAULT_PLOT: &str = "memory.png";
+
+/// How many numbered names ([`DEFAULT_PLOT`] as `memory-N.png`) are tried before giving up.
+const DEFAULT_PLOT_TRIES: u32 = 1000;
+
+/// Where the plot goes: `--output`; else, when no other output was named, [`DEFAULT_PLOT`] in
+/// the current folder, or the first `memory-N.png` that does not exist (a plot nobody named
+/// never makes the command fail for being there; with `--overwrite`, `memory.png` is replaced);
+/// else none.
+fn plot_path(args: &Args) -> anyhow::Result<Option<PathBuf>> {
+    if let Some(path) = &args.output {
+        return Ok(Some(path.clone()));
     }
-    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
+    if args.no_plot || args.csv.is_some() || args.ndjson.is_some() {
+        return Ok(None);
+    }
+    let default = PathBuf::from(DEFAULT_PLOT);
+    if args.overwrite || default.symlink_metadata().is_err() {
+        return Ok(Some(default));
+    }
+    (1..=DEFAULT_PLOT_TRIES)
+        .map(|n| PathBuf::from(format!("memory-{n}.png")))
+        .find(|p| p.symlink_metadata().is_err())
+        .map(Some)
+        .ok_or_else(|| {
+            UsageError(format!(
+                "memory.png and memory-1.png to memory-{DEFAULT_PLOT_TRIES}.png all exist here; \
+                 name the plot with --output FILE"
+            ))
+            .into()
+        })
+}
+
+/// The outputs named: the plot (`--output`, or the default one), `--csv` and `--ndjson`, each
+/// with the option that names it.
+fn outputs<'a>(args: &'a Args, plot: Option<&'a Path>) -> Vec<(&'static str, &'a Path)> {
+    [
+        ("--output", plot),
+        ("--csv", args.csv.as_deref()),
+        ("--ndjson", args.ndjson.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(option, path)| path.map(|p| (option, p)))
+    .collect()
+}
+
+/// Refuses a plot's file that is neither `.png` nor `.svg`, and any output whose folder does
+/// not exist or that is a directory: a file named wrong, exit code 2 whichever option named it
+/// (docs/exit-codes.md).
+fn check_outputs(args: &Args, plot: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(plot) = plot {
+        if PlotFormat::from_path(plot).is_none() {
             return Err(UsageError(format!(
-                "--output {}: the folder {} does not exist",
-                args.output.display(),
-                dir.display()
+                "--output {}: the plot's file name must end in .png or .svg",
+                shown(plot)
+            ))
+            .into());
+        }
+    }
+    for (option, path) in outputs(args, plot) {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(UsageError(format!(
+                    "{option} {}: the folder {} does not exist",
+                    shown(path),
+                    shown(dir)
+                ))
+                .into());
+            }
+        }
+        if path.is_dir() {
+            return Err(UsageError(format!(
+                "{option} {}: is a directory; name a file in it",
+                shown(path)
             ))
             .into());
         }
     }
     Ok(())
+}
+
+/// A path for a message: control characters escaped.
+fn shown(path: &Path) -> String {
+    gpu_devices::text::Escaped(&path.display().to_string()).to_string()
 }
 
 /// One recorder per metric asked (each once, in the order given), the first streaming to the
@@ -254,6 +334,7 @@ fn sample(
 /// ended: the sample file that failed, or the plot that could not be saved, is the error.
 fn finish(
     args: &Args,
+    plot_to: Option<&Path>,
     recorders: &[Recorder],
     failure: Option<gpu_metrics::Error>,
 ) -> anyhow::Result<()> {
@@ -264,7 +345,7 @@ fn finish(
         height: args.height,
         title: None,
     };
-    let plotted = plot(&records, &args.output, &options);
+    let plotted = plot_to.map(|path| plot(&records, path, &options).map(|()| path));
     // People's outputs, the summary and the plot, show memory in one unit (MiB below 100 GiB,
     // GiB from there); the CSV and NDJSON files keep bytes.
     let lines = match args.summary {
@@ -281,20 +362,25 @@ fn finish(
         if recorder.len() == 1 { "" } else { "s" },
         records.first().map_or(0.0, |r| r.duration),
     );
+    let saved = |path: &Path| format!("plot saved to {}", shown(path));
     match (failure, plotted) {
-        (None, Ok(())) => {
-            eprintln!(
-                "gpuscope: {samples}; plot saved to {}",
-                args.output.display()
-            );
+        (None, None) => {
+            eprintln!("gpuscope: {samples}");
             Ok(())
         }
-        (None, Err(plot_error)) => Err(plot_error.into()),
-        (Some(write_error), Ok(())) => Err(anyhow::anyhow!(
-            "{write_error}; recording stopped after {samples}; plot saved to {}",
-            args.output.display()
+        (None, Some(Ok(path))) => {
+            eprintln!("gpuscope: {samples}; {}", saved(path));
+            Ok(())
+        }
+        (None, Some(Err(plot_error))) => Err(plot_error.into()),
+        (Some(write_error), None) => Err(anyhow::anyhow!(
+            "{write_error}; recording stopped after {samples}"
         )),
-        (Some(write_error), Err(plot_error)) => Err(anyhow::anyhow!(
+        (Some(write_error), Some(Ok(path))) => Err(anyhow::anyhow!(
+            "{write_error}; recording stopped after {samples}; {}",
+            saved(path)
+        )),
+        (Some(write_error), Some(Err(plot_error))) => Err(anyhow::anyhow!(
             "{write_error}; recording stopped after {samples}; and {plot_error}"
         )),
     }
@@ -302,15 +388,10 @@ fn finish(
 
 /// Refuses `--csv`, `--ndjson` and `--output` naming the same file (they would overwrite each other):
 /// compared as canonical paths where the file exists, else by their canonical folder and name.
-fn refuse_colliding_outputs(args: &Args) -> anyhow::Result<()> {
-    let outputs = [
-        ("--output", Some(&args.output)),
-        ("--csv", args.csv.as_ref()),
-        ("--ndjson", args.ndjson.as_ref()),
-    ];
-    let named: Vec<(&str, &PathBuf, PathBuf)> = outputs
-        .iter()
-        .filter_map(|&(option, path)| path.map(|p| (option, p, same_file_key(p))))
+fn refuse_colliding_outputs(args: &Args, plot: Option<&Path>) -> anyhow::Result<()> {
+    let named: Vec<(&str, &Path, PathBuf)> = outputs(args, plot)
+        .into_iter()
+        .map(|(option, p)| (option, p, same_file_key(p)))
         .collect();
     for (i, (a, a_path, a_key)) in named.iter().enumerate() {
         for (b, _, b_key) in &named[i + 1..] {
@@ -330,22 +411,15 @@ fn refuse_colliding_outputs(args: &Args) -> anyhow::Result<()> {
 /// (gpuscope never writes through a link: docs/security.md), and without `--overwrite` one
 /// that names an existing regular file (a device such as /dev/null, or a pipe, is written to
 /// as before).
-fn refuse_existing_outputs(args: &Args) -> anyhow::Result<()> {
-    let outputs = [
-        ("--output", Some(&args.output)),
-        ("--csv", args.csv.as_ref()),
-        ("--ndjson", args.ndjson.as_ref()),
-    ];
-    for (option, path) in outputs {
-        let Some(path) = path else { continue };
-        let shown = || gpu_devices::text::Escaped(&path.display().to_string()).to_string();
+fn refuse_existing_outputs(args: &Args, plot: Option<&Path>) -> anyhow::Result<()> {
+    for (option, path) in outputs(args, plot) {
         if let Err(e) = gpu_backend::files::refuse_link(path) {
-            return Err(UsageError(format!("{option} {}: {e}", shown())).into());
+            return Err(UsageError(format!("{option} {}: {e}", shown(path))).into());
         }
         if !args.overwrite && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
             return Err(UsageError(format!(
                 "{option} {}: the file exists; --overwrite replaces it",
-                shown()
+                shown(path)
             ))
             .into());
         }
@@ -354,10 +428,18 @@ fn refuse_existing_outputs(args: &Args) -> anyhow::Result<()> {
 }
 
 /// A sample file that could not be opened: a usage error when it was refused for what is at
-/// its path (a symbolic link, a file that exists, a directory), else the system's error.
+/// its path (a symbolic link, a file that exists, a directory) or its folder is missing (gone
+/// since [`check_outputs`]), as for the plot; else the system's error.
 fn refused(option: &str, e: gpu_metrics::Error) -> anyhow::Error {
     use gpu_backend::files::FileError;
     if let gpu_metrics::Error::Io { path, error } = &e {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            return UsageError(format!(
+                "{option} {}: its folder does not exist",
+                shown(path)
+            ))
+            .into();
+        }
         let why = error.get_ref().and_then(|e| e.downcast_ref::<FileError>());
         if let Some(
             why @ (FileError::SymbolicLink | FileError::Exists | FileError::NotRegular { .. }),

@@ -3,8 +3,8 @@
 //!
 //! The options are nvisel's (same long and short names); the differences are listed in the
 //! help of each option and in crates/gpu-select/README.md. Exit status: 0, or 4 when fewer
-//! devices than `--min-count` qualify (what was found is still printed), 2 for bad input, 1
-//! when the GPUs cannot be read.
+//! devices than `--min-count` qualify (`select` then prints none; the `nvisel` front door prints
+//! those that do, as nvisel does), 2 for bad input, 1 when the GPUs cannot be read.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -30,7 +30,8 @@ pub struct Args {
 
     /// Choose among the devices this CUDA_VISIBLE_DEVICES value shows (the environment's when
     /// the value is omitted), and print their CUDA ordinals. (nvisel's -i: through the `nvisel`
-    /// front door; here -i is --interval in every command.)
+    /// front door, which prints each device's own index, as nvisel; here -i is --interval in
+    /// every command.)
     #[arg(long, value_name = "CUDA_VISIBLE_DEVICES", num_args = 0..=1)]
     inherit: Option<Option<String>>,
 
@@ -104,6 +105,11 @@ pub struct Args {
     /// Also tell, on standard error, why each device was chosen or not.
     #[arg(long)]
     explain: bool,
+
+    /// Set by the `nvisel` front door: when fewer than --min-count qualify, print those that
+    /// do (and exit 4), as nvisel does, instead of none.
+    #[arg(long, hide = true)]
+    as_nvisel: bool,
 }
 
 /// The `--format` values.
@@ -158,14 +164,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.explain {
         eprint!(
             "{}",
-            crate::present::text::escape_lines(&explain(&selection, &criteria))
+            crate::present::text::escape_lines(&explain(&selection, &criteria, args.as_nvisel))
         );
     }
     // Only this machine's devices are CUDA's to see.
     let cuda_hint = true;
+    // nvisel names an inherited device by its own index (NVML's), not its CUDA ordinal under
+    // the inherited CUDA_VISIBLE_DEVICES: `CUDA_VISIBLE_DEVICES=$(nvisel -i ...)` sets the
+    // variable anew, where CUDA reads indices of every device. The door prints what nvisel
+    // prints; `select --inherit` keeps the CUDA ordinals.
+    let ids = if args.as_nvisel
+        && args.inherit.is_some()
+        && selection.format(format, false) == Format::Index
+    {
+        selection.ids().iter().map(ToString::to_string).collect()
+    } else {
+        selection.identifiers(format, false)
+    };
     print_chosen(
         &args,
-        selection.identifiers(format, false),
+        ids,
         selection.is_short(),
         criteria.min_count,
         cuda_hint,
@@ -189,8 +207,10 @@ fn after_help() -> String {
 /// `--null` say (escaped: a UUID comes from the driver, a fixture or an exporter; a real one is
 /// unchanged). When fewer than `--min-count` qualify (`short`), prints none and exits with
 /// status 4: a partial list on stdout would slip into `CUDA_VISIBLE_DEVICES=$(gpuscope select
-/// ...)` unnoticed by a script that does not check the exit code. `cuda_hint`: also say the
-/// `CUDA_VISIBLE_DEVICES` setting on stderr when stdout is not a terminal.
+/// ...)` unnoticed by a script that does not check the exit code. Through the `nvisel` front
+/// door (`--as-nvisel`), prints those that qualify and exits 4, as nvisel does: scripts written
+/// for nvisel get nvisel's answer. `cuda_hint`: also say the `CUDA_VISIBLE_DEVICES` setting on
+/// stderr when stdout is not a terminal.
 fn print_chosen(
     args: &Args,
     ids: Vec<String>,
@@ -209,17 +229,23 @@ fn print_chosen(
     } else {
         (args.sep.as_str(), "\n")
     };
-    if short {
-        eprintln!(
-            "gpuscope: not enough devices found: {} qualify, --min-count is {min_count}",
+    let not_enough = || {
+        format!(
+            "not enough devices found: {} qualify, --min-count is {min_count}",
             ids.len(),
-        );
+        )
+    };
+    if short && !args.as_nvisel {
+        eprintln!("gpuscope: {}", not_enough());
         std::process::exit(4);
     }
     if cuda_hint && !std::io::stdout().is_terminal() {
         eprintln!("CUDA_VISIBLE_DEVICES=\"{}\"", ids.join(","));
     }
     crate::output::write_stdout(&(ids.join(sep) + end))?;
+    if short {
+        return Err(crate::error::Shortfall::nothing(not_enough()).into());
+    }
     Ok(())
 }
 
@@ -261,7 +287,7 @@ fn run_fleet(args: &Args, criteria: &Criteria) -> anyhow::Result<()> {
             .iter()
             .map(|n| escape_control(n).into_owned())
             .collect();
-        text += &explain_named(&chosen.selection, criteria, &names);
+        text += &explain_named(&chosen.selection, criteria, &names, args.as_nvisel);
         // The table's own line breaks kept; anything missed above is still made inert.
         eprint!("{}", crate::present::text::escape_lines(&text));
     }
@@ -328,16 +354,22 @@ fn criteria(args: &Args) -> anyhow::Result<Criteria> {
     })
 }
 
-/// Why each device was chosen or not, one line each.
-fn explain(s: &Selection, criteria: &Criteria) -> String {
+/// Why each device was chosen or not, one line each. `partial_printed`: the devices that
+/// qualify are printed even when too few do (the `nvisel` door).
+fn explain(s: &Selection, criteria: &Criteria, partial_printed: bool) -> String {
     let names: Vec<String> = s.candidates.iter().map(|c| c.id.to_string()).collect();
-    explain_named(s, criteria, &names)
+    explain_named(s, criteria, &names, partial_printed)
 }
 
 /// [`explain`] with each candidate called by its name in `names` (`host:index` in a fleet),
 /// which the caller has escaped; the backend's and the exporters' text in each verdict is
 /// escaped here, line breaks included, so that each device keeps its one line.
-fn explain_named(s: &Selection, criteria: &Criteria, names: &[String]) -> String {
+fn explain_named(
+    s: &Selection,
+    criteria: &Criteria,
+    names: &[String],
+    partial_printed: bool,
+) -> String {
     let mut out = String::new();
     let width = names
         .iter()
@@ -362,18 +394,26 @@ fn explain_named(s: &Selection, criteria: &Criteria, names: &[String]) -> String
             bytes(c.memory_total),
             pct(c.gpu_utilization),
             pct(c.memory_utilization),
-            verdict(c, rank, s.is_short().then_some(s.selected.len()), criteria)
+            verdict(
+                c,
+                rank,
+                s.is_short().then_some(s.selected.len()),
+                criteria,
+                partial_printed
+            )
         );
     }
     out
 }
 
-/// `short`: how many qualify, when that is fewer than --min-count asks (then none is selected).
+/// `short`: how many qualify, when that is fewer than --min-count asks (then none is selected,
+/// or, with `partial_printed`, those that qualify are printed all the same).
 fn verdict(
     c: &Candidate,
     rank: Option<usize>,
     short: Option<usize>,
     criteria: &Criteria,
+    partial_printed: bool,
 ) -> String {
     let limit = |k: &gpu_select::Check| match k.constraint {
         gpu_select::Constraint::Healthy => {
@@ -399,10 +439,15 @@ fn verdict(
     };
     let mut text = match c.fate {
         Fate::Selected if short.is_some() => format!(
-            "qualifies (#{}), but only {} qualify and --min-count is {}: none selected",
+            "qualifies (#{}), but only {} qualify and --min-count is {}: {}",
             rank.map_or(0, |r| r + 1),
             short.unwrap_or(0),
-            criteria.min_count
+            criteria.min_count,
+            if partial_printed {
+                "printed all the same, as nvisel does (exit 4)"
+            } else {
+                "none selected"
+            }
         ),
         Fate::Selected => format!("selected #{}", rank.map_or(0, |r| r + 1)),
         Fate::Unusable => format!(

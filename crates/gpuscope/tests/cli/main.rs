@@ -13,7 +13,9 @@
 mod support;
 
 mod bounds;
+mod colour;
 mod doctor;
+mod error_texts;
 mod escape;
 mod export_attacks;
 mod export_clients;
@@ -21,6 +23,7 @@ mod export_metrics;
 mod export_web;
 mod fixture_input;
 mod fleet;
+mod gpulink;
 mod grammar;
 mod info;
 mod log;
@@ -40,5 +43,6 @@ mod smi;
 mod smi_h200;
 mod snapshot;
 mod source_rules;
+mod stat;
 mod top;
 mod top_tmux;

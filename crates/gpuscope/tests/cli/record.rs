@@ -674,3 +674,121 @@ fn a_recording_of_a_mig_gpu_plots_and_summarises_its_mig_devices() {
 fn mib_text(bytes: u64) -> String {
     format!("{}MiB", mib(bytes))
 }
+
+/// `record` in `dir` (its working folder) over one frame of the demo, for a moment.
+fn record_in(dir: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "record",
+        "--demo",
+        "--frame",
+        "3",
+        "--interval",
+        "20ms",
+        "--duration",
+        "100ms",
+    ];
+    args.extend_from_slice(extra);
+    command(&args)
+        .current_dir(dir)
+        .output()
+        .expect("gpuscope runs")
+}
+
+/// Issue 34: `record --csv m.csv` failed because a `memory.png` nobody named was there (a plot
+/// was always written). A plot is written only when `--output` names it or no other output was
+/// named: with `--csv` (or `--ndjson`) alone there is none, and an earlier `memory.png` is
+/// left alone.
+#[test]
+fn record_csv_alone_writes_no_plot_and_ignores_an_existing_memory_png() {
+    let dir = out_dir("csv-alone");
+    let png = dir.join("memory.png");
+    std::fs::write(&png, "an earlier plot").unwrap();
+    for (option, file) in [("--csv", "m.csv"), ("--ndjson", "m.ndjson")] {
+        let out = record_in(&dir, &[option, file]);
+        cli::assert_ok(&out, option);
+        assert!(
+            std::fs::read_to_string(dir.join(file))
+                .unwrap()
+                .lines()
+                .count()
+                > 1,
+            "{option}: samples written"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("plot saved"), "{option}: {stderr}");
+        assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 8);
+    }
+    assert_eq!(std::fs::read_to_string(&png).unwrap(), "an earlier plot");
+    let written: Vec<PathBuf> = leftovers(&dir, &[&png, &dir.join("m.csv"), &dir.join("m.ndjson")]);
+    assert_eq!(written, Vec::<PathBuf>::new(), "no plot, no temporary file");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// With no output named, the plot is `memory.png`; when that exists (the same line run twice),
+/// the next free `memory-N.png`, never a failure for a file nobody named. `--no-plot` writes
+/// none.
+#[test]
+fn record_with_no_output_named_plots_to_the_first_free_memory_png() {
+    let dir = out_dir("default-plot");
+    let first = record_in(&dir, &[]);
+    cli::assert_ok(&first, "first run");
+    assert!(is_png(&dir.join("memory.png")), "memory.png written");
+    let before = std::fs::read(dir.join("memory.png")).unwrap();
+    let second = record_in(&dir, &[]);
+    cli::assert_ok(&second, "second run");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("plot saved to memory-1.png"), "{stderr}");
+    assert!(is_png(&dir.join("memory-1.png")));
+    assert_eq!(std::fs::read(dir.join("memory.png")).unwrap(), before);
+    let none = record_in(&dir, &["--no-plot"]);
+    cli::assert_ok(&none, "--no-plot");
+    assert!(
+        !dir.join("memory-2.png").exists(),
+        "--no-plot writes no plot"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 34: a missing folder was exit 1 for `--csv` and 2 for `--output`. A file named wrong
+/// is exit 2, refused before anything is recorded, whichever option names it: a missing folder,
+/// a directory.
+#[test]
+fn a_missing_folder_or_a_directory_is_exit_2_for_every_output() {
+    let dir = out_dir("missing-folder");
+    let d = dir.to_str().unwrap();
+    for option in ["--csv", "--ndjson", "--output"] {
+        let file = if option == "--output" {
+            "m.png"
+        } else {
+            "m.txt"
+        };
+        let missing = format!("/nonexistent-gpuscope/{file}");
+        let out = record_in(&dir, &[option, &missing]);
+        cli::assert_usage_error(
+            &out,
+            option,
+            &format!("{option} {missing}: the folder /nonexistent-gpuscope does not exist"),
+        );
+        let folder = dir.join(format!(
+            "folder.{}",
+            if option == "--output" { "png" } else { "csv" }
+        ));
+        std::fs::create_dir_all(&folder).unwrap();
+        let out = record_in(&dir, &[option, folder.to_str().unwrap()]);
+        cli::assert_usage_error(&out, option, "is a directory");
+    }
+    assert_eq!(
+        leftovers(&dir, &[&dir.join("folder.png"), &dir.join("folder.csv")]),
+        Vec::<PathBuf>::new(),
+        "{d}: nothing written"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// gpulink's `-o memory.png` typed to `record`, where -o is --only, says what was meant.
+#[test]
+fn record_o_with_a_plot_name_points_at_output_and_the_gpulink_door() {
+    let out = run(&["record", "--demo", "-o", "memory.png"]);
+    cli::assert_usage_error(&out, "-o memory.png", "--output FILE");
+    cli::assert_usage_error(&out, "-o memory.png", "gpuscope gpulink -o FILE");
+}

@@ -178,16 +178,32 @@ fn the_value_for_cuda_visible_devices_is_echoed_on_stderr() {
     );
 }
 
+/// `select --inherit` prints CUDA ordinals under the inherited CUDA_VISIBLE_DEVICES; the nvisel
+/// door prints each device's own index, as nvisel 1.7.2 does (issue 34: 48 cases of the
+/// differential), for `CUDA_VISIBLE_DEVICES=$(nvisel -i ...)`, which sets the variable anew.
 #[test]
 fn inherit_chooses_among_the_visible_devices_and_prints_cuda_ordinals() {
     let all = gpus("h100-sxm-8gpu", 5);
     // CUDA device 0 is GPU 3, 1 is GPU 5: the freer comes first.
-    let want = if all[5].free > all[3].free {
-        "1,0"
+    let (want, nvisel_want) = if all[5].free > all[3].free {
+        ("1,0", "5,3")
     } else {
-        "0,1"
+        ("0,1", "3,5")
     };
-    assert_eq!(demo(&["-i", "3,5"]), format!("{want}\n"));
+    let select = |args: &[&str], cvd: Option<&str>| {
+        let mut c = cli::command(&[&["select", "--demo", "--frame", "5"][..], args].concat());
+        if let Some(v) = cvd {
+            c.env("CUDA_VISIBLE_DEVICES", v);
+        }
+        cli::ok_stdout(c.output().expect("gpuscope runs"), args)
+    };
+    assert_eq!(select(&["--inherit", "3,5"], None), format!("{want}\n"));
+    assert_eq!(demo(&["-i", "3,5"]), format!("{nvisel_want}\n"));
+    assert_eq!(select(&["--inherit", "--no-sort"], Some("7,1")), "0,1\n");
+    assert_eq!(
+        select(&["--inherit", &all[6].uuid[..12], "-S"], None),
+        "0\n"
+    );
     assert_eq!(
         demo(&["--inherit", "3,5", "-n", "1", "-O", "uuid"]).trim(),
         {
@@ -200,7 +216,7 @@ fn inherit_chooses_among_the_visible_devices_and_prints_cuda_ordinals() {
         &["--demo", "--frame", "5", "-i", "-S"],
         &[("CUDA_VISIBLE_DEVICES", "7,1")],
     );
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "0,1\n");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "7,1\n");
     // Unset: every GPU, in CUDA's order; empty: none.
     assert_eq!(demo(&["-i", "-S"]).trim().split(',').count(), 8);
     let out = run_with(
@@ -208,9 +224,9 @@ fn inherit_chooses_among_the_visible_devices_and_prints_cuda_ordinals() {
         &[("CUDA_VISIBLE_DEVICES", "")],
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
-    // A UUID prefix normalises to its ordinal (nvisel -i -S).
+    // A UUID prefix names its GPU (nvisel -i -S): by its index through the door.
     let prefix = &all[6].uuid[..12];
-    assert_eq!(demo(&["-i", prefix, "-S"]), "0\n");
+    assert_eq!(demo(&["-i", prefix, "-S"]), "6\n");
 }
 
 /// geforce-desktop at frame 39: GPU 0 has 4068474880 bytes free, GPU 1 5479858176; alex runs
@@ -252,8 +268,12 @@ fn mig_devices_are_printed_by_uuid() {
         stdout(&[&base[..], &["-O", "index"]].concat()),
         format!("{uuid}\n")
     );
-    // Two cannot be had: none is printed, and the status says short.
+    // Two cannot be had: the status says short; nvisel prints the one it found (issue 34),
+    // `select` none.
     let out = run(&[&base[..], &["-c", "2"]].concat());
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), format!("{uuid}\n"));
+    let out = cli::run(&[&["select"][..], &base[..], &["--min-count", "2"]].concat());
     assert_eq!(out.status.code(), Some(4));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
 }
@@ -268,14 +288,13 @@ fn select_never_chooses_a_lost_gpu_and_explain_says_why() {
         for extra in [&[][..], &["-n", "1"], &["-S"], &["-f", "1"], &["-c", "4"]] {
             let out = run(&[&base[..], extra].concat());
             let printed = String::from_utf8(out.stdout).unwrap();
-            // Four asked, three usable: short, exit 4, nothing printed.
+            // Four asked, three usable: short, exit 4, the three printed (nvisel's habit).
             let short = extra == ["-c", "4"];
             assert_eq!(out.status.code(), Some(if short { 4 } else { 0 }));
             let ids: Vec<&str> = printed.split_terminator(['\n', ',']).collect();
             assert!(!ids.contains(&"2"), "frame {frame} {extra:?}: {printed}");
             let want = match extra {
                 ["-n", "1"] => 1,
-                ["-c", "4"] => 0,
                 _ => 3,
             };
             assert_eq!(ids.len(), want, "frame {frame} {extra:?}: {printed}");
@@ -300,18 +319,24 @@ fn nothing_qualifies() {
     let out = run(&["--demo", "--frame", "5", "-f", "1TiB"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
-    // At least one asked for: status 4, it says why, and nothing is printed for a script to use.
+    // At least one asked for: status 4, it says why; through the nvisel door the (empty) list
+    // is printed as nvisel prints it.
     let out = run(&["--demo", "--frame", "5", "-f", "1TiB", "-c", "1"]);
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "\n");
     assert!(String::from_utf8(out.stderr)
         .unwrap()
         .contains("not enough devices"));
-    // More than the machine has: status 4, and no partial list on stdout (it would slip into
-    // `CUDA_VISIBLE_DEVICES=$(...)` unnoticed).
-    let out = run(&["--demo", "--frame", "5", "-c", "9"]);
+    // More than the machine has: status 4. `select` prints no partial list on stdout (it would
+    // slip into `CUDA_VISIBLE_DEVICES=$(...)` unnoticed); the nvisel door prints the eight
+    // there are, as nvisel does.
+    let out = cli::run(&["select", "--demo", "--frame", "5", "--min-count", "9"]);
     assert_eq!(out.status.code(), Some(4));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+    let out = run(&["--demo", "--frame", "5", "-c", "9"]);
+    assert_eq!(out.status.code(), Some(4));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(printed.trim_end().split(',').count(), 8, "{printed}");
 }
 
 /// Regression: with fewer qualifying devices than --min-count, `--explain` listed them as
@@ -337,9 +362,16 @@ fn explain_agrees_with_the_outcome_when_too_few_qualify() {
         "--explain",
     ]);
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(String::from_utf8(out.stdout).unwrap(), "");
+    // Through the nvisel door those that qualify are printed (issue 34), and said so.
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        printed.trim_end().split(',').count(),
+        qualifying,
+        "{printed}"
+    );
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(!err.contains("selected #"), "{err}");
+    assert!(err.contains("printed all the same"), "{err}");
     let qualify_lines = err
         .lines()
         .filter(|l| {
