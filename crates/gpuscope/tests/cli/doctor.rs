@@ -345,6 +345,16 @@ fn doctor_and_the_log_agree_on_every_function_and_its_cost() {
             Some(q) if !NOT_COSTED.contains(&q.as_str()) => {
                 logged.entry(nvml.clone()).or_default().push(*took)
             }
+            // The backend's own calls outside a query (handles, the event set, GPM): costed
+            // too since issue 36, but for the listener's waits, which block by design, and the
+            // two timed apart below.
+            None if !matches!(
+                nvml.as_str(),
+                "nvmlInit_v2" | "nvmlShutdown" | "nvmlEventSetWait_v2"
+            ) =>
+            {
+                logged.entry(nvml.clone()).or_default().push(*took)
+            }
             _ => {}
         }
     }
@@ -365,7 +375,7 @@ fn doctor_and_the_log_agree_on_every_function_and_its_cost() {
     assert_eq!(
         reported,
         logged.keys().collect::<BTreeSet<_>>(),
-        "doctor reports the functions its queries were logged calling"
+        "doctor reports the functions it was logged calling"
     );
     // And the same cost: the median of the logged times (each to a tenth of a microsecond),
     // except the two functions a query calls several times (its cost is a share).
@@ -607,4 +617,82 @@ fn a_bundle_is_never_written_through_a_link() {
     assert!(stderr.contains("symbolic link"), "{stderr}");
     assert!(!stderr.contains("recording"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+}
+
+/// Issue 36, item 1: over fake-nvml doctor costs the calls the NVML backend makes outside a
+/// query (finding the GPUs, the event set and its registration, GPM support), in `--json` as
+/// in the table, and lists them in the order made, with non-negative figures. No time is
+/// asserted.
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_reports_the_set_up_calls_with_their_costs_in_the_order_made() {
+    let _serial = serial();
+    let fake = fake();
+    let fixture = cli::fixture("h100-real");
+    let setup = [
+        "nvmlDeviceGetCount_v2",
+        "nvmlDeviceGetHandleByIndex_v2",
+        "nvmlEventSetCreate",
+        "nvmlDeviceGetSupportedEventTypes",
+        "nvmlDeviceRegisterEvents",
+        "nvmlGpmQueryDeviceSupport",
+    ];
+    let out = doctor_over(
+        &fake,
+        Path::new(&fixture),
+        &["--json", "--repeat", "1", "--events-for", "0"],
+    );
+    let (stdout, _) = ok(&out);
+    let profile: CostProfile = serde_json::from_str(&stdout).expect("a cost profile");
+    for function in setup {
+        let cost = profile
+            .get(function)
+            .unwrap_or_else(|| panic!("no cost for {function}: {profile:?}"));
+        assert!(
+            cost.wall_us >= 0.0 && cost.cpu_us >= 0.0,
+            "{function}: {cost:?}"
+        );
+    }
+
+    let out = doctor_over(
+        &fake,
+        Path::new(&fixture),
+        &["--repeat", "1", "--events-for", "0"],
+    );
+    let (stdout, _) = ok(&out);
+    let section: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Calls outside the queries"))
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(!section.is_empty(), "no set-up calls:\n{stdout}");
+    // (at ms, function, wall us, cpu us) of each line.
+    let rows: Vec<(f64, &str, f64, f64)> = section
+        .iter()
+        .filter(|l| !l.trim_start().starts_with("..."))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let num = |s: &str| -> f64 { s.parse().unwrap_or_else(|_| panic!("{l}")) };
+            (num(w[0]), w[1], num(w[3]), num(w[4]))
+        })
+        .collect();
+    for (at, function, wall, cpu) in &rows {
+        assert!(*at >= 0.0 && *wall >= 0.0 && *cpu >= 0.0, "{function}");
+    }
+    assert!(
+        rows.windows(2).all(|w| w[0].0 <= w[1].0),
+        "in the order made:\n{}",
+        section.join("\n")
+    );
+    // The timeline of opening: the GPUs are counted and found, then the event set is made and
+    // each GPU registered on it.
+    let first = |f: &str| {
+        rows.iter()
+            .position(|r| r.1 == f)
+            .unwrap_or_else(|| panic!("no {f}:\n{}", section.join("\n")))
+    };
+    assert!(first("nvmlDeviceGetCount_v2") < first("nvmlDeviceGetHandleByIndex_v2"));
+    assert!(first("nvmlDeviceGetHandleByIndex_v2") < first("nvmlEventSetCreate"));
+    assert!(first("nvmlEventSetCreate") < first("nvmlDeviceRegisterEvents"));
 }

@@ -23,7 +23,10 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use gpu_backend::cost::{CallLog, CallObserver, CallRecord, CostCollector, CostProfile, Timing};
+use gpu_backend::cost::{
+    CallLog, CallObserver, CallRecord, CostCollector, CostProfile, OutsideCall, OutsideCalls,
+    Timing,
+};
 use gpu_backend::host::HostSource;
 use gpu_backend::query::{Query, QUERIES};
 use gpu_backend::recorder::{self, Snapshot};
@@ -132,6 +135,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(path) = &args.bundle {
         bundle::check_path(path).map_err(crate::error::UsageError)?;
     }
+    // From before the library is loaded: every call the NVML backend makes outside a query.
+    let outside = OutsideCalls::start();
+    let opened = Instant::now();
     let source = args.source.open_bare(&EventKind::ALL)?;
     let plan = match &args.bundle {
         Some(path) => Some(bundle::Plan::new(path.clone(), args.bundle_seconds)?),
@@ -147,6 +153,7 @@ pub fn run(args: Args) -> Result<()> {
         source.proc_root.as_deref(),
         host,
         plan.as_ref(),
+        (outside, opened),
     )?;
     if let (Some(plan), Some(recording)) = (&plan, recording) {
         plan.write(recording, report.profile.clone())?;
@@ -180,6 +187,9 @@ pub fn run(args: Args) -> Result<()> {
 /// What doctor found.
 #[derive(Debug)]
 pub struct Report {
+    /// The NVML backend's calls outside a query, in the order made, each with when it started
+    /// after the source began opening.
+    setup: Vec<(Duration, OutsideCall)>,
     /// Each NVML function's median cost.
     profile: CostProfile,
     /// How many calls each function's cost is the median of.
@@ -257,6 +267,7 @@ fn examine(
     proc_root: Option<&Path>,
     host: Option<&dyn HostSource>,
     plan: Option<&bundle::Plan>,
+    (outside, opened): (OutsideCalls, Instant),
 ) -> Result<(Report, Option<Fixture>)> {
     let observer = Observer {
         costs: CostCollector::new(),
@@ -297,6 +308,17 @@ fn examine(
         }
         _ => anyhow::bail!("this kind of source cannot be examined"),
     };
+    let setup = outside.finish();
+    for call in &setup {
+        // `nvmlShutdown` is timed above, with the listener's end.
+        if call.nvml != "nvmlShutdown" {
+            observer.costs.add(call.nvml, call.timing);
+        }
+    }
+    let setup = setup
+        .into_iter()
+        .map(|c| (c.started.saturating_duration_since(opened), c))
+        .collect();
     let profile = observer.costs.profile();
     let calls = profile
         .keys()
@@ -331,6 +353,7 @@ fn examine(
         )),
     }
     let report = Report {
+        setup,
         profile,
         calls,
         unanswered,
@@ -999,6 +1022,7 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
             r.calls.get(f).copied().unwrap_or(0)
         );
     }
+    render_setup(&mut out, &r.setup);
     out.push_str("\nNot answered (by error: query on devices)\n");
     if r.unanswered.is_empty() {
         out.push_str("  none\n");
@@ -1051,6 +1075,39 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
     let (fails, warns) = (count(Verdict::Fail), count(Verdict::Warn));
     let _ = writeln!(out, "\n{} failed, {}", fails, plural(warns, "warning"));
     out
+}
+
+/// The most set-up calls listed one by one (all are costed).
+const SETUP_SHOWN: usize = 40;
+
+/// The NVML backend's calls outside a query, in the order made.
+fn render_setup(out: &mut String, setup: &[(Duration, OutsideCall)]) {
+    out.push_str("\nCalls outside the queries (in the order made; ms after opening began)\n");
+    if setup.is_empty() {
+        out.push_str("  none (a recording is replayed)\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {:>9}  {:<40} {:<8} {:>10} {:>10}  THREAD",
+        "AT ms", "FUNCTION", "DEVICE", "WALL us", "CPU us"
+    );
+    for (at, c) in setup.iter().take(SETUP_SHOWN) {
+        let _ = writeln!(
+            out,
+            "  {:>9.3}  {:<40} {:<8} {:>10.1} {:>10.1}  {}{}",
+            at.as_secs_f64() * 1e3,
+            c.nvml,
+            c.device.map_or_else(|| "-".to_string(), |d| d.to_string()),
+            c.timing.wall.as_secs_f64() * 1e6,
+            c.timing.cpu.map_or(0.0, |t| t.as_secs_f64() * 1e6),
+            Escaped(c.thread.as_deref().unwrap_or("-")),
+            if c.ok { "" } else { " (failed)" }
+        );
+    }
+    if setup.len() > SETUP_SHOWN {
+        let _ = writeln!(out, "  ... {} more", setup.len() - SETUP_SHOWN);
+    }
 }
 
 #[cfg(test)]
