@@ -9,7 +9,7 @@ use gpu_backend::{BackendError, Fixture, SourceError};
 use gpu_devices::Context;
 use gpu_processes::ProcessCollector;
 
-use crate::error::{Shortfall, UsageError};
+use crate::error::{NoDriver, UsageError};
 
 /// The demo fixture, gzipped by build.rs: an 8-GPU H100 SXM box with NVLink and training jobs
 /// (`fixtures/h100-sxm-8gpu.json`).
@@ -206,7 +206,6 @@ impl SourceArgs {
                 backend,
                 label,
                 proc_root: None,
-                host_roots: None,
             })
         };
         match self.choose()? {
@@ -221,8 +220,7 @@ impl SourceArgs {
                     Ok((backend, label)) => Ok(BareSource {
                         backend,
                         label,
-                        proc_root: Some(roots.proc.clone()),
-                        host_roots: Some(roots),
+                        proc_root: Some(roots.proc),
                     }),
                     Err(e) => match nvml_open_error(e) {
                         NvmlOpenError::NoDriver(e) => self.no_driver(e, bare),
@@ -253,14 +251,20 @@ impl SourceArgs {
                 format!("fixture {}", path.display()),
             ));
         }
+        Ok(Choice::Nvml(self.host_roots()))
+    }
+
+    /// Where this machine's host facts are read with the real GPUs: `--proc-root` and
+    /// `--container-logs`, or their defaults.
+    pub fn host_roots(&self) -> gpu_backend::HostRoots {
         let defaults = gpu_backend::HostRoots::default();
-        Ok(Choice::Nvml(gpu_backend::HostRoots {
+        gpu_backend::HostRoots {
             proc: self.proc_root.clone().unwrap_or(defaults.proc),
             container_logs: self
                 .container_logs
                 .clone()
                 .unwrap_or(defaults.container_logs),
-        }))
+        }
     }
 
     /// A fixture file that does not load, said with where its name came from: `--fixture FILE`
@@ -295,15 +299,19 @@ impl SourceArgs {
         open_demo: impl FnOnce(gpu_backend::Source, String) -> Result<T>,
     ) -> Result<T> {
         if self.demo != Some(DemoMode::Auto) {
-            if let Some(named) = self.library_not_there(&e) {
-                return Err(Shortfall::nothing(named).into());
+            let message = match self.library_not_there(&e) {
+                Some(named) => named,
+                None => format!(
+                    "cannot reach the GPUs: {}.\n\
+                     No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
+                     machine, or `--fixture FILE` to replay a recording.",
+                    gpu_devices::text::Escaped(&e.to_string())
+                ),
+            };
+            return Err(NoDriver {
+                library_missing: e.error == BackendError::LibraryNotFound,
+                message,
             }
-            return Err(Shortfall::nothing(format!(
-                "cannot reach the GPUs: {}.\n\
-                 No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
-                 machine, or `--fixture FILE` to replay a recording.",
-                gpu_devices::text::Escaped(&e.to_string())
-            ))
             .into());
         }
         eprintln!(
@@ -375,9 +383,6 @@ pub struct BareSource {
     pub label: String,
     /// With the real GPUs: the directory read as /proc (`--proc-root`, default /proc).
     pub proc_root: Option<PathBuf>,
-    /// With the real GPUs: where this machine's host facts are read (`doctor --bundle`
-    /// records them).
-    pub host_roots: Option<gpu_backend::HostRoots>,
 }
 
 /// The built-in recording `mode` names, as a source, with its label.

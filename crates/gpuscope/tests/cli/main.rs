@@ -15,6 +15,7 @@ mod support;
 mod bounds;
 mod colour;
 mod doctor;
+mod doctor_driver;
 mod error_texts;
 mod escape;
 mod export_attacks;

@@ -36,6 +36,8 @@ use gpu_devices::text::Escaped;
 use crate::cli::args;
 use crate::source::SourceArgs;
 
+mod driver;
+
 /// A call slower than this (wall, median) is a finding of its own.
 const SLOW_CALL: Duration = Duration::from_millis(1);
 
@@ -65,7 +67,8 @@ pub struct Args {
     /// Print only the cost profile, as JSON: each NVML function's median wall and CPU
     /// microseconds per call, `{"nvmlDeviceGetPowerUsage": {"wall_us": 3.4, "cpu_us": 2.7}}`, the
     /// form of a fixture's `nvml_costs` and of fake-nvml's GPUSCOPE_FAKE_NVML_COSTS file. The
-    /// exit status still tells the findings; failed ones are written to stderr.
+    /// exit status still tells the findings; failed ones are written to stderr. When NVML cannot
+    /// be opened: the verdicts on the driver's pieces, as JSON (docs/doctor.md).
     #[arg(long)]
     json: bool,
     /// Also record FILE for a bug report: a short recording of this machine (one frame a
@@ -79,6 +82,10 @@ pub struct Args {
     /// How long `--bundle` records. 1s to 1m.
     #[arg(long, value_name = "DURATION", default_value = "10s", requires = "bundle", value_parser = args::duration(args::DOCTOR_BUNDLE_SECONDS))]
     bundle_seconds: Duration,
+    /// For tests: read the driver's files (/proc, /dev, /etc/ld.so.cache, the library folders)
+    /// under this directory instead of `/`, and load the NVML library found there.
+    #[arg(long, value_name = "DIR", env = "GPUSCOPE_DOCTOR_ROOT", hide = true)]
+    host_root: Option<std::path::PathBuf>,
 }
 
 /// A finding's verdict.
@@ -138,14 +145,24 @@ pub fn run(args: Args) -> Result<()> {
     // From before the library is loaded: every call the NVML backend makes outside a query.
     let outside = OutsideCalls::start();
     let opened = Instant::now();
-    let source = args.source.open_bare(&EventKind::ALL)?;
+    // Without NVML, the driver's pieces are checked instead, and doctor ends there (exit 4).
+    let source = driver::open(
+        &args.source,
+        args.host_root.as_deref(),
+        &EventKind::ALL,
+        args.json,
+    )?;
     let plan = match &args.bundle {
         Some(path) => Some(bundle::Plan::new(path.clone(), args.bundle_seconds)?),
         None => None,
     };
-    let host = source
-        .host_roots
-        .map(gpu_backend::host::LiveHost::with_roots);
+    // With the real GPUs, the bundle records this machine's host facts.
+    let host = source.proc_root.as_ref().map(|proc| {
+        gpu_backend::host::LiveHost::with_roots(gpu_backend::HostRoots {
+            proc: proc.clone(),
+            ..args.source.host_roots()
+        })
+    });
     let host = host.as_ref().map(|h| h as &dyn HostSource);
     let (report, recording) = examine(
         source.backend,

@@ -8,7 +8,7 @@ use gpu_devices::text::{escape_control, Escaped};
 
 use crate::present::json::{DeviceView, JsonFieldError, ProcessView, SnapshotView};
 use crate::present::text::{text, truncate};
-use crate::present::value::{device_cells, mib, na, power_cell};
+use crate::present::value::{device_cells, na, power_cell, process_mib};
 
 /// nvitop's thresholds of GPU utilization and of memory use, percent: light (green) under the
 /// first, moderate (yellow) from it, heavy (red) from the second.
@@ -176,7 +176,7 @@ pub fn render_text(s: &SnapshotView, colour: bool) -> String {
             d.id,
             p.pid,
             p.kind,
-            mib(p.used_memory_bytes),
+            process_mib(p.used_memory_bytes),
             truncate(&text(p.user.as_deref()), 12),
             truncate(
                 &text(
