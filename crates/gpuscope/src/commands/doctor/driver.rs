@@ -33,7 +33,7 @@ const MAX_PROC_TEXT: u64 = 64 << 10;
 
 /// The most bytes read from `/proc/self/mountinfo`: a host with thousands of mounts (a
 /// Kubernetes node) writes a few hundred kilobytes.
-const MAX_MOUNTINFO: u64 = 4 << 20;
+pub(super) const MAX_MOUNTINFO: u64 = 4 << 20;
 
 /// The most bytes read from `/etc/ld.so.cache`: a distribution's is 50 to 200 KB.
 const MAX_LD_CACHE: u64 = 16 << 20;

@@ -794,7 +794,13 @@ fn event_findings(events: &[GpuEvents], window: Duration) -> Vec<Finding> {
 /// `hidepid` and the PID namespace, and whether the GPU processes NVML lists are in /proc.
 fn host_findings(proc_root: &Path, s: &Snapshot) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok();
+    // Bounded as every read of a host file (docs/security.md): a node with thousands of mounts
+    // writes a few hundred kilobytes; beyond the cap the finding is unknown.
+    let mountinfo = gpu_backend::files::read_regular_to_string(
+        Path::new("/proc/self/mountinfo"),
+        driver::MAX_MOUNTINFO,
+    )
+    .ok();
     let mount_point = std::fs::canonicalize(proc_root).unwrap_or_else(|_| proc_root.into());
     let mount_point = mount_point.to_string_lossy();
     out.push(
