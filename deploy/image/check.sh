@@ -2,7 +2,8 @@
 # Builds the container image in a throw-away buildah store and checks it as CI: at most 20 MB
 # (the layers as a runtime unpacks them), its entry point `gpuscope export`, its user not root,
 # no shell; run with `buildah run` (chroot isolation: no daemon, no namespaces to set up), the
-# entry point with `--demo` serves /metrics and /health, and without NVML in the image the
+# entry point with `--demo` serves /metrics (under the names GPUSCOPE_EXPORT_NAMES chooses) and
+# /health, and without NVML in the image the
 # real-GPU mode fails while `--demo=auto` falls back to the recording.
 #
 # Usage: deploy/image/check.sh PATH-TO-RELEASE-GPUSCOPE
@@ -72,10 +73,12 @@ B run --isolation chroot "$ctr" -- /usr/bin/gpuscope snapshot --demo=auto > /dev
   fail "snapshot --demo=auto without NVML failed"
 
 # The entry point as the image declares it, with --demo, on a free loopback port (chroot
-# isolation shares the host's network).
+# isolation shares the host's network), publishing gpuscope's names and dcgm-exporter's as the
+# environment chooses (GPUSCOPE_EXPORT_NAMES, as a DaemonSet's env sets it).
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 mapfile -t argv < <(python3 -c 'import json,sys; print("\n".join(json.loads(sys.argv[1])))' "$entrypoint")
-B run --isolation chroot "$ctr" -- "${argv[@]}" --demo --listen "127.0.0.1:$port" \
+B run --isolation chroot --env GPUSCOPE_EXPORT_NAMES=gpuscope,dcgm "$ctr" -- \
+  "${argv[@]}" --demo --listen "127.0.0.1:$port" \
   > "$store/exporter.log" 2>&1 &
 runner=$!
 for _ in $(seq 100); do
@@ -88,10 +91,12 @@ pid="$(pgrep -f -- "^/usr/bin/gpuscope export --demo --listen 127.0.0.1:$port$" 
 curl -fsS "http://127.0.0.1:$port/metrics" > "$store/metrics"
 up="$(grep -c '^gpuscope_device_up{' "$store/metrics" || true)"
 [ "$up" -eq 8 ] || fail "/metrics has $up gpuscope_device_up series, not the demo's 8"
+dcgm="$(grep -c '^DCGM_FI_DEV_GPU_UTIL{' "$store/metrics" || true)"
+[ "$dcgm" -eq 8 ] || fail "/metrics has $dcgm DCGM_FI_DEV_GPU_UTIL series, not the demo's 8"
 [ -n "$pid" ] || fail "cannot find the exporter's process"
 uid="$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")"
 [ "$uid" != 0 ] || fail "the exporter runs as root"
-echo "image: gpuscope export --demo in the image (uid $uid) serves /health ok and /metrics ($(wc -c < "$store/metrics") bytes, $up devices)"
+echo "image: gpuscope export --demo in the image (uid $uid) serves /health ok and /metrics ($(wc -c < "$store/metrics") bytes, $up devices under gpuscope's and dcgm-exporter's names)"
 kill "$pid"
 wait "$runner" 2> /dev/null || true
 pid=""

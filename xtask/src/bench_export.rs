@@ -17,9 +17,15 @@
 //! 3. flat out: the same clients scraping back to back for `--flat-out`: the most scrapes per
 //!    second, and the latency at that load.
 //!
+//! 4. one scrape per sample: one client scraping every 1.1 s for `--fresh`, so that each scrape
+//!    is the first of its sample and pays for turning it into families and encoding them (what
+//!    a Prometheus scraping every 15 s costs per scrape): the CPU of the exporter's serving
+//!    thread (its main thread) per scrape, beyond what it spends idle.
+//!
 //! With `--gzip` the clients also send `Accept-Encoding: gzip`, as Prometheus does. Before the
 //! phases it fetches one scrape with and one without `Accept-Encoding: gzip` and reports the
-//! bytes of each on the wire.
+//! bytes of each on the wire. `--names` publishes under other names (`dcgm`, `nvidia-smi`,
+//! `gpuscope,dcgm`, ...: `gpuscope export --names`), to measure what each door costs.
 //!
 //! For each phase it reports scrapes per second, p50 / p99 / max latency, the exporter's CPU
 //! and its resident set size at the start and end of the phase (`VmRSS`), so that growth shows.
@@ -86,9 +92,18 @@ pub struct Args {
     /// Skip nvitop-exporter.
     #[arg(long)]
     no_peer: bool,
+    /// The names the exporter publishes under (`gpuscope export --names`).
+    #[arg(long, default_value = "gpuscope")]
+    names: String,
+    /// Length of the one-scrape-per-sample phase (0s: none).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    fresh: Duration,
     #[command(flatten)]
     source: SourceArgs,
 }
+
+/// The name of the phase that scrapes each sample once.
+const FRESH_PHASE: &str = "one scrape per sample";
 
 /// What one phase measured.
 struct Phase {
@@ -101,6 +116,25 @@ struct Phase {
     rss_end_kib: u64,
     /// % of a core by thread name (the idle phase only).
     threads: Vec<(String, f64)>,
+    /// CPU seconds of the exporter's main thread, which serves every connection (its HTTP
+    /// runtime runs there) and so turns a sample into families and encodes it on the first
+    /// scrape that asks; the sampler is a thread of its own.
+    serving_cpu_s: f64,
+}
+
+/// CPU seconds of `pid`'s main thread so far: from its `schedstat` (nanoseconds on a CPU),
+/// else from its `stat` (10 ms ticks).
+fn serving_seconds(pid: u32) -> f64 {
+    let task = format!("/proc/{pid}/task/{pid}");
+    std::fs::read_to_string(format!("{task}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|ns| ns as f64 / 1e9)
+        .or_else(|| {
+            let sample = bench_setup::cpu_sample(pid).ok()?;
+            sample.threads.get(&pid).map(|(_, t)| *t)
+        })
+        .unwrap_or(0.0)
 }
 
 /// Runs the benchmark and prints a markdown table.
@@ -131,7 +165,9 @@ pub fn run(args: Args) -> Result<()> {
     let _ = demo.child.kill();
     let _ = demo.child.wait();
     let load_before = load_average();
-    let mut exporter = start(&bin, &nvml_args, &env)?;
+    let mut exporter_args = nvml_args.clone();
+    exporter_args.extend(["--names", args.names.as_str()]);
+    let mut exporter = start(&bin, &exporter_args, &env)?;
     let wire = wire_bytes(&exporter.addr);
     let result = wire.and_then(|w| Ok((w, phases(&args, &exporter, &pids)?)));
     let _ = exporter.child.kill();
@@ -144,8 +180,9 @@ pub fn run(args: Args) -> Result<()> {
     drop(alive);
     let ((plain, gzipped), (phases, syscalls)) = result?;
     println!(
-        "gpuscope export --processes --interval 1s over {} ({}), {} live GPU processes{}; NVML \
-         call costs: {}; {}, commit {}\n",
+        "gpuscope export --processes --interval 1s --names {} over {} ({}), {} live GPU \
+         processes{}; NVML call costs: {}; {}, commit {}\n",
+        args.names,
         if args.source.real {
             "this machine's real NVML".to_string()
         } else {
@@ -223,6 +260,23 @@ pub fn run(args: Args) -> Result<()> {
             p.cpu_share * 100.0,
             p.rss_start_kib as f64 / 1024.0,
             p.rss_end_kib as f64 / 1024.0,
+        );
+    }
+    if let (Some(idle), Some(fresh)) = (
+        phases.first(),
+        phases.iter().find(|p| p.name == FRESH_PHASE),
+    ) {
+        let scrapes = fresh.latencies.len().max(1) as f64;
+        // What the serving thread spends anyway (its health ticks), taken off.
+        let ticking = idle.serving_cpu_s / idle.seconds.max(1e-9) * fresh.seconds;
+        let per_scrape = (fresh.serving_cpu_s - ticking).max(0.0) / scrapes;
+        println!(
+            "\nCPU per scrape of a sample no scrape had asked for (turning it into families, \
+             encoding{}, serving: the serving thread's CPU time): {:.2} ms over {} \
+             scrapes",
+            if args.gzip { ", gzip" } else { "" },
+            per_scrape * 1000.0,
+            fresh.latencies.len(),
         );
     }
     println!(
@@ -324,10 +378,12 @@ fn phases(args: &Args, e: &Exporter, pids: &[u32]) -> Result<(Vec<Phase>, Option
     let mut out = Vec::new();
 
     let (cpu0, rss0) = (bench_setup::cpu_sample(e.pid)?, rss_kib(e.pid)?);
+    let serving0 = serving_seconds(e.pid);
     let t0 = Instant::now();
     std::thread::sleep(args.idle);
     let secs = t0.elapsed().as_secs_f64();
-    let (share, threads) = bench_setup::cpu_share(&cpu0, &bench_setup::cpu_sample(e.pid)?, secs);
+    let cpu1 = bench_setup::cpu_sample(e.pid)?;
+    let (share, threads) = bench_setup::cpu_share(&cpu0, &cpu1, secs);
     out.push(Phase {
         name: "idle, 1 s interval",
         seconds: secs,
@@ -337,6 +393,7 @@ fn phases(args: &Args, e: &Exporter, pids: &[u32]) -> Result<(Vec<Phase>, Option
         rss_start_kib: rss0,
         rss_end_kib: rss_kib(e.pid)?,
         threads,
+        serving_cpu_s: serving_seconds(e.pid) - serving0,
     });
     if args.idle_only {
         return Ok((out, None));
@@ -346,6 +403,11 @@ fn phases(args: &Args, e: &Exporter, pids: &[u32]) -> Result<(Vec<Phase>, Option
         None => None,
     };
 
+    if !args.fresh.is_zero() {
+        // Every 1.1 s against samples every 1 s: each scrape is its sample's first.
+        let period = Some(Duration::from_millis(1100));
+        out.push(load(FRESH_PHASE, e, 1, args.fresh, period, args.gzip)?);
+    }
     let per_client = Duration::from_secs_f64(args.clients as f64 / f64::from(args.rate.max(1)));
     out.push(load(
         "paced",
@@ -397,6 +459,7 @@ fn load(
     gzip: bool,
 ) -> Result<Phase> {
     let (cpu0, rss0) = (bench_setup::cpu_seconds(e.pid)?, rss_kib(e.pid)?);
+    let serving0 = serving_seconds(e.pid);
     let start = Instant::now();
     let end = start + duration;
     let handles: Vec<_> = (0..clients)
@@ -419,6 +482,7 @@ fn load(
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    let serving = serving_seconds(e.pid) - serving0;
     Ok(Phase {
         name,
         seconds: secs,
@@ -428,6 +492,7 @@ fn load(
         rss_start_kib: rss0,
         rss_end_kib: rss_kib(e.pid)?,
         threads: Vec::new(),
+        serving_cpu_s: serving,
     })
 }
 

@@ -9,6 +9,8 @@
 //!   says the same (docs/releasing.md).
 //! * No files of a crate import each other in a circle, no command of the CLI imports another,
 //!   no function in `crates/` is over 150 lines (`tidy/structure.rs`, with the CLI's allow-lists).
+//! * Each crate's integration tests are one test binary, and every file in its folder is a module
+//!   of it (`tidy/test_binaries.rs`).
 //!
 //! What the compiler can check is not here but in `[workspace.lints]` of Cargo.toml: docs on
 //! public items, no `dbg!` (clippy's `dbg_macro`, denied in CI), each unsafe operation in its
@@ -16,6 +18,9 @@
 
 #[cfg(test)]
 mod structure;
+
+#[cfg(test)]
+mod test_binaries;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //!
 //! Usage: `cargo run -p fake-nvml --example write-test-fixture -- /tmp/fake-nvml-test.json`
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common.rs"]
 mod common;
 
 fn main() -> std::process::ExitCode {

@@ -4,6 +4,9 @@
 # real_clients.py, which checks that both report what each fixtures/*.json holds; then
 # gpustat_stat.py, which checks that `gpuscope stat --json` (the gpustat front door, the debug
 # build in the target directory or $GPUSCOPE_BIN) prints what pinned gpustat prints; then
+# nvisel_door.py (without fixture arguments), which checks that gpuscope's `nvisel` front door
+# prints what pinned nvitop's nvisel prints and exits as it does, over 13 scenarios and 39
+# option sets; then
 # nvitop_sm.py, which checks nvitop's %SM over the real H100 recording (fake-nvml's replay
 # clock). Without fixture arguments it also runs the real-hardware differential
 # (real_hardware.py): pynvml over the real H100 recording must answer as the real driver did.
@@ -95,6 +98,13 @@ if [ ! -x "$gpuscope_bin" ]; then
 fi
 "$venv/bin/python" "$here/gpustat_stat.py" --lib-dir "$work/lib" --gpustat "$venv/bin/gpustat" \
     --gpuscope "$gpuscope_bin" "$@"
+if [ $differential = 1 ]; then
+    echo "== nvisel (nvitop ${PINS[1]#nvitop==}) against gpuscope's nvisel door: 13 scenarios x 39 option sets"
+    # Its own scenarios, so not with fixture arguments. Prints "nvisel-door: M of N cases
+    # matched ...; D documented differences (...); U unexplained" and fails on any unexplained
+    # difference (docs/cli.md names the documented ones).
+    "$venv/bin/python" "$here/nvisel_door.py" --lib-dir "$work/lib" --gpuscope "$gpuscope_bin"
+fi
 echo "== nvitop's %SM over the real H100 recording, at frame 30"
 "$venv/bin/python" "$here/nvitop_sm.py" --lib-dir "$work/lib"
 

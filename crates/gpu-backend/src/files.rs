@@ -33,6 +33,11 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// this leaves room for a large corporate bundle and none for a file that is not one.
 pub const MAX_CERTIFICATE_BYTES: u64 = 4 << 20;
 
+/// The most bytes read from `/etc/passwd` for the live host's user names: 16 MiB, some 200,000
+/// users of 80 bytes a line; a site with more keeps them in a directory service, which
+/// `getpwuid_r` asks.
+pub const MAX_PASSWD_BYTES: u64 = 16 << 20;
+
 /// Why a file was not read or not created. Its message reads after the file's name (and the
 /// option that named it): `--prometheus-ca /dev/zero: is a character device, not a regular
 /// file`.

@@ -6,8 +6,9 @@ use prometheus_client::registry::Registry;
 
 use gpu_processes::ProcessCollector;
 
+use crate::doors::build;
 use crate::exposition::encode_families;
-use crate::families::{build, Inputs, Options};
+use crate::families::{Inputs, Options};
 
 /// gpuscope's metric families as a prometheus-client [`Collector`]: each time the registry is
 /// encoded (each scrape of the program's `/metrics`), it takes one sample of every device, MIG

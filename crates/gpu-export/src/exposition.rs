@@ -16,7 +16,8 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::families::{build, Family, Inputs, Kind, LabelledValue, Options};
+use crate::doors::build;
+use crate::families::{Family, Inputs, Kind, LabelledValue, Options};
 
 /// The content type of the Prometheus text format.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -35,7 +36,7 @@ pub fn encode_text(families: &[Family]) -> String {
         };
         let kind = match f.kind {
             Kind::Gauge => "gauge",
-            Kind::Counter => "counter",
+            Kind::Counter | Kind::LegacyCounter => "counter",
         };
         out.push_str("# HELP ");
         out.push_str(f.name);
@@ -156,6 +157,7 @@ pub fn encode_families(
         let kind = match f.kind {
             Kind::Gauge => MetricType::Gauge,
             Kind::Counter => MetricType::Counter,
+            Kind::LegacyCounter => MetricType::Unknown,
         };
         let mut family = encoder.encode_descriptor(base, f.help, unit.as_ref(), kind)?;
         for s in &f.samples {
@@ -185,7 +187,8 @@ struct Value(Kind, f64);
 impl EncodeMetric for Value {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         match self.0 {
-            Kind::Gauge => encoder.encode_gauge(&self.1),
+            // An `unknown` sample is written as a gauge's is: the name and the value.
+            Kind::Gauge | Kind::LegacyCounter => encoder.encode_gauge(&self.1),
             Kind::Counter => encoder
                 .encode_counter::<prometheus_client::encoding::NoLabelSet, f64, f64>(&self.1, None),
         }
@@ -195,6 +198,7 @@ impl EncodeMetric for Value {
         match self.0 {
             Kind::Gauge => MetricType::Gauge,
             Kind::Counter => MetricType::Counter,
+            Kind::LegacyCounter => MetricType::Unknown,
         }
     }
 }

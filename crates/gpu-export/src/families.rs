@@ -20,6 +20,12 @@ pub enum Kind {
     Gauge,
     /// A cumulative value; its samples are named `<name>_total`.
     Counter,
+    /// A cumulative value whose samples are named as the family, without `_total`, as
+    /// exporters older than OpenMetrics name theirs (dcgm-exporter's
+    /// `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`): `counter` in the text format, `unknown` in
+    /// OpenMetrics (whose counter samples must end in `_total`), so that Prometheus stores it
+    /// under the name dashboards query either way.
+    LegacyCounter,
 }
 
 /// One metric family: its name, help, unit and samples.
@@ -66,12 +72,15 @@ pub struct Options {
     pub driver_version: Option<String>,
     /// The highest CUDA version the driver supports, for the info family.
     pub cuda_driver_version: Option<String>,
+    /// The names to publish under: gpuscope's, dcgm-exporter's, nvidia_gpu_exporter's, or
+    /// several (`crate::doors`).
+    pub names: crate::doors::set::Doors,
 }
 
 impl Options {
     /// What a program publishing `collector`'s devices starts from: the host's name (as the
     /// host facts tell it, `unknown` when they cannot), the driver and CUDA versions, no
-    /// per-process families, NVLink counters summed per device.
+    /// per-process families, NVLink counters summed per device, gpuscope's names only.
     pub fn of(collector: &ProcessCollector) -> Options {
         let context = collector.context();
         Options {
@@ -85,6 +94,7 @@ impl Options {
             nvlink_per_link: false,
             driver_version: context.driver_version().value().cloned(),
             cuda_driver_version: context.cuda_driver_version().value().cloned(),
+            names: crate::doors::set::Doors::GPUSCOPE,
         }
     }
 }

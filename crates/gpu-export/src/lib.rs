@@ -3,6 +3,7 @@
 #[cfg(feature = "server")]
 mod auth;
 mod collector;
+pub mod doors;
 #[cfg(feature = "server")]
 mod exporter;
 mod exposition;
@@ -23,17 +24,20 @@ mod test_support;
 mod web_config;
 
 pub use collector::GpuCollector;
+pub use doors::{build, Door, Doors, DoorsError};
 pub use exposition::{
     encode_families, encode_openmetrics, encode_text, gzip, Exposition, OPENMETRICS_CONTENT_TYPE,
     TEXT_CONTENT_TYPE,
 };
-pub use families::{build, device_up, Family, Inputs, Kind, LabelledValue, Labels, Options};
+pub use families::{device_up, Family, Inputs, Kind, LabelledValue, Labels, Options};
 pub use plan::{query_plan, COSTLY_EVERY, PROCESS_UTILIZATION_EVERY};
 
 #[cfg(feature = "server")]
+pub use auth::{PASSED_KEPT, SUSPECTS_KEPT, SUSPECT_FOR};
+#[cfg(feature = "server")]
 pub use exporter::{Config, Exporter, ServeError};
 #[cfg(feature = "server")]
-pub use server::{Limits, LIMITS};
+pub use server::{Limits, LIMITS, LISTEN_BACKLOG};
 #[cfg(feature = "server")]
 pub use shared::{Health, STALE_AFTER_INTERVALS};
 #[cfg(feature = "server")]

@@ -42,6 +42,13 @@ pub struct Limits {
     pub auth_per_client: usize,
 }
 
+/// How many connections the listening socket `gpuscope export` binds holds before they are
+/// accepted (the kernel caps it at `net.core.somaxconn`, 4096 by default since Linux 5.4). A
+/// connection request that finds the queue full is dropped and retried by the client a second
+/// later, past a scrape's budget; std's `bind` asks for 128, which clients reconnecting as fast
+/// as they are refused (issue 32, item 13's flood) fill between two turns of the accept loop.
+pub const LISTEN_BACKLOG: i32 = 1024;
+
 /// The limits `gpuscope export` runs with (and `Config::new`'s).
 pub const LIMITS: Limits = Limits {
     per_client: 32,

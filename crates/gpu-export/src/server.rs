@@ -30,7 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::auth::{Auth, Verdict};
 use crate::exposition::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
-pub use crate::limits::{Limits, LIMITS, LOG_TARGET};
+pub use crate::limits::{Limits, LIMITS, LISTEN_BACKLOG, LOG_TARGET};
 use crate::shared::{Health, Shared};
 use crate::slots::Slots;
 use crate::web_config::WebConfig;

@@ -17,12 +17,20 @@ use tokio_rustls::rustls;
 
 /// A web configuration file that cannot be used: which file, and what in it (the key).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}: {message}", path.display())]
+#[error("{}: {message}", shown(path))]
 pub struct WebConfigError {
-    /// The file.
+    /// The file, as given (shown escaped: a file name may hold a line break or a bidi
+    /// control).
     pub path: PathBuf,
-    /// What is wrong, naming the key (`tls_server_config.cert_file: ...`).
+    /// What is wrong, naming the key (`tls_server_config.cert_file: ...`), for people: what
+    /// it quotes of the file (keys, user names, the paths it names) is escaped.
     pub message: String,
+}
+
+/// A path for people: as `display` writes it, control characters, bidirectional controls and
+/// line breaks escaped (an operator's file name or a path in the file is outside text).
+fn shown(path: &Path) -> String {
+    Escaped(&path.display().to_string()).to_string()
 }
 
 /// The file, as written.
@@ -163,7 +171,8 @@ pub(crate) fn bcrypt_cost(hash: &str) -> Result<u32, String> {
     Ok(value)
 }
 
-/// Parses the YAML; an error names the key where it went wrong.
+/// Parses the YAML; an error names the key where it went wrong (escaped, as the parser's
+/// message may quote a key or a value of the file).
 fn parse(text: &str) -> Result<File, String> {
     if text.trim().is_empty() {
         return Ok(File::default());
@@ -172,11 +181,12 @@ fn parse(text: &str) -> Result<File, String> {
     serde_path_to_error::deserialize::<_, File>(de).map_err(|e| {
         let key = e.path().to_string();
         let inner = e.into_inner();
-        if key.is_empty() || key == "." {
+        let message = if key.is_empty() || key == "." {
             format!("{inner}")
         } else {
             format!("{key}: {inner}")
-        }
+        };
+        Escaped(&message).to_string()
     })
 }
 
@@ -185,7 +195,7 @@ fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, String> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let read = |key: &str, path: &Path, max: u64| {
         files::read_regular(path, max)
-            .map_err(|e| format!("tls_server_config.{key} {}: {e}", path.display()))
+            .map_err(|e| format!("tls_server_config.{key} {}: {e}", shown(path)))
     };
     let pem = read("cert_file", cert, files::MAX_CERTIFICATE_BYTES)?;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
@@ -193,20 +203,20 @@ fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, String> {
         .map_err(|e| {
             format!(
                 "tls_server_config.cert_file: cannot read certificates from {}: {e}",
-                cert.display()
+                shown(cert)
             )
         })?;
     if certs.is_empty() {
         return Err(format!(
             "tls_server_config.cert_file: no certificate in {}",
-            cert.display()
+            shown(cert)
         ));
     }
     let pem = read("key_file", key, files::MAX_CONFIG_BYTES)?;
     let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
         format!(
             "tls_server_config.key_file: cannot read a private key from {}: {e}",
-            key.display()
+            shown(key)
         )
     })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -255,6 +265,14 @@ mod tests {
         assert!(e.contains("http_server_config"), "{e}");
         let e = parse("basic_auth_users: [alice]\n").unwrap_err();
         assert!(e.contains("basic_auth_users"), "{e}");
+    }
+
+    #[test]
+    fn a_key_of_the_file_is_escaped_where_the_message_quotes_it() {
+        // An unknown key holding a line feed and a bidi override, quoted by the parser.
+        let e = parse("\"evil\\nFORGED \\u202e\": 1\n").unwrap_err();
+        assert!(!e.contains('\n') && !e.contains('\u{202e}'), "{e:?}");
+        assert!(e.contains("evil\\x0aFORGED \\u{202e}"), "{e:?}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod filter;
+pub mod lookup;
 pub mod model;
 pub mod names;
 pub mod prom;
@@ -62,7 +63,8 @@ pub enum FleetSource {
     Prometheus {
         /// Its client.
         client: Client,
-        /// Its URL, for people.
+        /// Its URL, for people: without credentials (`user:password@`), which the client sends
+        /// and nothing shows.
         url: String,
         /// Seconds after which a sample is stale.
         stale_after: f64,
@@ -77,8 +79,10 @@ pub enum FleetSource {
 }
 
 impl FleetSource {
-    /// The Prometheus server at `options.url` (`http://prometheus:9090`, a path prefix kept);
-    /// a host whose exporter's sample is older than `stale_after` is stale. The CA and client
+    /// The Prometheus server at `options.url` (`http://prometheus:9090`, a path prefix kept;
+    /// credentials in it, `http://user:password@prometheus:9090`, are sent as basic auth and
+    /// never shown: the fleet's source and errors name the URL without them); a host whose
+    /// exporter's sample is older than `stale_after` is stale. The CA and client
     /// certificate files, when given, are read now; nothing is asked yet.
     ///
     /// # Errors
@@ -91,7 +95,7 @@ impl FleetSource {
     ) -> Result<FleetSource, SetupError> {
         Ok(FleetSource::Prometheus {
             client: Client::new(options)?,
-            url: options.url.clone(),
+            url: remote::without_userinfo(&options.url).into_owned(),
             stale_after: stale_after.as_secs_f64(),
         })
     }

@@ -529,6 +529,30 @@ impl FleetBuilder {
         }
     }
 
+    /// How many series the model's bounds have refused since the last notes: (beyond the
+    /// hosts, beyond the bytes). A mark for [`FleetBuilder::bound_reached_since`].
+    pub(crate) fn refused(&self) -> (usize, usize) {
+        (self.beyond_hosts, self.beyond_bytes)
+    }
+
+    /// Which bound refused series since `mark` (a [`FleetBuilder::refused`] taken before, with
+    /// no notes taken in between), for people: what made an answer's host go unkept.
+    pub(crate) fn bound_reached_since(&self, mark: (usize, usize)) -> Option<String> {
+        if self.beyond_hosts > mark.0 {
+            Some(format!(
+                "the fleet's model holds {} hosts, its most",
+                self.limits.hosts
+            ))
+        } else if self.beyond_bytes > mark.1 {
+            Some(format!(
+                "the fleet's model reached its {} MiB",
+                self.limits.bytes >> 20
+            ))
+        } else {
+            None
+        }
+    }
+
     /// Notes a query that failed or warned.
     pub fn error(&mut self, query: &str, error: String) {
         self.errors.push(FamilyError {

@@ -656,7 +656,9 @@ impl Default for ClientOptions {
     }
 }
 
-/// An HTTP agent with the TLS settings and the `Authorization` header of [`ClientOptions`].
+/// An HTTP agent with the TLS settings and the `Authorization` header of [`ClientOptions`],
+/// whose name lookups are bounded (at most [`MAX_LOOKUPS`](crate::lookup::MAX_LOOKUPS) at once,
+/// each on a thread of its own; one whose thread cannot start is that request's error).
 #[derive(Clone)]
 pub struct Connection {
     /// The agent (timeout, TLS roots, client certificate).
@@ -672,6 +674,14 @@ impl Connection {
     ///
     /// An unreadable CA or client certificate file, or one with nothing usable in it.
     pub fn new(options: &ClientOptions) -> Result<Connection, SetupError> {
+        Connection::with_lookup_threads(options, crate::lookup::lookup_thread)
+    }
+
+    /// [`Connection::new`], with name lookups on threads made by `lookup`.
+    pub(crate) fn with_lookup_threads(
+        options: &ClientOptions,
+        lookup: fn() -> std::thread::Builder,
+    ) -> Result<Connection, SetupError> {
         let mut tls = ureq::tls::TlsConfig::builder();
         if let Some(path) = &options.ca_file {
             tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(read_ca(path)?)));
@@ -691,8 +701,15 @@ impl Connection {
                 base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
             )
         });
+        // Names are looked up by gpuscope's bounded resolver: ureq's own starts a thread per
+        // lookup, unbounded, and panics when one cannot start.
+        let agent = ureq::Agent::with_parts(
+            config,
+            ureq::unversioned::transport::DefaultConnector::new(),
+            crate::lookup::Lookups::new(lookup),
+        );
         Ok(Connection {
-            agent: config.into(),
+            agent,
             authorization,
         })
     }
@@ -730,19 +747,20 @@ pub enum SetupError {
     #[error("{0:?} is not an http:// or https:// URL")]
     Url(String),
     /// The CA file cannot be read or holds no certificate.
-    #[error("CA file {path}: {reason}")]
+    #[error("CA file {}: {reason}", gpu_devices::text::Escaped(path))]
     Ca {
-        /// The file.
+        /// The file, as given (shown escaped: a file name may hold a line break or a bidi
+        /// control).
         path: String,
         /// What went wrong.
         reason: String,
     },
     /// The client certificate or key file cannot be read or holds nothing usable.
-    #[error("{file} {path}: {reason}")]
+    #[error("{file} {}: {reason}", gpu_devices::text::Escaped(path))]
     ClientCert {
         /// Which file: the certificate or the key.
         file: CertFile,
-        /// The file.
+        /// The file, as given (shown escaped, as the CA file's).
         path: String,
         /// What went wrong.
         reason: String,

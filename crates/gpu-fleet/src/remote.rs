@@ -28,17 +28,12 @@
 
 use std::borrow::Cow;
 use std::io;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
-
-use crate::model::{Fleet, FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES};
+use crate::model::{Fleet, FleetBuilder, ModelLimits, DEVICE_FAMILIES, PROCESS_FAMILIES};
 use crate::names::SAMPLE_TIME_FAMILY;
 use crate::prom::{parse_value, ClientOptions, Connection, Series, SetupError};
 
@@ -53,24 +48,34 @@ pub const MAX_EXPOSITION_BYTES: u64 = 16 << 20;
 /// dozen of them among a lab's exporters leave the rest readable.
 pub const MAX_READERS: usize = 16;
 
-/// At most this many name lookups run at once. Each runs on a thread of its own so that one
-/// that hangs (a DNS server that does not answer) is left behind at the deadline instead of
-/// holding the refresh; one left behind still counts until it ends. A lookup beyond the bound
-/// is that host's error.
-pub const MAX_LOOKUPS: usize = 16;
+pub use crate::lookup::MAX_LOOKUPS;
 
 /// Exporters read directly.
 #[derive(Clone)]
 pub struct Remote {
     connection: Connection,
-    urls: Vec<String>,
+    targets: Vec<Target>,
     /// The whole read's deadline, from its start.
     timeout: Duration,
+    /// The bounds of each refresh's fleet model (the defaults, smaller in tests).
+    limits: ModelLimits,
+}
+
+/// One exporter: the URL read, and the host it is.
+#[derive(Clone)]
+struct Target {
+    /// The URL as given (`/metrics` added), credentials (`user:password@`) included: the read
+    /// sends them.
+    url: String,
+    /// The same URL without its credentials: the host's identity, its instance and its name
+    /// for people, in the fleet's errors, its source and the log.
+    host: String,
 }
 
 impl std::fmt::Debug for Remote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Remote").field("urls", &self.urls).finish()
+        let hosts: Vec<&str> = self.targets.iter().map(|t| t.host.as_str()).collect();
+        f.debug_struct("Remote").field("urls", &hosts).finish()
     }
 }
 
@@ -143,21 +148,19 @@ fn reader_thread(k: usize) -> thread::Builder {
     thread::Builder::new().name(format!("gpuscope-remote-{k}"))
 }
 
-/// A name-lookup thread.
-fn lookup_thread() -> thread::Builder {
-    thread::Builder::new().name("gpuscope-lookup".into())
-}
-
 impl Remote {
     /// A reader of these exporters (`http://node1:9445`; `/metrics` is added when the URL has
     /// no path; a URL given twice is read once), with the TLS settings, basic auth and timeout
-    /// of `options` (its `url` is not used). The timeout bounds each refresh as a whole.
+    /// of `options` (its `url` is not used). The timeout bounds each refresh as a whole. A
+    /// URL's credentials (`http://user:password@node1:9445`) are sent when it is read, and
+    /// never shown: the host is the URL without them (two URLs that differ only in them are
+    /// one host, read with the first one's).
     ///
     /// # Errors
     ///
     /// A URL that is not http(s), a TLS file that cannot be used.
     pub fn new(urls: &[String], options: &ClientOptions) -> Result<Remote, RemoteError> {
-        Remote::with_lookups(urls, options, lookup_thread)
+        Remote::with_lookups(urls, options, crate::lookup::lookup_thread)
     }
 
     /// [`Remote::new`], with name lookups on threads made by `lookup`.
@@ -166,7 +169,7 @@ impl Remote {
         options: &ClientOptions,
         lookup: fn() -> thread::Builder,
     ) -> Result<Remote, RemoteError> {
-        let mut out: Vec<String> = Vec::new();
+        let mut targets: Vec<Target> = Vec::new();
         for url in urls {
             let rest = url
                 .strip_prefix("http://")
@@ -180,26 +183,17 @@ impl Remote {
             } else {
                 format!("{url}/metrics")
             };
-            if !out.contains(&url) {
-                out.push(url);
+            let host = without_userinfo(&url).into_owned();
+            if !targets.iter().any(|t| t.host == host) {
+                targets.push(Target { url, host });
             }
         }
-        let mut connection = Connection::new(options)?;
-        // ureq's own resolver starts a thread per lookup, unbounded, and panics when one
-        // cannot start.
-        connection.agent = ureq::Agent::with_parts(
-            connection.agent.config().clone(),
-            DefaultConnector::new(),
-            Lookups {
-                running: Arc::default(),
-                limit: MAX_LOOKUPS,
-                thread: lookup,
-            },
-        );
+        let connection = Connection::with_lookup_threads(options, lookup)?;
         Ok(Remote {
             connection,
-            urls: out,
+            targets,
             timeout: options.timeout,
+            limits: ModelLimits::default(),
         })
     }
 
@@ -214,13 +208,13 @@ impl Remote {
     fn refresh_with(&self, stale_after: f64, reader: &dyn Fn(usize) -> thread::Builder) -> Fleet {
         let started = Instant::now();
         let deadline = started + self.timeout;
-        let builder = Mutex::new(FleetBuilder::new());
+        let builder = Mutex::new(FleetBuilder::within(self.limits));
         let outcomes: Mutex<Vec<Option<Outcome>>> =
-            Mutex::new(self.urls.iter().map(|_| None).collect());
+            Mutex::new(self.targets.iter().map(|_| None).collect());
         let lock = |m| -> std::sync::MutexGuard<'_, Vec<Option<Outcome>>> {
             Mutex::lock(m).unwrap_or_else(PoisonError::into_inner)
         };
-        let mut pending: Vec<usize> = (0..self.urls.len()).collect();
+        let mut pending: Vec<usize> = (0..self.targets.len()).collect();
         let mut report: Option<Started> = None;
         for _ in 0..MAX_PASSES {
             if pending.is_empty() || Instant::now() >= deadline {
@@ -234,7 +228,7 @@ impl Remote {
                     Outcome::NotRead
                 } else {
                     let time = share(left, pending.len() - k, readers);
-                    self.read_and_fold(&self.urls[i], time, &builder)
+                    self.read_and_fold(&self.targets[i], time, &builder)
                 };
                 let mut outcomes = lock(&outcomes);
                 // A second pass that comes too late leaves the first one's "timed out".
@@ -266,7 +260,8 @@ impl Remote {
         let outcomes = outcomes
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
-        for (url, outcome) in self.urls.iter().zip(outcomes) {
+        for (target, outcome) in self.targets.iter().zip(outcomes) {
+            let url = &target.host;
             let reason = match outcome {
                 Some(Outcome::Read(note)) => {
                     if let Some(note) = note {
@@ -285,20 +280,34 @@ impl Remote {
             b.error(url, reason);
             b.unreachable(url);
         }
-        b.finish(self.urls.join(" "), stale_after, true)
+        let source: Vec<&str> = self.targets.iter().map(|t| t.host.as_str()).collect();
+        b.finish(source.join(" "), stale_after, true)
     }
 
-    /// Reads `url` within `time` and folds its answer into `builder`.
-    fn read_and_fold(&self, url: &str, time: Duration, builder: &Mutex<FleetBuilder>) -> Outcome {
-        let answer = match self.read(url, time) {
+    /// Reads `target` within `time` and folds its answer into `builder`, as its host.
+    fn read_and_fold(
+        &self,
+        target: &Target,
+        time: Duration,
+        builder: &Mutex<FleetBuilder>,
+    ) -> Outcome {
+        let answer = match self.read(target, time) {
             Ok(answer) => answer,
             Err(ReadError::TimedOut) => return Outcome::TimedOut,
             Err(ReadError::Failed(reason)) => return Outcome::Down(reason),
         };
+        let url = target.host.as_str();
         let mut b = builder.lock().unwrap_or_else(PoisonError::into_inner);
+        let refused = b.refused();
         let folded = fold_exposition(&mut b, url, &answer.text, unix_now());
         if b.has_host(url) {
             Outcome::Read(folded.note())
+        } else if let Some(bound) = b.bound_reached_since(refused) {
+            // Its samples were there; the fleet's model had no room left for a new host.
+            Outcome::Down(format!(
+                "not kept: {bound} ({} gpuscope samples in the answer)",
+                folded.samples
+            ))
         } else {
             Outcome::Down(format!(
                 "no gpuscope samples in the answer ({}, {} bytes)",
@@ -308,13 +317,13 @@ impl Remote {
         }
     }
 
-    /// One exporter's exposition, or why not, within `time`; logged at `debug` with its time.
-    fn read(&self, url: &str, time: Duration) -> Result<Answer, ReadError> {
+    /// One exporter's exposition, or why not, within `time`; logged at `debug` with its time
+    /// (and its URL without credentials).
+    fn read(&self, target: &Target, time: Duration) -> Result<Answer, ReadError> {
         let started = Instant::now();
-        let answer = self.read_untimed(url, time);
+        let answer = self.read_untimed(&target.url, time);
         let took_ms = started.elapsed().as_micros() as f64 / 1000.0;
-        let url = without_userinfo(url);
-        let url = gpu_devices::text::Escaped(&url);
+        let url = gpu_devices::text::Escaped(&target.host);
         match &answer {
             Ok(a) => tracing::debug!(%url, bytes = a.text.len(), took_ms, "exporter read"),
             Err(e) => {
@@ -471,117 +480,12 @@ fn run_pool(
     })
 }
 
-/// ureq's name resolver, bounded: an IP address needs no lookup (and no thread); a name is
-/// looked up on a thread of its own made by `thread`, waited for until the request's
-/// deadline, at most `limit` at once (one left behind at a deadline counts until it ends). A
-/// lookup over the bound, or whose thread cannot start, is that request's error.
-#[derive(Debug)]
-struct Lookups {
-    running: Arc<AtomicUsize>,
-    limit: usize,
-    thread: fn() -> thread::Builder,
-}
-
-/// A lookup's place among the running ones, given back when its thread ends (or never starts).
-struct LookupSlot(Arc<AtomicUsize>);
-
-impl Drop for LookupSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// An I/O error with this message, as ureq carries it.
-fn io_error(message: String) -> ureq::Error {
-    ureq::Error::Io(io::Error::other(message))
-}
-
-impl Lookups {
-    /// The addresses of `host`, or why not within `timeout`.
-    fn look_up(
-        &self,
-        host: &str,
-        port: u16,
-        timeout: &NextTimeout,
-    ) -> Result<Vec<SocketAddr>, ureq::Error> {
-        let limit = self.limit;
-        if self
-            .running
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < limit).then_some(n + 1)
-            })
-            .is_err()
-        {
-            return Err(io_error(format!(
-                "cannot look up {host}: {limit} name lookups are still running"
-            )));
-        }
-        let slot = LookupSlot(Arc::clone(&self.running));
-        let (tx, rx) = mpsc::sync_channel(1);
-        let name = format!("{host}:{port}");
-        (self.thread)()
-            .spawn(move || {
-                let _slot = slot;
-                let _ = tx.send(name.to_socket_addrs().map(Iterator::collect::<Vec<_>>));
-            })
-            .map_err(|e| {
-                io_error(format!(
-                    "cannot look up {host}: no thread could start for the lookup ({e})"
-                ))
-            })?;
-        match rx.recv_timeout(*timeout.after) {
-            Ok(Ok(addrs)) => Ok(addrs),
-            Ok(Err(e)) => Err(ureq::Error::Io(e)),
-            Err(RecvTimeoutError::Timeout) => Err(ureq::Error::Timeout(timeout.reason)),
-            Err(RecvTimeoutError::Disconnected) => Err(io_error(format!(
-                "cannot look up {host}: the lookup ended without an answer"
-            ))),
-        }
-    }
-}
-
-impl Resolver for Lookups {
-    fn resolve(
-        &self,
-        uri: &ureq::http::Uri,
-        config: &ureq::config::Config,
-        timeout: NextTimeout,
-    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        let authority = uri
-            .authority()
-            .ok_or_else(|| ureq::Error::BadUri(format!("{uri} names no host")))?;
-        let port = authority
-            .port_u16()
-            .unwrap_or(if uri.scheme_str() == Some("https") {
-                443
-            } else {
-                80
-            });
-        let host = authority.host();
-        let bare = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
-        let found = match bare.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, port)],
-            Err(_) => self.look_up(bare, port, &timeout)?,
-        };
-        let mut out = self.empty();
-        for addr in config.ip_family().keep_wanted(found.into_iter()) {
-            if out.try_push(addr).is_err() {
-                break;
-            }
-        }
-        if out.is_empty() {
-            return Err(ureq::Error::HostNotFound);
-        }
-        Ok(out)
-    }
-}
-
-/// What folding an exposition skipped.
+/// What folding an exposition handed to the fleet and what it skipped.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Folded {
+    /// Samples of the families the fleet reads (the sample time, a device or process family),
+    /// handed to the model (which keeps them within its bounds).
+    pub samples: usize,
     /// Lines that are neither a sample, a comment nor blank.
     pub malformed: usize,
     /// The first of them (1 for the first line).
@@ -623,18 +527,23 @@ pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) ->
             b.device(f, &series, Some(url));
         } else if let Some(&(_, f)) = PROCESS_FAMILIES.iter().find(|(n, _)| *n == name) {
             b.process(f, &series, Some(url));
+        } else {
+            continue;
         }
+        folded.samples += 1;
     }
     folded
 }
 
-/// `url` with any `user:password@` left out, for the log.
+/// `url` with any `user:password@` left out: how a host read directly is named, in the fleet
+/// and the log. The authority ends at the first `/`, `?` or `#`, so an `@` in a path, query or
+/// fragment is not taken for the end of credentials.
 pub fn without_userinfo(url: &str) -> Cow<'_, str> {
     let (scheme, rest) = match url.split_once("://") {
         Some((scheme, rest)) => (&url[..scheme.len() + 3], rest),
         None => ("", url),
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     match rest[..authority_end].rfind('@') {
         Some(at) => format!("{scheme}{}", &rest[at + 1..]).into(),
         None => url.into(),
@@ -718,8 +627,11 @@ fn quoted(text: &str) -> Option<(Cow<'_, str>, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lookup::{lookup_thread, Lookups};
     use crate::model::HostState;
     use crate::stub_exporter::{exposition, Answer, StubExporter};
+    use std::sync::Arc;
+    use ureq::unversioned::transport::NextTimeout;
 
     #[test]
     fn urls_are_logged_without_their_credentials() {
@@ -732,6 +644,10 @@ mod tests {
         assert_eq!(w("http://node1:9445"), "http://node1:9445");
         assert_eq!(w("http://a@b@node1"), "http://node1");
         assert_eq!(w("ops@node1/x"), "node1/x");
+        // An @ after the authority is not the end of credentials.
+        assert_eq!(w("http://node1:9445?u=a@b"), "http://node1:9445?u=a@b");
+        assert_eq!(w("http://node1#a@b"), "http://node1#a@b");
+        assert_eq!(w("http://ops:pw@node1?u=a@b"), "http://node1?u=a@b");
     }
 
     #[test]
@@ -828,6 +744,7 @@ mod tests {
         assert_eq!(
             folded,
             Folded {
+                samples: 1,
                 malformed: 2,
                 first_malformed: Some(4)
             }
@@ -837,6 +754,81 @@ mod tests {
             "2 lines of the answer not in the text format, skipped (the first is line 4)"
         );
         assert!(b.has_host("http://h/metrics"));
+    }
+
+    /// Loose end of issue 32: a URL's credentials (`http://user:password@host`) were the
+    /// host's instance and name, and the fleet's source, in every output. The host is the URL
+    /// without them (which also keys its errors); a URL given again with other credentials is
+    /// the same host.
+    #[test]
+    fn credentials_in_a_url_never_name_its_host() {
+        let stub = StubExporter::start().unwrap();
+        let up = stub.add("up", Answer::Exposition(exposition("twin", "up", 1, &[])));
+        let html = stub.add("html", Answer::Html);
+        let with = |url: &str, who: &str| url.replace("http://", &format!("http://{who}@"));
+        let asked = [
+            with(&up, "ops:s3cret"),
+            with(&html, "ops:s3cret"),
+            with(&up, "other:pw"),
+        ];
+        let f = remote_of(&asked, lookup_thread).refresh(30.0);
+        let shown = format!("{f:?}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("ops"),
+            "{shown}"
+        );
+        assert_eq!(f.source, format!("{up} {html}"));
+        let urls = [up.clone(), html.clone()];
+        let got = states(&f, &urls);
+        assert_eq!(got[0], (HostState::Up, vec![]));
+        assert_eq!(got[1].0, HostState::Down);
+        let name = |url: &str| {
+            let h = f.hosts.iter().find(|h| h.instance.as_deref() == Some(url));
+            h.map(|h| h.host.clone())
+        };
+        assert_eq!(name(&up).as_deref(), Some("twin"));
+        assert_eq!(name(&html), Some(html.clone()));
+        let remote = remote_of(&asked, lookup_thread);
+        assert!(!format!("{remote:?}").contains("s3cret"));
+    }
+
+    /// Loose end of issue 32: with `--remote`, an exporter whose host the fleet's model could
+    /// not keep (its hosts or its bytes all taken) was reported "no gpuscope samples in the
+    /// answer". Its reason is the model's bound.
+    #[test]
+    fn an_exporter_the_full_model_cannot_keep_is_down_for_the_models_bound() {
+        let stub = StubExporter::start().unwrap();
+        let urls: Vec<String> = (0..3)
+            .map(|i| {
+                let name = format!("e{i}");
+                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
+            })
+            .collect();
+        // Room for two hosts.
+        let mut remote = remote_of(&urls, lookup_thread);
+        remote.limits.hosts = 2;
+        let f = remote.refresh(30.0);
+        let got = states(&f, &urls);
+        let up = got.iter().filter(|(s, _)| *s == HostState::Up).count();
+        assert_eq!(up, 2, "{got:?}");
+        let (state, errors) = got.iter().find(|(s, _)| *s != HostState::Up).unwrap();
+        assert_eq!(*state, HostState::Down);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("not kept: the fleet's model holds 2 hosts, its most (")
+                && errors[0].ends_with(" gpuscope samples in the answer)"),
+            "{errors:?}"
+        );
+        // Room for no host at all: the bytes are the bound.
+        let mut remote = remote_of(&urls[..1], lookup_thread);
+        remote.limits.bytes = 0;
+        let f = remote.refresh(30.0);
+        let (state, errors) = &states(&f, &urls[..1])[0];
+        assert_eq!(*state, HostState::Down);
+        assert!(
+            errors[0].starts_with("not kept: the fleet's model reached its 0 MiB ("),
+            "{errors:?}"
+        );
     }
 
     /// A reader of `urls` with the default timeout (5 s), name lookups on threads made by

@@ -15,7 +15,7 @@ use crate::process::ProcessUtilization;
 /// NVML samples each process at its own pace: a light process beside a busy job can keep the
 /// same newest sample for seconds before the next one comes, while the job's advances every
 /// second (up to 7.8 s in the real recording `fixtures/h100-real.json`, which
-/// `tests/real_h100_utilization.rs` replays; docs/snapshot-json.md). 15 s is about twice that
+/// `tests/it/real_h100_utilization.rs` replays; docs/snapshot-json.md). 15 s is about twice that
 /// stand-still, so a process that is still sampled keeps a value, while one
 /// that stopped being sampled (NVML samples only processes that did something) turns N/A
 /// after 15 s instead of showing old figures for ever.

@@ -28,7 +28,7 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
 
-use crate::source::UsageError;
+use crate::error::UsageError;
 
 /// The crates whose events `-v` turns on (tracing targets start with the crate's name).
 const OWN_CRATES: [&str; 7] = [

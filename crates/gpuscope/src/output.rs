@@ -1,6 +1,5 @@
-//! Writing to the terminal, for every command: stdout that tolerates a closed pipe, outside
-//! text of several lines with its control characters escaped, and JSON documents whose strings
-//! carry no raw C1 or bidirectional control.
+//! Writing to stdout, for every command: stdout that tolerates a closed pipe, and JSON
+//! documents whose strings carry no raw C1 or bidirectional control.
 
 use std::io::Write;
 
@@ -13,18 +12,6 @@ pub fn write_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// `text` with every character [`gpu_devices::text::escape_control`] escapes escaped except
-/// its line feeds, for text of several lines that holds outside text: error messages, the
-/// explanation of `select`. It cannot tell a line break of the text's own from one inside a
-/// host name: outside text is escaped where it is put into such text (line breaks included),
-/// and this is the net under that.
-pub fn escape_lines(text: &str) -> String {
-    text.split('\n')
-        .map(gpu_devices::text::escape_control)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// `value` as the JSON document a command prints, and a line feed: indented when `pretty`,
 /// else on one line (JSON Lines). C1 and bidirectional controls and line separators in its
 /// strings are written as `\uXXXX` ([`gpu_devices::text::SafeJson`]), so that the document is
@@ -35,17 +22,4 @@ pub fn escape_lines(text: &str) -> String {
 /// serde_json's, for a value that has no JSON form.
 pub fn json<T: serde::Serialize + ?Sized>(value: &T, pretty: bool) -> anyhow::Result<String> {
     Ok(gpu_devices::text::SafeJson::to_string(value, pretty)? + "\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape_lines;
-
-    #[test]
-    fn escape_lines_keeps_line_breaks_and_escapes_the_rest() {
-        assert_eq!(
-            escape_lines("fixture x.json:\n  bad \u{1b}]0;T\u{7}\r"),
-            "fixture x.json:\n  bad \\x1b]0;T\\x07\\x0d"
-        );
-    }
 }

@@ -1,13 +1,15 @@
 //! Where the GPU answers come from: the real NVML, a fixture file, or the demo fixture built
 //! into the binary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
 use gpu_backend::{BackendError, Fixture, SourceError};
 use gpu_devices::Context;
 use gpu_processes::ProcessCollector;
+
+use crate::error::{Shortfall, UsageError};
 
 /// The demo fixture, gzipped by build.rs: an 8-GPU H100 SXM box with NVLink and training jobs
 /// (`fixtures/h100-sxm-8gpu.json`).
@@ -109,18 +111,42 @@ impl DemoMode {
     }
 }
 
+/// What answers: the real GPUs, or a recording (a fixture file, or one built into gpuscope).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// The real GPUs, through NVML.
+    Nvml,
+    /// A fixture file (`--fixture`).
+    Fixture,
+    /// A recording built into gpuscope (`--demo`, or `--demo=auto` with no driver).
+    Demo,
+}
+
+impl SourceKind {
+    /// Whether the processes listed run on this machine now, so that one may be sent a signal:
+    /// only with the real GPUs. A replay's PIDs were another machine's, or this one's at
+    /// another time, and may now name any process.
+    pub fn is_live(self) -> bool {
+        self == SourceKind::Nvml
+    }
+}
+
 /// An opened source: the devices with their processes and host facts, and a name for people.
 pub struct Source {
     /// Devices, processes and the host facts that go with them.
     pub collector: ProcessCollector,
-    /// `nvml`, `demo` or `fixture <path>`.
+    /// What answers; what may be done to the processes it lists follows from it.
+    pub kind: SourceKind,
+    /// `nvml`, `demo` or `fixture <path>`, for people: never a decision's input (that is
+    /// [`Source::kind`]).
     pub label: String,
 }
 
 impl Source {
     /// Ends a one-shot command's use of the source without shutting NVML down: the process is
     /// about to exit, and the driver frees a process's session when it does, so waiting for
-    /// `nvmlShutdown` (9.3 ms of a one-shot's time on an H100) would only delay the exit. With
+    /// `nvmlShutdown`, which tears the driver's session down (milliseconds; docs/benchmarks.md,
+    /// "Real costs"), would only delay the exit. With
     /// NVML's calls logged (`-vv`) the source is dropped as usual, so that the log shows the
     /// shutdown.
     pub fn end_one_shot(self) {
@@ -157,10 +183,12 @@ impl SourceArgs {
 
     fn open_chosen(&self) -> Result<Source> {
         match self.choose()? {
-            Choice::Replay(source, label) => replay(&source, label),
+            Choice::Replay(source, kind, label) => {
+                replay(&source, kind, label).map_err(|e| self.name_fixture(e))
+            }
             Choice::Nvml(roots) => match open_nvml(self.nvml_lib.as_ref(), roots) {
                 Err(NvmlOpenError::NoDriver(e)) => {
-                    self.no_driver(e, |source, label| replay(&source, label))
+                    self.no_driver(e, |source, label| replay(&source, SourceKind::Demo, label))
                 }
                 Err(NvmlOpenError::Other(e)) => Err(e.context("cannot initialise NVML")),
                 Ok(source) => Ok(source),
@@ -181,7 +209,9 @@ impl SourceArgs {
             })
         };
         match self.choose()? {
-            Choice::Replay(source, label) => bare(source, label),
+            Choice::Replay(source, _, label) => {
+                bare(source, label).map_err(|e| self.name_fixture(e))
+            }
             Choice::Nvml(roots) => {
                 let source = gpu_backend::Source::Nvml {
                     library: self.nvml_lib.clone(),
@@ -208,7 +238,7 @@ impl SourceArgs {
         }
         if let Some(mode) = self.demo.filter(|&m| m != DemoMode::Auto) {
             let (source, label) = demo(mode, self.frame)?;
-            return Ok(Choice::Replay(source, label));
+            return Ok(Choice::Replay(source, SourceKind::Demo, label));
         }
         if let Some(path) = &self.fixture {
             let source = gpu_backend::Source::FixtureFile {
@@ -217,6 +247,7 @@ impl SourceArgs {
             };
             return Ok(Choice::Replay(
                 source,
+                SourceKind::Fixture,
                 format!("fixture {}", path.display()),
             ));
         }
@@ -230,6 +261,31 @@ impl SourceArgs {
         }))
     }
 
+    /// A fixture file that does not load, said with where its name came from: `--fixture FILE`
+    /// or `GPUSCOPE_FIXTURE=FILE` (the environment's value, when the option was not given
+    /// another). Other errors as they are.
+    fn name_fixture(&self, e: anyhow::Error) -> anyhow::Error {
+        let Some(path) = &self.fixture else { return e };
+        let Some(UsageError(text)) = e.downcast_ref::<UsageError>() else {
+            return e;
+        };
+        let shown = path.display().to_string();
+        // The fixture's error starts with its file's name (escaped): said once, after the
+        // option or variable that named it.
+        let escaped = gpu_devices::text::escape_control(&shown);
+        let Some(rest) = text.strip_prefix(&format!("{escaped}: ")) else {
+            return e;
+        };
+        let from_env = std::env::var_os(gpu_backend::source::FIXTURE_ENV_VAR)
+            .is_some_and(|v| !v.is_empty() && Path::new(&v) == path.as_path());
+        let named = if from_env {
+            format!("{}={escaped}", gpu_backend::source::FIXTURE_ENV_VAR)
+        } else {
+            format!("--fixture {escaped}")
+        };
+        UsageError(format!("{named}: {rest}")).into()
+    }
+
     /// No driver here: the demo with `--demo=auto`, else an error that says what to try.
     fn no_driver<T>(
         &self,
@@ -237,6 +293,9 @@ impl SourceArgs {
         open_demo: impl FnOnce(gpu_backend::Source, String) -> Result<T>,
     ) -> Result<T> {
         if self.demo != Some(DemoMode::Auto) {
+            if let Some(named) = self.library_not_there(&e) {
+                return Err(Shortfall::nothing(named).into());
+            }
             return Err(Shortfall::nothing(format!(
                 "cannot reach the GPUs: {}.\n\
                  No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
@@ -254,10 +313,54 @@ impl SourceArgs {
     }
 }
 
+impl SourceArgs {
+    /// The error for an NVML library named by `--nvml-lib` or `GPUSCOPE_NVML_LIB` that could not
+    /// be loaded, naming the option or variable and the path (not a missing driver); `None`
+    /// when the library was the system's, or it was loaded and NVML failed after.
+    fn library_not_there(&self, e: &gpu_backend::nvml::OpenError) -> Option<String> {
+        let lib = self.nvml_lib.as_ref()?;
+        if e.error != BackendError::LibraryNotFound {
+            return None;
+        }
+        let shown = gpu_devices::text::Escaped(&lib.display().to_string()).to_string();
+        let from_env = std::env::var_os(gpu_backend::source::NVML_LIB_ENV_VAR)
+            .is_some_and(|v| !v.is_empty() && Path::new(&v) == lib.as_path());
+        let named = if from_env {
+            format!("{}={shown}", gpu_backend::source::NVML_LIB_ENV_VAR)
+        } else {
+            format!("--nvml-lib {shown}")
+        };
+        // A bare file name is searched for by the loader; a path is looked at only there.
+        let searched = lib.components().count() == 1;
+        let what = if searched {
+            "the dynamic loader could not load a library of that name"
+        } else if lib.symlink_metadata().is_err() {
+            "no library was found at that path"
+        } else {
+            "the library there could not be loaded"
+        };
+        let loader = e
+            .loader_message
+            .as_deref()
+            .map(|m| format!(" ({})", gpu_devices::text::Escaped(m)))
+            .unwrap_or_default();
+        let leave_out = if from_env {
+            format!("unset {}", gpu_backend::source::NVML_LIB_ENV_VAR)
+        } else {
+            "leave --nvml-lib out".to_string()
+        };
+        Some(format!(
+            "cannot reach the GPUs: {named}: {what}{loader}.\n\
+             Give the path of an NVML library, {leave_out} to load the system's, or try \
+             `--demo` to see a recorded 8-GPU machine."
+        ))
+    }
+}
+
 /// What the source options choose.
 enum Choice {
-    /// A fixture or the demo, with its label.
-    Replay(gpu_backend::Source, String),
+    /// A fixture or the demo, with its kind and label.
+    Replay(gpu_backend::Source, SourceKind, String),
     /// The real GPUs, with these host roots.
     Nvml(gpu_backend::HostRoots),
 }
@@ -286,64 +389,6 @@ fn demo(mode: DemoMode, frame: Option<usize>) -> Result<(gpu_backend::Source, St
     Ok((source, label.into()))
 }
 
-/// The line on exit codes at the end of every command's `--help` (docs/exit-codes.md).
-pub const EXIT_CODES_HELP: &str = "Exit status: 0 all shown, 1 error, 2 usage error, 3 partial \
-    (some hosts down or stale), 4 nothing to show or choose (no GPU, every host down, too few \
-    GPUs); docs/exit-codes.md.";
-
-/// A mistake in what the user asked for: reported with exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// The answer is not whole: exit code [`Shortfall::PARTIAL`] (3) when only part could be shown,
-/// [`Shortfall::NOTHING`] (4) when nothing could (docs/exit-codes.md). The message says why.
-#[derive(Debug)]
-pub struct Shortfall {
-    /// The exit code.
-    pub code: u8,
-    /// Why, for stderr.
-    pub message: String,
-}
-
-impl Shortfall {
-    /// Some hosts down or stale, the others shown.
-    pub const PARTIAL: u8 = 3;
-    /// Nothing to show or choose: no GPU, every host down, too few GPUs.
-    pub const NOTHING: u8 = 4;
-
-    /// Only part could be shown.
-    pub fn partial(message: String) -> Shortfall {
-        Shortfall {
-            code: Shortfall::PARTIAL,
-            message,
-        }
-    }
-
-    /// Nothing could be shown.
-    pub fn nothing(message: String) -> Shortfall {
-        Shortfall {
-            code: Shortfall::NOTHING,
-            message,
-        }
-    }
-}
-
-impl std::fmt::Display for Shortfall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Shortfall {}
-
 enum NvmlOpenError {
     /// No driver or library: the machine has no usable NVIDIA GPU. Names the library and
     /// keeps the loader's reason.
@@ -354,11 +399,12 @@ enum NvmlOpenError {
 
 /// A fixture or the demo, by `gpu_backend::Source`'s rules; what the user named wrong (a fixture
 /// that does not load, a frame out of range) is a usage error.
-fn replay(source: &gpu_backend::Source, label: String) -> Result<Source> {
+fn replay(source: &gpu_backend::Source, kind: SourceKind, label: String) -> Result<Source> {
     let opened = source.open().map_err(usage_error)?;
     let context = Context::from_backend(opened.backend).context("cannot replay the fixture")?;
     Ok(Source {
         collector: ProcessCollector::new(context, opened.host),
+        kind,
         label,
     })
 }
@@ -406,6 +452,44 @@ fn open_nvml(
     let host = std::sync::Arc::new(gpu_backend::host::LiveHost::with_roots(roots));
     Ok(Source {
         collector: ProcessCollector::new(context, host),
+        kind: SourceKind::Nvml,
         label: opened.label,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn args(fixture: Option<PathBuf>, demo: Option<DemoMode>) -> SourceArgs {
+        SourceArgs {
+            fixture,
+            demo,
+            frame: Some(0),
+            nvml_lib: None,
+            proc_root: None,
+            container_logs: None,
+        }
+    }
+
+    /// `top` decided whether it may send a signal by the source's label for people
+    /// (`label == "nvml"`); it follows the source's kind now, and no recording is live, whatever
+    /// its file is called.
+    #[test]
+    fn only_the_real_gpus_are_live_whatever_a_recording_is_called() {
+        let demo = args(None, Some(DemoMode::Always)).open().unwrap();
+        assert_eq!(demo.kind, SourceKind::Demo);
+        let dir = tempfile::tempdir().unwrap();
+        let named_nvml = dir.path().join("nvml");
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-mig.json");
+        std::fs::copy(fixture, &named_nvml).unwrap();
+        let file = args(Some(named_nvml), None).open().unwrap();
+        assert_eq!(file.kind, SourceKind::Fixture);
+        for kind in [demo.kind, file.kind] {
+            assert!(!kind.is_live(), "{kind:?}");
+        }
+        assert!(SourceKind::Nvml.is_live());
+    }
 }

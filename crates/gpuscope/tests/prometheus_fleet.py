@@ -434,6 +434,15 @@ def down_within(binary, prom, exporter, hostname, interval):
     print(f"prometheus-fleet: {hostname} stopped, marked down by the fleet view after {took:.2f}s")
 
 
+def gpuscope_binary(given):
+    """The gpuscope binary: `given`, or this workspace's debug build, built first."""
+    if given is not None:
+        return given
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "--quiet", "-p", "gpuscope"], cwd=ROOT, check=True)
+    return os.path.join(target, "debug", "gpuscope")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=None, help="the gpuscope binary (default: target/debug)")
@@ -448,11 +457,7 @@ def main():
         print(msg + "; skipped (CI is unset)")
         return 0
 
-    binary = args.bin
-    if binary is None:
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-        binary = os.path.join(target, "debug", "gpuscope")
-        subprocess.run(["cargo", "build", "--quiet", "-p", "gpuscope"], cwd=ROOT, check=True)
+    binary = gpuscope_binary(args.bin)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

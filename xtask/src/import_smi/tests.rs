@@ -1088,8 +1088,8 @@ proptest! {
 
 /// The reference dumps imported, one fixture per dump in xtask/tests/data/imported/, are what
 /// the importer makes of them now: gpuscope's reference-dump test
-/// (crates/gpuscope/tests/reference_dumps.rs) reads them with `gpuscope info --json`. Run with
-/// `UPDATE_IMPORTED=1` to write them.
+/// (crates/gpuscope/tests/cli/reference_dumps.rs) reads them with `gpuscope info --json`. Run
+/// with `UPDATE_IMPORTED=1` to write them.
 #[test]
 fn imported_reference_dumps_are_up_to_date() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/imported");

@@ -280,11 +280,8 @@ impl LiveHost {
                 users
                     .entry(uid)
                     .or_insert_with(|| {
-                        let passwd = passwd.get_or_insert_with(|| {
-                            std::fs::read_to_string("/etc/passwd")
-                                .map(|t| parse_passwd(&t))
-                                .unwrap_or_default()
-                        });
+                        let passwd =
+                            passwd.get_or_insert_with(|| read_passwd(std::path::Path::new(PASSWD)));
                         user_name(uid, passwd)
                     })
                     .clone()
@@ -427,9 +424,74 @@ pub fn own_pid_namespace_depth() -> Option<usize> {
 /// The most of `/proc/self/status` read: the file is a few KiB.
 const STATUS_MAX_BYTES: u64 = 64 * 1024;
 
+/// The file of local users read for their names.
+const PASSWD: &str = "/etc/passwd";
+
+/// User names by uid from the passwd file at `path`, read through [`crate::files`]: only a
+/// regular file of at most [`MAX_PASSWD_BYTES`](crate::files::MAX_PASSWD_BYTES) (a FIFO would block, a device or a huge file
+/// would be read without end). One that is refused or unreadable gives no names, and each uid
+/// is then asked of `getpwuid_r`, as one that is not in the file is.
+pub(crate) fn read_passwd(path: &std::path::Path) -> HashMap<u32, String> {
+    match crate::files::read_regular(path, crate::files::MAX_PASSWD_BYTES) {
+        Ok(bytes) => parse_passwd(&String::from_utf8_lossy(&bytes)),
+        Err(e) => {
+            let path = crate::text::escape_control(&path.to_string_lossy()).into_owned();
+            tracing::debug!(%path, error = %e, "user names not read from the passwd file");
+            HashMap::new()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Loose end of issue 32: `/etc/passwd` was read whole, whatever it was (a device or a
+    /// huge file read without end, a FIFO blocking the first user look-up). It is read as a
+    /// regular file within a cap; anything else gives no names (each uid goes to
+    /// `getpwuid_r`).
+    #[test]
+    fn the_passwd_file_is_read_only_as_a_regular_file_within_its_cap() {
+        /// A scratch directory, removed when dropped.
+        struct Scratch(std::path::PathBuf);
+        impl Drop for Scratch {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        let dir = Scratch(
+            std::env::temp_dir().join(format!("gpuscope-passwd-test-{}", std::process::id())),
+        );
+        std::fs::create_dir_all(&dir.0).expect("a scratch directory");
+        let dir = &dir.0;
+        let good = dir.join("passwd");
+        std::fs::write(
+            &good,
+            "root:x:0:0:root:/root:/bin/sh\nalice:x:1000:1000::/home/a:/bin/sh\n",
+        )
+        .expect("writes");
+        let names = read_passwd(&good);
+        assert_eq!(names.get(&1000).map(String::as_str), Some("alice"));
+        assert_eq!(names.len(), 2);
+
+        let huge = dir.join("huge");
+        let f = std::fs::File::create(&huge).expect("creates");
+        f.set_len(crate::files::MAX_PASSWD_BYTES + 1)
+            .expect("a sparse file");
+        let fifo = dir.join("fifo");
+        let c_path = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).expect("a path");
+        // SAFETY: a NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        for refused in [std::path::Path::new("/dev/zero"), &huge, &fifo, dir] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let path = refused.to_path_buf();
+            std::thread::spawn(move || tx.send(read_passwd(&path)));
+            let names = rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("{} still being read after 10 s", refused.display()));
+            assert!(names.is_empty(), "{}", refused.display());
+        }
+    }
 
     #[test]
     fn live_host_reads_a_real_child_process() {

@@ -1,6 +1,6 @@
 //! A `sleep 1000` child of the test's own, for tests that signal a process through gpuscope:
 //! killed when dropped, so a test that ends early leaves nothing behind. Shared by the unit
-//! tests of `top` (src/top/tests.rs) and the terminal tests (tests/top_tmux.rs).
+//! tests of `top` (src/top/tests.rs) and the terminal tests (tests/cli/top_tmux.rs).
 
 #![allow(dead_code)]
 

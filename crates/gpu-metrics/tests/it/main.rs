@@ -1,0 +1,11 @@
+//! gpu-metrics' integration tests, one module per area, built as one test binary (cargo
+//! compiles and links it once, not once per file). Run one module with
+//! `cargo test -p gpu-metrics --test it -- collector::`. xtask's tidy checks that every file
+//! here is a module of this binary.
+
+mod common;
+
+mod collector;
+mod nvitop_examples;
+mod plot;
+mod recorder;

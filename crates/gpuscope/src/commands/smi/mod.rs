@@ -1,0 +1,424 @@
+//! `gpuscope smi`: nvidia-smi's read-only options over any source gpuscope reads (the real
+//! GPUs, `--fixture FILE [--frame N]`, `--demo`), printing what nvidia-smi prints for them.
+//! docs/smi.md says what is supported and where the output differs from nvidia-smi's.
+
+mod args;
+mod table;
+mod tree;
+
+use std::ffi::OsString;
+use std::io::Write as _;
+
+use anyhow::Context as _;
+use clap::Parser;
+use gpu_backend::DeviceId;
+use gpu_devices::DeviceSnapshot;
+
+use crate::error::UsageError;
+use crate::present::json::SnapshotView;
+use crate::source::SourceArgs;
+
+pub use args::{parse, Mode, SmiArgs};
+
+/// gpuscope's own source options, parsed by clap as every other command parses them (so
+/// `GPUSCOPE_FIXTURE` and the rest apply).
+#[derive(Parser)]
+#[command(name = "gpuscope smi", no_binary_name = true)]
+struct SourceOnly {
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+/// Runs `gpuscope smi` with its arguments (those after `smi`, or all of them after the
+/// program's name when gpuscope is run as `nvidia-smi`).
+pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
+    let a = parse(&args)?;
+    match &a.mode {
+        Mode::Help => return emit(&a, &help(), true),
+        Mode::HelpQueryGpu => return emit(&a, &crate::present::query::help_gpu(), true),
+        Mode::HelpQueryApps => return emit(&a, &crate::present::query::help_apps(), true),
+        _ => {}
+    }
+    let source = SourceOnly::try_parse_from(&a.source)
+        .map_err(|e| UsageError(e.render().to_string().trim_end().to_string()))?
+        .source;
+    let src = source.open()?;
+    if let Some(plan) = query_plan(&a.mode) {
+        src.collector.context().set_query_plan(plan);
+    }
+    let mut printed = 0u64;
+    loop {
+        let started = std::time::Instant::now();
+        let devices = src.collector.context().all_devices();
+        let (view, snaps) =
+            crate::present::json::take_with_raw(&src.collector, src.label.clone(), &devices);
+        let view = keep_ids(view, &a.ids)?;
+        let first = printed == 0;
+        let text = render(&a, &view, &snaps, first)?;
+        emit(&a, &text, first)?;
+        printed += 1;
+        let Some(every) = a.every else { break };
+        if a.count.is_some_and(|c| printed >= c) {
+            break;
+        }
+        std::thread::sleep(every.saturating_sub(started.elapsed()));
+    }
+    src.end_one_shot();
+    Ok(())
+}
+
+/// What a print asks NVML, when less than everything: `-L` asks no changing query at all, and
+/// the table and the CSV queries leave out what none of their fields shows (the costly ones:
+/// PCIe throughput, which waits 20 ms in the driver each way, energy, per-process utilization
+/// and GPM). Fewer calls and less CPU; not a shorter one-shot, those calls being off its
+/// critical path (docs/benchmarks.md, "gpuscope smi", has the figures). `-q` shows nearly
+/// everything and asks everything.
+fn query_plan(mode: &Mode) -> Option<gpu_devices::QueryPlan> {
+    use gpu_devices::Query;
+    let everything = gpu_devices::QueryPlan::everything();
+    match mode {
+        Mode::List => {
+            let dynamic: Vec<Query> = gpu_backend::fixture::DeviceDynamic::FIELDS
+                .iter()
+                .map(|&(_, query)| query)
+                .collect();
+            Some(everything.without(&dynamic))
+        }
+        Mode::Bare | Mode::QueryGpu(_) | Mode::QueryApps(_) => Some(everything.without(&[
+            Query::pcie_throughput,
+            Query::total_energy_consumption,
+            Query::bar1_memory_info,
+            Query::nvlink_throughput,
+            Query::nvlink_error_counters,
+            Query::process_utilization,
+            Query::gpm_metrics,
+        ])),
+        _ => None,
+    }
+}
+
+/// Writes `text` to stdout, or to `-f`'s file: made anew by the `first` print, appended to by
+/// the loop's next ones. A symbolic link at the file's path is refused (exit 2), never
+/// followed (gpu_backend::files), at every print.
+fn emit(a: &SmiArgs, text: &str, first: bool) -> anyhow::Result<()> {
+    use gpu_backend::files::{create, FileError, IfExists};
+    match &a.filename {
+        None => crate::output::write_stdout(text),
+        Some(path) => {
+            let if_exists = if first {
+                IfExists::Truncate
+            } else {
+                IfExists::Append
+            };
+            let mut f = create(path, if_exists).map_err(|e| match e {
+                FileError::SymbolicLink | FileError::NotRegular { .. } => UsageError(format!(
+                    "-f {}: {e}",
+                    gpu_devices::text::Escaped(&path.display().to_string())
+                ))
+                .into(),
+                e => anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
+            })?;
+            f.write_all(text.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))
+        }
+    }
+}
+
+/// `-h`.
+fn help() -> String {
+    format!(
+        "gpuscope smi: nvidia-smi's read-only options over any gpuscope source.\n\n\
+         Supported: {}.\n\n\
+         (no option)                     nvidia-smi's summary table (with -i, -l, -f)\n\
+         -L, --list-gpus                 one line per GPU (and MIG device) with its UUID\n\
+         -q, --query                     every GPU's answers, as nvidia-smi -q lays them out\n\
+         -d, --display=SECTIONS          with -q: only these ({})\n\
+         -x, --xml-format                with -q: XML\n\
+         -i, --id=ID[,ID...]             only these GPUs: index, UUID or PCI bus id\n\
+         -l, --loop[=SEC]                print again every SEC seconds (default 5, 1..86400)\n\
+         -lms, --loop-ms=MS              print again every MS milliseconds (10..86400000)\n\
+         --count=N                       gpuscope's own: with -l/-lms, stop after N prints\n\
+         -f, --filename=FILE             write to FILE instead of stdout (a loop appends)\n\
+         --query-gpu=FIELDS              CSV of these fields per GPU (--help-query-gpu)\n\
+         --query-compute-apps=FIELDS     CSV per compute process (--help-query-compute-apps)\n\
+         --format=csv[,noheader][,nounits]\n\
+         --fixture FILE, --frame N, --demo[=NAME], --nvml-lib PATH: gpuscope's sources\n\n\
+         Options that change a GPU (-pm, -r, -mig, -lgc, ...) are refused: gpuscope smi is \
+         read-only. Differences from nvidia-smi: docs/smi.md.\n\n{}\n",
+        args::SUPPORTED,
+        args::SECTIONS.join(","),
+        crate::error::EXIT_CODES_HELP
+    )
+}
+
+/// `view` kept to the GPUs `-i` names (with their MIG devices), in the order named; every id
+/// must name one.
+fn keep_ids(mut view: SnapshotView, ids: &[String]) -> Result<SnapshotView, UsageError> {
+    if ids.is_empty() {
+        return Ok(view);
+    }
+    let mut keep: Vec<u32> = Vec::new();
+    for id in ids {
+        let found = view
+            .devices
+            .iter()
+            .filter(|d| d.mig_index.is_none())
+            .find(|d| matches_id(d, id))
+            .map(|d| d.index)
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "No devices were found: no GPU has the id {:?} (an index, a UUID or a PCI \
+                     bus id)",
+                    gpu_devices::text::escape_control(id)
+                ))
+            })?;
+        if !keep.contains(&found) {
+            keep.push(found);
+        }
+    }
+    view.devices.retain(|d| keep.contains(&d.index));
+    view.devices
+        .sort_by_key(|d| (keep.iter().position(|&k| k == d.index), d.mig_index));
+    Ok(view)
+}
+
+/// Whether `id` names this GPU: its index, its UUID (case aside) or its PCI bus id (with or
+/// without the domain's leading zeros, case aside).
+fn matches_id(d: &crate::present::json::DeviceView, id: &str) -> bool {
+    if id.bytes().all(|b| b.is_ascii_digit()) {
+        return id.parse::<u32>().is_ok_and(|i| i == d.index);
+    }
+    if d.uuid
+        .as_deref()
+        .is_some_and(|u| u.eq_ignore_ascii_case(id))
+    {
+        return true;
+    }
+    let norm = |b: &str| -> Option<(u64, String)> {
+        let (domain, rest) = b.split_once(':')?;
+        Some((
+            u64::from_str_radix(domain, 16).ok()?,
+            rest.to_ascii_lowercase(),
+        ))
+    };
+    match (d.bus_id.as_deref().and_then(norm), norm(id)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// What the mode prints, once. A CSV's header goes with the `first` print only, so that a loop
+/// (`-l`, `-f out.csv`) writes one CSV.
+fn render(
+    a: &SmiArgs,
+    view: &SnapshotView,
+    snaps: &gpu_processes::Snapshots,
+    first: bool,
+) -> anyhow::Result<String> {
+    let mut format = a.format.unwrap_or_default();
+    format.noheader |= !first;
+    Ok(match &a.mode {
+        Mode::List => list(view, &snaps.devices),
+        Mode::QueryGpu(q) => crate::present::query::render_as(
+            view,
+            &snaps.devices,
+            q,
+            format,
+            "--query-gpu",
+            "gpuscope smi --help-query-gpu",
+        )?,
+        Mode::QueryApps(q) => crate::present::query::render_apps(view, snaps, q, format)?,
+        Mode::Query if a.xml => query_xml(a, view, snaps),
+        Mode::Query => query_text(a, view, snaps),
+        Mode::Bare => summary(view, snaps),
+        Mode::Help | Mode::HelpQueryGpu | Mode::HelpQueryApps => String::new(),
+    })
+}
+
+fn raw_of(snaps: &[DeviceSnapshot], id: DeviceId) -> Option<&DeviceSnapshot> {
+    snaps.iter().find(|d| d.id == id)
+}
+
+/// `-L`: `GPU 0: NAME (UUID: GPU-...)`, and under each GPU its MIG devices as
+/// `  MIG 3g.40gb     Device  0: (UUID: MIG-...)`.
+fn list(view: &SnapshotView, raw: &[DeviceSnapshot]) -> String {
+    let mut out = String::new();
+    for d in &view.devices {
+        let uuid = d.uuid.as_deref().unwrap_or("N/A");
+        let name = d.name.as_deref().unwrap_or("N/A");
+        let line = match d.mig_index {
+            None => format!("GPU {}: {name} (UUID: {uuid})", d.index),
+            Some(m) => {
+                // A MIG device's name is "NVIDIA H100 80GB HBM3 MIG 3g.40gb": its profile is
+                // the name's last word.
+                let profile = raw_of(raw, d.device)
+                    .and_then(|r| r.name.value().cloned())
+                    .and_then(|n| n.rsplit_once(" MIG ").map(|(_, p)| p.to_string()))
+                    .unwrap_or_else(|| "N/A".into());
+                format!("  MIG {profile:<11} Device {m:>2}: (UUID: {uuid})")
+            }
+        };
+        out += &gpu_devices::text::escape_control(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The processes of one GPU (and its MIG devices) for `-q`; `None` when they cannot be read.
+fn process_lines(snaps: &gpu_processes::Snapshots, index: u32) -> Option<Vec<tree::ProcessLine>> {
+    if snaps.unknown_processes.contains(&DeviceId::Gpu(index)) {
+        return None;
+    }
+    Some(
+        snaps
+            .processes
+            .iter()
+            .filter(|p| p.device.physical_index() == index)
+            .map(|p| tree::ProcessLine {
+                gpu_instance_id: p.gpu_instance_id,
+                compute_instance_id: p.compute_instance_id,
+                pid: p.pid,
+                kind: p.kind_str(),
+                name: crate::present::query::process_name(p),
+                used_memory: p.gpu_memory,
+            })
+            .collect(),
+    )
+}
+
+/// The physical GPUs of `view` with their trees.
+fn gpu_trees(
+    a: &SmiArgs,
+    view: &SnapshotView,
+    snaps: &gpu_processes::Snapshots,
+) -> Vec<(String, Vec<tree::Node>)> {
+    view.devices
+        .iter()
+        .filter(|d| d.mig_index.is_none())
+        .filter_map(|d| {
+            let raw = raw_of(&snaps.devices, d.device)?;
+            let procs = process_lines(snaps, d.index);
+            let migs: Vec<&DeviceSnapshot> = view
+                .devices
+                .iter()
+                .filter(|m| m.index == d.index && m.mig_index.is_some())
+                .filter_map(|m| raw_of(&snaps.devices, m.device))
+                .collect();
+            let nodes = tree::keep_sections(tree::gpu(raw, &migs, procs.as_deref()), &a.display);
+            Some((d.bus_id.clone().unwrap_or_else(|| "N/A".into()), nodes))
+        })
+        .collect()
+}
+
+/// `Tue Nov 24 14:02:49 2026`, nvidia-smi's timestamp (in UTC here).
+fn ctime(unix_ms: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let t = crate::present::time::rfc3339_ms(unix_ms);
+    // `YYYY-MM-DDTHH:MM:SS.mmmZ`, bounded to year 9999 by rfc3339_ms.
+    let (date, time) = t.split_once('T').unwrap_or((&t, ""));
+    let mut parts = date.split('-');
+    let year = parts.next().unwrap_or("");
+    let month: usize = parts.next().and_then(|m| m.parse().ok()).unwrap_or(1);
+    let day: u32 = parts.next().and_then(|d| d.parse().ok()).unwrap_or(1);
+    let days = (unix_ms.min(253_402_300_799_999) / 86_400_000) as usize;
+    format!(
+        "{} {} {day:>2} {} {year}",
+        DAYS[days % 7],
+        MONTHS[month.clamp(1, 12) - 1],
+        time.get(..8).unwrap_or("")
+    )
+}
+
+fn cuda_version(view: &SnapshotView) -> String {
+    view.cuda_driver_version
+        .clone()
+        .unwrap_or_else(|| "N/A".into())
+}
+
+fn attached(snaps: &gpu_processes::Snapshots) -> usize {
+    crate::present::query::gpu_count(&snaps.devices)
+}
+
+/// No option: nvidia-smi's summary table.
+fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
+    let gpus: Vec<&DeviceSnapshot> = view
+        .devices
+        .iter()
+        .filter(|d| d.mig_index.is_none())
+        .filter_map(|d| raw_of(&snaps.devices, d.device))
+        .collect();
+    let mut rows = Vec::new();
+    let mut unknown = false;
+    for d in &gpus {
+        let index = d.id.physical_index();
+        match process_lines(snaps, index) {
+            None => unknown = true,
+            Some(list) => rows.extend(list.into_iter().map(|process| table::ProcessRow {
+                gpu: index,
+                process,
+            })),
+        }
+    }
+    table::render(
+        &ctime(view.time_unix_ms),
+        view.driver_version.as_deref().unwrap_or("N/A"),
+        &cuda_version(view),
+        &gpus,
+        (!unknown).then_some(&rows[..]),
+    )
+}
+
+/// `-q` as text.
+fn query_text(a: &SmiArgs, view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("\n==============NVSMI LOG==============\n\n");
+    let line = |out: &mut String, k: &str, v: &str| {
+        let _ = writeln!(out, "{k:<55}: {}", gpu_devices::text::escape_control(v));
+    };
+    line(&mut out, "Timestamp", &ctime(view.time_unix_ms));
+    line(
+        &mut out,
+        "Driver Version",
+        view.driver_version.as_deref().unwrap_or("N/A"),
+    );
+    line(&mut out, "CUDA Version", &cuda_version(view));
+    out.push('\n');
+    line(&mut out, "Attached GPUs", &attached(snaps).to_string());
+    for (bus, nodes) in gpu_trees(a, view, snaps) {
+        let _ = writeln!(out, "GPU {}", gpu_devices::text::escape_control(&bus));
+        tree::text(&mut out, &nodes, 1);
+        out.push('\n');
+    }
+    out
+}
+
+/// `-q -x`: nvidia-smi's XML (its element names; DTD not checked).
+fn query_xml(a: &SmiArgs, view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
+    use std::fmt::Write as _;
+    let e = tree::escape;
+    let mut out = String::from(
+        "<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v13.dtd\">\n<nvidia_smi_log>\n",
+    );
+    let _ = writeln!(out, "\t<timestamp>{}</timestamp>", ctime(view.time_unix_ms));
+    let _ = writeln!(
+        out,
+        "\t<driver_version>{}</driver_version>",
+        e(view.driver_version.as_deref().unwrap_or("N/A"))
+    );
+    let _ = writeln!(
+        out,
+        "\t<cuda_version>{}</cuda_version>",
+        e(&cuda_version(view))
+    );
+    let _ = writeln!(out, "\t<attached_gpus>{}</attached_gpus>", attached(snaps));
+    for (bus, nodes) in gpu_trees(a, view, snaps) {
+        let _ = writeln!(out, "\t<gpu id=\"{}\">", e(&bus));
+        tree::xml(&mut out, &nodes, 2);
+        out += "\t</gpu>\n";
+    }
+    out += "</nvidia_smi_log>\n";
+    out
+}

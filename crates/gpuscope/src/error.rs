@@ -1,0 +1,61 @@
+//! How a command ends when it cannot show everything: a usage error (exit code 2), or a
+//! shortfall (3, part shown; 4, nothing), and the line on exit codes every `--help` ends with
+//! (docs/exit-codes.md). Anything else is exit code 1.
+
+/// The line on exit codes at the end of every command's `--help` (docs/exit-codes.md).
+pub const EXIT_CODES_HELP: &str = "Exit status: 0 all shown, 1 error, 2 usage error, 3 partial \
+    (some hosts down or stale), 4 nothing to show or choose (no GPU, every host down, too few \
+    GPUs); docs/exit-codes.md.";
+
+/// A mistake in what the user asked for: reported with exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The answer is not whole: exit code [`Shortfall::PARTIAL`] (3) when only part could be shown,
+/// [`Shortfall::NOTHING`] (4) when nothing could (docs/exit-codes.md). The message says why.
+#[derive(Debug)]
+pub struct Shortfall {
+    /// The exit code.
+    pub code: u8,
+    /// Why, for stderr.
+    pub message: String,
+}
+
+impl Shortfall {
+    /// Some hosts down or stale, the others shown.
+    pub const PARTIAL: u8 = 3;
+    /// Nothing to show or choose: no GPU, every host down, too few GPUs.
+    pub const NOTHING: u8 = 4;
+
+    /// Only part could be shown.
+    pub fn partial(message: String) -> Shortfall {
+        Shortfall {
+            code: Shortfall::PARTIAL,
+            message,
+        }
+    }
+
+    /// Nothing could be shown.
+    pub fn nothing(message: String) -> Shortfall {
+        Shortfall {
+            code: Shortfall::NOTHING,
+            message,
+        }
+    }
+}
+
+impl std::fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Shortfall {}

@@ -1,0 +1,8 @@
+//! What the commands show, shared by several of them.
+
+pub mod compact;
+pub mod json;
+pub mod query;
+pub mod text;
+pub mod time;
+pub mod value;

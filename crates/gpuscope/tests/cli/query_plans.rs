@@ -1,0 +1,228 @@
+//! What each command makes NVML do (issue 23), counted by fake-nvml's call log: a one-shot asks
+//! everything it prints and does not wait for `nvmlShutdown`; the viewer does not ask what its
+//! screens do not show; the exporter asks the costly queries every 10 s, not every interval;
+//! nothing asks again what the GPU answered it does not have.
+
+#![cfg(target_os = "linux")]
+
+use crate::support::export_support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use export_support::{cli, Exporter};
+
+/// fake-nvml installed in a temporary directory: (the directory, the library's path).
+fn fake_nvml() -> (tempfile::TempDir, String) {
+    let (dir, nvml) = cli::install_fake_nvml();
+    let nvml = nvml.to_str().expect("a UTF-8 path").to_string();
+    (dir, nvml)
+}
+
+/// Calls served per NVML function (versions as one), from fake-nvml's call log: nothing yet
+/// when there is no log yet.
+fn served(log: &Path) -> HashMap<String, (usize, usize)> {
+    cli::served_calls(&std::fs::read_to_string(log).unwrap_or_default())
+}
+
+fn count(calls: &HashMap<String, (usize, usize)>, function: &str) -> usize {
+    calls.get(function).map_or(0, |&(served, _)| served)
+}
+
+/// Checks that `what` asked each of the device getters `nvmlDeviceGet{getter}` `times` times,
+/// naming the function if not.
+fn assert_asked(
+    calls: &HashMap<String, (usize, usize)>,
+    getters: &[&str],
+    times: usize,
+    what: &str,
+) {
+    for getter in getters {
+        let f = format!("nvmlDeviceGet{getter}");
+        assert_eq!(count(calls, &f), times, "{what} asks {f}: {calls:?}");
+    }
+}
+
+/// Runs `args` over the real H100 recording at a frame where two jobs are on the GPU, with
+/// fake-nvml's call log; the calls it served.
+fn one_shot(args: &[&str]) -> HashMap<String, (usize, usize)> {
+    let (dir, nvml) = fake_nvml();
+    let log = dir.path().join("served.log");
+    let mut all = args.to_vec();
+    all.extend(["--nvml-lib", &nvml]);
+    let out = cli::command(&all)
+        .env(fake_nvml::FIXTURE_ENV, export_support::fixture("h100-real"))
+        .env(fake_nvml::FRAME_ENV, "30")
+        .env(fake_nvml::CALL_LOG_ENV, &log)
+        .output()
+        .expect("gpuscope runs");
+    cli::assert_ok(&out, args);
+    served(&log)
+}
+
+#[test]
+fn a_one_shot_asks_everything_it_prints_once_and_does_not_wait_for_nvml_shutdown() {
+    let calls = one_shot(&["snapshot", "--json"]);
+    assert_eq!(count(&calls, "nvmlDeviceGetPcieThroughput"), 2, "TX and RX");
+    assert_eq!(count(&calls, "nvmlDeviceGetTotalEnergyConsumption"), 1);
+    // One call each: a list is first asked for with a buffer it fits in, not sized first.
+    assert_eq!(count(&calls, "nvmlDeviceGetProcessUtilization"), 1);
+    assert_eq!(count(&calls, "nvmlDeviceGetComputeRunningProcesses"), 1);
+    assert_eq!(count(&calls, "nvmlDeviceGetMemoryInfo"), 1);
+    assert_eq!(count(&calls, "nvmlInit"), 1);
+    assert_eq!(
+        count(&calls, "nvmlShutdown"),
+        0,
+        "the process exits without waiting for NVML to shut down"
+    );
+}
+
+/// `gpuscope smi`: `-L` asks no changing query, `--query-gpu` not the dear ones no field
+/// shows (PCIe throughput, energy, per-process utilization), `-q` everything it prints.
+#[test]
+fn smi_asks_only_what_its_output_shows() {
+    let list = one_shot(&["smi", "-L"]);
+    let unasked = ["MemoryInfo", "PcieThroughput", "UtilizationRates"];
+    assert_asked(&list, &unasked, 0, "-L");
+    assert!(count(&list, "nvmlDeviceGetUUID") >= 1);
+    let csv = one_shot(&[
+        "smi",
+        "--query-gpu=index,memory.used,utilization.gpu",
+        "--format=csv",
+    ]);
+    assert_eq!(count(&csv, "nvmlDeviceGetMemoryInfo"), 1);
+    assert_eq!(count(&csv, "nvmlDeviceGetUtilizationRates"), 1);
+    let unasked = [
+        "PcieThroughput",
+        "TotalEnergyConsumption",
+        "ProcessUtilization",
+    ];
+    assert_asked(&csv, &unasked, 0, "--query-gpu");
+    let q = one_shot(&["smi", "-q"]);
+    // -q prints TX and RX.
+    assert_asked(&q, &["PcieThroughput"], 2, "-q");
+}
+
+#[test]
+fn the_viewer_does_not_ask_what_its_screens_do_not_show() {
+    let calls = one_shot(&["top", "--once"]);
+    let hidden = [
+        "PcieThroughput",
+        "TotalEnergyConsumption",
+        "BAR1MemoryInfo",
+        "PcieReplayCounter",
+    ];
+    assert_asked(&calls, &hidden, 0, "top --once");
+    let shown = [
+        "MemoryInfo",
+        "UtilizationRates",
+        "PowerUsage",
+        "ComputeRunningProcesses",
+        // Two jobs on the GPU at frame 30: their SM% comes from the samples.
+        "ProcessUtilization",
+    ];
+    assert_asked(&calls, &shown, 1, "top --once");
+}
+
+#[test]
+fn the_exporter_asks_energy_and_pcie_throughput_every_10_s_not_every_interval() {
+    let (dir, nvml) = fake_nvml();
+    let log = dir.path().join("served.log");
+    let fixture = export_support::fixture("h100-real");
+    let log_text = log.to_str().expect("UTF-8").to_string();
+    let exporter = Exporter::start_with_env(
+        &["--nvml-lib", &nvml, "--interval", "100ms"],
+        &[
+            (fake_nvml::FIXTURE_ENV, fixture.as_str()),
+            (fake_nvml::FRAME_ENV, "30"),
+            (fake_nvml::CALL_LOG_ENV, log_text.as_str()),
+        ],
+    );
+    // Wait for five refreshes (one power reading each), at most 20 s.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut calls = served(&log);
+    while count(&calls, "nvmlDeviceGetPowerUsage") < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "five refreshes in 20 s: {calls:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        calls = served(&log);
+    }
+    let scrape = exporter.scrape();
+    drop(exporter);
+    let refreshes = count(&calls, "nvmlDeviceGetPowerUsage");
+    assert!(refreshes >= 5);
+    assert_eq!(
+        count(&calls, "nvmlDeviceGetTotalEnergyConsumption"),
+        1,
+        "{refreshes} refreshes, energy asked at the first"
+    );
+    assert_eq!(
+        count(&calls, "nvmlDeviceGetPcieThroughput"),
+        2,
+        "TX and RX, once"
+    );
+    for every_10_s in [
+        "nvmlDeviceGetBAR1MemoryInfo",
+        "nvmlDeviceGetPcieReplayCounter",
+        "nvmlDeviceGetCurrPcieLinkWidth",
+    ] {
+        assert_eq!(count(&calls, every_10_s), 1, "{every_10_s}: {calls:?}");
+    }
+    // Two jobs on the GPU: their utilization every 5 s, so once in this short run.
+    assert_eq!(count(&calls, "nvmlDeviceGetProcessUtilization"), 1);
+    // The H100 has no fans and no NVLink: asked once, not at each refresh.
+    assert_eq!(count(&calls, "nvmlDeviceGetFanSpeed"), 1);
+    assert_eq!(
+        count(&calls, "nvmlDeviceGetNvLinkErrorCounter"),
+        18,
+        "each link once"
+    );
+    // What the exporter exports of them: the answer asked at the first refresh.
+    assert!(
+        scrape
+            .value("gpuscope_device_energy_consumption_joules_total", &[])
+            .is_some_and(|j| j > 0.0),
+        "the energy counter is exported"
+    );
+}
+
+#[test]
+fn info_measures_gpm_over_its_window_and_says_why_not_without_one() {
+    // The real H100 through fake-nvml, a frame with its matmul job running.
+    let activity = |window: &str| -> String {
+        let (_dir, nvml) = fake_nvml();
+        let out = cli::command(&["info", "0", "--nvml-lib", &nvml, "--gpm-window", window])
+            .env(fake_nvml::FIXTURE_ENV, export_support::fixture("h100-real"))
+            .env(fake_nvml::FRAME_ENV, "30")
+            .output()
+            .expect("gpuscope runs");
+        cli::assert_ok(&out, "gpuscope");
+        let text = String::from_utf8(out.stdout).expect("UTF-8");
+        let at = text.find("ACTIVITY (GPM):").expect("an ACTIVITY section");
+        text[at..]
+            .lines()
+            .nth(1)
+            .expect("a line")
+            .trim()
+            .to_string()
+    };
+    let measured = activity("50ms");
+    assert!(measured.starts_with("SM "), "{measured}");
+    assert!(
+        measured.contains("active") && measured.contains('%'),
+        "{measured}"
+    );
+    let one_sample = activity("0");
+    assert!(
+        one_sample.starts_with("N/A (GPM measures activity between two samples"),
+        "{one_sample}"
+    );
+    // Bounded: more than 5 s is a usage error.
+    let out = cli::command(&["info", "--demo", "--gpm-window", "6s"])
+        .output()
+        .expect("gpuscope runs");
+    assert_eq!(out.status.code(), Some(2));
+}
