@@ -172,11 +172,7 @@ pub fn run(args: Args) -> Result<()> {
     ];
     // The `smi` one-shots (issue 36), after the floors, and the same of a baseline build.
     let builds: Vec<(&'static str, PathBuf)> = std::iter::once(("", gpuscope.clone()))
-        .chain(
-            args.baseline_bin
-                .iter()
-                .map(|b| (" (baseline)", b.clone())),
-        )
+        .chain(args.baseline_bin.iter().map(|b| (" (baseline)", b.clone())))
         .collect();
     if let Some(b) = &args.baseline_bin {
         ensure!(b.is_file(), "--baseline-bin {}: no such file", b.display());
@@ -292,7 +288,10 @@ pub fn run(args: Args) -> Result<()> {
         if paired <= 1.5 { "met" } else { "MISSED" }
     );
     println!();
-    println!("{}", one_shots_against(&oneshots, &tools, &runs, floor, &smi_rows));
+    println!(
+        "{}",
+        one_shots_against(&oneshots, &tools, &runs, floor, &smi_rows)
+    );
     let rss = median(runs[0].iter().map(|r| r.max_rss_kib as f64)) / 1024.0;
     println!();
     println!(
@@ -503,7 +502,12 @@ fn check_outputs(
         .devices
         .get(&gpu_backend::DeviceId::Gpu(0))
         .and_then(|d| d.name.ok())
-        .map_or("H100", |n| n.trim_start_matches("NVIDIA ").split(' ').next().unwrap_or(n))
+        .map_or("H100", |n| {
+            n.trim_start_matches("NVIDIA ")
+                .split(' ')
+                .next()
+                .unwrap_or(n)
+        })
         .to_string();
     for tool in tools.iter().take(3) {
         let out = Command::new(&tool.program)

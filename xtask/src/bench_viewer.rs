@@ -96,7 +96,11 @@ pub fn run(args: Args) -> Result<()> {
 
     let mut rows: Vec<(String, String, Measured)> = Vec::new();
     let builds: Vec<(&str, &Path)> = std::iter::once(("", gpuscope.as_path()))
-        .chain(args.baseline_bin.iter().map(|b| (" (baseline)", b.as_path())))
+        .chain(
+            args.baseline_bin
+                .iter()
+                .map(|b| (" (baseline)", b.as_path())),
+        )
         .collect();
     let phases: Vec<Option<Phase>> = if args.source.real {
         vec![None]
@@ -144,15 +148,8 @@ pub fn run(args: Args) -> Result<()> {
                 label.clone()
             };
             for &(build, program) in &builds {
-                let m = in_tmux(
-                    program,
-                    &top_args,
-                    &nvml.env,
-                    &args,
-                    "gpuscope top",
-                    &work,
-                )
-                .context("gpuscope top")?;
+                let m = in_tmux(program, &top_args, &nvml.env, &args, "gpuscope top", &work)
+                    .context("gpuscope top")?;
                 rows.push((
                     label.clone(),
                     format!("`gpuscope top --interval 1s`{build}"),
