@@ -8,6 +8,7 @@
 //! error answer (`not_supported` unless the text names another error). See docs/testing.md for
 //! what an import cannot know.
 
+mod details;
 mod xml;
 
 #[cfg(test)]
@@ -943,7 +944,7 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
         Answer::Err(_) => BackendError::NotSupported,
     };
     let fan = percent(g.child("fan_speed"));
-    DeviceStatic {
+    let everyday = DeviceStatic {
         name: string(g.child("product_name")).into(),
         uuid: string(g.child("uuid")).into(),
         serial: string(g.child("serial")).into(),
@@ -1042,7 +1043,10 @@ fn physical_static(g: &Element, migs: &[SmiMig]) -> DeviceStatic {
             gpu_operation_mode(at(g, &["gpu_operation_mode", "current_gom"])),
             gpu_operation_mode(at(g, &["gpu_operation_mode", "pending_gom"])),
         ),
-    }
+        // The details (details.rs) set the rest.
+        ..unsupported_static()
+    };
+    details::physical_static(g, everyday)
 }
 
 /// Applications clocks as nvidia-smi prints them: graphics and memory only. The SM and video
@@ -1072,7 +1076,7 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
             .into()
     };
     let (compute, graphics) = lists(procs, |_| true);
-    DeviceDynamic {
+    let everyday = DeviceDynamic {
         memory_info: memory_info(g.child("fb_memory_usage")).into(),
         bar1_memory_info: bar1_info(g.child("bar1_memory_usage")).into(),
         utilization_rates: percent(first(util, &["gpu_util"]))
@@ -1143,7 +1147,10 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
         gpm_metrics: Answer::Err(BackendError::NotSupported),
         // A dump is one moment: it holds no events (XIDs are in the kernel log, not in it).
         events: Answer::Err(BackendError::NotRecorded),
-    }
+        // The details (details.rs) set the rest.
+        ..unsupported_dynamic()
+    };
+    details::physical_dynamic(g, everyday)
 }
 
 fn mig_static(m: &SmiMig) -> DeviceStatic {
@@ -1153,6 +1160,7 @@ fn mig_static(m: &SmiMig) -> DeviceStatic {
     s.uuid = string(m.element.child("uuid")).into();
     s.gpu_instance_id = m.gi.clone().into();
     s.compute_instance_id = m.ci.clone().into();
+    s.device_attributes = details::mig_attributes(&m.element);
     s
 }
 
@@ -1335,6 +1343,8 @@ fn build(doc: &xml::Document, file_name: &str, name: &str) -> Fixture {
             cuda_device_order,
             // nvidia-smi does not show the CUDA runtime libcudart would give.
             cuda_runtime_version: Answer::Err(BackendError::NotRecorded),
+            // Nor the vGPU driver's capabilities.
+            vgpu_heterogeneous_multi_vgpu: Answer::Err(BackendError::NotRecorded),
         },
         nvml_missing_functions: missing,
         devices,

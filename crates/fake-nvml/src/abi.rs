@@ -361,6 +361,273 @@ pub mod cuda {
     pub const CUDA_ERROR_UNKNOWN: CUresult = 999;
 }
 
+/// `NVML_STRUCT_VERSION(name, version)` of a versioned struct: its size with the version in the
+/// top byte.
+pub const fn struct_version<T>(version: c_uint) -> c_uint {
+    (std::mem::size_of::<T>() as c_uint) | (version << 24)
+}
+
+/// `NVML_VALUE_TYPE_SIGNED_INT`, the type of a field value that may be below zero.
+pub const NVML_VALUE_TYPE_SIGNED_INT: c_uint = 5;
+
+/// `nvmlDeviceAddressingMode_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlDeviceAddressingMode_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// `nvmlDeviceAddressingModeType_t`.
+    pub value: c_uint,
+}
+
+/// `nvmlPdi_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlPdi_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// The 64-bit per-device identifier.
+    pub value: c_ulonglong,
+}
+
+/// `nvmlPlatformInfo_v2_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlPlatformInfo_v2_t {
+    /// `struct_version::<Self>(2)`.
+    pub version: c_uint,
+    /// Infiniband GUID.
+    pub ibGuid: [u8; 16],
+    /// Chassis serial number, NUL-terminated when shorter than 16 bytes.
+    pub chassisSerialNumber: [u8; 16],
+    /// Slot in the chassis.
+    pub slotNumber: u8,
+    /// Tray in the chassis.
+    pub trayIndex: u8,
+    /// Node within the slot.
+    pub hostId: u8,
+    /// NVLink peer type.
+    pub peerType: u8,
+    /// GPU within the node.
+    pub moduleId: u8,
+}
+
+/// `nvmlC2cModeInfo_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlC2cModeInfo_v1_t {
+    /// 1 when the C2C link is enabled.
+    pub isC2cEnabled: c_uint,
+}
+
+/// `nvmlVgpuHeterogeneousMode_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlVgpuHeterogeneousMode_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// 1 when heterogeneous mode is on.
+    pub mode: c_uint,
+}
+
+/// `nvmlPciInfoExt_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct nvmlPciInfoExt_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// PCI domain.
+    pub domain: c_uint,
+    /// PCI bus.
+    pub bus: c_uint,
+    /// PCI device.
+    pub device: c_uint,
+    /// Device and vendor id.
+    pub pciDeviceId: c_uint,
+    /// Subsystem id.
+    pub pciSubSystemId: c_uint,
+    /// PCI base class.
+    pub baseClass: c_uint,
+    /// PCI sub class.
+    pub subClass: c_uint,
+    /// Bus id text.
+    pub busId: [c_char; 32],
+}
+
+/// `nvmlBridgeChipInfo_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlBridgeChipInfo_t {
+    /// `nvmlBridgeChipType_t`.
+    pub type_: c_uint,
+    /// Firmware version.
+    pub fwVersion: c_uint,
+}
+
+/// `nvmlBridgeChipHierarchy_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct nvmlBridgeChipHierarchy_t {
+    /// How many entries of `bridgeChipInfo` hold a chip.
+    pub bridgeCount: u8,
+    /// The chips.
+    pub bridgeChipInfo: [nvmlBridgeChipInfo_t; 128],
+}
+
+/// `nvmlDramEncryptionInfo_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlDramEncryptionInfo_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// `nvmlEnableState_t`.
+    pub encryptionState: nvmlEnableState_t,
+}
+
+/// `nvmlDeviceCapabilities_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlDeviceCapabilities_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// `NVML_DEV_CAP_*` bits.
+    pub capMask: c_uint,
+}
+
+/// `nvmlHostname_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct nvmlHostname_v1_t {
+    /// NUL-terminated host name.
+    pub value: [c_char; 64],
+}
+
+/// `nvmlDeviceAttributes_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlDeviceAttributes_t {
+    /// Streaming multiprocessors.
+    pub multiprocessorCount: c_uint,
+    /// Shared copy engines.
+    pub sharedCopyEngineCount: c_uint,
+    /// Shared decoders.
+    pub sharedDecoderCount: c_uint,
+    /// Shared encoders.
+    pub sharedEncoderCount: c_uint,
+    /// Shared JPEG engines.
+    pub sharedJpegCount: c_uint,
+    /// Shared OFA engines.
+    pub sharedOfaCount: c_uint,
+    /// GPU-instance slices.
+    pub gpuInstanceSliceCount: c_uint,
+    /// Compute-instance slices.
+    pub computeInstanceSliceCount: c_uint,
+    /// Memory, MiB.
+    pub memorySizeMB: c_ulonglong,
+}
+
+/// `nvmlFBCStats_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlFBCStats_t {
+    /// Sessions.
+    pub sessionsCount: c_uint,
+    /// Average frames a second.
+    pub averageFPS: c_uint,
+    /// Average latency, microseconds.
+    pub averageLatency: c_uint,
+}
+
+/// `nvmlEccSramErrorStatus_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlEccSramErrorStatus_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// Aggregate uncorrectable parity errors.
+    pub aggregateUncParity: c_ulonglong,
+    /// Aggregate uncorrectable SEC-DED errors.
+    pub aggregateUncSecDed: c_ulonglong,
+    /// Aggregate corrected errors.
+    pub aggregateCor: c_ulonglong,
+    /// Volatile uncorrectable parity errors.
+    pub volatileUncParity: c_ulonglong,
+    /// Volatile uncorrectable SEC-DED errors.
+    pub volatileUncSecDed: c_ulonglong,
+    /// Volatile corrected errors.
+    pub volatileCor: c_ulonglong,
+    /// Aggregate uncorrectable errors in L2.
+    pub aggregateUncBucketL2: c_ulonglong,
+    /// ... in the SMs.
+    pub aggregateUncBucketSm: c_ulonglong,
+    /// ... in PCIe.
+    pub aggregateUncBucketPcie: c_ulonglong,
+    /// ... in microcontrollers.
+    pub aggregateUncBucketMcu: c_ulonglong,
+    /// ... elsewhere.
+    pub aggregateUncBucketOther: c_ulonglong,
+    /// 1 when the threshold was exceeded.
+    pub bThresholdExceeded: c_uint,
+}
+
+/// `nvmlRepairStatus_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlRepairStatus_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// 1 when a channel repair is pending.
+    pub bChannelRepairPending: c_uint,
+    /// 1 when a TPC repair is pending.
+    pub bTpcRepairPending: c_uint,
+}
+
+/// `nvmlRowRemapperHistogramValues_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlRowRemapperHistogramValues_t {
+    /// Banks with every spare row left.
+    pub max: c_uint,
+    /// Many left.
+    pub high: c_uint,
+    /// Some left.
+    pub partial: c_uint,
+    /// Few left.
+    pub low: c_uint,
+    /// None left.
+    pub none: c_uint,
+}
+
+/// `nvmlMarginTemperature_v1_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlMarginTemperature_v1_t {
+    /// `struct_version::<Self>(1)`.
+    pub version: c_uint,
+    /// °C below T.Limit.
+    pub marginTemperature: c_int,
+}
+
+/// `nvmlGpuFabricInfo_v3_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct nvmlGpuFabricInfo_v3_t {
+    /// `struct_version::<Self>(3)`.
+    pub version: c_uint,
+    /// Cluster UUID.
+    pub clusterUuid: [u8; 16],
+    /// Registration's return code.
+    pub status: nvmlReturn_t,
+    /// Clique.
+    pub cliqueId: c_uint,
+    /// `NVML_GPU_FABRIC_STATE_*`.
+    pub state: u8,
+    /// `NVML_GPU_FABRIC_HEALTH_MASK_*` bits.
+    pub healthMask: c_uint,
+    /// `NVML_GPU_FABRIC_HEALTH_SUMMARY_*`.
+    pub healthSummary: u8,
+}
+
 const _: () = {
     assert!(std::mem::size_of::<nvmlPciInfo_t>() == 68);
     assert!(std::mem::size_of::<nvmlEventData_t>() == 32);
@@ -376,6 +643,15 @@ const _: () = {
     assert!(std::mem::size_of::<nvmlGpmMetricsGet_t>() == 24 + 40 * NVML_GPM_METRIC_MAX);
     assert!(std::mem::size_of::<nvmlGpmSupport_t>() == 8);
     assert!(std::mem::size_of::<CUuuid>() == 16);
+    // The sizes nvml.h's layouts give (the version words NVML checks are built from them).
+    assert!(std::mem::size_of::<nvmlPdi_v1_t>() == 16);
+    assert!(std::mem::size_of::<nvmlPlatformInfo_v2_t>() == 44);
+    assert!(std::mem::size_of::<nvmlPciInfoExt_v1_t>() == 64);
+    assert!(std::mem::size_of::<nvmlBridgeChipHierarchy_t>() == 4 + 8 * 128);
+    assert!(std::mem::size_of::<nvmlDeviceAttributes_t>() == 40);
+    assert!(std::mem::size_of::<nvmlEccSramErrorStatus_v1_t>() == 104);
+    assert!(std::mem::size_of::<nvmlGpuFabricInfo_v3_t>() == 40);
+    assert!(std::mem::size_of::<nvmlHostname_v1_t>() == 64);
 };
 
 /// NVML's text for a return code, as `nvmlErrorString` gives it.

@@ -576,8 +576,10 @@ nvml_api! {
         put(is_active, enable(ctx.b.nvlink_state(id, link)?))
     }
     /// `nvmlDeviceGetFieldValues`: fields 138/139 (`NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX`,
-    /// KiB, `scopeId` = link) and 82 (`NVML_FI_DEV_MEMORY_TEMP`, °C) are served; every other field answers `NVML_ERROR_NOT_SUPPORTED`
-    /// in its own `nvmlReturn`. The call itself succeeds.
+    /// KiB, `scopeId` = link), 82 (`NVML_FI_DEV_MEMORY_TEMP`, °C) and those of the details
+    /// (`details::field_answer`: power by scope, T.Limit thresholds, clock-event counters, ...)
+    /// are served; every other field answers `NVML_ERROR_NOT_SUPPORTED` in its own `nvmlReturn`.
+    /// The call itself succeeds.
     fn nvmlDeviceGetFieldValues(device: nvmlDevice_t, values_count: c_int, values: *mut nvmlFieldValue_t) |ctx| {
         let id = ctx.dev(device)?;
         let n = usize::try_from(values_count).map_err(|_| INVALID)?;
@@ -589,20 +591,23 @@ nvml_api! {
             let v = &mut *values.add(i);
             v.timestamp = now;
             v.latencyUsec = 0;
-            v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+            let unsigned = |x: u64| (NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, nvmlValue_t { ullVal: x });
             let answer = match v.fieldId {
-                NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| c.tx_kib),
-                NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| c.rx_kib),
-                NVML_FI_DEV_MEMORY_TEMP => ctx.b.memory_temperature(id).map(u64::from),
-                _ => Err(BackendError::NotSupported),
+                NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| unsigned(c.tx_kib)),
+                NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX => ctx.b.nvlink_throughput(id, v.scopeId).map(|c| unsigned(c.rx_kib)),
+                NVML_FI_DEV_MEMORY_TEMP => ctx.b.memory_temperature(id).map(|t| unsigned(u64::from(t))),
+                field => details::field_answer(&ctx.b, id, field, v.scopeId)
+                    .unwrap_or(Err(BackendError::NotSupported)),
             };
             match answer {
-                Ok(x) => {
+                Ok((kind, x)) => {
                     v.nvmlReturn = ret::SUCCESS;
-                    v.value = nvmlValue_t { ullVal: x };
+                    v.valueType = kind;
+                    v.value = x;
                 }
                 Err(e) => {
                     v.nvmlReturn = Code::from(e).0;
+                    v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
                     v.value = nvmlValue_t { ullVal: 0 };
                 }
             }
@@ -1178,6 +1183,8 @@ macro_rules! table_export {
 }
 
 gpu_backend::for_each_query_row!(table_export);
+
+mod details;
 
 unsafe fn handle_by_index(ctx: &Ctx, index: c_uint, device: *mut nvmlDevice_t) -> Result<(), Code> {
     nn(device)?;

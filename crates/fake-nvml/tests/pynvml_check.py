@@ -5,7 +5,10 @@ fake libnvidia-ml.so.1 exactly as the fixture records it.
 For every frame (stepped with the fake library's fakeNvmlSetFrame) and every device (physical
 and MIG), it compares: device count, driver version, name, UUID, memory (v1 and v2), utilization,
 temperature, power, compute/graphics processes, the health queries (memory temperature, fans'
-target speeds, NVLink error counters, ECC counts per memory location, ...) and GPM metrics
+target speeds, NVLink error counters, ECC counts per memory location, ...), what nvidia-smi
+-q shows beyond the everyday answers that pynvml wraps (issue 34: addressing mode, inforom
+objects, PDI, GSP firmware, JPEG/OFA utilization, encoder and FBC stats, T.Limit margin, the
+row-remapper histogram, ...) and GPM metrics
 (a sample per device per frame, measured against the previous frame's sample as a monitoring
 client does), including recorded errors (which pynvml raises as NVMLError with the same code)
 and functions the fixture lists as missing; and the
@@ -194,6 +197,7 @@ def check_system(c, fixture, handles):
         )
         check_health_static(c, key, st, h)
         check_config_static(c, key, st, h)
+        check_details_static(c, key, st, h)
 
 
 def recorded(answers, field):
@@ -289,6 +293,58 @@ def check_config_static(c, key, st, h):
         lambda: list(pynvml.nvmlDeviceGetGpuOperationMode(h)),
         lambda m: [enum_code(GOM_CODES)(m["current"]), enum_code(GOM_CODES)(m["pending"])],
     )
+
+
+ADDRESSING_MODE_CODES = {"none": 0, "hmm": 1, "ats": 2}
+
+
+def check_details_static(c, key, st, h):
+    """Issue 34's static rows (what nvidia-smi -q shows beyond the everyday answers) that pynvml
+    wraps: addressing mode, accounting buffer, inforom objects, PDI, GSP firmware, the GPU's own
+    PCIe maximum."""
+    answer_rows(c, f"device {key}", st, [
+        ("addressing mode", "addressing_mode", lambda: pynvml.nvmlDeviceGetAddressingMode(h),
+         enum_code(ADDRESSING_MODE_CODES)),
+        ("accounting buffer size", "accounting_buffer_size",
+         lambda: pynvml.nvmlDeviceGetAccountingBufferSize(h)),
+        ("inforom OEM object", "inforom_oem_version",
+         lambda: text(pynvml.nvmlDeviceGetInforomVersion(h, pynvml.NVML_INFOROM_OEM))),
+        ("inforom ECC object", "inforom_ecc_version",
+         lambda: text(pynvml.nvmlDeviceGetInforomVersion(h, pynvml.NVML_INFOROM_ECC))),
+        ("inforom power object", "inforom_power_version",
+         lambda: text(pynvml.nvmlDeviceGetInforomVersion(h, pynvml.NVML_INFOROM_POWER))),
+        ("PDI", "pdi", lambda: pynvml.nvmlDeviceGetPdi(h)),
+        ("GSP firmware version", "gsp_firmware_version",
+         lambda: text(pynvml.nvmlDeviceGetGspFirmwareVersion(h))),
+        ("GSP firmware mode", "gsp_firmware_mode",
+         lambda: [bool(v) for v in pynvml.nvmlDeviceGetGspFirmwareMode(h)],
+         lambda m: [m["current"], m["default"]]),
+        ("GPU max PCIe generation", "gpu_max_pcie_link_generation",
+         lambda: pynvml.nvmlDeviceGetGpuMaxPcieLinkGeneration(h)),
+    ])
+
+
+def check_details_frame(c, where, dy, h):
+    """Issue 34's changing rows that pynvml wraps: JPEG and OFA utilization, encoder and FBC
+    sessions, the T.Limit margin, the row-remapper histogram."""
+    answer_rows(c, where, dy, [
+        ("JPEG utilization", "jpeg_utilization", lambda: pynvml.nvmlDeviceGetJpgUtilization(h),
+         lambda u: [u["utilization"], u["sampling_period_us"]]),
+        ("OFA utilization", "ofa_utilization", lambda: pynvml.nvmlDeviceGetOfaUtilization(h),
+         lambda u: [u["utilization"], u["sampling_period_us"]]),
+        ("encoder stats", "encoder_stats", lambda: pynvml.nvmlDeviceGetEncoderStats(h),
+         lambda s: (s["sessions"], s["average_fps"], s["average_latency_us"])),
+        ("FBC stats", "fbc_stats",
+         lambda: (lambda s: (s.sessionsCount, s.averageFPS, s.averageLatency))(
+             pynvml.nvmlDeviceGetFBCStats(h)),
+         lambda s: (s["sessions"], s["average_fps"], s["average_latency_us"])),
+        ("margin temperature", "margin_temperature",
+         lambda: pynvml.nvmlDeviceGetMarginTemperature(h)),
+        ("row remapper histogram", "row_remapper_histogram",
+         lambda: (lambda v: (v.max, v.high, v.partial, v.low, v.none))(
+             pynvml.nvmlDeviceGetRowRemapperHistogram(h)),
+         lambda v: (v["max"], v["high"], v["partial"], v["low"], v["none"])),
+    ])
 
 
 def check_health_frame(c, where, dy, h):
@@ -595,6 +651,7 @@ def check_frame(c, fixture, handles, index):
         c.answer(f"{where} power", dy["power_usage"], lambda: pynvml.nvmlDeviceGetPowerUsage(h))
         check_health_frame(c, where, dy, h)
         check_more_health(c, where, fixture["devices"][key], dy, h)
+        check_details_frame(c, where, dy, h)
         c.answer(
             f"{where} compute processes",
             dy["compute_processes"],

@@ -3,8 +3,8 @@
 # directory, makes a throwaway virtualenv with pinned pynvml (nvidia-ml-py) and nvitop, and runs
 # real_clients.py, which checks that both report what each fixtures/*.json holds; then
 # gpustat_stat.py, which checks that `gpuscope stat --json` (the gpustat front door, the debug
-# build in the target directory or $GPUSCOPE_BIN) prints what pinned gpustat prints; then
-# nvisel_door.py (without fixture arguments), which checks that gpuscope's `nvisel` front door
+# build in the target directory or $GPUSCOPE_BIN) prints what pinned gpustat prints, and
+# gpustat_text.py, which checks its lines byte for byte; then nvisel_door.py (without fixture arguments), which checks that gpuscope's `nvisel` front door
 # prints what pinned nvitop's nvisel prints and exits as it does, over 13 scenarios and 39
 # option sets; then
 # nvitop_sm.py, which checks nvitop's %SM over the real H100 recording (fake-nvml's replay
@@ -98,6 +98,9 @@ if [ ! -x "$gpuscope_bin" ]; then
 fi
 "$venv/bin/python" "$here/gpustat_stat.py" --lib-dir "$work/lib" --gpustat "$venv/bin/gpustat" \
     --gpuscope "$gpuscope_bin" "$@"
+echo "== gpustat's lines against gpuscope stat's (the gpustat front door) over $# fixtures"
+"$venv/bin/python" "$here/gpustat_text.py" --lib-dir "$work/lib" --python "$venv/bin/python" \
+    --gpuscope "$gpuscope_bin" --self-check "$@"
 if [ $differential = 1 ]; then
     echo "== nvisel (nvitop ${PINS[1]#nvitop==}) against gpuscope's nvisel door: 13 scenarios x 39 option sets"
     # Its own scenarios, so not with fixture arguments. Prints "nvisel-door: M of N cases

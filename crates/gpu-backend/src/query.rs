@@ -67,6 +67,9 @@ macro_rules! for_each_query {
             system value fn cuda_runtime_version() -> (i32) => cuda_runtime_version
                 [nvml: cudaRuntimeGetVersion "libcudart, not NVML", unit: "CUDA encoding (12020 = 12.2)", mig: na, abi: custom,
                  doc: "The version of the CUDA runtime (libcudart) this machine would load, as CUDA encodes it (`12020` for 12.2)."];
+            system value fn vgpu_heterogeneous_multi_vgpu() -> (bool) => vgpu_heterogeneous_multi_vgpu
+                [nvml: nvmlGetVgpuDriverCapabilities "NVML_VGPU_DRIVER_CAP_HETEROGENEOUS_MULTI_VGPU", unit: "", mig: na, abi: custom,
+                 doc: "Whether the driver lets one virtual machine mix vGPU profiles of different types."];
 
             // ---- Identity and configuration (static) ----
             static value fn name(id: DeviceId) -> (String) => name
@@ -121,7 +124,10 @@ macro_rules! for_each_query {
                 => { TemperatureThreshold::Slowdown => temperature_slowdown,
                      TemperatureThreshold::Shutdown => temperature_shutdown,
                      TemperatureThreshold::GpuMax => temperature_gpu_max,
-                     TemperatureThreshold::MemoryMax => temperature_memory_max }
+                     TemperatureThreshold::MemoryMax => temperature_memory_max,
+                     TemperatureThreshold::TargetMin => temperature_target_min,
+                     TemperatureThreshold::Target => temperature_target,
+                     TemperatureThreshold::TargetMax => temperature_target_max }
                 [nvml: nvmlDeviceGetTemperatureThreshold, unit: "°C", mig: no, abi: custom,
                  doc: "A temperature threshold, °C."];
             static value fn power_management_mode(id: DeviceId) -> (bool) => power_management_mode
@@ -205,6 +211,98 @@ macro_rules! for_each_query {
             static value fn compute_instance_id(id: DeviceId) -> (u32) => compute_instance_id
                 [nvml: nvmlDeviceGetComputeInstanceId, unit: "", mig: yes, abi: plain,
                  doc: "Compute-instance id of a MIG device."];
+
+            // ---- What nvidia-smi -q shows beyond the everyday (static) ----
+            static value fn addressing_mode(id: DeviceId) -> (AddressingMode) => addressing_mode
+                [nvml: nvmlDeviceGetAddressingMode "nvmlDeviceAddressingMode_v1_t", unit: "", mig: no, abi: custom,
+                 doc: "How the GPU shares addresses with the CPU: none, HMM or ATS."];
+            static value fn accounting_buffer_size(id: DeviceId) -> (u32) => accounting_buffer_size
+                [nvml: nvmlDeviceGetAccountingBufferSize, unit: "processes", mig: no, abi: plain,
+                 doc: "How many processes' accounting statistics the driver keeps."];
+            static split fn inforom_version(id: DeviceId, object: InforomObject) -> (String)
+                => { InforomObject::Oem => inforom_oem_version,
+                     InforomObject::Ecc => inforom_ecc_version,
+                     InforomObject::Power => inforom_power_version }
+                [nvml: nvmlDeviceGetInforomVersion, unit: "", mig: no, abi: custom,
+                 doc: "Version of one inforom object."];
+            static value fn inforom_valid(id: DeviceId) -> (bool) => inforom_valid
+                [nvml: nvmlDeviceValidateInforom "NVML_ERROR_CORRUPTED_INFOROM is false", unit: "", mig: no, abi: custom,
+                 doc: "Whether the inforom's checksum is valid."];
+            static value fn pdi(id: DeviceId) -> (u64) => pdi
+                [nvml: nvmlDeviceGetPdi "nvmlPdi_v1_t", unit: "", mig: no, abi: custom,
+                 doc: "The GPU's per-device identifier (PDI), a 64-bit number."];
+            static value fn platform_info(id: DeviceId) -> (PlatformInfo) => platform_info
+                [nvml: nvmlDeviceGetPlatformInfo "nvmlPlatformInfo_v2_t", unit: "", mig: no, abi: custom,
+                 doc: "Where the GPU sits in its platform: chassis, slot, tray, host, module, fabric GUID."];
+            static value fn c2c_mode(id: DeviceId) -> (bool) => c2c_mode
+                [nvml: nvmlDeviceGetC2cModeInfoV "nvmlC2cModeInfo_v1_t", unit: "", mig: no, abi: custom,
+                 doc: "Whether the chip-to-chip (C2C) link to a CPU is enabled."];
+            static value fn host_vgpu_mode(id: DeviceId) -> (HostVgpuMode) => host_vgpu_mode
+                [nvml: nvmlDeviceGetHostVgpuMode, unit: "", mig: no, abi: code,
+                 doc: "The host's vGPU mode: SR-IOV or not (vGPU hosts only)."];
+            static value fn vgpu_heterogeneous_mode(id: DeviceId) -> (bool) => vgpu_heterogeneous_mode
+                [nvml: nvmlDeviceGetVgpuHeterogeneousMode "nvmlVgpuHeterogeneousMode_v1_t", unit: "", mig: no, abi: custom,
+                 doc: "Whether vGPU profiles of different types may share the GPU (vGPU hosts only)."];
+            static split fn vgpu_capability(id: DeviceId, capability: VgpuCapability) -> (u32)
+                => { VgpuCapability::FractionalMultiVgpu => vgpu_fractional_multi_vgpu,
+                     VgpuCapability::HeterogeneousTimesliceProfiles => vgpu_heterogeneous_timeslice_profiles,
+                     VgpuCapability::HeterogeneousTimesliceSizes => vgpu_heterogeneous_timeslice_sizes,
+                     VgpuCapability::HomogeneousPlacements => vgpu_homogeneous_placements,
+                     VgpuCapability::MigTimeslicingSupported => vgpu_mig_timeslicing_supported,
+                     VgpuCapability::MigTimeslicingEnabled => vgpu_mig_timeslicing_enabled }
+                [nvml: nvmlDeviceGetVgpuCapabilities, unit: "", mig: no, abi: custom,
+                 doc: "One vGPU capability of the device, NVML's number (0 or 1 for the yes/no ones)."];
+            static value fn gsp_firmware_version(id: DeviceId) -> (String) => gsp_firmware_version
+                [nvml: nvmlDeviceGetGspFirmwareVersion, unit: "", mig: no, abi: custom,
+                 doc: "Version of the GSP firmware the driver runs on the GPU."];
+            static value fn gsp_firmware_mode(id: DeviceId) -> (CurrentDefault<bool>) => gsp_firmware_mode
+                [nvml: nvmlDeviceGetGspFirmwareMode, unit: "", mig: no, abi: custom,
+                 doc: "Whether the driver runs on the GPU's GSP, now and by default."];
+            static value fn pci_class(id: DeviceId) -> (PciClass) => pci_class
+                [nvml: nvmlDeviceGetPciInfoExt "nvmlPciInfoExt_v1_t", unit: "", mig: no, abi: custom,
+                 doc: "PCI base and sub class."];
+            static value fn gpu_max_pcie_link_generation(id: DeviceId) -> (u32) => gpu_max_pcie_link_generation
+                [nvml: nvmlDeviceGetGpuMaxPcieLinkGeneration, unit: "", mig: no, abi: plain,
+                 doc: "Highest PCIe generation the GPU supports, whatever the system's."];
+            static split fn pcie_atomics(id: DeviceId, direction: PcieDirection) -> (u32)
+                => { PcieDirection::Tx => pcie_atomics_outbound,
+                     PcieDirection::Rx => pcie_atomics_inbound }
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_PCIE_OUTBOUND/INBOUND_ATOMICS_MASK", unit: "bit mask", mig: no, abi: custom,
+                 doc: "The PCIe atomic operations the GPU issues (Tx, outbound) or completes (Rx, inbound), `NVML_PCIE_ATOMICS_CAP_*` bits."];
+            static value fn bridge_chips(id: DeviceId) -> (Vec<BridgeChip>) => bridge_chips
+                [nvml: nvmlDeviceGetBridgeChipInfo, unit: "", mig: no, abi: custom,
+                 doc: "The bridge chips between the GPU and the host, nearest first."];
+            static per_clock fn max_customer_boost_clock(id: DeviceId, clock: ClockType) -> (u32) => max_customer_boost_clocks
+                [nvml: nvmlDeviceGetMaxCustomerBoostClock, unit: "MHz", mig: no, abi: custom,
+                 doc: "Highest clock of a domain the board maker allows, MHz."];
+            static value fn auto_boosted_clocks(id: DeviceId) -> (CurrentDefault<bool>) => auto_boosted_clocks
+                [nvml: nvmlDeviceGetAutoBoostedClocksEnabled, unit: "", mig: no, abi: custom,
+                 doc: "Whether clocks boost on their own, now and by default."];
+            static split fn temperature_tlimit(id: DeviceId, threshold: TemperatureThreshold) -> (i32)
+                => { TemperatureThreshold::Shutdown => tlimit_shutdown,
+                     TemperatureThreshold::Slowdown => tlimit_slowdown,
+                     TemperatureThreshold::GpuMax => tlimit_gpu_max,
+                     TemperatureThreshold::MemoryMax => tlimit_memory_max }
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_TEMPERATURE_*_TLIMIT", unit: "°C from T.Limit", mig: no, abi: custom,
+                 doc: "A temperature threshold measured against T.Limit, as nvidia-smi 580 prints it (`-8` is 8 °C above T.Limit)."];
+            static value fn module_power_limits(id: DeviceId) -> (ScopedPowerLimits) => module_power_limits
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_POWER_*_LIMIT, scope module", unit: "mW", mig: no, abi: custom,
+                 doc: "The power limits of the whole module (GPU and CPU of a Grace module), mW; a limit not reported is `None`."];
+            static value fn power_smoothing(id: DeviceId) -> (PowerSmoothing) => power_smoothing
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_PWR_SMOOTHING_*", unit: "W, ms", mig: no, abi: custom,
+                 doc: "The power-smoothing settings; a setting not reported is `None`."];
+            static value fn dram_encryption_mode(id: DeviceId) -> (CurrentPending<bool>) => dram_encryption_mode
+                [nvml: nvmlDeviceGetDramEncryptionMode "nvmlDramEncryptionInfo_v1_t", unit: "", mig: no, abi: custom,
+                 doc: "DRAM encryption, current and pending."];
+            static value fn capabilities(id: DeviceId) -> (u32) => capabilities
+                [nvml: nvmlDeviceGetCapabilities "nvmlDeviceCapabilities_v1_t", unit: "bit mask", mig: no, abi: custom,
+                 doc: "The device's capabilities, `NVML_DEV_CAP_*` bits (1: extended GPU memory, EGM)."];
+            static value fn hostname(id: DeviceId) -> (String) => hostname
+                [nvml: nvmlDeviceGetHostname_v1 "NVML API 13, looked up by name", unit: "", mig: no, abi: custom,
+                 doc: "The host name set on the device (vGPU hosts), nvidia-smi's `hostname` field."];
+            static value fn device_attributes(id: DeviceId) -> (DeviceAttributes) => device_attributes
+                [nvml: nvmlDeviceGetAttributes_v2, unit: "", mig: yes, abi: custom,
+                 doc: "What the device is made of: SMs, shared copy engines, decoders, encoders, JPEG and OFA engines, slices, memory."];
 
             // ---- Readings that change over time (dynamic) ----
             dynamic value fn memory_info(id: DeviceId) -> (MemoryInfo) => memory_info
@@ -312,6 +410,70 @@ macro_rules! for_each_query {
             dynamic value fn gpm_metrics(id: DeviceId) -> (GpmMetrics) => gpm_metrics
                 [nvml: nvmlGpmMetricsGet "between the previous call's sample and this call's; nvmlGpmSampleGet, nvmlGpmMigSampleGet for MIG", unit: "% and MiB/s", mig: yes, abi: custom,
                  doc: "GPM activity (Hopper and newer) since the previous call for this device: the first call takes the first sample and answers `no_data`. No sleep, one sample per call."];
+
+            // ---- What nvidia-smi -q shows beyond the everyday (dynamic) ----
+            dynamic value fn gpu_recovery_action(id: DeviceId) -> (GpuRecoveryAction) => gpu_recovery_action
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", unit: "", mig: no, abi: custom,
+                 doc: "What the driver says should be done for the GPU to work again (none, reset, reboot, drain)."];
+            dynamic value fn pcie_replay_rollover_counter(id: DeviceId) -> (u32) => pcie_replay_rollover_counter
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER", unit: "rollovers", mig: no, abi: custom,
+                 doc: "How often the PCIe replay counter rolled over."];
+            dynamic split fn clock_event_time(id: DeviceId, reason: ClockEventCounter) -> (u64)
+                => { ClockEventCounter::SwPowerCap => clock_event_time_sw_power_cap,
+                     ClockEventCounter::SyncBoost => clock_event_time_sync_boost,
+                     ClockEventCounter::SwThermalSlowdown => clock_event_time_sw_thermal_slowdown,
+                     ClockEventCounter::HwThermalSlowdown => clock_event_time_hw_thermal_slowdown,
+                     ClockEventCounter::HwPowerBrake => clock_event_time_hw_power_brake }
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_CLOCKS_EVENT_REASON_*", unit: "ns", mig: no, abi: custom,
+                 doc: "How long clocks were held down for one reason since the driver loaded, ns."];
+            dynamic value fn jpeg_utilization(id: DeviceId) -> (CodecUtilization) => jpeg_utilization
+                [nvml: nvmlDeviceGetJpgUtilization, unit: "%", mig: no, abi: custom,
+                 doc: "JPEG decoder utilization."];
+            dynamic value fn ofa_utilization(id: DeviceId) -> (CodecUtilization) => ofa_utilization
+                [nvml: nvmlDeviceGetOfaUtilization, unit: "%", mig: no, abi: custom,
+                 doc: "Optical-flow accelerator utilization."];
+            dynamic value fn encoder_stats(id: DeviceId) -> (SessionStats) => encoder_stats
+                [nvml: nvmlDeviceGetEncoderStats, unit: "", mig: no, abi: custom,
+                 doc: "Encoder sessions, their average frame rate and latency."];
+            dynamic value fn fbc_stats(id: DeviceId) -> (SessionStats) => fbc_stats
+                [nvml: nvmlDeviceGetFBCStats, unit: "", mig: no, abi: custom,
+                 doc: "Frame-buffer capture sessions, their average frame rate and latency."];
+            dynamic value fn sram_ecc_status(id: DeviceId) -> (SramEccStatus) => sram_ecc_status
+                [nvml: nvmlDeviceGetSramEccErrorStatus "nvmlEccSramErrorStatus_v1_t", unit: "errors", mig: no, abi: custom,
+                 doc: "SRAM ECC errors by kind (parity, SEC-DED) and source, and whether their threshold was exceeded."];
+            dynamic value fn repair_status(id: DeviceId) -> (RepairStatus) => repair_status
+                [nvml: nvmlDeviceGetRepairStatus "nvmlRepairStatus_v1_t", unit: "", mig: no, abi: custom,
+                 doc: "Memory channel and TPC repairs waiting for the next reset."];
+            dynamic value fn inactive_remapped_rows(id: DeviceId) -> (InactiveRemappedRows) => inactive_remapped_rows
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_REMAPPED_ROWS_COR/UNC_INACTIVE", unit: "rows", mig: no, abi: custom,
+                 doc: "Row remappings not in force yet, for correctable and uncorrectable errors."];
+            dynamic value fn row_remapper_histogram(id: DeviceId) -> (RowRemapperHistogram) => row_remapper_histogram
+                [nvml: nvmlDeviceGetRowRemapperHistogram, unit: "banks", mig: no, abi: custom,
+                 doc: "How many memory banks have how many spare rows left."];
+            dynamic value fn margin_temperature(id: DeviceId) -> (i32) => margin_temperature
+                [nvml: nvmlDeviceGetMarginTemperature "nvmlMarginTemperature_v1_t", unit: "°C", mig: no, abi: custom,
+                 doc: "How far the GPU is below its T.Limit temperature, °C (nvidia-smi's `GPU T.Limit Temp`)."];
+            dynamic value fn protected_memory(id: DeviceId) -> (ProtectedMemory) => protected_memory
+                [nvml: nvmlDeviceGetConfComputeProtectedMemoryUsage, unit: "bytes", mig: no, abi: custom,
+                 doc: "Memory set aside for confidential computing."];
+            dynamic value fn fabric_info(id: DeviceId) -> (FabricInfo) => fabric_info
+                [nvml: nvmlDeviceGetGpuFabricInfoV "nvmlGpuFabricInfo_v3_t", unit: "", mig: no, abi: custom,
+                 doc: "The GPU's registration in an NVLink fabric: state, status, clique, cluster, health."];
+            dynamic value fn bbx_flush(id: DeviceId) -> (BbxFlush) => bbx_flush
+                [nvml: nvmlDeviceGetLastBBXFlushTime, unit: "µs", mig: no, abi: custom,
+                 doc: "When the inforom's black box was last flushed, and how long that took."];
+            dynamic split fn power_average(id: DeviceId, scope: PowerScope) -> (u32)
+                => { PowerScope::Gpu => power_average_gpu,
+                     PowerScope::Module => power_average_module,
+                     PowerScope::Memory => power_average_memory }
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_POWER_AVERAGE, scope", unit: "mW", mig: no, abi: custom,
+                 doc: "Power drawn by one scope, averaged over a second, mW."];
+            dynamic split fn power_instant(id: DeviceId, scope: PowerScope) -> (u32)
+                => { PowerScope::Gpu => power_instant_gpu,
+                     PowerScope::Module => power_instant_module,
+                     PowerScope::Memory => power_instant_memory }
+                [nvml: nvmlDeviceGetFieldValues "NVML_FI_DEV_POWER_INSTANT, scope", unit: "mW", mig: no, abi: custom,
+                 doc: "Power drawn by one scope now, mW."];
         }
     };
 }

@@ -88,6 +88,9 @@ macro_rules! nvml_codes {
     };
 }
 
+mod details;
+pub use details::*;
+
 /// How a device is named to a backend: a physical GPU by its NVML index, or a MIG device by its
 /// parent's index and its MIG slot index. Small and `Copy`, so fixtures can name devices.
 ///
@@ -349,9 +352,38 @@ pub enum TemperatureThreshold {
     GpuMax,
     /// The highest memory temperature (`NVML_TEMPERATURE_THRESHOLD_MEM_MAX`).
     MemoryMax,
+    /// The lowest target temperature that may be set
+    /// (`NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN`).
+    TargetMin,
+    /// The temperature the GPU is kept at or under, nvidia-smi's `GPU Target Temperature`
+    /// (`NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR`).
+    Target,
+    /// The highest target temperature that may be set
+    /// (`NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX`).
+    TargetMax,
 }
 
-nvml_codes!(TemperatureThreshold { Shutdown = 0, Slowdown = 1, MemoryMax = 2, GpuMax = 3 });
+nvml_codes!(TemperatureThreshold {
+    Shutdown = 0, Slowdown = 1, MemoryMax = 2, GpuMax = 3, TargetMin = 4, Target = 5,
+    TargetMax = 6,
+});
+
+impl TemperatureThreshold {
+    /// The field id of the threshold measured against T.Limit
+    /// (`NVML_FI_DEV_TEMPERATURE_*_TLIMIT`); `None` for the target temperatures, which have
+    /// none.
+    pub const fn tlimit_field(self) -> Option<u32> {
+        match self {
+            TemperatureThreshold::Shutdown => Some(field_ids::TEMPERATURE_SHUTDOWN_TLIMIT),
+            TemperatureThreshold::Slowdown => Some(field_ids::TEMPERATURE_SLOWDOWN_TLIMIT),
+            TemperatureThreshold::MemoryMax => Some(field_ids::TEMPERATURE_MEM_MAX_TLIMIT),
+            TemperatureThreshold::GpuMax => Some(field_ids::TEMPERATURE_GPU_MAX_TLIMIT),
+            TemperatureThreshold::TargetMin
+            | TemperatureThreshold::Target
+            | TemperatureThreshold::TargetMax => None,
+        }
+    }
+}
 
 /// Why a memory page was retired (`nvmlPageRetirementCause_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1340,13 +1372,25 @@ mod tests {
         for l in MemoryLocation::ALL {
             assert_eq!(MemoryLocation::from_nvml(l.nvml_code()), Some(l));
         }
-        // nvml.h: NVML_TEMPERATURE_THRESHOLD_SHUTDOWN 0, _SLOWDOWN 1, _MEM_MAX 2, _GPU_MAX 3.
+        // nvml.h: NVML_TEMPERATURE_THRESHOLD_SHUTDOWN 0, _SLOWDOWN 1, _MEM_MAX 2, _GPU_MAX 3,
+        // _ACOUSTIC_MIN 4, _ACOUSTIC_CURR 5, _ACOUSTIC_MAX 6.
         assert_eq!(TemperatureThreshold::Shutdown.nvml_code(), 0);
         assert_eq!(
             TemperatureThreshold::from_nvml(3),
             Some(TemperatureThreshold::GpuMax)
         );
-        assert_eq!(TemperatureThreshold::from_nvml(4), None);
+        assert_eq!(
+            TemperatureThreshold::from_nvml(5),
+            Some(TemperatureThreshold::Target)
+        );
+        assert_eq!(TemperatureThreshold::from_nvml(7), None);
+        // nvml.h: NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN 269 in NVML API 13.
+        assert_eq!(ClockEventCounter::SwThermalSlowdown.nvml_code(), 269);
+        assert_eq!(
+            VgpuCapability::from_nvml(9),
+            Some(VgpuCapability::HomogeneousPlacements)
+        );
+        assert_eq!(PowerScope::Memory.nvml_code(), 2);
         assert_eq!(
             ComputeMode::from_nvml(3),
             Some(ComputeMode::ExclusiveProcess)

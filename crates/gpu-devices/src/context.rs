@@ -214,6 +214,12 @@ impl Context {
         Na::from(self.inner.backend.cuda_runtime_version()).map(cuda_version_text)
     }
 
+    /// Whether the driver lets one virtual machine mix vGPU profiles of different types
+    /// (`--query-gpu`'s `vgpu_driver_capability.heterogenous_multivGPU`).
+    pub fn vgpu_heterogeneous_multi_vgpu(&self) -> Na<bool> {
+        self.inner.backend.vgpu_heterogeneous_multi_vgpu().into()
+    }
+
     // ---- Physical devices ----
 
     /// Number of physical GPUs.

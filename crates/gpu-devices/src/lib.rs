@@ -25,6 +25,7 @@ pub use gpu_backend::{DeviceId, Query};
 pub use na::Na;
 pub use plan::{Cadence, QueryPlan};
 pub use snapshot::{bar1_memory_answer, instance_id_answer, memory_answer};
+pub use snapshot::{detail_queries, DeviceDetails, DETAIL_DYNAMIC_FIELDS};
 pub use snapshot::{
     ClockInfos, ClockSpeedInfos, DeviceProcess, DeviceSnapshot, EccByLocation, EccErrors,
     FieldError, ProcessKind, SystemSnapshot, ThroughputInfo, UtilizationRates,

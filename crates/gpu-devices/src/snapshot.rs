@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::na::Na;
 use crate::units::{bytes2human, cuda_version_text};
 
+mod details;
+pub use details::{detail_queries, DeviceDetails, DETAIL_DYNAMIC_FIELDS};
+
 /// Current (or maximum) clocks, MHz.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ClockInfos {
@@ -587,6 +590,9 @@ pub struct DeviceSnapshot {
     /// GPM activity since the previous refresh (Hopper and newer; N/A on a first refresh).
     #[serde(default)]
     pub gpm: Na<GpmMetrics>,
+    /// What `nvidia-smi -q` and `--query-gpu` show beyond the everyday answers.
+    #[serde(default)]
+    pub details: DeviceDetails,
     /// Processes with a compute context.
     pub compute_processes: Na<Vec<ProcessInfo>>,
     /// Processes with a graphics context.
@@ -761,7 +767,53 @@ fn every_answer_has_a_place(st: &DeviceStatic, dy: &DeviceDynamic) {
         virtualization_mode: _,
         accounting_mode: _,
         gpu_operation_mode: _,
+        // DeviceDetails (snapshot/details.rs) takes these:
+        temperature_target_min: _,
+        temperature_target: _,
+        temperature_target_max: _,
+        addressing_mode: _,
+        accounting_buffer_size: _,
+        inforom_oem_version: _,
+        inforom_ecc_version: _,
+        inforom_power_version: _,
+        inforom_valid: _,
+        pdi: _,
+        platform_info: _,
+        c2c_mode: _,
+        host_vgpu_mode: _,
+        vgpu_heterogeneous_mode: _,
+        vgpu_fractional_multi_vgpu: _,
+        vgpu_heterogeneous_timeslice_profiles: _,
+        vgpu_heterogeneous_timeslice_sizes: _,
+        vgpu_homogeneous_placements: _,
+        vgpu_mig_timeslicing_supported: _,
+        vgpu_mig_timeslicing_enabled: _,
+        gsp_firmware_version: _,
+        gsp_firmware_mode: _,
+        pci_class: _,
+        gpu_max_pcie_link_generation: _,
+        pcie_atomics_outbound: _,
+        pcie_atomics_inbound: _,
+        bridge_chips: _,
+        max_customer_boost_clocks: _,
+        auto_boosted_clocks: _,
+        tlimit_shutdown: _,
+        tlimit_slowdown: _,
+        tlimit_gpu_max: _,
+        tlimit_memory_max: _,
+        module_power_limits: _,
+        power_smoothing: _,
+        dram_encryption_mode: _,
+        capabilities: _,
+        hostname: _,
+        device_attributes: _,
     } = st;
+    every_changing_answer_has_a_place(dy);
+}
+
+/// [`every_answer_has_a_place`] for the changing answers.
+#[inline(always)]
+fn every_changing_answer_has_a_place(dy: &DeviceDynamic) {
     let DeviceDynamic {
         memory_info: _,
         bar1_memory_info: _,
@@ -803,6 +855,32 @@ fn every_answer_has_a_place(st: &DeviceStatic, dy: &DeviceDynamic) {
         process_utilization: _,
         gpm_metrics: _,
         events: _,
+        // DeviceDetails (snapshot/details.rs) takes these:
+        gpu_recovery_action: _,
+        pcie_replay_rollover_counter: _,
+        clock_event_time_sw_power_cap: _,
+        clock_event_time_sync_boost: _,
+        clock_event_time_sw_thermal_slowdown: _,
+        clock_event_time_hw_thermal_slowdown: _,
+        clock_event_time_hw_power_brake: _,
+        jpeg_utilization: _,
+        ofa_utilization: _,
+        encoder_stats: _,
+        fbc_stats: _,
+        sram_ecc_status: _,
+        repair_status: _,
+        inactive_remapped_rows: _,
+        row_remapper_histogram: _,
+        margin_temperature: _,
+        protected_memory: _,
+        fabric_info: _,
+        bbx_flush: _,
+        power_average_gpu: _,
+        power_average_module: _,
+        power_average_memory: _,
+        power_instant_gpu: _,
+        power_instant_module: _,
+        power_instant_memory: _,
     } = dy;
 }
 
@@ -860,8 +938,15 @@ impl DeviceSnapshot {
     /// The snapshot of device `id` from its static and changing answers, as the recorder
     /// captures them (`gpu_backend::recorder::capture_static` / `capture_dynamic`).
     #[inline]
-    pub fn from_answers(id: DeviceId, st: DeviceStatic, dy: DeviceDynamic) -> DeviceSnapshot {
+    pub fn from_answers(
+        id: DeviceId,
+        mut st: DeviceStatic,
+        mut dy: DeviceDynamic,
+    ) -> DeviceSnapshot {
         every_answer_has_a_place(&st, &dy);
+        // The details' failures are listed after the other answers'.
+        let mut detail_errors = Collect { errors: Vec::new() };
+        let details = details::take_details(&mut detail_errors, &mut st, &mut dy);
         let mut c = Collect { errors: Vec::new() };
         // NVLink lists hold links up to the last one that answers.
         let links = st
@@ -990,12 +1075,13 @@ impl DeviceSnapshot {
             retired_pages_pending: c.take("retired_pages_pending", dy.retired_pages_pending),
             remapped_rows: c.take("remapped_rows", dy.remapped_rows),
             gpm: c.take("gpm", dy.gpm_metrics),
+            details,
             process_list_errors,
             compute_processes: c.take("compute_processes", dy.compute_processes),
             graphics_processes: c.take("graphics_processes", dy.graphics_processes),
             process_utilization,
             events: c.take("events", dy.events),
-            errors: c.errors,
+            errors: c.errors.into_iter().chain(detail_errors.errors).collect(),
         }
     }
 
@@ -1023,6 +1109,9 @@ pub struct SystemSnapshot {
     pub device_count: Na<u32>,
     /// The backend's CUDA order (UUIDs), if it has one.
     pub cuda_device_order: Na<Vec<String>>,
+    /// Whether the driver lets one virtual machine mix vGPU profiles of different types.
+    #[serde(default)]
+    pub vgpu_heterogeneous_multi_vgpu: Na<bool>,
     /// Every device: each physical GPU, then its MIG devices.
     pub devices: Vec<DeviceSnapshot>,
     /// System fields missing because the backend failed unexpectedly.
@@ -1058,12 +1147,17 @@ impl SystemSnapshot {
             .map(cuda_version_text);
         let device_count = c.take("device_count", s.device_count);
         let cuda_device_order = c.take("cuda_device_order", s.cuda_device_order);
+        let vgpu_heterogeneous_multi_vgpu = c.take(
+            "vgpu_heterogeneous_multi_vgpu",
+            s.vgpu_heterogeneous_multi_vgpu,
+        );
         SystemSnapshot {
             driver_version,
             nvml_version,
             cuda_driver_version,
             device_count,
             cuda_device_order,
+            vgpu_heterogeneous_multi_vgpu,
             devices,
             system_errors: c.errors,
         }

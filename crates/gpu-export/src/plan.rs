@@ -35,4 +35,6 @@ pub fn query_plan() -> QueryPlan {
             Query::process_utilization,
             Cadence::Every(PROCESS_UTILIZATION_EVERY),
         )
+        // What only nvidia-smi's detailed views show: no family exports it.
+        .without(&gpu_devices::detail_queries())
 }

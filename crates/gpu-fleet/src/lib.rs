@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod doors;
 pub mod filter;
 pub mod lookup;
 pub mod model;
@@ -35,7 +36,6 @@ pub use select::{select, FleetSelection};
 pub use values::OutOfRange;
 
 use model::{FleetBuilder, DEVICE_FAMILIES, PROCESS_FAMILIES};
-use names::SAMPLE_TIME_FAMILY;
 use prom::Client;
 
 /// How far back a host's last sample time is looked for: a host whose exporter stopped is
@@ -169,12 +169,13 @@ impl FleetSource {
 }
 
 /// The queries of one refresh, in the order asked: the exporters' sample times over the
-/// lookback, `up`, every device family, every process family.
+/// lookback (and which hosts serve dcgm-exporter's or nvidia_gpu_exporter's names instead,
+/// [`doors::sample_time_query`]), `up`, every device family, every process family. When a
+/// host serves only another exporter's names, one or two more follow: nvidia_gpu_exporter's
+/// `nvidia_smi_gpu_info` of its hosts, then the doors' device series of their hosts
+/// ([`doors::device_query`]); a fleet of gpuscope exporters asks these alone.
 pub fn queries() -> Vec<String> {
-    let mut q = vec![
-        format!("last_over_time({SAMPLE_TIME_FAMILY}[{LOOKBACK}])"),
-        names::UP.to_string(),
-    ];
+    let mut q = vec![doors::sample_time_query(LOOKBACK), names::UP.to_string()];
     q.extend(DEVICE_FAMILIES.iter().map(|(f, _)| f.to_string()));
     q.extend(PROCESS_FAMILIES.iter().map(|(f, _)| f.to_string()));
     q
@@ -319,12 +320,96 @@ fn refresh_prometheus(
             first_error: first_error.unwrap_or_default(),
         });
     }
-    if let Plan::Some(_, kept) | Plan::None(kept) = &planned {
-        for (instance, host) in kept {
-            b.keep_devices(instance, host);
-        }
+    let kept: &[(String, &Host)] = match &planned {
+        Plan::Some(_, kept) | Plan::None(kept) => kept,
+        Plan::Full => &[],
+    };
+    ask_doors(
+        client,
+        deadline,
+        &mut b,
+        kept,
+        &mut answered,
+        &mut first_error,
+    );
+    for (instance, host) in kept {
+        b.keep_devices(instance, host);
     }
     Ok(b.finish(url.to_string(), stale_after, false))
+}
+
+/// Asks the doors' device series of the hosts read through another exporter's names, those
+/// not `kept` (nvidia_gpu_exporter's info first: its labels join the others to their GPUs),
+/// within the refresh's `deadline`; each answer folded into `b` as it is parsed.
+fn ask_doors(
+    client: &Client,
+    deadline: std::time::Instant,
+    b: &mut FleetBuilder,
+    kept: &[(String, &Host)],
+    answered: &mut usize,
+    first_error: &mut Option<String>,
+) {
+    let hosts: Vec<(String, gpu_export::Door)> = b
+        .door_hosts()
+        .into_iter()
+        .filter(|(i, _)| !kept.iter().any(|(k, _)| k == i))
+        .collect();
+    if hosts.is_empty() {
+        return;
+    }
+    let mut used: Vec<gpu_export::Door> = hosts.iter().map(|&(_, d)| d).collect();
+    used.sort();
+    used.dedup();
+    // The instances of the hosts read through `door` (any door: `None`), as a selector.
+    let selector = |door: Option<gpu_export::Door>| {
+        let alternatives: Vec<String> = hosts
+            .iter()
+            .filter(|(_, d)| door.is_none_or(|door| *d == door))
+            .map(|(i, _)| regex_escape(i))
+            .collect();
+        promql_string(&alternatives.join("|"))
+    };
+    let smi = gpu_export::Door::NvidiaSmi;
+    let mut asked = Vec::new();
+    if used.contains(&smi) {
+        asked.push((
+            doors::device_query(&[smi], true, ".+"),
+            doors::device_query(&[smi], true, &selector(Some(smi))),
+        ));
+    }
+    asked.push((
+        doors::device_query(&used, false, ".+"),
+        doors::device_query(&used, false, &selector(None)),
+    ));
+    for (named, query) in asked {
+        let text = match client.query_text_until(&query, deadline) {
+            Ok(text) => text,
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+                b.error(&named, e.to_string());
+                continue;
+            }
+        };
+        match prom::parse_answer(&text, &mut |s: &prom::Series<'_>| {
+            b.door_device(s, None, None)
+        }) {
+            Ok(info) => {
+                *answered += 1;
+                b.evaluated_at(info.evaluated_at);
+                for w in &info.warnings {
+                    b.error(&named, format!("partial answer: {w}"));
+                }
+                for note in info.notes() {
+                    b.error(&named, format!("partial answer: {note}"));
+                }
+            }
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+                b.error(&named, e.to_string());
+            }
+        }
+        b.take_notes(&named);
+    }
 }
 
 #[cfg(test)]

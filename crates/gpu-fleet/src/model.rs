@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use gpu_export::doors::{Door, Doors};
+
+use crate::doors::{self as door_names, NAMES_LABEL};
 use crate::names;
 use crate::prom::Series;
 use crate::values::{self, OutOfRange};
@@ -149,6 +152,11 @@ pub struct Host {
     pub sample_age_seconds: Option<f64>,
     /// Driver version (from `gpuscope_device_info`, when exported).
     pub driver_version: Option<String>,
+    /// The names its values were read under when they are another exporter's: `dcgm`
+    /// (dcgm-exporter's) or `nvidia-smi` (nvidia_gpu_exporter's); `None` (and not in the
+    /// JSON) for gpuscope's own. What those names cannot say is N/A (docs/fleet.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<&'static str>,
     /// The exporter's latest sample time (Unix seconds, its own clock), which tells whether
     /// the host's data changed since an earlier refresh. Not in the JSON.
     #[serde(skip)]
@@ -384,6 +392,14 @@ pub struct FleetBuilder {
     devices: HashMap<(usize, u32, Option<u32>), usize>,
     /// (host, device position, pid) -> process position.
     processes: HashMap<(usize, usize, u32), usize>,
+    /// Which names each host serves, as the first query said (hosts read directly: none).
+    doors: HashMap<usize, Doors>,
+    /// (host, UUID as nvidia_gpu_exporter writes it) -> the GPU index its
+    /// `nvidia_smi_gpu_info` gives.
+    uuids: HashMap<(usize, String), u32>,
+    /// (host, device position) of devices two identities claim (one index, two UUIDs; one
+    /// UUID, two indices): which series is the GPU's cannot be told, so their values are N/A.
+    contested: HashSet<(usize, usize)>,
     /// `up` of each instance, with its job.
     up: HashMap<String, (bool, Option<String>)>,
     /// Jobs that served gpuscope metrics.
@@ -460,6 +476,27 @@ fn in_range(family: &'static str, s: &Series<'_>, pid: Option<u32>) -> Result<f6
         _ => Ok(v),
     }
 }
+
+/// Sets `field` of `dev` to `v`, in the family's unit and already held to its range (NaN for
+/// a value refused: N/A).
+fn set_value(dev: &mut FleetDevice, field: DeviceField, v: f64) {
+    match field {
+        DeviceField::Up => dev.up = (v == 1.0 || v == 0.0).then_some(v == 1.0),
+        DeviceField::MemoryTotal => dev.memory_total_bytes = whole(v),
+        DeviceField::MemoryUsed => dev.memory_used_bytes = whole(v),
+        DeviceField::MemoryFree => dev.memory_free_bytes = whole(v),
+        DeviceField::Utilization => dev.gpu_utilization_percent = percent(v),
+        DeviceField::MemoryUtilization => dev.memory_utilization_percent = percent(v),
+        DeviceField::Temperature => dev.temperature_celsius = small(v),
+        DeviceField::FanSpeed => dev.fan_speed_percent = percent(v),
+        DeviceField::PowerUsage => dev.power_usage_watts = finite(v),
+        DeviceField::PowerLimit => dev.power_limit_watts = finite(v),
+        DeviceField::Info => {}
+    }
+}
+
+/// The note of a device two identities claim.
+const ONE_IDENTITY: &str = "one UUID per GPU, and one GPU per UUID";
 
 /// Parses a device's `index` label: `3` or `3:1`.
 fn parse_index(text: &str) -> Option<(u32, Option<u32>)> {
@@ -573,14 +610,26 @@ impl FleetBuilder {
     /// `fallback`, whatever its labels say; a series from Prometheus to its `instance`, or
     /// without one, its `hostname`.
     fn host_of(&mut self, s: &Series<'_>, fallback: Option<&str>) -> Option<usize> {
+        self.host_named(s, fallback, "hostname")
+    }
+
+    /// [`FleetBuilder::host_of`], the host's name for people read from label `hostname`
+    /// (dcgm-exporter's is `Hostname`): a name only, never what tells hosts apart when there is
+    /// an instance.
+    fn host_named(
+        &mut self,
+        s: &Series<'_>,
+        fallback: Option<&str>,
+        hostname: &str,
+    ) -> Option<usize> {
         // An exporter's answer cannot name another host: its `instance` label is not read.
         // Without an instance (relabelled away, or a federated series), the hostname tells
         // hosts apart.
         let real = fallback.or_else(|| s.label("instance"));
-        let instance = real.or_else(|| s.label("hostname")).unwrap_or("");
+        let instance = real.or_else(|| s.label(hostname)).unwrap_or("");
         if let Some(&i) = self.by_instance.get(instance) {
             if self.hosts[i].host == instance {
-                if let Some(name) = s.label("hostname") {
+                if let Some(name) = s.label(hostname) {
                     if self.afford(text_cost(name)) {
                         self.hosts[i].host = name.to_string();
                     } else {
@@ -590,7 +639,7 @@ impl FleetBuilder {
             }
             return Some(i);
         }
-        let name = s.label("hostname").unwrap_or(instance);
+        let name = s.label(hostname).unwrap_or(instance);
         if self.hosts.len() >= self.limits.hosts {
             self.beyond_hosts += 1;
             return None;
@@ -611,6 +660,7 @@ impl FleetBuilder {
             state: HostState::Stale,
             sample_age_seconds: None,
             driver_version: None,
+            names: None,
             sample_time: None,
             devices: Arc::default(),
         });
@@ -619,13 +669,51 @@ impl FleetBuilder {
         Some(self.hosts.len() - 1)
     }
 
-    /// One series of [`names::SAMPLE_TIME_FAMILY`] (over the lookback). A sample time more
-    /// than [`CLOCK_SKEW_SECONDS`] after the evaluation time, or not a finite number, is
-    /// unusable: the host has no sample age (it is stale), and the next notes say so.
+    /// One series of [`names::SAMPLE_TIME_FAMILY`] (over the lookback), or from Prometheus a
+    /// host series of another exporter's names ([`crate::doors::sample_time_query`]: labelled
+    /// [`NAMES_LABEL`], valued its latest scrape's time). A sample time more than
+    /// [`CLOCK_SKEW_SECONDS`] after the evaluation time, or not a finite number, is unusable:
+    /// the host has no sample age (it is stale), and the next notes say so. A host that serves
+    /// several sets of names is read through one: gpuscope's, else dcgm-exporter's, else
+    /// nvidia_gpu_exporter's; only that one's time counts.
     pub fn sample_time(&mut self, s: &Series<'_>, fallback: Option<&str>) {
-        let Some(h) = self.host_of(s, fallback) else {
+        // Read directly, an exporter's text is gpuscope's names whatever its labels say.
+        let door = match (fallback, s.label(NAMES_LABEL)) {
+            (None, Some(text)) => match door_names::door_named(text) {
+                Some(d) => d,
+                None => return,
+            },
+            _ => Door::Gpuscope,
+        };
+        // A door's host is its instance: without one, its series could not be joined.
+        if door != Door::Gpuscope && s.label("instance").is_none() {
+            return;
+        }
+        let hostname = door_names::labels(door)
+            .and_then(|l| l.hostname)
+            .unwrap_or("hostname");
+        let Some(h) = self.host_named(s, fallback, hostname) else {
             return;
         };
+        let doors = match self.doors.get(&h) {
+            Some(d) => d.with(door),
+            None => Doors::only(door),
+        };
+        self.doors.insert(h, doors);
+        let read = doors.iter().next().unwrap_or(Door::Gpuscope);
+        self.hosts[h].names = (read != Door::Gpuscope).then(|| read.as_str());
+        if door != read {
+            return;
+        }
+        // Named by another exporter's series first: gpuscope's hostname is the one read.
+        let renamed = door == Door::Gpuscope && doors != Doors::GPUSCOPE;
+        if let Some(name) = s.label("hostname").filter(|_| renamed) {
+            if self.afford(text_cost(name)) {
+                self.hosts[h].host = name.to_string();
+            } else {
+                self.beyond_bytes += 1;
+            }
+        }
         if let Some(job) = s.label("job") {
             if !self.jobs.contains(job) {
                 if self.afford(text_cost(job) + 64) {
@@ -688,6 +776,21 @@ impl FleetBuilder {
             .collect()
     }
 
+    /// The hosts seen so far that are read through another exporter's names, by instance,
+    /// with the door they are read through (after the first query).
+    pub fn door_hosts(&self) -> Vec<(String, Door)> {
+        let mut out: Vec<(String, Door)> = self
+            .doors
+            .iter()
+            .filter_map(|(&h, doors)| {
+                let door = doors.iter().next().filter(|d| *d != Door::Gpuscope)?;
+                Some((self.hosts[h].instance.clone()?, door))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Whether a host of this instance (or, read directly, this URL) has been seen.
     pub fn has_host(&self, instance: &str) -> bool {
         self.by_instance.contains_key(instance)
@@ -706,6 +809,7 @@ impl FleetBuilder {
         if let Some(&h) = self.by_instance.get(instance) {
             self.hosts[h].devices = Arc::clone(&from.devices);
             self.hosts[h].driver_version = from.driver_version.clone();
+            self.hosts[h].names = from.names;
         }
     }
 
@@ -742,6 +846,17 @@ impl FleetBuilder {
         let id = s.label("index")?;
         let (index, mig_index) = parse_index(id)?;
         let h = self.host_of(s, fallback)?;
+        self.device_at(h, index, mig_index, id)
+    }
+
+    /// Device `index` (`mig_index`) of host `h`, named `id`, created when first seen.
+    fn device_at(
+        &mut self,
+        h: usize,
+        index: u32,
+        mig_index: Option<u32>,
+        id: &str,
+    ) -> Option<(usize, usize)> {
         let key = (h, index, mig_index);
         if let Some(&d) = self.devices.get(&key) {
             return Some((h, d));
@@ -832,19 +947,172 @@ impl FleetBuilder {
                 f64::NAN
             }
         };
-        match field {
-            DeviceField::Up => dev.up = (v == 1.0 || v == 0.0).then_some(v == 1.0),
-            DeviceField::MemoryTotal => dev.memory_total_bytes = whole(v),
-            DeviceField::MemoryUsed => dev.memory_used_bytes = whole(v),
-            DeviceField::MemoryFree => dev.memory_free_bytes = whole(v),
-            DeviceField::Utilization => dev.gpu_utilization_percent = percent(v),
-            DeviceField::MemoryUtilization => dev.memory_utilization_percent = percent(v),
-            DeviceField::Temperature => dev.temperature_celsius = small(v),
-            DeviceField::FanSpeed => dev.fan_speed_percent = percent(v),
-            DeviceField::PowerUsage => dev.power_usage_watts = finite(v),
-            DeviceField::PowerLimit => dev.power_limit_watts = finite(v),
-            DeviceField::Info => {}
+        set_value(dev, field, v);
+    }
+
+    /// One series of the doors' device query ([`crate::doors::device_query`]), read as
+    /// the field of the gpuscope family the door's table says holds the same measure, in that
+    /// family's unit and held to its range. Kept only for a host the first query said serves
+    /// the door's names and not a set read before them; a series of any other host, or of no
+    /// GPU the series can be joined to, is left out.
+    ///
+    /// Read directly (`--remote`), `fallback` is the URL read and the series' name is given
+    /// as `name` (the text format's samples carry it apart from their labels); from Prometheus
+    /// both are `None` and the series' `__name__` and `instance` say them.
+    pub fn door_device(&mut self, s: &Series<'_>, name: Option<&str>, fallback: Option<&str>) {
+        let Some(field) = name
+            .or_else(|| s.label("__name__"))
+            .and_then(door_names::field)
+        else {
+            return;
+        };
+        let instance = fallback.or_else(|| s.label("instance"));
+        let Some(&h) = instance.and_then(|i| self.by_instance.get(i)) else {
+            return;
+        };
+        let read = self.doors.get(&h).and_then(|d| d.iter().next());
+        let (Some(labels), true) = (door_names::labels(field.door), read == Some(field.door))
+        else {
+            return;
+        };
+        let Some(kind) = DEVICE_FAMILIES
+            .iter()
+            .find(|(f, _)| *f == field.family)
+            .map(|&(_, k)| k)
+        else {
+            return;
+        };
+        let Some(uuid) = s.label(labels.uuid) else {
+            return;
+        };
+        // The GPU: its index on the series (dcgm-exporter), or the one its UUID's info gave
+        // (nvidia_gpu_exporter, whose value series carry the UUID alone).
+        let on_info = labels.info.is_some_and(|i| i == field.name);
+        let index = if labels.info.is_none() || on_info {
+            match s.label(labels.index).and_then(|i| i.parse::<u32>().ok()) {
+                Some(i) => i,
+                None => return,
+            }
+        } else {
+            match self.uuids.get(&(h, uuid.to_string())) {
+                Some(&i) => i,
+                None => return,
+            }
+        };
+        // dcgm-exporter watches a GPU in MIG mode through its GPU instances.
+        let gi = if labels.info.is_none() {
+            s.label(labels.gpu_instance_id)
+                .and_then(|g| g.parse::<u32>().ok())
+        } else {
+            None
+        };
+        let id = match gi {
+            Some(g) => format!("{index}:{g}"),
+            None => index.to_string(),
+        };
+        let Some((h, d)) = self.device_at(h, index, gi, &id) else {
+            return;
+        };
+        if self.contested.contains(&(h, d)) {
+            return;
         }
+        let nvml_uuid = labels.uuid_form.read(uuid);
+        let name = s.label(labels.name);
+        let bus_id = s.label(labels.bus_id);
+        // One GPU, one UUID: a device claimed by two (or a UUID by two GPUs) is a broken or
+        // spoofed answer, and which series is the GPU's cannot be told.
+        let clash = match &self.hosts[h].devices[d].uuid {
+            Some(u) if *u != nvml_uuid => Some(d),
+            _ if on_info => self
+                .uuids
+                .get(&(h, uuid.to_string()))
+                .filter(|&&i| i != index)
+                .and_then(|&i| self.devices.get(&(h, i, None)).copied()),
+            _ => None,
+        };
+        if let Some(other) = clash {
+            for at in [d, other] {
+                self.contest(h, at, field.name, labels.uuid, uuid);
+            }
+            return;
+        }
+        let dev = &self.hosts[h].devices[d];
+        let mut cost = 0;
+        if dev.uuid.is_none() {
+            cost += text_cost(&nvml_uuid);
+        }
+        if dev.name.is_none() {
+            cost += name.map_or(0, text_cost);
+        }
+        if dev.bus_id.is_none() {
+            cost += bus_id.map_or(0, text_cost);
+        }
+        if on_info {
+            cost += text_cost(uuid) + 64;
+        }
+        if !self.afford(cost) {
+            self.beyond_bytes += 1;
+            return;
+        }
+        if on_info {
+            self.uuids.insert((h, uuid.to_string()), index);
+        }
+        let dev = &mut Arc::make_mut(&mut self.hosts[h].devices)[d];
+        dev.uuid = Some(nvml_uuid);
+        if dev.name.is_none() {
+            dev.name = name.map(str::to_string);
+        }
+        if dev.bus_id.is_none() {
+            dev.bus_id = bus_id.map(str::to_string);
+        }
+        if gi.is_some() {
+            dev.gpu_instance_id = gi;
+        }
+        if kind == DeviceField::Info {
+            return;
+        }
+        let raw = s.number().unwrap_or(f64::NAN);
+        let v = raw * field.factor;
+        let v = match values::range(field.family) {
+            Some(r) if !r.accepts(v) => {
+                dev.note_out_of_range(OutOfRange {
+                    family: field.name,
+                    pid: None,
+                    label: None,
+                    value: values::kept_text(&s.value.1),
+                    expected: r.shown,
+                });
+                f64::NAN
+            }
+            _ => v,
+        };
+        set_value(dev, kind, v);
+    }
+
+    /// Makes device `d` of host `h` contested: every value N/A, with a note of the
+    /// identity label that clashed; its later series are left out.
+    fn contest(
+        &mut self,
+        h: usize,
+        d: usize,
+        family: &'static str,
+        label: &'static str,
+        value: &str,
+    ) {
+        if !self.contested.insert((h, d)) {
+            return;
+        }
+        let dev = &mut Arc::make_mut(&mut self.hosts[h].devices)[d];
+        for field in DEVICE_FAMILIES.iter().map(|&(_, f)| f) {
+            set_value(dev, field, f64::NAN);
+        }
+        dev.note_out_of_range(OutOfRange {
+            family,
+            pid: None,
+            label: Some(label),
+            value: values::kept_text(value),
+            expected: ONE_IDENTITY,
+        });
     }
 
     /// One series of a process family.
@@ -917,6 +1185,26 @@ impl FleetBuilder {
         }
     }
 
+    /// Adds a host read directly (`--remote`) at `url` whose answer holds `door`'s names and no
+    /// gpuscope samples: read through that door, its sample time `now` (when it was read:
+    /// those exporters publish no sample time of their own). `false` when the model cannot
+    /// keep it (beyond its bounds, counted).
+    pub fn door_host(&mut self, url: &str, door: Door, now: f64) -> bool {
+        let nothing = Series {
+            metric: Default::default(),
+            value: (now, std::borrow::Cow::Borrowed("")),
+        };
+        let Some(h) = self.host_of(&nothing, Some(url)) else {
+            return false;
+        };
+        self.doors.insert(h, Doors::only(door));
+        let host = &mut self.hosts[h];
+        host.names = (door != Door::Gpuscope).then(|| door.as_str());
+        host.sample_time = Some(now);
+        host.sample_age_seconds = Some(0.0);
+        true
+    }
+
     /// Adds a host read directly (`--remote`) that could not be read: down, with no devices.
     pub fn unreachable(&mut self, url: &str) {
         self.hosts.push(Host {
@@ -926,6 +1214,7 @@ impl FleetBuilder {
             state: HostState::Down,
             sample_age_seconds: None,
             driver_version: None,
+            names: None,
             sample_time: None,
             devices: Arc::default(),
         });
@@ -956,6 +1245,7 @@ impl FleetBuilder {
                 state: HostState::Stale,
                 sample_age_seconds: None,
                 driver_version: None,
+                names: None,
                 sample_time: None,
                 devices: Arc::default(),
             });
@@ -1595,6 +1885,351 @@ mod tests {
         assert_eq!(
             d.out_of_range_not_kept as usize,
             100 - crate::values::MAX_NOTES_PER_DEVICE
+        );
+    }
+
+    /// The first query's host series of `door` for instance `i` (job `gpu`), latest scrape at
+    /// 99 (evaluated at 100), with dcgm-exporter's `Hostname`.
+    fn door_host(b: &mut FleetBuilder, i: &str, door: &str) {
+        let labels = [
+            ("instance", i),
+            ("job", "gpu"),
+            ("Hostname", "node"),
+            (NAMES_LABEL, door),
+        ];
+        b.sample_time(&series(&labels, 100.0, "99"), None);
+        b.up(&series(&[("instance", i), ("job", "gpu")], 100.0, "1"));
+    }
+
+    /// A dcgm-exporter series of GPU `gpu` (UUID `GPU-<uuid>`) on instance `i`.
+    fn dcgm(b: &mut FleetBuilder, i: &str, name: &str, gpu: &str, uuid: &str, v: &str) {
+        let uuid = format!("GPU-{uuid}");
+        let labels = [
+            ("__name__", name),
+            ("instance", i),
+            ("job", "gpu"),
+            ("gpu", gpu),
+            ("UUID", uuid.as_str()),
+            ("pci_bus_id", "00000000:18:00.0"),
+            ("modelName", "NVIDIA H100 80GB HBM3"),
+            ("Hostname", "node"),
+        ];
+        b.door_device(&series(&labels, 100.0, v), None, None);
+    }
+
+    /// A nvidia_gpu_exporter series on instance `i`: its info of GPU `index` (UUID `uuid`,
+    /// written bare as it writes it), or a value of `uuid`'s GPU.
+    fn smi(b: &mut FleetBuilder, i: &str, name: &str, uuid: &str, index: &str, v: &str) {
+        let mut labels = vec![("__name__", name), ("instance", i), ("uuid", uuid)];
+        if name == "nvidia_smi_gpu_info" {
+            labels.extend([
+                ("index", index),
+                ("name", "Tesla T4"),
+                ("pci_bus_id", "00000000:3B:00.0"),
+            ]);
+        }
+        b.door_device(&series(&labels, 100.0, v), None, None);
+    }
+
+    const DCGM_ALL: [(&str, &str); 6] = [
+        ("DCGM_FI_DEV_FB_USED", "1024"),
+        ("DCGM_FI_DEV_FB_FREE", "80000"),
+        ("DCGM_FI_DEV_GPU_UTIL", "37"),
+        ("DCGM_FI_DEV_MEM_COPY_UTIL", "12"),
+        ("DCGM_FI_DEV_GPU_TEMP", "45"),
+        ("DCGM_FI_DEV_POWER_USAGE", "312.5"),
+    ];
+
+    #[test]
+    fn a_host_of_dcgm_exporter_names_is_read_in_the_fleets_units() {
+        let mut b = FleetBuilder::new();
+        door_host(&mut b, "n1:9400", "dcgm");
+        for (gpu, uuid) in [("0", "a"), ("1", "b")] {
+            for (name, v) in DCGM_ALL {
+                dcgm(&mut b, "n1:9400", name, gpu, uuid, v);
+            }
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let h = &f.hosts[0];
+        assert_eq!(
+            (h.host.as_str(), h.state, h.names),
+            ("node", HostState::Up, Some("dcgm"))
+        );
+        assert_eq!(h.sample_age_seconds, Some(1.0));
+        assert_eq!(h.devices.len(), 2);
+        let d = &h.devices[1];
+        assert_eq!(d.id, "1");
+        assert_eq!(d.uuid.as_deref(), Some("GPU-b"));
+        assert_eq!(d.name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(d.bus_id.as_deref(), Some("00000000:18:00.0"));
+        assert_eq!(d.memory_used_bytes, Some(1024 << 20));
+        assert_eq!(d.memory_free_bytes, Some(80000 << 20));
+        assert_eq!(d.gpu_utilization_percent, Some(37));
+        assert_eq!(d.memory_utilization_percent, Some(12));
+        assert_eq!(d.temperature_celsius, Some(45));
+        assert_eq!(d.power_usage_watts, Some(312.5));
+        // What dcgm-exporter's default counters cannot say.
+        assert_eq!(
+            (
+                d.up,
+                d.memory_total_bytes,
+                d.fan_speed_percent,
+                d.power_limit_watts
+            ),
+            (None, None, None, None)
+        );
+        assert!(d.processes.is_empty() && d.out_of_range.is_empty());
+    }
+
+    #[test]
+    fn a_dcgm_gpu_in_mig_mode_is_its_gpu_instances() {
+        let mut b = FleetBuilder::new();
+        door_host(&mut b, "n1:9400", "dcgm");
+        for gi in ["1", "2"] {
+            let labels = [
+                ("__name__", "DCGM_FI_DEV_FB_USED"),
+                ("instance", "n1:9400"),
+                ("gpu", "0"),
+                ("UUID", "GPU-a"),
+                ("GPU_I_ID", gi),
+                ("GPU_I_PROFILE", "3g.40gb"),
+            ];
+            b.door_device(&series(&labels, 100.0, gi), None, None);
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let ids: Vec<(&str, Option<u32>, Option<u64>)> = f.hosts[0]
+            .devices
+            .iter()
+            .map(|d| (d.id.as_str(), d.gpu_instance_id, d.memory_used_bytes))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("0:1", Some(1), Some(1 << 20)),
+                ("0:2", Some(2), Some(2 << 20))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_host_of_nvidia_smi_names_joins_its_values_to_their_gpus_by_uuid() {
+        let mut b = FleetBuilder::new();
+        door_host(&mut b, "n2:9835", "nvidia-smi");
+        smi(&mut b, "n2:9835", "nvidia_smi_gpu_info", "c0ffee", "3", "1");
+        for (name, v) in [
+            ("nvidia_smi_memory_total_bytes", "16106127360"),
+            ("nvidia_smi_memory_used_bytes", "1073741824"),
+            ("nvidia_smi_utilization_gpu_ratio", "0.5"),
+            ("nvidia_smi_temperature_gpu", "61"),
+            ("nvidia_smi_power_draw_watts", "70.25"),
+        ] {
+            smi(&mut b, "n2:9835", name, "c0ffee", "", v);
+        }
+        // A value of a UUID no info names has no GPU to go to.
+        smi(
+            &mut b,
+            "n2:9835",
+            "nvidia_smi_temperature_gpu",
+            "unknown",
+            "",
+            "99",
+        );
+        let f = b.finish("x".into(), 30.0, false);
+        let h = &f.hosts[0];
+        assert_eq!((h.host.as_str(), h.names), ("n2:9835", Some("nvidia-smi")));
+        assert_eq!(h.devices.len(), 1);
+        let d = &h.devices[0];
+        assert_eq!(
+            (d.id.as_str(), d.uuid.as_deref(), d.name.as_deref()),
+            ("3", Some("GPU-c0ffee"), Some("Tesla T4"))
+        );
+        assert_eq!(d.memory_total_bytes, Some(15 << 30));
+        assert_eq!(d.memory_used_bytes, Some(1 << 30));
+        assert_eq!(d.gpu_utilization_percent, Some(50));
+        assert_eq!(d.temperature_celsius, Some(61));
+        assert_eq!(d.power_usage_watts, Some(70.25));
+    }
+
+    #[test]
+    fn a_host_serving_gpuscope_and_dcgm_names_is_read_through_gpuscopes() {
+        let mut b = FleetBuilder::new();
+        // The dcgm series first: the host's own sample time still wins.
+        door_host(&mut b, "n1:9445", "dcgm");
+        let host = [
+            ("instance", "n1:9445"),
+            ("job", "gpu"),
+            ("hostname", "node-1"),
+        ];
+        b.sample_time(&series(&host, 100.0, "97"), None);
+        let dev = [("instance", "n1:9445"), ("index", "0")];
+        b.device(DeviceField::Temperature, &series(&dev, 100.0, "40"), None);
+        for (name, v) in DCGM_ALL {
+            dcgm(&mut b, "n1:9445", name, "0", "a", v);
+            dcgm(&mut b, "n1:9445", name, "7", "z", v);
+        }
+        assert!(b.door_hosts().is_empty(), "its dcgm names are not asked");
+        let f = b.finish("x".into(), 30.0, false);
+        let h = &f.hosts[0];
+        assert_eq!(
+            (h.host.as_str(), h.names, h.sample_age_seconds),
+            ("node-1", None, Some(3.0))
+        );
+        assert_eq!(
+            h.devices.len(),
+            1,
+            "one GPU, not the same one twice: {:?}",
+            h.devices
+        );
+        assert_eq!(h.devices[0].temperature_celsius, Some(40));
+        assert_eq!(h.devices[0].memory_used_bytes, None);
+    }
+
+    #[test]
+    fn door_series_of_a_host_not_serving_that_door_are_left_out() {
+        let mut b = FleetBuilder::new();
+        door_host(&mut b, "n1:9400", "dcgm");
+        // A label naming no door: no host.
+        door_host(&mut b, "n3:9400", "dcgm-exporter");
+        // nvidia-smi names on a dcgm host, dcgm names on an unknown host.
+        smi(&mut b, "n1:9400", "nvidia_smi_gpu_info", "a", "0", "1");
+        dcgm(&mut b, "n3:9400", "DCGM_FI_DEV_GPU_TEMP", "0", "a", "45");
+        dcgm(&mut b, "n4:9400", "DCGM_FI_DEV_GPU_TEMP", "0", "a", "45");
+        // A name the fleet does not read.
+        dcgm(&mut b, "n1:9400", "DCGM_FI_DEV_SM_CLOCK", "0", "a", "1980");
+        let f = b.finish("x".into(), 30.0, false);
+        let hosts: Vec<(&str, usize)> = f
+            .hosts
+            .iter()
+            .map(|h| (h.host.as_str(), h.devices.len()))
+            .collect();
+        // n3 is a target of the job, listed without devices as any such target is.
+        assert_eq!(hosts, [("n3:9400", 0), ("node", 0)]);
+        assert_eq!(f.hosts[0].names, None);
+    }
+
+    #[test]
+    fn spoofed_dcgm_values_out_of_range_are_na_with_a_note_never_clamped() {
+        for (name, v, expected) in [
+            ("DCGM_FI_DEV_GPU_TEMP", "1e9", "0 to 200 °C"),
+            ("DCGM_FI_DEV_GPU_UTIL", "250", "0 to 1 (0 to 100 %)"),
+            ("DCGM_FI_DEV_POWER_USAGE", "-5", "0 to 10000 W"),
+            (
+                "DCGM_FI_DEV_FB_USED",
+                "NaN",
+                "0 to 16 TiB, and at most the total",
+            ),
+            (
+                "DCGM_FI_DEV_FB_FREE",
+                "1e30",
+                "0 to 16 TiB, and at most the total",
+            ),
+        ] {
+            let mut b = FleetBuilder::new();
+            door_host(&mut b, "n1:9400", "dcgm");
+            for (other, ok) in DCGM_ALL {
+                dcgm(
+                    &mut b,
+                    "n1:9400",
+                    other,
+                    "0",
+                    "a",
+                    if other == name { v } else { ok },
+                );
+            }
+            let f = b.finish("x".into(), 30.0, false);
+            let d = &f.hosts[0].devices[0];
+            let values = (
+                d.memory_used_bytes,
+                d.memory_free_bytes,
+                d.gpu_utilization_percent,
+                d.temperature_celsius,
+                d.power_usage_watts,
+            );
+            let na = match name {
+                "DCGM_FI_DEV_GPU_TEMP" => (
+                    Some(1024 << 20),
+                    Some(80000 << 20),
+                    Some(37),
+                    None,
+                    Some(312.5),
+                ),
+                "DCGM_FI_DEV_GPU_UTIL" => (
+                    Some(1024 << 20),
+                    Some(80000 << 20),
+                    None,
+                    Some(45),
+                    Some(312.5),
+                ),
+                "DCGM_FI_DEV_POWER_USAGE" => (
+                    Some(1024 << 20),
+                    Some(80000 << 20),
+                    Some(37),
+                    Some(45),
+                    None,
+                ),
+                "DCGM_FI_DEV_FB_USED" => (None, Some(80000 << 20), Some(37), Some(45), Some(312.5)),
+                _ => (Some(1024 << 20), None, Some(37), Some(45), Some(312.5)),
+            };
+            assert_eq!(values, na, "{name}={v}");
+            assert_eq!(
+                d.out_of_range,
+                [OutOfRange {
+                    family: name,
+                    pid: None,
+                    label: None,
+                    value: v.to_string(),
+                    expected
+                }],
+                "{name}={v}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_gpu_claimed_by_two_uuids_is_na_with_a_note() {
+        // dcgm-exporter: GPU 0 under two UUIDs, whichever comes first.
+        for first in ["a", "b"] {
+            let second = if first == "a" { "b" } else { "a" };
+            let mut b = FleetBuilder::new();
+            door_host(&mut b, "n1:9400", "dcgm");
+            dcgm(&mut b, "n1:9400", "DCGM_FI_DEV_GPU_TEMP", "0", first, "45");
+            dcgm(&mut b, "n1:9400", "DCGM_FI_DEV_GPU_TEMP", "0", second, "46");
+            dcgm(&mut b, "n1:9400", "DCGM_FI_DEV_GPU_UTIL", "0", first, "10");
+            let f = b.finish("x".into(), 30.0, false);
+            let d = &f.hosts[0].devices[0];
+            assert_eq!(
+                (d.temperature_celsius, d.gpu_utilization_percent),
+                (None, None)
+            );
+            assert_eq!(d.out_of_range.len(), 1);
+            assert_eq!(d.out_of_range[0].label, Some("UUID"));
+            assert_eq!(d.out_of_range[0].expected, ONE_IDENTITY);
+        }
+        // nvidia_gpu_exporter: one UUID's info under two indices; then an index under two.
+        let mut b = FleetBuilder::new();
+        door_host(&mut b, "n2:9835", "nvidia-smi");
+        smi(&mut b, "n2:9835", "nvidia_smi_gpu_info", "x", "0", "1");
+        smi(&mut b, "n2:9835", "nvidia_smi_gpu_info", "x", "1", "1");
+        smi(&mut b, "n2:9835", "nvidia_smi_gpu_info", "y", "2", "1");
+        smi(&mut b, "n2:9835", "nvidia_smi_gpu_info", "w", "2", "1");
+        smi(&mut b, "n2:9835", "nvidia_smi_gpu_info", "v", "3", "1");
+        for u in ["x", "y", "w", "v"] {
+            smi(&mut b, "n2:9835", "nvidia_smi_temperature_gpu", u, "", "50");
+        }
+        let f = b.finish("x".into(), 30.0, false);
+        let temps: Vec<(&str, Option<u32>, usize)> = f.hosts[0]
+            .devices
+            .iter()
+            .map(|d| (d.id.as_str(), d.temperature_celsius, d.out_of_range.len()))
+            .collect();
+        assert_eq!(
+            temps,
+            [
+                ("0", None, 1),
+                ("1", None, 1),
+                ("2", None, 1),
+                ("3", Some(50), 0)
+            ]
         );
     }
 }

@@ -532,7 +532,52 @@ pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) ->
         }
         folded.samples += 1;
     }
+    if folded.samples == 0 {
+        fold_door_exposition(b, url, text, now, &mut folded);
+    }
     folded
+}
+
+/// An exposition with no gpuscope samples: read through the first door whose names it holds
+/// (dcgm-exporter's, else nvidia_gpu_exporter's), as the host at `url` read `now`; its
+/// samples of that door counted in `folded`. nvidia_gpu_exporter's info is read first, in a
+/// pass of its own (its labels name the GPUs of the other series, wherever it is in the text).
+fn fold_door_exposition(
+    b: &mut FleetBuilder,
+    url: &str,
+    text: &str,
+    now: f64,
+    folded: &mut Folded,
+) {
+    let samples = || text.lines().filter_map(parse_line);
+    let Some(door) = crate::doors::DOORS.into_iter().find(|&door| {
+        samples().any(|(name, _, _)| crate::doors::field(name).is_some_and(|f| f.door == door))
+    }) else {
+        return;
+    };
+    if !b.door_host(url, door, now) {
+        return;
+    }
+    let info = crate::doors::labels(door).and_then(|l| l.info);
+    for infos in [true, false] {
+        if infos && info.is_none() {
+            continue;
+        }
+        for (name, labels, value) in samples() {
+            let Some(f) = crate::doors::field(name).filter(|f| f.door == door) else {
+                continue;
+            };
+            if (Some(f.name) == info) != infos {
+                continue;
+            }
+            let series = Series {
+                metric: labels,
+                value: (now, Cow::Borrowed(value)),
+            };
+            b.door_device(&series, Some(name), Some(url));
+            folded.samples += 1;
+        }
+    }
 }
 
 /// `url` with any `user:password@` left out: how a host read directly is named, in the fleet
@@ -732,6 +777,51 @@ mod tests {
                 ("node-a", b, Some("GPU-b"), Some(70)),
                 ("node-a", c, Some("GPU-c"), Some(20)),
             ]
+        );
+    }
+
+    #[test]
+    fn an_exporter_of_dcgm_or_nvidia_smi_names_is_read_through_them() {
+        let dcgm = "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n\
+            DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"spoof\",instance=\"x\"} 45\n\
+            DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-a\"} 1024\n\
+            DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 250\n\
+            DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"GPU-a\"} 1980\n";
+        // nvidia_gpu_exporter's info after the values it names.
+        let smi = "nvidia_smi_temperature_gpu{uuid=\"5eed\"} 61\n\
+            nvidia_smi_memory_total_bytes{uuid=\"5eed\"} 16106127360\n\
+            nvidia_smi_gpu_info{uuid=\"5eed\",index=\"2\",name=\"Tesla T4\"} 1\n";
+        let mut b = FleetBuilder::new();
+        let folded = fold_exposition(&mut b, "http://d:9400/metrics", dcgm, 100.0);
+        assert_eq!(folded.samples, 3, "the three names the fleet reads");
+        fold_exposition(&mut b, "http://s:9835/metrics", smi, 100.0);
+        let f = b.finish("x".into(), 30.0, true);
+        let hosts: Vec<(&str, HostState, Option<&str>)> = f
+            .hosts
+            .iter()
+            .map(|h| (h.host.as_str(), h.state, h.names))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                ("http://d:9400/metrics", HostState::Up, Some("dcgm")),
+                ("http://s:9835/metrics", HostState::Up, Some("nvidia-smi"))
+            ]
+        );
+        let d = &f.hosts[0].devices[0];
+        assert_eq!(
+            (
+                d.temperature_celsius,
+                d.memory_used_bytes,
+                d.gpu_utilization_percent
+            ),
+            (Some(45), Some(1 << 30), None)
+        );
+        assert_eq!(d.out_of_range[0].family, "DCGM_FI_DEV_GPU_UTIL");
+        let d = &f.hosts[1].devices[0];
+        assert_eq!(
+            (d.id.as_str(), d.temperature_celsius, d.memory_total_bytes),
+            ("2", Some(61), Some(15 << 30))
         );
     }
 

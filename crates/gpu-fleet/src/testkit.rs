@@ -66,6 +66,7 @@ pub fn host(name: &str, state: HostState, devices: Vec<FleetDevice>) -> Host {
         state,
         sample_age_seconds: Some(2.0),
         driver_version: None,
+        names: None,
         sample_time: None,
         devices: std::sync::Arc::new(devices),
     }

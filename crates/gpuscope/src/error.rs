@@ -59,3 +59,40 @@ impl std::fmt::Display for Shortfall {
 }
 
 impl std::error::Error for Shortfall {}
+
+/// The real GPUs cannot be reached: no NVIDIA driver, or no NVML library. Nothing to show (exit
+/// code [`Shortfall::NOTHING`], 4, in gpuscope's commands); a type of its own so that the
+/// `nvidia-smi` door can fail as nvidia-smi fails ([`PeerExit`]).
+#[derive(Debug)]
+pub struct NoDriver {
+    /// Whether the library itself was not found (else it was, and the driver did not answer).
+    pub library_missing: bool,
+    /// Why, for stderr: what failed and what to try.
+    pub message: String,
+}
+
+impl std::fmt::Display for NoDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NoDriver {}
+
+/// A peer tool's door (`nvidia-smi`) ending as the tool ends: with its exit code, after its
+/// own words were printed; the message says gpuscope's why on stderr.
+#[derive(Debug)]
+pub struct PeerExit {
+    /// The tool's exit code.
+    pub code: u8,
+    /// Why, for stderr.
+    pub message: String,
+}
+
+impl std::fmt::Display for PeerExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PeerExit {}

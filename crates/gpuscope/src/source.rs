@@ -9,7 +9,7 @@ use gpu_backend::{BackendError, Fixture, SourceError};
 use gpu_devices::Context;
 use gpu_processes::ProcessCollector;
 
-use crate::error::{Shortfall, UsageError};
+use crate::error::{NoDriver, UsageError};
 
 /// The demo fixture, gzipped by build.rs: an 8-GPU H100 SXM box with NVLink and training jobs
 /// (`fixtures/h100-sxm-8gpu.json`).
@@ -293,15 +293,19 @@ impl SourceArgs {
         open_demo: impl FnOnce(gpu_backend::Source, String) -> Result<T>,
     ) -> Result<T> {
         if self.demo != Some(DemoMode::Auto) {
-            if let Some(named) = self.library_not_there(&e) {
-                return Err(Shortfall::nothing(named).into());
+            let message = match self.library_not_there(&e) {
+                Some(named) => named,
+                None => format!(
+                    "cannot reach the GPUs: {}.\n\
+                     No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
+                     machine, or `--fixture FILE` to replay a recording.",
+                    gpu_devices::text::Escaped(&e.to_string())
+                ),
+            };
+            return Err(NoDriver {
+                library_missing: e.error == BackendError::LibraryNotFound,
+                message,
             }
-            return Err(Shortfall::nothing(format!(
-                "cannot reach the GPUs: {}.\n\
-                 No NVIDIA driver on this machine? Try `--demo` to see a recorded 8-GPU \
-                 machine, or `--fixture FILE` to replay a recording.",
-                gpu_devices::text::Escaped(&e.to_string())
-            ))
             .into());
         }
         eprintln!(

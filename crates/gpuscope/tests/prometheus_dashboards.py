@@ -30,6 +30,12 @@ service) scrapes them every second, asking for OpenMetrics as it always does. Th
    its "no data" value elsewhere does not pass by its fallback.
 5. A few values through Prometheus against the fixture file: each door's GPU utilization and
    memory in use, the MIG instances' memory.
+6. The fleet reader over the same Prometheus (issue 35, item 4): `snapshot --prometheus --json`
+   shows the host that serves only dcgm-exporter's names and the one that serves only
+   nvidia_gpu_exporter's, each read through those names, with every GPU's memory,
+   utilization, temperature and power as the fixture has them in those names' units; the MIG
+   host (both doors) through dcgm-exporter's, one device per GPU instance; the desktop (gpuscope's
+   names beside nvidia_gpu_exporter's) through gpuscope's own.
 
 Usage: python3 crates/gpuscope/tests/prometheus_dashboards.py [--bin PATH]
 
@@ -264,6 +270,55 @@ def fixture_values(prom, fixtures):
               f"MIG {slot}: dcgm memory {got}")
 
 
+def fleet_through_doors(binary, prom, fixtures, targets):
+    """`snapshot --prometheus --json` over hosts that serve other exporters' names (item 6)."""
+    out = subprocess.run([binary, "snapshot", "--prometheus", f"http://{prom}", "--json",
+                          "--stale-after", "10m"], capture_output=True, text=True, timeout=60)
+    check(out.returncode == 0, f"snapshot --prometheus: exit {out.returncode}: {out.stderr[-500:]}")
+    fleet = json.loads(out.stdout)
+    check(not fleet["errors"], f"snapshot --prometheus: errors {fleet['errors']}")
+    hosts = {h["instance"]: h for h in fleet["hosts"]}
+    mib = 1 << 20
+    fx, frame = fixtures["dcgm"]
+    for job, names in [("dcgm", "dcgm"), ("nvidia-smi", "nvidia-smi")]:
+        h = hosts.get(targets[job], {})
+        check(h.get("state") == "up" and h.get("names") == names,
+              f"fleet: the {job} host is up, read through {names}'s names: {h}")
+        devices = {d["index"]: d for d in h.get("devices", [])}
+        check(sorted(devices) == list(range(8)), f"fleet: {job}: 8 GPUs: {sorted(devices)}")
+        for i, d in devices.items():
+            f = fx["frames"][frame]["devices"][str(i)]
+            mem = f["memory_info"]["ok"]
+            mw = f["power_usage"]["ok"]
+            if job == "dcgm":
+                # Whole MiB, as dcgm-exporter publishes them; watts as NVML gives them.
+                want = {"memory_used_bytes": mem["used"] // mib * mib,
+                        "memory_free_bytes": mem["free"] // mib * mib,
+                        "memory_total_bytes": None,
+                        "power_usage_watts": mw / 1000}
+            else:
+                # MiB as nvidia-smi prints them (a part counts whole); watts to two decimals.
+                want = {"memory_used_bytes": -(-mem["used"] // mib) * mib,
+                        "memory_total_bytes": -(-mem["total"] // mib) * mib,
+                        "power_usage_watts": round(mw / 10) / 100}
+            want |= {"gpu_utilization_percent": f["utilization_rates"]["ok"]["gpu"],
+                     "temperature_celsius": f["temperature"]["ok"],
+                     "uuid": fx["devices"][str(i)]["uuid"]["ok"]}
+            got = {k: d.get(k) for k in want}
+            check(got == want, f"fleet: {job} GPU {i}: {got} != {want}")
+    h = hosts.get(targets["mig"], {})
+    check(h.get("names") == "dcgm", f"fleet: the MIG host is read through dcgm's names: {h}")
+    fx, frame = fixtures["mig"]
+    instances = {dev["gpu_instance_id"]["ok"] for slot, dev in fx["devices"].items() if ":" in slot}
+    got = {d.get("gpu_instance_id") for d in h.get("devices", [])}
+    check(got == instances, f"fleet: the MIG host's devices are its GPU instances: {got}")
+    h = hosts.get(targets["desktop"], {})
+    check("names" not in h and h.get("devices") and all(
+          d.get("fan_speed_percent") is not None for d in h["devices"] if d["mig_index"] is None),
+          f"fleet: the desktop is read through gpuscope's own names: {h}")
+    return len(hosts)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=None, help="the gpuscope binary (default: target/debug)")
@@ -323,6 +378,7 @@ def main():
             panels += n
             gaps += no_data
         fixture_values(prom, fixtures)
+        fleet_through_doors(binary, prom, fixtures, targets)
     finally:
         prometheus_fleet.cleanup()
         log.close()

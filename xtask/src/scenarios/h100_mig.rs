@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gpu_backend::{DeviceId, Fixture, ProcessInfo, VirtualizationMode};
+use gpu_backend::{DeviceAttributes, DeviceId, Fixture, ProcessInfo, VirtualizationMode};
 
 use super::common::*;
 use super::h100_sxm_8gpu::{h100, h100_mig_mode, h100_static};
@@ -20,6 +20,9 @@ struct Mig {
     bar1_total_mib: u64,
     /// Used with no process (the load-state figure less its processes), MiB.
     baseline_mib: u64,
+    /// Streaming multiprocessors, and the copy, decoder and JPEG engines it shares (it has no
+    /// encoder or OFA): the dump's "Device Attributes".
+    engines: [u32; 4],
 }
 
 const MIGS: [Mig; 4] = [
@@ -30,6 +33,7 @@ const MIGS: [Mig; 4] = [
         mem_total_mib: 40448,
         bar1_total_mib: 24739,
         baseline_mib: 39,
+        engines: [60, 3, 3, 3],
     },
     Mig {
         profile: "2g.20gb",
@@ -38,6 +42,7 @@ const MIGS: [Mig; 4] = [
         mem_total_mib: 20096,
         bar1_total_mib: 12369,
         baseline_mib: 17,
+        engines: [32, 2, 2, 2],
     },
     Mig {
         profile: "1g.10gb",
@@ -46,6 +51,7 @@ const MIGS: [Mig; 4] = [
         mem_total_mib: 9984,
         bar1_total_mib: 6184,
         baseline_mib: 9,
+        engines: [16, 1, 1, 1],
     },
     Mig {
         profile: "1g.10gb",
@@ -54,6 +60,7 @@ const MIGS: [Mig; 4] = [
         mem_total_mib: 9984,
         bar1_total_mib: 6184,
         baseline_mib: 9,
+        engines: [16, 1, 1, 1],
     },
 ];
 
@@ -115,6 +122,19 @@ pub fn build() -> Fixture {
         s.uuid = ok(rng.uuid("MIG"));
         s.gpu_instance_id = ok(m.gi);
         s.compute_instance_id = ok(m.ci);
+        let [sm, ce, dec, jpg] = m.engines;
+        s.device_attributes = ok(DeviceAttributes {
+            multiprocessor_count: sm,
+            shared_copy_engine_count: ce,
+            shared_decoder_count: dec,
+            shared_encoder_count: 0,
+            shared_jpeg_count: jpg,
+            shared_ofa_count: 0,
+            // nvidia-smi does not print these.
+            gpu_instance_slice_count: None,
+            compute_instance_slice_count: None,
+            memory_size_mib: None,
+        });
         devices.insert(
             DeviceId::Mig {
                 parent: 0,

@@ -14,7 +14,7 @@ use crate::error::{nvml_codes, BackendError, Result};
 use crate::types::{
     Architecture, Bar1MemoryInfo, Brand, ClockType, CodecUtilization, ComputeMode, DriverModel,
     EccCounter, EccErrorKind, MemoryInfo, PciInfo, PcieDirection, ProcessInfo,
-    ProcessUtilizationSample, TemperatureThreshold, Utilization,
+    ProcessUtilizationSample, Utilization,
 };
 
 /// The value NVML writes into an unsigned 64-bit field it cannot fill
@@ -180,16 +180,6 @@ pub fn clock_to_wrapper(clock: ClockType) -> wrapper::Clock {
         ClockType::Sm => wrapper::Clock::SM,
         ClockType::Memory => wrapper::Clock::Memory,
         ClockType::Video => wrapper::Clock::Video,
-    }
-}
-
-/// nvml-wrapper's temperature threshold for ours.
-pub fn threshold_to_wrapper(threshold: TemperatureThreshold) -> wrapper::TemperatureThreshold {
-    match threshold {
-        TemperatureThreshold::Slowdown => wrapper::TemperatureThreshold::Slowdown,
-        TemperatureThreshold::Shutdown => wrapper::TemperatureThreshold::Shutdown,
-        TemperatureThreshold::GpuMax => wrapper::TemperatureThreshold::GpuMax,
-        TemperatureThreshold::MemoryMax => wrapper::TemperatureThreshold::MemoryMax,
     }
 }
 
@@ -384,9 +374,41 @@ pub fn field_value_u64(value: &sys::nvmlFieldValue_t) -> Result<u64> {
     }
 }
 
+/// A field value NVML answered, as a signed number (a temperature against T.Limit may be
+/// below zero); its own return code is its error.
+pub fn field_value_i64(value: &sys::nvmlFieldValue_t) -> Result<i64> {
+    check(value.nvmlReturn)?;
+    let out_of_range = |shown: String| {
+        BackendError::Other(format!(
+            "NVML field {} has the value {shown}, which is out of range",
+            value.fieldId
+        ))
+    };
+    // SAFETY: as in `field_value_u64`: a union of plain numbers, zeroed before NVML wrote it.
+    unsafe {
+        match value.valueType {
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_SIGNED_INT => Ok(i64::from(value.value.siVal)),
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_SIGNED_LONG_LONG => Ok(value.value.sllVal),
+            sys::nvmlValueType_enum_NVML_VALUE_TYPE_DOUBLE => {
+                let v = value.value.dVal;
+                if v.is_finite() && v.abs() < 9.0e15 {
+                    Ok(v as i64)
+                } else {
+                    Err(out_of_range(v.to_string()))
+                }
+            }
+            _ => {
+                let v = field_value_u64(value)?;
+                i64::try_from(v).map_err(|_| out_of_range(v.to_string()))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::TemperatureThreshold;
 
     #[test]
     fn every_return_code_error_maps_to_its_variant() {
@@ -542,13 +564,37 @@ mod tests {
         for c in ClockType::ALL {
             assert_eq!(clock_to_wrapper(c).as_c(), c.nvml_code());
         }
-        for t in [
-            TemperatureThreshold::Slowdown,
-            TemperatureThreshold::Shutdown,
-            TemperatureThreshold::GpuMax,
-            TemperatureThreshold::MemoryMax,
+        for (t, code) in [
+            (
+                TemperatureThreshold::Shutdown,
+                sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_SHUTDOWN,
+            ),
+            (
+                TemperatureThreshold::Slowdown,
+                sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
+            ),
+            (
+                TemperatureThreshold::MemoryMax,
+                sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_MEM_MAX,
+            ),
+            (
+                TemperatureThreshold::GpuMax,
+                sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_GPU_MAX,
+            ),
+            (
+                TemperatureThreshold::TargetMin,
+                sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN,
+            ),
+            (
+                TemperatureThreshold::Target,
+                sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR,
+            ),
+            (
+                TemperatureThreshold::TargetMax,
+                sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX,
+            ),
         ] {
-            assert_eq!(threshold_to_wrapper(t).as_c(), t.nvml_code());
+            assert_eq!(t.nvml_code(), code);
         }
         for d in [PcieDirection::Tx, PcieDirection::Rx] {
             assert_eq!(pcie_to_wrapper(d).as_c(), d.nvml_code());
@@ -599,10 +645,6 @@ mod tests {
         assert_eq!(
             clock_to_wrapper(ClockType::Sm).as_c(),
             sys::nvmlClockType_enum_NVML_CLOCK_SM
-        );
-        assert_eq!(
-            threshold_to_wrapper(TemperatureThreshold::Slowdown).as_c(),
-            sys::nvmlTemperatureThresholds_enum_NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
         );
         assert_eq!(
             pcie_to_wrapper(PcieDirection::Rx).as_c(),

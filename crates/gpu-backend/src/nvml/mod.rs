@@ -29,13 +29,16 @@ use nvml_wrapper_sys::bindings as sys;
 use crate::backend::GpuBackend;
 use crate::error::{nvml_codes, BackendError, Result};
 use crate::types::{
-    pcie_link_max_speed_from_nvml, Architecture, Bar1MemoryInfo, Brand, ClockType,
-    CodecUtilization, ComputeCapability, ComputeMode, CurrentPending, DeviceId, DriverModel,
-    EccCounter, EccErrorKind, EventKind, GpmMetrics, GpuEvent, GpuOperationMode, LocationEccCounts,
-    MemoryInfo, MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciAddress, PciInfo,
-    PcieDirection, PowerLimits, ProcessInfo, ProcessUtilizationSample, RemappedRows,
-    RetirementCause, TemperatureThreshold, Utilization, VirtualizationMode, MAX_DEVICE_COUNT,
-    MAX_FANS, NVLINK_MAX_LINKS,
+    pcie_link_max_speed_from_nvml, AddressingMode, Architecture, Bar1MemoryInfo, BbxFlush, Brand,
+    BridgeChip, ClockEventCounter, ClockType, CodecUtilization, ComputeCapability, ComputeMode,
+    CurrentDefault, CurrentPending, DeviceAttributes, DeviceId, DriverModel, EccCounter,
+    EccErrorKind, EventKind, FabricInfo, GpmMetrics, GpuEvent, GpuOperationMode, GpuRecoveryAction,
+    HostVgpuMode, InactiveRemappedRows, InforomObject, LocationEccCounts, MemoryInfo,
+    MemoryLocation, NvLinkCounters, NvLinkErrorCounters, PciAddress, PciClass, PciInfo,
+    PcieDirection, PlatformInfo, PowerLimits, PowerScope, PowerSmoothing, ProcessInfo,
+    ProcessUtilizationSample, ProtectedMemory, RemappedRows, RepairStatus, RetirementCause,
+    RowRemapperHistogram, ScopedPowerLimits, SessionStats, SramEccStatus, TemperatureThreshold,
+    Utilization, VgpuCapability, VirtualizationMode, MAX_DEVICE_COUNT, MAX_FANS, NVLINK_MAX_LINKS,
 };
 use conv::{check, error_from_return, error_from_wrapper, symbol};
 use libcuda::{LibcudaError, LibcudaReport};
@@ -118,6 +121,8 @@ macro_rules! query_two {
     }};
 }
 
+mod details;
+
 /// A raw NVML device handle, kept so that a physical GPU is looked up only once.
 #[derive(Clone, Copy)]
 struct RawDevice(sys::nvmlDevice_t);
@@ -165,6 +170,8 @@ pub struct NvmlBackend {
     listener: Result<events::Listener>,
     /// What loading and initialising the library cost.
     init_timing: crate::cost::Timing,
+    /// The entry points of NVML API 13 that nvml-wrapper-sys does not bind.
+    newer: details::newer::Symbols,
 }
 
 /// How an [`NvmlBackend`] is opened ([`NvmlBackend::open_with`]).
@@ -383,6 +390,7 @@ impl NvmlBackend {
                     listener: Err(BackendError::Uninitialized),
                     gpm: gpm::GpmSamples::default(),
                     init_timing,
+                    newer: details::newer::Symbols::open(path, DEFAULT_LIBRARY),
                 };
                 backend.listener = if options.events.is_empty() {
                     Err(BackendError::NotSupported)
@@ -799,6 +807,10 @@ impl GpuBackend for NvmlBackend {
             .ok_or(BackendError::NotSupported)
     }
 
+    fn vgpu_heterogeneous_multi_vgpu(&self) -> Result<bool> {
+        details::vgpu_heterogeneous_multi_vgpu(self)
+    }
+
     // ---- Identity and configuration ----
 
     fn name(&self, id: DeviceId) -> Result<String> {
@@ -913,10 +925,14 @@ impl GpuBackend for NvmlBackend {
         believed_count(self.with_device(id, |d| d.num_fans())?, MAX_FANS, "fans")
     }
 
+    /// Read raw, by NVML's number: nvml-wrapper's enum has no target (acoustic) thresholds.
     fn temperature_threshold(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<u32> {
-        self.with_device(id, |d| {
-            d.temperature_threshold(conv::threshold_to_wrapper(threshold))
-        })
+        let handle = self.handle(id)?;
+        let func = symbol(&self.lib().nvmlDeviceGetTemperatureThreshold)?;
+        let mut temp: c_uint = 0;
+        // SAFETY: a live handle, NVML's threshold number and a writable out-pointer.
+        check(unsafe { func(handle, threshold.nvml_code(), &mut temp) })?;
+        Ok(temp)
     }
 
     fn power_management_mode(&self, id: DeviceId) -> Result<bool> {
@@ -1093,6 +1109,108 @@ impl GpuBackend for NvmlBackend {
 
     fn compute_instance_id(&self, id: DeviceId) -> Result<u32> {
         Ok(query_one!(self, id, nvmlDeviceGetComputeInstanceId))
+    }
+
+    // ---- What nvidia-smi -q shows beyond the everyday (details.rs) ----
+
+    fn addressing_mode(&self, id: DeviceId) -> Result<AddressingMode> {
+        details::addressing_mode(self, id)
+    }
+
+    fn accounting_buffer_size(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetAccountingBufferSize))
+    }
+
+    fn inforom_version(&self, id: DeviceId, object: InforomObject) -> Result<String> {
+        details::inforom_version(self, id, object)
+    }
+
+    fn inforom_valid(&self, id: DeviceId) -> Result<bool> {
+        details::inforom_valid(self, id)
+    }
+
+    fn pdi(&self, id: DeviceId) -> Result<u64> {
+        details::pdi(self, id)
+    }
+
+    fn platform_info(&self, id: DeviceId) -> Result<PlatformInfo> {
+        details::platform_info(self, id)
+    }
+
+    fn c2c_mode(&self, id: DeviceId) -> Result<bool> {
+        details::c2c_mode(self, id)
+    }
+
+    fn host_vgpu_mode(&self, id: DeviceId) -> Result<HostVgpuMode> {
+        details::host_vgpu_mode(self, id)
+    }
+
+    fn vgpu_heterogeneous_mode(&self, id: DeviceId) -> Result<bool> {
+        details::vgpu_heterogeneous_mode(self, id)
+    }
+
+    fn vgpu_capability(&self, id: DeviceId, capability: VgpuCapability) -> Result<u32> {
+        details::vgpu_capability(self, id, capability)
+    }
+
+    fn gsp_firmware_version(&self, id: DeviceId) -> Result<String> {
+        details::gsp_firmware_version(self, id)
+    }
+
+    fn gsp_firmware_mode(&self, id: DeviceId) -> Result<CurrentDefault<bool>> {
+        details::gsp_firmware_mode(self, id)
+    }
+
+    fn pci_class(&self, id: DeviceId) -> Result<PciClass> {
+        details::pci_class(self, id)
+    }
+
+    fn gpu_max_pcie_link_generation(&self, id: DeviceId) -> Result<u32> {
+        Ok(query_one!(self, id, nvmlDeviceGetGpuMaxPcieLinkGeneration))
+    }
+
+    fn pcie_atomics(&self, id: DeviceId, direction: PcieDirection) -> Result<u32> {
+        details::pcie_atomics(self, id, direction)
+    }
+
+    fn bridge_chips(&self, id: DeviceId) -> Result<Vec<BridgeChip>> {
+        details::bridge_chips(self, id)
+    }
+
+    fn max_customer_boost_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
+        details::max_customer_boost_clock(self, id, clock)
+    }
+
+    fn auto_boosted_clocks(&self, id: DeviceId) -> Result<CurrentDefault<bool>> {
+        details::auto_boosted_clocks(self, id)
+    }
+
+    fn temperature_tlimit(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<i32> {
+        details::temperature_tlimit(self, id, threshold)
+    }
+
+    fn module_power_limits(&self, id: DeviceId) -> Result<ScopedPowerLimits> {
+        details::module_power_limits(self, id)
+    }
+
+    fn power_smoothing(&self, id: DeviceId) -> Result<PowerSmoothing> {
+        details::power_smoothing(self, id)
+    }
+
+    fn dram_encryption_mode(&self, id: DeviceId) -> Result<CurrentPending<bool>> {
+        details::dram_encryption_mode(self, id)
+    }
+
+    fn capabilities(&self, id: DeviceId) -> Result<u32> {
+        details::capabilities(self, id)
+    }
+
+    fn hostname(&self, id: DeviceId) -> Result<String> {
+        details::hostname(self, id)
+    }
+
+    fn device_attributes(&self, id: DeviceId) -> Result<DeviceAttributes> {
+        details::device_attributes(self, id)
     }
 
     // ---- Readings that change over time ----
@@ -1408,6 +1526,74 @@ impl GpuBackend for NvmlBackend {
             },
         };
         self.gpm.metrics(self.lib(), id, target)
+    }
+
+    fn gpu_recovery_action(&self, id: DeviceId) -> Result<GpuRecoveryAction> {
+        details::gpu_recovery_action(self, id)
+    }
+
+    fn pcie_replay_rollover_counter(&self, id: DeviceId) -> Result<u32> {
+        details::pcie_replay_rollover_counter(self, id)
+    }
+
+    fn clock_event_time(&self, id: DeviceId, reason: ClockEventCounter) -> Result<u64> {
+        details::clock_event_time(self, id, reason)
+    }
+
+    fn jpeg_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
+        details::engine_utilization(self, id, true)
+    }
+
+    fn ofa_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
+        details::engine_utilization(self, id, false)
+    }
+
+    fn encoder_stats(&self, id: DeviceId) -> Result<SessionStats> {
+        details::encoder_stats(self, id)
+    }
+
+    fn fbc_stats(&self, id: DeviceId) -> Result<SessionStats> {
+        details::fbc_stats(self, id)
+    }
+
+    fn sram_ecc_status(&self, id: DeviceId) -> Result<SramEccStatus> {
+        details::sram_ecc_status(self, id)
+    }
+
+    fn repair_status(&self, id: DeviceId) -> Result<RepairStatus> {
+        details::repair_status(self, id)
+    }
+
+    fn inactive_remapped_rows(&self, id: DeviceId) -> Result<InactiveRemappedRows> {
+        details::inactive_remapped_rows(self, id)
+    }
+
+    fn row_remapper_histogram(&self, id: DeviceId) -> Result<RowRemapperHistogram> {
+        details::row_remapper_histogram(self, id)
+    }
+
+    fn margin_temperature(&self, id: DeviceId) -> Result<i32> {
+        details::margin_temperature(self, id)
+    }
+
+    fn protected_memory(&self, id: DeviceId) -> Result<ProtectedMemory> {
+        details::protected_memory(self, id)
+    }
+
+    fn fabric_info(&self, id: DeviceId) -> Result<FabricInfo> {
+        details::fabric_info(self, id)
+    }
+
+    fn bbx_flush(&self, id: DeviceId) -> Result<BbxFlush> {
+        details::bbx_flush(self, id)
+    }
+
+    fn power_average(&self, id: DeviceId, scope: PowerScope) -> Result<u32> {
+        details::scoped_power(self, id, scope, false)
+    }
+
+    fn power_instant(&self, id: DeviceId, scope: PowerScope) -> Result<u32> {
+        details::scoped_power(self, id, scope, true)
     }
 
     fn compute_processes(&self, id: DeviceId) -> Result<Vec<ProcessInfo>> {

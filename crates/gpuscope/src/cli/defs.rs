@@ -50,7 +50,7 @@ pub enum Command {
     /// nvidia-smi's read-only options over any source (its table, `-L`, `-q [-d ...] [-x]`, `-i`,
     /// `-l`/`-lms`, `--query-gpu=...`, `--query-compute-apps=...`, `--format=csv,...`), printing
     /// what nvidia-smi prints; `gpuscope smi --help` lists them (docs/smi.md).
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, disable_version_flag = true)]
     Smi {
         /// nvidia-smi's options, and gpuscope's --fixture, --frame, --demo, --nvml-lib.
         #[arg(

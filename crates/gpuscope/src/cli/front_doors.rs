@@ -7,7 +7,7 @@
 //! | link | runs | spellings translated |
 //! |---|---|---|
 //! | `nvidia-smi` | `gpuscope smi` | none: `smi` parses nvidia-smi's own grammar |
-//! | `gpustat` | `gpuscope stat` | a bare `--color` (gpustat's "force colour") |
+//! | `gpustat` | `gpuscope stat` | a bare `--color` (gpustat's "force colour"), `-v` (its version) |
 //! | `nvitop` | `gpuscope top` | `-ov` (`--only-visible`) |
 //! | `nvisel` | `gpuscope select` | `-i` `--inherit`, `-c` `--min-count`, `-C` `--max-count`, `-G` `--max-gpu-utilization`; `--as-nvisel` (a partial list printed, as nvisel) |
 //! | `gpulink` | `gpuscope record` | `-o FILE` `--output FILE` (with `--overwrite`, as gpulink replaces its plot); without it `--no-plot` (gpulink plots only when asked); `--summary gpulink` unless `--summary` is given |
@@ -131,6 +131,8 @@ fn translate(tool: &str, words: &[OsString]) -> Vec<OsString> {
             "nvisel" => out.push(nvisel_word(w).into()),
             // gpustat's bare `--color` forces colour; gpuscope's takes WHEN.
             "gpustat" if w == "--color" && !next_is_when() => out.push("--force-color".into()),
+            // gpustat's `-v` is its version; gpuscope's, the log.
+            "gpustat" if w == "-v" || w == "--version" => out.push("--gpustat-version".into()),
             _ => out.push(word.clone()),
         }
     }

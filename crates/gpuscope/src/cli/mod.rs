@@ -45,6 +45,10 @@ pub fn main() -> ExitCode {
                 ExitCode::from(2)
             } else if let Some(short) = e.downcast_ref::<error::Shortfall>() {
                 ExitCode::from(short.code)
+            } else if e.downcast_ref::<error::NoDriver>().is_some() {
+                ExitCode::from(error::Shortfall::NOTHING)
+            } else if let Some(peer) = e.downcast_ref::<error::PeerExit>() {
+                ExitCode::from(peer.code)
             } else {
                 ExitCode::FAILURE
             }

@@ -28,6 +28,8 @@ use gpu_devices::text::Escaped;
 use crate::cli::args;
 use crate::source::SourceArgs;
 
+mod driver;
+
 /// A call slower than this (wall, median) is a finding of its own.
 const SLOW_CALL: Duration = Duration::from_millis(1);
 
@@ -57,9 +59,14 @@ pub struct Args {
     /// Print only the cost profile, as JSON: each NVML function's median wall and CPU
     /// microseconds per call, `{"nvmlDeviceGetPowerUsage": {"wall_us": 3.4, "cpu_us": 2.7}}`, the
     /// form of a fixture's `nvml_costs` and of fake-nvml's GPUSCOPE_FAKE_NVML_COSTS file. The
-    /// exit status still tells the findings; failed ones are written to stderr.
+    /// exit status still tells the findings; failed ones are written to stderr. When NVML cannot
+    /// be opened: the verdicts on the driver's pieces, as JSON (docs/doctor.md).
     #[arg(long)]
     json: bool,
+    /// For tests: read the driver's files (/proc, /dev, /etc/ld.so.cache, the library folders)
+    /// under this directory instead of `/`, and load the NVML library found there.
+    #[arg(long, value_name = "DIR", env = "GPUSCOPE_DOCTOR_ROOT", hide = true)]
+    host_root: Option<std::path::PathBuf>,
 }
 
 /// A finding's verdict.
@@ -113,7 +120,13 @@ impl Finding {
 
 /// Runs `gpuscope doctor`.
 pub fn run(args: Args) -> Result<()> {
-    let source = args.source.open_bare(&EventKind::ALL)?;
+    // Without NVML, the driver's pieces are checked instead, and doctor ends there (exit 4).
+    let source = driver::open(
+        &args.source,
+        args.host_root.as_deref(),
+        &EventKind::ALL,
+        args.json,
+    )?;
     let report = examine(source.backend, &args, source.proc_root.as_deref())?;
     let fails = report
         .findings

@@ -150,9 +150,10 @@ fn line(pieces: &[Piece], width: Option<usize>, paint: &Paint) -> String {
     out
 }
 
-/// Bytes in whole MiB, without the unit; N/A when unknown.
+/// Bytes in whole MiB as gpustat counts them ([`super::value::gpustat_mib`]), without the
+/// unit; N/A when unknown.
 fn mib(b: Option<u64>) -> String {
-    na(b.map(|b| b / (1024 * 1024)))
+    na(b.map(super::value::gpustat_mib))
 }
 
 /// The compact view of a snapshot.
@@ -356,9 +357,10 @@ fn process_pieces(p: &ProcessView, args: &CompactArgs) -> Vec<Piece> {
         let sep = if args.no_user { "" } else { "/" };
         pieces.push((format!("{sep}{}", p.pid), plain));
     }
-    let mem = p
-        .used_memory_bytes
-        .map_or_else(|| "N/A".into(), |b| format!("{}M", b / (1024 * 1024)));
+    let mem = p.used_memory_bytes.map_or_else(
+        || "N/A".into(),
+        |b| format!("{}M", super::value::gpustat_mib(b)),
+    );
     pieces.push((format!("({mem})"), fg(AnsiColor::Yellow)));
     if args.show_cmd {
         pieces.push((" ".into(), plain));

@@ -342,6 +342,10 @@ pub struct ProcessView {
     pub name: Option<String>,
     /// The command line joined for reading, as nvitop joins it (`gpu_processes::command_join`).
     pub command: Option<String>,
+    /// The command line, one entry per argument (gpustat's `-c` and `-f` read it); not in the
+    /// JSON, which has `command`.
+    #[serde(skip)]
+    pub argv: Option<Vec<String>>,
     /// CPU use, percent of one CPU.
     pub cpu_percent: Option<f64>,
     /// Resident host memory, bytes.
@@ -513,6 +517,7 @@ fn process_view(p: &GpuProcess) -> ProcessView {
         user: p.host.user.clone(),
         name: p.host.name.clone(),
         command: p.host.command.clone(),
+        argv: p.host.cmdline.clone(),
         cpu_percent: p.host.cpu_percent,
         host_memory_bytes: p.host.rss,
         running_time_seconds: p.host.running_time_s,

@@ -55,6 +55,27 @@ pub(crate) fn local_datetime(secs: u64) -> Option<String> {
     ))
 }
 
+/// `secs` (Unix time) in the local time zone as the C locale's date and time (`%c`, which
+/// gpustat's header uses): `Fri Nov 27 19:50:35 2026`, the day padded with a space; `None`
+/// where the C library cannot tell.
+pub(crate) fn local_c_datetime(secs: u64) -> Option<String> {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (tm, _) = local_tm(secs)?;
+    Some(format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} {}",
+        DAYS.get(usize::try_from(tm.tm_wday).ok()?)?,
+        MONTHS.get(usize::try_from(tm.tm_mon).ok()?)?,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        i64::from(tm.tm_year) + 1900
+    ))
+}
+
 /// The broken-down local time of `secs`, and the zone's name (` IST`, or empty).
 fn local_tm(secs: u64) -> Option<(libc::tm, String)> {
     let t = libc::time_t::try_from(secs).ok()?;

@@ -218,8 +218,9 @@ fn bidi_controls_and_line_separators_in_a_fixture_are_escaped_in_every_view() {
     let dir = out_dir("bidi");
     let fixture = bidi_fixture(&dir);
     let fixture = fixture.to_str().expect("UTF-8 path");
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         ("snapshot", &["snapshot"]),
+        ("stat -cuf", &["stat", "-cuf"]),
         (
             "snapshot --compact",
             &["snapshot", "--compact", "--show-cmd"],

@@ -1218,7 +1218,7 @@ fn future_nan_or_missing_sample_times_are_never_up() {
     assert_eq!(host(&fleet, "future")["sample_age_seconds"], Value::Null);
     let errors = fleet["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:#?}");
-    assert_eq!(errors[0]["query"], SAMPLE_TIME_QUERY);
+    assert_eq!(errors[0]["query"], SAMPLE_TIME_QUERY.as_str());
     let error = errors[0]["error"].as_str().unwrap();
     for why in ["future (3600 s ahead)", "nan (\"NaN\")", "inf (\"+Inf\")"] {
         assert!(error.contains(why), "{why}: {error}");
@@ -1435,4 +1435,207 @@ fn a_prometheus_name_lookup_under_a_task_limit_fails_its_query_never_panics() {
             assert_eq!(host(&fleet, "node-a")["state"], "up");
         }
     }
+}
+
+/// Issue 35, item 4: a Prometheus that scrapes dcgm-exporter on one host (its GPU 1 at
+/// `dcgm_temp` °C) and nvidia_gpu_exporter on another, and no gpuscope exporter.
+fn door_replies(dcgm_temp: &str) -> HashMap<String, Reply> {
+    use gpu_export::Door;
+    let mut r = HashMap::new();
+    let dcgm_host = json!({"instance": "gpu-dcgm:9400", "job": "dcgm", "Hostname": "dcgm-node"});
+    let smi_host = json!({"instance": "gpu-smi:9835", "job": "smi"});
+    let named = |mut l: Value, door: &str| {
+        l["gpuscope_names"] = json!(door);
+        l
+    };
+    let times = [
+        (named(dcgm_host.clone(), "dcgm"), "998".to_string()),
+        (named(smi_host.clone(), "nvidia-smi"), "999".to_string()),
+    ];
+    r.insert(SAMPLE_TIME_QUERY.clone(), Reply::Body(vector(T, &times)));
+    let up = [
+        (
+            json!({"instance": "gpu-dcgm:9400", "job": "dcgm"}),
+            "1".to_string(),
+        ),
+        (
+            json!({"instance": "gpu-smi:9835", "job": "smi"}),
+            "1".to_string(),
+        ),
+    ];
+    r.insert("up".into(), Reply::Body(vector(T, &up)));
+    let info = json!({
+        "__name__": "nvidia_smi_gpu_info", "instance": "gpu-smi:9835", "job": "smi",
+        "uuid": "5eed", "index": "3", "name": "Tesla T4", "pci_bus_id": "00000000:3B:00.0",
+    });
+    r.insert(
+        gpu_fleet::doors::device_query(&[Door::NvidiaSmi], true, "gpu-smi:9835"),
+        Reply::Body(vector(T, &[(info, "1".into())])),
+    );
+    let mut series = Vec::new();
+    for gpu in ["0", "1"] {
+        for (name, v) in [
+            ("DCGM_FI_DEV_FB_USED", "1024"),
+            ("DCGM_FI_DEV_FB_FREE", "40960"),
+            ("DCGM_FI_DEV_GPU_UTIL", "37"),
+            (
+                "DCGM_FI_DEV_GPU_TEMP",
+                if gpu == "1" { dcgm_temp } else { "45" },
+            ),
+            ("DCGM_FI_DEV_POWER_USAGE", "312.5"),
+        ] {
+            let mut l = dcgm_host.clone();
+            l["__name__"] = json!(name);
+            l["gpu"] = json!(gpu);
+            l["UUID"] = json!(format!("GPU-d{gpu}"));
+            l["modelName"] = json!("NVIDIA H100 80GB HBM3");
+            series.push((l, v.to_string()));
+        }
+    }
+    for (name, v) in [
+        ("nvidia_smi_memory_total_bytes", "16106127360"),
+        ("nvidia_smi_memory_used_bytes", "1073741824"),
+        ("nvidia_smi_memory_free_bytes", "15032385536"),
+        ("nvidia_smi_utilization_gpu_ratio", "0.5"),
+        ("nvidia_smi_temperature_gpu", "61"),
+        ("nvidia_smi_power_draw_watts", "70.25"),
+    ] {
+        let mut l = smi_host.clone();
+        l["__name__"] = json!(name);
+        l["uuid"] = json!("5eed");
+        series.push((l, v.to_string()));
+    }
+    let query = gpu_fleet::doors::device_query(
+        &[Door::Dcgm, Door::NvidiaSmi],
+        false,
+        "gpu-dcgm:9400|gpu-smi:9835",
+    );
+    r.insert(query, Reply::Body(vector(T, &series)));
+    r
+}
+
+/// The device fields the issue's Show names: memory, utilization, temperature, power.
+fn shown_values(d: &Value) -> [Value; 6] {
+    [
+        d["memory_total_bytes"].clone(),
+        d["memory_used_bytes"].clone(),
+        d["memory_free_bytes"].clone(),
+        d["gpu_utilization_percent"].clone(),
+        d["temperature_celsius"].clone(),
+        d["power_usage_watts"].clone(),
+    ]
+}
+
+#[test]
+fn a_prometheus_of_dcgm_and_nvidia_smi_names_shows_every_gpu() {
+    let stub = start(door_replies("46"), None);
+    let out = on_stub(&stub, "snapshot", &["--json"], &[]);
+    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(fleet["errors"], json!([]));
+    let dcgm = host(&fleet, "dcgm-node");
+    assert_eq!(
+        (&dcgm["state"], &dcgm["names"], &dcgm["instance"]),
+        (&json!("up"), &json!("dcgm"), &json!("gpu-dcgm:9400"))
+    );
+    let devices = dcgm["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    for (d, temp) in devices.iter().zip([45, 46]) {
+        assert_eq!(
+            shown_values(d),
+            [
+                // dcgm-exporter's default counters have no total.
+                Value::Null,
+                json!(1024u64 << 20),
+                json!(40u64 * GIB),
+                json!(37),
+                json!(temp),
+                json!(312.5)
+            ]
+        );
+        assert_eq!(d["name"], "NVIDIA H100 80GB HBM3");
+        assert_eq!(
+            d["up"],
+            Value::Null,
+            "dcgm-exporter cannot say a GPU is lost"
+        );
+        assert_eq!(d["processes"], json!([]));
+    }
+    let smi = host(&fleet, "gpu-smi:9835");
+    assert_eq!(smi["names"], "nvidia-smi");
+    let d = &smi["devices"][0];
+    assert_eq!((&d["id"], &d["uuid"]), (&json!("3"), &json!("GPU-5eed")));
+    assert_eq!(
+        shown_values(d),
+        [
+            json!(15 * GIB),
+            json!(GIB),
+            json!(14 * GIB),
+            json!(50),
+            json!(61),
+            json!(70.25)
+        ]
+    );
+    // The 15 queries of any fleet, then nvidia_gpu_exporter's info and the doors' values.
+    let asked = stub.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 17, "{asked:#?}");
+    assert!(asked[15].contains("nvidia_smi_gpu_info") && asked[16].contains("DCGM_FI_DEV_FB_USED"));
+    // select chooses among them as among gpuscope's hosts.
+    let picked = ok(&on_stub(&stub, "select", &["-n", "2", "-f", "20GiB"], &[]));
+    let mut picked: Vec<&str> = picked.trim().split(',').collect();
+    picked.sort();
+    assert_eq!(
+        picked,
+        ["dcgm-node:0", "dcgm-node:1"],
+        "the two GPUs with 40 GiB free"
+    );
+}
+
+#[test]
+fn a_dcgm_value_out_of_range_is_na_with_a_warning_naming_its_metric() {
+    let stub = start(door_replies("1e9"), None);
+    let out = on_stub(&stub, "snapshot", &["--json"], &[]);
+    let fleet: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let d = &host(&fleet, "dcgm-node")["devices"][1];
+    assert_eq!(d["temperature_celsius"], Value::Null);
+    assert_eq!(
+        d["memory_used_bytes"],
+        json!(1024u64 << 20),
+        "the rest still shows"
+    );
+    assert_eq!(
+        d["out_of_range"],
+        json!([{"family": "DCGM_FI_DEV_GPU_TEMP", "value": "1e9", "expected": "0 to 200 °C"}])
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("DCGM_FI_DEV_GPU_TEMP 1e9 is out of range (0 to 200 °C)"),
+        "{err}"
+    );
+}
+
+/// Issue 35, item 4: a later refresh keeps a door host's GPUs while its latest scrape is the
+/// same, asking the two host queries only, as for a gpuscope host.
+#[test]
+fn an_unchanged_door_host_keeps_its_gpus_without_asking_again() {
+    let stub = start(door_replies("46"), None);
+    let watch = Watch::start(&stub);
+    let first = watch.next();
+    let second = watch.next();
+    assert_eq!(first["hosts"], second["hosts"]);
+    assert_eq!(
+        host(&second, "dcgm-node")["devices"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // The first refresh asked 17; every later one (the next may have begun since) the two
+    // host queries alone.
+    let asked = stub.asked.lock().unwrap().clone();
+    assert!(asked.len() >= 19, "{asked:#?}");
+    assert!(
+        asked[17..].iter().all(|q| *q == first_query() || q == "up"),
+        "{:#?}",
+        &asked[17..]
+    );
 }

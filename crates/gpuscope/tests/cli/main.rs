@@ -13,7 +13,9 @@
 mod support;
 
 mod bounds;
+mod colour;
 mod doctor;
+mod doctor_driver;
 mod error_texts;
 mod escape;
 mod export_attacks;
@@ -42,5 +44,6 @@ mod smi;
 mod smi_h200;
 mod snapshot;
 mod source_rules;
+mod stat;
 mod top;
 mod top_tmux;

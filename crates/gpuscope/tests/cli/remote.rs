@@ -271,3 +271,48 @@ fn a_remote_read_of_many_silent_exporters_ends_within_one_timeout() {
         }
     }
 }
+
+/// Issue 35, item 4: an exporter serving only dcgm-exporter's names, and one serving only
+/// nvidia_gpu_exporter's (gpuscope's own in those modes over the demo's 8 GPUs), read directly:
+/// each host read through those names, every GPU with its memory, utilization, temperature and
+/// power.
+#[test]
+fn exporters_of_dcgm_or_nvidia_smi_names_are_read_through_them() {
+    use crate::support::export_support::Exporter;
+    let dcgm = Exporter::start(&["--demo", "--names", "dcgm"]);
+    let smi = Exporter::start(&["--demo", "--names", "nvidia-smi"]);
+    let urls = [
+        format!("http://{}/metrics", dcgm.addr),
+        format!("http://{}/metrics", smi.addr),
+    ];
+    let out = snapshot(&urls, &[]);
+    let fleet = fleet(0, &out);
+    for (url, names) in urls.iter().zip(["dcgm", "nvidia-smi"]) {
+        let h = host_at(&fleet, url);
+        assert_eq!(
+            (&h["state"], &h["names"]),
+            (&"up".into(), &names.into()),
+            "{h:#}"
+        );
+        let devices = h["devices"].as_array().unwrap();
+        assert_eq!(devices.len(), 8, "{names}: {h:#}");
+        for d in devices {
+            for field in [
+                "uuid",
+                "memory_used_bytes",
+                "memory_free_bytes",
+                "gpu_utilization_percent",
+                "temperature_celsius",
+                "power_usage_watts",
+            ] {
+                assert!(
+                    !d[field].is_null(),
+                    "{names} GPU {}: {field}: {d:#}",
+                    d["id"]
+                );
+            }
+            // dcgm-exporter's default counters have no total; nvidia_gpu_exporter's do.
+            assert_eq!(d["memory_total_bytes"].is_null(), names == "dcgm", "{d:#}");
+        }
+    }
+}

@@ -30,6 +30,8 @@ pub enum Mode {
     HelpQueryGpu,
     /// `--help-query-compute-apps`.
     HelpQueryApps,
+    /// `--version`: nvidia-smi's four version lines.
+    Version,
 }
 
 /// `-d`/`--display` sections, nvidia-smi's names.
@@ -189,7 +191,7 @@ const SOURCE_WITH_VALUE: &[&str] = &[
 /// The one-line list of what `gpuscope smi` supports, for errors and the bare command.
 pub const SUPPORTED: &str =
     "no option (the summary table), -L, -q [-d SECTIONS] [-x], -i ID[,ID...], -l SEC, -lms MS, \
-    -f FILE, --query-gpu=FIELDS, --query-compute-apps=FIELDS, --format=csv[,noheader][,nounits], \
+    -f FILE, --version, --query-gpu=FIELDS, --query-compute-apps=FIELDS, --format=csv[,noheader][,nounits], \
     --help-query-gpu, --help-query-compute-apps (and gpuscope's --fixture FILE, --frame N, \
     --demo[=NAME], --count N)";
 
@@ -226,7 +228,7 @@ pub fn parse(args: &[OsString]) -> Result<SmiArgs, UsageError> {
         if out.mode != Mode::Bare && out.mode != m {
             return Err(usage(format!(
                 "{} does not go with another of -L, -q, --query-gpu, --query-compute-apps, \
-                 --help-query-*",
+                 --help-query-*, --version",
                 shown(opt)
             )));
         }
@@ -257,6 +259,7 @@ pub fn parse(args: &[OsString]) -> Result<SmiArgs, UsageError> {
         match name {
             "-h" | "--help" => set_mode(&mut out, Mode::Help, name)?,
             "-L" | "--list-gpus" => set_mode(&mut out, Mode::List, name)?,
+            "--version" => set_mode(&mut out, Mode::Version, name)?,
             "-q" | "--query" => set_mode(&mut out, Mode::Query, name)?,
             "-x" | "--xml-format" => out.xml = true,
             "--help-query-gpu" => set_mode(&mut out, Mode::HelpQueryGpu, name)?,
@@ -482,6 +485,7 @@ mod tests {
             Some(Duration::from_secs(2))
         );
         assert_eq!(p(&["--demo", "-L"]).unwrap().source, ["--demo"]);
+        assert_eq!(p(&["--version"]).unwrap().mode, Mode::Version);
         assert_eq!(
             p(&["-L", "--fixture", "x.json", "--frame", "3"])
                 .unwrap()

@@ -14,7 +14,7 @@ use clap::Parser;
 use gpu_backend::DeviceId;
 use gpu_devices::DeviceSnapshot;
 
-use crate::error::UsageError;
+use crate::error::{PeerExit, UsageError};
 use crate::present::json::SnapshotView;
 use crate::source::SourceArgs;
 
@@ -39,10 +39,30 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
         Mode::HelpQueryApps => return emit(&a, &crate::present::query::help_apps(), true),
         _ => {}
     }
+    if let Mode::QueryGpu(q) = &a.mode {
+        if let Some((bad, why)) = crate::present::query::unknown_gpu_field(q) {
+            let bad = gpu_devices::text::escape_control(&bad).into_owned();
+            emit(
+                &a,
+                &format!("Field \"{bad}\" is not a valid field to query.\n\n"),
+                true,
+            )?;
+            return Err(PeerExit {
+                code: exit::USAGE,
+                message: why.0,
+            }
+            .into());
+        }
+    }
     let source = SourceOnly::try_parse_from(&a.source)
         .map_err(|e| UsageError(e.render().to_string().trim_end().to_string()))?
         .source;
-    let src = source.open()?;
+    let src = source.open().map_err(|e| fail_as_nvidia_smi(&a, e))?;
+    if a.mode == Mode::Version {
+        let text = version(src.collector.context());
+        src.end_one_shot();
+        return emit(&a, &text, true);
+    }
     if let Some(plan) = query_plan(&a.mode) {
         src.collector.context().set_query_plan(plan);
     }
@@ -52,7 +72,7 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
         let devices = src.collector.context().all_devices();
         let (view, snaps) =
             crate::present::json::take_with_raw(&src.collector, src.label.clone(), &devices);
-        let view = keep_ids(view, &a.ids)?;
+        let view = keep_ids(view, &a.ids).map_err(|e| fail_as_nvidia_smi(&a, e.into()))?;
         let first = printed == 0;
         let text = render(&a, &view, &snaps, first)?;
         emit(&a, &text, first)?;
@@ -67,6 +87,77 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// nvidia-smi's sentence when it cannot talk to the driver (its exit code 9).
+pub const NO_DRIVER: &str = "NVIDIA-SMI has failed because it couldn't communicate with the \
+    NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.";
+
+/// nvidia-smi's words when it cannot find the NVML library (its exit code 12).
+pub const NO_LIBRARY: &str = "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. \
+    Please make sure that the NVIDIA Display Driver is properly installed and present in your \
+    system.\nPlease also try adding directory that contains libnvidia-ml.so to your system PATH.";
+
+/// nvidia-smi's words when `-i` names no GPU (its exit code 6).
+pub const NOT_FOUND: &str = "No devices were found";
+
+/// nvidia-smi's exit codes (its manual's RETURN VALUE) for the failures gpuscope smi tells
+/// apart; docs/smi.md has the table.
+pub mod exit {
+    /// A supplied argument or flag is invalid.
+    pub const USAGE: u8 = 2;
+    /// A query to find an object was unsuccessful (`-i` names no GPU).
+    pub const NOT_FOUND: u8 = 6;
+    /// The NVIDIA driver is not loaded.
+    pub const DRIVER_NOT_LOADED: u8 = 9;
+    /// The NVML library could not be found or loaded.
+    pub const LIBRARY_NOT_FOUND: u8 = 12;
+}
+
+/// A failure as nvidia-smi fails: no driver (9) or no library (12), and an `-i` that names no
+/// GPU (6), with nvidia-smi's words on stdout (where nvidia-smi prints them, so a script that
+/// reads them finds them) and gpuscope's why on stderr; anything else as it is.
+fn fail_as_nvidia_smi(a: &SmiArgs, e: anyhow::Error) -> anyhow::Error {
+    let (code, words, why) = if let Some(no) = e.downcast_ref::<crate::error::NoDriver>() {
+        if no.library_missing {
+            (exit::LIBRARY_NOT_FOUND, NO_LIBRARY, no.message.clone())
+        } else {
+            (exit::DRIVER_NOT_LOADED, NO_DRIVER, no.message.clone())
+        }
+    } else if let Some(UsageError(why)) = e.downcast_ref::<UsageError>() {
+        if !why.starts_with(NOT_FOUND) {
+            return e;
+        }
+        (exit::NOT_FOUND, NOT_FOUND, why.clone())
+    } else {
+        return e;
+    };
+    if let Err(write) = emit(a, &format!("{words}\n\n"), true) {
+        return write;
+    }
+    PeerExit { code, message: why }.into()
+}
+
+/// `--version`: nvidia-smi's four lines, from the source's versions. NVML's version is its
+/// driver part (`580.159` of NVML's `13.580.159.04`), as nvidia-smi prints it.
+fn version(context: &gpu_devices::Context) -> String {
+    let na = |v: gpu_devices::Na<String>| v.value().cloned().unwrap_or_else(|| "N/A".into());
+    let driver = na(context.driver_version());
+    let nvml = na(context.nvml_version());
+    let parts: Vec<&str> = nvml.split('.').collect();
+    let nvml = match parts.as_slice() {
+        [_cuda, major, minor, ..] => format!("{major}.{minor}"),
+        _ => nvml.clone(),
+    };
+    let cuda = na(context.cuda_driver_version());
+    let e = |v: &str| gpu_devices::text::escape_control(v).into_owned();
+    format!(
+        "NVIDIA-SMI version  : {driver}\nNVML version        : {nvml}\n\
+         DRIVER version      : {driver}\nCUDA Version        : {cuda}\n",
+        driver = e(&driver),
+        nvml = e(&nvml),
+        cuda = e(&cuda),
+    )
+}
+
 /// What a print asks NVML, when less than everything (issue 36): `-L` each GPU's name and
 /// UUID, `--query-gpu` its fields' queries and no other (`crate::present::plan`), the table
 /// and `--query-compute-apps` leave out the costly readings none of their fields shows (PCIe
@@ -79,17 +170,28 @@ fn query_plan(mode: &Mode) -> Option<gpu_devices::QueryPlan> {
     match mode {
         Mode::List => Some(crate::present::plan::list()),
         Mode::QueryGpu(fields) => Some(crate::present::plan::for_gpu_fields(fields)),
-        Mode::Bare | Mode::QueryApps(_) => Some(everything.without(&[
-            Query::pcie_throughput,
-            Query::total_energy_consumption,
-            Query::bar1_memory_info,
-            Query::nvlink_throughput,
-            Query::nvlink_error_counters,
-            Query::process_utilization,
-            Query::gpm_metrics,
-        ])),
+        // The table and the processes' CSV show none of the details either.
+        Mode::Bare | Mode::QueryApps(_) => Some(
+            everything
+                .without(&gpu_devices::detail_queries())
+                .without(&unshown()),
+        ),
         _ => None,
     }
+}
+
+/// Dear calls none of the table's and CSV's fields shows.
+fn unshown() -> Vec<gpu_devices::Query> {
+    use gpu_devices::Query;
+    vec![
+        Query::pcie_throughput,
+        Query::total_energy_consumption,
+        Query::bar1_memory_info,
+        Query::nvlink_throughput,
+        Query::nvlink_error_counters,
+        Query::process_utilization,
+        Query::gpm_metrics,
+    ]
 }
 
 /// Writes `text` to stdout, or to `-f`'s file: made anew by the `first` print, appended to by
@@ -126,6 +228,7 @@ fn help() -> String {
          Supported: {}.\n\n\
          (no option)                     nvidia-smi's summary table (with -i, -l, -f)\n\
          -L, --list-gpus                 one line per GPU (and MIG device) with its UUID\n\
+         --version                       nvidia-smi's version lines (driver, NVML, CUDA)\n\
          -q, --query                     every GPU's answers, as nvidia-smi -q lays them out\n\
          -d, --display=SECTIONS          with -q: only these ({})\n\
          -x, --xml-format                with -q: XML\n\
@@ -226,7 +329,7 @@ fn render(
         Mode::Query if a.xml => query_xml(a, view, snaps),
         Mode::Query => query_text(a, view, snaps),
         Mode::Bare => summary(view, snaps),
-        Mode::Help | Mode::HelpQueryGpu | Mode::HelpQueryApps => String::new(),
+        Mode::Help | Mode::HelpQueryGpu | Mode::HelpQueryApps | Mode::Version => String::new(),
     })
 }
 
@@ -299,7 +402,10 @@ fn gpu_trees(
                 .filter(|m| m.index == d.index && m.mig_index.is_some())
                 .filter_map(|m| raw_of(&snaps.devices, m.device))
                 .collect();
-            let nodes = tree::keep_sections(tree::gpu(raw, &migs, procs.as_deref()), &a.display);
+            let nodes = tree::keep_sections(
+                tree::gpu(raw, &migs, procs.as_deref(), view.driver_version.as_deref()),
+                &a.display,
+            );
             Some((d.bus_id.clone().unwrap_or_else(|| "N/A".into()), nodes))
         })
         .collect()
@@ -357,11 +463,18 @@ fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
             })),
         }
     }
+    let migs: Vec<&DeviceSnapshot> = view
+        .devices
+        .iter()
+        .filter(|d| d.mig_index.is_some())
+        .filter_map(|d| raw_of(&snaps.devices, d.device))
+        .collect();
     table::render(
         &ctime(view.time_unix_ms),
         view.driver_version.as_deref().unwrap_or("N/A"),
         &cuda_version(view),
         &gpus,
+        &migs,
         (!unknown).then_some(&rows[..]),
     )
 }

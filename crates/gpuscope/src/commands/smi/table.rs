@@ -1,7 +1,8 @@
 //! `gpuscope smi` with no option: nvidia-smi's summary table, cell for cell as nvidia-smi 590
 //! draws it (91 columns; a GPU's three lines in cells of 41, 24 and 22; the processes beneath).
-//! The widths were measured on real tables (docs/smi.md); a GPU in MIG mode is drawn without
-//! nvidia-smi's MIG devices table.
+//! The widths were measured on real tables (docs/smi.md). MIG devices get nvidia-smi's MIG
+//! devices table between the GPUs and the processes (its layout as nvidia-smi 580 and 590 draw
+//! it, not checked byte for byte against a capture).
 
 use std::fmt::Write as _;
 
@@ -9,7 +10,7 @@ use gpu_backend::ComputeMode;
 use gpu_devices::text::escape_control;
 use gpu_devices::{DeviceSnapshot, Na};
 
-use crate::present::query::to_mib;
+use crate::present::value::{fb_mib, nearest_mib};
 
 const RULE: &str =
     "+-----------------------------------------------------------------------------------------+";
@@ -114,8 +115,8 @@ fn gpu(out: &mut String, d: &DeviceSnapshot) {
     let usage = watts(&d.power_usage);
     let cap = watts(&d.enforced_power_limit);
     let memory = d.memory.value();
-    let used = memory.map_or("N/A".into(), |m| format!("{}MiB", to_mib(m.used)));
-    let total = memory.map_or("N/A".into(), |m| format!("{}MiB", to_mib(m.total)));
+    let used = memory.map_or("N/A".into(), |m| format!("{}MiB", fb_mib(m.used)));
+    let total = memory.map_or("N/A".into(), |m| format!("{}MiB", fb_mib(m.total)));
     let util = d
         .utilization
         .value()
@@ -135,13 +136,74 @@ fn gpu(out: &mut String, d: &DeviceSnapshot) {
     out.push('\n');
 }
 
-/// The table: `when` (nvidia-smi's ctime), the versions, every GPU of `gpus`, then `processes`
-/// (`None`: they could not be read).
+const MIG_CELLS: &str =
+    "+------------------+----------------------------------+-----------+-----------------------+";
+
+/// The MIG devices table: a MIG device's two lines (GPU, GPU and compute instance, its index;
+/// memory and BAR1 used of its share; SMs and volatile uncorrected ECC errors; the engines it
+/// shares), nothing when `migs` is empty.
+fn mig_devices(out: &mut String, migs: &[&DeviceSnapshot]) {
+    if migs.is_empty() {
+        return;
+    }
+    out.push('\n');
+    out.push_str(RULE);
+    out.push('\n');
+    out.push_str("| MIG devices:                                                                            |\n");
+    out.push_str(MIG_CELLS);
+    out.push('\n');
+    out.push_str("| GPU  GI  CI  MIG |                     Memory-Usage |        Vol|        Shared         |\n");
+    out.push_str("|      ID  ID  Dev |                       BAR1-Usage | SM     Unc| CE ENC  DEC  OFA  JPG |\n");
+    out.push_str("|                  |                                  |        ECC|                       |\n");
+    out.push_str("|==================+==================================+===========+=======================|\n");
+    for m in migs {
+        let (gpu, index) = match m.id {
+            gpu_backend::DeviceId::Mig { parent, index } => (parent.to_string(), index.to_string()),
+            gpu_backend::DeviceId::Gpu(i) => (i.to_string(), "N/A".into()),
+        };
+        let used_total = |used: Option<u64>, total: Option<u64>, mib: fn(u64) -> u64| {
+            let cell = |v: Option<u64>| v.map_or("N/A".to_string(), |b| format!("{}MiB", mib(b)));
+            format!("{} / {}", cell(used), cell(total))
+        };
+        let memory = m.memory.value();
+        let memory = used_total(memory.map(|m| m.used), memory.map(|m| m.total), fb_mib);
+        let bar1 = m.bar1_memory.value();
+        let bar1 = used_total(bar1.map(|b| b.used), bar1.map(|b| b.total), nearest_mib);
+        let attributes = m.details.device_attributes.value();
+        let count = |f: fn(&gpu_backend::DeviceAttributes) -> u32| {
+            attributes.map_or("N/A".to_string(), |a| f(a).to_string())
+        };
+        let _ = writeln!(
+            out,
+            "|{gpu:>3}{:>5}{:>4}{index:>4}  |{memory:>30}    |{:>3}{:>7} |{:>3}{:>4}{:>5}{:>5}{:>5} |",
+            na(&m.gpu_instance_id),
+            na(&m.compute_instance_id),
+            count(|a| a.multiprocessor_count),
+            na(&m.ecc_errors.volatile_uncorrected),
+            count(|a| a.shared_copy_engine_count),
+            count(|a| a.shared_encoder_count),
+            count(|a| a.shared_decoder_count),
+            count(|a| a.shared_ofa_count),
+            count(|a| a.shared_jpeg_count),
+        );
+        let _ = writeln!(
+            out,
+            "|                  |{bar1:>32}  |           |                       |"
+        );
+        out.push_str(MIG_CELLS);
+        out.push('\n');
+    }
+}
+
+/// The table: `when` (nvidia-smi's ctime), the versions, every GPU of `gpus`, the MIG devices
+/// of `migs` (their table only when there are some), then `processes` (`None`: they could not
+/// be read).
 pub fn render(
     when: &str,
     driver: &str,
     cuda: &str,
     gpus: &[&DeviceSnapshot],
+    migs: &[&DeviceSnapshot],
     processes: Option<&[ProcessRow]>,
 ) -> String {
     let mut out = String::new();
@@ -172,6 +234,7 @@ pub fn render(
     for d in gpus {
         gpu(&mut out, d);
     }
+    mig_devices(&mut out, migs);
     out.push('\n');
     out += RULE;
     out.push('\n');
@@ -192,7 +255,7 @@ pub fn render(
                 let name = p.name.value().map_or("N/A", String::as_str);
                 let name = cut_start(&escape_control(name), 32);
                 let memory = match p.used_memory {
-                    Some(b) => format!("{:>11}MiB", to_mib(b)),
+                    Some(b) => format!("{:>11}MiB", nearest_mib(b)),
                     None => format!("{:>9}     ", "N/A"),
                 };
                 let _ = writeln!(

@@ -1,9 +1,10 @@
 //! `gpuscope smi -q`: each GPU's answers as nvidia-smi's `-q` lays them out, one tree that is
 //! written as nvidia-smi's text (`Label   : value`, four spaces a level) or its XML (`-x`).
 //!
-//! Only what gpuscope asks the GPU is in the tree: a line nvidia-smi prints from a query
-//! gpuscope does not make (GPU PDI, platform info, fabric, ...) is left out rather than shown as
-//! N/A; a value the GPU or driver cannot give is `N/A`, as nvidia-smi writes it.
+//! The tree follows nvidia-smi 580's sections and keys in its order; a value the GPU, the driver
+//! or a recording cannot give is `N/A`, as nvidia-smi writes it. A line nvidia-smi prints from
+//! a query gpuscope does not make (part numbers, IBMNPU, workload power profiles, ...) is left
+//! out rather than shown as a made-up N/A (docs/smi.md lists them).
 
 use std::fmt::Write as _;
 
@@ -114,14 +115,14 @@ fn with_unit<T: ToString + Clone>(v: &Na<T>, unit: &str) -> String {
     na(v.clone().map(|v| format!("{} {unit}", v.to_string())))
 }
 
+/// BAR1 memory, rounded to the nearest MiB ([`crate::present::value::nearest_mib`]).
 fn mib(v: Na<u64>) -> String {
-    na(v.map(|b| format!("{} MiB", crate::present::query::to_mib(b))))
+    na(v.map(|b| format!("{} MiB", crate::present::value::nearest_mib(b))))
 }
 
-/// Frame-buffer memory: a part of a MiB is a whole one, as nvidia-smi prints it
-/// ([`crate::present::query::to_mib_up`]).
+/// Frame-buffer memory: a part of a MiB is a whole one ([`crate::present::value::fb_mib`]).
 fn fb_mib(v: Na<u64>) -> String {
-    na(v.map(|b| format!("{} MiB", crate::present::query::to_mib_up(b))))
+    na(v.map(|b| format!("{} MiB", crate::present::value::fb_mib(b))))
 }
 
 fn mode(v: &Na<bool>) -> String {
@@ -322,24 +323,75 @@ pub fn gpu(
     d: &DeviceSnapshot,
     migs: &[&DeviceSnapshot],
     processes: Option<&[ProcessLine]>,
+    driver_version: Option<&str>,
 ) -> Vec<Node> {
-    let mut nodes = product(d, migs);
+    let mut nodes = product(d, migs, driver_version);
     nodes.extend(board(d));
     nodes.push(pci(d));
     nodes.extend(performance(d));
     nodes.extend(memory(d));
     nodes.push(utilization(d));
+    nodes.push(
+        sessions("Encoder Stats", "encoder_stats", &d.details.encoder_stats)
+            .in_section("ENCODER_STATS"),
+    );
+    nodes.push(sessions("FBC Stats", "fbc_stats", &d.details.fbc_stats).in_section("FBC_STATS"));
+    nodes.push(group(
+        "DRAM Encryption Mode",
+        "dram_encryption_mode",
+        vec![
+            leaf(
+                "Current",
+                "current_dram_encryption",
+                na(d.details
+                    .dram_encryption_mode
+                    .clone()
+                    .map(|m| enabled(m.current))),
+            ),
+            leaf(
+                "Pending",
+                "pending_dram_encryption",
+                na(d.details
+                    .dram_encryption_mode
+                    .clone()
+                    .map(|m| enabled(m.pending))),
+            ),
+        ],
+    ));
     nodes.extend(ecc(d));
     nodes.push(temperature(d));
     nodes.push(power(d));
+    nodes.push(memory_power(d).in_section("POWER"));
+    nodes.push(module_power(d).in_section("POWER"));
+    // Power smoothing's settings are `--query-gpu`'s; `-q`'s own layout of them was not seen in
+    // a capture, so the line is printed only as nvidia-smi prints it without them.
+    if d.details.power_smoothing.value().is_none() {
+        let line = leaf(
+            "Power Smoothing",
+            "power_smoothing",
+            na(d.details.power_smoothing.clone().map(|_| String::new())),
+        );
+        nodes.push(line.in_section("POWER_SMOOTHING"));
+    }
     nodes.extend(clocks(d));
+    nodes.push(customer_boost(d).in_section("CLOCK"));
+    nodes.push(clock_policy(d).in_section("CLOCK"));
+    nodes.push(fabric(d));
     nodes.push(self::processes(processes));
+    nodes.push(capabilities(d));
     nodes
 }
 
 /// The product and its modes: name, brand, architecture, display, persistence, MIG (and the
 /// MIG devices), accounting, driver model.
-fn product(d: &DeviceSnapshot, migs: &[&DeviceSnapshot]) -> Vec<Node> {
+fn product(d: &DeviceSnapshot, migs: &[&DeviceSnapshot], driver: Option<&str>) -> Vec<Node> {
+    // From driver 580 on nvidia-smi prints the display mode as deprecated (NVML still answers
+    // it, and that answer is Display Attached); before, NVML's answer.
+    let display_mode = if crate::present::query::display_mode_deprecated(driver) {
+        crate::present::query::DISPLAY_MODE_DEPRECATED.to_string()
+    } else {
+        mode(&d.display_mode)
+    };
     let driver_model = |pick: fn(
         &gpu_backend::CurrentPending<gpu_backend::DriverModel>,
     ) -> gpu_backend::DriverModel| {
@@ -359,6 +411,7 @@ fn product(d: &DeviceSnapshot, migs: &[&DeviceSnapshot]) -> Vec<Node> {
             "product_architecture",
             na(d.architecture.clone().map(architecture)),
         ),
+        leaf("Display Mode", "display_mode", display_mode),
         leaf(
             "Display Attached",
             "display_attached",
@@ -369,6 +422,11 @@ fn product(d: &DeviceSnapshot, migs: &[&DeviceSnapshot]) -> Vec<Node> {
             "Persistence Mode",
             "persistence_mode",
             mode(&d.persistence_mode),
+        ),
+        leaf(
+            "Addressing Mode",
+            "addressing_mode",
+            na(d.details.addressing_mode.clone().map(|m| m.label())),
         ),
         current_pending(
             &d.mig_mode,
@@ -395,6 +453,12 @@ fn product(d: &DeviceSnapshot, migs: &[&DeviceSnapshot]) -> Vec<Node> {
             mode(&d.accounting_mode),
         )
         .in_section("ACCOUNTING"),
+        leaf(
+            "Accounting Mode Buffer Size",
+            "accounting_mode_buffer_size",
+            shown(&d.details.accounting_buffer_size),
+        )
+        .in_section("ACCOUNTING"),
         group(
             "Driver Model",
             "driver_model",
@@ -412,6 +476,11 @@ fn board(d: &DeviceSnapshot) -> Vec<Node> {
     vec![
         leaf("Serial Number", "serial", na(d.serial.clone())),
         leaf("GPU UUID", "uuid", na(d.uuid.clone())),
+        leaf(
+            "GPU PDI",
+            "pdi",
+            na(d.details.pdi.clone().map(|p| format!("{p:#x}"))),
+        ),
         leaf(
             "Minor Number",
             "minor_number",
@@ -437,15 +506,34 @@ fn board(d: &DeviceSnapshot) -> Vec<Node> {
             "board_part_number",
             na(d.board_part_number.clone()),
         ),
+        platform(d),
         group(
             "Inforom Version",
             "inforom_version",
-            vec![leaf(
-                "Image Version",
-                "img_version",
-                na(d.inforom_image_version.clone()),
-            )],
+            vec![
+                leaf(
+                    "Image Version",
+                    "img_version",
+                    na(d.inforom_image_version.clone()),
+                ),
+                leaf(
+                    "OEM Object",
+                    "oem_object",
+                    na(d.details.inforom_oem_version.clone()),
+                ),
+                leaf(
+                    "ECC Object",
+                    "ecc_object",
+                    na(d.details.inforom_ecc_version.clone()),
+                ),
+                leaf(
+                    "Power Management Object",
+                    "pwr_object",
+                    na(d.details.inforom_power_version.clone()),
+                ),
+            ],
         ),
+        bbx_flush(d),
         group(
             "GPU Operation Mode",
             "gpu_operation_mode",
@@ -462,15 +550,39 @@ fn board(d: &DeviceSnapshot) -> Vec<Node> {
                 ),
             ],
         ),
+        leaf("GPU C2C Mode", "c2c_mode", mode(&d.details.c2c_mode)),
         group(
             "GPU Virtualization Mode",
             "gpu_virtualization_mode",
-            vec![leaf(
-                "Virtualization Mode",
-                "virtualization_mode",
-                na(d.virtualization_mode.clone().map(virtualization)),
-            )],
+            vec![
+                leaf(
+                    "Virtualization Mode",
+                    "virtualization_mode",
+                    na(d.virtualization_mode.clone().map(virtualization)),
+                ),
+                leaf(
+                    "Host VGPU Mode",
+                    "host_vgpu_mode",
+                    na(d.details.host_vgpu_mode.clone().map(|m| m.label())),
+                ),
+                leaf(
+                    "vGPU Heterogeneous Mode",
+                    "vgpu_heterogeneous_mode",
+                    mode(&d.details.vgpu_heterogeneous_mode),
+                ),
+            ],
         ),
+        leaf(
+            "GPU Recovery Action",
+            "gpu_recovery_action",
+            na(d.details.gpu_recovery_action.clone().map(|a| a.label())),
+        ),
+        leaf(
+            "GSP Firmware Version",
+            "gsp_firmware_version",
+            na(d.details.gsp_firmware_version.clone()),
+        )
+        .in_section("GSP_FIRMWARE_VERSION"),
     ]
 }
 
@@ -497,6 +609,18 @@ fn pci(d: &DeviceSnapshot) -> Node {
             hex("Bus", "pci_bus", 2, |p| p.bus),
             hex("Device", "pci_device", 2, |p| p.device),
             hex("Domain", "pci_domain", 4, |p| p.domain),
+            class(
+                "Base Classcode",
+                "pci_base_class",
+                &d.details.pci_class,
+                |c| c.base_class,
+            ),
+            class(
+                "Sub Classcode",
+                "pci_sub_class",
+                &d.details.pci_class,
+                |c| c.sub_class,
+            ),
             hex("Device Id", "pci_device_id", 8, |p| p.pci_device_id),
             leaf("Bus Id", "pci_bus_id", na(d.pci.clone().map(|p| p.bus_id))),
             hex("Sub System Id", "pci_sub_system_id", 8, |p| {
@@ -520,6 +644,16 @@ fn pci(d: &DeviceSnapshot) -> Node {
                                 "current_link_gen",
                                 number(&d.pcie_link_generation, ""),
                             ),
+                            leaf(
+                                "Device Current",
+                                "device_current_link_gen",
+                                number(&d.pcie_link_generation, ""),
+                            ),
+                            leaf(
+                                "Device Max",
+                                "max_device_link_gen",
+                                number(&d.details.gpu_max_pcie_link_generation, ""),
+                            ),
                         ],
                     ),
                     group(
@@ -536,10 +670,16 @@ fn pci(d: &DeviceSnapshot) -> Node {
                     ),
                 ],
             ),
+            bridge_chip(d),
             leaf(
                 "Replays Since Reset",
                 "replay_counter",
                 number(&d.pcie_replay_counter, ""),
+            ),
+            leaf(
+                "Replay Number Rollovers",
+                "replay_rollover_counter",
+                number(&d.details.pcie_replay_rollover_counter, ""),
             ),
             leaf(
                 "Tx Throughput",
@@ -550,6 +690,22 @@ fn pci(d: &DeviceSnapshot) -> Node {
                 "Rx Throughput",
                 "rx_util",
                 with_unit(&d.pcie_rx_throughput, "KB/s"),
+            ),
+            leaf(
+                "Atomic Caps Outbound",
+                "atomic_caps_outbound",
+                na(d.details
+                    .pcie_atomics_outbound
+                    .clone()
+                    .map(|c| format!("{c:#x}"))),
+            ),
+            leaf(
+                "Atomic Caps Inbound",
+                "atomic_caps_inbound",
+                na(d.details
+                    .pcie_atomics_inbound
+                    .clone()
+                    .map(|c| format!("{c:#x}"))),
             ),
         ],
     )
@@ -595,6 +751,7 @@ fn performance(d: &DeviceSnapshot) -> Vec<Node> {
                 .collect(),
         )
         .in_section("PERFORMANCE"),
+        event_counters(d).in_section("PERFORMANCE"),
     ]
 }
 
@@ -603,6 +760,7 @@ fn memory(d: &DeviceSnapshot) -> Vec<Node> {
     vec![
         fb_memory("FB Memory Usage", &d.memory).in_section("MEMORY"),
         bar1_memory("BAR1 Memory Usage", &d.bar1_memory).in_section("MEMORY"),
+        protected_memory(d).in_section("MEMORY"),
         leaf(
             "Compute Mode",
             "compute_mode",
@@ -638,6 +796,22 @@ fn utilization(d: &DeviceSnapshot) -> Node {
                 "decoder_util",
                 with_unit(&d.decoder.clone().map(|c| c.utilization), "%"),
             ),
+            leaf(
+                "JPEG",
+                "jpeg_util",
+                with_unit(
+                    &d.details.jpeg_utilization.clone().map(|c| c.utilization),
+                    "%",
+                ),
+            ),
+            leaf(
+                "OFA",
+                "ofa_util",
+                with_unit(
+                    &d.details.ofa_utilization.clone().map(|c| c.utilization),
+                    "%",
+                ),
+            ),
         ],
     )
     .in_section("UTILIZATION")
@@ -645,38 +819,8 @@ fn utilization(d: &DeviceSnapshot) -> Node {
 
 /// ECC: the mode, the error counts, retired pages and remapped rows.
 fn ecc(d: &DeviceSnapshot) -> Vec<Node> {
-    let loc = &d.ecc_by_location;
-    let count = |v: &Na<gpu_backend::LocationEccCounts>,
-                 pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>| {
-        na(v.clone()
-            .and_then(|c| pick(&c).map_or(Na::NotAvailable, |n| Na::Value(n.to_string()))))
-    };
-    type Pick = fn(&gpu_backend::LocationEccCounts) -> Option<u64>;
-    // Since the driver loaded (volatile) or over the board's life (aggregate).
-    let counts = |label: &str, tag: &'static str, corrected: Pick, uncorrected: Pick| {
-        group(
-            label,
-            tag,
-            vec![
-                leaf(
-                    "SRAM Correctable",
-                    "sram_correctable",
-                    count(&loc.sram, corrected),
-                ),
-                leaf(
-                    "DRAM Correctable",
-                    "dram_correctable",
-                    count(&loc.device_memory, corrected),
-                ),
-                leaf(
-                    "DRAM Uncorrectable",
-                    "dram_uncorrectable",
-                    count(&loc.device_memory, uncorrected),
-                ),
-            ],
-        )
-    };
     let rows = &d.remapped_rows;
+    let inactive = &d.details.inactive_remapped_rows;
     vec![
         current_pending(
             &d.ecc_mode,
@@ -686,25 +830,7 @@ fn ecc(d: &DeviceSnapshot) -> Vec<Node> {
             "pending_ecc",
         )
         .in_section("ECC"),
-        group(
-            "ECC Errors",
-            "ecc_errors",
-            vec![
-                counts(
-                    "Volatile",
-                    "volatile",
-                    |c| c.volatile_corrected,
-                    |c| c.volatile_uncorrected,
-                ),
-                counts(
-                    "Aggregate",
-                    "aggregate",
-                    |c| c.aggregate_corrected,
-                    |c| c.aggregate_uncorrected,
-                ),
-            ],
-        )
-        .in_section("ECC"),
+        ecc_errors(d).in_section("ECC"),
         group(
             "Retired Pages",
             "retired_pages",
@@ -743,9 +869,19 @@ fn ecc(d: &DeviceSnapshot) -> Vec<Node> {
                     na(rows.clone().map(|r| r.correctable.to_string())),
                 ),
                 leaf(
+                    "Inactive Correctable Error",
+                    "remapped_row_corr_inactive",
+                    na(inactive.clone().map(|r| r.correctable.to_string())),
+                ),
+                leaf(
                     "Uncorrectable Error",
                     "remapped_row_unc",
                     na(rows.clone().map(|r| r.uncorrectable.to_string())),
+                ),
+                leaf(
+                    "Inactive Uncorrectable Error",
+                    "remapped_row_unc_inactive",
+                    na(inactive.clone().map(|r| r.uncorrectable.to_string())),
                 ),
                 leaf(
                     "Pending",
@@ -757,18 +893,60 @@ fn ecc(d: &DeviceSnapshot) -> Vec<Node> {
                     "remapped_row_failure",
                     na(rows.clone().map(|r| yes_no(r.failure))),
                 ),
+                histogram(d),
             ],
         )
         .in_section("ROW_REMAPPER"),
     ]
 }
 
-/// The GPU's and the memory's temperatures and thresholds.
+/// The GPU's and the memory's temperatures and thresholds: against T.Limit, as nvidia-smi 580
+/// prints them, where NVML answers those; else the absolute thresholds older nvidia-smi printed
+/// (a driver, or a recording, without the T.Limit answers).
 fn temperature(d: &DeviceSnapshot) -> Node {
     let c = |label: &str, tag: &'static str, v: &Na<u32>| leaf(label, tag, with_unit(v, "C"));
-    group(
-        "Temperature",
-        "temperature",
+    let t = |label: &str, tag: &'static str, v: &Na<i32>| leaf(label, tag, with_unit(v, "C"));
+    let x = &d.details;
+    let tlimit = [
+        &x.tlimit_shutdown,
+        &x.tlimit_slowdown,
+        &x.tlimit_gpu_max,
+        &x.tlimit_memory_max,
+    ]
+    .iter()
+    .any(|v| v.value().is_some());
+    let lines = if tlimit {
+        vec![
+            c("GPU Current Temp", "gpu_temp", &d.temperature),
+            t("GPU T.Limit Temp", "gpu_temp_tlimit", &x.margin_temperature),
+            t(
+                "GPU Shutdown T.Limit Temp",
+                "gpu_temp_max_tlimit_threshold",
+                &x.tlimit_shutdown,
+            ),
+            t(
+                "GPU Slowdown T.Limit Temp",
+                "gpu_temp_slow_tlimit_threshold",
+                &x.tlimit_slowdown,
+            ),
+            t(
+                "GPU Max Operating T.Limit Temp",
+                "gpu_temp_max_gpu_tlimit_threshold",
+                &x.tlimit_gpu_max,
+            ),
+            c(
+                "GPU Target Temperature",
+                "gpu_target_temperature",
+                &x.temperature_target,
+            ),
+            c("Memory Current Temp", "memory_temp", &d.memory_temperature),
+            t(
+                "Memory Max Operating T.Limit Temp",
+                "gpu_temp_max_mem_tlimit_threshold",
+                &x.tlimit_memory_max,
+            ),
+        ]
+    } else {
         vec![
             c("GPU Current Temp", "gpu_temp", &d.temperature),
             c(
@@ -792,9 +970,9 @@ fn temperature(d: &DeviceSnapshot) -> Node {
                 "gpu_temp_max_mem_threshold",
                 &d.temperature_memory_max,
             ),
-        ],
-    )
-    .in_section("TEMPERATURE")
+        ]
+    };
+    group("Temperature", "temperature", lines).in_section("TEMPERATURE")
 }
 
 /// The power draw and limits.
@@ -809,6 +987,11 @@ fn power(d: &DeviceSnapshot) -> Node {
                 "Average Power Draw",
                 "average_power_draw",
                 w(&d.power_usage),
+            ),
+            leaf(
+                "Instantaneous Power Draw",
+                "instant_power_draw",
+                w(&d.details.power_instant_gpu),
             ),
             leaf(
                 "Current Power Limit",
@@ -875,6 +1058,514 @@ fn clocks(d: &DeviceSnapshot) -> Vec<Node> {
     ]
 }
 
+/// A number NVML answered, or N/A.
+fn shown<T: ToString + Clone>(v: &Na<T>) -> String {
+    na(v.clone().map(|v| v.to_string()))
+}
+
+/// Where the GPU sits in its platform.
+fn platform(d: &DeviceSnapshot) -> Node {
+    let p = &d.details.platform_info;
+    let part = |label: &str, tag: &'static str, f: fn(&gpu_backend::PlatformInfo) -> String| {
+        leaf(label, tag, na(p.clone().map(|p| f(&p))))
+    };
+    group(
+        "Platform Info",
+        "platformInfo",
+        vec![
+            part("Chassis Serial Number", "chassis_serial_number", |p| {
+                p.chassis_serial_number.clone()
+            }),
+            part("Slot Number", "slot_number", |p| p.slot_number.to_string()),
+            part("Tray Index", "tray_index", |p| p.tray_index.to_string()),
+            part("Host ID", "host_id", |p| p.host_id.to_string()),
+            part("Peer Type", "peer_type", |p| {
+                gpu_backend::peer_type_label(p.peer_type)
+            }),
+            part("Module Id", "module_id", |p| p.module_id.to_string()),
+            part("GPU Fabric GUID", "gpu_fabric_guid", |p| {
+                format!("0x{}", p.ib_guid.get(..16).unwrap_or(&p.ib_guid))
+            }),
+        ],
+    )
+}
+
+/// The inforom black box's last flush.
+fn bbx_flush(d: &DeviceSnapshot) -> Node {
+    let f = &d.details.bbx_flush;
+    group(
+        "Inforom BBX Object Flush",
+        "inforom_bbx_flush",
+        vec![
+            leaf(
+                "Latest Timestamp",
+                "latest_timestamp",
+                na(f.clone().map(|f| f.timestamp_us.to_string())),
+            ),
+            leaf(
+                "Latest Duration",
+                "latest_duration",
+                na(f.clone().map(|f| format!("{} us", f.duration_us))),
+            ),
+        ],
+    )
+}
+
+/// A PCI class code: `0x3` in the text, `3` in the XML.
+fn class(
+    label: &str,
+    tag: &'static str,
+    v: &Na<gpu_backend::PciClass>,
+    f: fn(&gpu_backend::PciClass) -> u32,
+) -> Node {
+    let (text, xml) = v.value().map_or(("N/A".into(), "N/A".into()), |c| {
+        (format!("0x{:X}", f(c)), format!("{:X}", f(c)))
+    });
+    leaf(label, tag, text).xml_value(xml)
+}
+
+/// The first bridge chip between the GPU and the host, N/A when there is none.
+fn bridge_chip(d: &DeviceSnapshot) -> Node {
+    let first = d
+        .details
+        .bridge_chips
+        .clone()
+        .and_then(|c| c.first().copied().map_or(Na::NotAvailable, Na::Value));
+    group(
+        "Bridge Chip",
+        "pci_bridge_chip",
+        vec![
+            leaf(
+                "Type",
+                "bridge_chip_type",
+                na(first.clone().map(|c| match c.kind {
+                    0 => "PLX".to_string(),
+                    1 => "BR04".to_string(),
+                    other => other.to_string(),
+                })),
+            ),
+            leaf(
+                "Firmware",
+                "bridge_chip_fw",
+                na(first.map(|c| format!("{:#x}", c.firmware))),
+            ),
+        ],
+    )
+}
+
+/// How long each clock-event reason held the clocks since the driver loaded.
+fn event_counters(d: &DeviceSnapshot) -> Node {
+    let x = &d.details;
+    let us = |label: &str, tag: &'static str, v: &Na<u64>| {
+        leaf(
+            label,
+            tag,
+            na(v.clone().map(|ns| format!("{} us", ns / 1000))),
+        )
+    };
+    group(
+        "Clocks Event Reasons Counters",
+        "clocks_event_reasons_counters",
+        vec![
+            us(
+                "SW Power Capping",
+                "clocks_event_reasons_counters_sw_power_cap",
+                &x.clock_event_time_sw_power_cap,
+            ),
+            us(
+                "Sync Boost",
+                "clocks_event_reasons_counters_sync_boost",
+                &x.clock_event_time_sync_boost,
+            ),
+            us(
+                "SW Thermal Slowdown",
+                "clocks_event_reasons_counters_sw_therm_slowdown",
+                &x.clock_event_time_sw_thermal_slowdown,
+            ),
+            us(
+                "HW Thermal Slowdown",
+                "clocks_event_reasons_counters_hw_therm_slowdown",
+                &x.clock_event_time_hw_thermal_slowdown,
+            ),
+            us(
+                "HW Power Braking",
+                "clocks_event_reasons_counters_hw_power_brake",
+                &x.clock_event_time_hw_power_brake,
+            ),
+        ],
+    )
+}
+
+/// Confidential-computing protected memory.
+fn protected_memory(d: &DeviceSnapshot) -> Node {
+    let m = &d.details.protected_memory;
+    group(
+        "Conf Compute Protected Memory Usage",
+        "cc_protected_memory_usage",
+        vec![
+            leaf("Total", "total", fb_mib(m.clone().map(|m| m.total))),
+            leaf("Used", "used", fb_mib(m.clone().map(|m| m.used))),
+            leaf("Free", "free", fb_mib(m.clone().map(|m| m.free))),
+        ],
+    )
+}
+
+/// Encoder or FBC sessions.
+fn sessions(label: &str, tag: &'static str, v: &Na<gpu_backend::SessionStats>) -> Node {
+    group(
+        label,
+        tag,
+        vec![
+            leaf(
+                "Active Sessions",
+                "session_count",
+                shown(&v.clone().map(|s| s.sessions)),
+            ),
+            leaf(
+                "Average FPS",
+                "average_fps",
+                shown(&v.clone().map(|s| s.average_fps)),
+            ),
+            leaf(
+                "Average Latency",
+                "average_latency",
+                shown(&v.clone().map(|s| s.average_latency_us)),
+            ),
+        ],
+    )
+}
+
+/// The ECC error counts, since the driver loaded (volatile) and over the board's life
+/// (aggregate): SRAM corrected (by location) and uncorrected by kind (SRAM ECC detail), DRAM
+/// (by location); where the SRAM's uncorrected errors were; repairs pending.
+fn ecc_errors(d: &DeviceSnapshot) -> Node {
+    let loc = &d.ecc_by_location;
+    let sram = &d.details.sram_ecc_status;
+    let count = |v: &Na<gpu_backend::LocationEccCounts>,
+                 pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>| {
+        na(v.clone()
+            .and_then(|c| pick(&c).map_or(Na::NotAvailable, |n| Na::Value(n.to_string()))))
+    };
+    let detail =
+        |pick: fn(&gpu_backend::SramEccStatus) -> u64| shown(&sram.clone().map(|s| pick(&s)));
+    let volatile = group(
+        "Volatile",
+        "volatile",
+        vec![
+            leaf(
+                "SRAM Correctable",
+                "sram_correctable",
+                count(&loc.sram, |c| c.volatile_corrected),
+            ),
+            leaf(
+                "SRAM Uncorrectable Parity",
+                "sram_uncorrectable_parity",
+                detail(|s| s.volatile_uncorrectable_parity),
+            ),
+            leaf(
+                "SRAM Uncorrectable SEC-DED",
+                "sram_uncorrectable_secded",
+                detail(|s| s.volatile_uncorrectable_sec_ded),
+            ),
+            leaf(
+                "DRAM Correctable",
+                "dram_correctable",
+                count(&loc.device_memory, |c| c.volatile_corrected),
+            ),
+            leaf(
+                "DRAM Uncorrectable",
+                "dram_uncorrectable",
+                count(&loc.device_memory, |c| c.volatile_uncorrected),
+            ),
+        ],
+    );
+    let aggregate = group(
+        "Aggregate",
+        "aggregate",
+        vec![
+            leaf(
+                "SRAM Correctable",
+                "sram_correctable",
+                count(&loc.sram, |c| c.aggregate_corrected),
+            ),
+            leaf(
+                "SRAM Uncorrectable Parity",
+                "sram_uncorrectable_parity",
+                detail(|s| s.aggregate_uncorrectable_parity),
+            ),
+            leaf(
+                "SRAM Uncorrectable SEC-DED",
+                "sram_uncorrectable_secded",
+                detail(|s| s.aggregate_uncorrectable_sec_ded),
+            ),
+            leaf(
+                "DRAM Correctable",
+                "dram_correctable",
+                count(&loc.device_memory, |c| c.aggregate_corrected),
+            ),
+            leaf(
+                "DRAM Uncorrectable",
+                "dram_uncorrectable",
+                count(&loc.device_memory, |c| c.aggregate_uncorrected),
+            ),
+            leaf(
+                "SRAM Threshold Exceeded",
+                "sram_threshold_exceeded",
+                na(sram.clone().map(|s| yes_no(s.threshold_exceeded))),
+            ),
+        ],
+    );
+    let sources = group(
+        "Aggregate Uncorrectable SRAM Sources",
+        "aggregate_uncorrectable_sram_sources",
+        vec![
+            leaf(
+                "SRAM L2",
+                "sram_l2",
+                detail(|s| s.aggregate_uncorrectable_l2),
+            ),
+            leaf(
+                "SRAM SM",
+                "sram_sm",
+                detail(|s| s.aggregate_uncorrectable_sm),
+            ),
+            leaf(
+                "SRAM Microcontroller",
+                "sram_microcontroller",
+                detail(|s| s.aggregate_uncorrectable_mcu),
+            ),
+            leaf(
+                "SRAM PCIE",
+                "sram_pcie",
+                detail(|s| s.aggregate_uncorrectable_pcie),
+            ),
+            leaf(
+                "SRAM Other",
+                "sram_other",
+                detail(|s| s.aggregate_uncorrectable_other),
+            ),
+        ],
+    );
+    let repair = &d.details.repair_status;
+    group(
+        "ECC Errors",
+        "ecc_errors",
+        vec![
+            volatile,
+            aggregate,
+            sources,
+            leaf(
+                "Channel Repair Pending",
+                "channel_repair_pending",
+                na(repair.clone().map(|r| yes_no(r.channel_repair_pending))),
+            ),
+            leaf(
+                "TPC Repair Pending",
+                "tpc_repair_pending",
+                na(repair.clone().map(|r| yes_no(r.tpc_repair_pending))),
+            ),
+        ],
+    )
+}
+
+/// Memory banks by the spare rows they have left.
+fn histogram(d: &DeviceSnapshot) -> Node {
+    let h = &d.details.row_remapper_histogram;
+    let banks =
+        |label: &str, tag: &'static str, f: fn(&gpu_backend::RowRemapperHistogram) -> u32| {
+            leaf(
+                label,
+                tag,
+                na(h.clone().map(|h| format!("{} bank(s)", f(&h)))),
+            )
+        };
+    group(
+        "Bank Remap Availability Histogram",
+        "row_remapper_histogram",
+        vec![
+            banks("Max", "row_remapper_histogram_max", |h| h.max),
+            banks("High", "row_remapper_histogram_high", |h| h.high),
+            banks("Partial", "row_remapper_histogram_partial", |h| h.partial),
+            banks("Low", "row_remapper_histogram_low", |h| h.low),
+            banks("None", "row_remapper_histogram_none", |h| h.none),
+        ],
+    )
+}
+
+/// The GPU memory's power.
+fn memory_power(d: &DeviceSnapshot) -> Node {
+    let w = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
+    group(
+        // nvidia-smi 580 writes this heading with a space at its end.
+        "GPU Memory Power Readings ",
+        "gpu_memory_power_readings",
+        vec![
+            leaf(
+                "Average Power Draw",
+                "average_power_draw",
+                w(&d.details.power_average_memory),
+            ),
+            leaf(
+                "Instantaneous Power Draw",
+                "instant_power_draw",
+                w(&d.details.power_instant_memory),
+            ),
+        ],
+    )
+}
+
+/// The module's power (GPU and CPU of a Grace Hopper or Blackwell module).
+fn module_power(d: &DeviceSnapshot) -> Node {
+    let w = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
+    let limits = &d.details.module_power_limits;
+    let limit = |pick: fn(&gpu_backend::ScopedPowerLimits) -> Option<u32>| {
+        w(&limits
+            .clone()
+            .and_then(|l| pick(&l).map_or(Na::NotAvailable, Na::Value)))
+    };
+    group(
+        "Module Power Readings",
+        "module_power_readings",
+        vec![
+            leaf(
+                "Average Power Draw",
+                "average_power_draw",
+                w(&d.details.power_average_module),
+            ),
+            leaf(
+                "Instantaneous Power Draw",
+                "instant_power_draw",
+                w(&d.details.power_instant_module),
+            ),
+            leaf(
+                "Current Power Limit",
+                "current_power_limit",
+                limit(|l| l.current),
+            ),
+            leaf(
+                "Requested Power Limit",
+                "requested_power_limit",
+                limit(|l| l.requested),
+            ),
+            leaf(
+                "Default Power Limit",
+                "default_power_limit",
+                limit(|l| l.default),
+            ),
+            leaf("Min Power Limit", "min_power_limit", limit(|l| l.min)),
+            leaf("Max Power Limit", "max_power_limit", limit(|l| l.max)),
+        ],
+    )
+}
+
+/// The highest clocks the board maker allows.
+fn customer_boost(d: &DeviceSnapshot) -> Node {
+    group(
+        "Max Customer Boost Clocks",
+        "max_customer_boost_clocks",
+        vec![leaf(
+            "Graphics",
+            "graphics_clock",
+            with_unit(&d.details.max_customer_boost_clocks.graphics, "MHz"),
+        )],
+    )
+}
+
+/// Whether the clocks boost on their own, now and by default.
+fn clock_policy(d: &DeviceSnapshot) -> Node {
+    let on = |v: bool| if v { "On" } else { "Off" }.to_string();
+    let a = &d.details.auto_boosted_clocks;
+    group(
+        "Clock Policy",
+        "clock_policy",
+        vec![
+            leaf(
+                "Auto Boost",
+                "auto_boost",
+                na(a.clone().map(|a| on(a.current))),
+            ),
+            leaf(
+                "Auto Boost Default",
+                "auto_boost_default",
+                na(a.clone().map(|a| on(a.default))),
+            ),
+        ],
+    )
+}
+
+/// The NVLink fabric: registration and health, N/A without one (as nvidia-smi prints it).
+fn fabric(d: &DeviceSnapshot) -> Node {
+    use crate::present::query as q;
+    let f = &d.details.fabric_info;
+    let part =
+        |label: &str, tag: &'static str, p: fn(&gpu_backend::FabricInfo) -> Option<String>| {
+            leaf(label, tag, na(q::fabric_part(f, p)))
+        };
+    let health = |label: &str, tag: &'static str, h: gpu_backend::FabricHealthPart| {
+        leaf(label, tag, na(q::fabric_health(f, h)))
+    };
+    use gpu_backend::FabricHealthPart as H;
+    group(
+        "Fabric",
+        "fabric",
+        vec![
+            part("State", "state", q::fabric_state),
+            part("Status", "status", q::fabric_status),
+            part("CliqueId", "cliqueId", |f| Some(f.clique_id.to_string())),
+            part("ClusterUUID", "clusterUuid", |f| {
+                Some(f.cluster_uuid.clone())
+            }),
+            group(
+                "Health",
+                "health",
+                vec![
+                    part("Summary", "summary", |f| {
+                        q::health_summary(f.health_summary)
+                    }),
+                    health("Bandwidth", "bandwidth", H::DegradedBandwidth),
+                    health(
+                        "Route Recovery in progress",
+                        "route_recovery_in_progress",
+                        H::RouteRecovery,
+                    ),
+                    health("Route Unhealthy", "route_unhealthy", H::RouteUnhealthy),
+                    health(
+                        "Access Timeout Recovery",
+                        "access_timeout_recovery",
+                        H::AccessTimeoutRecovery,
+                    ),
+                    part(
+                        "Incorrect Configuration",
+                        "incorrect_configuration",
+                        q::incorrect_configuration,
+                    ),
+                    health(
+                        "Partition Assigned",
+                        "partition_assigned",
+                        H::PartitionAssigned,
+                    ),
+                ],
+            ),
+        ],
+    )
+}
+
+/// The device's capabilities: EGM (`NVML_DEV_CAP_EGM`, bit 0), `enabled` or `disabled`.
+fn capabilities(d: &DeviceSnapshot) -> Node {
+    group(
+        "Capabilities",
+        "capabilities",
+        vec![leaf(
+            "EGM",
+            "egm",
+            na(d.details
+                .capabilities
+                .clone()
+                .map(|c| if c & 1 != 0 { "enabled" } else { "disabled" }.to_string())),
+        )],
+    )
+}
+
 /// The GPU's processes (`None`: they could not be read).
 fn processes(processes: Option<&[ProcessLine]>) -> Node {
     let procs = match processes {
@@ -912,7 +1603,7 @@ fn process(p: &ProcessLine) -> Node {
                         "Used GPU Memory",
                         "used_memory",
                         p.used_memory.map_or("N/A".into(), |b| {
-                            format!("{} MiB", crate::present::query::to_mib(b))
+                            format!("{} MiB", crate::present::value::nearest_mib(b))
                         }),
                     ),
                 ],

@@ -13,7 +13,7 @@ use crate::fleet::{one_line, release_large_blocks, shortfall, warn_out_of_range,
 use crate::fleet::{FleetArgs, ViewArgs};
 use crate::output::write_stdout;
 use crate::present::text::{text, truncate};
-use crate::present::value::{device_cells, mib, na, power_cell};
+use crate::present::value::{device_cells, mib, na, power_cell, process_mib};
 
 /// `gpuscope snapshot --prometheus URL` / `--remote URL...`: the fleet once, or every
 /// `--watch` interval.
@@ -200,7 +200,7 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
                 hostname(h),
                 d.id,
                 p.pid,
-                mib(p.used_memory_bytes),
+                process_mib(p.used_memory_bytes),
                 truncate(&text(p.user.as_deref()), 12),
                 truncate(&text(p.command.as_deref()), 60),
                 w = width

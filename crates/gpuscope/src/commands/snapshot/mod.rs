@@ -103,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             } else if json {
                 crate::output::json(view, true)?
             } else {
-                table::render_text(view)
+                table::render_text(view, compact.colour())
             })
         };
     // --watch: the whole output again every interval until Ctrl+C; on a terminal the

@@ -1,16 +1,55 @@
-//! `gpuscope snapshot`'s table for people.
+//! `gpuscope snapshot`'s table for people; in colour (a terminal, or `--color always`), each
+//! device's row in nvitop's colour of its load, the headings bold and errors red.
 
 use std::fmt::Write as _;
 
+use anstyle::{AnsiColor, Style};
 use gpu_devices::text::{escape_control, Escaped};
 
 use crate::present::json::{DeviceView, JsonFieldError, ProcessView, SnapshotView};
 use crate::present::text::{text, truncate};
-use crate::present::value::{device_cells, mib, na, power_cell};
+use crate::present::value::{device_cells, na, power_cell, process_mib};
 
-/// The snapshot as text for people. Every string from outside (the backend, the host, a
-/// fixture) has its control characters escaped.
-pub fn render_text(s: &SnapshotView) -> String {
+/// nvitop's thresholds of GPU utilization and of memory use, percent: light (green) under the
+/// first, moderate (yellow) from it, heavy (red) from the second.
+const GPU_THRESHOLDS: (f64, f64) = (10.0, 75.0);
+const MEMORY_THRESHOLDS: (f64, f64) = (10.0, 80.0);
+
+/// A device row's colour as nvitop colours its device rows: the heavier of its GPU
+/// utilization and memory use; a value not known counts as moderate, as in nvitop.
+fn load_colour(d: &DeviceView) -> AnsiColor {
+    let level = |pct: Option<f64>, (low, high): (f64, f64)| match pct {
+        None => 1,
+        Some(p) if p >= high => 2,
+        Some(p) if p >= low => 1,
+        Some(_) => 0,
+    };
+    let memory = match (d.memory_used_bytes, d.memory_total_bytes) {
+        (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+        _ => None,
+    };
+    let util = d.gpu_utilization_percent.map(f64::from);
+    match level(util, GPU_THRESHOLDS).max(level(memory, MEMORY_THRESHOLDS)) {
+        0 => AnsiColor::Green,
+        1 => AnsiColor::Yellow,
+        _ => AnsiColor::Red,
+    }
+}
+
+/// Writes `line` and a newline to `out`, in `style` when `colour`.
+fn put(out: &mut String, line: std::fmt::Arguments<'_>, style: Style, colour: bool) {
+    if colour {
+        let _ = writeln!(out, "{}{line}{}", style.render(), style.render_reset());
+    } else {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// The snapshot as text for people, in colour when `colour`. Every string from outside (the
+/// backend, the host, a fixture) has its control characters escaped.
+pub fn render_text(s: &SnapshotView, colour: bool) -> String {
+    let bold = Style::new().bold();
+    let red = Style::new().fg_color(Some(AnsiColor::Red.into()));
     let mut out = String::new();
     let gpus = s.devices.iter().filter(|d| d.mig_index.is_none()).count();
     let _ = writeln!(
@@ -23,12 +62,21 @@ pub fn render_text(s: &SnapshotView) -> String {
         if gpus == 1 { "" } else { "s" }
     );
     for e in &s.errors {
-        let _ = writeln!(out, "error: {}: {}", Escaped(&e.field), Escaped(&e.error));
+        put(
+            &mut out,
+            format_args!("error: {}: {}", Escaped(&e.field), Escaped(&e.error)),
+            red,
+            colour,
+        );
     }
-    let _ = writeln!(
-        out,
-        "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
-        "GPU", "Name", "Bus-Id", "Temp", "Fan", "Power", "Memory-Usage", "Mem", "Util", "MIG"
+    put(
+        &mut out,
+        format_args!(
+            "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
+            "GPU", "Name", "Bus-Id", "Temp", "Fan", "Power", "Memory-Usage", "Mem", "Util", "MIG"
+        ),
+        bold,
+        colour,
     );
     for d in &s.devices {
         let label = match d.mig_index {
@@ -51,30 +99,38 @@ pub fn render_text(s: &SnapshotView) -> String {
             (None, Some(false)) => "Off".into(),
             (None, None) => "N/A".into(),
         };
-        let _ = writeln!(
-            out,
-            "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
-            label,
-            truncate(&text(d.name.as_deref()), 34),
-            text(d.bus_id.as_deref()),
-            temperature,
-            fan,
-            power_cell(d.power_usage_watts, d.power_limit_watts),
-            memory,
-            mem_pct,
-            na(d.gpu_utilization_percent.map(|u| format!("{u}%"))),
-            mig,
+        put(
+            &mut out,
+            format_args!(
+                "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
+                label,
+                truncate(&text(d.name.as_deref()), 34),
+                text(d.bus_id.as_deref()),
+                temperature,
+                fan,
+                power_cell(d.power_usage_watts, d.power_limit_watts),
+                memory,
+                mem_pct,
+                na(d.gpu_utilization_percent.map(|u| format!("{u}%"))),
+                mig,
+            ),
+            Style::new().fg_color(Some(load_colour(d).into())),
+            colour,
         );
         for (error, fields) in group_errors(&d.errors) {
             let what = match fields.len() {
                 0..=4 => fields.join(", "),
                 n => format!("{} and {} more", fields[..3].join(", "), n - 3),
             };
-            let _ = writeln!(
-                out,
-                "      error: {} ({})",
-                Escaped(error),
-                escape_control(&what)
+            put(
+                &mut out,
+                format_args!(
+                    "      error: {} ({})",
+                    Escaped(error),
+                    escape_control(&what)
+                ),
+                red,
+                colour,
             );
         }
     }
@@ -104,10 +160,14 @@ pub fn render_text(s: &SnapshotView) -> String {
     if procs.is_empty() {
         return out;
     }
-    let _ = writeln!(
-        out,
-        "{:<5} {:>8} {:<4} {:>10} {:<12} Command",
-        "GPU", "PID", "Type", "GPU-Mem", "User"
+    put(
+        &mut out,
+        format_args!(
+            "{:<5} {:>8} {:<4} {:>10} {:<12} Command",
+            "GPU", "PID", "Type", "GPU-Mem", "User"
+        ),
+        bold,
+        colour,
     );
     for (d, p) in procs {
         let _ = writeln!(
@@ -116,7 +176,7 @@ pub fn render_text(s: &SnapshotView) -> String {
             d.id,
             p.pid,
             p.kind,
-            mib(p.used_memory_bytes),
+            process_mib(p.used_memory_bytes),
             truncate(&text(p.user.as_deref()), 12),
             truncate(
                 &text(

@@ -697,14 +697,14 @@ pub fn run(mut app: FleetApp, source: FleetSource, once: bool) -> Result<()> {
             took: started.elapsed(),
             at: SystemTime::now(),
         });
-        app.color = false;
         let width = super::once_width();
         return crate::output::write_stdout(&render_once(&app, width));
     }
     interactive(app, source)
 }
 
-/// The screen as plain text with every row, for `--once`: at most [`super::ONCE_MAX_CELLS`].
+/// The screen as text with every row, for `--once` (in colour when the app draws in colour):
+/// at most [`super::ONCE_MAX_CELLS`].
 pub fn render_once(app: &FleetApp, width: u16) -> String {
     let width = width.clamp(1, super::terminal::MAX_WIDTH);
     let wanted = app.row_count() + usize::from(HEAD_LINES + FOOT_LINES);
@@ -718,7 +718,12 @@ pub fn render_once(app: &FleetApp, width: u16) -> String {
     if let Err(e) = terminal.draw(|f| draw(f, app)) {
         match e {}
     }
-    let text = super::buffer_text(terminal.backend().buffer());
+    let buffer = terminal.backend().buffer();
+    let text = if app.color {
+        super::buffer_ansi(buffer)
+    } else {
+        super::buffer_text(buffer)
+    };
     let mut lines: Vec<&str> = text.lines().collect();
     // The last line is the key hints.
     lines.pop();

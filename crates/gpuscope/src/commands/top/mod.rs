@@ -146,7 +146,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "auto", env = "GPUSCOPE_TOP_LAYOUT")]
     layout: LayoutArg,
 
-    /// Print the screen once, as plain text, and exit (width: the terminal's, else COLUMNS,
+    /// Print the screen once and exit, in its colours on a terminal or with --force-color, as
+    /// nvitop -1 (width: the terminal's, else COLUMNS,
     /// else 120, when the terminal reports none or 0; at most 1000 columns and 500,000 cells: a longer process list is cut, and the
     /// last line says how many processes were left out).
     #[arg(long, short = '1')]
@@ -266,8 +267,11 @@ fn run_fleet(args: Args) -> Result<()> {
 }
 
 /// Whether to draw in colour: `--color` (or its spellings), `auto` unless NO_COLOR is set.
+/// `--once` prints rather than draws: `auto` colours it only on a terminal, as nvitop `-1`.
 fn colors_on(args: &Args) -> bool {
-    args.color.colour(true)
+    use std::io::IsTerminal as _;
+    args.color
+        .colour(!args.once || std::io::stdout().is_terminal())
 }
 
 /// The name of the user running gpuscope: $LOGNAME, $USER or the user database's entry of the
@@ -407,7 +411,6 @@ pub fn run(args: Args) -> Result<()> {
         LayoutArg::Full => LayoutMode::Full,
     };
     if args.once {
-        app.opts.color = false;
         app.push_sample(sampler::sample(&src.collector, &devices, app.opts.live));
         let width = once_width();
         let written = crate::output::write_stdout(&render_once(&mut app, width));
@@ -513,7 +516,11 @@ fn render_once(app: &mut App, width: u16) -> String {
     let wanted = 1 + dev_h + 1 + rows.max(1) + 1;
     let most = ONCE_MAX_CELLS / usize::from(width);
     let height = u16::try_from(wanted.min(most)).unwrap_or(u16::MAX);
-    let text = render_text(app, width, height);
+    let text = if app.opts.color {
+        render_styled(app, width, height)
+    } else {
+        render_text(app, width, height)
+    };
     // The last line is the key hints, which mean nothing on paper.
     let mut lines: Vec<&str> = text.lines().collect();
     lines.pop();
@@ -543,6 +550,98 @@ fn render_text(app: &App, width: u16, height: u16) -> String {
         match e {}
     }
     buffer_text(terminal.backend().buffer())
+}
+
+/// [`render_text`] with the screen's colours and attributes as ANSI sequences (`--once` in
+/// colour).
+fn render_styled(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
+        Ok(t) => t,
+        Err(e) => match e {},
+    };
+    let drawn = terminal.draw(|f| ui::draw(f, app));
+    if let Err(e) = drawn {
+        match e {}
+    }
+    buffer_ansi(terminal.backend().buffer())
+}
+
+/// A ratatui colour as an ANSI one; `None` for the terminal's own.
+fn ansi_colour(c: ratatui::style::Color) -> Option<anstyle::Color> {
+    use anstyle::AnsiColor as A;
+    use ratatui::style::Color as C;
+    Some(match c {
+        C::Reset => return None,
+        C::Black => A::Black.into(),
+        C::Red => A::Red.into(),
+        C::Green => A::Green.into(),
+        C::Yellow => A::Yellow.into(),
+        C::Blue => A::Blue.into(),
+        C::Magenta => A::Magenta.into(),
+        C::Cyan => A::Cyan.into(),
+        C::Gray => A::White.into(),
+        C::DarkGray => A::BrightBlack.into(),
+        C::LightRed => A::BrightRed.into(),
+        C::LightGreen => A::BrightGreen.into(),
+        C::LightYellow => A::BrightYellow.into(),
+        C::LightBlue => A::BrightBlue.into(),
+        C::LightMagenta => A::BrightMagenta.into(),
+        C::LightCyan => A::BrightCyan.into(),
+        C::White => A::BrightWhite.into(),
+        C::Indexed(i) => anstyle::Ansi256Color(i).into(),
+        C::Rgb(r, g, b) => anstyle::RgbColor(r, g, b).into(),
+    })
+}
+
+/// A cell's style as an ANSI one.
+fn ansi_style(cell: &ratatui::buffer::Cell) -> anstyle::Style {
+    use ratatui::style::Modifier as M;
+    let m = cell.modifier;
+    let mut effects = anstyle::Effects::new();
+    for (on, effect) in [
+        (M::BOLD, anstyle::Effects::BOLD),
+        (M::DIM, anstyle::Effects::DIMMED),
+        (M::ITALIC, anstyle::Effects::ITALIC),
+        (M::UNDERLINED, anstyle::Effects::UNDERLINE),
+        (M::REVERSED, anstyle::Effects::INVERT),
+        (M::CROSSED_OUT, anstyle::Effects::STRIKETHROUGH),
+    ] {
+        if m.contains(on) {
+            effects |= effect;
+        }
+    }
+    anstyle::Style::new()
+        .fg_color(ansi_colour(cell.fg))
+        .bg_color(ansi_colour(cell.bg))
+        .effects(effects)
+}
+
+/// [`buffer_text`] with each run of cells of one style in that style's ANSI sequence, reset at
+/// its end; trailing blanks trimmed as there.
+pub(crate) fn buffer_ansi(buf: &ratatui::buffer::Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in area.y..area.y + area.height {
+        let cells: Vec<&ratatui::buffer::Cell> = (area.x..area.x + area.width)
+            .filter_map(|x| buf.cell((x, y)))
+            .collect();
+        let used = cells
+            .iter()
+            .rposition(|c| !c.symbol().trim().is_empty())
+            .map_or(0, |i| i + 1);
+        let mut current = anstyle::Style::new();
+        for cell in &cells[..used] {
+            let style = ansi_style(cell);
+            if style != current {
+                out += &format!("{}{}", current.render_reset(), style.render());
+                current = style;
+            }
+            out.push_str(cell.symbol());
+        }
+        out += &current.render_reset().to_string();
+        out.push('\n');
+    }
+    out
 }
 
 pub(crate) fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {

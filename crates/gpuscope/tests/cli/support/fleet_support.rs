@@ -96,9 +96,10 @@ pub fn vector(t: f64, series: &[(Value, String)]) -> String {
     json!({"status": "success", "data": {"resultType": "vector", "result": result}}).to_string()
 }
 
-/// The query every refresh asks first: each exporter's latest sample time over the lookback.
-pub const SAMPLE_TIME_QUERY: &str =
-    "last_over_time(gpuscope_exporter_sample_timestamp_seconds[15m])";
+/// The query every refresh asks first: each exporter's latest sample time over the lookback,
+/// and which hosts serve dcgm-exporter's or nvidia_gpu_exporter's names (gpu-fleet's own text).
+pub static SAMPLE_TIME_QUERY: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| gpu_fleet::queries()[0].clone());
 
 /// Sets the answers of the two queries about hosts at `t`: [`SAMPLE_TIME_QUERY`] and `up`.
 /// `hosts`: (hostname, instance, its exporter's latest sample time, `1` when Prometheus scrapes
@@ -122,7 +123,7 @@ pub fn hosts(
         .chain(other_targets.iter().copied())
         .map(|(instance, job, up)| (json!({"instance": instance, "job": job}), up.to_string()))
         .collect();
-    replies.insert(SAMPLE_TIME_QUERY.into(), Reply::Body(vector(t, &times)));
+    replies.insert(SAMPLE_TIME_QUERY.clone(), Reply::Body(vector(t, &times)));
     replies.insert("up".into(), Reply::Body(vector(t, &up)));
 }
 

@@ -85,10 +85,11 @@ pub(super) fn device_compact(d: &DeviceSnapshot, theme: &Theme, width: u16) -> L
     let w = width as usize;
     let name_w = (w / 5).clamp(8, 28);
     let name = fit(d.name.value().map_or("N/A", String::as_str), name_w);
-    let head = format!("{:<5}{:<name_w$} ", marked_label(d), name);
+    let label = Span::styled(format!("{:<5}", marked_label(d)), theme.device_load(d));
+    let head = format!("{:<name_w$} ", name);
     if is_lost(d) {
         return Line::from(vec![
-            Span::raw(head),
+            Span::raw(format!("{:<5}{head}", marked_label(d))),
             Span::styled("GPU is lost (fell off the bus)", theme.level(Some(100.0))),
         ]);
     }
@@ -100,10 +101,11 @@ pub(super) fn device_compact(d: &DeviceSnapshot, theme: &Theme, width: u16) -> L
     );
     let mem = d.memory.value().and_then(|m| pct(m.used, m.total));
     let util = d.utilization.value().map(|u| f64::from(u.gpu));
-    let fixed = head.chars().count() + 5 + 4 + 12 + 5 + 5 + 6 + 5;
+    let fixed = 5 + head.chars().count() + 5 + 4 + 12 + 5 + 5 + 6 + 5;
     let bar_w = w.saturating_sub(fixed) / 2;
     let bar_w = bar_w.max(3);
     let spans = spans![
+        label,
         Span::raw(head),
         Span::raw(format!("{temp:>4} {:<3} {power:>11} ", pstate(d))),
         mem_and_util(theme, mem, format!(" {:>4} ", percent(mem)), util, bar_w, 4),
@@ -145,16 +147,18 @@ pub(super) fn device_full(d: &DeviceSnapshot, theme: &Theme, width: u16) -> Vec<
             Span::styled("GPU is lost (fell off the bus)", theme.level(Some(100.0))),
         ])
     } else {
-        let mut spans = vec![Span::raw(format!(
-            "{:<5}{name}  Bus {bus}  Fan {}  Temp {}  {}  Pwr {} / {}  MIG {}",
-            marked_label(d),
-            na(d.fan_speed.value().map(|f| format!("{f}%"))),
-            na(d.temperature.value().map(|t| format!("{t}C"))),
-            pstate(d),
-            watts(d.power_usage.value()),
-            watts(d.enforced_power_limit.value()),
-            mig_mode(d),
-        ))];
+        let mut spans = vec![
+            Span::styled(format!("{:<5}", marked_label(d)), theme.device_load(d)),
+            Span::raw(format!(
+                "{name}  Bus {bus}  Fan {}  Temp {}  {}  Pwr {} / {}  MIG {}",
+                na(d.fan_speed.value().map(|f| format!("{f}%"))),
+                na(d.temperature.value().map(|t| format!("{t}C"))),
+                pstate(d),
+                watts(d.power_usage.value()),
+                watts(d.enforced_power_limit.value()),
+                mig_mode(d),
+            )),
+        ];
         let attention = d.attention();
         if !attention.is_empty() {
             spans.push(Span::styled(

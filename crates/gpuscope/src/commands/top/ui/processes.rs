@@ -5,7 +5,7 @@ use gpu_devices::text::escape_control;
 use gpu_processes::GpuProcess;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
@@ -271,10 +271,41 @@ pub(super) fn table_row(
     if selected {
         style = style.add_modifier(Modifier::REVERSED);
     }
-    if app.tagged.contains(&row.pid) && theme.color {
+    let tagged = app.tagged.contains(&row.pid) && theme.color;
+    if tagged {
         style = style.fg(Color::Magenta);
     }
-    Line::styled(fit(&s, width as usize), style)
+    let text = fit(&s, width as usize);
+    // The GPU index in its device's colour of load, as nvitop colours it.
+    let device = row
+        .process
+        .and_then(|i| procs.get(i))
+        .and_then(|p| {
+            let sample = app.sample.as_ref()?;
+            sample.snap.devices.iter().find(|d| d.id == p.device)
+        })
+        .filter(|_| theme.color && !tagged);
+    let cell = cols
+        .iter()
+        .find(|(c, ..)| *c == Column::Device)
+        .map(|&(_, x, w)| (usize::from(x), usize::from(x) + usize::from(w)));
+    match (device, cell) {
+        (Some(d), Some((from, to))) => {
+            let part = |a: usize, b: usize| {
+                text.chars()
+                    .skip(a)
+                    .take(b.saturating_sub(a))
+                    .collect::<String>()
+            };
+            let n = text.chars().count();
+            Line::from(vec![
+                Span::styled(part(0, from), style),
+                Span::styled(part(from, to), style.patch(theme.device_load(d))),
+                Span::styled(part(to, n), style),
+            ])
+        }
+        _ => Line::styled(text, style),
+    }
 }
 
 pub(super) fn draw_confirm(

@@ -123,6 +123,37 @@ impl Theme {
         spans
     }
 
+    /// A device's colour of load, as nvitop colours a device's row and its processes' GPU
+    /// index: the heavier of its GPU utilization and its memory use, by their thresholds; a
+    /// value not known counts as moderate (yellow), as in nvitop.
+    pub(super) fn load(&self, util: Option<f64>, mem: Option<f64>) -> Style {
+        let level = |pct: Option<f64>, (low, high): (u8, u8)| match pct {
+            None => 1,
+            Some(p) if p >= f64::from(high) => 2,
+            Some(p) if p >= f64::from(low) => 1,
+            Some(_) => 0,
+        };
+        match (
+            self.color,
+            level(util, self.gpu_thresh).max(level(mem, self.mem_thresh)),
+        ) {
+            (false, _) => Style::default(),
+            (true, 0) => self.fg(Color::Green),
+            (true, 1) => self.fg(Color::Yellow),
+            (true, _) => Style::default().fg(Color::Red),
+        }
+    }
+
+    /// A device's [`Theme::load`] from its snapshot.
+    pub(super) fn device_load(&self, d: &gpu_devices::DeviceSnapshot) -> Style {
+        let util = d.utilization.value().map(|u| f64::from(u.gpu));
+        let mem = d
+            .memory
+            .value()
+            .and_then(|m| (m.total > 0).then(|| m.used as f64 * 100.0 / m.total as f64));
+        self.load(util, mem)
+    }
+
     /// A GPU utilization's colour (--gpu-util-thresh).
     pub(super) fn gpu_level(&self, pct: Option<f64>) -> Style {
         self.level_with(pct, self.gpu_thresh)

@@ -1,9 +1,10 @@
 //! `gpuscope stat`: gpustat's front door. gpustat's options, spelled as gpustat spells them
 //! (`-cpu`, `-a`, `-e`, `-f`, `-P`, `-F`, `--id`, `--no-processes`, `-i`, `--json`,
-//! `--gpuname-width`, `--no-header`, `--color`/`--force-color`, `--no-color`), over gpuscope's
-//! compact view (`snapshot --compact`), and `--json` in gpustat's own document (its keys,
-//! nvidia-smi's field names, memory in MiB, power in whole watts), so scripts written for
-//! `gpustat --json` read it unchanged. Invoked through a link named `gpustat`, gpuscope runs
+//! `--gpuname-width`, `--no-header`, `--color`/`--force-color`, `--no-color`, `-v`), printing
+//! gpustat's lines ([`text`]: byte for byte what gpustat 1.1.1 prints for the same GPUs, but
+//! for the header's host and time) or, with `--json`, gpustat's own document ([`json`]: its
+//! keys, nvidia-smi's field names, memory in MiB, power in whole watts), so scripts written
+//! for gpustat read either unchanged. Invoked through a link named `gpustat`, gpuscope runs
 //! this command (docs/cli.md, "Front doors").
 //!
 //! Where gpustat's letters mean something else in gpuscope's own commands (`-c` is top's
@@ -13,12 +14,15 @@
 use std::io::IsTerminal as _;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
-use crate::cli::args::{self, ColorArgs};
-use crate::present::compact::CompactArgs;
-use crate::present::json::{DeviceView, SnapshotView};
+use crate::cli::args::{self, ColorArgs, ColorWhen};
 use crate::source::SourceArgs;
+
+pub mod json;
+pub mod text;
+
+/// What `gpustat -v` prints: the gpustat release whose text and JSON this command prints,
+/// and gpuscope's own version.
+const VERSION_LINE: &str = concat!("gpustat 1.1.1 (gpuscope ", env!("CARGO_PKG_VERSION"), ")");
 
 /// gpustat's options.
 #[derive(Debug, clap::Args)]
@@ -35,11 +39,12 @@ pub struct Args {
     #[arg(short = 'a', long)]
     show_all: bool,
 
-    /// Each process's command (gpustat -c).
+    /// Each process's program name (gpustat -c).
     #[arg(short = 'c', long)]
     show_cmd: bool,
 
-    /// Each process's full command line (gpustat -f).
+    /// A line per process with its PID, CPU%, resident memory and full command line (gpustat
+    /// -f).
     #[arg(short = 'f', long)]
     show_full_cmd: bool,
 
@@ -93,36 +98,49 @@ pub struct Args {
     /// `--force-color`).
     #[command(flatten)]
     color: ColorArgs,
+
+    /// gpustat's `-v`/`--version` (the front door's translation): print the version and end.
+    #[arg(long, hide = true)]
+    gpustat_version: bool,
 }
 
 impl Args {
-    /// The compact view's options for what was asked.
-    fn compact(&self) -> CompactArgs {
+    /// The lines' options, `-a` spread into the others as gpustat spreads it.
+    fn text_options(&self) -> text::Options {
         let codec = self
             .show_codec
             .as_deref()
-            .or(self.show_all.then_some("enc,dec"));
+            .or(self.show_all.then_some("enc,dec"))
+            .unwrap_or("");
         let power = self
             .show_power
             .as_deref()
-            .or(self.show_all.then_some("draw,limit"));
-        let show_cmd = self.show_cmd || self.show_full_cmd || self.show_all;
-        CompactArgs {
-            compact: true,
-            show_cmd,
+            .or(self.show_all.then_some("draw,limit"))
+            .unwrap_or("");
+        text::Options {
+            show_cmd: self.show_cmd || self.show_all,
+            show_full_cmd: self.show_full_cmd,
+            show_user: self.show_user || self.show_all,
             show_pid: self.show_pid || self.show_all,
-            // gpustat: `-c` alone shows the command instead of the user; `-cu` both.
-            no_user: show_cmd && !self.show_user && !self.show_all,
-            show_power: power.is_some(),
             show_fan: self.show_fan_speed || self.show_all,
-            no_header: self.no_header,
-            only: self.id.clone(),
-            color: self.color.clone(),
-            show_encoder: codec.is_some_and(|c| c.contains("enc")),
-            show_decoder: codec.is_some_and(|c| c.contains("dec")),
-            power_limit: power.is_none_or(|p| p.contains("limit")),
+            show_enc: codec.contains("enc"),
+            show_dec: codec.contains("dec"),
+            show_power: !power.is_empty(),
+            power_limit: power.contains("limit"),
             no_processes: self.no_processes,
             name_width: self.gpuname_width,
+            header: !self.no_header,
+        }
+    }
+
+    /// How the lines are coloured: gpustat's `--force-color` (and `--color always`) resets
+    /// with its own sequence, colour chosen for a terminal with the terminal's.
+    fn colour(&self) -> text::Colour {
+        let terminal = std::io::stdout().is_terminal();
+        match (self.color.when(), self.color.colour(terminal)) {
+            (_, false) => text::Colour::Off,
+            (ColorWhen::Always, true) => text::Colour::Forced,
+            (_, true) => text::Colour::Terminal,
         }
     }
 }
@@ -145,93 +163,41 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     }
-    let compact = args.compact();
+    if args.gpustat_version {
+        return crate::output::write_stdout(&format!("{VERSION_LINE}\n"));
+    }
+    let options = args.text_options();
+    let colour = args.colour();
     let src = args.source.open()?;
     let clear = std::io::stdout().is_terminal() && !args.json;
     let json = args.json;
     let watching = args.interval.is_some();
+    let only = args.id.clone();
     crate::watch::print_each(
         src,
         args.interval,
         clear,
-        |v| compact.keep_only(v),
-        |view, _| {
+        |v| {
+            // Each id must name a device; gpustat shows whole GPUs, so a MIG device's id
+            // keeps its GPU.
+            let ids: Vec<gpu_backend::DeviceId> = v.devices.iter().map(|d| d.device).collect();
+            let named = args::keep_only(&only, ids, |&d| d)?;
+            if !only.is_empty() {
+                v.devices.retain(|d| {
+                    named
+                        .iter()
+                        .any(|n| n.physical_index() == d.device.physical_index())
+                });
+            }
+            Ok(())
+        },
+        |view, raw| {
             Ok(if json {
-                let doc = gpustat_json(view, !args.no_processes);
+                let doc = json::gpustat_json(view, !args.no_processes);
                 crate::output::json(&doc, !watching)?
             } else {
-                crate::present::compact::render(view, &compact, compact.width(), compact.colour())
+                text::render(view, raw, &options, colour)
             })
         },
     )
-}
-
-/// A snapshot as gpustat's `--json` writes it: `hostname`, `driver_version`, `query_time`
-/// (ISO 8601 without a zone; gpustat writes local time, gpuscope UTC) and `gpus`, one per
-/// physical GPU with nvidia-smi's field names: memory in MiB (2^20 bytes, rounded down) and
-/// power in whole watts (rounded down), as gpustat computes them. A value not known is null.
-pub fn gpustat_json(view: &SnapshotView, processes: bool) -> Value {
-    let gpus: Vec<Value> = view
-        .devices
-        .iter()
-        .filter(|d| d.mig_index.is_none())
-        .map(|d| gpu_json(d, processes))
-        .collect();
-    json!({
-        "hostname": view.hostname,
-        "driver_version": view.driver_version,
-        "query_time": view.time.trim_end_matches('Z'),
-        "gpus": gpus,
-    })
-}
-
-fn gpu_json(d: &DeviceView, processes: bool) -> Value {
-    const MIB: u64 = 1024 * 1024;
-    let watts = |w: Option<f64>| {
-        w.filter(|w| w.is_finite() && *w >= 0.0)
-            .map(|w| w.floor().min(1e9) as u64)
-    };
-    let procs = match (&d.processes, processes) {
-        (_, false) => Value::Array(Vec::new()),
-        (None, true) => Value::Null,
-        (Some(list), true) => Value::Array(
-            list.iter()
-                .map(|p| {
-                    let full: Vec<&str> = p
-                        .command
-                        .as_deref()
-                        .map(|c| c.split_whitespace().collect())
-                        .unwrap_or_default();
-                    let command = full
-                        .first()
-                        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
-                        .or_else(|| p.name.clone());
-                    json!({
-                        "username": p.user,
-                        "command": command,
-                        "full_command": full,
-                        "gpu_memory_usage": p.used_memory_bytes.map(|b| b / MIB),
-                        "cpu_percent": p.cpu_percent,
-                        "cpu_memory_usage": p.host_memory_bytes,
-                        "pid": p.pid,
-                    })
-                })
-                .collect(),
-        ),
-    };
-    json!({
-        "index": d.index,
-        "uuid": d.uuid,
-        "name": d.name,
-        "temperature.gpu": d.temperature_celsius,
-        "fan.speed": d.fan_speed_percent,
-        "utilization.gpu": d.gpu_utilization_percent,
-        "utilization.enc": d.encoder_utilization_percent,
-        "utilization.dec": d.decoder_utilization_percent,
-        "power.draw": watts(d.power_usage_watts),
-        "enforced.power.limit": watts(d.power_limit_watts),
-        "memory.used": d.memory_used_bytes.map(|b| b / MIB),
-        "memory.total": d.memory_total_bytes.map(|b| b / MIB),
-        "processes": procs,
-    })
 }
