@@ -13,7 +13,7 @@ use gpu_devices::{Query, QueryPlan};
 /// field this table does not know yet.
 pub fn field_queries(field: &str) -> Option<&'static [Query]> {
     use Query as Q;
-    let exact: Option<&'static [Query]> = match field {
+    match field {
         // The snapshot's own facts: the time, the driver, the host, the GPU's index.
         "timestamp" | "driver_version" | "count" | "index" | "hostname" => Some(&[]),
         "name" => Some(&[Q::name]),
@@ -47,42 +47,63 @@ pub fn field_queries(field: &str) -> Option<&'static [Query]> {
         "power.default_limit" => Some(&[Q::power_management_default_limit]),
         "power.min_limit" | "power.max_limit" => Some(&[Q::power_management_limit_constraints]),
         "pcie.replay_counter" => Some(&[Q::pcie_replay_counter]),
+        // Families of fields, each named in full: a new field that shares a family's prefix
+        // may read something else (nvidia-smi -q's details).
+        "pci.bus_id" | "pci.domain" | "pci.bus" | "pci.device" | "pci.device_id"
+        | "pci.sub_device_id" => Some(&[Q::pci_info]),
+        "driver_model.current" | "driver_model.pending" => Some(&[Q::driver_model]),
+        "gom.current" | "gom.pending" => Some(&[Q::gpu_operation_mode]),
+        "clocks_event_reasons.active"
+        | "clocks_event_reasons.gpu_idle"
+        | "clocks_event_reasons.applications_clocks_setting"
+        | "clocks_event_reasons.sw_power_cap"
+        | "clocks_event_reasons.hw_slowdown"
+        | "clocks_event_reasons.hw_thermal_slowdown"
+        | "clocks_event_reasons.hw_power_brake_slowdown"
+        | "clocks_event_reasons.sw_thermal_slowdown"
+        | "clocks_event_reasons.sync_boost" => Some(&[Q::clock_event_reasons]),
+        "memory.total" | "memory.reserved" | "memory.used" | "memory.free" => {
+            Some(&[Q::memory_info])
+        }
+        "ecc.mode.current" | "ecc.mode.pending" => Some(&[Q::ecc_mode]),
+        "ecc.errors.corrected.volatile.device_memory"
+        | "ecc.errors.corrected.volatile.register_file"
+        | "ecc.errors.corrected.volatile.l1_cache"
+        | "ecc.errors.corrected.volatile.l2_cache"
+        | "ecc.errors.corrected.volatile.texture_memory"
+        | "ecc.errors.corrected.volatile.cbu"
+        | "ecc.errors.corrected.volatile.sram"
+        | "ecc.errors.corrected.aggregate.device_memory"
+        | "ecc.errors.corrected.aggregate.sram"
+        | "ecc.errors.uncorrected.volatile.device_memory"
+        | "ecc.errors.uncorrected.volatile.sram"
+        | "ecc.errors.uncorrected.aggregate.device_memory"
+        | "ecc.errors.uncorrected.aggregate.sram" => Some(&[Q::memory_errors]),
+        "ecc.errors.corrected.volatile.total"
+        | "ecc.errors.corrected.aggregate.total"
+        | "ecc.errors.uncorrected.volatile.total"
+        | "ecc.errors.uncorrected.aggregate.total" => Some(&[Q::ecc_errors]),
+        "retired_pages.single_bit_ecc.count" | "retired_pages.double_bit.count" => {
+            Some(&[Q::retired_pages])
+        }
+        "remapped_rows.correctable"
+        | "remapped_rows.uncorrectable"
+        | "remapped_rows.pending"
+        | "remapped_rows.failure" => Some(&[Q::remapped_rows]),
+        "clocks.current.graphics"
+        | "clocks.current.sm"
+        | "clocks.current.memory"
+        | "clocks.current.video" => Some(&[Q::clock]),
+        "clocks.applications.graphics" | "clocks.applications.memory" => {
+            Some(&[Q::applications_clock])
+        }
+        "clocks.default_applications.graphics" | "clocks.default_applications.memory" => {
+            Some(&[Q::default_applications_clock])
+        }
+        "clocks.max.graphics" | "clocks.max.sm" | "clocks.max.memory" => Some(&[Q::max_clock]),
+        "mig.mode.current" | "mig.mode.pending" => Some(&[Q::mig_mode]),
         _ => None,
-    };
-    if exact.is_some() {
-        return exact;
     }
-    // Families of fields, by their names' start.
-    let prefixed: &[(&str, &'static [Query])] = &[
-        ("pci.", &[Q::pci_info]),
-        ("driver_model.", &[Q::driver_model]),
-        ("gom.", &[Q::gpu_operation_mode]),
-        ("clocks_event_reasons.", &[Q::clock_event_reasons]),
-        ("memory.", &[Q::memory_info]),
-        ("ecc.mode.", &[Q::ecc_mode]),
-        ("retired_pages.", &[Q::retired_pages]),
-        ("remapped_rows.", &[Q::remapped_rows]),
-        ("clocks.current.", &[Q::clock]),
-        ("clocks.applications.", &[Q::applications_clock]),
-        (
-            "clocks.default_applications.",
-            &[Q::default_applications_clock],
-        ),
-        ("clocks.max.", &[Q::max_clock]),
-        ("mig.mode.", &[Q::mig_mode]),
-    ];
-    if let Some((_, q)) = prefixed.iter().find(|(p, _)| field.starts_with(p)) {
-        return Some(q);
-    }
-    // ECC counts: a total is the counter of the whole GPU, a location's its own.
-    if field.starts_with("ecc.errors.") {
-        return Some(if field.ends_with(".total") {
-            &[Q::ecc_errors]
-        } else {
-            &[Q::memory_errors]
-        });
-    }
-    None
 }
 
 /// What `--query-gpu=FIELDS` (and `snapshot --query FIELDS`) asks: the fields' queries and no

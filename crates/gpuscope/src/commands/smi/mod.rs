@@ -162,10 +162,10 @@ fn version(context: &gpu_devices::Context) -> String {
 /// UUID, `--query-gpu` its fields' queries and no other (`crate::present::plan`), the table
 /// and `--query-compute-apps` leave out the costly readings none of their fields shows (PCIe
 /// throughput, which waits 20 ms in the driver each way, energy, per-process utilization and
-/// GPM). docs/benchmarks.md, "Call counts per command", has the counts. `-q` shows nearly
+/// GPM) and the details nvidia-smi -q shows. docs/benchmarks.md, "A one-shot asks only what
+/// it prints", has the counts. `-q` shows nearly
 /// everything and asks everything.
 fn query_plan(mode: &Mode) -> Option<gpu_devices::QueryPlan> {
-    use gpu_devices::Query;
     let everything = gpu_devices::QueryPlan::everything();
     match mode {
         Mode::List => Some(crate::present::plan::list()),

@@ -147,7 +147,7 @@ mod tests {
                     crate::present::json::take_with_raw(&c, "test".into(), &devices);
                 view.time = String::new();
                 view.time_unix_ms = 0;
-                super::table::render_text(&view)
+                super::table::render_text(&view, false)
             };
             assert_eq!(text(Some(snapshot_table())), text(None), "{fixture}");
         }
