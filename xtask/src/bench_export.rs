@@ -46,7 +46,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -338,33 +337,22 @@ struct Exporter {
 }
 
 fn start(bin: &Path, source: &[&str], env: &[(&str, std::ffi::OsString)]) -> Result<Exporter> {
-    let mut child = Command::new(bin)
+    let mut command = Command::new(bin);
+    command
         .arg("export")
         .args(source)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .args(["--processes", "--interval", "1s"])
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {}", bin.display()))?;
-    let stderr = child.stderr.take().context("no stderr")?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .context("the exporter did not say where it listens")?;
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            let addr = rest.split('/').next().unwrap_or_default().to_string();
-            let pid = child.id();
-            return Ok(Exporter { child, addr, pid });
-        }
-    }
+        .args(["--listen", "127.0.0.1:0"]);
+    let (mut child, listening) =
+        bench_setup::start_listening(&mut command, Duration::from_secs(30))?;
+    let bench_setup::Listening::On(addr) = listening else {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!("the exporter did not say where it listens");
+    };
+    let pid = child.id();
+    Ok(Exporter { child, addr, pid })
 }
 
 /// The system calls counted while idle, and over how many seconds.

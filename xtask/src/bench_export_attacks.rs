@@ -19,12 +19,12 @@
 //! Prints a markdown table per measure, a column per binary. The commands and the figures:
 //! docs/security.md, "Figures".
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -287,7 +287,8 @@ impl Drop for Exporter {
 /// where it listens, or none if it exits first; and the time either took.
 fn start(bin: &Path, args: &[&str]) -> Result<(Option<Exporter>, Duration)> {
     let started = Instant::now();
-    let mut child = Command::new(bin)
+    let mut command = Command::new(bin);
+    command
         .args([
             "export",
             "--demo",
@@ -296,39 +297,20 @@ fn start(bin: &Path, args: &[&str]) -> Result<(Option<Exporter>, Duration)> {
             "--listen",
             "127.0.0.1:0",
         ])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {}", bin.display()))?;
-    let stderr = child.stderr.take().context("no stderr")?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
+        .args(args);
+    let (mut child, listening) =
+        bench_setup::start_listening(&mut command, Duration::from_secs(60))?;
+    match listening {
+        bench_setup::Listening::On(addr) => Ok((Some(Exporter { child, addr }), started.elapsed())),
+        bench_setup::Listening::Exited => {
+            let took = started.elapsed();
+            let _ = child.wait();
+            Ok((None, took))
         }
-    });
-    loop {
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let addr = rest.split('/').next().unwrap_or_default().to_string();
-                    return Ok((Some(Exporter { child, addr }), started.elapsed()));
-                }
-            }
-            // stderr closed: the exporter exited.
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let took = started.elapsed();
-                let _ = child.wait();
-                return Ok((None, took));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("{} neither listened nor exited in 60 s", bin.display());
-            }
+        bench_setup::Listening::Silent => {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{} neither listened nor exited in 60 s", bin.display());
         }
     }
 }

@@ -365,3 +365,51 @@ pub fn commit() -> String {
             |o| String::from_utf8_lossy(&o.stdout).trim().to_string(),
         )
 }
+
+/// How a started exporter's wait for its address ended.
+pub enum Listening {
+    /// It said `listening on http://ADDR/`: `ADDR`.
+    On(String),
+    /// Its stderr closed before it said where it listens: it exited.
+    Exited,
+    /// It said neither within the time given.
+    Silent,
+}
+
+/// Starts `command` (a `gpuscope export`, its stdout dropped) with its stderr read line by line
+/// on a thread of its own; waits up to `timeout` for the line that says where it listens.
+pub fn start_listening(
+    command: &mut Command,
+    timeout: std::time::Duration,
+) -> Result<(std::process::Child, Listening)> {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", command.get_program().to_string_lossy()))?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let addr = rest.split('/').next().unwrap_or_default().to_string();
+                    return Ok((child, Listening::On(addr)));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok((child, Listening::Exited)),
+            Err(mpsc::RecvTimeoutError::Timeout) => return Ok((child, Listening::Silent)),
+        }
+    }
+}

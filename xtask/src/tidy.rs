@@ -19,6 +19,27 @@
 #[cfg(test)]
 mod structure;
 
+/// Every `.rs` file under `dir`, its folders walked in turn; `target` and hidden folders (a
+/// build's output, `.git`) are passed over.
+#[cfg(test)]
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if name == "target" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
 #[cfg(test)]
 mod test_binaries;
 
@@ -26,26 +47,10 @@ mod test_binaries;
 mod tests {
     use std::path::{Path, PathBuf};
 
+    use super::rust_files;
+
     fn workspace() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-    }
-
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            if name == "target" || name.to_string_lossy().starts_with('.') {
-                continue;
-            }
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
     }
 
     fn all_rust_files() -> Vec<PathBuf> {

@@ -419,24 +419,123 @@ fn log_line(
 }
 
 /// Runs `call`, one NVML call the backend makes outside a query, and logs it (see
-/// [`log_call`]) when calls are logged; otherwise only runs it.
+/// [`log_call`]) when calls are logged, and keeps it while an [`OutsideCalls`] recorder is
+/// on; otherwise only runs it.
 #[cfg(feature = "nvml")]
 pub(crate) fn logged<T: fmt::Debug>(
     nvml: &'static str,
     device: Option<DeviceId>,
     call: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
-    if !calls_logged() {
+    let keep = OUTSIDE_ON.load(std::sync::atomic::Ordering::Relaxed);
+    let log = calls_logged();
+    if !log && !keep {
         return call();
     }
+    let started = Instant::now();
     let (answer, timing) = time(call);
-    log_nvml_call(
-        nvml,
-        device,
-        timing,
-        answer.as_ref().map(|value| value as &dyn fmt::Debug),
-    );
+    if log {
+        log_nvml_call(
+            nvml,
+            device,
+            timing,
+            answer.as_ref().map(|value| value as &dyn fmt::Debug),
+        );
+    }
+    if keep {
+        keep_outside_call(OutsideCall {
+            nvml,
+            device,
+            started,
+            timing,
+            ok: answer.is_ok(),
+            thread: std::thread::current().name().map(str::to_string),
+        });
+    }
     answer
+}
+
+/// One call the NVML backend made outside a query (finding the GPUs, the event set, GPM
+/// support and samples, field-value set-up, shutting down), as an [`OutsideCalls`] recorder
+/// keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutsideCall {
+    /// The NVML function (`nvmlDeviceGetHandleByIndex_v2`, `nvmlEventSetCreate`).
+    pub nvml: &'static str,
+    /// The device it was about; `None` for none.
+    pub device: Option<DeviceId>,
+    /// When it started.
+    pub started: Instant,
+    /// How long it took.
+    pub timing: Timing,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// The name of the thread that made it (`gpuscope-nvml-events` for the listener); `None`
+    /// for an unnamed one.
+    pub thread: Option<String>,
+}
+
+/// The most calls an [`OutsideCalls`] recorder keeps: the set-up of a 64-GPU machine is a few
+/// hundred; the listener's waits and GPM samples past it are dropped.
+pub const OUTSIDE_CALLS_MAX: usize = 4096;
+
+static OUTSIDE_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static OUTSIDE: Mutex<Vec<OutsideCall>> = Mutex::new(Vec::new());
+
+#[cfg_attr(not(feature = "nvml"), allow(dead_code))]
+fn keep_outside_call(call: OutsideCall) {
+    let mut kept = OUTSIDE.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.len() < OUTSIDE_CALLS_MAX {
+        kept.push(call);
+    }
+}
+
+/// Keeps, from [`OutsideCalls::start`] until [`OutsideCalls::finish`], every call the NVML
+/// backends of this process make outside a query, in the order made, whether or not calls are
+/// logged: what `gpuscope doctor` reports as set-up calls. Process-wide, as the set-up of a
+/// backend happens before its owner could hand it an observer; one recorder at a time.
+#[derive(Debug)]
+pub struct OutsideCalls {
+    _private: (),
+}
+
+impl OutsideCalls {
+    /// Starts keeping the calls (forgetting any kept before).
+    pub fn start() -> OutsideCalls {
+        OUTSIDE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        OUTSIDE_ON.store(true, std::sync::atomic::Ordering::Relaxed);
+        OutsideCalls { _private: () }
+    }
+
+    /// The calls kept so far, in the order they started.
+    pub fn so_far(&self) -> Vec<OutsideCall> {
+        let mut calls = OUTSIDE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        calls.sort_by_key(|c| c.started);
+        calls
+    }
+
+    /// Stops keeping them, and gives those kept, in the order they started.
+    pub fn finish(self) -> Vec<OutsideCall> {
+        let calls = self.so_far();
+        drop(self);
+        calls
+    }
+}
+
+impl Drop for OutsideCalls {
+    fn drop(&mut self) {
+        OUTSIDE_ON.store(false, std::sync::atomic::Ordering::Relaxed);
+        OUTSIDE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
 }
 
 /// Microseconds to a tenth.

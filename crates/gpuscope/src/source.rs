@@ -251,14 +251,20 @@ impl SourceArgs {
                 format!("fixture {}", path.display()),
             ));
         }
+        Ok(Choice::Nvml(self.host_roots()))
+    }
+
+    /// Where this machine's host facts are read with the real GPUs: `--proc-root` and
+    /// `--container-logs`, or their defaults.
+    pub fn host_roots(&self) -> gpu_backend::HostRoots {
         let defaults = gpu_backend::HostRoots::default();
-        Ok(Choice::Nvml(gpu_backend::HostRoots {
+        gpu_backend::HostRoots {
             proc: self.proc_root.clone().unwrap_or(defaults.proc),
             container_logs: self
                 .container_logs
                 .clone()
                 .unwrap_or(defaults.container_logs),
-        }))
+        }
     }
 
     /// A fixture file that does not load, said with where its name came from: `--fixture FILE`

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
+use super::rust_files;
+
 /// The longest a function may be, in lines from its `fn` line to its closing `}`.
 pub const LONGEST_FUNCTION: usize = 150;
 
@@ -409,20 +411,6 @@ fn strongly_connected(graph: &BTreeMap<ModPath, Vec<ModPath>>) -> Vec<Vec<ModPat
         }
     }
     out
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -107,17 +107,11 @@ fn reached(main: &Path, files: &BTreeMap<PathBuf, String>) -> BTreeSet<PathBuf> 
 
 /// Every `.rs` file under `dir`, with its text.
 fn read_rust_files(dir: &Path, out: &mut BTreeMap<PathBuf, String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            read_rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            out.insert(lexical(&path), text);
-        }
+    let mut paths = Vec::new();
+    super::rust_files(dir, &mut paths);
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        out.insert(lexical(&path), text);
     }
 }
 

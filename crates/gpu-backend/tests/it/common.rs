@@ -30,3 +30,34 @@ pub fn fixture(stem: &str) -> Fixture {
     let p = fixtures_dir().join(format!("{stem}.json"));
     Fixture::load(&p).unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// A directory of its own under the test target's temporary folder (`TAG-PID`, emptied first),
+/// removed when dropped.
+pub struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    /// The directory for `tag`, created empty.
+    pub fn new(tag: &str) -> Scratch {
+        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    /// The directory itself.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// `name` inside the directory.
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

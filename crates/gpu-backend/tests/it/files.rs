@@ -11,33 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::common::Scratch;
+
 use gpu_backend::files::{
     create, read_regular, read_regular_to_string, refuse_link, FileError, IfExists,
     MAX_CERTIFICATE_BYTES, MAX_CONFIG_BYTES,
 };
-
-/// A scratch directory under cargo's per-target temporary directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("files-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn mkfifo(path: &Path) {
     let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
@@ -59,7 +38,7 @@ fn within_bound<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 's
 /// Item 14: each hostile file is refused for what it is, before anything is read.
 #[test]
 fn reading_refuses_every_file_that_is_not_a_small_regular_one() {
-    let dir = Scratch::new("read");
+    let dir = Scratch::new("files-read");
     let fifo = dir.path("fifo");
     mkfifo(&fifo);
     let sparse = dir.path("sparse");
@@ -77,7 +56,10 @@ fn reading_refuses_every_file_that_is_not_a_small_regular_one() {
             "is a character device, not a regular file",
         ),
         (fifo, "is a FIFO (named pipe), not a regular file"),
-        (dir.0.clone(), "is a directory, not a regular file"),
+        (
+            dir.dir().to_path_buf(),
+            "is a directory, not a regular file",
+        ),
         (
             sparse,
             "is 1099511627776 bytes; at most 1048576 bytes (1 MiB) are read",
@@ -98,7 +80,7 @@ fn reading_refuses_every_file_that_is_not_a_small_regular_one() {
 /// Item 14: the caps, at and past the byte.
 #[test]
 fn a_file_at_the_cap_is_read_and_one_byte_more_is_refused() {
-    let dir = Scratch::new("cap");
+    let dir = Scratch::new("files-cap");
     for max in [MAX_CONFIG_BYTES, MAX_CERTIFICATE_BYTES] {
         let at = dir.path("at");
         std::fs::write(&at, vec![b'a'; max as usize]).unwrap();
@@ -114,7 +96,7 @@ fn a_file_at_the_cap_is_read_and_one_byte_more_is_refused() {
 
 #[test]
 fn text_that_is_not_utf8_is_refused_with_its_offset() {
-    let dir = Scratch::new("text");
+    let dir = Scratch::new("files-text");
     let path = dir.path("password");
     std::fs::write(&path, b"hunter2\xff\n").unwrap();
     assert!(matches!(
@@ -137,7 +119,7 @@ const PRECIOUS: &str = "precious\n";
 /// its target neither created nor changed, and the link left as it was.
 #[test]
 fn creating_never_writes_through_a_symbolic_link() {
-    let dir = Scratch::new("links");
+    let dir = Scratch::new("files-links");
     for if_exists in [
         IfExists::Refuse,
         IfExists::KeepFile,
@@ -170,7 +152,7 @@ fn creating_never_writes_through_a_symbolic_link() {
 /// What each `IfExists` does with a regular file, a device, a directory and nothing.
 #[test]
 fn creating_does_what_if_exists_says() {
-    let dir = Scratch::new("modes");
+    let dir = Scratch::new("files-modes");
     let file = dir.path("file");
     let write = |mode, text: &str| -> Result<(), FileError> {
         create(&file, mode)?.write_all(text.as_bytes())?;
@@ -201,7 +183,7 @@ fn creating_does_what_if_exists_says() {
     for mode in [IfExists::KeepFile, IfExists::Truncate, IfExists::Append] {
         assert!(
             matches!(
-                create(&dir.0, mode),
+                create(dir.dir(), mode),
                 Err(FileError::NotRegular {
                     kind: "a directory"
                 })

@@ -2,36 +2,13 @@
 //! frame at a time, and what is refused (a compressed file that decompresses past the bound,
 //! data that is not what its name says).
 
-use crate::common;
+use crate::common::{self, Scratch};
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use gpu_backend::fixture::{limits, Compression, FixtureHead, FixtureWriter, Style};
 use gpu_backend::Fixture;
 use proptest::prelude::*;
-
-/// A scratch directory under cargo's per-target temporary directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("fixture-files-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn the_pretty_writer_writes_what_serde_json_pretty_prints() {
@@ -46,7 +23,7 @@ fn the_pretty_writer_writes_what_serde_json_pretty_prints() {
 
 #[test]
 fn every_fixture_reads_back_from_every_style_and_compression() {
-    let dir = Scratch::new("styles");
+    let dir = Scratch::new("fixture-files-styles");
     for (name, fixture) in common::all_fixtures() {
         for style in [Style::Pretty, Style::Compact] {
             for ext in ["json", "json.gz", "json.zst"] {
@@ -85,7 +62,7 @@ fn a_compact_fixture_has_a_line_per_frame_and_is_smaller() {
 
 #[test]
 fn frames_streamed_one_at_a_time_make_the_same_file_as_a_whole_fixture() {
-    let dir = Scratch::new("stream");
+    let dir = Scratch::new("fixture-files-stream");
     let fixture = common::fixture("gpu-lost");
     let whole = dir.path("whole.json.zst");
     fixture.save(&whole, Style::Compact).unwrap();
@@ -107,14 +84,14 @@ fn frames_streamed_one_at_a_time_make_the_same_file_as_a_whole_fixture() {
 
 #[test]
 fn a_writer_dropped_before_the_end_leaves_no_file() {
-    let dir = Scratch::new("dropped");
+    let dir = Scratch::new("fixture-files-dropped");
     let fixture = common::fixture("old-driver");
     let path = dir.path("cut.json.gz");
     let mut w = FixtureWriter::create(&path, Style::Compact).unwrap();
     w.begin(&FixtureHead::of(&fixture)).unwrap();
     w.frame(&fixture.frames[0]).unwrap();
     drop(w);
-    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(dir.dir()).unwrap().count(), 0);
     // And finishing before the end is refused, not a broken file.
     let mut w = FixtureWriter::create(&path, Style::Compact).unwrap();
     w.begin(&FixtureHead::of(&fixture)).unwrap();
@@ -130,7 +107,7 @@ fn a_writer_dropped_before_the_end_leaves_no_file() {
 #[cfg(unix)]
 #[test]
 fn a_fixture_is_never_written_through_a_symbolic_link() {
-    let dir = Scratch::new("links");
+    let dir = Scratch::new("fixture-files-links");
     let fixture = common::fixture("old-driver");
     for precious in [false, true] {
         let target = dir.path(&format!("target-{precious}"));
@@ -175,7 +152,7 @@ fn a_fixture_is_never_written_through_a_symbolic_link() {
 #[test]
 fn a_small_compressed_bomb_is_refused_naming_the_file() {
     // A few hundred kilobytes that decompress to more than the bound of JSON text.
-    let dir = Scratch::new("bomb");
+    let dir = Scratch::new("fixture-files-bomb");
     let path = dir.path("bomb.json.zst");
     let mut enc =
         zstd::stream::write::Encoder::new(std::fs::File::create(&path).unwrap(), 3).unwrap();
@@ -197,7 +174,7 @@ fn a_small_compressed_bomb_is_refused_naming_the_file() {
 
 #[test]
 fn data_that_is_not_what_its_name_says_is_refused_naming_the_file() {
-    let dir = Scratch::new("names");
+    let dir = Scratch::new("fixture-files-names");
     let plain = common::fixture("old-driver").to_json(Style::Compact);
     for (name, bytes, expected) in [
         (

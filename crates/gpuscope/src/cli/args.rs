@@ -157,6 +157,13 @@ pub const DOCTOR_EVENTS_FOR: DurationBounds = DurationBounds {
     max: Duration::from_secs(60),
 };
 
+/// `doctor --bundle-seconds`: 1 second to 1 minute, one frame a second: a bug report's
+/// attachment stays small (docs/testing.md, "Sending a recording").
+pub const DOCTOR_BUNDLE_SECONDS: DurationBounds = DurationBounds {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(60),
+};
+
 /// `info --gpm-window`: 0 (one GPM sample) to 5 seconds.
 pub const INFO_GPM_WINDOW: DurationBounds = DurationBounds {
     min: Duration::ZERO,

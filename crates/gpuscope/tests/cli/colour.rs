@@ -5,6 +5,7 @@
 //! on a terminal auto colours unless NO_COLOR is set. `stat`'s are in the stat module.
 
 use crate::support::cli;
+use cli::strip_sgr;
 
 /// The commands that colour, each over the demo at one frame.
 const COMMANDS: [(&str, &[&str]); 3] = [
@@ -160,22 +161,4 @@ fn on_a_terminal_auto_colours_unless_no_color() {
             );
         }
     }
-}
-
-/// Text with its `ESC [ ... m` sequences removed.
-fn strip_sgr(text: &str) -> String {
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

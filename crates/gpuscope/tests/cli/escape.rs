@@ -211,6 +211,16 @@ fn bidi_fixture(dir: &std::path::Path) -> PathBuf {
     path
 }
 
+/// `command` over frame 0 of `fixture`, checked to exit 0 and to write no raw special
+/// character on either stream.
+fn inert_over(fixture: &str, what: &str, command: &[&str]) -> Output {
+    let args = [command, &["--fixture", fixture, "--frame", "0"]].concat();
+    let out = run(&args);
+    cli::assert_ok(&out, what);
+    assert_no_raw_special(what, &out);
+    out
+}
+
 /// U+202E in a device's name reached the terminal raw (it reorders what follows), as did a line
 /// separator; C1 was escaped already.
 #[test]
@@ -230,10 +240,7 @@ fn bidi_controls_and_line_separators_in_a_fixture_are_escaped_in_every_view() {
         ("top --once", &["top", "--once"]),
     ];
     for (what, command) in cases {
-        let args = [command, &["--fixture", fixture, "--frame", "0"]].concat();
-        let out = run(&args);
-        cli::assert_ok(&out, what);
-        assert_no_raw_special(what, &out);
+        inert_over(fixture, what, command);
     }
     let snapshot =
         String::from_utf8(run(&["snapshot", "--fixture", fixture, "--frame", "0"]).stdout)
@@ -258,10 +265,7 @@ fn json_carries_no_raw_c1_or_bidi_control_and_reads_back_the_same() {
         ("stat --json", &["stat", "--json"]),
     ];
     for (what, command) in cases {
-        let args = [command, &["--fixture", fixture, "--frame", "0"]].concat();
-        let out = run(&args);
-        cli::assert_ok(&out, what);
-        assert_no_raw_special(what, &out);
+        let out = inert_over(fixture, what, command);
         let text = String::from_utf8(out.stdout).expect("UTF-8");
         assert!(
             text.contains("\\u202e") && text.contains("\\u009b"),

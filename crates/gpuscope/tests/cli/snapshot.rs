@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::support::{cli, edited_fixture};
-use cli::{assert_null, fixture, run as gpuscope, HOST_FACTS};
+use cli::{assert_null, each, fixture, run as gpuscope, strip_sgr, HOST_FACTS};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
 
 fn json(args: &[&str]) -> Value {
@@ -293,13 +293,7 @@ fn one_process_list_failing_shows_the_other_and_its_error() {
     let devices = v["devices"].as_array().unwrap();
     // GPU 3: the graphics list (Xorg, PID 675) was read; its compute list was not.
     let gpu3 = &devices[3];
-    let pids: Vec<u64> = gpu3["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["pid"].as_u64().unwrap())
-        .collect();
-    assert_eq!(pids, [675]);
+    assert_eq!(each(&gpu3["processes"], "pid"), [675]);
     assert_eq!(
         gpu3["errors"],
         serde_json::json!([{"field": "compute_processes", "error": "insufficient permissions"}])
@@ -672,24 +666,6 @@ fn compact_on_a_terminal_fits_its_width() {
         assert_eq!(widest, 60, "{plain}");
         assert!(plain.lines().any(|l| l.ends_with('…')), "{plain}");
     }
-}
-
-/// Text with its `ESC [ ... m` sequences removed.
-fn strip_sgr(text: &str) -> String {
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// `--watch` prints the snapshot again every interval until stopped.

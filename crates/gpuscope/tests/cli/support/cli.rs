@@ -156,3 +156,21 @@ pub fn served_calls(text: &str) -> HashMap<String, (usize, usize)> {
     }
     calls
 }
+
+/// Text with its `ESC [ ... m` sequences removed.
+pub fn strip_sgr(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

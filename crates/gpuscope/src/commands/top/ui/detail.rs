@@ -9,10 +9,10 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::super::app::{App, Column, Ring};
-use super::devices::na;
 use super::processes::{cell, sample_age};
 use super::text::fit;
 use super::theme::Theme;
+use crate::present::value::na;
 
 pub(super) fn draw_detail(frame: &mut Frame, app: &App, theme: &Theme, area: Rect, pid: u32) {
     let w = area.width as usize;

@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 
 use super::text::{clip, fit};
 use super::theme::{spans, IntoSpans, Theme, HOST_THRESH};
+use crate::present::value::{na, whole};
 
 /// Percent of `used` in `total`.
 pub(super) fn pct(used: u64, total: u64) -> Option<f64> {
@@ -53,12 +54,9 @@ pub(super) fn last_xid(d: &DeviceSnapshot) -> Option<String> {
     ))
 }
 
-pub(super) fn na<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or_else(|| "N/A".into(), |v| v.to_string())
-}
-
+/// Milliwatts as whole watts (`612W`), or N/A.
 pub(super) fn watts(mw: Option<&u32>) -> String {
-    na(mw.map(|&mw| format!("{}W", (f64::from(mw) / 1000.0).round() as u64)))
+    na(mw.and_then(|&mw| whole(f64::from(mw) / 1000.0, "W")))
 }
 
 pub(super) fn pstate(d: &DeviceSnapshot) -> String {

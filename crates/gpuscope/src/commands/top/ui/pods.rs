@@ -7,9 +7,9 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::super::app::App;
-use super::devices::na;
 use super::processes::short_bytes;
 use super::text::fit;
+use crate::present::value::na;
 
 /// The view grouped by Kubernetes pod: per device, each pod's process count, GPU memory and SM
 /// share summed over its processes (those that pass the filter).

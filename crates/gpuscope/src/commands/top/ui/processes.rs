@@ -10,10 +10,10 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::super::app::{App, Column, Row};
-use super::devices::na;
 use super::layout::columns;
 use super::text::{align, fit, pad_to};
 use super::theme::Theme;
+use crate::present::value::na;
 
 pub(super) fn cell(p: &GpuProcess, col: Column) -> String {
     match col {

@@ -10,19 +10,27 @@
 //! /proc, a PID namespace). Each finding gets a verdict (ok, warn, fail) and, where there is a
 //! fix, a hint. `--json` prints the cost profile alone, in `gpu_backend::cost::CostProfile`'s
 //! form, so that it loads as fake-nvml's `GPUSCOPE_FAKE_NVML_COSTS` or a fixture's
-//! `nvml_costs`.
+//! `nvml_costs`. `--bundle FILE` records a short, scrubbed recording for a bug report
+//! (`bundle.rs`).
+
+mod bundle;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use gpu_backend::cost::{CallLog, CallObserver, CallRecord, CostCollector, CostProfile, Timing};
+use gpu_backend::cost::{
+    CallLog, CallObserver, CallRecord, CostCollector, CostProfile, OutsideCall, OutsideCalls,
+    Timing,
+};
+use gpu_backend::host::HostSource;
 use gpu_backend::query::{Query, QUERIES};
 use gpu_backend::recorder::{self, Snapshot};
-use gpu_backend::{Answer, BackendError, DeviceId, EventKind, GpuBackend, SourceBackend};
+use gpu_backend::{Answer, BackendError, DeviceId, EventKind, Fixture, GpuBackend, SourceBackend};
 use gpu_devices::text::Escaped;
 
 use crate::cli::args;
@@ -63,6 +71,17 @@ pub struct Args {
     /// be opened: the verdicts on the driver's pieces, as JSON (docs/doctor.md).
     #[arg(long)]
     json: bool,
+    /// Also record FILE for a bug report: a short recording of this machine (one frame a
+    /// second for --bundle-seconds) with each NVML function's cost, host names, user names,
+    /// command lines, container names and GPU UUIDs, serials and board part numbers replaced
+    /// by pseudonyms. Name it `.json.zst` to compress it; a maintainer replays it with
+    /// `--fixture FILE`. Ctrl+C stops early and keeps what was recorded; never written
+    /// through a symbolic link.
+    #[arg(long, value_name = "FILE")]
+    bundle: Option<PathBuf>,
+    /// How long `--bundle` records. 1s to 1m.
+    #[arg(long, value_name = "DURATION", default_value = "10s", requires = "bundle", value_parser = args::duration(args::DOCTOR_BUNDLE_SECONDS))]
+    bundle_seconds: Duration,
     /// For tests: read the driver's files (/proc, /dev, /etc/ld.so.cache, the library folders)
     /// under this directory instead of `/`, and load the NVML library found there.
     #[arg(long, value_name = "DIR", env = "GPUSCOPE_DOCTOR_ROOT", hide = true)]
@@ -120,6 +139,12 @@ impl Finding {
 
 /// Runs `gpuscope doctor`.
 pub fn run(args: Args) -> Result<()> {
+    if let Some(path) = &args.bundle {
+        bundle::check_path(path).map_err(crate::error::UsageError)?;
+    }
+    // From before the library is loaded: every call the NVML backend makes outside a query.
+    let outside = OutsideCalls::start();
+    let opened = Instant::now();
     // Without NVML, the driver's pieces are checked instead, and doctor ends there (exit 4).
     let source = driver::open(
         &args.source,
@@ -127,7 +152,29 @@ pub fn run(args: Args) -> Result<()> {
         &EventKind::ALL,
         args.json,
     )?;
-    let report = examine(source.backend, &args, source.proc_root.as_deref())?;
+    let plan = match &args.bundle {
+        Some(path) => Some(bundle::Plan::new(path.clone(), args.bundle_seconds)?),
+        None => None,
+    };
+    // With the real GPUs, the bundle records this machine's host facts.
+    let host = source.proc_root.as_ref().map(|proc| {
+        gpu_backend::host::LiveHost::with_roots(gpu_backend::HostRoots {
+            proc: proc.clone(),
+            ..args.source.host_roots()
+        })
+    });
+    let host = host.as_ref().map(|h| h as &dyn HostSource);
+    let (report, recording) = examine(
+        source.backend,
+        &args,
+        source.proc_root.as_deref(),
+        host,
+        plan.as_ref(),
+        (outside, opened),
+    )?;
+    if let (Some(plan), Some(recording)) = (&plan, recording) {
+        plan.write(recording, report.profile.clone())?;
+    }
     let fails = report
         .findings
         .iter()
@@ -157,6 +204,9 @@ pub fn run(args: Args) -> Result<()> {
 /// What doctor found.
 #[derive(Debug)]
 pub struct Report {
+    /// The NVML backend's calls outside a query, in the order made, each with when it started
+    /// after the source began opening.
+    setup: Vec<(Duration, OutsideCall)>,
     /// Each NVML function's median cost.
     profile: CostProfile,
     /// How many calls each function's cost is the median of.
@@ -224,41 +274,68 @@ impl CallObserver for Observer {
     }
 }
 
-/// Asks everything, counts events, checks the host, and says what it found. `proc_root`: the
-/// /proc the live host facts are read from; `None` for a replay, whose host is not this one.
-fn examine(backend: SourceBackend, args: &Args, proc_root: Option<&Path>) -> Result<Report> {
+/// Asks everything, counts events, records the bundle of `plan` if there is one, checks the
+/// host, and says what it found (with the bundle's recording). `proc_root`: the /proc the live
+/// host facts are read from, and `host` those facts; `None` for a replay, whose host is not
+/// this one (a bundle of a replay records the replay's host facts).
+fn examine(
+    backend: SourceBackend,
+    args: &Args,
+    proc_root: Option<&Path>,
+    host: Option<&dyn HostSource>,
+    plan: Option<&bundle::Plan>,
+    (outside, opened): (OutsideCalls, Instant),
+) -> Result<(Report, Option<Fixture>)> {
     let observer = Observer {
         costs: CostCollector::new(),
         failed: Mutex::default(),
         log: gpu_backend::cost::calls_logged(),
     };
+    let stop = plan.map(|p| &*p.stop);
     let mut findings = Vec::new();
     let mut init = None;
     let mut shutdown = None;
-    let (snapshot, events) = match backend {
+    let (snapshot, events, recording) = match backend {
         SourceBackend::Nvml(nvml) => {
             init = Some(nvml.init_timing());
             observer.costs.add("nvmlInit_v2", nvml.init_timing());
             let timed = gpu_backend::cost::TimedBackend::new(*nvml, &observer);
             let snapshot = ask_everything(&timed, args.repeat);
-            let events = count_events(&timed, &snapshot, args.events_for, |i| {
+            let events = count_events(&timed, &snapshot, args.events_for, stop, |i| {
                 Some(timed.inner().event_kinds(i))
             });
+            let recording = match (plan, host) {
+                (Some(plan), Some(host)) => Some(plan.record(&timed, host)),
+                _ => None,
+            };
             let (nvml, _) = timed.into_parts();
             shutdown = nvml.shutdown_timed();
             if let Some(t) = shutdown {
                 observer.costs.add("nvmlShutdown", t);
             }
-            (snapshot, events)
+            (snapshot, events, recording)
         }
         SourceBackend::Replay(replay) => {
+            let replay_host = gpu_backend::host::ReplayHost::new(replay.clone());
             let timed = gpu_backend::cost::TimedBackend::new(replay, &observer);
             let snapshot = ask_everything(&timed, args.repeat);
-            let events = count_events(&timed, &snapshot, args.events_for, |_| None);
-            (snapshot, events)
+            let events = count_events(&timed, &snapshot, args.events_for, stop, |_| None);
+            let recording = plan.map(|plan| plan.record(&timed, &replay_host));
+            (snapshot, events, recording)
         }
         _ => anyhow::bail!("this kind of source cannot be examined"),
     };
+    let setup = outside.finish();
+    for call in &setup {
+        // `nvmlShutdown` is timed above, with the listener's end.
+        if call.nvml != "nvmlShutdown" {
+            observer.costs.add(call.nvml, call.timing);
+        }
+    }
+    let setup = setup
+        .into_iter()
+        .map(|c| (c.started.saturating_duration_since(opened), c))
+        .collect();
     let profile = observer.costs.profile();
     let calls = profile
         .keys()
@@ -292,14 +369,16 @@ fn examine(backend: SourceBackend, args: &Args, proc_root: Option<&Path>) -> Res
             "not checked: a recording is replayed, and its processes are not this machine's",
         )),
     }
-    Ok(Report {
+    let report = Report {
+        setup,
         profile,
         calls,
         unanswered,
         events,
         findings,
         devices: (gpus, migs),
-    })
+    };
+    Ok((report, recording))
 }
 
 /// Asks every query on every device `repeat` times; the first reading is kept.
@@ -312,11 +391,12 @@ fn ask_everything(backend: &dyn GpuBackend, repeat: u32) -> Snapshot {
 }
 
 /// Counts each GPU's events by kind for `window`, reading them every [`EVENT_POLL`]; the
-/// kinds listened for come from `kinds`.
+/// kinds listened for come from `kinds`. `stop` (Ctrl+C) ends the window early.
 fn count_events(
     backend: &dyn GpuBackend,
     snapshot: &Snapshot,
     window: Duration,
+    stop: Option<&AtomicBool>,
     kinds: impl Fn(u32) -> Option<gpu_backend::Result<Vec<EventKind>>>,
 ) -> Vec<GpuEvents> {
     let gpus: Vec<u32> = snapshot
@@ -367,7 +447,8 @@ fn count_events(
                 Err(e) => gpu.counted = Err(e),
             }
         }
-        if start.elapsed() >= window {
+        // Ctrl+C while a bundle is asked for ends the window early: the bundle is next.
+        if start.elapsed() >= window || stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             return out;
         }
     }
@@ -958,6 +1039,7 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
             r.calls.get(f).copied().unwrap_or(0)
         );
     }
+    render_setup(&mut out, &r.setup);
     out.push_str("\nNot answered (by error: query on devices)\n");
     if r.unanswered.is_empty() {
         out.push_str("  none\n");
@@ -1010,6 +1092,39 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
     let (fails, warns) = (count(Verdict::Fail), count(Verdict::Warn));
     let _ = writeln!(out, "\n{} failed, {}", fails, plural(warns, "warning"));
     out
+}
+
+/// The most set-up calls listed one by one (all are costed).
+const SETUP_SHOWN: usize = 40;
+
+/// The NVML backend's calls outside a query, in the order made.
+fn render_setup(out: &mut String, setup: &[(Duration, OutsideCall)]) {
+    out.push_str("\nCalls outside the queries (in the order made; ms after opening began)\n");
+    if setup.is_empty() {
+        out.push_str("  none (a recording is replayed)\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {:>9}  {:<40} {:<8} {:>10} {:>10}  THREAD",
+        "AT ms", "FUNCTION", "DEVICE", "WALL us", "CPU us"
+    );
+    for (at, c) in setup.iter().take(SETUP_SHOWN) {
+        let _ = writeln!(
+            out,
+            "  {:>9.3}  {:<40} {:<8} {:>10.1} {:>10.1}  {}{}",
+            at.as_secs_f64() * 1e3,
+            c.nvml,
+            c.device.map_or_else(|| "-".to_string(), |d| d.to_string()),
+            c.timing.wall.as_secs_f64() * 1e6,
+            c.timing.cpu.map_or(0.0, |t| t.as_secs_f64() * 1e6),
+            Escaped(c.thread.as_deref().unwrap_or("-")),
+            if c.ok { "" } else { " (failed)" }
+        );
+    }
+    if setup.len() > SETUP_SHOWN {
+        let _ = writeln!(out, "  ... {} more", setup.len() - SETUP_SHOWN);
+    }
 }
 
 #[cfg(test)]
