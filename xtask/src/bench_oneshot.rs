@@ -65,6 +65,10 @@ pub struct Args {
     /// Skip the system-call counts under strace.
     #[arg(long)]
     no_strace: bool,
+    /// A second gpuscope build (e.g. main's, for "before") whose one-shots are timed in the
+    /// same rounds, interleaved with this one's.
+    #[arg(long, value_name = "PATH")]
+    baseline_bin: Option<PathBuf>,
     #[command(flatten)]
     source: SourceArgs,
 }
@@ -166,12 +170,52 @@ pub fn run(args: Args) -> Result<()> {
                 .collect(),
         },
     ];
+    // The `smi` one-shots (issue 36), after the floors, and the same of a baseline build.
+    let builds: Vec<(&'static str, PathBuf)> = std::iter::once(("", gpuscope.clone()))
+        .chain(args.baseline_bin.iter().map(|b| (" (baseline)", b.clone())))
+        .collect();
+    if let Some(b) = &args.baseline_bin {
+        ensure!(b.is_file(), "--baseline-bin {}: no such file", b.display());
+    }
+    let mut oneshots: Vec<OneShot> = Vec::new();
+    for (build, program) in &builds {
+        for &(command, words, _) in &ONE_SHOTS {
+            let index = if build.is_empty() && command == ONE_SHOTS[0].0 {
+                0
+            } else {
+                let mut a: Vec<OsString> = words.iter().map(OsString::from).collect();
+                a.extend(nvml.gpuscope_args());
+                tools.push(Tool {
+                    label: leak(format!("`gpuscope {}`{build}", words.join(" "))),
+                    program: program.clone(),
+                    args: a,
+                });
+                tools.len() - 1
+            };
+            oneshots.push(OneShot {
+                command,
+                baseline: !build.is_empty(),
+                index,
+            });
+        }
+    }
+    let mut smi_rows = Vec::new();
     if let Some(smi) = bench_setup::nvidia_smi().filter(|_| args.source.real) {
-        tools.push(Tool {
-            label: "`nvidia-smi`",
-            program: smi,
-            args: vec![],
-        });
+        for words in [
+            &["-L"][..],
+            &[
+                "--query-gpu=index,memory.used,utilization.gpu",
+                "--format=csv",
+            ],
+            &["-q"],
+        ] {
+            tools.push(Tool {
+                label: leak(format!("`nvidia-smi {}`", words.join(" "))),
+                program: smi.clone(),
+                args: words.iter().map(OsString::from).collect(),
+            });
+            smi_rows.push(tools.len() - 1);
+        }
     }
     let env = nvml.env.clone();
 
@@ -243,6 +287,11 @@ pub fn run(args: Args) -> Result<()> {
         runs[0].len(),
         if paired <= 1.5 { "met" } else { "MISSED" }
     );
+    println!();
+    println!(
+        "{}",
+        one_shots_against(&oneshots, &tools, &runs, floor, &smi_rows)
+    );
     let rss = median(runs[0].iter().map(|r| r.max_rss_kib as f64)) / 1024.0;
     println!();
     println!(
@@ -291,6 +340,95 @@ pub fn run(args: Args) -> Result<()> {
 
 /// Index of the `oneshot-floor` tool in the list.
 const FLOOR_TOOL: usize = 5;
+
+/// The one-shots issue 36 holds to the floor program: a name, the arguments, and the most
+/// their wall time may be over the floor's (paired runs, median).
+const ONE_SHOTS: [(&str, &[&str], f64); 3] = [
+    ("snapshot --json", &["snapshot", "--json"], 1.3),
+    (
+        "smi --query-gpu",
+        &[
+            "smi",
+            "--query-gpu=index,memory.used,utilization.gpu",
+            "--format=csv",
+        ],
+        0.8,
+    ),
+    ("smi -L", &["smi", "-L"], 0.7),
+];
+
+/// One of [`ONE_SHOTS`] of one build, and where it is in the tool list.
+struct OneShot {
+    command: &'static str,
+    baseline: bool,
+    index: usize,
+}
+
+/// A label made at run time, for the tool list's `&'static str` (a handful per run).
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Each one-shot against the floor program (paired runs: each round ran every tool once,
+/// back to back), with issue 36's target; with the real driver, against nvidia-smi's same
+/// command too (`-L` and the CSV at most 1.2x, `snapshot --json` at most `nvidia-smi -q`).
+fn one_shots_against(
+    oneshots: &[OneShot],
+    tools: &[Tool],
+    runs: &[Vec<Run>],
+    floor: usize,
+    smi_rows: &[usize],
+) -> String {
+    let paired = |a: usize, b: usize| {
+        median(
+            runs[a]
+                .iter()
+                .zip(&runs[b])
+                .map(|(x, y)| x.wall.as_secs_f64() / y.wall.as_secs_f64()),
+        )
+    };
+    let verdict = |ratio: f64, most: f64| if ratio <= most { "met" } else { "MISSED" };
+    let mut s = String::from(
+        "| one-shot | build | wall, median | / the floor, paired | target (issue 36) |",
+    );
+    let real = smi_rows.len() == 3;
+    if real {
+        s += " / nvidia-smi's, paired | target |";
+    }
+    s += "\n|---|---|---|---|---|";
+    if real {
+        s += "---|---|";
+    }
+    for o in oneshots {
+        let most = ONE_SHOTS
+            .iter()
+            .find(|(c, _, _)| *c == o.command)
+            .map_or(f64::NAN, |&(_, _, m)| m);
+        let ratio = paired(o.index, floor);
+        let wall = median(runs[o.index].iter().map(|r| r.wall.as_secs_f64())) * 1e3;
+        s += &format!(
+            "\n| `{}` | {} | {wall:.1} ms | {ratio:.2}x | at most {most}x: {} |",
+            o.command,
+            if o.baseline { "baseline" } else { "this" },
+            verdict(ratio, most)
+        );
+        if real {
+            // nvidia-smi's rows: -L, the CSV, -q.
+            let (row, most) = match o.command {
+                "smi -L" => (smi_rows[0], 1.2),
+                "smi --query-gpu" => (smi_rows[1], 1.2),
+                _ => (smi_rows[2], 1.0),
+            };
+            let ratio = paired(o.index, row);
+            s += &format!(
+                " {ratio:.2}x ({}) | at most {most}x: {} |",
+                tools[row].label,
+                verdict(ratio, most)
+            );
+        }
+    }
+    s
+}
 
 /// Runs `tool` once under `strace -f -y` and counts its system calls.
 fn count_syscalls(
@@ -360,6 +498,17 @@ fn check_outputs(
         .keys()
         .filter(|id| matches!(id, gpu_backend::DeviceId::Gpu(_)))
         .count();
+    let gpu_name = cut
+        .devices
+        .get(&gpu_backend::DeviceId::Gpu(0))
+        .and_then(|d| d.name.ok())
+        .map_or("H100", |n| {
+            n.trim_start_matches("NVIDIA ")
+                .split(' ')
+                .next()
+                .unwrap_or(n)
+        })
+        .to_string();
     for tool in tools.iter().take(3) {
         let out = Command::new(&tool.program)
             .args(&tool.args)
@@ -400,8 +549,9 @@ fn check_outputs(
                 let v: serde_json::Value = serde_json::from_str(&stdout)?;
                 v["gpus"].as_array().map_or(0, Vec::len)
             }
-            // nvitop -1 prints one row per GPU, each with the GPU's index and name.
-            _ => stdout.lines().filter(|l| l.contains("H100")).count(),
+            // nvitop -1 prints one row per GPU, each with the GPU's index and name (nvitop
+            // leaves out NVIDIA's prefix).
+            _ => stdout.lines().filter(|l| l.contains(&gpu_name)).count(),
         };
         let want = if tool.label.contains("nvitop") || tool.label.contains("gpustat") {
             physical
@@ -426,6 +576,27 @@ fn check_outputs(
         "oneshot-floor did not see the {live} GPU processes: {stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The smi one-shots: a line per GPU (`-L`), a header and a row per GPU (the CSV).
+    for tool in tools.iter().filter(|t| t.label.contains("gpuscope smi")) {
+        let out = Command::new(&tool.program)
+            .args(&tool.args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot run {}", tool.program.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let rows = if tool.label.contains(" -L") {
+            stdout.lines().filter(|l| l.starts_with("GPU ")).count()
+        } else {
+            stdout.lines().count().saturating_sub(1)
+        };
+        ensure!(
+            out.status.success() && rows == physical,
+            "{} showed {rows} GPUs, the fixture has {physical}:\n{stdout}{}",
+            tool.label,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     Ok(())
 }
 

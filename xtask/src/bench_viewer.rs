@@ -44,6 +44,13 @@ pub struct Args {
     /// Skip nvitop.
     #[arg(long)]
     no_peer: bool,
+    /// Measure each phase this many times (the viewers one after another in each round), for
+    /// a target that must hold in every run.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// A second gpuscope build (e.g. main's, for "before") measured in the same rounds.
+    #[arg(long, value_name = "PATH")]
+    baseline_bin: Option<PathBuf>,
     /// Where the library and the cut fixtures go (default:
     /// `<target dir>/bench-viewer`). The virtualenv is `<target dir>/bench-venv`, kept.
     #[arg(long, value_name = "DIR")]
@@ -72,6 +79,10 @@ struct Measured {
 pub fn run(args: Args) -> Result<()> {
     ensure!(!args.window.is_zero(), "--window must be above 0");
     ensure!(!args.phases.is_empty(), "--phases names none");
+    ensure!(args.rounds > 0, "--rounds must be at least 1");
+    if let Some(b) = &args.baseline_bin {
+        ensure!(b.is_file(), "--baseline-bin {}: no such file", b.display());
+    }
     let work = args
         .work_dir
         .clone()
@@ -83,7 +94,14 @@ pub fn run(args: Args) -> Result<()> {
         args.source.venv(&venv)?;
     }
 
-    let mut rows: Vec<(String, &'static str, Measured)> = Vec::new();
+    let mut rows: Vec<(String, String, Measured)> = Vec::new();
+    let builds: Vec<(&str, &Path)> = std::iter::once(("", gpuscope.as_path()))
+        .chain(
+            args.baseline_bin
+                .iter()
+                .map(|b| (" (baseline)", b.as_path())),
+        )
+        .collect();
     let phases: Vec<Option<Phase>> = if args.source.real {
         vec![None]
     } else {
@@ -123,28 +141,34 @@ pub fn run(args: Args) -> Result<()> {
             .nvml(&work, cut.as_ref().map(|(p, _)| p.as_path()), None)?;
         let mut top_args: Vec<OsString> = vec!["top".into(), "--interval".into(), "1s".into()];
         top_args.extend(nvml.gpuscope_args());
-        let m = in_tmux(
-            &gpuscope,
-            &top_args,
-            &nvml.env,
-            &args,
-            "gpuscope top",
-            &work,
-        )
-        .context("gpuscope top")?;
-        rows.push((label.clone(), "`gpuscope top --interval 1s`", m));
-        if !args.no_peer {
-            let nvitop_args: Vec<OsString> = vec!["--interval".into(), "1".into()];
-            let m = in_tmux(
-                &venv.join("bin/nvitop"),
-                &nvitop_args,
-                &nvml.env,
-                &args,
-                "NVITOP",
-                &work,
-            )
-            .context("nvitop")?;
-            rows.push((label, "`nvitop --interval 1`", m));
+        for round in 1..=args.rounds {
+            let label = if args.rounds > 1 {
+                format!("{label}, run {round}")
+            } else {
+                label.clone()
+            };
+            for &(build, program) in &builds {
+                let m = in_tmux(program, &top_args, &nvml.env, &args, "gpuscope top", &work)
+                    .context("gpuscope top")?;
+                rows.push((
+                    label.clone(),
+                    format!("`gpuscope top --interval 1s`{build}"),
+                    m,
+                ));
+            }
+            if !args.no_peer {
+                let nvitop_args: Vec<OsString> = vec!["--interval".into(), "1".into()];
+                let m = in_tmux(
+                    &venv.join("bin/nvitop"),
+                    &nvitop_args,
+                    &nvml.env,
+                    &args,
+                    "NVITOP",
+                    &work,
+                )
+                .context("nvitop")?;
+                rows.push((label, "`nvitop --interval 1`".into(), m));
+            }
         }
         drop(alive);
         if header.is_none() {
@@ -172,7 +196,7 @@ pub fn run(args: Args) -> Result<()> {
     println!("|---|---|---|---|---|---|");
     let mut base = f64::NAN;
     for (phase, viewer, m) in &rows {
-        if viewer.contains("gpuscope") {
+        if viewer.contains("gpuscope") && !viewer.contains("(baseline)") {
             base = m.cpu;
         }
         println!(
@@ -183,10 +207,36 @@ pub fn run(args: Args) -> Result<()> {
             m.rss_mib
         );
     }
+    if !args.no_peer {
+        println!();
+        println!("{}", against_nvitop(&rows));
+    }
     for n in notes {
         println!("\n{n}");
     }
     Ok(())
+}
+
+/// Each gpuscope build against nvitop in the same phase and run, with issue 36's target (at
+/// most a third of nvitop's CPU, in every run).
+fn against_nvitop(rows: &[(String, String, Measured)]) -> String {
+    let mut s = String::from(
+        "| phase | viewer | gpuscope / nvitop, CPU | target: at most 1/3 |\n|---|---|---|---|",
+    );
+    for (phase, viewer, m) in rows.iter().filter(|(_, v, _)| v.contains("gpuscope")) {
+        let Some((_, _, peer)) = rows
+            .iter()
+            .find(|(p, v, _)| p == phase && v.contains("nvitop"))
+        else {
+            continue;
+        };
+        let ratio = m.cpu / peer.cpu.max(1e-6);
+        s += &format!(
+            "\n| {phase} | {viewer} | {ratio:.2}x | {} |",
+            if ratio <= 1.0 / 3.0 { "met" } else { "MISSED" }
+        );
+    }
+    s
 }
 
 /// Whether any GPU of the frame has a process.

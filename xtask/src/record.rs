@@ -95,7 +95,9 @@ impl RecordArgs {
 /// The NVML backend listens for every kind of event (clock changes included), so that the
 /// recording keeps what the driver sent; every query goes through [`TimedBackend`], and the
 /// median cost of each NVML function called, with `nvmlInit_v2`'s and `nvmlShutdown`'s, is
-/// written into the fixture's `nvml_costs`.
+/// written into the fixture's `nvml_costs`, with how the driver runs calls from several
+/// threads at once (`concurrency`, measured after the last frame:
+/// [`gpu_backend::concurrency::measure`]).
 pub fn run(args: RecordArgs) -> Result<()> {
     let frames = args.frames()?;
     let options = NvmlOptions::default().events(&EventKind::ALL);
@@ -174,12 +176,20 @@ pub fn run(args: RecordArgs) -> Result<()> {
         );
     }
     let devices = timed.inner().device_count().unwrap_or(0);
+    // Whether the driver runs calls from several threads at once, measured on the bare
+    // backend (its calls are not the recording's) and kept beside the costs.
+    eprintln!("measuring the driver's concurrency");
+    let probe = gpu_backend::concurrency::measure(timed.inner());
     let (backend, _) = timed.into_parts();
     if let Some(t) = backend.shutdown_timed() {
         costs.add("nvmlShutdown", t);
     }
+    let mut profile = costs.profile();
+    if let Some(probe) = probe {
+        profile.set_concurrency(probe);
+    }
     writer
-        .end(&recorded.host, Some(&costs.profile()))
+        .end(&recorded.host, Some(&profile))
         .and_then(|()| {
             let text = writer.text_bytes();
             writer.finish().map(|()| text)

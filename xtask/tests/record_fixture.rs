@@ -192,6 +192,17 @@ fn record_fixture_over_fake_nvml_gives_the_pinned_frame_back() {
             !costs.contains_key("nvmlEventSetWait_v2"),
             "reading the listener's buffer is no NVML call"
         );
+        // How the driver runs calls from several threads: measured wherever GPU 0 answers the
+        // probe's query (over the fake at its own speed a call is too cheap for a verdict).
+        let answers_probe = want
+            .devices
+            .get(&gpu_backend::DeviceId::Gpu(0))
+            .is_some_and(|d| d.max_clocks.graphics.ok().is_some());
+        assert_eq!(
+            costs.concurrency_probe.as_ref().map(|p| p.query.as_str()),
+            answers_probe.then_some("max_clock"),
+            "{stem}"
+        );
         // What the pinned frame serves as every event so far (the newest 256).
         let replay = gpu_backend::ReplayBackend::new(want.clone());
         replay.set_frame(frame);

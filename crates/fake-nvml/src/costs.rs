@@ -10,13 +10,22 @@
 //! (`nvmlDeviceGetMemoryInfo` covers `nvmlDeviceGetMemoryInfo_v2`); a name with a suffix covers
 //! that form only, and an exact entry wins over its unsuffixed one. Functions the profile does
 //! not name cost nothing.
+//!
+//! The profile's `concurrency` says how calls made at the same time from several threads meet
+//! in the driver, and the CPU part of each call is spent under as many locks as that says:
+//! `parallel` (or no `concurrency`), none, each thread spends its own; `per-device`, one lock
+//! per GPU (a MIG device's is its parent's; calls that name no device share one more), so calls
+//! on one GPU wait for each other and calls on two overlap; `serial`, one lock for every call.
+//! The rest of a call's wall time (PCIe throughput's 20 ms sample) is slept with no lock held:
+//! on a real driver the two directions of PCIe throughput overlap each other and the rest.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use gpu_backend::concurrency::Concurrency;
 use gpu_backend::cost::{thread_cpu_time, CostProfile};
-use gpu_backend::Fixture;
+use gpu_backend::{DeviceId, Fixture};
 
 /// The environment variable that asks for real hardware's call costs: the path of a cost
 /// profile JSON file, or `recorded` for the served fixture's own `nvml_costs`. Unset or empty:
@@ -37,10 +46,11 @@ struct Spend {
     cpu: Duration,
 }
 
-/// A checked profile, by exported name.
-#[derive(Debug, Default)]
+/// A checked profile, by exported name, with how the calls meet in the driver.
+#[derive(Debug)]
 pub(crate) struct CostTable {
     by_name: HashMap<String, Spend>,
+    concurrency: Concurrency,
 }
 
 impl CostTable {
@@ -66,7 +76,10 @@ impl CostTable {
             };
             by_name.insert(name.clone(), spend);
         }
-        Ok(CostTable { by_name })
+        Ok(CostTable {
+            by_name,
+            concurrency: profile.concurrency.unwrap_or(Concurrency::Parallel),
+        })
     }
 
     /// What a call of `function` costs: its own entry, else (for a `_vN` form) the entry of
@@ -129,16 +142,47 @@ pub(crate) fn install(table: Option<CostTable>) {
     *COSTS.write().unwrap_or_else(PoisonError::into_inner) = table.map(Arc::new);
 }
 
-/// Spends what a call of `function` costs, on this thread; nothing when no profile is in
-/// force or it does not name the function.
-pub(crate) fn spend(function: &str) {
-    let spend = {
+/// How many GPUs have a lock of their own under `per-device`; a GPU beyond shares one (by its
+/// index modulo this).
+const DEVICE_LOCKS: usize = 64;
+
+/// The locks a call's CPU part is spent under (see the module).
+static SERIAL: Mutex<()> = Mutex::new(());
+static NO_DEVICE: Mutex<()> = Mutex::new(());
+static BY_DEVICE: [Mutex<()>; DEVICE_LOCKS] = [const { Mutex::new(()) }; DEVICE_LOCKS];
+
+/// The lock a call on `device` waits for under `concurrency`, if any.
+fn lock_of(concurrency: Concurrency, device: Option<DeviceId>) -> Option<&'static Mutex<()>> {
+    match (concurrency, device) {
+        (Concurrency::Parallel, _) => None,
+        (Concurrency::Serial, _) => Some(&SERIAL),
+        (Concurrency::PerDevice, None) => Some(&NO_DEVICE),
+        (Concurrency::PerDevice, Some(d)) => {
+            Some(&BY_DEVICE[d.physical_index() as usize % DEVICE_LOCKS])
+        }
+    }
+}
+
+/// Spends what a call of `function` on `device` costs, on this thread: its CPU part under the
+/// profile's lock for it (see the module), then the rest of its wall time asleep; nothing when
+/// no profile is in force or it does not name the function.
+pub(crate) fn spend(function: &str, device: Option<DeviceId>) {
+    let (spend, concurrency) = {
         let costs = COSTS.read().unwrap_or_else(PoisonError::into_inner);
-        match costs.as_ref().and_then(|t| t.lookup(function)) {
+        match costs
+            .as_ref()
+            .and_then(|t| t.lookup(function).map(|s| (s, t.concurrency)))
+        {
             Some(s) => s,
             None => return,
         }
     };
+    // Waiting for the lock is not the call's own time: its wall time counts from when the
+    // driver takes it up.
+    let held = (!spend.cpu.is_zero())
+        .then(|| lock_of(concurrency, device))
+        .flatten()
+        .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner));
     let start = Instant::now();
     if !spend.cpu.is_zero() {
         match thread_cpu_time() {
@@ -164,6 +208,7 @@ pub(crate) fn spend(function: &str) {
             }
         }
     }
+    drop(held);
     let left = spend.wall.saturating_sub(start.elapsed());
     if !left.is_zero() {
         std::thread::sleep(left);
@@ -207,6 +252,45 @@ mod tests {
         );
         assert_eq!(us("nvmlDeviceGetPciInfo_v2"), Some(1));
         assert_eq!(us("nvmlDeviceGetPowerUsage"), None);
+    }
+
+    #[test]
+    fn each_concurrency_takes_the_lock_it_says() {
+        use Concurrency::*;
+        let gpu = |i| Some(DeviceId::Gpu(i));
+        let same = |a: Option<&'static Mutex<()>>, b: Option<&'static Mutex<()>>| match (a, b) {
+            (Some(a), Some(b)) => std::ptr::eq(a, b),
+            _ => false,
+        };
+        assert!(lock_of(Parallel, gpu(0)).is_none() && lock_of(Parallel, None).is_none());
+        assert!(same(lock_of(Serial, gpu(0)), lock_of(Serial, gpu(1))));
+        assert!(same(lock_of(Serial, gpu(0)), lock_of(Serial, None)));
+        assert!(!same(
+            lock_of(PerDevice, gpu(0)),
+            lock_of(PerDevice, gpu(1))
+        ));
+        assert!(same(lock_of(PerDevice, gpu(1)), lock_of(PerDevice, gpu(1))));
+        let mig = Some(DeviceId::Mig {
+            parent: 1,
+            index: 2,
+        });
+        assert!(
+            same(lock_of(PerDevice, mig), lock_of(PerDevice, gpu(1))),
+            "a MIG device shares its GPU's"
+        );
+        assert!(!same(lock_of(PerDevice, None), lock_of(PerDevice, gpu(0))));
+    }
+
+    #[test]
+    fn a_profile_without_a_concurrency_lets_calls_run_in_parallel() {
+        let t = CostTable::new(&profile(&[("nvmlInit_v2", 1.0, 1.0)])).unwrap();
+        assert_eq!(t.concurrency, Concurrency::Parallel);
+        let mut p = profile(&[]);
+        p.concurrency = Some(Concurrency::PerDevice);
+        assert_eq!(
+            CostTable::new(&p).unwrap().concurrency,
+            Concurrency::PerDevice
+        );
     }
 
     #[test]

@@ -56,7 +56,7 @@ thread_local! {
 /// the call log ([`log_served`]).
 pub(crate) fn served(function: &str, device: Option<DeviceId>, code: nvmlReturn_t) {
     if !ONLY_COUNTED.with(|c| c.replace(false)) {
-        crate::costs::spend(function);
+        crate::costs::spend(function, device);
     }
     log_served(function, device, code);
 }

@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::GpuBackend;
+use crate::concurrency::{Concurrency, ConcurrencyProbe};
 use crate::error::{BackendError, Result};
 use crate::query::Query;
 use crate::types::*;
@@ -62,8 +63,72 @@ pub struct CallCost {
 }
 
 /// Costs by NVML function, by the function's exported name (`nvmlDeviceGetPowerUsage`,
-/// `nvmlInit_v2`). Sorted, so that a written profile is stable.
-pub type CostProfile = BTreeMap<String, CallCost>;
+/// `nvmlInit_v2`), sorted so that a written profile is stable; and, where it was measured, how
+/// the driver runs calls made at the same time ([`Concurrency`]).
+///
+/// In JSON the calls are the object's members and the concurrency two more beside them:
+/// `{"nvmlDeviceGetPowerUsage": {"wall_us": 3.4, "cpu_us": 2.7}, ..., "concurrency":
+/// "per-device", "concurrency_probe": {...}}` (a profile without them reads as before). A
+/// profile is used as the map of its calls (it dereferences to it), with the concurrency
+/// beside.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostProfile {
+    /// How the driver runs calls from several threads at once; `None`: not measured (fake-nvml
+    /// then lets them run in parallel, each on its own thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
+    /// What the measure of the concurrency found ([`crate::concurrency::measure`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_probe: Option<ConcurrencyProbe>,
+    /// Each NVML function's cost, by its exported name.
+    #[serde(flatten)]
+    pub calls: BTreeMap<String, CallCost>,
+}
+
+impl CostProfile {
+    /// An empty profile.
+    pub fn new() -> CostProfile {
+        CostProfile::default()
+    }
+
+    /// Sets the concurrency from a probe: its verdict, and the probe itself.
+    pub fn set_concurrency(&mut self, probe: ConcurrencyProbe) {
+        self.concurrency = probe.concurrency();
+        self.concurrency_probe = Some(probe);
+    }
+}
+
+impl std::ops::Deref for CostProfile {
+    type Target = BTreeMap<String, CallCost>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.calls
+    }
+}
+
+impl std::ops::DerefMut for CostProfile {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.calls
+    }
+}
+
+impl FromIterator<(String, CallCost)> for CostProfile {
+    fn from_iter<I: IntoIterator<Item = (String, CallCost)>>(iter: I) -> CostProfile {
+        CostProfile {
+            calls: iter.into_iter().collect(),
+            ..CostProfile::default()
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a CostProfile {
+    type Item = (&'a String, &'a CallCost);
+    type IntoIter = std::collections::btree_map::Iter<'a, String, CallCost>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.calls.iter()
+    }
+}
 
 /// How long something took: wall time, and the calling thread's CPU time where the platform
 /// tells it.
@@ -825,5 +890,25 @@ mod tests {
             ),
             Some(4)
         );
+    }
+
+    #[test]
+    fn a_profile_keeps_its_concurrency_beside_its_calls_and_an_old_one_reads_as_before() {
+        let old = r#"{"nvmlInit_v2": {"wall_us": 9875.5, "cpu_us": 9817.2}}"#;
+        let p: CostProfile = serde_json::from_str(old).unwrap();
+        assert_eq!(p.concurrency, None);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p["nvmlInit_v2"].wall_us, 9875.5);
+        assert_eq!(serde_json::to_string(&p).unwrap(), old.replace(' ', ""));
+
+        let new = r#"{"concurrency": "per-device", "nvmlInit_v2": {"wall_us": 1, "cpu_us": 1}}"#;
+        let p: CostProfile = serde_json::from_str(new).unwrap();
+        assert_eq!(p.concurrency, Some(Concurrency::PerDevice));
+        assert_eq!(p.keys().collect::<Vec<_>>(), ["nvmlInit_v2"]);
+        let again: CostProfile = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(again, p);
+
+        let bad = r#"{"concurrency": "sometimes", "nvmlInit_v2": {"wall_us": 1, "cpu_us": 1}}"#;
+        assert!(serde_json::from_str::<CostProfile>(bad).is_err());
     }
 }

@@ -3,6 +3,7 @@
 #![recursion_limit = "256"]
 
 pub mod backend;
+pub mod concurrency;
 pub mod container;
 pub mod cost;
 pub mod error;

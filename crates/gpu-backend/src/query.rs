@@ -602,6 +602,13 @@ impl Query {
     pub fn is_dynamic(self) -> bool {
         self.info().section == "dynamic"
     }
+
+    /// Whether the query is one of the table's `static` rows: a device's fact that does not
+    /// change while the driver is loaded (name, UUID, limits, max clocks, modes), asked once
+    /// per device.
+    pub fn is_static(self) -> bool {
+        self.info().section == "static"
+    }
 }
 
 impl std::fmt::Display for Query {
@@ -692,5 +699,7 @@ mod tests {
         );
         assert!(Query::pcie_throughput.is_dynamic());
         assert!(!Query::name.is_dynamic());
+        assert!(Query::name.is_static() && Query::max_clock.is_static());
+        assert!(!Query::pcie_throughput.is_static() && !Query::driver_version.is_static());
     }
 }

@@ -148,7 +148,22 @@ impl Source {
     /// [`SourceError`]: a fixture that cannot be read, a frame out of range, NVML that cannot
     /// be opened.
     pub fn open(&self) -> Result<OpenedSource, SourceError> {
-        let mut opened = self.open_bare()?;
+        self.open_with_events(&crate::EventKind::HEALTH)
+    }
+
+    /// [`Source::open`], with the NVML backend listening for the event kinds in `events`
+    /// instead of the health kinds: none for a command that shows no events as they come (a
+    /// one-shot), which spares the driver the event set's set-up calls (a replay serves its
+    /// recorded events whatever this says).
+    ///
+    /// # Errors
+    ///
+    /// As [`Source::open`].
+    pub fn open_with_events(
+        &self,
+        events: &[crate::EventKind],
+    ) -> Result<OpenedSource, SourceError> {
+        let mut opened = self.open_bare(events)?;
         if crate::cost::calls_logged() {
             opened.backend = Arc::new(crate::cost::TimedBackend::new(
                 opened.backend,
@@ -158,8 +173,8 @@ impl Source {
         Ok(opened)
     }
 
-    fn open_bare(&self) -> Result<OpenedSource, SourceError> {
-        let (backend, label) = self.open_backend(&crate::EventKind::HEALTH)?;
+    fn open_bare(&self, events: &[crate::EventKind]) -> Result<OpenedSource, SourceError> {
+        let (backend, label) = self.open_backend(events)?;
         Ok(match backend {
             #[cfg(all(feature = "nvml", feature = "host-live"))]
             SourceBackend::Nvml(backend) => OpenedSource {

@@ -16,7 +16,7 @@ use gpu_backend::{
 
 use crate::cuda::order::{self as cuda_order, CudaDeviceOrder, CudaOrder, CudaOrderSource};
 use crate::error::{Error, Result};
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, StaticAnswers};
 use crate::na::Na;
 use crate::plan::{Cadence, QueryPlan};
 use crate::snapshot::{DeviceSnapshot, NvLinkReading, SystemSnapshot};
@@ -56,9 +56,10 @@ pub(crate) struct Inner {
     pub(crate) cuda_source: CudaOrderSource,
     pub(crate) cuda_order: OnceLock<CudaOrder>,
     /// Each device's answers that do not change (the query table's static rows: name, UUID,
-    /// limits, max clocks, modes, ...), asked on the device's first snapshot and kept for the
-    /// life of the context, so a refresh asks only the changing queries.
-    pub(crate) statics: Mutex<HashMap<DeviceId, DeviceStatic>>,
+    /// limits, max clocks, modes, ...), each asked at the first snapshot whose plan asks it and
+    /// kept for the life of the context (the identity the inventory read, from the start), so
+    /// a refresh asks only the changing queries.
+    pub(crate) statics: Mutex<HashMap<DeviceId, StaticAnswers>>,
     /// Each device's last NVLink counter reading and when it was taken, for throughput
     /// measured since the previous call (`Device::nvlink_throughput(None)`).
     pub(crate) nvlink_last: Mutex<HashMap<DeviceId, NvLinkReading>>,
@@ -109,14 +110,14 @@ impl ContextBuilder {
     ///
     /// [`Error::Backend`] when the backend cannot say how many GPUs there are.
     pub fn build(self) -> Result<Context> {
-        let inventory = Inventory::read(&*self.backend)?;
+        let (inventory, identity) = Inventory::read(&*self.backend)?;
         Ok(Context {
             inner: Arc::new(Inner {
                 backend: self.backend,
                 inventory,
                 cuda_source: self.cuda_source,
                 cuda_order: OnceLock::new(),
-                statics: Mutex::new(HashMap::new()),
+                statics: Mutex::new(identity.into_iter().collect()),
                 nvlink_last: Mutex::new(HashMap::new()),
                 plan: Mutex::new(Arc::new(QueryPlan::everything())),
                 kept: Mutex::new(HashMap::new()),
@@ -348,17 +349,42 @@ impl Context {
 
     // ---- Internal ----
 
-    /// Device `id`'s static answers: asked once, on first use, then kept (see
-    /// [`Inner::statics`]).
-    pub(crate) fn statics_of(&self, id: DeviceId) -> DeviceStatic {
-        if let Some(st) = lock(&self.inner.statics).get(&id) {
-            return st.clone();
+    /// Device `id`'s static answers: those the plan asks that were not asked yet are asked
+    /// now and kept (see [`Inner::statics`]); those never asked read "not recorded" (N/A).
+    pub(crate) fn statics_of(&self, id: DeviceId, plan: &QueryPlan) -> DeviceStatic {
+        let kept = lock(&self.inner.statics).get(&id).cloned();
+        let mut kept = kept.unwrap_or_else(StaticAnswers::none);
+        let per_fan_asked = DeviceDynamic::FIELDS
+            .iter()
+            .any(|&(_, q)| q.info().shape == "per_fan" && plan.asks(q));
+        let wanted: Vec<&'static str> = DeviceStatic::FIELDS
+            .iter()
+            .filter(|&&(f, q)| {
+                // The fans' count says how many fans a per-fan reading asks about.
+                let needed = plan.asks(q) || (q == Query::num_fans && per_fan_asked);
+                needed && !kept.asked.contains(&f)
+            })
+            .map(|&(f, _)| f)
+            .collect();
+        if wanted.is_empty() {
+            return kept.answers;
         }
         // Asked without the lock held, so that devices refreshed in parallel ask theirs at
         // the same time: the driver spends milliseconds on some static queries (each max
         // clock; docs/benchmarks.md, "Real costs").
-        let st = recorder::capture_static(&*self.inner.backend, id);
-        lock(&self.inner.statics).entry(id).or_insert(st).clone()
+        kept.answers
+            .refresh_where(&*self.inner.backend, id, &|_, f| wanted.contains(&f));
+        let mut all = lock(&self.inner.statics);
+        let entry = all.entry(id).or_insert_with(StaticAnswers::none);
+        entry
+            .answers
+            .merge_where(kept.answers, &|_, f| wanted.contains(&f));
+        for f in wanted {
+            if !entry.asked.contains(&f) {
+                entry.asked.push(f);
+            }
+        }
+        entry.answers.clone()
     }
 
     /// Sets what each refresh of this context's devices asks ([`QueryPlan`]): every
@@ -372,18 +398,16 @@ impl Context {
         lock(&self.inner.plan).clone()
     }
 
-    /// Device `id`'s changing answers for a refresh, asked as the [`QueryPlan`] says: the
-    /// queries due now (the apart ones each on a thread of its own), `process_utilization`
-    /// at the first refresh and then only where a process list is not empty, the rest as
-    /// kept from their last asking; a field that answered that the device or driver does not
-    /// have it (not supported) is not asked again.
-    pub(crate) fn refresh_dynamic(&self, id: DeviceId, num_fans: &Answer<u32>) -> DeviceDynamic {
+    /// Device `id`'s static answers ([`Context::statics_of`]) and changing answers for a
+    /// refresh, asked as the [`QueryPlan`] says: the queries due now, the apart ones each on a
+    /// thread of its own started before anything else is asked (they wait in the driver, so
+    /// the static facts and the other readings are asked while they wait),
+    /// `process_utilization` at the first refresh and then only where a process list is not
+    /// empty, the rest as kept from their last asking; a field that answered that the device or
+    /// driver does not have it (not supported) is not asked again.
+    pub(crate) fn refresh(&self, id: DeviceId) -> (DeviceStatic, DeviceDynamic) {
         let plan = self.query_plan();
         let b: &dyn GpuBackend = &*self.inner.backend;
-        let fans = match num_fans {
-            Answer::Ok(n) => (*n).min(MAX_FANS),
-            Answer::Err(_) => 0,
-        };
         let mut kept = lock(&self.inner.kept).remove(&id).unwrap_or_else(|| Kept {
             answers: DeviceDynamic::all_failing(&BackendError::NotRecorded),
             asked_at: HashMap::new(),
@@ -413,18 +437,31 @@ impl Context {
                 is_due(q) && plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             })
             .collect();
+        // A per-fan reading needs the fans' count, a static answer: such a field apart starts
+        // once the static answers are in; every other starts first.
+        let (early, late): (Vec<_>, Vec<_>) = apart_fields
+            .iter()
+            .partition(|&&(_, q)| q.info().shape != "per_fan");
+        let apart_one = |field: &'static str, fans: u32| {
+            let mut one = DeviceDynamic::all_failing(&BackendError::NotRecorded);
+            one.refresh_where(b, id, fans, &|_, f| f == field);
+            (field, one)
+        };
         let answers = &mut kept.answers;
-        std::thread::scope(|scope| {
-            let threads: Vec<_> = apart_fields
+        let (statics, fans) = std::thread::scope(|scope| {
+            let mut threads: Vec<_> = early
                 .iter()
-                .map(|&(field, _)| {
-                    scope.spawn(move || {
-                        let mut one = DeviceDynamic::all_failing(&BackendError::NotRecorded);
-                        one.refresh_where(b, id, fans, &|_, f| f == field);
-                        (field, one)
-                    })
-                })
+                .map(|&&(field, _)| scope.spawn(move || apart_one(field, 0)))
                 .collect();
+            let statics = self.statics_of(id, &plan);
+            let fans = match &statics.num_fans {
+                Answer::Ok(n) => (*n).min(MAX_FANS),
+                Answer::Err(_) => 0,
+            };
+            threads.extend(
+                late.iter()
+                    .map(|&&(field, _)| scope.spawn(move || apart_one(field, fans))),
+            );
             answers.refresh_where(b, id, fans, &|q, f| {
                 is_due(q) && !plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             });
@@ -451,6 +488,7 @@ impl Context {
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
+            (statics, fans)
         });
         // A device that fails where it answered before (lost, fallen off the bus) is asked
         // again what it said it does not have: its answers now are those failures.
@@ -483,7 +521,7 @@ impl Context {
             .collect();
         let out = kept.answers.clone();
         lock(&self.inner.kept).insert(id, kept);
-        out
+        (statics, out)
     }
 
     fn fastest_first(&self) -> &CudaOrder {

@@ -379,15 +379,15 @@ impl Device {
 
     /// Every metric at once (nvitop's `as_snapshot` and `oneshot`): each changing query asked
     /// once, and the answers that do not change (name, UUID, limits, max clocks, modes: the
-    /// query table's static rows) asked on this device's first snapshot only and kept by the
-    /// [`Context`] for the rest of the session. The changing queries are asked as the
-    /// context's [`crate::QueryPlan`] says (by default every one, `pcie_throughput` on threads
-    /// of its own, `process_utilization` only where there are processes).
+    /// query table's static rows) asked on the first snapshot that asks them and kept by the
+    /// [`Context`] for the rest of the session. Both are asked as the context's
+    /// [`crate::QueryPlan`] says (by default every one, `pcie_throughput` on threads of its
+    /// own started first, `process_utilization` only where there are processes); what the plan
+    /// does not ask reads N/A.
     #[doc(alias = "as_snapshot")]
     #[doc(alias = "oneshot")]
     pub fn snapshot(&self) -> DeviceSnapshot {
-        let st = self.ctx.statics_of(self.id);
-        let dy = self.ctx.refresh_dynamic(self.id, &st.num_fans);
+        let (st, dy) = self.ctx.refresh(self.id);
         DeviceSnapshot::from_answers(self.id, st, dy)
     }
 }

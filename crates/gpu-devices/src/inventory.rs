@@ -2,7 +2,8 @@
 //! read once when it is made, and the look-ups over it: below the context, CUDA's rules and
 //! the devices, which all find devices through it.
 
-use gpu_backend::{DeviceId, GpuBackend, PciAddress};
+use gpu_backend::fixture::DeviceStatic;
+use gpu_backend::{BackendError, DeviceId, GpuBackend, PciAddress, Query};
 
 use crate::error::{Error, Result};
 
@@ -12,46 +13,99 @@ pub(crate) struct Inventory {
     pub(crate) gpus: Vec<GpuEntry>,
 }
 
+/// A device's static answers as asked so far, and which fields were asked: what a context
+/// keeps of each device, starting with the identity the inventory read.
+#[derive(Debug, Clone)]
+pub(crate) struct StaticAnswers {
+    pub(crate) answers: DeviceStatic,
+    /// The fields of [`DeviceStatic::FIELDS`] asked (the others read "not recorded", N/A).
+    pub(crate) asked: Vec<&'static str>,
+}
+
+impl StaticAnswers {
+    /// Nothing asked yet.
+    pub(crate) fn none() -> StaticAnswers {
+        StaticAnswers {
+            answers: DeviceStatic::all_failing(&BackendError::NotRecorded),
+            asked: Vec::new(),
+        }
+    }
+
+    /// Asks the fields of the queries `queries` names that are not asked yet, and keeps them.
+    fn ask(&mut self, b: &dyn GpuBackend, id: DeviceId, queries: &[Query]) {
+        let wanted: Vec<&'static str> = DeviceStatic::FIELDS
+            .iter()
+            .filter(|&&(f, q)| queries.contains(&q) && !self.asked.contains(&f))
+            .map(|&(f, _)| f)
+            .collect();
+        self.answers
+            .refresh_where(b, id, &|_, f| wanted.contains(&f));
+        self.asked.extend(wanted);
+    }
+}
+
+/// What the inventory asks of a physical GPU: its identity and MIG layout.
+const GPU_IDENTITY: &[Query] = &[
+    Query::mig_mode,
+    Query::mig_device_indices,
+    Query::uuid,
+    Query::pci_info,
+];
+
+/// What the inventory asks of a MIG device: its identity.
+const MIG_IDENTITY: &[Query] = &[
+    Query::uuid,
+    Query::gpu_instance_id,
+    Query::compute_instance_id,
+];
+
 impl Inventory {
-    /// Asks the backend for the identity of every GPU and MIG device.
-    pub(crate) fn read(b: &dyn GpuBackend) -> Result<Inventory> {
+    /// Asks the backend for the identity of every GPU and MIG device; the answers, as static
+    /// answers of each device, are kept by the context so that no snapshot asks them again.
+    pub(crate) fn read(b: &dyn GpuBackend) -> Result<(Inventory, Vec<(DeviceId, StaticAnswers)>)> {
         let count = b.device_count().map_err(|source| Error::Backend {
             doing: "counting GPUs",
             source,
         })?;
         let mut gpus = Vec::with_capacity(count.min(gpu_backend::MAX_DEVICE_COUNT) as usize);
+        let mut statics = Vec::with_capacity(gpus.capacity());
         for index in 0..count {
             let id = DeviceId::Gpu(index);
-            let mig_enabled = b.mig_mode(id).is_ok_and(|m| m.current);
-            let migs = b
-                .mig_device_indices(id)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|mi| {
-                    let mid = DeviceId::Mig {
-                        parent: index,
-                        index: mi,
-                    };
-                    MigEntry {
-                        id: mid,
-                        uuid: b.uuid(mid).ok(),
-                        gpu_instance_id: b.gpu_instance_id(mid).ok(),
-                        compute_instance_id: b.compute_instance_id(mid).ok(),
-                    }
-                })
-                .collect();
+            let mut st = StaticAnswers::none();
+            st.ask(b, id, GPU_IDENTITY);
+            let gpu = &st.answers;
+            let mig_enabled = gpu.mig_mode.ok().is_some_and(|m| m.current);
+            let mut migs = Vec::new();
+            for &mi in gpu
+                .mig_device_indices
+                .ok()
+                .map_or(&[][..], |v| v.as_slice())
+            {
+                let mid = DeviceId::Mig {
+                    parent: index,
+                    index: mi,
+                };
+                let mut mst = StaticAnswers::none();
+                mst.ask(b, mid, MIG_IDENTITY);
+                let mig = &mst.answers;
+                migs.push(MigEntry {
+                    id: mid,
+                    uuid: mig.uuid.ok().cloned(),
+                    gpu_instance_id: mig.gpu_instance_id.ok().copied(),
+                    compute_instance_id: mig.compute_instance_id.ok().copied(),
+                });
+                statics.push((mid, mst));
+            }
             gpus.push(GpuEntry {
                 index,
-                uuid: b.uuid(id).ok(),
-                pci_key: b
-                    .pci_info(id)
-                    .ok()
-                    .and_then(|p| PciAddress::parse(&p.bus_id)),
+                uuid: gpu.uuid.ok().cloned(),
+                pci_key: gpu.pci_info.ok().and_then(|p| PciAddress::parse(&p.bus_id)),
                 mig_enabled,
                 migs,
             });
+            statics.push((id, st));
         }
-        Ok(Inventory { gpus })
+        Ok((Inventory { gpus }, statics))
     }
 
     /// Every (id, UUID) pair known.

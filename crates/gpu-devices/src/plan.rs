@@ -1,4 +1,5 @@
-//! What a refresh asks: which of a device's changing queries, how often, and which run apart.
+//! What a refresh asks: which of a device's queries (its static facts and its changing
+//! readings), how often, and which run apart.
 //!
 //! A few NVML calls cost the driver far more than the rest: `nvmlDeviceGetPcieThroughput`
 //! sleeps through a 20 ms sample for each direction, `nvmlDeviceGetTotalEnergyConsumption` and
@@ -19,8 +20,18 @@
 //!   refresh and then only while its process lists are not both empty (no process: no sample
 //!   to show).
 //!
-//! A plan names queries by [`Query`], the `dynamic` rows of the query table
-//! ([`Query::is_dynamic`]; `gpu_backend::fixture::DeviceDynamic::FIELDS`).
+//! A plan covers a device's static facts as it covers its readings (the `static` rows of the
+//! query table: name, UUID, limits, maximum and application clocks, modes): each is asked once,
+//! at the first refresh whose plan asks it, and kept for the context's life; one the plan
+//! never asks is not asked at all. On a real GPU some cost the driver a millisecond or more a
+//! call (each maximum clock, each application clock), so a command that prints a GPU's name
+//! asks its name and UUID, not its clocks ([`QueryPlan::only`]).
+//!
+//! A plan names queries by [`Query`], the `static` and `dynamic` rows of the query table
+//! ([`Query::is_static`], [`Query::is_dynamic`]; `gpu_backend::fixture::DeviceStatic::FIELDS`,
+//! `gpu_backend::fixture::DeviceDynamic::FIELDS`). A context always knows each device's
+//! identity (UUID, PCI address, MIG mode and MIG devices): it reads them when it is made, and
+//! they are kept as the static answers they are.
 //!
 //! ```
 //! use std::time::Duration;
@@ -38,6 +49,12 @@
 //! assert!(d.memory.is_value());
 //! assert!(!d.pcie_tx_throughput.is_value()); // never asked: N/A, not an error
 //! assert!(d.errors.is_empty());
+//!
+//! // A list of GPUs: their names and UUIDs, nothing else.
+//! ctx.set_query_plan(QueryPlan::only(&[Query::name, Query::uuid]));
+//! let d = ctx.device(1)?.snapshot();
+//! assert!(d.name.is_value() && d.uuid.is_value());
+//! assert!(!d.memory.is_value() && !d.max_clocks.graphics.is_value());
 //! # Ok::<(), gpu_devices::Error>(())
 //! ```
 
@@ -46,20 +63,20 @@ use std::time::Duration;
 
 use gpu_backend::Query;
 
-/// How often a refresh asks one changing query.
+/// How often a refresh asks one query. A static query (a fact that does not change) is asked
+/// once whatever its cadence but [`Cadence::Never`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cadence {
-    /// At every refresh (the default).
+    /// At every refresh (the default); a static query, once.
     EveryRefresh,
     /// At the first refresh, then once this much time has passed since it was last asked;
-    /// refreshes in between show the answer kept from then.
+    /// refreshes in between show the answer kept from then. A static query, once.
     Every(Duration),
     /// Never: the answer reads as not available (N/A), not as an error.
     Never,
 }
 
-/// Which of a device's changing queries a refresh asks, and how often (see the
-/// [module](self)).
+/// Which of a device's queries a refresh asks, and how often (see the [module](self)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryPlan {
     cadences: BTreeMap<Query, Cadence>,
@@ -81,9 +98,15 @@ pub const COSTLY_QUERIES: &[(Query, u32, u32)] = &[
     (Query::process_utilization, 2_200, 2_200),
 ];
 
+/// Whether a plan can name `query`: a device's query, static or changing (a system query,
+/// such as the driver's version, is not a refresh's).
+fn of_a_device(query: Query) -> bool {
+    query.is_dynamic() || query.is_static()
+}
+
 impl QueryPlan {
-    /// Every changing query at every refresh, `pcie_throughput` apart: what a one-shot that
-    /// shows everything asks.
+    /// Every static fact once and every changing query at every refresh, `pcie_throughput`
+    /// apart: what a one-shot that shows everything asks.
     pub fn everything() -> QueryPlan {
         QueryPlan {
             cadences: BTreeMap::new(),
@@ -91,11 +114,28 @@ impl QueryPlan {
         }
     }
 
-    /// Sets `query`'s cadence. `query` is a `dynamic` query of the table
-    /// ([`Query::is_dynamic`]); another is a programming error, caught in debug builds and
-    /// otherwise without effect (a refresh asks only the changing queries).
+    /// Only `queries` (static or changing, each at every refresh; a static one once), every
+    /// other query of a device never: what a command that prints a few fields asks. A device's
+    /// identity is known whatever the plan (see the [module](self)). `pcie_throughput`, when
+    /// named, is apart as in [`QueryPlan::everything`].
+    pub fn only(queries: &[Query]) -> QueryPlan {
+        let cadences = Query::ALL
+            .iter()
+            .filter(|&&q| of_a_device(q) && !queries.contains(&q))
+            .map(|&q| (q, Cadence::Never))
+            .collect();
+        QueryPlan {
+            cadences,
+            apart: vec![Query::pcie_throughput],
+        }
+    }
+
+    /// Sets `query`'s cadence. `query` is a `static` or `dynamic` query of the table
+    /// ([`Query::is_static`], [`Query::is_dynamic`]); a system query is a programming error,
+    /// caught in debug builds and otherwise without effect (a refresh asks a device's
+    /// queries). A static query is asked once unless its cadence is [`Cadence::Never`].
     pub fn with(mut self, query: Query, cadence: Cadence) -> QueryPlan {
-        debug_assert!(query.is_dynamic(), "not a dynamic query: {query}");
+        debug_assert!(of_a_device(query), "not a query of a device: {query}");
         self.cadences.insert(query, cadence);
         self
     }
@@ -125,6 +165,12 @@ impl QueryPlan {
             .unwrap_or(Cadence::EveryRefresh)
     }
 
+    /// Whether a refresh asks `query` at all (its cadence is not [`Cadence::Never`]): for a
+    /// static query, whether it is asked once.
+    pub fn asks(&self, query: Query) -> bool {
+        self.cadence(query) != Cadence::Never
+    }
+
     /// Whether `query` is asked on a thread of its own.
     pub fn is_apart(&self, query: Query) -> bool {
         self.apart.contains(&query)
@@ -143,6 +189,21 @@ impl QueryPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_asks_the_queries_it_names_and_everything_asks_them_all() {
+        let plan = QueryPlan::only(&[Query::name, Query::memory_info]);
+        assert!(plan.asks(Query::name) && plan.asks(Query::memory_info));
+        for q in [Query::uuid, Query::max_clock, Query::utilization_rates] {
+            assert!(!plan.asks(q), "{q}");
+        }
+        for &q in Query::ALL {
+            assert!(QueryPlan::everything().asks(q), "{q}");
+        }
+        // The system's queries are not a plan's.
+        assert_eq!(plan.cadence(Query::driver_version), Cadence::EveryRefresh);
+        assert!(plan.is_apart(Query::pcie_throughput));
+    }
 
     #[test]
     fn the_costly_queries_and_the_default_apart_one_are_queries_of_the_table() {

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use fake_nvml::abi::*;
 use fake_nvml::nvml::*;
+use gpu_backend::concurrency::Concurrency;
 use gpu_backend::cost::{time, CallCost, CostProfile, Timing};
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::Nvml;
@@ -264,5 +265,48 @@ fn a_bad_cost_file_fails_init_with_one_line_naming_the_variable_and_the_file() {
     assert!(Path::new(&good).is_file());
     assert_eq!(nvmlInit_v2(), OK, "{:?}", fake_nvml::last_init_error());
     assert_eq!(nvmlShutdown(), OK);
+    std::env::remove_var(fake_nvml::COSTS_ENV);
+}
+
+/// The wall time of one `nvmlDeviceGetPowerUsage` call on each of `gpus`, each on its own
+/// thread, all started together.
+fn power_at_once(gpus: &[u32]) -> Duration {
+    let barrier = std::sync::Barrier::new(gpus.len());
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for &gpu in gpus {
+            let barrier = &barrier;
+            s.spawn(move || {
+                let h = handle(gpu);
+                barrier.wait();
+                let mut mw = 0;
+                assert_eq!(unsafe { nvmlDeviceGetPowerUsage(h, &mut mw) }, OK);
+            });
+        }
+    });
+    start.elapsed()
+}
+
+#[test]
+fn a_profile_that_says_the_driver_serialises_makes_calls_from_two_threads_wait_for_each_other() {
+    let _guard = lock();
+    for (concurrency, gpus) in [
+        (Concurrency::Serial, [0, 1]),
+        (Concurrency::PerDevice, [0, 0]),
+    ] {
+        let mut p = charging(&["nvmlDeviceGetPowerUsage"]);
+        p.concurrency = Some(concurrency);
+        set_up(&format!("concurrency-{concurrency}"), &p);
+        assert_eq!(nvmlInit_v2(), OK, "{:?}", fake_nvml::last_init_error());
+        // Each call spends its CPU under the lock: two of them, one after the other, take at
+        // least twice one's CPU, however many cores run the threads.
+        let wall = power_at_once(&gpus);
+        assert!(
+            wall >= 2 * CPU,
+            "{concurrency}: two calls on GPUs {gpus:?} at once took {wall:?}, less than two \
+             calls' CPU one after the other"
+        );
+        assert_eq!(nvmlShutdown(), OK);
+    }
     std::env::remove_var(fake_nvml::COSTS_ENV);
 }

@@ -182,7 +182,10 @@ pub struct NvmlOptions {
     /// default [`EventKind::HEALTH`]: not clock or P-state changes, which a power-capped GPU
     /// sends by the dozen each second, each waking the listener, and which a refresh reads
     /// anyway. A recording asks for [`EventKind::ALL`], to keep
-    /// what the driver sent.
+    /// what the driver sent. None (an empty list) starts no listener: no event set is made
+    /// nor any GPU registered (set-up calls that cost the driver milliseconds), and the
+    /// `events` query answers not supported: for a one-shot, which cannot show events that
+    /// come after it has printed.
     pub events: Vec<EventKind>,
 }
 
@@ -389,7 +392,11 @@ impl NvmlBackend {
                     init_timing,
                     newer: details::newer::Symbols::open(path, DEFAULT_LIBRARY),
                 };
-                backend.listener = backend.start_listener(EventKind::bits_of(&options.events));
+                backend.listener = if options.events.is_empty() {
+                    Err(BackendError::NotSupported)
+                } else {
+                    backend.start_listener(EventKind::bits_of(&options.events))
+                };
                 Ok(backend)
             }
             Err(e) => {

@@ -8,6 +8,7 @@ mod common;
 
 mod broken_fixtures;
 mod compat;
+mod concurrency;
 mod containers;
 mod files;
 mod fixture_files;

@@ -187,3 +187,139 @@ fn what_the_device_does_not_have_is_asked_once_and_stays_not_available() {
         "what it has, every refresh"
     );
 }
+
+/// The answers a full refresh of every device gives, from a fresh context at frame 0.
+fn full(name: &str) -> Vec<gpu_devices::DeviceSnapshot> {
+    let ctx = Context::from_backend(Arc::new(ReplayBackend::new(fixture(name)))).unwrap();
+    ctx.all_devices().iter().map(|d| d.snapshot()).collect()
+}
+
+#[test]
+fn a_plan_asks_only_the_static_facts_it_names_and_the_rest_read_not_available() {
+    let plan = QueryPlan::only(&[Query::name, Query::uuid]);
+    let (backend, ctx) = counted("h100-sxm-8gpu", plan);
+    let snaps: Vec<_> = ctx.all_devices().iter().map(|d| d.snapshot()).collect();
+    let counts = backend.take_call_counts();
+    assert_eq!(calls_of(&counts, "name"), 8, "each GPU's name once");
+    assert_eq!(
+        calls_of(&counts, "uuid"),
+        0,
+        "the UUIDs were read with the context"
+    );
+    for query in [
+        "max_clock",
+        "applications_clock",
+        "default_applications_clock",
+        "temperature_threshold",
+        "power_management_limit",
+        "memory_info",
+        "pcie_throughput",
+        "compute_processes",
+    ] {
+        assert_eq!(calls_of(&counts, query), 0, "{query}: {counts:?}");
+    }
+    let everything = full("h100-sxm-8gpu");
+    for (d, f) in snaps.iter().zip(&everything) {
+        assert_eq!((&d.name, &d.uuid), (&f.name, &f.uuid));
+        assert!(f.max_clocks.graphics.is_value() && !d.max_clocks.graphics.is_value());
+        assert!(!d.memory.is_value());
+        assert!(d.errors.is_empty(), "not asked is no error: {:?}", d.errors);
+    }
+}
+
+#[test]
+fn a_static_fact_is_asked_once_whatever_the_plans_and_refreshes_after_it() {
+    let (backend, ctx) = counted("h100-sxm-8gpu", QueryPlan::only(&[Query::name]));
+    let dev = ctx.device(0).unwrap();
+    dev.snapshot();
+    ctx.set_query_plan(QueryPlan::everything());
+    let first = dev.snapshot();
+    backend.set_frame(5);
+    let later = dev.snapshot();
+    ctx.set_query_plan(QueryPlan::only(&[Query::name, Query::max_clock]));
+    let narrow = dev.snapshot();
+    let counts = backend.take_call_counts();
+    assert_eq!(calls_of(&counts, "name"), 1);
+    assert_eq!(calls_of(&counts, "max_clock"), 4, "once per clock domain");
+    assert_eq!(calls_of(&counts, "power_management_limit"), 1);
+    assert_eq!(
+        calls_of(&counts, "memory_info"),
+        2,
+        "the everything refreshes"
+    );
+    // A fact asked once stays shown, whichever plan is in force.
+    assert_eq!(later.max_clocks, first.max_clocks);
+    assert_eq!(narrow.power_limit, first.power_limit);
+    assert_eq!(first.max_clocks, full("h100-sxm-8gpu")[0].max_clocks);
+}
+
+#[test]
+fn the_identity_read_with_the_context_is_not_asked_again_by_a_snapshot() {
+    let backend = Arc::new(ReplayBackend::new(fixture("h100-mig")));
+    backend.count_calls(true);
+    let ctx = Context::from_backend(backend.clone()).unwrap();
+    let snaps: Vec<_> = ctx.all_devices().iter().map(|d| d.snapshot()).collect();
+    let counts = backend.take_call_counts();
+    // One GPU and its four MIG devices: each identity query once per device it applies to.
+    assert_eq!(calls_of(&counts, "uuid"), 5);
+    assert_eq!(calls_of(&counts, "pci_info"), 5);
+    assert_eq!(calls_of(&counts, "mig_mode"), 5);
+    assert_eq!(calls_of(&counts, "mig_device_indices"), 5);
+    assert_eq!(calls_of(&counts, "gpu_instance_id"), 5);
+    let again: Vec<_> = full("h100-mig");
+    assert_eq!(snaps.len(), again.len());
+    for (d, f) in snaps.iter().zip(&again) {
+        assert_eq!(
+            (&d.uuid, &d.pci, &d.mig_mode, &d.gpu_instance_id),
+            (&f.uuid, &f.pci, &f.mig_mode, &f.gpu_instance_id)
+        );
+    }
+}
+
+/// One GPU whose `name` (a static fact) waits until PCIe throughput has been asked, at most
+/// 10 s: a refresh that asked the static facts first would spend the 10 s and see no name.
+struct NameAfterPcie {
+    pcie_asked: std::sync::Mutex<bool>,
+    asked: std::sync::Condvar,
+}
+
+impl gpu_backend::NotSupportedBase for NameAfterPcie {
+    fn device_count(&self) -> gpu_backend::Result<u32> {
+        Ok(1)
+    }
+
+    fn name(&self, _: gpu_backend::DeviceId) -> gpu_backend::Result<String> {
+        let asked = self.pcie_asked.lock().unwrap();
+        let (asked, _) = self
+            .asked
+            .wait_timeout_while(asked, Duration::from_secs(10), |a| !*a)
+            .unwrap();
+        if *asked {
+            Ok("after PCIe".into())
+        } else {
+            Err(gpu_backend::BackendError::Timeout)
+        }
+    }
+
+    fn pcie_throughput(
+        &self,
+        _: gpu_backend::DeviceId,
+        _: gpu_backend::PcieDirection,
+    ) -> gpu_backend::Result<u32> {
+        *self.pcie_asked.lock().unwrap() = true;
+        self.asked.notify_all();
+        Ok(1)
+    }
+}
+
+#[test]
+fn pcie_throughput_is_asked_before_the_static_facts_so_that_its_wait_is_theirs() {
+    let backend = Arc::new(NameAfterPcie {
+        pcie_asked: std::sync::Mutex::new(false),
+        asked: std::sync::Condvar::new(),
+    });
+    let ctx = Context::from_backend(backend).unwrap();
+    let d = ctx.device(0).unwrap().snapshot();
+    assert_eq!(d.name.value().map(String::as_str), Some("after PCIe"));
+    assert!(d.pcie_tx_throughput.is_value());
+}

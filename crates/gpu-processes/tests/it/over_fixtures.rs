@@ -376,8 +376,13 @@ fn utilization_is_each_process_newest_sample_kept_between_refreshes() {
 
 #[test]
 fn a_snapshot_asks_each_query_once_per_device() {
-    let (backend, collector) = collector_at(load("h100-sxm-8gpu"), 9);
+    // Counted from before the collector is made: the devices' identity (UUIDs, PCI addresses,
+    // MIG layout) read when its context is made is kept as their static answers, not asked
+    // again by the first snapshot.
+    let backend = Arc::new(ReplayBackend::new(load("h100-sxm-8gpu")));
+    backend.set_frame(9);
     backend.count_calls(true);
+    let collector = ProcessCollector::from_replay(backend.clone()).unwrap();
     let s = collector.take_all();
     let counts = backend.take_call_counts();
     assert_eq!(s.devices.len(), 8);
@@ -392,7 +397,8 @@ fn a_snapshot_asks_each_query_once_per_device() {
         };
         assert_eq!(counts.by_query.get(&key), Some(&1), "events of {id}");
     }
-    // Exactly the calls of a bare device snapshot: processes cost no extra backend query.
+    // Exactly the calls of a bare device snapshot: processes cost no extra backend query, and
+    // the identity read with the context is asked once.
     let raw = Arc::new(ReplayBackend::new(backend.fixture().as_ref().clone()));
     raw.set_frame(9);
     raw.count_calls(true);

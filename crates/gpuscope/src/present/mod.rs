@@ -2,6 +2,7 @@
 
 pub mod compact;
 pub mod json;
+pub mod plan;
 pub mod query;
 pub mod text;
 pub mod time;

@@ -50,6 +50,14 @@ pub struct Field<F> {
     value: F,
 }
 
+#[cfg(test)]
+impl<F> Field<F> {
+    /// The field's canonical name (nvidia-smi's), which heads its column.
+    pub(crate) fn canonical(&self) -> &'static str {
+        self.names[0]
+    }
+}
+
 /// `2026-11-01T10:00:00.000Z` as nvidia-smi's `2026/11/01 10:00:00.000`.
 fn smi_time(rfc3339: &str) -> String {
     rfc3339
@@ -682,6 +690,15 @@ fn fields<'t, F>(
         out.push(field);
     }
     Ok(out)
+}
+
+/// The canonical names (nvidia-smi's, each field's first) of the GPU fields `query` names, as
+/// [`render_as`] reads them: for the query plan that asks only what they show.
+pub(crate) fn gpu_field_names(query: &str) -> Result<Vec<&'static str>, UsageError> {
+    Ok(fields(FIELDS, query, "--query-gpu", "--help-query-gpu")?
+        .into_iter()
+        .map(|f| f.names[0])
+        .collect())
 }
 
 /// The first name of `query` that names no `--query-gpu` field (nvidia-smi's names, the other

@@ -226,3 +226,130 @@ fn info_measures_gpm_over_its_window_and_says_why_not_without_one() {
         .expect("gpuscope runs");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The static facts no one-shot below prints, each of which costs a real GPU's driver up to a
+/// millisecond and a half a call (issue 36).
+const UNSHOWN_STATICS: [&str; 4] = [
+    "MaxClockInfo",
+    "DefaultApplicationsClock",
+    "ComputeMode",
+    "CudaComputeCapability",
+];
+
+/// `smi -L` prints each GPU's name and UUID: it asks those and nothing else of a device, no
+/// static fact (clocks, serial, limits) and no reading (issue 36, item 2).
+#[test]
+fn smi_list_asks_each_gpus_name_and_uuid_and_nothing_else() {
+    let calls = one_shot(&["smi", "-L"]);
+    assert_asked(&calls, &["Name", "UUID"], 1, "-L");
+    let unasked = [
+        "Serial",
+        "VbiosVersion",
+        "ApplicationsClock",
+        "PowerManagementLimit",
+        "EnforcedPowerLimit",
+        "MemoryInfo",
+        "UtilizationRates",
+        "Temperature",
+        "ComputeRunningProcesses",
+        "ProcessUtilization",
+    ];
+    assert_asked(&calls, &unasked, 0, "-L");
+    assert_asked(&calls, &UNSHOWN_STATICS, 0, "-L");
+}
+
+/// `smi --query-gpu` asks its fields' queries, once each, and no other: no name, no clocks,
+/// no process list (issue 36, item 2); a field that is a static fact is asked as its field
+/// says.
+#[test]
+fn smi_query_gpu_asks_its_fields_queries_and_no_other() {
+    let calls = one_shot(&[
+        "smi",
+        "--query-gpu=index,memory.used,utilization.gpu",
+        "--format=csv",
+    ]);
+    assert_asked(
+        &calls,
+        &["MemoryInfo", "UtilizationRates"],
+        1,
+        "--query-gpu",
+    );
+    let unasked = [
+        "Name",
+        "Serial",
+        "VbiosVersion",
+        "ApplicationsClock",
+        "PowerManagementLimit",
+        "PowerUsage",
+        "Temperature",
+        "ComputeRunningProcesses",
+        "PcieThroughput",
+    ];
+    assert_asked(&calls, &unasked, 0, "--query-gpu");
+    assert_asked(&calls, &UNSHOWN_STATICS, 0, "--query-gpu");
+
+    let clocks = one_shot(&[
+        "smi",
+        "--query-gpu=clocks.max.sm,compute_cap",
+        "--format=csv",
+    ]);
+    assert!(
+        count(&clocks, "nvmlDeviceGetMaxClockInfo") >= 1,
+        "{clocks:?}"
+    );
+    assert_asked(
+        &clocks,
+        &["CudaComputeCapability"],
+        1,
+        "clocks.max.sm,compute_cap",
+    );
+    assert_asked(
+        &clocks,
+        &["MemoryInfo", "Name"],
+        0,
+        "clocks.max.sm,compute_cap",
+    );
+}
+
+/// `snapshot --json` asks the static facts its document shows (serial, VBIOS, application
+/// clocks, limits) once and not the others (maximum clocks, compute mode and capability: `info`
+/// and `smi -q` show those); `snapshot --query` asks its fields' queries (issue 36, item 2).
+#[test]
+fn snapshot_asks_the_static_facts_it_shows_and_not_the_others() {
+    let calls = one_shot(&["snapshot", "--json"]);
+    assert_asked(
+        &calls,
+        &["Name", "Serial", "VbiosVersion", "EnforcedPowerLimit"],
+        1,
+        "snapshot --json",
+    );
+    assert!(
+        count(&calls, "nvmlDeviceGetApplicationsClock") >= 1,
+        "{calls:?}"
+    );
+    let unshown = ["MaxClockInfo", "ComputeMode", "CudaComputeCapability"];
+    assert_asked(&calls, &unshown, 0, "snapshot --json");
+
+    // The table shows no PCIe, energy or BAR1 figure: it does not wait 20 ms for PCIe.
+    let table = one_shot(&["snapshot"]);
+    assert_asked(&table, &["MemoryInfo", "Name"], 1, "snapshot");
+    let unasked = ["PcieThroughput", "TotalEnergyConsumption", "BAR1MemoryInfo"];
+    assert_asked(&table, &unasked, 0, "snapshot");
+    assert_asked(&table, &unshown, 0, "snapshot");
+
+    let csv = one_shot(&[
+        "snapshot",
+        "--query",
+        "index,temperature.gpu",
+        "--format",
+        "csv",
+    ]);
+    assert_asked(&csv, &["Temperature"], 1, "snapshot --query");
+    assert_asked(
+        &csv,
+        &["Name", "MemoryInfo", "ApplicationsClock"],
+        0,
+        "snapshot --query",
+    );
+    assert_asked(&csv, &UNSHOWN_STATICS, 0, "snapshot --query");
+}

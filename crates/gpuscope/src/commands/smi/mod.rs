@@ -158,30 +158,24 @@ fn version(context: &gpu_devices::Context) -> String {
     )
 }
 
-/// What a print asks NVML, when less than everything: `-L` asks no changing query at all, and
-/// the table and the CSV queries leave out what none of their fields shows (the costly ones:
-/// PCIe throughput, which waits 20 ms in the driver each way, energy, per-process utilization
-/// and GPM). Fewer calls and less CPU; not a shorter one-shot, those calls being off its
-/// critical path (docs/benchmarks.md, "gpuscope smi", has the figures). `-q` shows nearly
+/// What a print asks NVML, when less than everything (issue 36): `-L` each GPU's name and
+/// UUID, `--query-gpu` its fields' queries and no other (`crate::present::plan`), the table
+/// and `--query-compute-apps` leave out the costly readings none of their fields shows (PCIe
+/// throughput, which waits 20 ms in the driver each way, energy, per-process utilization and
+/// GPM) and the details nvidia-smi -q shows. docs/benchmarks.md, "A one-shot asks only what
+/// it prints", has the counts. `-q` shows nearly
 /// everything and asks everything.
 fn query_plan(mode: &Mode) -> Option<gpu_devices::QueryPlan> {
-    use gpu_devices::Query;
     let everything = gpu_devices::QueryPlan::everything();
     match mode {
-        Mode::List => {
-            let dynamic: Vec<Query> = gpu_backend::fixture::DeviceDynamic::FIELDS
-                .iter()
-                .map(|&(_, query)| query)
-                .collect();
-            Some(everything.without(&dynamic))
-        }
+        Mode::List => Some(crate::present::plan::list()),
+        Mode::QueryGpu(fields) => Some(crate::present::plan::for_gpu_fields(fields)),
         // The table and the processes' CSV show none of the details either.
         Mode::Bare | Mode::QueryApps(_) => Some(
             everything
                 .without(&gpu_devices::detail_queries())
                 .without(&unshown()),
         ),
-        Mode::QueryGpu(_) => Some(everything.without(&unshown())),
         _ => None,
     }
 }

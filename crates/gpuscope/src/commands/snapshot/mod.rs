@@ -83,6 +83,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let src = source.open()?;
+    // Ask only what the output shows (issue 36): a --query CSV its fields, the JSON every
+    // reading and the static facts it shows, the table and --compact less what they leave out.
+    src.collector.context().set_query_plan(match &query {
+        Some(q) => crate::present::plan::for_gpu_fields(q),
+        None if json => crate::present::plan::snapshot_json(),
+        None => crate::present::plan::snapshot_table(),
+    });
     // --json --watch writes JSON Lines: one compact document a line.
     let json_lines = view.every(false).is_some();
     let render =
@@ -110,4 +117,39 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         |v| compact.keep_only(v),
         render,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::present::plan::snapshot_table;
+
+    /// The table under its plan is the table printed when everything is asked, over every kind
+    /// of recording (issue 36).
+    #[test]
+    fn the_table_plan_leaves_out_nothing_the_table_shows() {
+        for (fixture, frame) in [
+            ("h100-real", 30),
+            ("h100-mig", 0),
+            ("gpu-lost", 0),
+            ("windows-wddm", 0),
+        ] {
+            let text = |plan: Option<gpu_devices::QueryPlan>| {
+                let path = format!(
+                    "{}/../../fixtures/{fixture}.json",
+                    env!("CARGO_MANIFEST_DIR")
+                );
+                let c = gpu_processes::ProcessCollector::from_fixture(path, Some(frame)).unwrap();
+                if let Some(plan) = plan {
+                    c.context().set_query_plan(plan);
+                }
+                let devices = c.context().all_devices();
+                let (mut view, _) =
+                    crate::present::json::take_with_raw(&c, "test".into(), &devices);
+                view.time = String::new();
+                view.time_unix_ms = 0;
+                super::table::render_text(&view, false)
+            };
+            assert_eq!(text(Some(snapshot_table())), text(None), "{fixture}");
+        }
+    }
 }

@@ -425,8 +425,10 @@ pub fn run(args: Args) -> Result<()> {
 /// each way): PCIe throughput, energy, BAR1 memory, the PCIe replay counter and current link,
 /// NVLink counters, encoder and decoder utilization. GPM activity, which the driver computes
 /// from two samples, every [`GPM_EVERY`], so that it is the activity over that time;
-/// `process_utilization` at every refresh while a GPU has processes (the default). Each call's
-/// cost is in docs/benchmarks.md ("Real costs").
+/// `process_utilization` every [`PROCESS_UTILIZATION_EVERY`] while a GPU has processes: it is
+/// most of a loaded viewer's CPU at 1 s (docs/benchmarks.md, "Where top's CPU goes"), and the
+/// samples it returns cover the whole time since it was last asked, so a process's SM% is its
+/// average over that time. Each call's cost is in docs/benchmarks.md ("Real costs").
 pub(crate) fn query_plan() -> gpu_devices::QueryPlan {
     use gpu_devices::Query;
     gpu_devices::QueryPlan::everything()
@@ -443,7 +445,15 @@ pub(crate) fn query_plan() -> gpu_devices::QueryPlan {
             Query::decoder_utilization,
         ])
         .with(Query::gpm_metrics, gpu_devices::Cadence::Every(GPM_EVERY))
+        .with(
+            Query::process_utilization,
+            gpu_devices::Cadence::Every(PROCESS_UTILIZATION_EVERY),
+        )
 }
+
+/// How often the viewer asks the processes' utilization samples (1.4 ms of the driver's CPU a
+/// call on an H200, fixtures/costs/h200-doctor-load.json): every other refresh at 1 s.
+pub(crate) const PROCESS_UTILIZATION_EVERY: Duration = Duration::from_secs(2);
 
 /// How often the viewer asks GPM activity: its figures are the activity over this time.
 pub(crate) const GPM_EVERY: Duration = Duration::from_secs(5);

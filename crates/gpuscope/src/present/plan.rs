@@ -1,0 +1,254 @@
+//! What a one-shot asks NVML (issue 36): the device queries each printed form reads, as a
+//! `gpu_devices::QueryPlan`, so that a command asks no static fact and no reading it does not
+//! print. On a real GPU a static fact can cost the driver a millisecond or more a call (each
+//! maximum clock, each application clock: docs/benchmarks.md, "Call counts per command").
+//!
+//! A device's identity (UUID, PCI address, MIG mode and layout) is known whatever the plan: the
+//! context reads it when it is made. A field this module does not map asks everything, so that
+//! it shows its value whatever its plan.
+
+use gpu_devices::{Query, QueryPlan};
+
+/// The device queries `field` (a `--query-gpu` field's canonical name) reads; `None` for a
+/// field this table does not know yet.
+pub fn field_queries(field: &str) -> Option<&'static [Query]> {
+    use Query as Q;
+    match field {
+        // The snapshot's own facts: the time, the driver, the host, the GPU's index.
+        "timestamp" | "driver_version" | "count" | "index" | "hostname" => Some(&[]),
+        "name" => Some(&[Q::name]),
+        "serial" => Some(&[Q::serial]),
+        "uuid" => Some(&[Q::uuid]),
+        "pcie.link.gen.current" => Some(&[Q::current_pcie_link_generation]),
+        "pcie.link.gen.max" => Some(&[Q::max_pcie_link_generation]),
+        "pcie.link.width.current" => Some(&[Q::current_pcie_link_width]),
+        "pcie.link.width.max" => Some(&[Q::max_pcie_link_width]),
+        "display_mode" | "display_attached" => Some(&[Q::display_mode]),
+        "display_active" => Some(&[Q::display_active]),
+        "persistence_mode" => Some(&[Q::persistence_mode]),
+        "accounting.mode" => Some(&[Q::accounting_mode]),
+        "vbios_version" => Some(&[Q::vbios_version]),
+        "inforom.img" => Some(&[Q::inforom_image_version]),
+        "fan.speed" => Some(&[Q::fan_speed]),
+        "pstate" => Some(&[Q::performance_state]),
+        "clocks_event_reasons.supported" => Some(&[Q::supported_clock_event_reasons]),
+        "compute_mode" => Some(&[Q::compute_mode]),
+        "compute_cap" => Some(&[Q::cuda_compute_capability]),
+        "utilization.gpu" | "utilization.memory" => Some(&[Q::utilization_rates]),
+        "utilization.encoder" => Some(&[Q::encoder_utilization]),
+        "utilization.decoder" => Some(&[Q::decoder_utilization]),
+        "retired_pages.pending" => Some(&[Q::retired_pages_pending]),
+        "temperature.gpu" => Some(&[Q::temperature]),
+        "temperature.memory" => Some(&[Q::memory_temperature]),
+        "power.management" => Some(&[Q::power_management_mode]),
+        "power.draw" => Some(&[Q::power_usage]),
+        "power.limit" => Some(&[Q::power_management_limit]),
+        "enforced.power.limit" => Some(&[Q::enforced_power_limit]),
+        "power.default_limit" => Some(&[Q::power_management_default_limit]),
+        "power.min_limit" | "power.max_limit" => Some(&[Q::power_management_limit_constraints]),
+        "pcie.replay_counter" => Some(&[Q::pcie_replay_counter]),
+        // Families of fields, each named in full: a new field that shares a family's prefix
+        // may read something else (nvidia-smi -q's details).
+        "pci.bus_id" | "pci.domain" | "pci.bus" | "pci.device" | "pci.device_id"
+        | "pci.sub_device_id" => Some(&[Q::pci_info]),
+        "driver_model.current" | "driver_model.pending" => Some(&[Q::driver_model]),
+        "gom.current" | "gom.pending" => Some(&[Q::gpu_operation_mode]),
+        "clocks_event_reasons.active"
+        | "clocks_event_reasons.gpu_idle"
+        | "clocks_event_reasons.applications_clocks_setting"
+        | "clocks_event_reasons.sw_power_cap"
+        | "clocks_event_reasons.hw_slowdown"
+        | "clocks_event_reasons.hw_thermal_slowdown"
+        | "clocks_event_reasons.hw_power_brake_slowdown"
+        | "clocks_event_reasons.sw_thermal_slowdown"
+        | "clocks_event_reasons.sync_boost" => Some(&[Q::clock_event_reasons]),
+        "memory.total" | "memory.reserved" | "memory.used" | "memory.free" => {
+            Some(&[Q::memory_info])
+        }
+        "ecc.mode.current" | "ecc.mode.pending" => Some(&[Q::ecc_mode]),
+        "ecc.errors.corrected.volatile.device_memory"
+        | "ecc.errors.corrected.volatile.register_file"
+        | "ecc.errors.corrected.volatile.l1_cache"
+        | "ecc.errors.corrected.volatile.l2_cache"
+        | "ecc.errors.corrected.volatile.texture_memory"
+        | "ecc.errors.corrected.volatile.cbu"
+        | "ecc.errors.corrected.volatile.sram"
+        | "ecc.errors.corrected.aggregate.device_memory"
+        | "ecc.errors.corrected.aggregate.sram"
+        | "ecc.errors.uncorrected.volatile.device_memory"
+        | "ecc.errors.uncorrected.volatile.sram"
+        | "ecc.errors.uncorrected.aggregate.device_memory"
+        | "ecc.errors.uncorrected.aggregate.sram" => Some(&[Q::memory_errors]),
+        "ecc.errors.corrected.volatile.total"
+        | "ecc.errors.corrected.aggregate.total"
+        | "ecc.errors.uncorrected.volatile.total"
+        | "ecc.errors.uncorrected.aggregate.total" => Some(&[Q::ecc_errors]),
+        "retired_pages.single_bit_ecc.count" | "retired_pages.double_bit.count" => {
+            Some(&[Q::retired_pages])
+        }
+        "remapped_rows.correctable"
+        | "remapped_rows.uncorrectable"
+        | "remapped_rows.pending"
+        | "remapped_rows.failure" => Some(&[Q::remapped_rows]),
+        "clocks.current.graphics"
+        | "clocks.current.sm"
+        | "clocks.current.memory"
+        | "clocks.current.video" => Some(&[Q::clock]),
+        "clocks.applications.graphics" | "clocks.applications.memory" => {
+            Some(&[Q::applications_clock])
+        }
+        "clocks.default_applications.graphics" | "clocks.default_applications.memory" => {
+            Some(&[Q::default_applications_clock])
+        }
+        "clocks.max.graphics" | "clocks.max.sm" | "clocks.max.memory" => Some(&[Q::max_clock]),
+        "mig.mode.current" | "mig.mode.pending" => Some(&[Q::mig_mode]),
+        _ => None,
+    }
+}
+
+/// What `--query-gpu=FIELDS` (and `snapshot --query FIELDS`) asks: the fields' queries and no
+/// other; everything where a name is not a field (the usage error comes from the printing) or a
+/// field's queries are not known.
+pub fn for_gpu_fields(query: &str) -> QueryPlan {
+    let Ok(names) = crate::present::query::gpu_field_names(query) else {
+        return QueryPlan::everything();
+    };
+    let mut asked: Vec<Query> = Vec::new();
+    for name in names {
+        match field_queries(name) {
+            Some(qs) => asked.extend_from_slice(qs),
+            None => return QueryPlan::everything(),
+        }
+    }
+    QueryPlan::only(&asked)
+}
+
+/// `-L`, `--list-gpus`: each GPU's (and MIG device's) name and UUID.
+pub fn list() -> QueryPlan {
+    QueryPlan::only(&[Query::name, Query::uuid])
+}
+
+/// The static facts no form of `snapshot` shows (its table, `--json`, `--compact`): its JSON
+/// document has the identity, the limits, the application clocks (current and default), the
+/// modes and the board's
+/// facts, not these (`info` and `smi -q` show them).
+pub const SNAPSHOT_UNSHOWN_STATICS: &[Query] = &[
+    Query::minor_number,
+    Query::architecture,
+    Query::brand,
+    Query::max_clock,
+    Query::power_management_mode,
+    Query::power_management_limit,
+    Query::max_pcie_link_generation,
+    Query::max_pcie_link_width,
+    Query::pcie_link_max_speed,
+    Query::display_mode,
+    Query::compute_mode,
+    Query::cuda_compute_capability,
+    Query::num_gpu_cores,
+    Query::driver_model,
+    Query::max_mig_device_count,
+];
+
+/// `snapshot --json`: every changing reading, and the static facts its document shows, not the
+/// others, nor nvidia-smi -q's details (`gpu_devices::detail_queries`), which it does not show. PCIe throughput, which the document shows and which waits about 20 ms in the driver
+/// each way, starts first, each direction on a thread of its own, so that its wait overlaps
+/// the rest of the refresh (`QueryPlan::apart`; docs/snapshot.md, "What a snapshot asks").
+pub fn snapshot_json() -> QueryPlan {
+    QueryPlan::everything()
+        .without(SNAPSHOT_UNSHOWN_STATICS)
+        .without(&gpu_devices::detail_queries())
+}
+
+/// The readings the table and `--compact` do not show (the JSON document's `activity`, BAR1
+/// and NVLink traffic): left out of those forms, PCIe throughput's 20 ms wait with them.
+pub const TABLE_UNSHOWN_READINGS: &[Query] = &[
+    Query::pcie_throughput,
+    Query::total_energy_consumption,
+    Query::gpm_metrics,
+    Query::bar1_memory_info,
+    Query::nvlink_throughput,
+];
+
+/// `snapshot`'s table and `--compact`: [`snapshot_json`] less [`TABLE_UNSHOWN_READINGS`].
+pub fn snapshot_table() -> QueryPlan {
+    snapshot_json().without(TABLE_UNSHOWN_READINGS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::present::json::take_with_raw;
+    use crate::present::query::{render_as, Format, FIELDS};
+
+    const FIXTURES: &[(&str, usize)] = &[
+        ("h100-real", 30),
+        ("h200-real", 0),
+        ("h100-mig", 0),
+        ("geforce-desktop", 0),
+        ("windows-wddm", 0),
+        ("old-driver", 0),
+        ("gpu-lost", 0),
+    ];
+
+    fn collector(
+        name: &str,
+        frame: usize,
+        plan: Option<QueryPlan>,
+    ) -> gpu_processes::ProcessCollector {
+        let path = format!("{}/../../fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let c = gpu_processes::ProcessCollector::from_fixture(path, Some(frame)).unwrap();
+        if let Some(plan) = plan {
+            c.context().set_query_plan(plan);
+        }
+        c
+    }
+
+    fn csv(name: &str, frame: usize, field: &str, plan: Option<QueryPlan>) -> String {
+        let c = collector(name, frame, plan);
+        let devices = c.context().all_devices();
+        let (view, snaps) = take_with_raw(&c, "test".into(), &devices);
+        render_as(
+            &view,
+            &snaps.devices,
+            field,
+            Format::default(),
+            "--query-gpu",
+            "help",
+        )
+        .unwrap()
+    }
+
+    /// Each field asked alone under its plan prints what it prints when everything is asked,
+    /// over every kind of recording (MIG, a lost GPU, Windows, an old driver).
+    #[test]
+    fn a_field_asked_alone_prints_what_it_prints_when_everything_is_asked() {
+        for &(fixture, frame) in FIXTURES {
+            for f in FIELDS {
+                let name = f.canonical();
+                if name == "timestamp" {
+                    continue;
+                }
+                let all = csv(fixture, frame, name, None);
+                let planned = csv(fixture, frame, name, Some(for_gpu_fields(name)));
+                assert_eq!(planned, all, "{fixture}: {name}");
+            }
+        }
+    }
+
+    /// `snapshot --json` under its plan is the document it is when everything is asked.
+    #[test]
+    fn the_snapshot_plan_leaves_out_nothing_the_snapshot_shows() {
+        for &(fixture, frame) in FIXTURES {
+            let json = |plan| {
+                let c = collector(fixture, frame, plan);
+                let devices = c.context().all_devices();
+                let (mut view, _) = take_with_raw(&c, "test".into(), &devices);
+                view.time = String::new();
+                view.time_unix_ms = 0;
+                crate::output::json(&view, true).unwrap()
+            };
+            assert_eq!(json(Some(snapshot_json())), json(None), "{fixture}");
+        }
+    }
+}
