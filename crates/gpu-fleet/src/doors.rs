@@ -52,7 +52,7 @@ const FAMILIES: &[&str] = &[
 /// is read through.
 pub const DOORS: [Door; 2] = [Door::Dcgm, Door::NvidiaSmi];
 
-/// Every door metric the fleet reads: for each door and each family of [`FAMILIES`], the first
+/// Every door metric the fleet reads: for each door and each family of `FAMILIES`, the first
 /// metric of a physical GPU (or its GPU instance) that the door's table says holds the same
 /// measure, with no labels picking a series out of the family. A family with none is N/A
 /// through that door (docs/fleet.md).
