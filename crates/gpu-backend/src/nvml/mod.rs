@@ -1090,7 +1090,11 @@ impl GpuBackend for NvmlBackend {
         if !self.mig_mode(id)?.current {
             return Ok(Vec::new());
         }
-        let max = self.max_mig_device_count(id)?.min(MIG_SLOTS_MAX);
+        // A call of its own when no plan asked the count as a query: logged and costed as one.
+        let max = crate::cost::logged("nvmlDeviceGetMaxMigDeviceCount", Some(id), || {
+            self.max_mig_device_count(id)
+        })?
+        .min(MIG_SLOTS_MAX);
         let parent = self.handle(id)?;
         let mut indices = Vec::new();
         for index in 0..max {
