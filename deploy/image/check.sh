@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the container image in a throw-away buildah store and checks it as CI: at most 20 MB
+# Builds the container image in a throw-away buildah store and checks it as CI: at most 24 MB
 # (the layers as a runtime unpacks them), its entry point `gpuscope export`, its user not root,
 # no shell; run with `buildah run` (chroot isolation: no daemon, no namespaces to set up), the
 # entry point with `--demo` serves /metrics (under the names GPUSCOPE_EXPORT_NAMES chooses) and
@@ -11,7 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="$(realpath "$1")"
-max_bytes=$((20 * 1000 * 1000))
+# 24 MB: the binary grew from 13.6 to about 19.6 MB stripped with nvidia-smi 580's fields and
+# -q, the exporter's doors and doctor's driver checks and bundle (deploy/README.md).
+max_bytes=$((24 * 1000 * 1000))
 
 store="$(mktemp -d)"
 ctr=""
