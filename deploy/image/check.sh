@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="$(realpath "$1")"
-# 24 MB: the binary grew from 13.6 to about 19.6 MB stripped with nvidia-smi 580's fields and
+# 24 MB: the binary grew from 13.6 to 19.5 MB stripped with nvidia-smi 580's fields and
 # -q, the exporter's doors and doctor's driver checks and bundle (deploy/README.md).
 max_bytes=$((24 * 1000 * 1000))
 
