@@ -181,7 +181,7 @@ mod tests {
             ),
             (
                 "t/support/mod.rs",
-                "pub mod cli;\n#[path = \"../../shared/x.rs\"]\npub mod x;\n",
+                "pub mod cli;\n#[path = \"../../common/x.rs\"]\npub mod x;\n",
             ),
             ("t/support/cli.rs", "fn f() {}\n"),
             ("t/a.rs", "mod inner;\nmod inline {\n    fn g() {}\n}\n"),
@@ -191,7 +191,7 @@ mod tests {
                 "#[path = \"elsewhere.rs\"]\n#[cfg(test)]\nmod c;\n",
             ),
             ("t/b/elsewhere.rs", ""),
-            ("shared/x.rs", ""),
+            ("common/x.rs", ""),
             // Declared by nobody; and `inner` is looked for beside a.rs's folder, not here.
             ("t/forgotten.rs", ""),
             ("t/inner.rs", ""),

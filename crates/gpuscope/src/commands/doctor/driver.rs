@@ -918,18 +918,7 @@ impl Report {
     /// The report for people.
     fn render(&self) -> String {
         let mut out = String::from("gpuscope doctor: NVML cannot be opened; the driver's pieces on this machine\n\nVerdicts\n");
-        for f in &self.findings {
-            let _ = writeln!(
-                out,
-                "  {:<5} {:<14} {}",
-                f.verdict.word(),
-                f.topic,
-                f.summary
-            );
-            if let Some(h) = &f.hint {
-                let _ = writeln!(out, "  {:<5} {:<14} hint: {h}", "", "");
-            }
-        }
+        super::write_verdicts(&mut out, &self.findings);
         let _ = writeln!(
             out,
             "\nWhere {} was looked for (in the loader's order)",

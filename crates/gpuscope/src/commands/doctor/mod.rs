@@ -121,6 +121,23 @@ pub struct Finding {
     hint: Option<String>,
 }
 
+/// One line per finding (its verdict, topic and summary) and its hint below it: the
+/// "Verdicts" section of both reports, with NVML and without (driver.rs).
+fn write_verdicts(out: &mut String, findings: &[Finding]) {
+    for f in findings {
+        let _ = writeln!(
+            out,
+            "  {:<5} {:<14} {}",
+            f.verdict.word(),
+            f.topic,
+            f.summary
+        );
+        if let Some(h) = &f.hint {
+            let _ = writeln!(out, "  {:<5} {:<14} hint: {h}", "", "");
+        }
+    }
+}
+
 impl Finding {
     fn new(verdict: Verdict, topic: &'static str, summary: impl Into<String>) -> Finding {
         Finding {
@@ -1015,18 +1032,7 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
         plural(args.repeat as usize, "time")
     );
     out.push_str("\nVerdicts\n");
-    for f in &r.findings {
-        let _ = writeln!(
-            out,
-            "  {:<5} {:<14} {}",
-            f.verdict.word(),
-            f.topic,
-            f.summary
-        );
-        if let Some(h) = &f.hint {
-            let _ = writeln!(out, "  {:<5} {:<14} hint: {h}", "", "");
-        }
-    }
+    write_verdicts(&mut out, &r.findings);
     out.push_str("\nNVML call costs (median per call, microseconds)\n");
     let _ = writeln!(
         out,
