@@ -552,7 +552,7 @@ fn render_styled(app: &App, width: u16, height: u16) -> String {
 
 /// What `draw` draws on a `width` x `height` screen held in memory (the test backend cannot
 /// fail).
-pub(crate) fn drawn(
+fn drawn(
     width: u16,
     height: u16,
     draw: impl FnOnce(&mut ratatui::Frame),
