@@ -8,20 +8,14 @@ pub const EXIT_CODES_HELP: &str = "Exit status: 0 all shown, 1 error, 2 usage er
     GPUs); docs/exit-codes.md.";
 
 /// A mistake in what the user asked for: reported with exit code 2.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// The answer is not whole: exit code [`Shortfall::PARTIAL`] (3) when only part could be shown,
 /// [`Shortfall::NOTHING`] (4) when nothing could (docs/exit-codes.md). The message says why.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct Shortfall {
     /// The exit code.
     pub code: u8,
@@ -52,18 +46,11 @@ impl Shortfall {
     }
 }
 
-impl std::fmt::Display for Shortfall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Shortfall {}
-
 /// The real GPUs cannot be reached: no NVIDIA driver, or no NVML library. Nothing to show (exit
 /// code [`Shortfall::NOTHING`], 4, in gpuscope's commands); a type of its own so that the
 /// `nvidia-smi` door can fail as nvidia-smi fails ([`PeerExit`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct NoDriver {
     /// Whether the library itself was not found (else it was, and the driver did not answer).
     pub library_missing: bool,
@@ -71,28 +58,13 @@ pub struct NoDriver {
     pub message: String,
 }
 
-impl std::fmt::Display for NoDriver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for NoDriver {}
-
 /// A peer tool's door (`nvidia-smi`) ending as the tool ends: with its exit code, after its
 /// own words were printed; the message says gpuscope's why on stderr.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct PeerExit {
     /// The tool's exit code.
     pub code: u8,
     /// Why, for stderr.
     pub message: String,
 }
-
-impl std::fmt::Display for PeerExit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for PeerExit {}

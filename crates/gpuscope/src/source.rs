@@ -282,13 +282,12 @@ impl SourceArgs {
         let Some(rest) = text.strip_prefix(&format!("{escaped}: ")) else {
             return e;
         };
-        let from_env = std::env::var_os(gpu_backend::source::FIXTURE_ENV_VAR)
-            .is_some_and(|v| !v.is_empty() && Path::new(&v) == path.as_path());
-        let named = if from_env {
-            format!("{}={escaped}", gpu_backend::source::FIXTURE_ENV_VAR)
-        } else {
-            format!("--fixture {escaped}")
-        };
+        let (_, named) = named_by(
+            path,
+            gpu_backend::source::FIXTURE_ENV_VAR,
+            "--fixture",
+            &escaped,
+        );
         UsageError(format!("{named}: {rest}")).into()
     }
 
@@ -333,13 +332,12 @@ impl SourceArgs {
             return None;
         }
         let shown = gpu_devices::text::Escaped(&lib.display().to_string()).to_string();
-        let from_env = std::env::var_os(gpu_backend::source::NVML_LIB_ENV_VAR)
-            .is_some_and(|v| !v.is_empty() && Path::new(&v) == lib.as_path());
-        let named = if from_env {
-            format!("{}={shown}", gpu_backend::source::NVML_LIB_ENV_VAR)
-        } else {
-            format!("--nvml-lib {shown}")
-        };
+        let (from_env, named) = named_by(
+            lib,
+            gpu_backend::source::NVML_LIB_ENV_VAR,
+            "--nvml-lib",
+            &shown,
+        );
         // A bare file name is searched for by the loader; a path is looked at only there.
         let searched = lib.components().count() == 1;
         let what = if searched {
@@ -365,6 +363,19 @@ impl SourceArgs {
              `--demo` to see a recorded 8-GPU machine."
         ))
     }
+}
+
+/// Where a path given by an option or a variable came from, and its name for an error:
+/// `VAR=PATH` when the environment's `var` holds it (the option was not given another), else
+/// `OPTION PATH`; `shown` is the path as the error prints it.
+fn named_by(path: &Path, var: &str, option: &str, shown: &str) -> (bool, String) {
+    let from_env = std::env::var_os(var).is_some_and(|v| !v.is_empty() && Path::new(&v) == path);
+    let named = if from_env {
+        format!("{var}={shown}")
+    } else {
+        format!("{option} {shown}")
+    };
+    (from_env, named)
 }
 
 /// What the source options choose.

@@ -147,10 +147,7 @@ mod tests {
     use clap::CommandFactory;
 
     use super::*;
-
-    fn args(a: &[&str]) -> Vec<OsString> {
-        a.iter().map(OsString::from).collect()
-    }
+    use crate::cli::command_line as args;
 
     #[test]
     fn no_command_runs_the_viewer_on_a_terminal_and_the_snapshot_elsewhere() {

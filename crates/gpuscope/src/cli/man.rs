@@ -166,10 +166,7 @@ fn first_sentence(help: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(a: &[&str]) -> Vec<OsString> {
-        a.iter().map(OsString::from).collect()
-    }
+    use crate::cli::command_line as args;
 
     /// `man_pages` writes each page itself (never through a link) and must still write the
     /// pages `clap_mangen::generate_to` writes, byte for byte, under the same names.

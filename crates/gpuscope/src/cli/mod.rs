@@ -72,3 +72,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Completions { shell } => man::completions(shell),
     }
 }
+
+/// A command line from its words, as the tests write one.
+#[cfg(test)]
+fn command_line(words: &[&str]) -> Vec<std::ffi::OsString> {
+    words.iter().map(std::ffi::OsString::from).collect()
+}

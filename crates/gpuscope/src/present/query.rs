@@ -968,11 +968,16 @@ mod tests {
 
     #[test]
     fn watts_have_two_decimals_as_nvidia_smi_writes_them() {
-        assert_eq!(watts(700_000), "700.00");
-        assert_eq!(watts(69_851), "69.85");
-        assert_eq!(watts(162_969), "162.97");
-        assert_eq!(watts(4), "0.00");
-        assert_eq!(watts(0), "0.00");
+        let cases = [
+            (700_000, "700.00"),
+            (69_851, "69.85"),
+            (162_969, "162.97"),
+            (4, "0.00"),
+            (0, "0.00"),
+        ];
+        for (milliwatts, shown) in cases {
+            assert_eq!(watts(milliwatts), shown, "{milliwatts} mW");
+        }
     }
 
     #[test]

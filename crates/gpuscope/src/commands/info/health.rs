@@ -3,25 +3,50 @@
 
 use std::fmt::Write as _;
 
-use gpu_devices::text::Escaped;
-
+use super::{escaped, on, write_lines, yes, Line};
 use crate::present::json::HealthView;
 use crate::present::value::{counted, na};
 
 /// The HEALTH section of one device.
 pub fn render(out: &mut String, h: &HealthView) {
-    let attention = if h.needs_attention.is_empty() {
+    let _ = writeln!(out, "HEALTH:");
+    write_lines(out, h, LINES);
+    events(out, h);
+    let _ = writeln!(out);
+}
+
+/// The section's lines, but its events: what needs attention; ECC, retired pages, remapped rows
+/// and PCIe replays; clock events, thresholds, energy, power limits, versions, memory and fans;
+/// NVLink's errors and ECC by location.
+#[rustfmt::skip]
+const LINES: &[Line<HealthView>] = &[
+    ("Needs attention", attention),
+    ("ECC mode", |h| format!("current {}, pending {}", on(h.ecc_mode_current), on(h.ecc_mode_pending))),
+    ("ECC volatile", |h| format!("corrected {}, uncorrected {}", na(h.ecc_errors_volatile_corrected), na(h.ecc_errors_volatile_uncorrected))),
+    ("ECC aggregate", |h| format!("corrected {}, uncorrected {}", na(h.ecc_errors_aggregate_corrected), na(h.ecc_errors_aggregate_uncorrected))),
+    ("Retired pages", |h| format!("single-bit {}, double-bit {}, pending {}", pages(&h.retired_pages_single_bit), pages(&h.retired_pages_double_bit), yes(h.retired_pages_pending))),
+    ("Remapped rows", |h| format!("correctable {}, uncorrectable {}, pending {}, failure {}", na(h.remapped_rows_correctable), na(h.remapped_rows_uncorrectable), yes(h.remapped_rows_pending), yes(h.remapped_rows_failure))),
+    ("PCIe replays", |h| na(h.pcie_replay_counter)),
+    ("Clock events", |h| list(&h.clock_event_reasons)),
+    ("Supported events", |h| list(&h.supported_clock_event_reasons)),
+    ("Temp thresholds", |h| format!("shutdown {}, slowdown {}, GPU max {}, memory max {}", celsius(h.temperature_shutdown_celsius), celsius(h.temperature_slowdown_celsius), celsius(h.temperature_gpu_max_celsius), celsius(h.temperature_memory_max_celsius))),
+    ("Energy", |h| na(h.total_energy_consumption_millijoules.map(|mj| format!("{:.3} kJ", mj as f64 / 1e6)))),
+    ("Power limits", |h| format!("enforced {}, min {}, max {}", limit(h.power_enforced_limit_watts), limit(h.power_min_limit_watts), limit(h.power_max_limit_watts))),
+    ("Versions", |h| format!("VBIOS {}, inforom {}, part {}, serial {}", escaped(&h.vbios_version), escaped(&h.inforom_image_version), escaped(&h.board_part_number), escaped(&h.serial))),
+    ("Memory bus", |h| na(h.memory_bus_width_bits.map(|b| format!("{b} bits")))),
+    ("Memory temp", |h| celsius(h.memory_temperature_celsius)),
+    ("Fan targets", fan_targets),
+    ("NVLink errors", nvlink_errors),
+    ("ECC by location", ecc_by_location),
+];
+
+/// What needs attention: `no`, or `YES` and why.
+fn attention(h: &HealthView) -> String {
+    if h.needs_attention.is_empty() {
         "no".to_string()
     } else {
         format!("YES: {}", h.needs_attention.join(", "))
-    };
-    let _ = writeln!(out, "HEALTH:");
-    let _ = writeln!(out, "    Needs attention  : {attention}");
-    memory_errors(out, h);
-    limits(out, h);
-    interconnect(out, h);
-    events(out, h);
-    let _ = writeln!(out);
+    }
 }
 
 /// A list of names, `none` when empty.
@@ -33,143 +58,63 @@ fn list(v: &Option<Vec<String>>) -> String {
     }
 }
 
-fn yes(v: Option<bool>) -> String {
-    na(v.map(|b| if b { "yes" } else { "no" }))
+/// Retired pages: how many, and their addresses.
+fn pages(v: &Option<Vec<String>>) -> String {
+    match v {
+        None => "N/A".to_string(),
+        Some(l) if l.is_empty() => "0".to_string(),
+        Some(l) => format!("{} ({})", l.len(), l.join(", ")),
+    }
+}
+
+/// `items` joined, `N/A` when there are none.
+fn joined_or_na(items: &[String], joined: impl FnOnce(String) -> String) -> String {
+    if items.is_empty() {
+        "N/A".to_string()
+    } else {
+        joined(items.join(", "))
+    }
 }
 
 fn celsius(v: Option<u32>) -> String {
     na(v.map(|c| format!("{c} C")))
 }
 
-/// ECC, retired pages, remapped rows and PCIe replays.
-fn memory_errors(out: &mut String, h: &HealthView) {
-    let pages = |v: &Option<Vec<String>>| match v {
-        None => "N/A".to_string(),
-        Some(l) if l.is_empty() => "0".to_string(),
-        Some(l) => format!("{} ({})", l.len(), l.join(", ")),
-    };
-    let _ = writeln!(
-        out,
-        "    ECC mode         : current {}, pending {}",
-        na(h.ecc_mode_current.map(|b| if b { "on" } else { "off" })),
-        na(h.ecc_mode_pending.map(|b| if b { "on" } else { "off" }))
-    );
-    let _ = writeln!(
-        out,
-        "    ECC volatile     : corrected {}, uncorrected {}",
-        na(h.ecc_errors_volatile_corrected),
-        na(h.ecc_errors_volatile_uncorrected)
-    );
-    let _ = writeln!(
-        out,
-        "    ECC aggregate    : corrected {}, uncorrected {}",
-        na(h.ecc_errors_aggregate_corrected),
-        na(h.ecc_errors_aggregate_uncorrected)
-    );
-    let _ = writeln!(
-        out,
-        "    Retired pages    : single-bit {}, double-bit {}, pending {}",
-        pages(&h.retired_pages_single_bit),
-        pages(&h.retired_pages_double_bit),
-        yes(h.retired_pages_pending)
-    );
-    let _ = writeln!(
-        out,
-        "    Remapped rows    : correctable {}, uncorrectable {}, pending {}, failure {}",
-        na(h.remapped_rows_correctable),
-        na(h.remapped_rows_uncorrectable),
-        yes(h.remapped_rows_pending),
-        yes(h.remapped_rows_failure)
-    );
-    let _ = writeln!(out, "    PCIe replays     : {}", na(h.pcie_replay_counter));
+fn limit(v: Option<f64>) -> String {
+    na(v.map(|w| format!("{w:.2} W")))
 }
 
-/// Clock events, thresholds, energy, power limits, versions, memory and fans.
-fn limits(out: &mut String, h: &HealthView) {
-    let _ = writeln!(
-        out,
-        "    Clock events     : {}",
-        list(&h.clock_event_reasons)
-    );
-    let _ = writeln!(
-        out,
-        "    Supported events : {}",
-        list(&h.supported_clock_event_reasons)
-    );
-    let _ = writeln!(
-        out,
-        "    Temp thresholds  : shutdown {}, slowdown {}, GPU max {}, memory max {}",
-        celsius(h.temperature_shutdown_celsius),
-        celsius(h.temperature_slowdown_celsius),
-        celsius(h.temperature_gpu_max_celsius),
-        celsius(h.temperature_memory_max_celsius)
-    );
-    let _ = writeln!(
-        out,
-        "    Energy           : {}",
-        na(h.total_energy_consumption_millijoules
-            .map(|mj| format!("{:.3} kJ", mj as f64 / 1e6)))
-    );
-    let _ = writeln!(
-        out,
-        "    Power limits     : enforced {}, min {}, max {}",
-        na(h.power_enforced_limit_watts.map(|w| format!("{w:.2} W"))),
-        na(h.power_min_limit_watts.map(|w| format!("{w:.2} W"))),
-        na(h.power_max_limit_watts.map(|w| format!("{w:.2} W")))
-    );
-    let _ = writeln!(
-        out,
-        "    Versions         : VBIOS {}, inforom {}, part {}, serial {}",
-        Escaped(&na(h.vbios_version.as_deref())),
-        Escaped(&na(h.inforom_image_version.as_deref())),
-        Escaped(&na(h.board_part_number.as_deref())),
-        Escaped(&na(h.serial.as_deref()))
-    );
-    let _ = writeln!(
-        out,
-        "    Memory bus       : {}",
-        na(h.memory_bus_width_bits.map(|b| format!("{b} bits")))
-    );
-    let _ = writeln!(
-        out,
-        "    Memory temp      : {}",
-        celsius(h.memory_temperature_celsius)
-    );
+/// The fans' target speeds.
+fn fan_targets(h: &HealthView) -> String {
     let fans: Vec<String> = h
         .fan_target_speeds_percent
         .iter()
         .map(|f| na(f.map(|p| format!("{p} %"))))
         .collect();
-    let _ = writeln!(
-        out,
-        "    Fan targets      : {}",
-        if fans.is_empty() {
-            "N/A".to_string()
-        } else {
-            fans.join(", ")
-        }
-    );
+    joined_or_na(&fans, |fans| fans)
 }
 
-/// NVLink's error counts (summed over the links) and ECC counts by memory location.
-fn interconnect(out: &mut String, h: &HealthView) {
+/// NVLink's error counts, summed over the links.
+fn nvlink_errors(h: &HealthView) -> String {
     let links: Vec<&gpu_backend::NvLinkErrorCounters> = h.nvlink_errors.iter().flatten().collect();
     if links.is_empty() {
-        let _ = writeln!(out, "    NVLink errors    : N/A");
-    } else {
-        let sum = |f: fn(&gpu_backend::NvLinkErrorCounters) -> u64| {
-            links.iter().map(|c| f(c)).fold(0u64, u64::saturating_add)
-        };
-        let _ = writeln!(
-            out,
-            "    NVLink errors    : replay {}, recovery {}, CRC flit {}, CRC data {} ({})",
-            sum(|c| c.replay),
-            sum(|c| c.recovery),
-            sum(|c| c.crc_flit),
-            sum(|c| c.crc_data),
-            counted(links.len() as u64, "link", "links")
-        );
+        return "N/A".to_string();
     }
+    let sum = |f: fn(&gpu_backend::NvLinkErrorCounters) -> u64| {
+        links.iter().map(|c| f(c)).fold(0u64, u64::saturating_add)
+    };
+    format!(
+        "replay {}, recovery {}, CRC flit {}, CRC data {} ({})",
+        sum(|c| c.replay),
+        sum(|c| c.recovery),
+        sum(|c| c.crc_flit),
+        sum(|c| c.crc_data),
+        counted(links.len() as u64, "link", "links")
+    )
+}
+
+/// ECC counts by memory location.
+fn ecc_by_location(h: &HealthView) -> String {
     let mut by_location = Vec::new();
     for (name, v) in &h.ecc_errors_by_location {
         let Some(c) = v.as_object() else { continue };
@@ -182,15 +127,7 @@ fn interconnect(out: &mut String, h: &HealthView) {
             n("aggregate_uncorrected")
         ));
     }
-    let _ = writeln!(
-        out,
-        "    ECC by location  : {}",
-        if by_location.is_empty() {
-            "N/A".to_string()
-        } else {
-            format!("corrected/uncorrected: {}", by_location.join(", "))
-        }
-    );
+    joined_or_na(&by_location, |l| format!("corrected/uncorrected: {l}"))
 }
 
 /// The XID errors since start and the newest events.

@@ -8,12 +8,14 @@ use std::fmt::{self, Write as _};
 use std::str::FromStr;
 use std::time::Duration;
 
-use gpu_backend::Architecture;
+use gpu_backend::{Architecture, GpmMetrics};
 use gpu_devices::text::{escape_control, Escaped};
 use gpu_devices::{Device, DeviceSnapshot, Na, Section};
 use gpu_processes::Snapshots;
 
 use crate::error::UsageError;
+use crate::present::json::ConfigView;
+use crate::present::value::na;
 use crate::source::SourceArgs;
 
 /// Command-line arguments.
@@ -119,40 +121,49 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     crate::output::write_stdout(&out)
 }
 
+/// One line of a section: its label, and its value from the section's view.
+type Line<T> = (&'static str, fn(&T) -> String);
+
+/// Writes `lines` of `view`, each `    Label            : value` (the values in one column).
+fn write_lines<T>(out: &mut String, view: &T, lines: &[Line<T>]) {
+    for (label, value) in lines {
+        let _ = writeln!(out, "    {label:<17}: {}", value(view));
+    }
+}
+
 /// The CONFIGURATION section of one device: what `nvidia-smi -q` shows of its configuration
 /// (the JSON's `devices[].config`); N/A for what the device cannot tell.
-fn render_config(out: &mut String, c: &crate::present::json::ConfigView) {
-    use crate::present::value::na;
-    let on = |v: Option<bool>| na(v.map(|b| if b { "on" } else { "off" }));
-    let mhz = |v: Option<u32>| na(v.map(|m| format!("{m} MHz")));
+fn render_config(out: &mut String, c: &ConfigView) {
     let _ = writeln!(out, "CONFIGURATION:");
-    let _ = writeln!(
-        out,
-        "    Board ID         : {} (multi-GPU board: {})",
-        na(c.board_id.map(|id| format!("{id:#x}"))),
-        na(c.multi_gpu_board.map(|b| if b { "yes" } else { "no" }))
-    );
-    let _ = writeln!(
-        out,
-        "    Virtualization   : {}",
-        Escaped(&na(c.virtualization_mode.as_deref()))
-    );
-    let _ = writeln!(out, "    Accounting mode  : {}", on(c.accounting_mode));
-    let _ = writeln!(
-        out,
-        "    Operation mode   : current {}, pending {}",
-        Escaped(&na(c.gpu_operation_mode_current.as_deref())),
-        Escaped(&na(c.gpu_operation_mode_pending.as_deref()))
-    );
-    let _ = writeln!(
-        out,
-        "    App clocks       : graphics {}, memory {} (default: graphics {}, memory {})",
-        mhz(c.applications_clock_graphics_mhz),
-        mhz(c.applications_clock_memory_mhz),
-        mhz(c.default_applications_clock_graphics_mhz),
-        mhz(c.default_applications_clock_memory_mhz)
-    );
+    write_lines(out, c, CONFIG);
     let _ = writeln!(out);
+}
+
+/// The CONFIGURATION section's lines.
+#[rustfmt::skip]
+const CONFIG: &[Line<ConfigView>] = &[
+    ("Board ID", |c| format!("{} (multi-GPU board: {})", na(c.board_id.map(|id| format!("{id:#x}"))), yes(c.multi_gpu_board))),
+    ("Virtualization", |c| escaped(&c.virtualization_mode)),
+    ("Accounting mode", |c| on(c.accounting_mode)),
+    ("Operation mode", |c| format!("current {}, pending {}", escaped(&c.gpu_operation_mode_current), escaped(&c.gpu_operation_mode_pending))),
+    ("App clocks", |c| format!("graphics {}, memory {} (default: graphics {}, memory {})", mhz(c.applications_clock_graphics_mhz), mhz(c.applications_clock_memory_mhz), mhz(c.default_applications_clock_graphics_mhz), mhz(c.default_applications_clock_memory_mhz))),
+];
+
+fn mhz(v: Option<u32>) -> String {
+    na(v.map(|m| format!("{m} MHz")))
+}
+
+fn yes(v: Option<bool>) -> String {
+    na(v.map(|b| if b { "yes" } else { "no" }))
+}
+
+fn on(v: Option<bool>) -> String {
+    na(v.map(|b| if b { "on" } else { "off" }))
+}
+
+/// Outside text (a version, a mode's name), control characters escaped; or N/A.
+fn escaped(v: &Option<String>) -> String {
+    Escaped(&na(v.as_deref())).to_string()
 }
 
 /// Takes the first of the two GPM samples that `info`'s ACTIVITY measures between, `window`
@@ -198,56 +209,28 @@ fn render_activity(out: &mut String, d: &DeviceSnapshot) {
         let _ = writeln!(out);
         return;
     };
-    let pct = |v: Option<f64>| v.map_or_else(|| "N/A".to_string(), |v| format!("{v:.1} %"));
-    let rate = |v: Option<f64>| v.map_or_else(|| "N/A".to_string(), |v| format!("{v:.1} MiB/s"));
-    let _ = writeln!(
-        out,
-        "    SM               : active {}, occupancy {}",
-        pct(m.sm_activity),
-        pct(m.sm_occupancy)
-    );
-    let _ = writeln!(
-        out,
-        "    Tensor           : any {}, DFMA {}, HMMA {}, IMMA {}",
-        pct(m.tensor_activity),
-        pct(m.tensor_dfma_activity),
-        pct(m.tensor_hmma_activity),
-        pct(m.tensor_imma_activity)
-    );
-    let _ = writeln!(
-        out,
-        "    Pipes            : FP64 {}, FP32 {}, FP16 {}, integer {}",
-        pct(m.fp64_activity),
-        pct(m.fp32_activity),
-        pct(m.fp16_activity),
-        pct(m.integer_activity)
-    );
-    let _ = writeln!(
-        out,
-        "    DRAM bandwidth   : {}; graphics engine {}",
-        pct(m.dram_activity),
-        pct(m.graphics_activity)
-    );
-    let _ = writeln!(
-        out,
-        "    PCIe             : tx {}, rx {}",
-        rate(m.pcie_tx),
-        rate(m.pcie_rx)
-    );
-    let _ = writeln!(
-        out,
-        "    NVLink           : tx {}, rx {}",
-        rate(m.nvlink_tx),
-        rate(m.nvlink_rx)
-    );
-    let _ = writeln!(
-        out,
-        "    Media engines    : NVDEC {}, NVJPG {}, NVOFA {} (mean of the engines)",
-        pct(m.engine_mean("nvdec")),
-        pct(m.engine_mean("nvjpg")),
-        pct(m.engine_mean("nvofa"))
-    );
+    write_lines(out, m, ACTIVITY);
     let _ = writeln!(out);
+}
+
+/// The ACTIVITY section's lines, when GPM tells.
+#[rustfmt::skip]
+const ACTIVITY: &[Line<GpmMetrics>] = &[
+    ("SM", |m| format!("active {}, occupancy {}", pct(m.sm_activity), pct(m.sm_occupancy))),
+    ("Tensor", |m| format!("any {}, DFMA {}, HMMA {}, IMMA {}", pct(m.tensor_activity), pct(m.tensor_dfma_activity), pct(m.tensor_hmma_activity), pct(m.tensor_imma_activity))),
+    ("Pipes", |m| format!("FP64 {}, FP32 {}, FP16 {}, integer {}", pct(m.fp64_activity), pct(m.fp32_activity), pct(m.fp16_activity), pct(m.integer_activity))),
+    ("DRAM bandwidth", |m| format!("{}; graphics engine {}", pct(m.dram_activity), pct(m.graphics_activity))),
+    ("PCIe", |m| format!("tx {}, rx {}", rate(m.pcie_tx), rate(m.pcie_rx))),
+    ("NVLink", |m| format!("tx {}, rx {}", rate(m.nvlink_tx), rate(m.nvlink_rx))),
+    ("Media engines", |m| format!("NVDEC {}, NVJPG {}, NVOFA {} (mean of the engines)", pct(m.engine_mean("nvdec")), pct(m.engine_mean("nvjpg")), pct(m.engine_mean("nvofa")))),
+];
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "N/A".to_string(), |v| format!("{v:.1} %"))
+}
+
+fn rate(v: Option<f64>) -> String {
+    v.map_or_else(|| "N/A".to_string(), |v| format!("{v:.1} MiB/s"))
 }
 
 /// One device: gpu-devices' sections, then its processes joined with their host facts.

@@ -15,7 +15,7 @@ use gpu_backend::DeviceId;
 use gpu_devices::DeviceSnapshot;
 
 use crate::error::{PeerExit, UsageError};
-use crate::present::json::SnapshotView;
+use crate::present::json::{DeviceView, SnapshotView};
 use crate::source::SourceArgs;
 
 pub use args::{parse, Mode, SmiArgs};
@@ -337,6 +337,19 @@ fn raw_of(snaps: &[DeviceSnapshot], id: DeviceId) -> Option<&DeviceSnapshot> {
     snaps.iter().find(|d| d.id == id)
 }
 
+/// The snapshots of `view`'s devices that `keep` picks, in the view's order.
+fn raws_of<'a>(
+    view: &SnapshotView,
+    snaps: &'a [DeviceSnapshot],
+    keep: impl Fn(&DeviceView) -> bool,
+) -> Vec<&'a DeviceSnapshot> {
+    view.devices
+        .iter()
+        .filter(|d| keep(d))
+        .filter_map(|d| raw_of(snaps, d.device))
+        .collect()
+}
+
 /// `-L`: `GPU 0: NAME (UUID: GPU-...)`, and under each GPU its MIG devices as
 /// `  MIG 3g.40gb     Device  0: (UUID: MIG-...)`.
 fn list(view: &SnapshotView, raw: &[DeviceSnapshot]) -> String {
@@ -396,12 +409,9 @@ fn gpu_trees(
         .filter_map(|d| {
             let raw = raw_of(&snaps.devices, d.device)?;
             let procs = process_lines(snaps, d.index);
-            let migs: Vec<&DeviceSnapshot> = view
-                .devices
-                .iter()
-                .filter(|m| m.index == d.index && m.mig_index.is_some())
-                .filter_map(|m| raw_of(&snaps.devices, m.device))
-                .collect();
+            let migs = raws_of(view, &snaps.devices, |m| {
+                m.index == d.index && m.mig_index.is_some()
+            });
             let nodes = tree::keep_sections(
                 tree::gpu(raw, &migs, procs.as_deref(), view.driver_version.as_deref()),
                 &a.display,
@@ -445,12 +455,7 @@ fn attached(snaps: &gpu_processes::Snapshots) -> usize {
 
 /// No option: nvidia-smi's summary table.
 fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
-    let gpus: Vec<&DeviceSnapshot> = view
-        .devices
-        .iter()
-        .filter(|d| d.mig_index.is_none())
-        .filter_map(|d| raw_of(&snaps.devices, d.device))
-        .collect();
+    let gpus = raws_of(view, &snaps.devices, |d| d.mig_index.is_none());
     let mut rows = Vec::new();
     let mut unknown = false;
     for d in &gpus {
@@ -463,12 +468,7 @@ fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
             })),
         }
     }
-    let migs: Vec<&DeviceSnapshot> = view
-        .devices
-        .iter()
-        .filter(|d| d.mig_index.is_some())
-        .filter_map(|d| raw_of(&snaps.devices, d.device))
-        .collect();
+    let migs = raws_of(view, &snaps.devices, |d| d.mig_index.is_some());
     table::render(
         &ctime(view.time_unix_ms),
         view.driver_version.as_deref().unwrap_or("N/A"),

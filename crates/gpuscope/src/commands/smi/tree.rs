@@ -8,10 +8,10 @@
 
 use std::fmt::Write as _;
 
-use gpu_backend::{Architecture, Brand, ClockEventReasons, VirtualizationMode};
+use gpu_backend::{Architecture, Brand, ClockEventReasons, FabricHealthPart, VirtualizationMode};
 use gpu_devices::{DeviceSnapshot, Na};
 
-use crate::present::query::{compute_mode, enabled, gom, watts, yes_no};
+use crate::present::query::{self as q, compute_mode, enabled, gom, watts, yes_no};
 
 /// One line of `-q`, or a heading with lines under it.
 #[derive(Debug, Clone)]
@@ -163,43 +163,39 @@ fn virtualization(v: VirtualizationMode) -> String {
     }
 }
 
-/// Clock event reasons, nvidia-smi's order: (label, tag, reason).
-const REASONS: &[(&str, &str, ClockEventReasons)] = &[
-    (
-        "Idle",
-        "clocks_event_reason_gpu_idle",
-        ClockEventReasons::GPU_IDLE,
-    ),
-    (
-        "Applications Clocks Setting",
-        "clocks_event_reason_applications_clocks_setting",
-        ClockEventReasons::APPLICATIONS_CLOCKS_SETTING,
-    ),
-    (
-        "SW Power Cap",
-        "clocks_event_reason_sw_power_cap",
-        ClockEventReasons::SW_POWER_CAP,
-    ),
-    (
-        "HW Slowdown",
-        "clocks_event_reason_hw_slowdown",
-        ClockEventReasons::HW_SLOWDOWN,
-    ),
-    (
-        "Sync Boost",
-        "clocks_event_reason_sync_boost",
-        ClockEventReasons::SYNC_BOOST,
-    ),
-    (
-        "SW Thermal Slowdown",
-        "clocks_event_reason_sw_thermal_slowdown",
-        ClockEventReasons::SW_THERMAL_SLOWDOWN,
-    ),
-    (
-        "Display Clock Setting",
-        "clocks_event_reason_display_clocks_setting",
-        ClockEventReasons::DISPLAY_CLOCK_SETTING,
-    ),
+/// A line of a section whose lines read alike: its label, its XML element, and its value read
+/// from what the section shows (the GPU's snapshot, unless said).
+type Line<T = DeviceSnapshot> = (&'static str, &'static str, fn(&T) -> String);
+
+/// The lines of `table`, their values read from `v`.
+fn lines<T>(v: &T, table: &[Line<T>]) -> Vec<Node> {
+    table
+        .iter()
+        .map(|&(label, tag, value)| leaf(label, tag, value(v)))
+        .collect()
+}
+
+/// A clock event reason's line: its label, its XML element and its bit.
+type Reason = (&'static str, &'static str, ClockEventReasons);
+
+/// Clock event reasons, nvidia-smi's order, each with the kinds of it that stand under it in
+/// the text (flat in the XML).
+#[rustfmt::skip]
+const REASONS: &[(Reason, &[Reason])] = &[
+    (("Idle", "clocks_event_reason_gpu_idle", ClockEventReasons::GPU_IDLE), &[]),
+    (("Applications Clocks Setting", "clocks_event_reason_applications_clocks_setting", ClockEventReasons::APPLICATIONS_CLOCKS_SETTING), &[]),
+    (("SW Power Cap", "clocks_event_reason_sw_power_cap", ClockEventReasons::SW_POWER_CAP), &[]),
+    (("HW Slowdown", "clocks_event_reason_hw_slowdown", ClockEventReasons::HW_SLOWDOWN), HW_SLOWDOWNS),
+    (("Sync Boost", "clocks_event_reason_sync_boost", ClockEventReasons::SYNC_BOOST), &[]),
+    (("SW Thermal Slowdown", "clocks_event_reason_sw_thermal_slowdown", ClockEventReasons::SW_THERMAL_SLOWDOWN), &[]),
+    (("Display Clock Setting", "clocks_event_reason_display_clocks_setting", ClockEventReasons::DISPLAY_CLOCK_SETTING), &[]),
+];
+
+/// The two kinds of hardware slowdown.
+#[rustfmt::skip]
+const HW_SLOWDOWNS: &[Reason] = &[
+    ("HW Thermal Slowdown", "clocks_event_reason_hw_thermal_slowdown", ClockEventReasons::HW_THERMAL_SLOWDOWN),
+    ("HW Power Brake Slowdown", "clocks_event_reason_hw_power_brake_slowdown", ClockEventReasons::HW_POWER_BRAKE_SLOWDOWN),
 ];
 
 fn reason(d: &DeviceSnapshot, reason: ClockEventReasons) -> String {
@@ -211,6 +207,19 @@ fn reason(d: &DeviceSnapshot, reason: ClockEventReasons) -> String {
         }
         .to_string()
     }))
+}
+
+/// The clock event reasons' lines, each kind under its reason.
+fn reasons(d: &DeviceSnapshot) -> Vec<Node> {
+    let line = |&(label, tag, bit): &Reason| leaf(label, tag, reason(d, bit));
+    REASONS
+        .iter()
+        .map(|(reason, kinds)| {
+            let mut node = line(reason);
+            node.children = kinds.iter().map(line).collect();
+            node
+        })
+        .collect()
 }
 
 /// One process of a GPU, as `-q`'s Processes lists it.
@@ -229,65 +238,71 @@ pub struct ProcessLine {
     pub used_memory: Option<u64>,
 }
 
-/// `Current` and `Pending` of a mode, `Enabled` or `Disabled` (MIG, ECC).
-fn current_pending(
-    v: &Na<gpu_backend::CurrentPending<bool>>,
-    label: &str,
-    tag: &'static str,
-    current_tag: &'static str,
-    pending_tag: &'static str,
+/// The names of the modes `-q` shows as their `Current` and `Pending` values: the heading's
+/// label and element, and the elements of its two lines.
+#[rustfmt::skip]
+mod modes {
+    pub(super) type Names = (&'static str, &'static str, [&'static str; 2]);
+    pub(super) const MIG: Names = ("MIG Mode", "mig_mode", ["current_mig", "pending_mig"]);
+    pub(super) const DRIVER_MODEL: Names = ("Driver Model", "driver_model", ["current_dm", "pending_dm"]);
+    pub(super) const GPU_OPERATION: Names = ("GPU Operation Mode", "gpu_operation_mode", ["current_gom", "pending_gom"]);
+    pub(super) const DRAM_ENCRYPTION: Names = ("DRAM Encryption Mode", "dram_encryption_mode", ["current_dram_encryption", "pending_dram_encryption"]);
+    pub(super) const ECC: Names = ("ECC Mode", "ecc_mode", ["current_ecc", "pending_ecc"]);
+}
+
+/// A mode's `Current` and `Pending` lines (MIG, ECC, the driver model, ...), each value as
+/// `text` writes it.
+fn current_pending<T: Clone>(
+    v: &Na<gpu_backend::CurrentPending<T>>,
+    text: fn(T) -> String,
+    (label, tag, [current, pending]): modes::Names,
 ) -> Node {
+    let line = |label, tag, pick: fn(gpu_backend::CurrentPending<T>) -> T| {
+        leaf(label, tag, na(v.clone().map(|m| text(pick(m)))))
+    };
     group(
         label,
         tag,
         vec![
-            leaf(
-                "Current",
-                current_tag,
-                na(v.clone().map(|m| enabled(m.current))),
-            ),
-            leaf(
-                "Pending",
-                pending_tag,
-                na(v.clone().map(|m| enabled(m.pending))),
-            ),
+            line("Current", current, |m| m.current),
+            line("Pending", pending, |m| m.pending),
         ],
     )
 }
 
-/// Frame-buffer memory (`FB Memory Usage`, a MIG device's `Shared FB Memory Usage`).
+/// The driver model as nvidia-smi writes it (`WDDM`).
+fn driver_model(m: gpu_backend::DriverModel) -> String {
+    format!("{m:?}").to_uppercase()
+}
+
+/// A memory's `Total`, `Used` and `Free` lines, in MiB as `in_mib` counts them.
+fn total_used_free<M: Clone>(
+    v: &Na<M>,
+    parts: fn(&M) -> [u64; 3],
+    in_mib: fn(Na<u64>) -> String,
+) -> Vec<Node> {
+    [("Total", "total"), ("Used", "used"), ("Free", "free")]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (label, tag))| leaf(label, tag, in_mib(v.clone().map(|m| parts(&m)[i]))))
+        .collect()
+}
+
+/// Frame-buffer memory (`FB Memory Usage`, a MIG device's `Shared FB Memory Usage`): its
+/// reserved part after its total.
 fn fb_memory(label: &str, memory: &Na<gpu_backend::MemoryInfo>) -> Node {
-    group(
-        label,
-        "fb_memory_usage",
-        vec![
-            leaf("Total", "total", fb_mib(memory.clone().map(|m| m.total))),
-            leaf(
-                "Reserved",
-                "reserved",
-                fb_mib(
-                    memory
-                        .clone()
-                        .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value)),
-                ),
-            ),
-            leaf("Used", "used", fb_mib(memory.clone().map(|m| m.used))),
-            leaf("Free", "free", fb_mib(memory.clone().map(|m| m.free))),
-        ],
-    )
+    let mut rows = total_used_free(memory, |m| [m.total, m.used, m.free], fb_mib);
+    let reserved = memory
+        .clone()
+        .and_then(|m| m.reserved.map_or(Na::NotAvailable, Na::Value));
+    rows.insert(1, leaf("Reserved", "reserved", fb_mib(reserved)));
+    group(label, "fb_memory_usage", rows)
 }
 
 /// BAR1 memory (`BAR1 Memory Usage`, a MIG device's `Shared BAR1 Memory`).
 fn bar1_memory(label: &str, bar1: &Na<gpu_backend::Bar1MemoryInfo>) -> Node {
-    group(
-        label,
-        "bar1_memory_usage",
-        vec![
-            leaf("Total", "total", mib(bar1.clone().map(|m| m.total))),
-            leaf("Used", "used", mib(bar1.clone().map(|m| m.used))),
-            leaf("Free", "free", mib(bar1.clone().map(|m| m.free))),
-        ],
-    )
+    let rows = total_used_free(bar1, |m| [m.total, m.used, m.free], mib);
+    group(label, "bar1_memory_usage", rows)
 }
 
 /// A MIG device's lines, as `-q` lists them under its GPU.
@@ -296,26 +311,19 @@ fn mig_device(m: &DeviceSnapshot) -> Node {
         gpu_backend::DeviceId::Mig { index, .. } => index.to_string(),
         gpu_backend::DeviceId::Gpu(_) => "N/A".into(),
     };
-    group(
-        "MIG Device",
-        "mig_device",
-        vec![
-            leaf("Index", "index", index),
-            leaf(
-                "GPU Instance ID",
-                "gpu_instance_id",
-                na(m.gpu_instance_id.clone().map(|v| v.to_string())),
-            ),
-            leaf(
-                "Compute Instance ID",
-                "compute_instance_id",
-                na(m.compute_instance_id.clone().map(|v| v.to_string())),
-            ),
-            fb_memory("Shared FB Memory Usage", &m.memory),
-            bar1_memory("Shared BAR1 Memory", &m.bar1_memory),
-        ],
-    )
+    let mut nodes = vec![leaf("Index", "index", index)];
+    nodes.extend(lines(m, MIG_INSTANCES));
+    nodes.push(fb_memory("Shared FB Memory Usage", &m.memory));
+    nodes.push(bar1_memory("Shared BAR1 Memory", &m.bar1_memory));
+    group("MIG Device", "mig_device", nodes)
 }
+
+/// A MIG device's instances.
+#[rustfmt::skip]
+const MIG_INSTANCES: &[Line] = &[
+    ("GPU Instance ID", "gpu_instance_id", |m| shown(&m.gpu_instance_id)),
+    ("Compute Instance ID", "compute_instance_id", |m| shown(&m.compute_instance_id)),
+];
 
 /// `-q`'s tree of one GPU, its MIG devices and its processes given (`None`: they could not be
 /// read): its sections in nvidia-smi's order.
@@ -330,52 +338,17 @@ pub fn gpu(
     nodes.push(pci(d));
     nodes.extend(performance(d));
     nodes.extend(memory(d));
-    nodes.push(utilization(d));
-    nodes.push(
-        sessions("Encoder Stats", "encoder_stats", &d.details.encoder_stats)
-            .in_section("ENCODER_STATS"),
-    );
-    nodes.push(sessions("FBC Stats", "fbc_stats", &d.details.fbc_stats).in_section("FBC_STATS"));
-    nodes.push(group(
-        "DRAM Encryption Mode",
-        "dram_encryption_mode",
-        vec![
-            leaf(
-                "Current",
-                "current_dram_encryption",
-                na(d.details
-                    .dram_encryption_mode
-                    .clone()
-                    .map(|m| enabled(m.current))),
-            ),
-            leaf(
-                "Pending",
-                "pending_dram_encryption",
-                na(d.details
-                    .dram_encryption_mode
-                    .clone()
-                    .map(|m| enabled(m.pending))),
-            ),
-        ],
+    nodes.extend(activity(d));
+    let dram_encryption = &d.details.dram_encryption_mode;
+    nodes.push(current_pending(
+        dram_encryption,
+        enabled,
+        modes::DRAM_ENCRYPTION,
     ));
     nodes.extend(ecc(d));
     nodes.push(temperature(d));
-    nodes.push(power(d));
-    nodes.push(memory_power(d).in_section("POWER"));
-    nodes.push(module_power(d).in_section("POWER"));
-    // Power smoothing's settings are `--query-gpu`'s; `-q`'s own layout of them was not seen in
-    // a capture, so the line is printed only as nvidia-smi prints it without them.
-    if d.details.power_smoothing.value().is_none() {
-        let line = leaf(
-            "Power Smoothing",
-            "power_smoothing",
-            na(d.details.power_smoothing.clone().map(|_| String::new())),
-        );
-        nodes.push(line.in_section("POWER_SMOOTHING"));
-    }
+    nodes.extend(power(d));
     nodes.extend(clocks(d));
-    nodes.push(customer_boost(d).in_section("CLOCK"));
-    nodes.push(clock_policy(d).in_section("CLOCK"));
     nodes.push(fabric(d));
     nodes.push(self::processes(processes));
     nodes.push(capabilities(d));
@@ -392,199 +365,124 @@ fn product(d: &DeviceSnapshot, migs: &[&DeviceSnapshot], driver: Option<&str>) -
     } else {
         mode(&d.display_mode)
     };
-    let driver_model = |pick: fn(
-        &gpu_backend::CurrentPending<gpu_backend::DriverModel>,
-    ) -> gpu_backend::DriverModel| {
-        na(d.driver_model
-            .clone()
-            .map(|m| format!("{:?}", pick(&m)).to_uppercase()))
-    };
-    vec![
-        leaf("Product Name", "product_name", na(d.name.clone())),
-        leaf(
-            "Product Brand",
-            "product_brand",
-            na(d.brand.clone().map(brand)),
-        ),
-        leaf(
-            "Product Architecture",
-            "product_architecture",
-            na(d.architecture.clone().map(architecture)),
-        ),
-        leaf("Display Mode", "display_mode", display_mode),
-        leaf(
-            "Display Attached",
-            "display_attached",
-            na(d.display_mode.clone().map(yes_no)),
-        ),
-        leaf("Display Active", "display_active", mode(&d.display_active)),
-        leaf(
-            "Persistence Mode",
-            "persistence_mode",
-            mode(&d.persistence_mode),
-        ),
-        leaf(
-            "Addressing Mode",
-            "addressing_mode",
-            na(d.details.addressing_mode.clone().map(|m| m.label())),
-        ),
-        current_pending(
-            &d.mig_mode,
-            "MIG Mode",
-            "mig_mode",
-            "current_mig",
-            "pending_mig",
-        ),
-        Node {
-            xml_only: true,
-            ..if migs.is_empty() {
-                leaf("MIG Devices", "mig_devices", "None")
-            } else {
-                group(
-                    "MIG Devices",
-                    "mig_devices",
-                    migs.iter().map(|m| mig_device(m)).collect(),
-                )
-            }
-        },
-        leaf(
-            "Accounting Mode",
-            "accounting_mode",
-            mode(&d.accounting_mode),
-        )
-        .in_section("ACCOUNTING"),
-        leaf(
-            "Accounting Mode Buffer Size",
-            "accounting_mode_buffer_size",
-            shown(&d.details.accounting_buffer_size),
-        )
-        .in_section("ACCOUNTING"),
-        group(
-            "Driver Model",
-            "driver_model",
-            vec![
-                leaf("Current", "current_dm", driver_model(|m| m.current)),
-                leaf("Pending", "pending_dm", driver_model(|m| m.pending)),
-            ],
-        ),
-    ]
+    let mut nodes = lines(d, PRODUCT);
+    nodes.push(leaf("Display Mode", "display_mode", display_mode));
+    nodes.extend(lines(d, DISPLAY_AND_MODES));
+    nodes.push(current_pending(&d.mig_mode, enabled, modes::MIG));
+    nodes.push(Node {
+        xml_only: true,
+        ..if migs.is_empty() {
+            leaf("MIG Devices", "mig_devices", "None")
+        } else {
+            group(
+                "MIG Devices",
+                "mig_devices",
+                migs.iter().map(|m| mig_device(m)).collect(),
+            )
+        }
+    });
+    let accounting = lines(d, ACCOUNTING).into_iter();
+    nodes.extend(accounting.map(|line| line.in_section("ACCOUNTING")));
+    nodes.push(current_pending(
+        &d.driver_model,
+        driver_model,
+        modes::DRIVER_MODEL,
+    ));
+    nodes
 }
+
+/// The product's name, brand and architecture.
+#[rustfmt::skip]
+const PRODUCT: &[Line] = &[
+    ("Product Name", "product_name", |d| na(d.name.clone())),
+    ("Product Brand", "product_brand", |d| na(d.brand.clone().map(brand))),
+    ("Product Architecture", "product_architecture", |d| na(d.architecture.clone().map(architecture))),
+];
+
+/// The display (after its mode), persistence and addressing modes.
+#[rustfmt::skip]
+const DISPLAY_AND_MODES: &[Line] = &[
+    ("Display Attached", "display_attached", |d| na(d.display_mode.clone().map(yes_no))),
+    ("Display Active", "display_active", |d| mode(&d.display_active)),
+    ("Persistence Mode", "persistence_mode", |d| mode(&d.persistence_mode)),
+    ("Addressing Mode", "addressing_mode", |d| na(d.details.addressing_mode.clone().map(|m| m.label()))),
+];
+
+/// Accounting: its mode and its buffer.
+#[rustfmt::skip]
+const ACCOUNTING: &[Line] = &[
+    ("Accounting Mode", "accounting_mode", |d| mode(&d.accounting_mode)),
+    ("Accounting Mode Buffer Size", "accounting_mode_buffer_size", |d| shown(&d.details.accounting_buffer_size)),
+];
 
 /// The board: serial, UUID, minor number, VBIOS, board ids, inforom, operation and
 /// virtualization modes.
 fn board(d: &DeviceSnapshot) -> Vec<Node> {
-    vec![
-        leaf("Serial Number", "serial", na(d.serial.clone())),
-        leaf("GPU UUID", "uuid", na(d.uuid.clone())),
-        leaf(
-            "GPU PDI",
-            "pdi",
-            na(d.details.pdi.clone().map(|p| format!("{p:#x}"))),
-        ),
-        leaf(
-            "Minor Number",
-            "minor_number",
-            with_unit(&d.minor_number, "").trim_end().to_string(),
-        ),
-        leaf(
-            "VBIOS Version",
-            "vbios_version",
-            na(d.vbios_version.clone()),
-        ),
-        leaf(
-            "MultiGPU Board",
-            "multigpu_board",
-            na(d.multi_gpu_board.clone().map(yes_no)),
-        ),
-        leaf(
-            "Board ID",
-            "board_id",
-            na(d.board_id.clone().map(|b| format!("0x{b:x}"))),
-        ),
-        leaf(
-            "Board Part Number",
-            "board_part_number",
-            na(d.board_part_number.clone()),
-        ),
+    let mut nodes = lines(d, BOARD);
+    nodes.extend([
         platform(d),
+        group("Inforom Version", "inforom_version", lines(d, INFOROM)),
         group(
-            "Inforom Version",
-            "inforom_version",
-            vec![
-                leaf(
-                    "Image Version",
-                    "img_version",
-                    na(d.inforom_image_version.clone()),
-                ),
-                leaf(
-                    "OEM Object",
-                    "oem_object",
-                    na(d.details.inforom_oem_version.clone()),
-                ),
-                leaf(
-                    "ECC Object",
-                    "ecc_object",
-                    na(d.details.inforom_ecc_version.clone()),
-                ),
-                leaf(
-                    "Power Management Object",
-                    "pwr_object",
-                    na(d.details.inforom_power_version.clone()),
-                ),
-            ],
+            "Inforom BBX Object Flush",
+            "inforom_bbx_flush",
+            lines(d, BBX_FLUSH),
         ),
-        bbx_flush(d),
-        group(
-            "GPU Operation Mode",
-            "gpu_operation_mode",
-            vec![
-                leaf(
-                    "Current",
-                    "current_gom",
-                    na(d.gpu_operation_mode.clone().map(|m| gom(m.current))),
-                ),
-                leaf(
-                    "Pending",
-                    "pending_gom",
-                    na(d.gpu_operation_mode.clone().map(|m| gom(m.pending))),
-                ),
-            ],
-        ),
+        current_pending(&d.gpu_operation_mode, gom, modes::GPU_OPERATION),
         leaf("GPU C2C Mode", "c2c_mode", mode(&d.details.c2c_mode)),
         group(
             "GPU Virtualization Mode",
             "gpu_virtualization_mode",
-            vec![
-                leaf(
-                    "Virtualization Mode",
-                    "virtualization_mode",
-                    na(d.virtualization_mode.clone().map(virtualization)),
-                ),
-                leaf(
-                    "Host VGPU Mode",
-                    "host_vgpu_mode",
-                    na(d.details.host_vgpu_mode.clone().map(|m| m.label())),
-                ),
-                leaf(
-                    "vGPU Heterogeneous Mode",
-                    "vgpu_heterogeneous_mode",
-                    mode(&d.details.vgpu_heterogeneous_mode),
-                ),
-            ],
+            lines(d, VIRTUALIZATION),
         ),
-        leaf(
-            "GPU Recovery Action",
-            "gpu_recovery_action",
-            na(d.details.gpu_recovery_action.clone().map(|a| a.label())),
-        ),
-        leaf(
-            "GSP Firmware Version",
-            "gsp_firmware_version",
-            na(d.details.gsp_firmware_version.clone()),
-        )
-        .in_section("GSP_FIRMWARE_VERSION"),
-    ]
+    ]);
+    let recovery = d.details.gpu_recovery_action.clone().map(|a| a.label());
+    nodes.push(leaf(
+        "GPU Recovery Action",
+        "gpu_recovery_action",
+        na(recovery),
+    ));
+    let version = na(d.details.gsp_firmware_version.clone());
+    let gsp = leaf("GSP Firmware Version", "gsp_firmware_version", version);
+    nodes.push(gsp.in_section("GSP_FIRMWARE_VERSION"));
+    nodes
 }
+
+/// The board's ids and versions, before its platform.
+#[rustfmt::skip]
+const BOARD: &[Line] = &[
+    ("Serial Number", "serial", |d| na(d.serial.clone())),
+    ("GPU UUID", "uuid", |d| na(d.uuid.clone())),
+    ("GPU PDI", "pdi", |d| na(d.details.pdi.clone().map(|p| format!("{p:#x}")))),
+    ("Minor Number", "minor_number", |d| with_unit(&d.minor_number, "").trim_end().to_string()),
+    ("VBIOS Version", "vbios_version", |d| na(d.vbios_version.clone())),
+    ("MultiGPU Board", "multigpu_board", |d| na(d.multi_gpu_board.clone().map(yes_no))),
+    ("Board ID", "board_id", |d| na(d.board_id.clone().map(|b| format!("0x{b:x}")))),
+    ("Board Part Number", "board_part_number", |d| na(d.board_part_number.clone())),
+];
+
+/// The inforom's versions.
+#[rustfmt::skip]
+const INFOROM: &[Line] = &[
+    ("Image Version", "img_version", |d| na(d.inforom_image_version.clone())),
+    ("OEM Object", "oem_object", |d| na(d.details.inforom_oem_version.clone())),
+    ("ECC Object", "ecc_object", |d| na(d.details.inforom_ecc_version.clone())),
+    ("Power Management Object", "pwr_object", |d| na(d.details.inforom_power_version.clone())),
+];
+
+/// The inforom black box's last flush.
+#[rustfmt::skip]
+const BBX_FLUSH: &[Line] = &[
+    ("Latest Timestamp", "latest_timestamp", |d| na(d.details.bbx_flush.clone().map(|f| f.timestamp_us.to_string()))),
+    ("Latest Duration", "latest_duration", |d| na(d.details.bbx_flush.clone().map(|f| format!("{} us", f.duration_us)))),
+];
+
+/// The virtualization modes.
+#[rustfmt::skip]
+const VIRTUALIZATION: &[Line] = &[
+    ("Virtualization Mode", "virtualization_mode", |d| na(d.virtualization_mode.clone().map(virtualization))),
+    ("Host VGPU Mode", "host_vgpu_mode", |d| na(d.details.host_vgpu_mode.clone().map(|m| m.label()))),
+    ("vGPU Heterogeneous Mode", "vgpu_heterogeneous_mode", |d| mode(&d.details.vgpu_heterogeneous_mode)),
+];
 
 /// PCI: the address (`0x`-prefixed in the text, bare hex in the XML), the link and its
 /// throughput.
@@ -601,156 +499,76 @@ fn pci(d: &DeviceSnapshot) -> Node {
             });
             leaf(label, tag, text).xml_value(xml)
         };
-    let number = |v: &Na<u32>, unit: &str| na(v.clone().map(|v| format!("{v}{unit}")));
-    group(
-        "PCI",
-        "pci",
-        vec![
-            hex("Bus", "pci_bus", 2, |p| p.bus),
-            hex("Device", "pci_device", 2, |p| p.device),
-            hex("Domain", "pci_domain", 4, |p| p.domain),
-            class(
-                "Base Classcode",
-                "pci_base_class",
-                &d.details.pci_class,
-                |c| c.base_class,
-            ),
-            class(
-                "Sub Classcode",
-                "pci_sub_class",
-                &d.details.pci_class,
-                |c| c.sub_class,
-            ),
-            hex("Device Id", "pci_device_id", 8, |p| p.pci_device_id),
-            leaf("Bus Id", "pci_bus_id", na(d.pci.clone().map(|p| p.bus_id))),
-            hex("Sub System Id", "pci_sub_system_id", 8, |p| {
-                p.pci_subsystem_id
-            }),
-            group(
-                "GPU Link Info",
-                "pci_gpu_link_info",
-                vec![
-                    group(
-                        "PCIe Generation",
-                        "pcie_gen",
-                        vec![
-                            leaf(
-                                "Max",
-                                "max_link_gen",
-                                number(&d.max_pcie_link_generation, ""),
-                            ),
-                            leaf(
-                                "Current",
-                                "current_link_gen",
-                                number(&d.pcie_link_generation, ""),
-                            ),
-                            leaf(
-                                "Device Current",
-                                "device_current_link_gen",
-                                number(&d.pcie_link_generation, ""),
-                            ),
-                            leaf(
-                                "Device Max",
-                                "max_device_link_gen",
-                                number(&d.details.gpu_max_pcie_link_generation, ""),
-                            ),
-                        ],
-                    ),
-                    group(
-                        "Link Width",
-                        "link_widths",
-                        vec![
-                            leaf("Max", "max_link_width", number(&d.max_pcie_link_width, "x")),
-                            leaf(
-                                "Current",
-                                "current_link_width",
-                                number(&d.pcie_link_width, "x"),
-                            ),
-                        ],
-                    ),
-                ],
-            ),
-            bridge_chip(d),
-            leaf(
-                "Replays Since Reset",
-                "replay_counter",
-                number(&d.pcie_replay_counter, ""),
-            ),
-            leaf(
-                "Replay Number Rollovers",
-                "replay_rollover_counter",
-                number(&d.details.pcie_replay_rollover_counter, ""),
-            ),
-            leaf(
-                "Tx Throughput",
-                "tx_util",
-                with_unit(&d.pcie_tx_throughput, "KB/s"),
-            ),
-            leaf(
-                "Rx Throughput",
-                "rx_util",
-                with_unit(&d.pcie_rx_throughput, "KB/s"),
-            ),
-            leaf(
-                "Atomic Caps Outbound",
-                "atomic_caps_outbound",
-                na(d.details
-                    .pcie_atomics_outbound
-                    .clone()
-                    .map(|c| format!("{c:#x}"))),
-            ),
-            leaf(
-                "Atomic Caps Inbound",
-                "atomic_caps_inbound",
-                na(d.details
-                    .pcie_atomics_inbound
-                    .clone()
-                    .map(|c| format!("{c:#x}"))),
-            ),
-        ],
-    )
+    let class = |label: &str, tag: &'static str, f: fn(&gpu_backend::PciClass) -> u32| {
+        class_code(label, tag, &d.details.pci_class, f)
+    };
+    let mut nodes = vec![
+        hex("Bus", "pci_bus", 2, |p| p.bus),
+        hex("Device", "pci_device", 2, |p| p.device),
+        hex("Domain", "pci_domain", 4, |p| p.domain),
+        class("Base Classcode", "pci_base_class", |c| c.base_class),
+        class("Sub Classcode", "pci_sub_class", |c| c.sub_class),
+        hex("Device Id", "pci_device_id", 8, |p| p.pci_device_id),
+        leaf("Bus Id", "pci_bus_id", na(d.pci.clone().map(|p| p.bus_id))),
+        hex("Sub System Id", "pci_sub_system_id", 8, |p| {
+            p.pci_subsystem_id
+        }),
+        group(
+            "GPU Link Info",
+            "pci_gpu_link_info",
+            vec![
+                group("PCIe Generation", "pcie_gen", lines(d, PCIE_GENERATION)),
+                group("Link Width", "link_widths", lines(d, LINK_WIDTH)),
+            ],
+        ),
+        bridge_chip(d),
+    ];
+    nodes.extend(lines(d, PCIE_COUNTERS));
+    group("PCI", "pci", nodes)
 }
+
+/// A PCIe link's width in lanes (`16x`), or N/A.
+fn lanes(v: &Na<u32>) -> String {
+    na(v.clone().map(|v| format!("{v}x")))
+}
+
+/// The PCIe generations, the GPU's link's and the device's.
+#[rustfmt::skip]
+const PCIE_GENERATION: &[Line] = &[
+    ("Max", "max_link_gen", |d| shown(&d.max_pcie_link_generation)),
+    ("Current", "current_link_gen", |d| shown(&d.pcie_link_generation)),
+    ("Device Current", "device_current_link_gen", |d| shown(&d.pcie_link_generation)),
+    ("Device Max", "max_device_link_gen", |d| shown(&d.details.gpu_max_pcie_link_generation)),
+];
+
+/// The PCIe link's widths.
+#[rustfmt::skip]
+const LINK_WIDTH: &[Line] = &[
+    ("Max", "max_link_width", |d| lanes(&d.max_pcie_link_width)),
+    ("Current", "current_link_width", |d| lanes(&d.pcie_link_width)),
+];
+
+/// The PCIe link's replays, throughput and atomics.
+#[rustfmt::skip]
+const PCIE_COUNTERS: &[Line] = &[
+    ("Replays Since Reset", "replay_counter", |d| shown(&d.pcie_replay_counter)),
+    ("Replay Number Rollovers", "replay_rollover_counter", |d| shown(&d.details.pcie_replay_rollover_counter)),
+    ("Tx Throughput", "tx_util", |d| with_unit(&d.pcie_tx_throughput, "KB/s")),
+    ("Rx Throughput", "rx_util", |d| with_unit(&d.pcie_rx_throughput, "KB/s")),
+    ("Atomic Caps Outbound", "atomic_caps_outbound", |d| na(d.details.pcie_atomics_outbound.clone().map(|c| format!("{c:#x}")))),
+    ("Atomic Caps Inbound", "atomic_caps_inbound", |d| na(d.details.pcie_atomics_inbound.clone().map(|c| format!("{c:#x}")))),
+];
 
 /// The fan, the performance state and the clock event reasons.
 fn performance(d: &DeviceSnapshot) -> Vec<Node> {
+    let state = d.performance_state.clone().and_then(|p| {
+        gpu_backend::PerformanceState::known(p)
+            .map_or(Na::NotAvailable, |p| Na::Value(p.to_string()))
+    });
     vec![
         leaf("Fan Speed", "fan_speed", with_unit(&d.fan_speed, "%")),
-        leaf(
-            "Performance State",
-            "performance_state",
-            na(d.performance_state.clone().and_then(|p| {
-                gpu_backend::PerformanceState::known(p)
-                    .map_or(Na::NotAvailable, |p| Na::Value(p.to_string()))
-            })),
-        )
-        .in_section("PERFORMANCE"),
-        group(
-            "Clocks Event Reasons",
-            "clocks_event_reasons",
-            REASONS
-                .iter()
-                .map(|&(label, tag, bit)| {
-                    let mut line = leaf(label, tag, reason(d, bit));
-                    if bit == ClockEventReasons::HW_SLOWDOWN {
-                        // The two kinds of hardware slowdown, under it (flat in the XML).
-                        line.children = vec![
-                            leaf(
-                                "HW Thermal Slowdown",
-                                "clocks_event_reason_hw_thermal_slowdown",
-                                reason(d, ClockEventReasons::HW_THERMAL_SLOWDOWN),
-                            ),
-                            leaf(
-                                "HW Power Brake Slowdown",
-                                "clocks_event_reason_hw_power_brake_slowdown",
-                                reason(d, ClockEventReasons::HW_POWER_BRAKE_SLOWDOWN),
-                            ),
-                        ];
-                    }
-                    line
-                })
-                .collect(),
-        )
-        .in_section("PERFORMANCE"),
+        leaf("Performance State", "performance_state", na(state)).in_section("PERFORMANCE"),
+        group("Clocks Event Reasons", "clocks_event_reasons", reasons(d)).in_section("PERFORMANCE"),
         event_counters(d).in_section("PERFORMANCE"),
     ]
 }
@@ -770,142 +588,80 @@ fn memory(d: &DeviceSnapshot) -> Vec<Node> {
     ]
 }
 
-/// GPU, memory, encoder and decoder utilization.
-fn utilization(d: &DeviceSnapshot) -> Node {
-    group(
-        "Utilization",
-        "utilization",
-        vec![
-            leaf(
-                "GPU",
-                "gpu_util",
-                with_unit(&d.utilization.clone().map(|u| u.gpu), "%"),
-            ),
-            leaf(
-                "Memory",
-                "memory_util",
-                with_unit(&d.utilization.clone().map(|u| u.memory), "%"),
-            ),
-            leaf(
-                "Encoder",
-                "encoder_util",
-                with_unit(&d.encoder.clone().map(|c| c.utilization), "%"),
-            ),
-            leaf(
-                "Decoder",
-                "decoder_util",
-                with_unit(&d.decoder.clone().map(|c| c.utilization), "%"),
-            ),
-            leaf(
-                "JPEG",
-                "jpeg_util",
-                with_unit(
-                    &d.details.jpeg_utilization.clone().map(|c| c.utilization),
-                    "%",
-                ),
-            ),
-            leaf(
-                "OFA",
-                "ofa_util",
-                with_unit(
-                    &d.details.ofa_utilization.clone().map(|c| c.utilization),
-                    "%",
-                ),
-            ),
-        ],
-    )
-    .in_section("UTILIZATION")
+/// Utilization, and the encoder's and FBC's sessions.
+fn activity(d: &DeviceSnapshot) -> [Node; 3] {
+    let sessions = |label, tag, v| group(label, tag, lines(v, SESSIONS));
+    let encoder = sessions("Encoder Stats", "encoder_stats", &d.details.encoder_stats);
+    let fbc = sessions("FBC Stats", "fbc_stats", &d.details.fbc_stats);
+    [
+        group("Utilization", "utilization", lines(d, UTILIZATION)).in_section("UTILIZATION"),
+        encoder.in_section("ENCODER_STATS"),
+        fbc.in_section("FBC_STATS"),
+    ]
 }
+
+/// GPU, memory, encoder and decoder utilization.
+#[rustfmt::skip]
+const UTILIZATION: &[Line] = &[
+    ("GPU", "gpu_util", |d| with_unit(&d.utilization.clone().map(|u| u.gpu), "%")),
+    ("Memory", "memory_util", |d| with_unit(&d.utilization.clone().map(|u| u.memory), "%")),
+    ("Encoder", "encoder_util", |d| with_unit(&d.encoder.clone().map(|c| c.utilization), "%")),
+    ("Decoder", "decoder_util", |d| with_unit(&d.decoder.clone().map(|c| c.utilization), "%")),
+    ("JPEG", "jpeg_util", |d| with_unit(&d.details.jpeg_utilization.clone().map(|c| c.utilization), "%")),
+    ("OFA", "ofa_util", |d| with_unit(&d.details.ofa_utilization.clone().map(|c| c.utilization), "%")),
+];
 
 /// ECC: the mode, the error counts, retired pages and remapped rows.
 fn ecc(d: &DeviceSnapshot) -> Vec<Node> {
-    let rows = &d.remapped_rows;
-    let inactive = &d.details.inactive_remapped_rows;
+    let mut retired: Vec<Node> = RETIRED_PAGES
+        .iter()
+        .map(|&(label, wrap, pages)| {
+            let count = pages(d).clone().map(|p| p.len().to_string());
+            leaf(label, "retired_count", na(count)).wrapped(wrap)
+        })
+        .collect();
+    let pending = na(d.retired_pages_pending.clone().map(yes_no));
+    retired.push(leaf("Pending Page Blacklist", "pending_blacklist", pending));
+    let mut remapped = lines(d, REMAPPED_ROWS);
+    remapped.push(histogram(d));
     vec![
-        current_pending(
-            &d.ecc_mode,
-            "ECC Mode",
-            "ecc_mode",
-            "current_ecc",
-            "pending_ecc",
-        )
-        .in_section("ECC"),
+        current_pending(&d.ecc_mode, enabled, modes::ECC).in_section("ECC"),
         ecc_errors(d).in_section("ECC"),
-        group(
-            "Retired Pages",
-            "retired_pages",
-            vec![
-                leaf(
-                    "Single Bit ECC",
-                    "retired_count",
-                    na(d.retired_pages_single_bit
-                        .clone()
-                        .map(|p| p.len().to_string())),
-                )
-                .wrapped("multiple_single_bit_retirement"),
-                leaf(
-                    "Double Bit ECC",
-                    "retired_count",
-                    na(d.retired_pages_double_bit
-                        .clone()
-                        .map(|p| p.len().to_string())),
-                )
-                .wrapped("double_bit_retirement"),
-                leaf(
-                    "Pending Page Blacklist",
-                    "pending_blacklist",
-                    na(d.retired_pages_pending.clone().map(yes_no)),
-                ),
-            ],
-        )
-        .in_section("PAGE_RETIREMENT"),
-        group(
-            "Remapped Rows",
-            "remapped_rows",
-            vec![
-                leaf(
-                    "Correctable Error",
-                    "remapped_row_corr",
-                    na(rows.clone().map(|r| r.correctable.to_string())),
-                ),
-                leaf(
-                    "Inactive Correctable Error",
-                    "remapped_row_corr_inactive",
-                    na(inactive.clone().map(|r| r.correctable.to_string())),
-                ),
-                leaf(
-                    "Uncorrectable Error",
-                    "remapped_row_unc",
-                    na(rows.clone().map(|r| r.uncorrectable.to_string())),
-                ),
-                leaf(
-                    "Inactive Uncorrectable Error",
-                    "remapped_row_unc_inactive",
-                    na(inactive.clone().map(|r| r.uncorrectable.to_string())),
-                ),
-                leaf(
-                    "Pending",
-                    "remapped_row_pending",
-                    na(rows.clone().map(|r| yes_no(r.pending))),
-                ),
-                leaf(
-                    "Remapping Failure Occurred",
-                    "remapped_row_failure",
-                    na(rows.clone().map(|r| yes_no(r.failure))),
-                ),
-                histogram(d),
-            ],
-        )
-        .in_section("ROW_REMAPPER"),
+        group("Retired Pages", "retired_pages", retired).in_section("PAGE_RETIREMENT"),
+        group("Remapped Rows", "remapped_rows", remapped).in_section("ROW_REMAPPER"),
     ]
 }
+
+/// The pages retired for a kind of error: its label, the XML element its count is wrapped in,
+/// and the pages.
+type RetiredPages = (
+    &'static str,
+    &'static str,
+    fn(&DeviceSnapshot) -> &Na<Vec<u64>>,
+);
+
+/// The pages retired for each kind of error.
+#[rustfmt::skip]
+const RETIRED_PAGES: &[RetiredPages] = &[
+    ("Single Bit ECC", "multiple_single_bit_retirement", |d| &d.retired_pages_single_bit),
+    ("Double Bit ECC", "double_bit_retirement", |d| &d.retired_pages_double_bit),
+];
+
+/// The rows remapped (the active ones and the inactive), pending and failed.
+#[rustfmt::skip]
+const REMAPPED_ROWS: &[Line] = &[
+    ("Correctable Error", "remapped_row_corr", |d| na(d.remapped_rows.clone().map(|r| r.correctable.to_string()))),
+    ("Inactive Correctable Error", "remapped_row_corr_inactive", |d| na(d.details.inactive_remapped_rows.clone().map(|r| r.correctable.to_string()))),
+    ("Uncorrectable Error", "remapped_row_unc", |d| na(d.remapped_rows.clone().map(|r| r.uncorrectable.to_string()))),
+    ("Inactive Uncorrectable Error", "remapped_row_unc_inactive", |d| na(d.details.inactive_remapped_rows.clone().map(|r| r.uncorrectable.to_string()))),
+    ("Pending", "remapped_row_pending", |d| na(d.remapped_rows.clone().map(|r| yes_no(r.pending)))),
+    ("Remapping Failure Occurred", "remapped_row_failure", |d| na(d.remapped_rows.clone().map(|r| yes_no(r.failure)))),
+];
 
 /// The GPU's and the memory's temperatures and thresholds: against T.Limit, as nvidia-smi 580
 /// prints them, where NVML answers those; else the absolute thresholds older nvidia-smi printed
 /// (a driver, or a recording, without the T.Limit answers).
 fn temperature(d: &DeviceSnapshot) -> Node {
-    let c = |label: &str, tag: &'static str, v: &Na<u32>| leaf(label, tag, with_unit(v, "C"));
-    let t = |label: &str, tag: &'static str, v: &Na<i32>| leaf(label, tag, with_unit(v, "C"));
     let x = &d.details;
     let tlimit = [
         &x.tlimit_shutdown,
@@ -915,147 +671,159 @@ fn temperature(d: &DeviceSnapshot) -> Node {
     ]
     .iter()
     .any(|v| v.value().is_some());
-    let lines = if tlimit {
-        vec![
-            c("GPU Current Temp", "gpu_temp", &d.temperature),
-            t("GPU T.Limit Temp", "gpu_temp_tlimit", &x.margin_temperature),
-            t(
-                "GPU Shutdown T.Limit Temp",
-                "gpu_temp_max_tlimit_threshold",
-                &x.tlimit_shutdown,
-            ),
-            t(
-                "GPU Slowdown T.Limit Temp",
-                "gpu_temp_slow_tlimit_threshold",
-                &x.tlimit_slowdown,
-            ),
-            t(
-                "GPU Max Operating T.Limit Temp",
-                "gpu_temp_max_gpu_tlimit_threshold",
-                &x.tlimit_gpu_max,
-            ),
-            c(
-                "GPU Target Temperature",
-                "gpu_target_temperature",
-                &x.temperature_target,
-            ),
-            c("Memory Current Temp", "memory_temp", &d.memory_temperature),
-            t(
-                "Memory Max Operating T.Limit Temp",
-                "gpu_temp_max_mem_tlimit_threshold",
-                &x.tlimit_memory_max,
-            ),
-        ]
+    let table = if tlimit {
+        TLIMIT_TEMPERATURES
     } else {
-        vec![
-            c("GPU Current Temp", "gpu_temp", &d.temperature),
-            c(
-                "GPU Shutdown Temp",
-                "gpu_temp_max_threshold",
-                &d.temperature_shutdown,
-            ),
-            c(
-                "GPU Slowdown Temp",
-                "gpu_temp_slow_threshold",
-                &d.temperature_slowdown,
-            ),
-            c(
-                "GPU Max Operating Temp",
-                "gpu_temp_max_gpu_threshold",
-                &d.temperature_gpu_max,
-            ),
-            c("Memory Current Temp", "memory_temp", &d.memory_temperature),
-            c(
-                "Memory Max Operating Temp",
-                "gpu_temp_max_mem_threshold",
-                &d.temperature_memory_max,
-            ),
-        ]
+        TEMPERATURES
     };
-    group("Temperature", "temperature", lines).in_section("TEMPERATURE")
+    group("Temperature", "temperature", lines(d, table)).in_section("TEMPERATURE")
+}
+
+/// The temperatures against T.Limit (nvidia-smi 580).
+#[rustfmt::skip]
+const TLIMIT_TEMPERATURES: &[Line] = &[
+    ("GPU Current Temp", "gpu_temp", |d| with_unit(&d.temperature, "C")),
+    ("GPU T.Limit Temp", "gpu_temp_tlimit", |d| with_unit(&d.details.margin_temperature, "C")),
+    ("GPU Shutdown T.Limit Temp", "gpu_temp_max_tlimit_threshold", |d| with_unit(&d.details.tlimit_shutdown, "C")),
+    ("GPU Slowdown T.Limit Temp", "gpu_temp_slow_tlimit_threshold", |d| with_unit(&d.details.tlimit_slowdown, "C")),
+    ("GPU Max Operating T.Limit Temp", "gpu_temp_max_gpu_tlimit_threshold", |d| with_unit(&d.details.tlimit_gpu_max, "C")),
+    ("GPU Target Temperature", "gpu_target_temperature", |d| with_unit(&d.details.temperature_target, "C")),
+    ("Memory Current Temp", "memory_temp", |d| with_unit(&d.memory_temperature, "C")),
+    ("Memory Max Operating T.Limit Temp", "gpu_temp_max_mem_tlimit_threshold", |d| with_unit(&d.details.tlimit_memory_max, "C")),
+];
+
+/// The temperatures and absolute thresholds (older nvidia-smi).
+#[rustfmt::skip]
+const TEMPERATURES: &[Line] = &[
+    ("GPU Current Temp", "gpu_temp", |d| with_unit(&d.temperature, "C")),
+    ("GPU Shutdown Temp", "gpu_temp_max_threshold", |d| with_unit(&d.temperature_shutdown, "C")),
+    ("GPU Slowdown Temp", "gpu_temp_slow_threshold", |d| with_unit(&d.temperature_slowdown, "C")),
+    ("GPU Max Operating Temp", "gpu_temp_max_gpu_threshold", |d| with_unit(&d.temperature_gpu_max, "C")),
+    ("Memory Current Temp", "memory_temp", |d| with_unit(&d.memory_temperature, "C")),
+    ("Memory Max Operating Temp", "gpu_temp_max_mem_threshold", |d| with_unit(&d.temperature_memory_max, "C")),
+];
+
+/// The power readings (the GPU's, its memory's and its module's), and power smoothing.
+fn power(d: &DeviceSnapshot) -> Vec<Node> {
+    let mut nodes: Vec<Node> = POWER_READINGS
+        .iter()
+        .map(|&(label, tag, table)| group(label, tag, lines(d, table)).in_section("POWER"))
+        .collect();
+    // Power smoothing's settings are `--query-gpu`'s; `-q`'s own layout of them was not seen in
+    // a capture, so the line is printed only as nvidia-smi prints it without them.
+    if d.details.power_smoothing.value().is_none() {
+        let line = leaf(
+            "Power Smoothing",
+            "power_smoothing",
+            na(d.details.power_smoothing.clone().map(|_| String::new())),
+        );
+        nodes.push(line.in_section("POWER_SMOOTHING"));
+    }
+    nodes
+}
+
+/// The power readings' headings, elements and lines (nvidia-smi 580 writes the memory's
+/// heading with a space at its end).
+#[rustfmt::skip]
+const POWER_READINGS: [(&str, &str, &[Line]); 3] = [
+    ("GPU Power Readings", "gpu_power_readings", POWER),
+    ("GPU Memory Power Readings ", "gpu_memory_power_readings", MEMORY_POWER),
+    ("Module Power Readings", "module_power_readings", MODULE_POWER),
+];
+
+/// Milliwatts in watts as nvidia-smi writes them (`69.85 W`), or N/A.
+fn power_watts(v: &Na<u32>) -> String {
+    na(v.clone().map(|mw| format!("{} W", watts(mw))))
 }
 
 /// The power draw and limits.
-fn power(d: &DeviceSnapshot) -> Node {
-    let w = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
-    let limits = d.power_limit_constraints.clone();
-    group(
-        "GPU Power Readings",
-        "gpu_power_readings",
-        vec![
-            leaf(
-                "Average Power Draw",
-                "average_power_draw",
-                w(&d.power_usage),
-            ),
-            leaf(
-                "Instantaneous Power Draw",
-                "instant_power_draw",
-                w(&d.details.power_instant_gpu),
-            ),
-            leaf(
-                "Current Power Limit",
-                "current_power_limit",
-                w(&d.enforced_power_limit),
-            ),
-            leaf(
-                "Requested Power Limit",
-                "requested_power_limit",
-                w(&d.power_limit),
-            ),
-            leaf(
-                "Default Power Limit",
-                "default_power_limit",
-                w(&d.power_default_limit),
-            ),
-            leaf(
-                "Min Power Limit",
-                "min_power_limit",
-                w(&limits.clone().map(|l| l.min_mw)),
-            ),
-            leaf(
-                "Max Power Limit",
-                "max_power_limit",
-                w(&limits.map(|l| l.max_mw)),
-            ),
-        ],
+#[rustfmt::skip]
+const POWER: &[Line] = &[
+    ("Average Power Draw", "average_power_draw", |d| power_watts(&d.power_usage)),
+    ("Instantaneous Power Draw", "instant_power_draw", |d| power_watts(&d.details.power_instant_gpu)),
+    ("Current Power Limit", "current_power_limit", |d| power_watts(&d.enforced_power_limit)),
+    ("Requested Power Limit", "requested_power_limit", |d| power_watts(&d.power_limit)),
+    ("Default Power Limit", "default_power_limit", |d| power_watts(&d.power_default_limit)),
+    ("Min Power Limit", "min_power_limit", |d| power_watts(&d.power_limit_constraints.clone().map(|l| l.min_mw))),
+    ("Max Power Limit", "max_power_limit", |d| power_watts(&d.power_limit_constraints.clone().map(|l| l.max_mw))),
+];
+
+/// The GPU memory's power.
+#[rustfmt::skip]
+const MEMORY_POWER: &[Line] = &[
+    ("Average Power Draw", "average_power_draw", |d| power_watts(&d.details.power_average_memory)),
+    ("Instantaneous Power Draw", "instant_power_draw", |d| power_watts(&d.details.power_instant_memory)),
+];
+
+/// The module's power (GPU and CPU of a Grace Hopper or Blackwell module).
+#[rustfmt::skip]
+const MODULE_POWER: &[Line] = &[
+    ("Average Power Draw", "average_power_draw", |d| power_watts(&d.details.power_average_module)),
+    ("Instantaneous Power Draw", "instant_power_draw", |d| power_watts(&d.details.power_instant_module)),
+    ("Current Power Limit", "current_power_limit", |d| module_limit(d, |l| l.current)),
+    ("Requested Power Limit", "requested_power_limit", |d| module_limit(d, |l| l.requested)),
+    ("Default Power Limit", "default_power_limit", |d| module_limit(d, |l| l.default)),
+    ("Min Power Limit", "min_power_limit", |d| module_limit(d, |l| l.min)),
+    ("Max Power Limit", "max_power_limit", |d| module_limit(d, |l| l.max)),
+];
+
+/// One of the module's power limits.
+fn module_limit(
+    d: &DeviceSnapshot,
+    pick: fn(&gpu_backend::ScopedPowerLimits) -> Option<u32>,
+) -> String {
+    let limits = &d.details.module_power_limits;
+    power_watts(
+        &limits
+            .clone()
+            .and_then(|l| pick(&l).map_or(Na::NotAvailable, Na::Value)),
     )
-    .in_section("POWER")
 }
 
+/// A set of clocks: its label, its element, the clocks, and whether SM and video are shown.
+type Clocks = (
+    &'static str,
+    &'static str,
+    fn(&DeviceSnapshot) -> &gpu_devices::snapshot::ClockInfos,
+    bool,
+);
+
 /// The clocks now, the applications clocks (set and default) and the highest.
+#[rustfmt::skip]
+const CLOCKS: &[Clocks] = &[
+    ("Clocks", "clocks", |d| &d.clocks, true),
+    ("Applications Clocks", "applications_clocks", |d| &d.applications_clocks, false),
+    ("Default Applications Clocks", "default_applications_clocks", |d| &d.default_applications_clocks, false),
+    ("Max Clocks", "max_clocks", |d| &d.max_clocks, true),
+];
+
+/// The clocks now, the applications clocks (set and default), the highest, the highest the
+/// board maker allows, and the clock policy.
 fn clocks(d: &DeviceSnapshot) -> Vec<Node> {
-    let clocks = |label: &str, tag, c: &gpu_devices::snapshot::ClockInfos, sm_video: bool| {
-        let mut v = vec![leaf(
-            "Graphics",
-            "graphics_clock",
-            with_unit(&c.graphics, "MHz"),
-        )];
-        if sm_video {
-            v.push(leaf("SM", "sm_clock", with_unit(&c.sm, "MHz")));
-        }
-        v.push(leaf("Memory", "mem_clock", with_unit(&c.memory, "MHz")));
-        if sm_video {
-            v.push(leaf("Video", "video_clock", with_unit(&c.video, "MHz")));
-        }
-        group(label, tag, v).in_section("CLOCK")
-    };
-    vec![
-        clocks("Clocks", "clocks", &d.clocks, true),
-        clocks(
-            "Applications Clocks",
-            "applications_clocks",
-            &d.applications_clocks,
-            false,
-        ),
-        clocks(
-            "Default Applications Clocks",
-            "default_applications_clocks",
-            &d.default_applications_clocks,
-            false,
-        ),
-        clocks("Max Clocks", "max_clocks", &d.max_clocks, true),
-    ]
+    CLOCKS
+        .iter()
+        .map(|&(label, tag, clocks, sm_video)| {
+            let c = clocks(d);
+            let mut v = vec![leaf(
+                "Graphics",
+                "graphics_clock",
+                with_unit(&c.graphics, "MHz"),
+            )];
+            if sm_video {
+                v.push(leaf("SM", "sm_clock", with_unit(&c.sm, "MHz")));
+            }
+            v.push(leaf("Memory", "mem_clock", with_unit(&c.memory, "MHz")));
+            if sm_video {
+                v.push(leaf("Video", "video_clock", with_unit(&c.video, "MHz")));
+            }
+            group(label, tag, v)
+        })
+        .chain([
+            customer_boost(d),
+            group("Clock Policy", "clock_policy", lines(d, CLOCK_POLICY)),
+        ])
+        .map(|clocks| clocks.in_section("CLOCK"))
+        .collect()
 }
 
 /// A number NVML answered, or N/A.
@@ -1090,29 +858,8 @@ fn platform(d: &DeviceSnapshot) -> Node {
     )
 }
 
-/// The inforom black box's last flush.
-fn bbx_flush(d: &DeviceSnapshot) -> Node {
-    let f = &d.details.bbx_flush;
-    group(
-        "Inforom BBX Object Flush",
-        "inforom_bbx_flush",
-        vec![
-            leaf(
-                "Latest Timestamp",
-                "latest_timestamp",
-                na(f.clone().map(|f| f.timestamp_us.to_string())),
-            ),
-            leaf(
-                "Latest Duration",
-                "latest_duration",
-                na(f.clone().map(|f| format!("{} us", f.duration_us))),
-            ),
-        ],
-    )
-}
-
 /// A PCI class code: `0x3` in the text, `3` in the XML.
-fn class(
+fn class_code(
     label: &str,
     tag: &'static str,
     v: &Na<gpu_backend::PciClass>,
@@ -1155,217 +902,141 @@ fn bridge_chip(d: &DeviceSnapshot) -> Node {
 
 /// How long each clock-event reason held the clocks since the driver loaded.
 fn event_counters(d: &DeviceSnapshot) -> Node {
-    let x = &d.details;
-    let us = |label: &str, tag: &'static str, v: &Na<u64>| {
-        leaf(
-            label,
-            tag,
-            na(v.clone().map(|ns| format!("{} us", ns / 1000))),
-        )
-    };
     group(
         "Clocks Event Reasons Counters",
         "clocks_event_reasons_counters",
-        vec![
-            us(
-                "SW Power Capping",
-                "clocks_event_reasons_counters_sw_power_cap",
-                &x.clock_event_time_sw_power_cap,
-            ),
-            us(
-                "Sync Boost",
-                "clocks_event_reasons_counters_sync_boost",
-                &x.clock_event_time_sync_boost,
-            ),
-            us(
-                "SW Thermal Slowdown",
-                "clocks_event_reasons_counters_sw_therm_slowdown",
-                &x.clock_event_time_sw_thermal_slowdown,
-            ),
-            us(
-                "HW Thermal Slowdown",
-                "clocks_event_reasons_counters_hw_therm_slowdown",
-                &x.clock_event_time_hw_thermal_slowdown,
-            ),
-            us(
-                "HW Power Braking",
-                "clocks_event_reasons_counters_hw_power_brake",
-                &x.clock_event_time_hw_power_brake,
-            ),
-        ],
+        lines(d, EVENT_COUNTERS),
     )
 }
+
+/// Nanoseconds in whole microseconds (`12 us`), or N/A.
+fn micros(v: &Na<u64>) -> String {
+    na(v.clone().map(|ns| format!("{} us", ns / 1000)))
+}
+
+/// The clock-event reasons' times.
+#[rustfmt::skip]
+const EVENT_COUNTERS: &[Line] = &[
+    ("SW Power Capping", "clocks_event_reasons_counters_sw_power_cap", |d| micros(&d.details.clock_event_time_sw_power_cap)),
+    ("Sync Boost", "clocks_event_reasons_counters_sync_boost", |d| micros(&d.details.clock_event_time_sync_boost)),
+    ("SW Thermal Slowdown", "clocks_event_reasons_counters_sw_therm_slowdown", |d| micros(&d.details.clock_event_time_sw_thermal_slowdown)),
+    ("HW Thermal Slowdown", "clocks_event_reasons_counters_hw_therm_slowdown", |d| micros(&d.details.clock_event_time_hw_thermal_slowdown)),
+    ("HW Power Braking", "clocks_event_reasons_counters_hw_power_brake", |d| micros(&d.details.clock_event_time_hw_power_brake)),
+];
 
 /// Confidential-computing protected memory.
 fn protected_memory(d: &DeviceSnapshot) -> Node {
     let m = &d.details.protected_memory;
+    let rows = total_used_free(m, |m| [m.total, m.used, m.free], fb_mib);
     group(
         "Conf Compute Protected Memory Usage",
         "cc_protected_memory_usage",
-        vec![
-            leaf("Total", "total", fb_mib(m.clone().map(|m| m.total))),
-            leaf("Used", "used", fb_mib(m.clone().map(|m| m.used))),
-            leaf("Free", "free", fb_mib(m.clone().map(|m| m.free))),
-        ],
+        rows,
     )
 }
 
 /// Encoder or FBC sessions.
-fn sessions(label: &str, tag: &'static str, v: &Na<gpu_backend::SessionStats>) -> Node {
-    group(
-        label,
-        tag,
-        vec![
-            leaf(
-                "Active Sessions",
-                "session_count",
-                shown(&v.clone().map(|s| s.sessions)),
-            ),
-            leaf(
-                "Average FPS",
-                "average_fps",
-                shown(&v.clone().map(|s| s.average_fps)),
-            ),
-            leaf(
-                "Average Latency",
-                "average_latency",
-                shown(&v.clone().map(|s| s.average_latency_us)),
-            ),
-        ],
-    )
+#[rustfmt::skip]
+const SESSIONS: &[Line<Na<gpu_backend::SessionStats>>] = &[
+    ("Active Sessions", "session_count", |v| shown(&v.clone().map(|s| s.sessions))),
+    ("Average FPS", "average_fps", |v| shown(&v.clone().map(|s| s.average_fps))),
+    ("Average Latency", "average_latency", |v| shown(&v.clone().map(|s| s.average_latency_us))),
+];
+
+/// Where one period's ECC error counts are: corrected and uncorrected (by location), and
+/// SRAM's uncorrected parity and SEC-DED errors.
+#[derive(Clone, Copy)]
+struct EccPeriod {
+    corrected: fn(&gpu_backend::LocationEccCounts) -> Option<u64>,
+    uncorrected: fn(&gpu_backend::LocationEccCounts) -> Option<u64>,
+    parity: fn(&gpu_backend::SramEccStatus) -> u64,
+    sec_ded: fn(&gpu_backend::SramEccStatus) -> u64,
 }
 
+/// The two periods: since the driver loaded (volatile) and over the board's life (aggregate).
+#[rustfmt::skip]
+const ECC_PERIODS: [(&str, &str, EccPeriod); 2] = [
+    ("Volatile", "volatile", EccPeriod { corrected: |c| c.volatile_corrected, uncorrected: |c| c.volatile_uncorrected, parity: |s| s.volatile_uncorrectable_parity, sec_ded: |s| s.volatile_uncorrectable_sec_ded }),
+    ("Aggregate", "aggregate", EccPeriod { corrected: |c| c.aggregate_corrected, uncorrected: |c| c.aggregate_uncorrected, parity: |s| s.aggregate_uncorrectable_parity, sec_ded: |s| s.aggregate_uncorrectable_sec_ded }),
+];
+
+/// An ECC error count's line: its label, its element, and its value in a period.
+type EccCount = (
+    &'static str,
+    &'static str,
+    fn(&DeviceSnapshot, EccPeriod) -> String,
+);
+
+/// A period's ECC error counts: SRAM corrected (by location) and uncorrected by kind (SRAM ECC
+/// detail), DRAM (by location).
+#[rustfmt::skip]
+const ECC_COUNTS: &[EccCount] = &[
+    ("SRAM Correctable", "sram_correctable", |d, p| ecc_count(&d.ecc_by_location.sram, p.corrected)),
+    ("SRAM Uncorrectable Parity", "sram_uncorrectable_parity", |d, p| sram_count(d, p.parity)),
+    ("SRAM Uncorrectable SEC-DED", "sram_uncorrectable_secded", |d, p| sram_count(d, p.sec_ded)),
+    ("DRAM Correctable", "dram_correctable", |d, p| ecc_count(&d.ecc_by_location.device_memory, p.corrected)),
+    ("DRAM Uncorrectable", "dram_uncorrectable", |d, p| ecc_count(&d.ecc_by_location.device_memory, p.uncorrected)),
+];
+
+/// A count of ECC errors at a location, or N/A.
+fn ecc_count(
+    v: &Na<gpu_backend::LocationEccCounts>,
+    pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>,
+) -> String {
+    na(v.clone()
+        .and_then(|c| pick(&c).map_or(Na::NotAvailable, |n| Na::Value(n.to_string()))))
+}
+
+/// A count of SRAM's errors from its ECC detail, or N/A.
+fn sram_count(d: &DeviceSnapshot, pick: fn(&gpu_backend::SramEccStatus) -> u64) -> String {
+    shown(&d.details.sram_ecc_status.clone().map(|s| pick(&s)))
+}
+
+/// Where the SRAM's uncorrected errors were, over the board's life.
+#[rustfmt::skip]
+const SRAM_SOURCES: &[Line] = &[
+    ("SRAM L2", "sram_l2", |d| sram_count(d, |s| s.aggregate_uncorrectable_l2)),
+    ("SRAM SM", "sram_sm", |d| sram_count(d, |s| s.aggregate_uncorrectable_sm)),
+    ("SRAM Microcontroller", "sram_microcontroller", |d| sram_count(d, |s| s.aggregate_uncorrectable_mcu)),
+    ("SRAM PCIE", "sram_pcie", |d| sram_count(d, |s| s.aggregate_uncorrectable_pcie)),
+    ("SRAM Other", "sram_other", |d| sram_count(d, |s| s.aggregate_uncorrectable_other)),
+];
+
+/// The repairs pending.
+#[rustfmt::skip]
+const REPAIRS: &[Line] = &[
+    ("Channel Repair Pending", "channel_repair_pending", |d| na(d.details.repair_status.clone().map(|r| yes_no(r.channel_repair_pending)))),
+    ("TPC Repair Pending", "tpc_repair_pending", |d| na(d.details.repair_status.clone().map(|r| yes_no(r.tpc_repair_pending)))),
+];
+
 /// The ECC error counts, since the driver loaded (volatile) and over the board's life
-/// (aggregate): SRAM corrected (by location) and uncorrected by kind (SRAM ECC detail), DRAM
-/// (by location); where the SRAM's uncorrected errors were; repairs pending.
+/// (aggregate); where the SRAM's uncorrected errors were; repairs pending.
 fn ecc_errors(d: &DeviceSnapshot) -> Node {
-    let loc = &d.ecc_by_location;
-    let sram = &d.details.sram_ecc_status;
-    let count = |v: &Na<gpu_backend::LocationEccCounts>,
-                 pick: fn(&gpu_backend::LocationEccCounts) -> Option<u64>| {
-        na(v.clone()
-            .and_then(|c| pick(&c).map_or(Na::NotAvailable, |n| Na::Value(n.to_string()))))
-    };
-    let detail =
-        |pick: fn(&gpu_backend::SramEccStatus) -> u64| shown(&sram.clone().map(|s| pick(&s)));
-    let volatile = group(
-        "Volatile",
-        "volatile",
-        vec![
-            leaf(
-                "SRAM Correctable",
-                "sram_correctable",
-                count(&loc.sram, |c| c.volatile_corrected),
-            ),
-            leaf(
-                "SRAM Uncorrectable Parity",
-                "sram_uncorrectable_parity",
-                detail(|s| s.volatile_uncorrectable_parity),
-            ),
-            leaf(
-                "SRAM Uncorrectable SEC-DED",
-                "sram_uncorrectable_secded",
-                detail(|s| s.volatile_uncorrectable_sec_ded),
-            ),
-            leaf(
-                "DRAM Correctable",
-                "dram_correctable",
-                count(&loc.device_memory, |c| c.volatile_corrected),
-            ),
-            leaf(
-                "DRAM Uncorrectable",
-                "dram_uncorrectable",
-                count(&loc.device_memory, |c| c.volatile_uncorrected),
-            ),
-        ],
-    );
-    let aggregate = group(
-        "Aggregate",
-        "aggregate",
-        vec![
-            leaf(
-                "SRAM Correctable",
-                "sram_correctable",
-                count(&loc.sram, |c| c.aggregate_corrected),
-            ),
-            leaf(
-                "SRAM Uncorrectable Parity",
-                "sram_uncorrectable_parity",
-                detail(|s| s.aggregate_uncorrectable_parity),
-            ),
-            leaf(
-                "SRAM Uncorrectable SEC-DED",
-                "sram_uncorrectable_secded",
-                detail(|s| s.aggregate_uncorrectable_sec_ded),
-            ),
-            leaf(
-                "DRAM Correctable",
-                "dram_correctable",
-                count(&loc.device_memory, |c| c.aggregate_corrected),
-            ),
-            leaf(
-                "DRAM Uncorrectable",
-                "dram_uncorrectable",
-                count(&loc.device_memory, |c| c.aggregate_uncorrected),
-            ),
-            leaf(
-                "SRAM Threshold Exceeded",
-                "sram_threshold_exceeded",
-                na(sram.clone().map(|s| yes_no(s.threshold_exceeded))),
-            ),
-        ],
-    );
+    let [volatile, mut aggregate] = ECC_PERIODS.map(|(label, tag, period)| {
+        let counts = ECC_COUNTS
+            .iter()
+            .map(|&(label, tag, count)| leaf(label, tag, count(d, period)));
+        group(label, tag, counts.collect())
+    });
+    // Whether SRAM's errors passed the threshold is told with the board's life's counts.
+    let exceeded = d
+        .details
+        .sram_ecc_status
+        .clone()
+        .map(|s| yes_no(s.threshold_exceeded));
+    aggregate.children.push(leaf(
+        "SRAM Threshold Exceeded",
+        "sram_threshold_exceeded",
+        na(exceeded),
+    ));
     let sources = group(
         "Aggregate Uncorrectable SRAM Sources",
         "aggregate_uncorrectable_sram_sources",
-        vec![
-            leaf(
-                "SRAM L2",
-                "sram_l2",
-                detail(|s| s.aggregate_uncorrectable_l2),
-            ),
-            leaf(
-                "SRAM SM",
-                "sram_sm",
-                detail(|s| s.aggregate_uncorrectable_sm),
-            ),
-            leaf(
-                "SRAM Microcontroller",
-                "sram_microcontroller",
-                detail(|s| s.aggregate_uncorrectable_mcu),
-            ),
-            leaf(
-                "SRAM PCIE",
-                "sram_pcie",
-                detail(|s| s.aggregate_uncorrectable_pcie),
-            ),
-            leaf(
-                "SRAM Other",
-                "sram_other",
-                detail(|s| s.aggregate_uncorrectable_other),
-            ),
-        ],
+        lines(d, SRAM_SOURCES),
     );
-    let repair = &d.details.repair_status;
-    group(
-        "ECC Errors",
-        "ecc_errors",
-        vec![
-            volatile,
-            aggregate,
-            sources,
-            leaf(
-                "Channel Repair Pending",
-                "channel_repair_pending",
-                na(repair.clone().map(|r| yes_no(r.channel_repair_pending))),
-            ),
-            leaf(
-                "TPC Repair Pending",
-                "tpc_repair_pending",
-                na(repair.clone().map(|r| yes_no(r.tpc_repair_pending))),
-            ),
-        ],
-    )
+    let mut nodes = vec![volatile, aggregate, sources];
+    nodes.extend(lines(d, REPAIRS));
+    group("ECC Errors", "ecc_errors", nodes)
 }
 
 /// Memory banks by the spare rows they have left.
@@ -1392,72 +1063,6 @@ fn histogram(d: &DeviceSnapshot) -> Node {
     )
 }
 
-/// The GPU memory's power.
-fn memory_power(d: &DeviceSnapshot) -> Node {
-    let w = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
-    group(
-        // nvidia-smi 580 writes this heading with a space at its end.
-        "GPU Memory Power Readings ",
-        "gpu_memory_power_readings",
-        vec![
-            leaf(
-                "Average Power Draw",
-                "average_power_draw",
-                w(&d.details.power_average_memory),
-            ),
-            leaf(
-                "Instantaneous Power Draw",
-                "instant_power_draw",
-                w(&d.details.power_instant_memory),
-            ),
-        ],
-    )
-}
-
-/// The module's power (GPU and CPU of a Grace Hopper or Blackwell module).
-fn module_power(d: &DeviceSnapshot) -> Node {
-    let w = |v: &Na<u32>| na(v.clone().map(|mw| format!("{} W", watts(mw))));
-    let limits = &d.details.module_power_limits;
-    let limit = |pick: fn(&gpu_backend::ScopedPowerLimits) -> Option<u32>| {
-        w(&limits
-            .clone()
-            .and_then(|l| pick(&l).map_or(Na::NotAvailable, Na::Value)))
-    };
-    group(
-        "Module Power Readings",
-        "module_power_readings",
-        vec![
-            leaf(
-                "Average Power Draw",
-                "average_power_draw",
-                w(&d.details.power_average_module),
-            ),
-            leaf(
-                "Instantaneous Power Draw",
-                "instant_power_draw",
-                w(&d.details.power_instant_module),
-            ),
-            leaf(
-                "Current Power Limit",
-                "current_power_limit",
-                limit(|l| l.current),
-            ),
-            leaf(
-                "Requested Power Limit",
-                "requested_power_limit",
-                limit(|l| l.requested),
-            ),
-            leaf(
-                "Default Power Limit",
-                "default_power_limit",
-                limit(|l| l.default),
-            ),
-            leaf("Min Power Limit", "min_power_limit", limit(|l| l.min)),
-            leaf("Max Power Limit", "max_power_limit", limit(|l| l.max)),
-        ],
-    )
-}
-
 /// The highest clocks the board maker allows.
 fn customer_boost(d: &DeviceSnapshot) -> Node {
     group(
@@ -1472,82 +1077,52 @@ fn customer_boost(d: &DeviceSnapshot) -> Node {
 }
 
 /// Whether the clocks boost on their own, now and by default.
-fn clock_policy(d: &DeviceSnapshot) -> Node {
-    let on = |v: bool| if v { "On" } else { "Off" }.to_string();
-    let a = &d.details.auto_boosted_clocks;
-    group(
-        "Clock Policy",
-        "clock_policy",
-        vec![
-            leaf(
-                "Auto Boost",
-                "auto_boost",
-                na(a.clone().map(|a| on(a.current))),
-            ),
-            leaf(
-                "Auto Boost Default",
-                "auto_boost_default",
-                na(a.clone().map(|a| on(a.default))),
-            ),
-        ],
-    )
+#[rustfmt::skip]
+const CLOCK_POLICY: &[Line] = &[
+    ("Auto Boost", "auto_boost", |d| na(d.details.auto_boosted_clocks.clone().map(|a| on_off(a.current)))),
+    ("Auto Boost Default", "auto_boost_default", |d| na(d.details.auto_boosted_clocks.clone().map(|a| on_off(a.default)))),
+];
+
+fn on_off(v: bool) -> String {
+    if v { "On" } else { "Off" }.to_string()
 }
 
 /// The NVLink fabric: registration and health, N/A without one (as nvidia-smi prints it).
 fn fabric(d: &DeviceSnapshot) -> Node {
-    use crate::present::query as q;
-    let f = &d.details.fabric_info;
-    let part =
-        |label: &str, tag: &'static str, p: fn(&gpu_backend::FabricInfo) -> Option<String>| {
-            leaf(label, tag, na(q::fabric_part(f, p)))
-        };
-    let health = |label: &str, tag: &'static str, h: gpu_backend::FabricHealthPart| {
-        leaf(label, tag, na(q::fabric_health(f, h)))
-    };
-    use gpu_backend::FabricHealthPart as H;
-    group(
-        "Fabric",
-        "fabric",
-        vec![
-            part("State", "state", q::fabric_state),
-            part("Status", "status", q::fabric_status),
-            part("CliqueId", "cliqueId", |f| Some(f.clique_id.to_string())),
-            part("ClusterUUID", "clusterUuid", |f| {
-                Some(f.cluster_uuid.clone())
-            }),
-            group(
-                "Health",
-                "health",
-                vec![
-                    part("Summary", "summary", |f| {
-                        q::health_summary(f.health_summary)
-                    }),
-                    health("Bandwidth", "bandwidth", H::DegradedBandwidth),
-                    health(
-                        "Route Recovery in progress",
-                        "route_recovery_in_progress",
-                        H::RouteRecovery,
-                    ),
-                    health("Route Unhealthy", "route_unhealthy", H::RouteUnhealthy),
-                    health(
-                        "Access Timeout Recovery",
-                        "access_timeout_recovery",
-                        H::AccessTimeoutRecovery,
-                    ),
-                    part(
-                        "Incorrect Configuration",
-                        "incorrect_configuration",
-                        q::incorrect_configuration,
-                    ),
-                    health(
-                        "Partition Assigned",
-                        "partition_assigned",
-                        H::PartitionAssigned,
-                    ),
-                ],
-            ),
-        ],
-    )
+    let mut nodes = lines(d, FABRIC);
+    nodes.push(group("Health", "health", lines(d, FABRIC_HEALTH)));
+    group("Fabric", "fabric", nodes)
+}
+
+/// The fabric's registration.
+#[rustfmt::skip]
+const FABRIC: &[Line] = &[
+    ("State", "state", |d| fabric_part(d, q::fabric_state)),
+    ("Status", "status", |d| fabric_part(d, q::fabric_status)),
+    ("CliqueId", "cliqueId", |d| fabric_part(d, |f| Some(f.clique_id.to_string()))),
+    ("ClusterUUID", "clusterUuid", |d| fabric_part(d, |f| Some(f.cluster_uuid.clone()))),
+];
+
+/// The fabric's health.
+#[rustfmt::skip]
+const FABRIC_HEALTH: &[Line] = &[
+    ("Summary", "summary", |d| fabric_part(d, |f| q::health_summary(f.health_summary))),
+    ("Bandwidth", "bandwidth", |d| fabric_health(d, FabricHealthPart::DegradedBandwidth)),
+    ("Route Recovery in progress", "route_recovery_in_progress", |d| fabric_health(d, FabricHealthPart::RouteRecovery)),
+    ("Route Unhealthy", "route_unhealthy", |d| fabric_health(d, FabricHealthPart::RouteUnhealthy)),
+    ("Access Timeout Recovery", "access_timeout_recovery", |d| fabric_health(d, FabricHealthPart::AccessTimeoutRecovery)),
+    ("Incorrect Configuration", "incorrect_configuration", |d| fabric_part(d, q::incorrect_configuration)),
+    ("Partition Assigned", "partition_assigned", |d| fabric_health(d, FabricHealthPart::PartitionAssigned)),
+];
+
+/// A part of the fabric's answer ([`q::fabric_part`]).
+fn fabric_part(d: &DeviceSnapshot, part: fn(&gpu_backend::FabricInfo) -> Option<String>) -> String {
+    na(q::fabric_part(&d.details.fabric_info, part))
+}
+
+/// A yes/no part of the fabric's health ([`q::fabric_health`]).
+fn fabric_health(d: &DeviceSnapshot, part: FabricHealthPart) -> String {
+    na(q::fabric_health(&d.details.fabric_info, part))
 }
 
 /// The device's capabilities: EGM (`NVML_DEV_CAP_EGM`, bit 0), `enabled` or `disabled`.

@@ -710,19 +710,11 @@ pub fn render_once(app: &FleetApp, width: u16) -> String {
     let wanted = app.row_count() + usize::from(HEAD_LINES + FOOT_LINES);
     let most = super::ONCE_MAX_CELLS / usize::from(width);
     let height = u16::try_from(wanted.min(most)).unwrap_or(u16::MAX);
-    let mut terminal =
-        match ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)) {
-            Ok(t) => t,
-            Err(e) => match e {},
-        };
-    if let Err(e) = terminal.draw(|f| draw(f, app)) {
-        match e {}
-    }
-    let buffer = terminal.backend().buffer();
+    let buffer = super::drawn(width, height, |f| draw(f, app));
     let text = if app.color {
-        super::buffer_ansi(buffer)
+        super::buffer_ansi(&buffer)
     } else {
-        super::buffer_text(buffer)
+        super::buffer_text(&buffer)
     };
     let mut lines: Vec<&str> = text.lines().collect();
     // The last line is the key hints.
@@ -843,6 +835,22 @@ mod tests {
 
     fn screen(app: &FleetApp) -> String {
         render_once(app, 160)
+    }
+
+    /// The test fleet with what Prometheus said of its first host's name, its first GPU's name
+    /// and that GPU's first process's command line.
+    fn fleet_from_outside(host: &str, gpu: &str, command: &str) -> Fleet {
+        let mut f = fleet();
+        f.hosts[0].host = host.into();
+        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0];
+        d.name = Some(gpu.into());
+        d.processes[0].command = Some(command.into());
+        f
+    }
+
+    /// The whole 20-line screen at `width`, the status line and key hints included.
+    fn whole_screen(app: &FleetApp, width: u16) -> String {
+        super::super::buffer_text(&super::super::drawn(width, 20, |f| draw(f, app)))
     }
 
     fn key(app: &mut FleetApp, c: KeyCode) {
@@ -984,21 +992,16 @@ mod tests {
             took: Duration::from_millis(1),
             at: SystemTime::now(),
         });
-        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 20)).unwrap();
-        t.draw(|f| draw(f, &app)).unwrap();
-        let s = super::super::buffer_text(t.backend().buffer());
+        let s = whole_screen(&app, 160);
         assert!(s.contains("refresh failed: Prometheus at"), "{s}");
         assert!(s.contains("node-a"), "{s}");
     }
 
     #[test]
     fn text_from_prometheus_is_escaped() {
-        let mut f = fleet();
-        f.hosts[0].host = "evil\u{1b}]0;pwned\u{7}".into();
-        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0];
-        d.name = Some("GPU\u{1b}[2J".into());
-        d.processes[0].command = Some("rm\r\u{9b}x".into());
-        d.processes[0].user = Some("u\u{1b}".into());
+        let mut f = fleet_from_outside("evil\u{1b}]0;pwned\u{7}", "GPU\u{1b}[2J", "rm\r\u{9b}x");
+        std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0].processes[0].user =
+            Some("u\u{1b}".into());
         let app = app_over("http://p\u{1b}", f, Duration::ZERO);
         let s = screen(&app);
         assert!(!s.chars().any(|c| c.is_control() && c != '\n'), "{s:?}");
@@ -1021,9 +1024,7 @@ mod tests {
             expected: "0 to 10000 W",
         });
         let app = app_over("http://prom:9090", f, Duration::ZERO);
-        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 20)).unwrap();
-        t.draw(|f| draw(f, &app)).unwrap();
-        let s = super::super::buffer_text(t.backend().buffer());
+        let s = whole_screen(&app, 200);
         assert!(s.contains("1 value out of range"), "{s}");
         assert!(
             s.contains("node-b:1: gpuscope_device_power_usage_watts -5 is out of range (0 to 10000 W): shown as N/A"),
@@ -1038,11 +1039,11 @@ mod tests {
 
     #[test]
     fn bidi_controls_and_line_separators_from_prometheus_are_escaped() {
-        let mut f = fleet();
-        f.hosts[0].host = "evil\u{202e}txt.exe\nnode-z".into();
-        let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0];
-        d.name = Some("GPU\u{2028}\u{9b}31m".into());
-        d.processes[0].command = Some("python\u{2066}x\u{85}".into());
+        let f = fleet_from_outside(
+            "evil\u{202e}txt.exe\nnode-z",
+            "GPU\u{2028}\u{9b}31m",
+            "python\u{2066}x\u{85}",
+        );
         let app = app_over("http://p\u{200f}", f, Duration::ZERO);
         let s = screen(&app);
         let raw: Vec<char> = s

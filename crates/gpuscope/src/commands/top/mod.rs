@@ -541,29 +541,30 @@ fn render_once(app: &mut App, width: u16) -> String {
 
 /// Draws `app` on a `width` x `height` screen and returns its text, trailing spaces trimmed.
 fn render_text(app: &App, width: u16, height: u16) -> String {
-    let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
-        Ok(t) => t,
-        Err(e) => match e {},
-    };
-    let drawn = terminal.draw(|f| ui::draw(f, app));
-    if let Err(e) = drawn {
-        match e {}
-    }
-    buffer_text(terminal.backend().buffer())
+    buffer_text(&drawn(width, height, |f| ui::draw(f, app)))
 }
 
 /// [`render_text`] with the screen's colours and attributes as ANSI sequences (`--once` in
 /// colour).
 fn render_styled(app: &App, width: u16, height: u16) -> String {
+    buffer_ansi(&drawn(width, height, |f| ui::draw(f, app)))
+}
+
+/// What `draw` draws on a `width` x `height` screen held in memory (the test backend cannot
+/// fail).
+fn drawn(
+    width: u16,
+    height: u16,
+    draw: impl FnOnce(&mut ratatui::Frame),
+) -> ratatui::buffer::Buffer {
     let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
         Ok(t) => t,
         Err(e) => match e {},
     };
-    let drawn = terminal.draw(|f| ui::draw(f, app));
-    if let Err(e) = drawn {
+    if let Err(e) = terminal.draw(draw) {
         match e {}
     }
-    buffer_ansi(terminal.backend().buffer())
+    terminal.backend().buffer().clone()
 }
 
 /// A ratatui colour as an ANSI one; `None` for the terminal's own.
