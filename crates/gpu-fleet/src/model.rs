@@ -13,9 +13,9 @@ use serde::Serialize;
 use gpu_export::doors::{Door, Doors};
 
 use crate::doors::{self as door_names, NAMES_LABEL};
-use crate::names;
 use crate::prom::Series;
 use crate::values::{self, OutOfRange};
+use gpu_export::names;
 
 /// Version of the JSON document's shape.
 pub const JSON_SCHEMA: &str = "gpuscope.fleet/1";
@@ -240,10 +240,10 @@ impl FleetDevice {
         let total = self.memory_total_bytes?;
         let (used, free) = (self.memory_used_bytes, self.memory_free_bytes);
         match (used, free) {
-            (Some(u), _) if u > total => Some((names::DEVICE_MEMORY_USED, u)),
-            (_, Some(f)) if f > total => Some((names::DEVICE_MEMORY_FREE, f)),
+            (Some(u), _) if u > total => Some((names::DEVICE_MEMORY_USED_BYTES, u)),
+            (_, Some(f)) if f > total => Some((names::DEVICE_MEMORY_FREE_BYTES, f)),
             (Some(u), Some(f)) if u.checked_add(f).is_none_or(|sum| sum > total) => {
-                Some((names::DEVICE_MEMORY_USED, u))
+                Some((names::DEVICE_MEMORY_USED_BYTES, u))
             }
             _ => None,
         }
@@ -332,15 +332,15 @@ impl DeviceField {
     pub fn family(self) -> &'static str {
         match self {
             DeviceField::Up => names::DEVICE_UP,
-            DeviceField::MemoryTotal => names::DEVICE_MEMORY_TOTAL,
-            DeviceField::MemoryUsed => names::DEVICE_MEMORY_USED,
-            DeviceField::MemoryFree => names::DEVICE_MEMORY_FREE,
-            DeviceField::Utilization => names::DEVICE_UTILIZATION,
-            DeviceField::MemoryUtilization => names::DEVICE_MEMORY_UTILIZATION,
-            DeviceField::Temperature => names::DEVICE_TEMPERATURE,
-            DeviceField::FanSpeed => names::DEVICE_FAN_SPEED,
-            DeviceField::PowerUsage => names::DEVICE_POWER_USAGE,
-            DeviceField::PowerLimit => names::DEVICE_POWER_LIMIT,
+            DeviceField::MemoryTotal => names::DEVICE_MEMORY_TOTAL_BYTES,
+            DeviceField::MemoryUsed => names::DEVICE_MEMORY_USED_BYTES,
+            DeviceField::MemoryFree => names::DEVICE_MEMORY_FREE_BYTES,
+            DeviceField::Utilization => names::DEVICE_UTILIZATION_RATIO,
+            DeviceField::MemoryUtilization => names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
+            DeviceField::Temperature => names::DEVICE_TEMPERATURE_CELSIUS,
+            DeviceField::FanSpeed => names::DEVICE_FAN_SPEED_RATIO,
+            DeviceField::PowerUsage => names::DEVICE_POWER_USAGE_WATTS,
+            DeviceField::PowerLimit => names::DEVICE_POWER_LIMIT_WATTS,
             DeviceField::Info => names::DEVICE_INFO,
         }
     }
@@ -350,8 +350,8 @@ impl ProcessField {
     /// The family that gives it.
     pub fn family(self) -> &'static str {
         match self {
-            ProcessField::Memory => names::PROCESS_GPU_MEMORY,
-            ProcessField::SmUtilization => names::PROCESS_SM_UTILIZATION,
+            ProcessField::Memory => names::PROCESS_GPU_MEMORY_BYTES,
+            ProcessField::SmUtilization => names::PROCESS_GPU_SM_UTILIZATION_RATIO,
         }
     }
 }
@@ -359,25 +359,28 @@ impl ProcessField {
 /// The device families asked, one query each per refresh.
 pub const DEVICE_FAMILIES: &[(&str, DeviceField)] = &[
     (names::DEVICE_UP, DeviceField::Up),
-    (names::DEVICE_MEMORY_TOTAL, DeviceField::MemoryTotal),
-    (names::DEVICE_MEMORY_USED, DeviceField::MemoryUsed),
-    (names::DEVICE_MEMORY_FREE, DeviceField::MemoryFree),
-    (names::DEVICE_UTILIZATION, DeviceField::Utilization),
+    (names::DEVICE_MEMORY_TOTAL_BYTES, DeviceField::MemoryTotal),
+    (names::DEVICE_MEMORY_USED_BYTES, DeviceField::MemoryUsed),
+    (names::DEVICE_MEMORY_FREE_BYTES, DeviceField::MemoryFree),
+    (names::DEVICE_UTILIZATION_RATIO, DeviceField::Utilization),
     (
-        names::DEVICE_MEMORY_UTILIZATION,
+        names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
         DeviceField::MemoryUtilization,
     ),
-    (names::DEVICE_TEMPERATURE, DeviceField::Temperature),
-    (names::DEVICE_FAN_SPEED, DeviceField::FanSpeed),
-    (names::DEVICE_POWER_USAGE, DeviceField::PowerUsage),
-    (names::DEVICE_POWER_LIMIT, DeviceField::PowerLimit),
+    (names::DEVICE_TEMPERATURE_CELSIUS, DeviceField::Temperature),
+    (names::DEVICE_FAN_SPEED_RATIO, DeviceField::FanSpeed),
+    (names::DEVICE_POWER_USAGE_WATTS, DeviceField::PowerUsage),
+    (names::DEVICE_POWER_LIMIT_WATTS, DeviceField::PowerLimit),
     (names::DEVICE_INFO, DeviceField::Info),
 ];
 
 /// The process families asked, one query each per refresh.
 pub const PROCESS_FAMILIES: &[(&str, ProcessField)] = &[
-    (names::PROCESS_GPU_MEMORY, ProcessField::Memory),
-    (names::PROCESS_SM_UTILIZATION, ProcessField::SmUtilization),
+    (names::PROCESS_GPU_MEMORY_BYTES, ProcessField::Memory),
+    (
+        names::PROCESS_GPU_SM_UTILIZATION_RATIO,
+        ProcessField::SmUtilization,
+    ),
 ];
 
 /// Builds a [`Fleet`] from the answers of one refresh, fed in any order, within
@@ -669,7 +672,7 @@ impl FleetBuilder {
         Some(self.hosts.len() - 1)
     }
 
-    /// One series of [`names::SAMPLE_TIME_FAMILY`] (over the lookback), or from Prometheus a
+    /// One series of [`names::EXPORTER_SAMPLE_TIMESTAMP_SECONDS`] (over the lookback), or from Prometheus a
     /// host series of another exporter's names ([`crate::doors::sample_time_query`]: labelled
     /// [`NAMES_LABEL`], valued its latest scrape's time). A sample time more than
     /// [`CLOCK_SKEW_SECONDS`] after the evaluation time, or not a finite number, is unusable:
@@ -1828,7 +1831,10 @@ mod tests {
             );
             assert_eq!(memory, (None, None, None), "{}", broken.id);
             assert_eq!(broken.out_of_range.len(), 1);
-            assert_eq!(broken.out_of_range[0].family, names::DEVICE_MEMORY_USED);
+            assert_eq!(
+                broken.out_of_range[0].family,
+                names::DEVICE_MEMORY_USED_BYTES
+            );
         }
         assert_eq!(d[0].out_of_range[0].value, "130");
         assert_eq!(d[2].memory_free_bytes, Some(60), "fits: kept");

@@ -34,8 +34,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::model::{Fleet, FleetBuilder, ModelLimits, DEVICE_FAMILIES, PROCESS_FAMILIES};
-use crate::names::SAMPLE_TIME_FAMILY;
 use crate::prom::{parse_value, ClientOptions, Connection, Series, SetupError};
+use gpu_export::names::EXPORTER_SAMPLE_TIMESTAMP_SECONDS;
 
 /// The largest exposition read from one exporter, bytes: about 70 times what an 8-GPU host
 /// serves with `--processes --process-command` and a few dozen processes. At most
@@ -521,7 +521,7 @@ pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) ->
             metric: labels,
             value: (now, Cow::Borrowed(value)),
         };
-        if name == SAMPLE_TIME_FAMILY {
+        if name == EXPORTER_SAMPLE_TIMESTAMP_SECONDS {
             b.sample_time(&series, Some(url));
         } else if let Some(&(_, f)) = DEVICE_FAMILIES.iter().find(|(n, _)| *n == name) {
             b.device(f, &series, Some(url));

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::names;
+use gpu_export::names;
 
 /// The values one family accepts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,7 +54,7 @@ pub const RANGES: &[Range] = &[
         why: "the exporter writes 1 (the GPU answers) or 0 (lost); anything else is not a state",
     },
     Range {
-        family: names::DEVICE_MEMORY_TOTAL,
+        family: names::DEVICE_MEMORY_TOTAL_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
@@ -62,7 +62,7 @@ pub const RANGES: &[Range] = &[
         why: "about 55 times the largest GPU's memory (288 GB)",
     },
     Range {
-        family: names::DEVICE_MEMORY_USED,
+        family: names::DEVICE_MEMORY_USED_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
@@ -70,7 +70,7 @@ pub const RANGES: &[Range] = &[
         why: "as the total; with used or free above the total, or both together, all three are N/A (which one is wrong cannot be told)",
     },
     Range {
-        family: names::DEVICE_MEMORY_FREE,
+        family: names::DEVICE_MEMORY_FREE_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
@@ -78,7 +78,7 @@ pub const RANGES: &[Range] = &[
         why: "as used memory",
     },
     Range {
-        family: names::DEVICE_UTILIZATION,
+        family: names::DEVICE_UTILIZATION_RATIO,
         min: 0.0,
         max: 1.0,
         whole: false,
@@ -86,7 +86,7 @@ pub const RANGES: &[Range] = &[
         why: "a share of the sample period",
     },
     Range {
-        family: names::DEVICE_MEMORY_UTILIZATION,
+        family: names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
         min: 0.0,
         max: 1.0,
         whole: false,
@@ -94,7 +94,7 @@ pub const RANGES: &[Range] = &[
         why: "a share of the sample period",
     },
     Range {
-        family: names::DEVICE_TEMPERATURE,
+        family: names::DEVICE_TEMPERATURE_CELSIUS,
         min: 0.0,
         max: 200.0,
         whole: false,
@@ -102,7 +102,7 @@ pub const RANGES: &[Range] = &[
         why: "NVML's reading is unsigned; GPUs shut down near 100 °C",
     },
     Range {
-        family: names::DEVICE_FAN_SPEED,
+        family: names::DEVICE_FAN_SPEED_RATIO,
         min: 0.0,
         max: 2.0,
         whole: false,
@@ -110,7 +110,7 @@ pub const RANGES: &[Range] = &[
         why: "NVML's fan speed is a share of the fan's rated speed and may exceed 100 %",
     },
     Range {
-        family: names::DEVICE_POWER_USAGE,
+        family: names::DEVICE_POWER_USAGE_WATTS,
         min: 0.0,
         max: 10_000.0,
         whole: false,
@@ -118,7 +118,7 @@ pub const RANGES: &[Range] = &[
         why: "about 4 times the largest GPU module's draw (a GB200's 2,700 W)",
     },
     Range {
-        family: names::DEVICE_POWER_LIMIT,
+        family: names::DEVICE_POWER_LIMIT_WATTS,
         min: 0.0,
         max: 10_000.0,
         whole: false,
@@ -126,7 +126,7 @@ pub const RANGES: &[Range] = &[
         why: "as power draw",
     },
     Range {
-        family: names::PROCESS_GPU_MEMORY,
+        family: names::PROCESS_GPU_MEMORY_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
@@ -134,7 +134,7 @@ pub const RANGES: &[Range] = &[
         why: "as a device's memory",
     },
     Range {
-        family: names::PROCESS_SM_UTILIZATION,
+        family: names::PROCESS_GPU_SM_UTILIZATION_RATIO,
         min: 0.0,
         max: 1.0,
         whole: false,
