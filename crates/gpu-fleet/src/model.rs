@@ -1742,48 +1742,42 @@ mod tests {
         }
     }
 
+    /// Whether `d` shows a value for `field` (`Info` carries labels only).
+    fn shows(d: &FleetDevice, field: DeviceField) -> bool {
+        match field {
+            DeviceField::Up => d.up.is_some(),
+            DeviceField::MemoryTotal => d.memory_total_bytes.is_some(),
+            DeviceField::MemoryUsed => d.memory_used_bytes.is_some(),
+            DeviceField::MemoryFree => d.memory_free_bytes.is_some(),
+            DeviceField::Utilization => d.gpu_utilization_percent.is_some(),
+            DeviceField::MemoryUtilization => d.memory_utilization_percent.is_some(),
+            DeviceField::Temperature => d.temperature_celsius.is_some(),
+            DeviceField::FanSpeed => d.fan_speed_percent.is_some(),
+            DeviceField::PowerUsage => d.power_usage_watts.is_some(),
+            DeviceField::PowerLimit => d.power_limit_watts.is_some(),
+            DeviceField::Info => unreachable!("gpuscope_device_info has no value to show"),
+        }
+    }
+
     #[test]
     fn values_out_of_range_are_na_with_a_note_never_clamped() {
-        // (field, value sent, whether the device shows it N/A)
-        type Case = (DeviceField, &'static str, fn(&FleetDevice) -> bool);
-        let cases: &[Case] = &[
-            (DeviceField::PowerUsage, "-5", |d| {
-                d.power_usage_watts.is_none()
-            }),
-            (DeviceField::PowerUsage, "1e308", |d| {
-                d.power_usage_watts.is_none()
-            }),
-            (DeviceField::PowerLimit, "10001", |d| {
-                d.power_limit_watts.is_none()
-            }),
-            (DeviceField::Temperature, "-300", |d| {
-                d.temperature_celsius.is_none()
-            }),
-            (DeviceField::Temperature, "1e9", |d| {
-                d.temperature_celsius.is_none()
-            }),
-            (DeviceField::Utilization, "2.5", |d| {
-                d.gpu_utilization_percent.is_none()
-            }),
-            (DeviceField::MemoryUtilization, "-0.1", |d| {
-                d.memory_utilization_percent.is_none()
-            }),
-            (DeviceField::FanSpeed, "3", |d| {
-                d.fan_speed_percent.is_none()
-            }),
-            (DeviceField::MemoryFree, "-1", |d| {
-                d.memory_free_bytes.is_none()
-            }),
-            (DeviceField::MemoryTotal, "1e30", |d| {
-                d.memory_total_bytes.is_none()
-            }),
-            (DeviceField::MemoryUsed, "NaN", |d| {
-                d.memory_used_bytes.is_none()
-            }),
+        // (field, value sent): the device shows the field N/A
+        let cases = [
+            (DeviceField::PowerUsage, "-5"),
+            (DeviceField::PowerUsage, "1e308"),
+            (DeviceField::PowerLimit, "10001"),
+            (DeviceField::Temperature, "-300"),
+            (DeviceField::Temperature, "1e9"),
+            (DeviceField::Utilization, "2.5"),
+            (DeviceField::MemoryUtilization, "-0.1"),
+            (DeviceField::FanSpeed, "3"),
+            (DeviceField::MemoryFree, "-1"),
+            (DeviceField::MemoryTotal, "1e30"),
+            (DeviceField::MemoryUsed, "NaN"),
         ];
-        for &(field, v, na) in cases {
+        for (field, v) in cases {
             let d = one(field, v);
-            assert!(na(&d), "{field:?} {v}: {d:?}");
+            assert!(!shows(&d, field), "{field:?} {v}: {d:?}");
             assert_eq!(d.out_of_range.len(), 1, "{field:?} {v}");
             assert_eq!(d.out_of_range[0].family, field.family());
             assert_eq!(d.out_of_range[0].value, v);

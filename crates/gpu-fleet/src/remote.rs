@@ -347,15 +347,11 @@ impl Remote {
             )),
             e => ReadError::Failed(e.to_string()),
         };
-        let mut response = self
+        let request = self
             .connection
             .get(url)
-            .header("Accept", "text/plain;version=0.0.4")
-            .config()
-            .timeout_global(Some(time))
-            .build()
-            .call()
-            .map_err(why)?;
+            .header("Accept", "text/plain;version=0.0.4");
+        let mut response = Connection::call_within(request, time).map_err(why)?;
         let status = response.status().as_u16();
         if status != 200 {
             return Err(ReadError::Failed(format!(
@@ -888,12 +884,7 @@ mod tests {
     #[test]
     fn an_exporter_the_full_model_cannot_keep_is_down_for_the_models_bound() {
         let stub = StubExporter::start().unwrap();
-        let urls: Vec<String> = (0..3)
-            .map(|i| {
-                let name = format!("e{i}");
-                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
-            })
-            .collect();
+        let urls = healthy_exporters(&stub, 3);
         // Room for two hosts.
         let mut remote = remote_of(&urls, lookup_thread);
         remote.limits.hosts = 2;
@@ -919,6 +910,17 @@ mod tests {
             errors[0].starts_with("not kept: the fleet's model reached its 0 MiB ("),
             "{errors:?}"
         );
+    }
+
+    /// The URLs of `n` exporters on `stub`, `e0`, `e1`, ..., each serving one GPU with its own
+    /// name as host name and UUID.
+    fn healthy_exporters(stub: &StubExporter, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let name = format!("e{i}");
+                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
+            })
+            .collect()
     }
 
     /// A reader of `urls` with the default timeout (5 s), name lookups on threads made by
@@ -1010,12 +1012,7 @@ mod tests {
     #[test]
     fn a_reader_thread_that_cannot_start_costs_no_host() {
         let stub = StubExporter::start().unwrap();
-        let urls: Vec<String> = (0..40)
-            .map(|i| {
-                let name = format!("e{i}");
-                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
-            })
-            .collect();
+        let urls = healthy_exporters(&stub, 40);
         let f = remote_of(&urls, lookup_thread).refresh_with(30.0, &|_| impossible_thread());
         for (url, (state, errors)) in urls.iter().zip(states(&f, &urls)) {
             assert_eq!((state, errors), (HostState::Up, vec![]), "{url}");

@@ -42,6 +42,18 @@ impl Range {
 /// largest GPU sold (288 GB of HBM).
 pub const MAX_MEMORY_BYTES: f64 = (1u64 << 44) as f64;
 
+/// The range of a utilization family: a share of the sample period, 0 to 1.
+const fn share_of_sample_period(family: &'static str) -> Range {
+    Range {
+        family,
+        min: 0.0,
+        max: 1.0,
+        whole: false,
+        shown: "0 to 1 (0 to 100 %)",
+        why: "a share of the sample period",
+    }
+}
+
 /// The range of every family of values the fleet reads (`gpuscope_device_info` carries labels
 /// only, and the sample-time family is judged by the host's staleness rules).
 pub const RANGES: &[Range] = &[
@@ -77,22 +89,8 @@ pub const RANGES: &[Range] = &[
         shown: "0 to 16 TiB, and at most the total",
         why: "as used memory",
     },
-    Range {
-        family: names::DEVICE_UTILIZATION_RATIO,
-        min: 0.0,
-        max: 1.0,
-        whole: false,
-        shown: "0 to 1 (0 to 100 %)",
-        why: "a share of the sample period",
-    },
-    Range {
-        family: names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
-        min: 0.0,
-        max: 1.0,
-        whole: false,
-        shown: "0 to 1 (0 to 100 %)",
-        why: "a share of the sample period",
-    },
+    share_of_sample_period(names::DEVICE_UTILIZATION_RATIO),
+    share_of_sample_period(names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO),
     Range {
         family: names::DEVICE_TEMPERATURE_CELSIUS,
         min: 0.0,
@@ -133,14 +131,7 @@ pub const RANGES: &[Range] = &[
         shown: "0 to 16 TiB",
         why: "as a device's memory",
     },
-    Range {
-        family: names::PROCESS_GPU_SM_UTILIZATION_RATIO,
-        min: 0.0,
-        max: 1.0,
-        whole: false,
-        shown: "0 to 1 (0 to 100 %)",
-        why: "a share of the sample period",
-    },
+    share_of_sample_period(names::PROCESS_GPU_SM_UTILIZATION_RATIO),
 ];
 
 /// What a process series' `pid` label must be: a whole number from 1 to 4294967295 written
