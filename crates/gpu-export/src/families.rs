@@ -524,11 +524,11 @@ fn power_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             .and_then(|&p| gpu_backend::PerformanceState::known(p))
             .map(|p| f64::from(p.nvml_code())),
     );
-    let watts = |mw: Option<&u32>| mw.map(|&mw| f64::from(mw) / 1000.0);
+    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
     let f = b.family(declared::DEVICE_POWER_USAGE_WATTS);
-    b.put(f, labels, watts(d.power_usage.value()));
+    b.put(f, labels, watts(d.power_usage.value().copied()));
     let f = b.family(declared::DEVICE_POWER_LIMIT_WATTS);
-    b.put(f, labels, watts(d.power_limit.value()));
+    b.put(f, labels, watts(d.power_limit.value().copied()));
     let f = b.family(declared::DEVICE_ENERGY_CONSUMPTION_JOULES);
     b.put(
         f,
@@ -537,7 +537,6 @@ fn power_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             .value()
             .map(|&mj| mj as f64 / 1000.0),
     );
-    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
     let limits = d.power_limit_constraints.value();
     let f = b.family(declared::DEVICE_POWER_ENFORCED_LIMIT_WATTS);
     b.put(f, labels, watts(d.enforced_power_limit.value().copied()));
