@@ -15,6 +15,7 @@
 macro_rules! for_each_family {
     ($callback:path) => {
         $callback! {
+            // ---- Host, and the exporter's own sample ----
             HOST_CPUS = "gpuscope_host_cpus" [none, Gauge]
                 "Logical CPUs of the host.";
             HOST_CPU_UTILIZATION_RATIO = "gpuscope_host_cpu_utilization_ratio" [ratio, Gauge]
@@ -37,10 +38,12 @@ macro_rules! for_each_family {
                 "How long the exporter took to take the sample served now.";
             EXPORTER_SAMPLE_TIMESTAMP_SECONDS = "gpuscope_exporter_sample_timestamp_seconds" [seconds, Gauge]
                 "When the sample served now was taken, seconds since the Unix epoch.";
+            // ---- Status ----
             DEVICE_UP = "gpuscope_device_up" [none, Gauge]
                 "1 when the device answered its last sample, 0 when it is lost or its memory query failed.";
             DEVICE_FAILED_FIELDS = "gpuscope_device_failed_fields" [none, Gauge]
                 "Fields of the last sample whose query failed unexpectedly (not the N/A answers).";
+            // ---- Activity (the GPM families: Hopper and newer) ----
             DEVICE_UTILIZATION_RATIO = "gpuscope_device_utilization_ratio" [ratio, Gauge]
                 "Fraction of the last sample period a kernel was running on the device.";
             DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO = "gpuscope_device_memory_bandwidth_utilization_ratio" [ratio, Gauge]
@@ -69,6 +72,7 @@ macro_rules! for_each_family {
                 "GPM: NVLink receive over all links (DCGM_FI_PROF_NVLINK_RX_BYTES).";
             DEVICE_GPM_ENGINE_ACTIVE_RATIO = "gpuscope_device_gpm_engine_active_ratio" [ratio, Gauge]
                 "GPM: time each media engine was active (engine: nvdec, nvjpg, nvofa; engine_index; DCGM_FI_PROF_NVDEC*_ACTIVE, NVJPG*, NVOFA*).";
+            // ---- Memory ----
             DEVICE_MEMORY_TOTAL_BYTES = "gpuscope_device_memory_total_bytes" [bytes, Gauge]
                 "Frame-buffer memory of the device.";
             DEVICE_MEMORY_USED_BYTES = "gpuscope_device_memory_used_bytes" [bytes, Gauge]
@@ -77,12 +81,14 @@ macro_rules! for_each_family {
                 "Frame-buffer memory free.";
             DEVICE_MEMORY_USED_RATIO = "gpuscope_device_memory_used_ratio" [ratio, Gauge]
                 "Frame-buffer memory in use, as a ratio of the total.";
+            // ---- Clocks ----
             DEVICE_CLOCK_HERTZ = "gpuscope_device_clock_hertz" [hertz, Gauge]
                 "Current clock of each domain (graphics, sm, memory, video).";
             DEVICE_CLOCK_MAX_HERTZ = "gpuscope_device_clock_max_hertz" [hertz, Gauge]
                 "Maximum clock of each domain (graphics, sm, memory, video).";
             DEVICE_CLOCK_EVENT_REASON = "gpuscope_device_clock_event_reason" [none, Gauge]
                 "1 when a clock event (throttle) reason holds the clocks down now, 0 when not, per reason.";
+            // ---- Thermal ----
             DEVICE_TEMPERATURE_CELSIUS = "gpuscope_device_temperature_celsius" [celsius, Gauge]
                 "Core temperature.";
             DEVICE_MEMORY_TEMPERATURE_CELSIUS = "gpuscope_device_memory_temperature_celsius" [celsius, Gauge]
@@ -95,6 +101,7 @@ macro_rules! for_each_family {
                 "Intended speed of each fan, as a ratio of its maximum.";
             DEVICE_FAN_TARGET_SPEED_RATIO = "gpuscope_device_fan_target_speed_ratio" [ratio, Gauge]
                 "The speed each fan is driven towards, as a ratio of its maximum.";
+            // ---- Power ----
             DEVICE_PERFORMANCE_STATE = "gpuscope_device_performance_state" [none, Gauge]
                 "Performance state: 0 (P0, highest performance) to 15 (P15, lowest).";
             DEVICE_POWER_USAGE_WATTS = "gpuscope_device_power_usage_watts" [watts, Gauge]
@@ -111,6 +118,7 @@ macro_rules! for_each_family {
                 "The lowest the power-management limit may be set to.";
             DEVICE_POWER_MAX_LIMIT_WATTS = "gpuscope_device_power_max_limit_watts" [watts, Gauge]
                 "The highest the power-management limit may be set to.";
+            // ---- Interconnect ----
             DEVICE_PCIE_TRANSMIT_BYTES_PER_SECOND = "gpuscope_device_pcie_transmit_bytes_per_second" [bytes_per_second, Gauge]
                 "PCIe transmit throughput over the last 20 ms the driver measured.";
             DEVICE_PCIE_RECEIVE_BYTES_PER_SECOND = "gpuscope_device_pcie_receive_bytes_per_second" [bytes_per_second, Gauge]
@@ -123,6 +131,7 @@ macro_rules! for_each_family {
                 "Data received over NVLink, per device or per link with --nvlink-per-link (use rate() for throughput).";
             DEVICE_NVLINK_ERRORS = "gpuscope_device_nvlink_errors" [none, Counter]
                 "NVLink errors per counter (replay, recovery, crc_flit, crc_data), per device or per link with --nvlink-per-link.";
+            // ---- Health ----
             DEVICE_NEEDS_ATTENTION = "gpuscope_device_needs_attention" [none, Gauge]
                 "How many reasons the device needs attention for (0: none); the reasons are gpuscope_device_attention_reason.";
             DEVICE_ATTENTION_REASON = "gpuscope_device_attention_reason" [none, Gauge]
@@ -145,14 +154,17 @@ macro_rules! for_each_family {
                 "1 when a row remap waits for the next reset.";
             DEVICE_ROW_REMAP_FAILURE = "gpuscope_device_row_remap_failure" [none, Gauge]
                 "1 when a row remap failed.";
+            // ---- Identity ----
             DEVICE_INFO = "gpuscope_device_info" [none, Gauge]
                 "Always 1; the labels say what the device is (bus id, serial, VBIOS, driver).";
+            // ---- Pods ----
             POD_GPU_MEMORY_BYTES = "gpuscope_pod_gpu_memory_bytes" [bytes, Gauge]
                 "GPU memory the pod's processes use on the device (absent when one of them is N/A).";
             POD_GPU_SM_UTILIZATION_RATIO = "gpuscope_pod_gpu_sm_utilization_ratio" [ratio, Gauge]
                 "The pod's share of the device's SMs, summed over its processes' newest per-process samples.";
             POD_PROCESSES = "gpuscope_pod_processes" [none, Gauge]
                 "Processes of the pod with a context on the device.";
+            // ---- Processes (published with `Options::processes`) ----
             PROCESS_GPU_MEMORY_BYTES = "gpuscope_process_gpu_memory_bytes" [bytes, Gauge]
                 "GPU memory the process uses on the device.";
             PROCESS_GPU_SM_UTILIZATION_RATIO = "gpuscope_process_gpu_sm_utilization_ratio" [ratio, Gauge]
