@@ -137,6 +137,35 @@ impl Inputs {
     }
 }
 
+/// A family as [`names::for_each_family!`]'s table declares it: all but its samples.
+#[derive(Debug, Clone, Copy)]
+struct Declared {
+    name: &'static str,
+    unit: Option<&'static str>,
+    kind: Kind,
+    help: &'static str,
+}
+
+/// [`declared`], from [`names::for_each_family!`]'s rows.
+macro_rules! declarations {
+    ($($constant:ident = $name:literal [$unit:ident, $kind:ident] $help:literal;)*) => {
+        /// Each family's declaration, under the name of its constant in [`crate::names`].
+        mod declared {
+            use super::{Declared, Kind};
+            $(
+                pub(super) const $constant: Declared = Declared {
+                    name: crate::names::$constant,
+                    unit: crate::names::unit!($unit),
+                    kind: Kind::$kind,
+                    help: $help,
+                };
+            )*
+        }
+    };
+}
+
+names::for_each_family!(declarations);
+
 /// Builds families in a fixed order, skipping N/A values.
 struct Builder {
     families: Vec<Family>,
@@ -144,23 +173,17 @@ struct Builder {
 }
 
 impl Builder {
-    /// The index of family `name`, declared on first use.
-    fn family(
-        &mut self,
-        name: &'static str,
-        unit: Option<&'static str>,
-        kind: Kind,
-        help: &'static str,
-    ) -> usize {
-        if let Some(&i) = self.by_name.get(name) {
+    /// The index of the family `declared` declares, added on first use.
+    fn family(&mut self, declared: Declared) -> usize {
+        if let Some(&i) = self.by_name.get(declared.name) {
             return i;
         }
-        self.by_name.insert(name, self.families.len());
+        self.by_name.insert(declared.name, self.families.len());
         self.families.push(Family {
-            name,
-            help,
-            unit,
-            kind,
+            name: declared.name,
+            help: declared.help,
+            unit: declared.unit,
+            kind: declared.kind,
             samples: Vec::new(),
         });
         self.families.len() - 1
@@ -192,12 +215,7 @@ pub fn build(inputs: &Inputs, options: &Options) -> Vec<Family> {
     for d in &inputs.snapshots.devices {
         let labels = device_labels(d, &options.hostname);
         device_families(&mut b, d, &labels, options);
-        let f = b.family(
-            names::DEVICE_INFO,
-            None,
-            Kind::Gauge,
-            "Always 1; the labels say what the device is (bus id, serial, VBIOS, driver).",
-        );
+        let f = b.family(declared::DEVICE_INFO);
         b.put(f, &info_labels(d, &labels, options), Some(1.0));
     }
     pod_families(&mut b, &inputs.snapshots, &options.hostname);
@@ -215,72 +233,32 @@ pub fn build(inputs: &Inputs, options: &Options) -> Vec<Family> {
 fn host_families(b: &mut Builder, inputs: &Inputs, labels: &Labels) {
     let m = &inputs.machine;
     let h = &inputs.host;
-    let f = b.family(
-        names::HOST_CPUS,
-        None,
-        Kind::Gauge,
-        "Logical CPUs of the host.",
-    );
+    let f = b.family(declared::HOST_CPUS);
     b.put(f, labels, m.cpu_count.map(f64::from));
-    let f = b.family(
-        names::HOST_CPU_UTILIZATION_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Whole-host CPU use, as a ratio of all CPUs (1 is every CPU busy).",
-    );
+    let f = b.family(declared::HOST_CPU_UTILIZATION_RATIO);
     b.put(f, labels, h.cpu_percent.map(|p| p / 100.0));
-    let f = b.family(
-        names::HOST_MEMORY_TOTAL_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Physical memory of the host.",
-    );
+    let f = b.family(declared::HOST_MEMORY_TOTAL_BYTES);
     b.put(f, labels, m.memory_total.map(|v| v as f64));
-    let f = b.family(
-        names::HOST_MEMORY_USED_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Physical memory in use on the host.",
-    );
+    let f = b.family(declared::HOST_MEMORY_USED_BYTES);
     b.put(f, labels, h.memory_used.map(|v| v as f64));
-    let f = b.family(
-        names::HOST_SWAP_TOTAL_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Swap space of the host.",
-    );
+    let f = b.family(declared::HOST_SWAP_TOTAL_BYTES);
     b.put(f, labels, m.swap_total.map(|v| v as f64));
-    let f = b.family(
-        names::HOST_SWAP_USED_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Swap space in use on the host.",
-    );
+    let f = b.family(declared::HOST_SWAP_USED_BYTES);
     b.put(f, labels, h.swap_used.map(|v| v as f64));
-    for (i, (name, help)) in [
-        (names::HOST_LOAD1, "Load average over 1 minute."),
-        (names::HOST_LOAD5, "Load average over 5 minutes."),
-        (names::HOST_LOAD15, "Load average over 15 minutes."),
+    for (i, load) in [
+        declared::HOST_LOAD1,
+        declared::HOST_LOAD5,
+        declared::HOST_LOAD15,
     ]
     .into_iter()
     .enumerate()
     {
-        let f = b.family(name, None, Kind::Gauge, help);
+        let f = b.family(load);
         b.put(f, labels, h.load_average.map(|l| l[i]));
     }
-    let f = b.family(
-        names::EXPORTER_SAMPLE_DURATION_SECONDS,
-        Some("seconds"),
-        Kind::Gauge,
-        "How long the exporter took to take the sample served now.",
-    );
+    let f = b.family(declared::EXPORTER_SAMPLE_DURATION_SECONDS);
     b.put(f, labels, Some(inputs.sample_duration_s));
-    let f = b.family(
-        names::EXPORTER_SAMPLE_TIMESTAMP_SECONDS,
-        Some("seconds"),
-        Kind::Gauge,
-        "When the sample served now was taken, seconds since the Unix epoch.",
-    );
+    let f = b.family(declared::EXPORTER_SAMPLE_TIMESTAMP_SECONDS);
     b.put(f, labels, Some(inputs.sample_time_s));
 }
 
@@ -367,19 +345,9 @@ fn flag(v: bool) -> f64 {
 
 /// Whether the device answers, and how many of its fields failed.
 fn status_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
-    let f = b.family(
-        names::DEVICE_UP,
-        None,
-        Kind::Gauge,
-        "1 when the device answered its last sample, 0 when it is lost or its memory query failed.",
-    );
+    let f = b.family(declared::DEVICE_UP);
     b.put(f, labels, Some(if device_up(d) { 1.0 } else { 0.0 }));
-    let f = b.family(
-        names::DEVICE_FAILED_FIELDS,
-        None,
-        Kind::Gauge,
-        "Fields of the last sample whose query failed unexpectedly (not the N/A answers).",
-    );
+    let f = b.family(declared::DEVICE_FAILED_FIELDS);
     b.put(f, labels, Some(d.errors.len() as f64));
 }
 
@@ -387,33 +355,13 @@ fn status_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
 /// named after the dcgm-exporter fields they stand for, docs/exporter.md maps them).
 fn activity_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let util = d.utilization.value();
-    let f = b.family(
-        names::DEVICE_UTILIZATION_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Fraction of the last sample period a kernel was running on the device.",
-    );
+    let f = b.family(declared::DEVICE_UTILIZATION_RATIO);
     b.put(f, labels, ratio(util.map(|u| u.gpu)));
-    let f = b.family(
-        names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Fraction of the last sample period device memory was read or written.",
-    );
+    let f = b.family(declared::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO);
     b.put(f, labels, ratio(util.map(|u| u.memory)));
-    let f = b.family(
-        names::DEVICE_ENCODER_UTILIZATION_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Video encoder utilization.",
-    );
+    let f = b.family(declared::DEVICE_ENCODER_UTILIZATION_RATIO);
     b.put(f, labels, ratio(d.encoder.value().map(|c| c.utilization)));
-    let f = b.family(
-        names::DEVICE_DECODER_UTILIZATION_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Video decoder utilization.",
-    );
+    let f = b.family(declared::DEVICE_DECODER_UTILIZATION_RATIO);
     b.put(f, labels, ratio(d.decoder.value().map(|c| c.utilization)));
     gpm_families(b, d, labels);
 }
@@ -425,38 +373,20 @@ const MIB: f64 = 1024.0 * 1024.0;
 fn gpm_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let gpm = d.gpm.value();
     let pct = |v: Option<f64>| v.map(|p| p / 100.0);
-    for (name, help, pick) in [
+    for (family, pick) in [
         (
-            names::DEVICE_GPM_GRAPHICS_ENGINE_ACTIVE_RATIO,
-            "GPM: time the graphics engine was active (DCGM_FI_PROF_GR_ENGINE_ACTIVE).",
-            (|m: &gpu_backend::GpmMetrics| m.graphics_activity) as fn(&gpu_backend::GpmMetrics) -> Option<f64>,
+            declared::DEVICE_GPM_GRAPHICS_ENGINE_ACTIVE_RATIO,
+            (|m: &gpu_backend::GpmMetrics| m.graphics_activity)
+                as fn(&gpu_backend::GpmMetrics) -> Option<f64>,
         ),
-        (
-            names::DEVICE_GPM_SM_ACTIVE_RATIO,
-            "GPM: SMs with at least one warp resident, averaged over the SMs (DCGM_FI_PROF_SM_ACTIVE).",
-            |m| m.sm_activity,
-        ),
-        (
-            names::DEVICE_GPM_SM_OCCUPANCY_RATIO,
-            "GPM: resident warps over the most the SMs hold (DCGM_FI_PROF_SM_OCCUPANCY).",
-            |m| m.sm_occupancy,
-        ),
-        (
-            names::DEVICE_GPM_DRAM_ACTIVE_RATIO,
-            "GPM: DRAM bandwidth used, of the peak (DCGM_FI_PROF_DRAM_ACTIVE).",
-            |m| m.dram_activity,
-        ),
+        (declared::DEVICE_GPM_SM_ACTIVE_RATIO, |m| m.sm_activity),
+        (declared::DEVICE_GPM_SM_OCCUPANCY_RATIO, |m| m.sm_occupancy),
+        (declared::DEVICE_GPM_DRAM_ACTIVE_RATIO, |m| m.dram_activity),
     ] {
-        let f = b.family(name, Some("ratio"), Kind::Gauge, help);
+        let f = b.family(family);
         b.put(f, labels, pct(gpm.and_then(pick)));
     }
-    let f = b.family(
-        names::DEVICE_GPM_PIPE_ACTIVE_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "GPM: time each pipe was active (pipe: tensor, tensor_dfma, tensor_hmma, tensor_imma, \
-         fp64, fp32, fp16, integer; DCGM_FI_PROF_PIPE_*_ACTIVE).",
-    );
+    let f = b.family(declared::DEVICE_GPM_PIPE_ACTIVE_RATIO);
     if let Some(m) = gpm {
         for (pipe, v) in [
             ("tensor", m.tensor_activity),
@@ -471,38 +401,16 @@ fn gpm_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             b.put(f, &with(labels, "pipe", pipe.into()), pct(v));
         }
     }
-    for (name, help, v) in [
-        (
-            names::DEVICE_GPM_PCIE_TRANSMIT_BYTES_PER_SECOND,
-            "GPM: PCIe transmit (DCGM_FI_PROF_PCIE_TX_BYTES).",
-            gpm.and_then(|m| m.pcie_tx),
-        ),
-        (
-            names::DEVICE_GPM_PCIE_RECEIVE_BYTES_PER_SECOND,
-            "GPM: PCIe receive (DCGM_FI_PROF_PCIE_RX_BYTES).",
-            gpm.and_then(|m| m.pcie_rx),
-        ),
-        (
-            names::DEVICE_GPM_NVLINK_TRANSMIT_BYTES_PER_SECOND,
-            "GPM: NVLink transmit over all links (DCGM_FI_PROF_NVLINK_TX_BYTES).",
-            gpm.and_then(|m| m.nvlink_tx),
-        ),
-        (
-            names::DEVICE_GPM_NVLINK_RECEIVE_BYTES_PER_SECOND,
-            "GPM: NVLink receive over all links (DCGM_FI_PROF_NVLINK_RX_BYTES).",
-            gpm.and_then(|m| m.nvlink_rx),
-        ),
-    ] {
-        let f = b.family(name, Some("bytes_per_second"), Kind::Gauge, help);
-        b.put(f, labels, v.map(|r| r * MIB));
-    }
-    let f = b.family(
-        names::DEVICE_GPM_ENGINE_ACTIVE_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "GPM: time each media engine was active (engine: nvdec, nvjpg, nvofa; engine_index; \
-         DCGM_FI_PROF_NVDEC*_ACTIVE, NVJPG*, NVOFA*).",
-    );
+    let bytes = |mib_s: Option<f64>| mib_s.map(|r| r * MIB);
+    let f = b.family(declared::DEVICE_GPM_PCIE_TRANSMIT_BYTES_PER_SECOND);
+    b.put(f, labels, bytes(gpm.and_then(|m| m.pcie_tx)));
+    let f = b.family(declared::DEVICE_GPM_PCIE_RECEIVE_BYTES_PER_SECOND);
+    b.put(f, labels, bytes(gpm.and_then(|m| m.pcie_rx)));
+    let f = b.family(declared::DEVICE_GPM_NVLINK_TRANSMIT_BYTES_PER_SECOND);
+    b.put(f, labels, bytes(gpm.and_then(|m| m.nvlink_tx)));
+    let f = b.family(declared::DEVICE_GPM_NVLINK_RECEIVE_BYTES_PER_SECOND);
+    b.put(f, labels, bytes(gpm.and_then(|m| m.nvlink_rx)));
+    let f = b.family(declared::DEVICE_GPM_ENGINE_ACTIVE_RATIO);
     if let Some(m) = gpm {
         for (field, v) in m.fields() {
             for engine in ["nvdec", "nvjpg", "nvofa"] {
@@ -524,33 +432,13 @@ fn gpm_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
 /// Frame-buffer memory.
 fn memory_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let mem = d.memory.value();
-    let f = b.family(
-        names::DEVICE_MEMORY_TOTAL_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Frame-buffer memory of the device.",
-    );
+    let f = b.family(declared::DEVICE_MEMORY_TOTAL_BYTES);
     b.put(f, labels, mem.map(|m| m.total as f64));
-    let f = b.family(
-        names::DEVICE_MEMORY_USED_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Frame-buffer memory in use.",
-    );
+    let f = b.family(declared::DEVICE_MEMORY_USED_BYTES);
     b.put(f, labels, mem.map(|m| m.used as f64));
-    let f = b.family(
-        names::DEVICE_MEMORY_FREE_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "Frame-buffer memory free.",
-    );
+    let f = b.family(declared::DEVICE_MEMORY_FREE_BYTES);
     b.put(f, labels, mem.map(|m| m.free as f64));
-    let f = b.family(
-        names::DEVICE_MEMORY_USED_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Frame-buffer memory in use, as a ratio of the total.",
-    );
+    let f = b.family(declared::DEVICE_MEMORY_USED_RATIO);
     b.put(
         f,
         labels,
@@ -561,30 +449,15 @@ fn memory_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
 
 /// Clocks, their maxima, and the reasons they are held down.
 fn clock_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
-    let f = b.family(
-        names::DEVICE_CLOCK_HERTZ,
-        Some("hertz"),
-        Kind::Gauge,
-        "Current clock of each domain (graphics, sm, memory, video).",
-    );
+    let f = b.family(declared::DEVICE_CLOCK_HERTZ);
     for (domain, v) in clock_domains(&d.clocks) {
         b.put(f, &with(labels, "clock", domain.into()), v);
     }
-    let f = b.family(
-        names::DEVICE_CLOCK_MAX_HERTZ,
-        Some("hertz"),
-        Kind::Gauge,
-        "Maximum clock of each domain (graphics, sm, memory, video).",
-    );
+    let f = b.family(declared::DEVICE_CLOCK_MAX_HERTZ);
     for (domain, v) in clock_domains(&d.max_clocks) {
         b.put(f, &with(labels, "clock", domain.into()), v);
     }
-    let f = b.family(
-        names::DEVICE_CLOCK_EVENT_REASON,
-        None,
-        Kind::Gauge,
-        "1 when a clock event (throttle) reason holds the clocks down now, 0 when not, per reason.",
-    );
+    let f = b.family(declared::DEVICE_CLOCK_EVENT_REASON);
     if let Some(&mask) = d.clock_event_reasons.value() {
         let set = gpu_backend::ClockEventReasons::from_bits_retain(mask);
         for (name, reason) in gpu_backend::ClockEventReasons::all().iter_names() {
@@ -599,30 +472,15 @@ fn clock_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
 
 /// Temperatures, their thresholds, and the fans.
 fn thermal_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
-    let f = b.family(
-        names::DEVICE_TEMPERATURE_CELSIUS,
-        Some("celsius"),
-        Kind::Gauge,
-        "Core temperature.",
-    );
+    let f = b.family(declared::DEVICE_TEMPERATURE_CELSIUS);
     b.put(f, labels, d.temperature.value().map(|&t| f64::from(t)));
-    let f = b.family(
-        names::DEVICE_MEMORY_TEMPERATURE_CELSIUS,
-        Some("celsius"),
-        Kind::Gauge,
-        "Memory (HBM) temperature.",
-    );
+    let f = b.family(declared::DEVICE_MEMORY_TEMPERATURE_CELSIUS);
     b.put(
         f,
         labels,
         d.memory_temperature.value().map(|&t| f64::from(t)),
     );
-    let f = b.family(
-        names::DEVICE_TEMPERATURE_THRESHOLD_CELSIUS,
-        Some("celsius"),
-        Kind::Gauge,
-        "Temperature thresholds (shutdown, slowdown, gpu_max, memory_max).",
-    );
+    let f = b.family(declared::DEVICE_TEMPERATURE_THRESHOLD_CELSIUS);
     for (threshold, v) in [
         ("shutdown", &d.temperature_shutdown),
         ("slowdown", &d.temperature_slowdown),
@@ -635,19 +493,9 @@ fn thermal_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             v.value().map(|&c| f64::from(c)),
         );
     }
-    let f = b.family(
-        names::DEVICE_FAN_SPEED_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Intended fan speed, as a ratio of the maximum.",
-    );
+    let f = b.family(declared::DEVICE_FAN_SPEED_RATIO);
     b.put(f, labels, ratio(d.fan_speed.value().copied()));
-    let f = b.family(
-        names::DEVICE_FAN_SPEED_PER_FAN_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "Intended speed of each fan, as a ratio of its maximum.",
-    );
+    let f = b.family(declared::DEVICE_FAN_SPEED_PER_FAN_RATIO);
     for (fan, v) in d.fan_speeds.iter().enumerate() {
         b.put(
             f,
@@ -655,12 +503,7 @@ fn thermal_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             ratio(v.value().copied()),
         );
     }
-    let f = b.family(
-        names::DEVICE_FAN_TARGET_SPEED_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "The speed each fan is driven towards, as a ratio of its maximum.",
-    );
+    let f = b.family(declared::DEVICE_FAN_TARGET_SPEED_RATIO);
     for (fan, v) in d.fan_target_speeds.iter().enumerate() {
         b.put(
             f,
@@ -672,12 +515,7 @@ fn thermal_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
 
 /// The performance state, power draw, limits and energy.
 fn power_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
-    let f = b.family(
-        names::DEVICE_PERFORMANCE_STATE,
-        None,
-        Kind::Gauge,
-        "Performance state: 0 (P0, highest performance) to 15 (P15, lowest).",
-    );
+    let f = b.family(declared::DEVICE_PERFORMANCE_STATE);
     b.put(
         f,
         labels,
@@ -686,27 +524,12 @@ fn power_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             .and_then(|&p| gpu_backend::PerformanceState::known(p))
             .map(|p| f64::from(p.nvml_code())),
     );
-    let watts = |mw: Option<&u32>| mw.map(|&mw| f64::from(mw) / 1000.0);
-    let f = b.family(
-        names::DEVICE_POWER_USAGE_WATTS,
-        Some("watts"),
-        Kind::Gauge,
-        "Power draw.",
-    );
-    b.put(f, labels, watts(d.power_usage.value()));
-    let f = b.family(
-        names::DEVICE_POWER_LIMIT_WATTS,
-        Some("watts"),
-        Kind::Gauge,
-        "Power-management limit.",
-    );
-    b.put(f, labels, watts(d.power_limit.value()));
-    let f = b.family(
-        names::DEVICE_ENERGY_CONSUMPTION_JOULES,
-        Some("joules"),
-        Kind::Counter,
-        "Energy used since the driver was loaded.",
-    );
+    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
+    let f = b.family(declared::DEVICE_POWER_USAGE_WATTS);
+    b.put(f, labels, watts(d.power_usage.value().copied()));
+    let f = b.family(declared::DEVICE_POWER_LIMIT_WATTS);
+    b.put(f, labels, watts(d.power_limit.value().copied()));
+    let f = b.family(declared::DEVICE_ENERGY_CONSUMPTION_JOULES);
     b.put(
         f,
         labels,
@@ -714,90 +537,47 @@ fn power_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             .value()
             .map(|&mj| mj as f64 / 1000.0),
     );
-    let watts = |mw: Option<u32>| mw.map(|mw| f64::from(mw) / 1000.0);
     let limits = d.power_limit_constraints.value();
-    for (name, help, v) in [
-        (
-            names::DEVICE_POWER_ENFORCED_LIMIT_WATTS,
-            "The power limit in force (the lowest of all limits).",
-            watts(d.enforced_power_limit.value().copied()),
-        ),
-        (
-            names::DEVICE_POWER_DEFAULT_LIMIT_WATTS,
-            "The power-management limit the board starts with.",
-            watts(d.power_default_limit.value().copied()),
-        ),
-        (
-            names::DEVICE_POWER_MIN_LIMIT_WATTS,
-            "The lowest the power-management limit may be set to.",
-            watts(limits.map(|l| l.min_mw)),
-        ),
-        (
-            names::DEVICE_POWER_MAX_LIMIT_WATTS,
-            "The highest the power-management limit may be set to.",
-            watts(limits.map(|l| l.max_mw)),
-        ),
-    ] {
-        let f = b.family(name, Some("watts"), Kind::Gauge, help);
-        b.put(f, labels, v);
-    }
+    let f = b.family(declared::DEVICE_POWER_ENFORCED_LIMIT_WATTS);
+    b.put(f, labels, watts(d.enforced_power_limit.value().copied()));
+    let f = b.family(declared::DEVICE_POWER_DEFAULT_LIMIT_WATTS);
+    b.put(f, labels, watts(d.power_default_limit.value().copied()));
+    let f = b.family(declared::DEVICE_POWER_MIN_LIMIT_WATTS);
+    b.put(f, labels, watts(limits.map(|l| l.min_mw)));
+    let f = b.family(declared::DEVICE_POWER_MAX_LIMIT_WATTS);
+    b.put(f, labels, watts(limits.map(|l| l.max_mw)));
 }
 
 /// PCIe and NVLink: throughput, traffic counters, replays and errors.
 fn interconnect_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels, options: &Options) {
     let kib_s = |v: Option<&u32>| v.map(|&k| f64::from(k) * 1024.0);
-    let f = b.family(
-        names::DEVICE_PCIE_TRANSMIT_BYTES_PER_SECOND,
-        Some("bytes_per_second"),
-        Kind::Gauge,
-        "PCIe transmit throughput over the last 20 ms the driver measured.",
-    );
+    let f = b.family(declared::DEVICE_PCIE_TRANSMIT_BYTES_PER_SECOND);
     b.put(f, labels, kib_s(d.pcie_tx_throughput.value()));
-    let f = b.family(
-        names::DEVICE_PCIE_RECEIVE_BYTES_PER_SECOND,
-        Some("bytes_per_second"),
-        Kind::Gauge,
-        "PCIe receive throughput over the last 20 ms the driver measured.",
-    );
+    let f = b.family(declared::DEVICE_PCIE_RECEIVE_BYTES_PER_SECOND);
     b.put(f, labels, kib_s(d.pcie_rx_throughput.value()));
-    let f = b.family(
-        names::DEVICE_PCIE_REPLAYS,
-        None,
-        Kind::Counter,
-        "PCIe replays (retries) since the driver loaded.",
-    );
+    let f = b.family(declared::DEVICE_PCIE_REPLAYS);
     b.put(
         f,
         labels,
         d.pcie_replay_counter.value().map(|&n| f64::from(n)),
     );
-    for (name, help, kib) in [
+    for (family, kib) in [
         (
-            names::DEVICE_NVLINK_TRANSMIT_BYTES,
-            "Data transmitted over NVLink, per device or per link with --nvlink-per-link (use \
-             rate() for throughput).",
+            declared::DEVICE_NVLINK_TRANSMIT_BYTES,
             (|c: &NvLinkCounters| c.tx_kib) as fn(&NvLinkCounters) -> u64,
         ),
         (
-            names::DEVICE_NVLINK_RECEIVE_BYTES,
-            "Data received over NVLink, per device or per link with --nvlink-per-link (use \
-             rate() for throughput).",
+            declared::DEVICE_NVLINK_RECEIVE_BYTES,
             |c: &NvLinkCounters| c.rx_kib,
         ),
     ] {
-        let f = b.family(name, Some("bytes"), Kind::Counter, help);
+        let f = b.family(family);
         let per_link = d.nvlink_counters.iter().map(|c| c.value().map(kib));
         for (l, kib) in per_link_or_total(labels, per_link, options.nvlink_per_link) {
             b.put(f, &l, Some(kib as f64 * 1024.0));
         }
     }
-    let f = b.family(
-        names::DEVICE_NVLINK_ERRORS,
-        None,
-        Kind::Counter,
-        "NVLink errors per counter (replay, recovery, crc_flit, crc_data), per device or per \
-         link with --nvlink-per-link.",
-    );
+    let f = b.family(declared::DEVICE_NVLINK_ERRORS);
     for (counter, get) in [
         (
             "replay",
@@ -842,28 +622,13 @@ fn per_link_or_total(
 /// remapped rows (dcgm-exporter's default fields and more; docs/exporter.md maps them).
 fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
     let attention = d.attention();
-    let f = b.family(
-        names::DEVICE_NEEDS_ATTENTION,
-        None,
-        Kind::Gauge,
-        "How many reasons the device needs attention for (0: none); the reasons are gpuscope_device_attention_reason.",
-    );
+    let f = b.family(declared::DEVICE_NEEDS_ATTENTION);
     b.put(f, labels, Some(attention.len() as f64));
-    let f = b.family(
-        names::DEVICE_ATTENTION_REASON,
-        None,
-        Kind::Gauge,
-        "Always 1, one series per reason the device needs attention for (label reason).",
-    );
+    let f = b.family(declared::DEVICE_ATTENTION_REASON);
     for reason in attention {
         b.put(f, &with(labels, "reason", reason), Some(1.0));
     }
-    let f = b.family(
-        names::DEVICE_LAST_XID,
-        None,
-        Kind::Gauge,
-        "The code of the newest XID error since the exporter started (0: none); absent where events cannot be known.",
-    );
+    let f = b.family(declared::DEVICE_LAST_XID);
     b.put(
         f,
         labels,
@@ -873,12 +638,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
                 .map_or(0.0, |&c| c.min(u64::from(u32::MAX)) as f64)
         }),
     );
-    let f = b.family(
-        names::DEVICE_XID_ERRORS,
-        None,
-        Kind::Gauge,
-        "XID errors since the exporter started, per code (label xid), among the newest 256 events kept.",
-    );
+    let f = b.family(declared::DEVICE_XID_ERRORS);
     if let Some(events) = d.events.value() {
         for code in d.xid_codes() {
             let n = events
@@ -888,12 +648,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             b.put(f, &with(labels, "xid", code.to_string()), Some(n as f64));
         }
     }
-    let f = b.family(
-        names::DEVICE_ECC_ERRORS,
-        None,
-        Kind::Counter,
-        "ECC errors, per error (corrected, uncorrected) and counter (volatile: since the driver loaded; aggregate: the device's life).",
-    );
+    let f = b.family(declared::DEVICE_ECC_ERRORS);
     let e = &d.ecc_errors;
     for (error, counter, v) in [
         ("corrected", "volatile", &e.volatile_corrected),
@@ -905,13 +660,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
         l.push(("counter", counter.into()));
         b.put(f, &l, v.value().map(|&n| n as f64));
     }
-    let f = b.family(
-        names::DEVICE_ECC_ERRORS_BY_LOCATION,
-        None,
-        Kind::Gauge,
-        "ECC errors per memory location (location), kind (corrected, uncorrected) and counter \
-         (volatile: since the driver loaded, aggregate: over the device's life).",
-    );
+    let f = b.family(declared::DEVICE_ECC_ERRORS_BY_LOCATION);
     for location in gpu_backend::MemoryLocation::ALL {
         let Some(c) = d.ecc_by_location.get(location).value() else {
             continue;
@@ -927,12 +676,7 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             b.put(f, &l, v.map(|n| n as f64));
         }
     }
-    let f = b.family(
-        names::DEVICE_RETIRED_PAGES,
-        None,
-        Kind::Gauge,
-        "Memory pages retired, per cause (single_bit: multiple single-bit ECC errors; double_bit: a double-bit error). Kepler to Turing.",
-    );
+    let f = b.family(declared::DEVICE_RETIRED_PAGES);
     for (cause, v) in [
         ("single_bit", &d.retired_pages_single_bit),
         ("double_bit", &d.retired_pages_double_bit),
@@ -943,39 +687,19 @@ fn health_families(b: &mut Builder, d: &DeviceSnapshot, labels: &Labels) {
             v.value().map(|l| l.len() as f64),
         );
     }
-    let f = b.family(
-        names::DEVICE_RETIRED_PAGES_PENDING,
-        None,
-        Kind::Gauge,
-        "1 when a page retirement waits for the next reset.",
-    );
+    let f = b.family(declared::DEVICE_RETIRED_PAGES_PENDING);
     b.put(f, labels, d.retired_pages_pending.value().map(|&p| flag(p)));
     let rows = d.remapped_rows.value();
-    let f = b.family(
-        names::DEVICE_REMAPPED_ROWS,
-        None,
-        Kind::Gauge,
-        "Memory rows remapped, per cause (correctable, uncorrectable errors). Ampere and newer.",
-    );
+    let f = b.family(declared::DEVICE_REMAPPED_ROWS);
     for (cause, v) in [
         ("correctable", rows.map(|r| r.correctable)),
         ("uncorrectable", rows.map(|r| r.uncorrectable)),
     ] {
         b.put(f, &with(labels, "cause", cause.into()), v.map(f64::from));
     }
-    let f = b.family(
-        names::DEVICE_ROW_REMAP_PENDING,
-        None,
-        Kind::Gauge,
-        "1 when a row remap waits for the next reset.",
-    );
+    let f = b.family(declared::DEVICE_ROW_REMAP_PENDING);
     b.put(f, labels, rows.map(|r| flag(r.pending)));
-    let f = b.family(
-        names::DEVICE_ROW_REMAP_FAILURE,
-        None,
-        Kind::Gauge,
-        "1 when a row remap failed.",
-    );
+    let f = b.family(declared::DEVICE_ROW_REMAP_FAILURE);
     b.put(f, labels, rows.map(|r| flag(r.failure)));
 }
 
@@ -990,57 +714,21 @@ fn clock_domains(c: &gpu_devices::ClockInfos) -> [(&'static str, Option<f64>); 4
 }
 
 /// Process families, in the order `process_samples` fills them.
-const PROCESS_FAMILIES: [(&str, Option<&str>, &str); 9] = [
-    (
-        names::PROCESS_GPU_MEMORY_BYTES,
-        Some("bytes"),
-        "GPU memory the process uses on the device.",
-    ),
-    (
-        names::PROCESS_GPU_SM_UTILIZATION_RATIO,
-        Some("ratio"),
-        "The process's share of the device's SMs in its newest per-process sample (absent once that sample is over 15 s old).",
-    ),
-    (
-        names::PROCESS_GPU_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
-        Some("ratio"),
-        "The process's share of device memory bandwidth in its newest per-process sample.",
-    ),
-    (
-        names::PROCESS_GPU_ENCODER_UTILIZATION_RATIO,
-        Some("ratio"),
-        "The process's share of the video encoder in its newest per-process sample.",
-    ),
-    (
-        names::PROCESS_GPU_DECODER_UTILIZATION_RATIO,
-        Some("ratio"),
-        "The process's share of the video decoder in its newest per-process sample.",
-    ),
-    (
-        names::PROCESS_GPU_UTILIZATION_SAMPLE_AGE_SECONDS,
-        Some("seconds"),
-        "How old the process's newest per-process utilization sample is.",
-    ),
-    (
-        names::PROCESS_CPU_UTILIZATION_RATIO,
-        Some("ratio"),
-        "CPU use of the process, as a ratio of one CPU (2 is two CPUs busy).",
-    ),
-    (
-        names::PROCESS_RESIDENT_MEMORY_BYTES,
-        Some("bytes"),
-        "Resident host memory of the process.",
-    ),
-    (
-        names::PROCESS_RUNNING_TIME_SECONDS,
-        Some("seconds"),
-        "How long the process has been running.",
-    ),
+const PROCESS_FAMILIES: [Declared; 9] = [
+    declared::PROCESS_GPU_MEMORY_BYTES,
+    declared::PROCESS_GPU_SM_UTILIZATION_RATIO,
+    declared::PROCESS_GPU_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
+    declared::PROCESS_GPU_ENCODER_UTILIZATION_RATIO,
+    declared::PROCESS_GPU_DECODER_UTILIZATION_RATIO,
+    declared::PROCESS_GPU_UTILIZATION_SAMPLE_AGE_SECONDS,
+    declared::PROCESS_CPU_UTILIZATION_RATIO,
+    declared::PROCESS_RESIDENT_MEMORY_BYTES,
+    declared::PROCESS_RUNNING_TIME_SECONDS,
 ];
 
 fn process_descriptors(b: &mut Builder) {
-    for (name, unit, help) in PROCESS_FAMILIES {
-        b.family(name, unit, Kind::Gauge, help);
+    for family in PROCESS_FAMILIES {
+        b.family(family);
     }
 }
 
@@ -1117,24 +805,9 @@ struct PodUse<'a> {
 /// Labels: `hostname`, the device's `index` and `uuid`, `pod_uid`, and `pod` and `namespace`
 /// where known. With time-slicing, each pod sharing a GPU gets its own figures.
 fn pod_families(b: &mut Builder, snapshots: &Snapshots, hostname: &str) {
-    let memory = b.family(
-        names::POD_GPU_MEMORY_BYTES,
-        Some("bytes"),
-        Kind::Gauge,
-        "GPU memory the pod's processes use on the device (absent when one of them is N/A).",
-    );
-    let sm = b.family(
-        names::POD_GPU_SM_UTILIZATION_RATIO,
-        Some("ratio"),
-        Kind::Gauge,
-        "The pod's share of the device's SMs, summed over its processes' newest per-process samples.",
-    );
-    let count = b.family(
-        names::POD_PROCESSES,
-        None,
-        Kind::Gauge,
-        "Processes of the pod with a context on the device.",
-    );
+    let memory = b.family(declared::POD_GPU_MEMORY_BYTES);
+    let sm = b.family(declared::POD_GPU_SM_UTILIZATION_RATIO);
+    let count = b.family(declared::POD_PROCESSES);
     let mut pods: std::collections::BTreeMap<(DeviceId, &str), PodUse<'_>> = Default::default();
     for p in &snapshots.processes {
         let Some(c) = &p.host.container else { continue };

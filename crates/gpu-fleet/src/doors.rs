@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use gpu_export::doors::{Door, DoorLabels, Scope};
 
-use crate::names;
+use gpu_export::names;
 
 /// The label the first query gives each door's host series: `dcgm` or `nvidia-smi`.
 pub const NAMES_LABEL: &str = "gpuscope_names";
@@ -36,15 +36,15 @@ pub struct DoorField {
 /// The device families the fleet reads, in gpuscope's names.
 const FAMILIES: &[&str] = &[
     names::DEVICE_UP,
-    names::DEVICE_MEMORY_TOTAL,
-    names::DEVICE_MEMORY_USED,
-    names::DEVICE_MEMORY_FREE,
-    names::DEVICE_UTILIZATION,
-    names::DEVICE_MEMORY_UTILIZATION,
-    names::DEVICE_TEMPERATURE,
-    names::DEVICE_FAN_SPEED,
-    names::DEVICE_POWER_USAGE,
-    names::DEVICE_POWER_LIMIT,
+    names::DEVICE_MEMORY_TOTAL_BYTES,
+    names::DEVICE_MEMORY_USED_BYTES,
+    names::DEVICE_MEMORY_FREE_BYTES,
+    names::DEVICE_UTILIZATION_RATIO,
+    names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
+    names::DEVICE_TEMPERATURE_CELSIUS,
+    names::DEVICE_FAN_SPEED_RATIO,
+    names::DEVICE_POWER_USAGE_WATTS,
+    names::DEVICE_POWER_LIMIT_WATTS,
     names::DEVICE_INFO,
 ];
 
@@ -122,7 +122,10 @@ fn timestamps(door: Door) -> String {
 /// [`NAMES_LABEL`]. A fleet of gpuscope exporters only gets the same answer as from the first
 /// branch alone: the doors' branches match no series.
 pub fn sample_time_query(lookback: &str) -> String {
-    let mut q = format!("last_over_time({}[{lookback}])", names::SAMPLE_TIME_FAMILY);
+    let mut q = format!(
+        "last_over_time({}[{lookback}])",
+        names::EXPORTER_SAMPLE_TIMESTAMP_SECONDS
+    );
     for door in DOORS {
         let Some(labels) = labels(door) else { continue };
         let by = match labels.hostname {
@@ -170,11 +173,11 @@ mod tests {
     fn every_door_gives_memory_utilization_temperature_and_power() {
         for door in DOORS {
             for family in [
-                names::DEVICE_MEMORY_USED,
-                names::DEVICE_MEMORY_FREE,
-                names::DEVICE_UTILIZATION,
-                names::DEVICE_TEMPERATURE,
-                names::DEVICE_POWER_USAGE,
+                names::DEVICE_MEMORY_USED_BYTES,
+                names::DEVICE_MEMORY_FREE_BYTES,
+                names::DEVICE_UTILIZATION_RATIO,
+                names::DEVICE_TEMPERATURE_CELSIUS,
+                names::DEVICE_POWER_USAGE_WATTS,
             ] {
                 assert!(name(door, family).is_some(), "{door}: {family}");
             }
@@ -184,15 +187,15 @@ mod tests {
     #[test]
     fn units_are_turned_into_the_fleets() {
         assert_eq!(
-            name(Door::Dcgm, names::DEVICE_MEMORY_USED),
+            name(Door::Dcgm, names::DEVICE_MEMORY_USED_BYTES),
             Some(("DCGM_FI_DEV_FB_USED", 1024.0 * 1024.0))
         );
         assert_eq!(
-            name(Door::Dcgm, names::DEVICE_UTILIZATION),
+            name(Door::Dcgm, names::DEVICE_UTILIZATION_RATIO),
             Some(("DCGM_FI_DEV_GPU_UTIL", 0.01))
         );
         assert_eq!(
-            name(Door::NvidiaSmi, names::DEVICE_MEMORY_USED),
+            name(Door::NvidiaSmi, names::DEVICE_MEMORY_USED_BYTES),
             Some(("nvidia_smi_memory_used_bytes", 1.0))
         );
         assert_eq!(
@@ -200,7 +203,7 @@ mod tests {
             Some(("nvidia_smi_gpu_info", 1.0))
         );
         // What dcgm-exporter's default counters do not hold.
-        assert_eq!(name(Door::Dcgm, names::DEVICE_MEMORY_TOTAL), None);
+        assert_eq!(name(Door::Dcgm, names::DEVICE_MEMORY_TOTAL_BYTES), None);
         assert_eq!(name(Door::Dcgm, names::DEVICE_UP), None);
     }
 

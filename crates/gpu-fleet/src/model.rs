@@ -13,9 +13,9 @@ use serde::Serialize;
 use gpu_export::doors::{Door, Doors};
 
 use crate::doors::{self as door_names, NAMES_LABEL};
-use crate::names;
 use crate::prom::Series;
 use crate::values::{self, OutOfRange};
+use gpu_export::names;
 
 /// Version of the JSON document's shape.
 pub const JSON_SCHEMA: &str = "gpuscope.fleet/1";
@@ -240,10 +240,10 @@ impl FleetDevice {
         let total = self.memory_total_bytes?;
         let (used, free) = (self.memory_used_bytes, self.memory_free_bytes);
         match (used, free) {
-            (Some(u), _) if u > total => Some((names::DEVICE_MEMORY_USED, u)),
-            (_, Some(f)) if f > total => Some((names::DEVICE_MEMORY_FREE, f)),
+            (Some(u), _) if u > total => Some((names::DEVICE_MEMORY_USED_BYTES, u)),
+            (_, Some(f)) if f > total => Some((names::DEVICE_MEMORY_FREE_BYTES, f)),
             (Some(u), Some(f)) if u.checked_add(f).is_none_or(|sum| sum > total) => {
-                Some((names::DEVICE_MEMORY_USED, u))
+                Some((names::DEVICE_MEMORY_USED_BYTES, u))
             }
             _ => None,
         }
@@ -332,15 +332,15 @@ impl DeviceField {
     pub fn family(self) -> &'static str {
         match self {
             DeviceField::Up => names::DEVICE_UP,
-            DeviceField::MemoryTotal => names::DEVICE_MEMORY_TOTAL,
-            DeviceField::MemoryUsed => names::DEVICE_MEMORY_USED,
-            DeviceField::MemoryFree => names::DEVICE_MEMORY_FREE,
-            DeviceField::Utilization => names::DEVICE_UTILIZATION,
-            DeviceField::MemoryUtilization => names::DEVICE_MEMORY_UTILIZATION,
-            DeviceField::Temperature => names::DEVICE_TEMPERATURE,
-            DeviceField::FanSpeed => names::DEVICE_FAN_SPEED,
-            DeviceField::PowerUsage => names::DEVICE_POWER_USAGE,
-            DeviceField::PowerLimit => names::DEVICE_POWER_LIMIT,
+            DeviceField::MemoryTotal => names::DEVICE_MEMORY_TOTAL_BYTES,
+            DeviceField::MemoryUsed => names::DEVICE_MEMORY_USED_BYTES,
+            DeviceField::MemoryFree => names::DEVICE_MEMORY_FREE_BYTES,
+            DeviceField::Utilization => names::DEVICE_UTILIZATION_RATIO,
+            DeviceField::MemoryUtilization => names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
+            DeviceField::Temperature => names::DEVICE_TEMPERATURE_CELSIUS,
+            DeviceField::FanSpeed => names::DEVICE_FAN_SPEED_RATIO,
+            DeviceField::PowerUsage => names::DEVICE_POWER_USAGE_WATTS,
+            DeviceField::PowerLimit => names::DEVICE_POWER_LIMIT_WATTS,
             DeviceField::Info => names::DEVICE_INFO,
         }
     }
@@ -350,8 +350,8 @@ impl ProcessField {
     /// The family that gives it.
     pub fn family(self) -> &'static str {
         match self {
-            ProcessField::Memory => names::PROCESS_GPU_MEMORY,
-            ProcessField::SmUtilization => names::PROCESS_SM_UTILIZATION,
+            ProcessField::Memory => names::PROCESS_GPU_MEMORY_BYTES,
+            ProcessField::SmUtilization => names::PROCESS_GPU_SM_UTILIZATION_RATIO,
         }
     }
 }
@@ -359,25 +359,28 @@ impl ProcessField {
 /// The device families asked, one query each per refresh.
 pub const DEVICE_FAMILIES: &[(&str, DeviceField)] = &[
     (names::DEVICE_UP, DeviceField::Up),
-    (names::DEVICE_MEMORY_TOTAL, DeviceField::MemoryTotal),
-    (names::DEVICE_MEMORY_USED, DeviceField::MemoryUsed),
-    (names::DEVICE_MEMORY_FREE, DeviceField::MemoryFree),
-    (names::DEVICE_UTILIZATION, DeviceField::Utilization),
+    (names::DEVICE_MEMORY_TOTAL_BYTES, DeviceField::MemoryTotal),
+    (names::DEVICE_MEMORY_USED_BYTES, DeviceField::MemoryUsed),
+    (names::DEVICE_MEMORY_FREE_BYTES, DeviceField::MemoryFree),
+    (names::DEVICE_UTILIZATION_RATIO, DeviceField::Utilization),
     (
-        names::DEVICE_MEMORY_UTILIZATION,
+        names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO,
         DeviceField::MemoryUtilization,
     ),
-    (names::DEVICE_TEMPERATURE, DeviceField::Temperature),
-    (names::DEVICE_FAN_SPEED, DeviceField::FanSpeed),
-    (names::DEVICE_POWER_USAGE, DeviceField::PowerUsage),
-    (names::DEVICE_POWER_LIMIT, DeviceField::PowerLimit),
+    (names::DEVICE_TEMPERATURE_CELSIUS, DeviceField::Temperature),
+    (names::DEVICE_FAN_SPEED_RATIO, DeviceField::FanSpeed),
+    (names::DEVICE_POWER_USAGE_WATTS, DeviceField::PowerUsage),
+    (names::DEVICE_POWER_LIMIT_WATTS, DeviceField::PowerLimit),
     (names::DEVICE_INFO, DeviceField::Info),
 ];
 
 /// The process families asked, one query each per refresh.
 pub const PROCESS_FAMILIES: &[(&str, ProcessField)] = &[
-    (names::PROCESS_GPU_MEMORY, ProcessField::Memory),
-    (names::PROCESS_SM_UTILIZATION, ProcessField::SmUtilization),
+    (names::PROCESS_GPU_MEMORY_BYTES, ProcessField::Memory),
+    (
+        names::PROCESS_GPU_SM_UTILIZATION_RATIO,
+        ProcessField::SmUtilization,
+    ),
 ];
 
 /// Builds a [`Fleet`] from the answers of one refresh, fed in any order, within
@@ -669,7 +672,7 @@ impl FleetBuilder {
         Some(self.hosts.len() - 1)
     }
 
-    /// One series of [`names::SAMPLE_TIME_FAMILY`] (over the lookback), or from Prometheus a
+    /// One series of [`names::EXPORTER_SAMPLE_TIMESTAMP_SECONDS`] (over the lookback), or from Prometheus a
     /// host series of another exporter's names ([`crate::doors::sample_time_query`]: labelled
     /// [`NAMES_LABEL`], valued its latest scrape's time). A sample time more than
     /// [`CLOCK_SKEW_SECONDS`] after the evaluation time, or not a finite number, is unusable:
@@ -1739,48 +1742,42 @@ mod tests {
         }
     }
 
+    /// Whether `d` shows a value for `field` (`Info` carries labels only).
+    fn shows(d: &FleetDevice, field: DeviceField) -> bool {
+        match field {
+            DeviceField::Up => d.up.is_some(),
+            DeviceField::MemoryTotal => d.memory_total_bytes.is_some(),
+            DeviceField::MemoryUsed => d.memory_used_bytes.is_some(),
+            DeviceField::MemoryFree => d.memory_free_bytes.is_some(),
+            DeviceField::Utilization => d.gpu_utilization_percent.is_some(),
+            DeviceField::MemoryUtilization => d.memory_utilization_percent.is_some(),
+            DeviceField::Temperature => d.temperature_celsius.is_some(),
+            DeviceField::FanSpeed => d.fan_speed_percent.is_some(),
+            DeviceField::PowerUsage => d.power_usage_watts.is_some(),
+            DeviceField::PowerLimit => d.power_limit_watts.is_some(),
+            DeviceField::Info => unreachable!("gpuscope_device_info has no value to show"),
+        }
+    }
+
     #[test]
     fn values_out_of_range_are_na_with_a_note_never_clamped() {
-        // (field, value sent, whether the device shows it N/A)
-        type Case = (DeviceField, &'static str, fn(&FleetDevice) -> bool);
-        let cases: &[Case] = &[
-            (DeviceField::PowerUsage, "-5", |d| {
-                d.power_usage_watts.is_none()
-            }),
-            (DeviceField::PowerUsage, "1e308", |d| {
-                d.power_usage_watts.is_none()
-            }),
-            (DeviceField::PowerLimit, "10001", |d| {
-                d.power_limit_watts.is_none()
-            }),
-            (DeviceField::Temperature, "-300", |d| {
-                d.temperature_celsius.is_none()
-            }),
-            (DeviceField::Temperature, "1e9", |d| {
-                d.temperature_celsius.is_none()
-            }),
-            (DeviceField::Utilization, "2.5", |d| {
-                d.gpu_utilization_percent.is_none()
-            }),
-            (DeviceField::MemoryUtilization, "-0.1", |d| {
-                d.memory_utilization_percent.is_none()
-            }),
-            (DeviceField::FanSpeed, "3", |d| {
-                d.fan_speed_percent.is_none()
-            }),
-            (DeviceField::MemoryFree, "-1", |d| {
-                d.memory_free_bytes.is_none()
-            }),
-            (DeviceField::MemoryTotal, "1e30", |d| {
-                d.memory_total_bytes.is_none()
-            }),
-            (DeviceField::MemoryUsed, "NaN", |d| {
-                d.memory_used_bytes.is_none()
-            }),
+        // (field, value sent): the device shows the field N/A
+        let cases = [
+            (DeviceField::PowerUsage, "-5"),
+            (DeviceField::PowerUsage, "1e308"),
+            (DeviceField::PowerLimit, "10001"),
+            (DeviceField::Temperature, "-300"),
+            (DeviceField::Temperature, "1e9"),
+            (DeviceField::Utilization, "2.5"),
+            (DeviceField::MemoryUtilization, "-0.1"),
+            (DeviceField::FanSpeed, "3"),
+            (DeviceField::MemoryFree, "-1"),
+            (DeviceField::MemoryTotal, "1e30"),
+            (DeviceField::MemoryUsed, "NaN"),
         ];
-        for &(field, v, na) in cases {
+        for (field, v) in cases {
             let d = one(field, v);
-            assert!(na(&d), "{field:?} {v}: {d:?}");
+            assert!(!shows(&d, field), "{field:?} {v}: {d:?}");
             assert_eq!(d.out_of_range.len(), 1, "{field:?} {v}");
             assert_eq!(d.out_of_range[0].family, field.family());
             assert_eq!(d.out_of_range[0].value, v);
@@ -1828,7 +1825,10 @@ mod tests {
             );
             assert_eq!(memory, (None, None, None), "{}", broken.id);
             assert_eq!(broken.out_of_range.len(), 1);
-            assert_eq!(broken.out_of_range[0].family, names::DEVICE_MEMORY_USED);
+            assert_eq!(
+                broken.out_of_range[0].family,
+                names::DEVICE_MEMORY_USED_BYTES
+            );
         }
         assert_eq!(d[0].out_of_range[0].value, "130");
         assert_eq!(d[2].memory_free_bytes, Some(60), "fits: kept");

@@ -722,6 +722,14 @@ impl Connection {
             None => request,
         }
     }
+
+    /// Sends `request` (one of [`Connection::get`]'s), the whole exchange bounded by `time`.
+    pub(crate) fn call_within(
+        request: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
+        time: Duration,
+    ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        request.config().timeout_global(Some(time)).build().call()
+    }
 }
 
 /// A blocking client of one Prometheus server.
@@ -872,15 +880,8 @@ impl Client {
             ureq::Error::Timeout(_) => out_of_time(),
             e => QueryError::Transport(e.to_string()),
         };
-        let mut response = self
-            .connection
-            .get(&self.query_url)
-            .query("query", query)
-            .config()
-            .timeout_global(Some(left))
-            .build()
-            .call()
-            .map_err(transport)?;
+        let request = self.connection.get(&self.query_url).query("query", query);
+        let mut response = Connection::call_within(request, left).map_err(transport)?;
         let status = response.status().as_u16();
         // Read into a buffer of the announced size: a fleet's answer is tens of MB, and a
         // growing buffer would briefly hold up to twice that.

@@ -34,8 +34,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::model::{Fleet, FleetBuilder, ModelLimits, DEVICE_FAMILIES, PROCESS_FAMILIES};
-use crate::names::SAMPLE_TIME_FAMILY;
 use crate::prom::{parse_value, ClientOptions, Connection, Series, SetupError};
+use gpu_export::names::EXPORTER_SAMPLE_TIMESTAMP_SECONDS;
 
 /// The largest exposition read from one exporter, bytes: about 70 times what an 8-GPU host
 /// serves with `--processes --process-command` and a few dozen processes. At most
@@ -347,15 +347,11 @@ impl Remote {
             )),
             e => ReadError::Failed(e.to_string()),
         };
-        let mut response = self
+        let request = self
             .connection
             .get(url)
-            .header("Accept", "text/plain;version=0.0.4")
-            .config()
-            .timeout_global(Some(time))
-            .build()
-            .call()
-            .map_err(why)?;
+            .header("Accept", "text/plain;version=0.0.4");
+        let mut response = Connection::call_within(request, time).map_err(why)?;
         let status = response.status().as_u16();
         if status != 200 {
             return Err(ReadError::Failed(format!(
@@ -521,7 +517,7 @@ pub fn fold_exposition(b: &mut FleetBuilder, url: &str, text: &str, now: f64) ->
             metric: labels,
             value: (now, Cow::Borrowed(value)),
         };
-        if name == SAMPLE_TIME_FAMILY {
+        if name == EXPORTER_SAMPLE_TIMESTAMP_SECONDS {
             b.sample_time(&series, Some(url));
         } else if let Some(&(_, f)) = DEVICE_FAMILIES.iter().find(|(n, _)| *n == name) {
             b.device(f, &series, Some(url));
@@ -680,19 +676,23 @@ mod tests {
 
     #[test]
     fn urls_are_logged_without_their_credentials() {
-        use super::without_userinfo as w;
-        assert_eq!(
-            w("http://ops:s3cret@node1:9445/metrics"),
-            "http://node1:9445/metrics"
-        );
-        assert_eq!(w("https://node1:9445/a@b"), "https://node1:9445/a@b");
-        assert_eq!(w("http://node1:9445"), "http://node1:9445");
-        assert_eq!(w("http://a@b@node1"), "http://node1");
-        assert_eq!(w("ops@node1/x"), "node1/x");
-        // An @ after the authority is not the end of credentials.
-        assert_eq!(w("http://node1:9445?u=a@b"), "http://node1:9445?u=a@b");
-        assert_eq!(w("http://node1#a@b"), "http://node1#a@b");
-        assert_eq!(w("http://ops:pw@node1?u=a@b"), "http://node1?u=a@b");
+        // (URL, as logged)
+        for (url, logged) in [
+            (
+                "http://ops:s3cret@node1:9445/metrics",
+                "http://node1:9445/metrics",
+            ),
+            ("https://node1:9445/a@b", "https://node1:9445/a@b"),
+            ("http://node1:9445", "http://node1:9445"),
+            ("http://a@b@node1", "http://node1"),
+            ("ops@node1/x", "node1/x"),
+            // An @ after the authority is not the end of credentials.
+            ("http://node1:9445?u=a@b", "http://node1:9445?u=a@b"),
+            ("http://node1#a@b", "http://node1#a@b"),
+            ("http://ops:pw@node1?u=a@b", "http://node1?u=a@b"),
+        ] {
+            assert_eq!(without_userinfo(url), logged, "{url}");
+        }
     }
 
     #[test]
@@ -888,12 +888,7 @@ mod tests {
     #[test]
     fn an_exporter_the_full_model_cannot_keep_is_down_for_the_models_bound() {
         let stub = StubExporter::start().unwrap();
-        let urls: Vec<String> = (0..3)
-            .map(|i| {
-                let name = format!("e{i}");
-                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
-            })
-            .collect();
+        let urls = healthy_exporters(&stub, 3);
         // Room for two hosts.
         let mut remote = remote_of(&urls, lookup_thread);
         remote.limits.hosts = 2;
@@ -919,6 +914,17 @@ mod tests {
             errors[0].starts_with("not kept: the fleet's model reached its 0 MiB ("),
             "{errors:?}"
         );
+    }
+
+    /// The URLs of `n` exporters on `stub`, `e0`, `e1`, ..., each serving one GPU with its own
+    /// name as host name and UUID.
+    fn healthy_exporters(stub: &StubExporter, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let name = format!("e{i}");
+                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
+            })
+            .collect()
     }
 
     /// A reader of `urls` with the default timeout (5 s), name lookups on threads made by
@@ -1010,12 +1016,7 @@ mod tests {
     #[test]
     fn a_reader_thread_that_cannot_start_costs_no_host() {
         let stub = StubExporter::start().unwrap();
-        let urls: Vec<String> = (0..40)
-            .map(|i| {
-                let name = format!("e{i}");
-                stub.add(&name, Answer::Exposition(exposition(&name, &name, 1, &[])))
-            })
-            .collect();
+        let urls = healthy_exporters(&stub, 40);
         let f = remote_of(&urls, lookup_thread).refresh_with(30.0, &|_| impossible_thread());
         for (url, (state, errors)) in urls.iter().zip(states(&f, &urls)) {
             assert_eq!((state, errors), (HostState::Up, vec![]), "{url}");

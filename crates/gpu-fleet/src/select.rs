@@ -8,7 +8,7 @@ use gpu_backend::DeviceId;
 use gpu_select::{Criteria, Figures, Selection, Unusable};
 
 use crate::model::{Fleet, FleetDevice, Host, HostState};
-use crate::names;
+use gpu_export::names;
 
 /// A selection over the fleet, and what each candidate is.
 #[derive(Debug, Clone)]
@@ -53,9 +53,9 @@ fn leaves(h: &Host) -> impl Iterator<Item = &FleetDevice> {
 /// note of a memory family, as an error `select --explain` shows.
 fn memory_refused(d: &FleetDevice) -> Option<gpu_backend::BackendError> {
     let memory = [
-        names::DEVICE_MEMORY_TOTAL,
-        names::DEVICE_MEMORY_USED,
-        names::DEVICE_MEMORY_FREE,
+        names::DEVICE_MEMORY_TOTAL_BYTES,
+        names::DEVICE_MEMORY_USED_BYTES,
+        names::DEVICE_MEMORY_FREE_BYTES,
     ];
     let note = d
         .out_of_range

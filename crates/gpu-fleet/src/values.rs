@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::names;
+use gpu_export::names;
 
 /// The values one family accepts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,6 +42,18 @@ impl Range {
 /// largest GPU sold (288 GB of HBM).
 pub const MAX_MEMORY_BYTES: f64 = (1u64 << 44) as f64;
 
+/// The range of a utilization family: a share of the sample period, 0 to 1.
+const fn share_of_sample_period(family: &'static str) -> Range {
+    Range {
+        family,
+        min: 0.0,
+        max: 1.0,
+        whole: false,
+        shown: "0 to 1 (0 to 100 %)",
+        why: "a share of the sample period",
+    }
+}
+
 /// The range of every family of values the fleet reads (`gpuscope_device_info` carries labels
 /// only, and the sample-time family is judged by the host's staleness rules).
 pub const RANGES: &[Range] = &[
@@ -54,7 +66,7 @@ pub const RANGES: &[Range] = &[
         why: "the exporter writes 1 (the GPU answers) or 0 (lost); anything else is not a state",
     },
     Range {
-        family: names::DEVICE_MEMORY_TOTAL,
+        family: names::DEVICE_MEMORY_TOTAL_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
@@ -62,7 +74,7 @@ pub const RANGES: &[Range] = &[
         why: "about 55 times the largest GPU's memory (288 GB)",
     },
     Range {
-        family: names::DEVICE_MEMORY_USED,
+        family: names::DEVICE_MEMORY_USED_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
@@ -70,31 +82,17 @@ pub const RANGES: &[Range] = &[
         why: "as the total; with used or free above the total, or both together, all three are N/A (which one is wrong cannot be told)",
     },
     Range {
-        family: names::DEVICE_MEMORY_FREE,
+        family: names::DEVICE_MEMORY_FREE_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
         shown: "0 to 16 TiB, and at most the total",
         why: "as used memory",
     },
+    share_of_sample_period(names::DEVICE_UTILIZATION_RATIO),
+    share_of_sample_period(names::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO),
     Range {
-        family: names::DEVICE_UTILIZATION,
-        min: 0.0,
-        max: 1.0,
-        whole: false,
-        shown: "0 to 1 (0 to 100 %)",
-        why: "a share of the sample period",
-    },
-    Range {
-        family: names::DEVICE_MEMORY_UTILIZATION,
-        min: 0.0,
-        max: 1.0,
-        whole: false,
-        shown: "0 to 1 (0 to 100 %)",
-        why: "a share of the sample period",
-    },
-    Range {
-        family: names::DEVICE_TEMPERATURE,
+        family: names::DEVICE_TEMPERATURE_CELSIUS,
         min: 0.0,
         max: 200.0,
         whole: false,
@@ -102,7 +100,7 @@ pub const RANGES: &[Range] = &[
         why: "NVML's reading is unsigned; GPUs shut down near 100 °C",
     },
     Range {
-        family: names::DEVICE_FAN_SPEED,
+        family: names::DEVICE_FAN_SPEED_RATIO,
         min: 0.0,
         max: 2.0,
         whole: false,
@@ -110,7 +108,7 @@ pub const RANGES: &[Range] = &[
         why: "NVML's fan speed is a share of the fan's rated speed and may exceed 100 %",
     },
     Range {
-        family: names::DEVICE_POWER_USAGE,
+        family: names::DEVICE_POWER_USAGE_WATTS,
         min: 0.0,
         max: 10_000.0,
         whole: false,
@@ -118,7 +116,7 @@ pub const RANGES: &[Range] = &[
         why: "about 4 times the largest GPU module's draw (a GB200's 2,700 W)",
     },
     Range {
-        family: names::DEVICE_POWER_LIMIT,
+        family: names::DEVICE_POWER_LIMIT_WATTS,
         min: 0.0,
         max: 10_000.0,
         whole: false,
@@ -126,21 +124,14 @@ pub const RANGES: &[Range] = &[
         why: "as power draw",
     },
     Range {
-        family: names::PROCESS_GPU_MEMORY,
+        family: names::PROCESS_GPU_MEMORY_BYTES,
         min: 0.0,
         max: MAX_MEMORY_BYTES,
         whole: false,
         shown: "0 to 16 TiB",
         why: "as a device's memory",
     },
-    Range {
-        family: names::PROCESS_SM_UTILIZATION,
-        min: 0.0,
-        max: 1.0,
-        whole: false,
-        shown: "0 to 1 (0 to 100 %)",
-        why: "a share of the sample period",
-    },
+    share_of_sample_period(names::PROCESS_GPU_SM_UTILIZATION_RATIO),
 ];
 
 /// What a process series' `pid` label must be: a whole number from 1 to 4294967295 written

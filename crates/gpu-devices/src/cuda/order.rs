@@ -285,12 +285,17 @@ mod tests {
 
     #[test]
     fn entries_keep_their_leading_number() {
-        assert_eq!(strip_entry(" 1 "), "1");
-        assert_eq!(strip_entry("1abc"), "1");
-        assert_eq!(strip_entry("-1"), "-1");
-        assert_eq!(strip_entry("+2x"), "+2");
-        assert_eq!(strip_entry("GPU-ab"), "GPU-ab");
-        assert_eq!(strip_entry(""), "");
+        // (entry, what is kept of it)
+        for (entry, kept) in [
+            (" 1 ", "1"),
+            ("1abc", "1"),
+            ("-1", "-1"),
+            ("+2x", "+2"),
+            ("GPU-ab", "GPU-ab"),
+            ("", ""),
+        ] {
+            assert_eq!(strip_entry(entry), kept, "{entry:?}");
+        }
     }
 
     #[test]

@@ -106,6 +106,26 @@ fn ok(v: &serde_json::Value) -> Option<&serde_json::Value> {
     v.get("ok")
 }
 
+/// The MIG recording (`h100-mig`) at frame 5 under the door names `names`: its JSON, and the
+/// samples.
+fn mig_frame_5(names: &str) -> (serde_json::Value, Vec<Sample>) {
+    let all = samples(&encode_text(&families_of("h100-mig", 5, names)));
+    (json("h100-mig"), all)
+}
+
+/// Device `id`'s UUID in recording `fx` as nvidia_gpu_exporter writes it: without its `GPU-`
+/// or `MIG-`, in lower case.
+fn smi_uuid(fx: &serde_json::Value, id: &str) -> String {
+    let uuid = ok(&fx["devices"][id]["uuid"])
+        .and_then(|v| v.as_str())
+        .expect("uuid");
+    let bare = uuid
+        .strip_prefix("GPU-")
+        .or_else(|| uuid.strip_prefix("MIG-"))
+        .expect("GPU- or MIG-");
+    bare.to_ascii_lowercase()
+}
+
 const MIB: f64 = 1048576.0;
 
 #[test]
@@ -251,20 +271,19 @@ fn dcgm_counters_keep_their_names_in_openmetrics_too() {
 fn a_value_that_is_na_has_no_sample_in_either_door() {
     // Frame 0 of the 8-GPU box: GPM has no measure yet (the first sample); the board has no
     // fan. The desktop GeForce: no memory temperature, no GPM at all.
-    let all = samples(&encode_text(&families_of(
-        "h100-sxm-8gpu",
-        0,
-        "dcgm,nvidia-smi",
-    )));
+    let both_doors = |fixture, frame| {
+        samples(&encode_text(&families_of(
+            fixture,
+            frame,
+            "dcgm,nvidia-smi",
+        )))
+    };
+    let all = both_doors("h100-sxm-8gpu", 0);
     assert!(find(&all, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", &[]).is_empty());
     assert!(find(&all, "DCGM_FI_PROF_PCIE_TX_BYTES", &[]).is_empty());
     assert!(find(&all, "nvidia_smi_fan_speed_ratio", &[]).is_empty());
     assert_eq!(find(&all, "DCGM_FI_DEV_GPU_TEMP", &[]).len(), 8);
-    let desktop = samples(&encode_text(&families_of(
-        "geforce-desktop",
-        7,
-        "dcgm,nvidia-smi",
-    )));
+    let desktop = both_doors("geforce-desktop", 7);
     assert!(find(&desktop, "DCGM_FI_DEV_MEMORY_TEMP", &[]).is_empty());
     assert!(find(&desktop, "nvidia_smi_temperature_memory", &[]).is_empty());
     assert!(find(&desktop, "nvidia_smi_mig_info", &[]).is_empty());
@@ -274,9 +293,8 @@ fn a_value_that_is_na_has_no_sample_in_either_door() {
 
 #[test]
 fn dcgm_publishes_a_mig_gpu_through_its_gpu_instances() {
-    let fx = json("h100-mig");
+    let (fx, all) = mig_frame_5("dcgm");
     let frame = &fx["frames"][5]["devices"];
-    let all = samples(&encode_text(&families_of("h100-mig", 5, "dcgm")));
     let temps = find(&all, "DCGM_FI_DEV_GPU_TEMP", &[("gpu", "0")]);
     let parent_uuid = ok(&fx["devices"]["0"]["uuid"])
         .and_then(|v| v.as_str())
@@ -504,10 +522,9 @@ fn nvidia_smi_values_are_what_nvidia_smi_prints_in_base_units() {
 
 #[test]
 fn nvidia_smi_compute_apps_are_each_gpus_compute_processes() {
-    let fx = json("h100-mig");
+    let (fx, all) = mig_frame_5("nvidia-smi");
     let frame = &fx["frames"][5]["devices"];
-    let all = samples(&encode_text(&families_of("h100-mig", 5, "nvidia-smi")));
-    let uuid = fx["devices"]["0"]["uuid"]["ok"].as_str().expect("uuid")[4..].to_ascii_lowercase();
+    let uuid = smi_uuid(&fx, "0");
     // The MIG GPU lists its instances' processes once each, on the GPU.
     let listed = frame["0"]["compute_processes"]["ok"]
         .as_array()
@@ -545,15 +562,13 @@ fn nvidia_smi_compute_apps_are_each_gpus_compute_processes() {
 
 #[test]
 fn nvidia_smi_mig_families_are_per_mig_device_and_gpu_instance() {
-    let fx = json("h100-mig");
+    let (fx, all) = mig_frame_5("nvidia-smi");
     let frame = &fx["frames"][5]["devices"];
-    let all = samples(&encode_text(&families_of("h100-mig", 5, "nvidia-smi")));
-    let parent = fx["devices"]["0"]["uuid"]["ok"].as_str().expect("uuid")[4..].to_ascii_lowercase();
+    let parent = smi_uuid(&fx, "0");
     let infos = find(&all, "nvidia_smi_mig_info", &[("uuid", &parent)]);
     assert_eq!(infos.len(), 4);
     let first = one(&all, "nvidia_smi_mig_info", &[("gpu_instance_id", "2")]);
-    let mig_uuid = fx["devices"]["0:0"]["uuid"]["ok"].as_str().expect("uuid");
-    assert_eq!(first.labels["mig_uuid"], mig_uuid[4..].to_ascii_lowercase());
+    assert_eq!(first.labels["mig_uuid"], smi_uuid(&fx, "0:0"));
     assert_eq!(first.labels["profile"], "3g.40gb");
     assert_eq!(first.labels["compute_instance_id"], "0");
     for (slot, gi) in [("0:0", "2"), ("0:1", "3"), ("0:2", "9"), ("0:3", "10")] {
