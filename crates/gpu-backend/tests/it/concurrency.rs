@@ -16,7 +16,9 @@ enum Locks {
     One(Mutex<()>),
 }
 
-/// Two GPUs whose maximum clock takes 2 ms, under `locks`.
+/// Two GPUs whose maximum clock takes 6 ms, under `locks`: long beside what a busy machine
+/// adds to each sleep (up to a millisecond when every core is taken), which with 2 ms calls
+/// swelled the one-thread wall enough to read a per-GPU lock as no lock at all.
 struct Driver(Locks);
 
 impl NotSupportedBase for Driver {
@@ -30,7 +32,7 @@ impl NotSupportedBase for Driver {
             Locks::PerGpu(locks) => Some(locks[id.physical_index() as usize].lock().unwrap()),
             Locks::One(lock) => Some(lock.lock().unwrap()),
         };
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(Duration::from_millis(6));
         Ok(1980)
     }
 }
