@@ -853,6 +853,27 @@ fn doctor_times_a_one_shot_step_by_step_and_its_json_loads_back_as_a_profile() {
     );
 }
 
+/// `--timeline-of` names a one-shot: doctor itself (which would time itself without end), a
+/// continuous command, no word or too many are usage errors that name the option.
+#[test]
+fn a_timeline_of_what_is_not_a_one_shot_is_a_usage_error() {
+    let _serial = serial();
+    let many = vec!["snapshot"; 33].join(" ");
+    for command in [
+        "doctor",
+        "top",
+        "export --listen :0",
+        "",
+        "  ",
+        many.as_str(),
+    ] {
+        let out = cli::run(&["doctor", "--demo", "--timeline-of", command]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(stderr.contains("--timeline-of"), "{command:?}: {stderr}");
+    }
+}
+
 /// The child's report is outside input: a file too large, one that is not a report, and one
 /// whose figures do not fit the run each make a warning that says what was wrong, never a
 /// panic, and doctor goes on.

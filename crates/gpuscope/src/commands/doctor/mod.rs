@@ -84,8 +84,8 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "10s", requires = "bundle", value_parser = args::duration(args::DOCTOR_BUNDLE_SECONDS))]
     bundle_seconds: Duration,
     /// Time one one-shot, step by step, by running it as a child: this gpuscope command (its
-    /// words after `gpuscope`; `smi -L` for nvidia-smi's list), over the same source; `none`
-    /// times nothing. The "One-shot timeline" section, and `oneshot_timeline` in --json.
+    /// words after `gpuscope`: snapshot, info, select, stat or smi, e.g. `smi -L`), over the
+    /// same source; `none` times nothing. The "One-shot timeline" section, and `oneshot_timeline` in --json.
     #[arg(long, value_name = "COMMAND", default_value = timeline::DEFAULT_COMMAND)]
     timeline_of: String,
     /// For tests: read the driver's files (/proc, /dev, /etc/ld.so.cache, the library folders)
@@ -165,6 +165,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(path) = &args.bundle {
         bundle::check_path(path).map_err(crate::error::UsageError)?;
     }
+    timeline::check_command(&args.timeline_of).map_err(crate::error::UsageError)?;
     // First, while this process holds no NVML session: the one-shot meets the driver as a
     // user's command does when nothing else has it open.
     let oneshot = timeline::measure(&args.timeline_of, &args.source);

@@ -57,6 +57,32 @@ struct Ended {
     cpu_ns: Option<u64>,
 }
 
+/// The commands `--timeline-of` may name: those that print once and end (not `doctor`, which
+/// would time itself without end, nor the continuous `top`, `export`, `record`).
+const ONE_SHOTS: [&str; 5] = ["snapshot", "info", "select", "stat", "smi"];
+
+/// Checks `--timeline-of`'s value: `none`, or 1 to [`MAX_WORDS`] words naming a one-shot
+/// command; the message says what is wrong.
+pub fn check_command(command: &str) -> Result<(), String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    if words == [NONE] {
+        return Ok(());
+    }
+    if words.is_empty() || words.len() > MAX_WORDS {
+        return Err(format!(
+            "--timeline-of takes a gpuscope command of 1 to {MAX_WORDS} words, or `none`"
+        ));
+    }
+    if !ONE_SHOTS.contains(&words[0]) {
+        return Err(format!(
+            "--timeline-of {}: not a one-shot command; it times one of {}",
+            Escaped(words[0]),
+            ONE_SHOTS.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// Times one one-shot: `command` (gpuscope's words, `snapshot --json`) run as a child over
 /// the source `source` chose. `Ok(None)` when nothing is timed (`none`, or `--demo`, which
 /// the child's environment cannot name); an error, for people, when it could not be timed.
@@ -68,11 +94,7 @@ pub fn measure(command: &str, source: &SourceArgs) -> Result<Option<OneshotTimel
     if source.demo.is_some() {
         return Ok(None);
     }
-    if words.is_empty() || words.len() > MAX_WORDS {
-        return Err(format!(
-            "--timeline-of takes a gpuscope command of 1 to {MAX_WORDS} words (or `none`)"
-        ));
-    }
+    check_command(command)?;
     let shown = format!("gpuscope {}", words.join(" "));
     let exe = std::env::var_os(ONESHOT_EXE_ENV)
         .filter(|v| !v.is_empty())
