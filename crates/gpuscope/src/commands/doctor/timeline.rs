@@ -443,7 +443,9 @@ pub fn render(out: &mut String, timeline: &Result<Option<OneshotTimeline>, Strin
     let t = match timeline {
         Ok(Some(t)) => t,
         Ok(None) => {
-            out.push_str("\nOne-shot timeline: not measured (--timeline-of none, or --demo)\n");
+            out.push_str(
+                "\nOne-shot timeline: not measured (--timeline-of none, or a replay of --demo)\n",
+            );
             return;
         }
         Err(e) => {
