@@ -80,9 +80,68 @@ pub struct CostProfile {
     /// What the measure of the concurrency found ([`crate::concurrency::measure`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency_probe: Option<ConcurrencyProbe>,
+    /// Where one one-shot command's time went, step by step (`gpuscope doctor`); `None`: not
+    /// measured. A profile's user that spends costs (fake-nvml) ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oneshot_timeline: Option<OneshotTimeline>,
     /// Each NVML function's cost, by its exported name.
     #[serde(flatten)]
     pub calls: BTreeMap<String, CallCost>,
+}
+
+/// One one-shot command's timeline, as `gpuscope doctor` measured it by running the command
+/// as a child (docs/doctor.md): from the moment it was spawned until it had exited, each step
+/// with its start, wall and CPU time and its thread. In a [`CostProfile`] as
+/// `oneshot_timeline`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OneshotTimeline {
+    /// The command timed, as typed (`gpuscope snapshot --json`).
+    pub command: String,
+    /// Its exit status; `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// From spawning it until it had exited, microseconds.
+    pub wall_us: f64,
+    /// The CPU time of the whole process, all threads, user and system, microseconds; `None`
+    /// where the platform cannot tell.
+    pub cpu_us: Option<f64>,
+    /// The part of `wall_us` that no step covers, microseconds.
+    pub unaccounted_us: f64,
+    /// The steps, in the order they started.
+    pub steps: Vec<TimelineStep>,
+}
+
+/// One step of a [`OneshotTimeline`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineStep {
+    /// What ran (`nvmlInit`, `refresh device`; the names of [`crate::timeline::STEPS`], and
+    /// `exec and dynamic linking` and `exit`, which the parent measures).
+    pub step: String,
+    /// The device it was about (`0`, `0:1` for a MIG device), for a device's step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The thread that ran it: `main`, or `thread N`.
+    pub thread: String,
+    /// When it started, microseconds after the command was spawned.
+    pub start_us: f64,
+    /// Its wall time, microseconds.
+    pub wall_us: f64,
+    /// Its CPU time, microseconds, on the clock `cpu_clock` names; `None` where the platform
+    /// cannot tell.
+    pub cpu_us: Option<f64>,
+    /// Whose CPU time `cpu_us` is.
+    pub cpu_clock: CpuClock,
+    /// Whether it overlapped a step of another thread.
+    pub parallel: bool,
+}
+
+/// Whose CPU time a [`TimelineStep`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuClock {
+    /// The thread that ran the step (`CLOCK_THREAD_CPUTIME_ID`): at most the step's wall time.
+    Thread,
+    /// The whole process (before `main`, and exiting, where one thread runs but no mark can).
+    Process,
 }
 
 impl CostProfile {
@@ -910,5 +969,44 @@ mod tests {
 
         let bad = r#"{"concurrency": "sometimes", "nvmlInit_v2": {"wall_us": 1, "cpu_us": 1}}"#;
         assert!(serde_json::from_str::<CostProfile>(bad).is_err());
+    }
+
+    /// The timeline is a typed member beside the calls: read back as itself, never as a call
+    /// (the calls are flattened, so an untyped member would have been read as one and failed).
+    #[test]
+    fn a_profile_keeps_its_oneshot_timeline_beside_its_calls() {
+        let mut p: CostProfile = [(
+            "nvmlInit_v2".to_string(),
+            CallCost {
+                wall_us: 2.0,
+                cpu_us: 1.0,
+            },
+        )]
+        .into_iter()
+        .collect();
+        p.oneshot_timeline = Some(OneshotTimeline {
+            command: "gpuscope snapshot --json".into(),
+            exit_code: Some(0),
+            wall_us: 30.0,
+            cpu_us: Some(20.0),
+            unaccounted_us: 1.0,
+            steps: vec![TimelineStep {
+                step: "nvmlInit".into(),
+                device: None,
+                thread: "main".into(),
+                start_us: 1.0,
+                wall_us: 28.0,
+                cpu_us: Some(19.0),
+                cpu_clock: CpuClock::Thread,
+                parallel: false,
+            }],
+        });
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains(r#""cpu_clock":"thread""#), "{text}");
+        let again: CostProfile = serde_json::from_str(&text).unwrap();
+        assert_eq!(again, p);
+        assert_eq!(again.keys().collect::<Vec<_>>(), ["nvmlInit_v2"]);
+        let wrong = text.replace(r#""cpu_clock":"thread""#, r#""cpu_clock":"wall""#);
+        assert!(serde_json::from_str::<CostProfile>(&wrong).is_err());
     }
 }

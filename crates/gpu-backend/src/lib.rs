@@ -17,6 +17,7 @@ pub mod recorder;
 pub mod replay;
 pub mod source;
 pub mod text;
+pub mod timeline;
 pub mod types;
 
 #[cfg(feature = "mock")]

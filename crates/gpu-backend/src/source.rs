@@ -205,7 +205,9 @@ impl Source {
     ) -> Result<(SourceBackend, String), SourceError> {
         match self {
             Source::FixtureFile { path, frame } => {
+                let step = crate::timeline::step(crate::timeline::FIXTURE_LOAD);
                 let fixture = Fixture::load(path)?;
+                drop(step);
                 let backend = replay(fixture, *frame)?;
                 Ok((backend, format!("fixture {}", path.display())))
             }

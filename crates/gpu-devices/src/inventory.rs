@@ -71,6 +71,7 @@ impl Inventory {
         let mut statics = Vec::with_capacity(gpus.capacity());
         for index in 0..count {
             let id = DeviceId::Gpu(index);
+            let _step = gpu_backend::timeline::device_step(gpu_backend::timeline::DEVICE_OPEN, id);
             let mut st = StaticAnswers::none();
             st.ask(b, id, GPU_IDENTITY);
             let gpu = &st.answers;

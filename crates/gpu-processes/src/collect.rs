@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gpu_backend::host::{HostSource, ReplayHost};
-use gpu_backend::{BackendError, DeviceId, ReplayBackend};
+use gpu_backend::{timeline, BackendError, DeviceId, ReplayBackend};
 use gpu_devices::units::{bytes2human, timedelta2human};
 use gpu_devices::{Context, CudaDevice, Device, DeviceSnapshot};
 use serde::Serialize;
@@ -175,7 +175,12 @@ impl ProcessCollector {
     /// GPU a device's queries take milliseconds of the driver's time, so eight GPUs cost about
     /// what one does (given the cores).
     pub fn take_snapshots(&self, devices: &[Device]) -> Snapshots {
-        self.timed_join(|| in_parallel(devices, Device::snapshot))
+        self.timed_join(|| {
+            in_parallel(devices, |d| {
+                let _step = timeline::device_step(timeline::DEVICE_REFRESH, d.id());
+                d.snapshot()
+            })
+        })
     }
 
     /// [`ProcessCollector::take_snapshots`] of devices as CUDA numbers them (nvitop's
@@ -189,9 +194,13 @@ impl ProcessCollector {
     /// total logged.
     fn timed_join(&self, take: impl FnOnce() -> Vec<DeviceSnapshot>) -> Snapshots {
         let started = std::time::Instant::now();
+        let step = timeline::step(timeline::REFRESH);
         let devices = take();
+        drop(step);
         let devices_took = started.elapsed();
+        let step = timeline::step(timeline::HOST_TABLE);
         let snapshots = self.join(devices);
+        drop(step);
         tracing::debug!(
             devices = snapshots.devices.len(),
             processes = snapshots.processes.len(),

@@ -8,8 +8,15 @@ mod log;
 mod output;
 mod present;
 mod source;
+mod timeline;
 mod watch;
 
 fn main() -> std::process::ExitCode {
-    cli::main()
+    // Only when `gpuscope doctor` runs this as the one-shot it times (docs/doctor.md).
+    let timeline = timeline::Child::from_env();
+    let code = cli::main();
+    if let Some(timeline) = timeline {
+        timeline.finish();
+    }
+    code
 }

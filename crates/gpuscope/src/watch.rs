@@ -24,8 +24,10 @@ pub fn print_each(
     let Some(every) = every else {
         let (mut view, raw) = take();
         keep(&mut view)?;
+        let step = gpu_backend::timeline::step(gpu_backend::timeline::PRINT);
         let written =
             render(&view, &raw.devices).and_then(|text| crate::output::write_stdout(&text));
+        drop(step);
         src.end_one_shot();
         return written;
     };

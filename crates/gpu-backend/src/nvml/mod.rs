@@ -264,6 +264,28 @@ impl Drop for Session {
     }
 }
 
+/// While a one-shot's timeline is recorded ([`crate::timeline`]): loads the library first, as
+/// a step of its own, so that nvml-wrapper's load finds it loaded and the `nvmlInit` step
+/// is its function look-ups and `nvmlInit_v2`. The same flags as nvml-wrapper's (libloading's
+/// default, lazy and local), so the work is the same; the library stays loaded, as it does
+/// for a one-shot until it exits. Otherwise nothing.
+fn preload_for_timeline(path: Option<&OsStr>) {
+    #[cfg(unix)]
+    if crate::timeline::recording() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let name = path.map_or(DEFAULT_LIBRARY.as_bytes(), |p| p.as_bytes());
+        let Ok(name) = std::ffi::CString::new(name) else {
+            return;
+        };
+        let _step = crate::timeline::step(crate::timeline::LIBRARY_LOAD);
+        // SAFETY: a NUL-terminated name; the handle is never closed (the library stays
+        // loaded until the process exits), and a failure is nvml-wrapper's to report.
+        unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
 /// Logs loading the library and `nvmlInit_v2` (see [`crate::cost::CallLog`]).
 fn log_init(timing: crate::cost::Timing, outcome: std::result::Result<(), &BackendError>) {
     crate::cost::log_nvml_call(
@@ -371,10 +393,13 @@ impl NvmlBackend {
         path: Option<&OsStr>,
         options: NvmlOptions,
     ) -> std::result::Result<Self, OpenError> {
+        preload_for_timeline(path);
+        let step = crate::timeline::step(crate::timeline::NVML_INIT);
         let (init, init_timing) = crate::cost::time(|| match path {
             Some(path) => Nvml::builder().lib_path(path).init(),
             None => Nvml::init(),
         });
+        drop(step);
         let library = path.map_or_else(
             || DEFAULT_LIBRARY.to_string(),
             |p| p.to_string_lossy().into_owned(),
@@ -395,6 +420,7 @@ impl NvmlBackend {
                 backend.listener = if options.events.is_empty() {
                     Err(BackendError::NotSupported)
                 } else {
+                    let _step = crate::timeline::step(crate::timeline::EVENTS_SETUP);
                     backend.start_listener(EventKind::bits_of(&options.events))
                 };
                 Ok(backend)

@@ -23,15 +23,18 @@ pub fn main() -> ExitCode {
     let result = match man::man_dir(&args) {
         Some(dir) => man::man_pages(&dir),
         None => {
+            let step = gpu_backend::timeline::step(gpu_backend::timeline::COMMAND_LINE);
             let args = front_doors::route(args);
             if let Some(why) = front_doors::peer_short_refused(&args) {
                 eprintln!("gpuscope: {why}");
                 return ExitCode::from(2);
             }
-            run(grammar::parse(grammar::with_default_command(
+            let cli = grammar::parse(grammar::with_default_command(
                 grammar::with_demo_value(args),
                 grammar::on_terminal(),
-            )))
+            ));
+            drop(step);
+            run(cli)
         }
     };
     match result {

@@ -696,3 +696,240 @@ fn doctor_reports_the_set_up_calls_with_their_costs_in_the_order_made() {
     assert!(first("nvmlDeviceGetHandleByIndex_v2") < first("nvmlEventSetCreate"));
     assert!(first("nvmlEventSetCreate") < first("nvmlDeviceRegisterEvents"));
 }
+
+/// The one-shot timeline of doctor's `--json` (issue 36, item 1), checked as a user reads it:
+/// every step of a one-shot in the order taken, one opening and one refresh per device,
+/// offsets in order, each step within the child's run, a thread's CPU time within its wall
+/// time; and the unaccounted rest is what no step covers. No time is asserted.
+fn check_timeline(t: &gpu_backend::cost::OneshotTimeline, gpus: usize) {
+    use gpu_backend::cost::CpuClock;
+    let listing = || format!("{t:#?}");
+    assert_eq!(t.exit_code, Some(0), "{}", listing());
+    assert!(t.wall_us > 0.0 && t.unaccounted_us >= 0.0 && t.unaccounted_us <= t.wall_us);
+    let steps = &t.steps;
+    assert!(
+        steps.windows(2).all(|w| w[0].start_us <= w[1].start_us),
+        "offsets not in order: {}",
+        listing()
+    );
+    for s in steps {
+        assert!(s.start_us >= 0.0 && s.wall_us >= 0.0, "{s:?}");
+        assert!(
+            s.start_us + s.wall_us <= t.wall_us + 0.001,
+            "{s:?} ends after the child's {} us",
+            t.wall_us
+        );
+        if s.cpu_clock == CpuClock::Thread {
+            let cpu = s.cpu_us.expect("a thread CPU clock on Linux");
+            assert!(cpu <= s.wall_us, "more CPU than wall on one thread: {s:?}");
+        }
+    }
+    // The steps of the main thread, the devices' aside, in the order a one-shot takes them.
+    let order: Vec<&str> = steps
+        .iter()
+        .filter(|s| s.device.is_none())
+        .map(|s| s.step.as_str())
+        .collect();
+    let expected = [
+        "exec and dynamic linking",
+        "command line",
+        "library load",
+        "nvmlInit",
+        "event listener start",
+        "refresh",
+        "host process table",
+        "print",
+        "exit",
+    ];
+    assert_eq!(order, expected, "{}", listing());
+    let at = |name: &str| steps.iter().find(|s| s.step == name).unwrap();
+    for (step, within) in [
+        ("open device", "event listener start"),
+        ("refresh device", "refresh"),
+    ] {
+        let devices: Vec<&str> = steps
+            .iter()
+            .filter(|s| s.step == step)
+            .map(|s| s.device.as_deref().unwrap_or("-"))
+            .collect();
+        let mut sorted = devices.clone();
+        sorted.sort_by_key(|d| d.parse::<u32>().unwrap_or(u32::MAX));
+        let all: Vec<String> = (0..gpus).map(|i| i.to_string()).collect();
+        assert_eq!(sorted, all, "one {step} per GPU: {}", listing());
+        for s in steps.iter().filter(|s| s.step == step) {
+            assert!(s.start_us >= at(within).start_us, "{s:?} before {within}");
+        }
+    }
+    let refresh = at("refresh");
+    for s in steps.iter().filter(|s| s.step == "refresh device") {
+        assert!(
+            s.start_us >= refresh.start_us
+                && s.start_us + s.wall_us <= refresh.start_us + refresh.wall_us + 0.001,
+            "a device's refresh outside the refresh: {s:?}"
+        );
+    }
+    if gpus > 1 {
+        // One thread per device beyond the first: the devices' refreshes ran in parallel.
+        let threads: BTreeSet<&str> = steps
+            .iter()
+            .filter(|s| s.step == "refresh device")
+            .map(|s| s.thread.as_str())
+            .collect();
+        assert_eq!(threads.len(), gpus, "{}", listing());
+        assert!(steps
+            .iter()
+            .filter(|s| s.step == "refresh device")
+            .all(|s| s.parallel));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_times_a_one_shot_step_by_step_and_its_json_loads_back_as_a_profile() {
+    let _serial = serial();
+    let fake = fake();
+    let fixture = cli::fixture("h100-sxm-8gpu");
+    let costs = format!(
+        "{}/../../fixtures/costs/h200-doctor-load.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let nvml = fake.nvml.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "doctor",
+            "--nvml-lib",
+            nvml,
+            "--repeat",
+            "1",
+            "--events-for",
+            "0",
+        ];
+        args.extend(extra);
+        cli::command(&args)
+            .env(fake_nvml::FIXTURE_ENV, &fixture)
+            .env(fake_nvml::COSTS_ENV, &costs)
+            .output()
+            .expect("gpuscope runs")
+    };
+    let (stdout, _) = ok(&run(&["--json"]));
+    let profile: CostProfile = serde_json::from_str(&stdout).expect("a cost profile");
+    let timeline = profile
+        .oneshot_timeline
+        .as_ref()
+        .expect("a one-shot timeline in --json");
+    assert_eq!(timeline.command, "gpuscope snapshot --json");
+    check_timeline(timeline, 8);
+    // Loads back as the same profile, and the timeline is not read as a call.
+    let again: CostProfile =
+        serde_json::from_str(&serde_json::to_string(&profile).unwrap()).unwrap();
+    assert_eq!(again, profile);
+    assert!(!profile.contains_key("oneshot_timeline"));
+    // fake-nvml takes the file as its cost profile: a one-shot over it runs.
+    let path = fake.root.join("doctor.json");
+    std::fs::write(&path, &stdout).unwrap();
+    let out = cli::command(&["snapshot", "--json", "--nvml-lib", nvml])
+        .env(fake_nvml::FIXTURE_ENV, &fixture)
+        .env(fake_nvml::COSTS_ENV, &path)
+        .output()
+        .expect("gpuscope runs");
+    ok(&out);
+
+    // The text report: the section, a row per step, the rest unaccounted; the verdict.
+    let (stdout, _) = ok(&run(&["--timeline-of", "snapshot"]));
+    let section: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("One-shot timeline (`gpuscope snapshot`"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(
+        section.len() > 8 + 8 + 6,
+        "a row per step and device:\n{stdout}"
+    );
+    assert!(section.last().unwrap().contains("unaccounted"), "{stdout}");
+    assert!(section.iter().any(|l| l.contains("[parallel]")), "{stdout}");
+    assert!(
+        stdout.contains("ok    one-shot       `gpuscope snapshot` took "),
+        "{stdout}"
+    );
+}
+
+/// `--timeline-of` names a one-shot: doctor itself (which would time itself without end), a
+/// continuous command, no word or too many are usage errors that name the option.
+#[test]
+fn a_timeline_of_what_is_not_a_one_shot_is_a_usage_error() {
+    let _serial = serial();
+    let many = vec!["snapshot"; 33].join(" ");
+    for command in [
+        "doctor",
+        "top",
+        "export --listen :0",
+        "",
+        "  ",
+        many.as_str(),
+    ] {
+        let out = cli::run(&["doctor", "--demo", "--timeline-of", command]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(stderr.contains("--timeline-of"), "{command:?}: {stderr}");
+    }
+}
+
+/// The child's report is outside input: a file too large, one that is not a report, and one
+/// whose figures do not fit the run each make a warning that says what was wrong, never a
+/// panic, and doctor goes on.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_hostile_or_oversized_one_shot_report_is_a_warning_not_a_panic() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "head -c 2000000 /dev/zero | tr '\\0' ' ' > \"$GPUSCOPE_ONESHOT_TIMELINE\"",
+            "is 2000000 bytes; at most 1048576 bytes (1 MiB) are read",
+        ),
+        (
+            "printf '{\"main_ns\": \"\\033[2J\"}' > \"$GPUSCOPE_ONESHOT_TIMELINE\"",
+            "is not valid",
+        ),
+        (
+            "printf '{\"main_ns\":1,\"main_cpu_ns\":null,\"end_ns\":2,\"end_cpu_ns\":null,\
+             \"steps\":[{\"step\":\"refresh\",\"device\":null,\"thread\":\"main\",\
+             \"start_ns\":0,\"wall_ns\":99999999999}]}' > \"$GPUSCOPE_ONESHOT_TIMELINE\"",
+            "out of order",
+        ),
+        ("exit 3", "left no timeline"),
+    ];
+    for (i, (script, expected)) in cases.iter().enumerate() {
+        let exe = dir.path().join(format!("oneshot-{i}"));
+        std::fs::write(&exe, format!("#!/bin/sh\n{script}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = cli::command(&[
+            "doctor",
+            "--fixture",
+            &cli::fixture("h100-mig"),
+            "--repeat",
+            "1",
+            "--events-for",
+            "0",
+        ])
+        .env("GPUSCOPE_DOCTOR_ONESHOT_EXE", &exe)
+        .output()
+        .expect("gpuscope runs");
+        let (stdout, stderr) = ok(&out);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let verdict = stdout
+            .lines()
+            .find(|l| l.contains(" one-shot "))
+            .unwrap_or_else(|| panic!("no one-shot verdict:\n{stdout}"));
+        assert!(
+            verdict.starts_with("  warn  one-shot       not timed: ") && verdict.contains(expected),
+            "case {i}: {verdict}"
+        );
+        assert!(!stdout.contains('\x1b'), "an escape reached the terminal");
+        assert!(
+            stdout.contains("One-shot timeline: not measured: "),
+            "{stdout}"
+        );
+    }
+}

@@ -14,6 +14,7 @@
 //! (`bundle.rs`).
 
 mod bundle;
+mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -82,6 +83,11 @@ pub struct Args {
     /// How long `--bundle` records. 1s to 1m.
     #[arg(long, value_name = "DURATION", default_value = "10s", requires = "bundle", value_parser = args::duration(args::DOCTOR_BUNDLE_SECONDS))]
     bundle_seconds: Duration,
+    /// Time one one-shot, step by step, by running it as a child: this gpuscope command (its
+    /// words after `gpuscope`: snapshot, info, select, stat or smi, e.g. `smi -L`), over the
+    /// same source; `none` times nothing. The "One-shot timeline" section, and `oneshot_timeline` in --json.
+    #[arg(long, value_name = "COMMAND", default_value = timeline::DEFAULT_COMMAND)]
+    timeline_of: String,
     /// For tests: read the driver's files (/proc, /dev, /etc/ld.so.cache, the library folders)
     /// under this directory instead of `/`, and load the NVML library found there.
     #[arg(long, value_name = "DIR", env = "GPUSCOPE_DOCTOR_ROOT", hide = true)]
@@ -159,6 +165,14 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(path) = &args.bundle {
         bundle::check_path(path).map_err(crate::error::UsageError)?;
     }
+    timeline::check_command(&args.timeline_of).map_err(crate::error::UsageError)?;
+    // First, while this process holds no NVML session: the one-shot meets the driver as a
+    // user's command does when nothing else has it open.
+    // (Not with --host-root: the tests' prepared machine is not where the child would look.)
+    let oneshot = match args.host_root {
+        Some(_) => Ok(None),
+        None => timeline::measure(&args.timeline_of, &args.source),
+    };
     // From before the library is loaded: every call the NVML backend makes outside a query.
     let outside = OutsideCalls::start();
     let opened = Instant::now();
@@ -181,7 +195,7 @@ pub fn run(args: Args) -> Result<()> {
         })
     });
     let host = host.as_ref().map(|h| h as &dyn HostSource);
-    let (report, recording) = examine(
+    let (mut report, recording) = examine(
         source.backend,
         &args,
         source.proc_root.as_deref(),
@@ -189,6 +203,21 @@ pub fn run(args: Args) -> Result<()> {
         plan.as_ref(),
         (outside, opened),
     )?;
+    report.findings.push(match &oneshot {
+        Ok(Some(t)) => Finding::new(Verdict::Ok, "one-shot", timeline::summary(t)),
+        Ok(None) => Finding::new(
+            Verdict::Ok,
+            "one-shot",
+            "not timed (--timeline-of none, or a replay of --demo)",
+        ),
+        Err(e) => Finding::new(
+            Verdict::Warn,
+            "one-shot",
+            format!("not timed: {}", Escaped(e)),
+        ),
+    });
+    report.profile.oneshot_timeline = oneshot.as_ref().ok().cloned().flatten();
+    report.oneshot = oneshot;
     if let (Some(plan), Some(recording)) = (&plan, recording) {
         plan.write(recording, report.profile.clone())?;
     }
@@ -237,6 +266,8 @@ pub struct Report {
     findings: Vec<Finding>,
     /// Devices: GPUs and MIG devices.
     devices: (u32, usize),
+    /// The timeline of one one-shot, if one was timed, or why it could not be.
+    oneshot: std::result::Result<Option<gpu_backend::cost::OneshotTimeline>, String>,
 }
 
 /// A device, or the system, as the report names it.
@@ -394,6 +425,7 @@ fn examine(
         events,
         findings,
         devices: (gpus, migs),
+        oneshot: Ok(None),
     };
     Ok((report, recording))
 }
@@ -1052,6 +1084,7 @@ fn render(r: &Report, label: &str, args: &Args) -> String {
         );
     }
     render_setup(&mut out, &r.setup);
+    timeline::render(&mut out, &r.oneshot);
     out.push_str("\nNot answered (by error: query on devices)\n");
     if r.unanswered.is_empty() {
         out.push_str("  none\n");

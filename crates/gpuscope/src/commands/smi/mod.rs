@@ -74,8 +74,10 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
             crate::present::json::take_with_raw(&src.collector, src.label.clone(), &devices);
         let view = keep_ids(view, &a.ids).map_err(|e| fail_as_nvidia_smi(&a, e.into()))?;
         let first = printed == 0;
+        let step = gpu_backend::timeline::step(gpu_backend::timeline::PRINT);
         let text = render(&a, &view, &snaps, first)?;
         emit(&a, &text, first)?;
+        drop(step);
         printed += 1;
         let Some(every) = a.every else { break };
         if a.count.is_some_and(|c| printed >= c) {
