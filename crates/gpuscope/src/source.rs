@@ -163,8 +163,20 @@ impl SourceArgs {
     /// what was opened, its devices and driver, and the time it took (NVML's initialisation
     /// and the devices' identity, for the real GPUs).
     pub fn open(&self) -> Result<Source> {
+        self.open_listening(&gpu_backend::EventKind::HEALTH)
+    }
+
+    /// [`SourceArgs::open`] for a command that shows no events (`smi`, `stat`, `select`): the
+    /// NVML backend starts no event listener, which spares the driver the event set's set-up
+    /// (`nvmlEventSetCreate`, each GPU's supported kinds and registration) and the listener's
+    /// thread. Events read as N/A from such a source; a recording still serves its own.
+    pub fn open_without_events(&self) -> Result<Source> {
+        self.open_listening(&[])
+    }
+
+    fn open_listening(&self, events: &[gpu_backend::EventKind]) -> Result<Source> {
         let started = std::time::Instant::now();
-        let source = self.open_chosen()?;
+        let source = self.open_chosen(events)?;
         // Asked only when logged: the driver's version is one more backend call.
         if tracing::enabled!(tracing::Level::INFO) {
             let context = source.collector.context();
@@ -181,12 +193,12 @@ impl SourceArgs {
         Ok(source)
     }
 
-    fn open_chosen(&self) -> Result<Source> {
+    fn open_chosen(&self, events: &[gpu_backend::EventKind]) -> Result<Source> {
         match self.choose()? {
             Choice::Replay(source, kind, label) => {
                 replay(&source, kind, label).map_err(|e| self.name_fixture(e))
             }
-            Choice::Nvml(roots) => match open_nvml(self.nvml_lib.as_ref(), roots) {
+            Choice::Nvml(roots) => match open_nvml(self.nvml_lib.as_ref(), roots, events) {
                 Err(NvmlOpenError::NoDriver(e)) => {
                     self.no_driver(e, |source, label| replay(&source, SourceKind::Demo, label))
                 }
@@ -457,11 +469,12 @@ fn nvml_open_error(e: SourceError) -> NvmlOpenError {
 fn open_nvml(
     lib: Option<&PathBuf>,
     roots: gpu_backend::HostRoots,
+    events: &[gpu_backend::EventKind],
 ) -> Result<Source, NvmlOpenError> {
     let source = gpu_backend::Source::Nvml {
         library: lib.cloned(),
     };
-    let opened = source.open().map_err(nvml_open_error)?;
+    let opened = source.open_with_events(events).map_err(nvml_open_error)?;
     let context = Context::from_backend(opened.backend).map_err(|e| {
         NvmlOpenError::Other(match e {
             // Its Display already holds the source: the backend's error alone says it once.

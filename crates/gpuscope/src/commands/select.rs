@@ -127,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.fleet.is_set() {
         return run_fleet(&args, &criteria);
     }
-    let src = args.source.open()?;
+    let src = args.source.open_without_events()?;
     let pool;
     let collector;
     match &args.inherit {

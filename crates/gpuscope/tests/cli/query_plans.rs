@@ -353,3 +353,32 @@ fn snapshot_asks_the_static_facts_it_shows_and_not_the_others() {
     );
     assert_asked(&csv, &UNSHOWN_STATICS, 0, "snapshot --query");
 }
+
+/// `smi`, `stat` and `select` show no events, so they make no event set: the NVML backend used
+/// to start its listener for every command (an event set, each GPU's supported kinds and its
+/// registration) though only `snapshot`, `info`, `top`, `export` and `record` show events.
+#[test]
+fn commands_that_show_no_events_make_no_event_set() {
+    const SET_UP: [&str; 3] = [
+        "nvmlEventSetCreate",
+        "nvmlDeviceGetSupportedEventTypes",
+        "nvmlDeviceRegisterEvents",
+    ];
+    for args in [
+        &["smi", "-L"][..],
+        &["smi", "--query-gpu=index,memory.used", "--format=csv"],
+        &["smi", "-q"],
+        &["stat", "--json"],
+        &["select", "--count", "1"],
+    ] {
+        let calls = one_shot(args);
+        for f in SET_UP {
+            assert_eq!(count(&calls, f), 0, "{args:?} calls {f}: {calls:?}");
+        }
+    }
+    let calls = one_shot(&["snapshot", "--json"]);
+    assert!(
+        count(&calls, "nvmlEventSetCreate") == 1 && count(&calls, "nvmlDeviceRegisterEvents") >= 1,
+        "snapshot --json shows events, so it listens for them: {calls:?}"
+    );
+}

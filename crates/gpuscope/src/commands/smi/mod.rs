@@ -57,7 +57,9 @@ pub fn run(args: Vec<OsString>) -> anyhow::Result<()> {
     let source = SourceOnly::try_parse_from(&a.source)
         .map_err(|e| UsageError(e.render().to_string().trim_end().to_string()))?
         .source;
-    let src = source.open().map_err(|e| fail_as_nvidia_smi(&a, e))?;
+    let src = source
+        .open_without_events()
+        .map_err(|e| fail_as_nvidia_smi(&a, e))?;
     if a.mode == Mode::Version {
         let text = version(src.collector.context());
         src.end_one_shot();

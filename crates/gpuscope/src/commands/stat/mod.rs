@@ -168,7 +168,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let options = args.text_options();
     let colour = args.colour();
-    let src = args.source.open()?;
+    let src = args.source.open_without_events()?;
     let clear = std::io::stdout().is_terminal() && !args.json;
     let json = args.json;
     let watching = args.interval.is_some();
