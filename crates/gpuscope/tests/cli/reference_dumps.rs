@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
+use test_support::smi_xml::{self, block, blocks, without};
 
 use crate::support::cli;
 
@@ -20,54 +21,12 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-// ---- Independent readers of the XML text (no XML parser) ----
-
-/// The contents of every `<tag ...>...</tag>` in `s` (not nested in each other).
-fn blocks<'a>(s: &'a str, tag: &str) -> Vec<&'a str> {
-    let open = format!("<{tag}");
-    let close = format!("</{tag}>");
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(start) = rest.find(&open) {
-        let after = &rest[start + open.len()..];
-        // `<tag>` or `<tag attr=...>`, not `<tag_longer>`.
-        if !after.starts_with('>') && !after.starts_with(' ') {
-            rest = after;
-            continue;
-        }
-        let Some(gt) = after.find('>') else { break };
-        let body = &after[gt + 1..];
-        let Some(end) = body.find(&close) else { break };
-        out.push(&body[..end]);
-        rest = &body[end + close.len()..];
-    }
-    out
-}
-
-/// The first block of `tag` in `s`, or `""`.
-fn block<'a>(s: &'a str, tag: &str) -> &'a str {
-    blocks(s, tag).first().copied().unwrap_or("")
-}
-
-/// `s` without its `<tag>...</tag>` blocks.
-fn without(s: &str, tag: &str) -> String {
-    let mut out = s.to_string();
-    for b in blocks(s, tag) {
-        out = out.replacen(b, "", 1);
-    }
-    out
-}
+// ---- Independent readers of the XML text (no XML parser), beside test_support::smi_xml's ----
 
 /// The trimmed text of the first `<tag>value</tag>` in `s`, unless it is a placeholder.
+/// (A block of elements, `<` in its text, is not a value either.)
 fn value(s: &str, tag: &str) -> Option<String> {
-    let v = blocks(s, tag).first()?.trim().to_string();
-    let placeholder = v.is_empty()
-        || v == "N/A"
-        || v.starts_with('[')
-        || v.contains("deprecated")
-        || v.starts_with("Not available")
-        || v.contains('<');
-    (!placeholder).then_some(v)
+    smi_xml::value(s, tag).filter(|v| !smi_xml::is_placeholder(v) && !v.contains('<'))
 }
 
 /// The number before the unit in `"33 C"`, `"869 MiB"`, `"0"`.
