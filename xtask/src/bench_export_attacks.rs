@@ -166,20 +166,7 @@ fn measure(args: &Args, bin: &Path, dir: &Path) -> Result<Figures> {
     let exp = exp.context("the exporter did not start")?;
     let flood = Flood::half_open_sockets(&exp.addr, Duration::from_millis(50));
     std::thread::sleep(Duration::from_millis(500));
-    let mut answered = Vec::new();
-    let mut asked = 0;
-    let started = Instant::now();
-    while started.elapsed() < args.slot_flood {
-        asked += 1;
-        let t = Instant::now();
-        let status = connect("127.0.0.22", &exp.addr, Duration::from_secs(10))
-            .and_then(|mut s| get_status(&mut s, &[]));
-        let took = t.elapsed();
-        if status.ok() == Some(200) && took < Duration::from_secs(10) {
-            answered.push(took);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (asked, mut answered) = loopback::scrapes(&exp.addr, "127.0.0.22", args.slot_flood);
     let _ = flood.stop();
     let n = answered.len();
     let max = answered.iter().copied().max().unwrap_or_default();

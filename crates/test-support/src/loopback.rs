@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
@@ -69,6 +69,30 @@ pub fn get_status(s: &mut TcpStream, headers: &[(&str, &str)]) -> std::io::Resul
     let mut body = vec![0u8; len];
     s.read_exact(&mut body)?;
     Ok(status)
+}
+
+/// Prometheus's scrape timeout, which [`scrapes`] gives each scrape.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Scrapes `/metrics` on `addr` from `from` for `how_long`, one after another and 100 ms apart,
+/// each on a new connection (as Prometheus makes after a failure) and given
+/// [`SCRAPE_TIMEOUT`]: how many were asked, and the time of each that was answered 200 within
+/// it.
+pub fn scrapes(addr: &str, from: &str, how_long: Duration) -> (usize, Vec<Duration>) {
+    let mut asked = 0;
+    let mut answered = Vec::new();
+    let started = Instant::now();
+    while started.elapsed() < how_long {
+        asked += 1;
+        let t = Instant::now();
+        let status = connect(from, addr, SCRAPE_TIMEOUT).and_then(|mut s| get_status(&mut s, &[]));
+        let took = t.elapsed();
+        if status.ok() == Some(200) && took < SCRAPE_TIMEOUT {
+            answered.push(took);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (asked, answered)
 }
 
 /// The `Authorization` header value of HTTP basic auth for `user` and `password`.

@@ -170,22 +170,9 @@ fn item_13_scrapes_from_another_address_are_answered_during_a_slot_flood_from_20
 
     // Scrapes from 127.0.0.22 for 8 s (four header deadlines), one after another, each on a
     // new connection as Prometheus makes after a failure, each given Prometheus's 10 s.
-    let mut answered = 0;
-    let mut asked = 0;
-    let mut slowest = Duration::ZERO;
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(8) {
-        asked += 1;
-        let t = Instant::now();
-        let status = connect("127.0.0.22", &exp.addr, Duration::from_secs(10))
-            .and_then(|mut s| get_status(&mut s, &[]));
-        let took = t.elapsed();
-        if status.ok() == Some(200) && took < Duration::from_secs(10) {
-            answered += 1;
-            slowest = slowest.max(took);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (asked, times) = loopback::scrapes(&exp.addr, "127.0.0.22", Duration::from_secs(8));
+    let answered = times.len();
+    let slowest = times.iter().max().copied().unwrap_or_default();
     let refused = flood.count();
     eprintln!(
         "{answered} of {asked} scrapes answered during the flood (slowest {slowest:?}); \

@@ -141,9 +141,8 @@ struct Reader {
 /// A Prometheus URL nothing answers on: the files are read, and refused, before any query.
 const NO_PROMETHEUS: &str = "http://127.0.0.1:9";
 
-fn web_config(dir: &Path, name: &str, text: &str) -> Vec<OsString> {
-    let config = dir.join(name);
-    std::fs::write(&config, text).unwrap();
+/// `export --demo` on a free port with the web config `config`.
+fn export_with(config: &Path) -> Vec<OsString> {
     words(&[
         &"export",
         &"--demo",
@@ -152,6 +151,18 @@ fn web_config(dir: &Path, name: &str, text: &str) -> Vec<OsString> {
         &"--web.config.file",
         &config,
     ])
+}
+
+/// [`export_with`] a web config `dir/name` that serves TLS with `cert` and `key`.
+fn export_with_tls(dir: &Path, name: &str, cert: &Path, key: &Path) -> Vec<OsString> {
+    let config = dir.join(name);
+    let text = format!(
+        "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+        yaml_path(cert),
+        yaml_path(key)
+    );
+    std::fs::write(&config, text).unwrap();
+    export_with(&config)
 }
 
 /// `path` as a YAML scalar: a double-quoted string (JSON's form, which YAML reads), so that
@@ -178,40 +189,15 @@ fn fleet(extra: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
 const READERS: &[Reader] = &[
     Reader {
         option: "--web.config.file",
-        command: |_, path| {
-            words(&[
-                &"export",
-                &"--demo",
-                &"--listen",
-                &"127.0.0.1:0",
-                &"--web.config.file",
-                &path,
-            ])
-        },
+        command: |_, path| export_with(path),
     },
     Reader {
         option: "tls_server_config.cert_file",
-        command: |dir, path| {
-            let (_, key) = good_pem(dir);
-            let text = format!(
-                "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
-                yaml_path(path),
-                yaml_path(&key)
-            );
-            web_config(dir, "cert.yml", &text)
-        },
+        command: |dir, path| export_with_tls(dir, "cert.yml", path, &good_pem(dir).1),
     },
     Reader {
         option: "tls_server_config.key_file",
-        command: |dir, path| {
-            let (cert, _) = good_pem(dir);
-            let text = format!(
-                "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
-                yaml_path(&cert),
-                yaml_path(path)
-            );
-            web_config(dir, "key.yml", &text)
-        },
+        command: |dir, path| export_with_tls(dir, "key.yml", &good_pem(dir).0, path),
     },
     Reader {
         option: "--prometheus-password-file",
