@@ -188,6 +188,11 @@ fn check_dump(stem: &str) -> usize {
         let h = &d["health"];
         let at = |what: &str| format!("{stem} GPU {i}: {what}");
         let n = |v: Option<u64>| v.map(Value::from);
+        // A value of the XML as JSON: its text, or whether it is one of `on`.
+        let text = |s: &str, tag: &str| value(s, tag).map(Value::from);
+        let flag = |s: &str, tag: &str, on: &[&str]| {
+            value(s, tag).map(|v| Value::from(on.contains(&v.as_str())))
+        };
 
         // Versions.
         for (field, tag) in [
@@ -195,12 +200,12 @@ fn check_dump(stem: &str) -> usize {
             ("serial", "serial"),
             ("board_part_number", "board_part_number"),
         ] {
-            checked += same(&at(field), &h[field], value(&top, tag).map(Value::from));
+            checked += same(&at(field), &h[field], text(&top, tag));
         }
         checked += same(
             &at("inforom"),
             &h["inforom_image_version"],
-            value(block(&top, "inforom_version"), "img_version").map(Value::from),
+            text(block(&top, "inforom_version"), "img_version"),
         );
         // Temperatures.
         let temp = block(&top, "temperature");
@@ -252,30 +257,22 @@ fn check_dump(stem: &str) -> usize {
             ("multi_gpu_board", "multigpu_board"),
             ("accounting_mode", "accounting_mode"),
         ] {
-            checked += same(
-                &at(field),
-                &c[field],
-                value(&top, tag).map(|v| Value::from(v == "Yes" || v == "Enabled")),
-            );
+            checked += same(&at(field), &c[field], flag(&top, tag, &["Yes", "Enabled"]));
         }
         checked += same(
             &at("virtualization"),
             &c["virtualization_mode"],
-            value(
+            text(
                 block(&top, "gpu_virtualization_mode"),
                 "virtualization_mode",
-            )
-            .map(Value::from),
+            ),
         );
         for (field, tag) in [
             ("gpu_operation_mode_current", "current_gom"),
             ("gpu_operation_mode_pending", "pending_gom"),
         ] {
-            checked += same(
-                &at(field),
-                &c[field],
-                value(block(&top, "gpu_operation_mode"), tag).map(Value::from),
-            );
+            let mode = block(&top, "gpu_operation_mode");
+            checked += same(&at(field), &c[field], text(mode, tag));
         }
         for (prefix, tag) in [
             ("applications_clock", "applications_clocks"),
@@ -310,11 +307,7 @@ fn check_dump(stem: &str) -> usize {
             ("ecc_mode_current", "current_ecc"),
             ("ecc_mode_pending", "pending_ecc"),
         ] {
-            checked += same(
-                &at(field),
-                &h[field],
-                value(mode, tag).map(|v| Value::from(v == "Enabled")),
-            );
+            checked += same(&at(field), &h[field], flag(mode, tag, &["Enabled"]));
         }
         let errors = block(&top, "ecc_errors");
         for counter in ["volatile", "aggregate"] {
@@ -377,7 +370,7 @@ fn check_dump(stem: &str) -> usize {
         checked += same(
             &at("pending retirement"),
             &h["retired_pages_pending"],
-            value(retired, "pending_retirement").map(|v| Value::from(v == "Yes")),
+            flag(retired, "pending_retirement", &["Yes"]),
         );
         // Remapped rows.
         let rows = block(&top, "remapped_rows");
@@ -391,11 +384,7 @@ fn check_dump(stem: &str) -> usize {
             ("remapped_rows_pending", "remapped_row_pending"),
             ("remapped_rows_failure", "remapped_row_failure"),
         ] {
-            checked += same(
-                &at(field),
-                &h[field],
-                value(rows, tag).map(|v| Value::from(v == "Yes")),
-            );
+            checked += same(&at(field), &h[field], flag(rows, tag, &["Yes"]));
         }
         // Clock event reasons: the ones printed "Active", by name.
         let reasons = [
