@@ -19,17 +19,12 @@
 //! Prints a markdown table per measure, a column per binary. The commands and the figures:
 //! docs/security.md, "Figures".
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use base64::Engine as _;
+use test_support::loopback::{self, basic, connect, get_status, Flood};
 
 use crate::bench_setup;
 
@@ -103,9 +98,9 @@ fn measure(args: &Args, bin: &Path, dir: &Path) -> Result<Figures> {
     for i in 0..args.logins {
         let (exp, _) = start(bin, &["--web.config.file", &flood_config])?;
         let exp = exp.context("the exporter refused the flood's web config")?;
-        let flood = PasswordFlood::start(&exp.addr);
+        let flood = Flood::wrong_passwords(&exp.addr, "prometheus", Duration::from_secs(60));
         let started = Instant::now();
-        while flood.refused.load(Ordering::Relaxed) < 16 {
+        while flood.count() < 16 {
             if started.elapsed() > Duration::from_secs(60) {
                 bail!("the flood had no wrong password refused in 60 s");
             }
@@ -117,7 +112,8 @@ fn measure(args: &Args, bin: &Path, dir: &Path) -> Result<Figures> {
         f.first_logins.push(first);
         f.second_logins.push(second);
         drop(exp);
-        flood.stop();
+        // A flood thread's panic would be loopback's bug, not the exporter's.
+        let _ = flood.stop();
     }
 
     // 2. Known against unknown users.
@@ -168,23 +164,10 @@ fn measure(args: &Args, bin: &Path, dir: &Path) -> Result<Figures> {
     // 4. A slot flood from 20 addresses, scrapes from a 21st.
     let (exp, _) = start(bin, &[])?;
     let exp = exp.context("the exporter did not start")?;
-    let flood = SlotFlood::start(&exp.addr);
+    let flood = Flood::half_open_sockets(&exp.addr, Duration::from_millis(50));
     std::thread::sleep(Duration::from_millis(500));
-    let mut answered = Vec::new();
-    let mut asked = 0;
-    let started = Instant::now();
-    while started.elapsed() < args.slot_flood {
-        asked += 1;
-        let t = Instant::now();
-        let status = connect("127.0.0.22", &exp.addr, Duration::from_secs(10))
-            .and_then(|mut s| get_status(&mut s, &[]));
-        let took = t.elapsed();
-        if status.ok() == Some(200) && took < Duration::from_secs(10) {
-            answered.push(took);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    flood.stop();
+    let (asked, mut answered) = loopback::scrapes(&exp.addr, "127.0.0.22", args.slot_flood);
+    let _ = flood.stop();
     let n = answered.len();
     let max = answered.iter().copied().max().unwrap_or_default();
     f.scrapes = (n, asked, median(&mut answered), max);
@@ -317,74 +300,8 @@ fn start(bin: &Path, args: &[&str]) -> Result<(Option<Exporter>, Duration)> {
 
 /// Writes a web config with basic auth `users` (name, hash) as `dir/name`; its path.
 fn web_config(dir: &Path, name: &str, users: &[(&str, &str)]) -> Result<String> {
-    let mut text = String::from("basic_auth_users:\n");
-    for (user, hash) in users {
-        text.push_str(&format!("  {user}: \"{hash}\"\n"));
-    }
-    let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path.display().to_string())
-}
-
-/// The `Authorization` value of basic auth.
-fn basic(user: &str, password: &str) -> String {
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-    )
-}
-
-/// A connection from local address `from` to `addr`; the connect, reads and writes each
-/// bounded by `timeout`.
-fn connect(from: &str, addr: &str, timeout: Duration) -> std::io::Result<TcpStream> {
-    use socket2::{Domain, Socket, Type};
-    let bad = |e: std::net::AddrParseError| std::io::Error::new(ErrorKind::InvalidInput, e);
-    let local: SocketAddr = format!("{from}:0").parse().map_err(bad)?;
-    let remote: SocketAddr = addr.parse().map_err(bad)?;
-    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-    s.bind(&local.into())?;
-    s.connect_timeout(&remote.into(), timeout)?;
-    let s: TcpStream = s.into();
-    s.set_read_timeout(Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    Ok(s)
-}
-
-/// `GET /metrics` with `headers` on `s` (kept alive); the answer's status, its body read.
-fn get_status(s: &mut TcpStream, headers: &[(&str, &str)]) -> std::io::Result<u16> {
-    let mut req = String::from("GET /metrics HTTP/1.1\r\nHost: gpuscope\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes())?;
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut byte)?;
-        head.push(byte[0]);
-        if head.len() > 16 * 1024 {
-            return Err(std::io::Error::other("an endless answer head"));
-        }
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    let bad = || std::io::Error::other(format!("a malformed answer head: {head:?}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .ok_or_else(bad)?;
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body)?;
-    Ok(status)
+    loopback::web_config(dir, name, users)
+        .with_context(|| format!("cannot write {}", dir.join(name).display()))
 }
 
 /// The time of a login from `from` answered 200 within 60 s, or what it got instead.
@@ -397,110 +314,4 @@ fn timed_login(addr: &str, from: &str, auth: &str) -> std::result::Result<Durati
         Ok(status) => Err(format!("answered {status} after {}", ms(t.elapsed()))),
         Err(e) => Err(format!("{e} after {}", ms(t.elapsed()))),
     }
-}
-
-/// Threads that attack until stopped.
-struct Attack {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Attack {
-    fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            let _ = t.join();
-        }
-    }
-}
-
-/// 8 addresses (127.0.0.2 to .9) x 32 connections, each sending a wrong password for
-/// `prometheus` as soon as the previous answer came; `refused` counts the 401 answers.
-struct PasswordFlood {
-    attack: Attack,
-    refused: Arc<AtomicUsize>,
-}
-
-impl PasswordFlood {
-    fn start(addr: &str) -> PasswordFlood {
-        let stop = Arc::new(AtomicBool::new(false));
-        let refused = Arc::new(AtomicUsize::new(0));
-        let mut threads = Vec::new();
-        for a in 2..=9 {
-            for _ in 0..32 {
-                let (addr, stop, refused) = (addr.to_string(), stop.clone(), refused.clone());
-                threads.push(std::thread::spawn(move || {
-                    let wrong = basic("prometheus", "guess");
-                    let from = format!("127.0.0.{a}");
-                    while !stop.load(Ordering::Relaxed) {
-                        let Ok(mut s) = connect(&from, &addr, Duration::from_secs(60)) else {
-                            std::thread::sleep(Duration::from_millis(50));
-                            continue;
-                        };
-                        while !stop.load(Ordering::Relaxed) {
-                            match get_status(&mut s, &[("Authorization", &wrong)]) {
-                                Ok(401) => {
-                                    refused.fetch_add(1, Ordering::Relaxed);
-                                }
-                                Ok(_) => {}
-                                Err(_) => break,
-                            }
-                        }
-                    }
-                }));
-            }
-        }
-        PasswordFlood {
-            attack: Attack { stop, threads },
-            refused,
-        }
-    }
-
-    fn stop(self) {
-        self.attack.stop();
-    }
-}
-
-/// 20 addresses (127.0.0.2 to .21) x 32 sockets that send half a request head and never finish
-/// it, each reopened when the server has closed it (checked every 50 ms).
-struct SlotFlood(Attack);
-
-impl SlotFlood {
-    fn start(addr: &str) -> SlotFlood {
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads = (2..=21)
-            .map(|a| {
-                let (addr, stop) = (addr.to_string(), stop.clone());
-                std::thread::spawn(move || {
-                    let from = format!("127.0.0.{a}");
-                    let mut socks: Vec<Option<TcpStream>> = (0..32).map(|_| None).collect();
-                    while !stop.load(Ordering::Relaxed) {
-                        for slot in socks.iter_mut() {
-                            let open = slot.as_mut().is_some_and(|s| {
-                                let mut buf = [0u8; 64];
-                                matches!(s.read(&mut buf), Err(e) if e.kind() == ErrorKind::WouldBlock)
-                            });
-                            if !open {
-                                *slot = half_open(&from, &addr);
-                            }
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                })
-            })
-            .collect();
-        SlotFlood(Attack { stop, threads })
-    }
-
-    fn stop(self) {
-        self.0.stop();
-    }
-}
-
-/// A socket from `from` that has sent the start of a request head, non-blocking.
-fn half_open(from: &str, addr: &str) -> Option<TcpStream> {
-    let mut s = connect(from, addr, Duration::from_secs(1)).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").ok()?;
-    s.set_nonblocking(true).ok()?;
-    Some(s)
 }

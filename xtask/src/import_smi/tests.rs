@@ -1,14 +1,15 @@
 //! Tests of `import-smi` against real `nvidia-smi -q -x` dumps, kept in the repository under
 //! xtask/tests/data/reference-dumps (SOURCES.md there names where each comes from).
 //!
-//! The expected values are read from the XML text by the small string helpers below, which
-//! share no code with the importer (no XML parser, no unit conversion of the importer's), or
-//! were transcribed by hand from the dumps.
+//! The expected values are read from the XML text by small string helpers (`test_support::
+//! smi_xml`'s and those below), which share no code with the importer (no XML parser, no unit
+//! conversion of the importer's), or were transcribed by hand from the dumps.
 
 use std::path::PathBuf;
 
 use gpu_backend::{Answer, BackendError, DeviceId, DriverModel, Fixture, MemoryInfo};
 use proptest::prelude::*;
+use test_support::smi_xml::{blocks, is_placeholder, value, without};
 
 use super::import_str;
 
@@ -63,43 +64,7 @@ fn dump(name: &str) -> Fixture {
     import(name, &text)
 }
 
-// ---- Independent readers of the XML text (no XML parser) ----
-
-/// The contents of every `<tag ...>...</tag>` in `s` (not nested in each other).
-fn blocks<'a>(s: &'a str, tag: &str) -> Vec<&'a str> {
-    let open = format!("<{tag}");
-    let close = format!("</{tag}>");
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(i) = rest.find(&open) {
-        let after = &rest[i + open.len()..];
-        // `<gpu` must not match `<gpu_temp>`: the name ends at '>' or whitespace.
-        if !after.starts_with('>') && !after.starts_with(' ') {
-            rest = after;
-            continue;
-        }
-        let Some(gt) = after.find('>') else { break };
-        let body = &after[gt + 1..];
-        let Some(end) = body.find(&close) else { break };
-        out.push(&body[..end]);
-        rest = &body[end + close.len()..];
-    }
-    out
-}
-
-/// The trimmed text of the first `<tag>value</tag>` in `s`.
-fn value(s: &str, tag: &str) -> Option<String> {
-    blocks(s, tag).first().map(|v| v.trim().to_string())
-}
-
-/// `s` without its `<tag>...</tag>` blocks.
-fn without(s: &str, tag: &str) -> String {
-    let mut out = s.to_string();
-    for b in blocks(s, tag) {
-        out = out.replacen(b, "", 1);
-    }
-    out
-}
+// ---- Independent readers of the XML text (no XML parser), beside test_support::smi_xml's ----
 
 /// The `id` attribute of each `<gpu id="...">`.
 fn gpu_ids(s: &str) -> Vec<String> {
@@ -107,15 +72,6 @@ fn gpu_ids(s: &str) -> Vec<String> {
         .skip(1)
         .map(|rest| rest.split('"').next().unwrap_or("").to_string())
         .collect()
-}
-
-/// What the test takes as "no value": nvidia-smi's placeholders.
-fn is_placeholder(v: &str) -> bool {
-    v.is_empty()
-        || v == "N/A"
-        || v.starts_with('[')
-        || v.contains("deprecated")
-        || v.starts_with("Not available")
 }
 
 /// A temperature threshold as the XML gives it, absolute (`old`), or relative to T.Limit

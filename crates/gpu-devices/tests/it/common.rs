@@ -75,3 +75,15 @@ pub fn in_own_process(module: &str, name: &str, env: &[(&str, &OsStr)]) -> bool 
     );
     false
 }
+
+/// In the test `$name` of the calling module: runs it again in a process of its own with the
+/// environment `$env` ([`in_own_process`]), and returns from the test unless this is that
+/// process, so that what follows runs only there.
+macro_rules! own_process {
+    ($name:ident, $env:expr) => {
+        if !$crate::common::in_own_process(module_path!(), stringify!($name), $env) {
+            return;
+        }
+    };
+}
+pub(crate) use own_process;

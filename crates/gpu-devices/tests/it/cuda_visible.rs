@@ -179,56 +179,42 @@ fn cudas_other_rules_on_eight_gpus() {
 #[test]
 fn the_seed_mig_examples() {
     let (ctx, _b) = open("h100-mig");
-    let table: Vec<(&str, Vec<DeviceId>, &str, &str)> = vec![
-        (MIG_0, vec![mig(0)], MIG_0, "seed: a MIG UUID"),
+    // The value, the MIG device CUDA shows (its index under GPU 0; none: CUDA shows nothing),
+    // and why.
+    let table: &[(&str, Option<u32>, &str)] = &[
+        (MIG_0, Some(0), "seed: a MIG UUID"),
         (
             "MIG-GPU-89c882b3-91ca-0826-53ab-6b16f546a714/3/0",
-            vec![mig(1)],
-            MIG_1,
+            Some(1),
             "seed: MIG-GPU-<uuid>/<gi>/<ci>",
         ),
         (
             "MIG-GPU-89c882b3/3/0",
-            vec![mig(1)],
-            MIG_1,
+            Some(1),
             "seed: MIG-GPU-<abbreviated uuid>/<gi>/<ci>",
         ),
-        (
-            "MIG-3a738fd6",
-            vec![mig(1)],
-            MIG_1,
-            "an abbreviated MIG UUID",
-        ),
+        ("MIG-3a738fd6", Some(1), "an abbreviated MIG UUID"),
         (
             "MIG-3a738fd6,MIG-32879490",
-            vec![mig(1)],
-            MIG_1,
+            Some(1),
             "CUDA shows one MIG device: the first named",
         ),
         (
             "0",
-            vec![mig(0)],
-            MIG_0,
+            Some(0),
             "a GPU in MIG mode stands for its first MIG device",
         ),
-        (MIG_GPU, vec![mig(0)], MIG_0, "so does its UUID"),
-        (
-            "MIG-GPU-89c882b3/3/1",
-            vec![],
-            "",
-            "no such compute instance",
-        ),
-        (
-            "MIG-GPU-89c882b3/3",
-            vec![],
-            "",
-            "the old form needs both ids",
-        ),
-        ("MIG-GPU-89c882b3/x/0", vec![], "", "ids are numbers"),
-        ("1", vec![], "", "one GPU only"),
-        ("", vec![], "", "the empty string"),
+        (MIG_GPU, Some(0), "so does its UUID"),
+        ("MIG-GPU-89c882b3/3/1", None, "no such compute instance"),
+        ("MIG-GPU-89c882b3/3", None, "the old form needs both ids"),
+        ("MIG-GPU-89c882b3/x/0", None, "ids are numbers"),
+        ("1", None, "one GPU only"),
+        ("", None, "the empty string"),
     ];
-    for (value, expect, normalized, why) in table {
+    for &(value, shown, why) in table {
+        let expect: Vec<DeviceId> = shown.into_iter().map(mig).collect();
+        // Normalized, a MIG device is its UUID.
+        let normalized = shown.map_or("", |i| [MIG_0, MIG_1][i as usize]);
         for order in [PciBusId, FastestFirst] {
             assert_eq!(
                 ctx.parse_cuda_visible_devices_with(Some(value), order),
@@ -273,17 +259,15 @@ fn reordered() -> gpu_backend::Fixture {
 #[test]
 fn ordinals_follow_cuda_device_order() {
     let (ctx, _b) = open_fixture(reordered());
-    assert_eq!(ctx.cuda_order(FastestFirst), [7, 6, 5, 4, 3, 2, 1, 0]);
-    assert_eq!(ctx.cuda_order(PciBusId), [1, 0, 2, 3, 4, 5, 6, 7]);
+    // Every GPU, in each order.
+    let (fastest_first, pci_bus) = ([7, 6, 5, 4, 3, 2, 1, 0], [1, 0, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(ctx.cuda_order(FastestFirst), fastest_first);
+    assert_eq!(ctx.cuda_order(PciBusId), pci_bus);
     assert_eq!(ctx.cuda_order_origin().origin, CudaOrderOrigin::Backend);
 
     let fastest = vec![
         case(Some("0,1"), &[7, 6], "FASTEST_FIRST ordinals"),
-        case(
-            None,
-            &[7, 6, 5, 4, 3, 2, 1, 0],
-            "unset: every GPU in CUDA order",
-        ),
+        case(None, &fastest_first, "unset: every GPU in CUDA order"),
         case(
             Some("GPU-d7e97d99,7"),
             &[0],
@@ -293,11 +277,7 @@ fn ordinals_follow_cuda_device_order() {
     check("reordered", &ctx, FastestFirst, fastest);
     let pci = vec![
         case(Some("0,1"), &[1, 0], "PCI_BUS_ID ordinals"),
-        case(
-            None,
-            &[1, 0, 2, 3, 4, 5, 6, 7],
-            "unset: every GPU in bus order",
-        ),
+        case(None, &pci_bus, "unset: every GPU in bus order"),
     ];
     check("reordered", &ctx, PciBusId, pci);
 

@@ -14,13 +14,7 @@ fn the_shared_context_follows_the_environment() {
         ("CUDA_DEVICE_ORDER", "PCI_BUS_ID".as_ref()),
         ("CUDA_VISIBLE_DEVICES", "6,5".as_ref()),
     ];
-    if !common::in_own_process(
-        module_path!(),
-        "the_shared_context_follows_the_environment",
-        &env,
-    ) {
-        return;
-    }
+    common::own_process!(the_shared_context_follows_the_environment, &env);
 
     assert_eq!(gpu_devices::count_devices().unwrap(), 8);
     assert_eq!(

@@ -24,13 +24,7 @@ fn libcuda_is_asked_in_a_child_and_its_order_wins() {
         // The libcuda child unsets this before cuInit, so libcuda lists every GPU.
         ("CUDA_VISIBLE_DEVICES", "1".as_ref()),
     ];
-    if !common::in_own_process(
-        module_path!(),
-        "libcuda_is_asked_in_a_child_and_its_order_wins",
-        &env,
-    ) {
-        return;
-    }
+    common::own_process!(libcuda_is_asked_in_a_child_and_its_order_wins, &env);
     // In the test's own process: the file and directory that its first run named.
     let path = std::path::PathBuf::from(
         std::env::var_os(fake_nvml::FIXTURE_ENV).expect("the fixture's path, in the environment"),

@@ -6,7 +6,7 @@
 //! The tests share one process. The two that need the process's environment set from its
 //! start (`igpu_global`: the shared context, opened once per process from the environment;
 //! `libcuda_fake`: a libcuda child that inherits it) run again in a process of their own
-//! ([`common::in_own_process`]) rather than call `std::env::set_var` beside running tests.
+//! ([`common::in_own_process`], through `common::own_process!`) rather than call `std::env::set_var` beside running tests.
 
 mod common;
 

@@ -11,18 +11,21 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Checks that `out` exited with `code` and a stderr that says `says` and never `never`.
+fn assert_refusal(out: &Output, code: i32, says: &str, never: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert!(err.contains(says), "{err}");
+    assert!(!err.contains(never), "{err}");
+}
+
 /// A missing fixture said "at `.`: cannot read the file" (a JSON path for a file that is not
 /// there); it names the option and the file, and says "no such file".
 #[test]
 fn a_missing_fixture_names_the_option_the_file_and_no_such_file() {
     let out = cli::run(&["snapshot", "--fixture", "/nonexistent-gpuscope/f.json"]);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("--fixture /nonexistent-gpuscope/f.json: no such file"),
-        "{err}"
-    );
-    assert!(!err.contains("at `.`"), "{err}");
+    let says = "--fixture /nonexistent-gpuscope/f.json: no such file";
+    assert_refusal(&out, 2, says, "at `.`");
 }
 
 /// `GPUSCOPE_FIXTURE=/nope` did not name the variable: a user who never typed `--fixture`
@@ -33,13 +36,7 @@ fn a_fixture_from_the_environment_names_the_variable() {
         .env("GPUSCOPE_FIXTURE", "/nope")
         .output()
         .expect("gpuscope runs");
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("GPUSCOPE_FIXTURE=/nope: no such file"),
-        "{err}"
-    );
-    assert!(!err.contains("--fixture"), "{err}");
+    assert_refusal(&out, 2, "GPUSCOPE_FIXTURE=/nope: no such file", "--fixture");
 }
 
 /// nvidia-smi's XML given as a fixture is named as such, with the command that imports it.
@@ -68,12 +65,7 @@ fn nvml_lib_that_is_not_there_says_so_naming_the_option_or_variable() {
         (by_option, format!("--nvml-lib {lib}")),
         (by_env, format!("GPUSCOPE_NVML_LIB={lib}")),
     ] {
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(4), "{err}");
-        assert!(
-            err.contains(&format!("{named}: no library was found at that path")),
-            "{err}"
-        );
-        assert!(!err.contains("No NVIDIA driver"), "{err}");
+        let says = format!("{named}: no library was found at that path");
+        assert_refusal(&out, 4, &says, "No NVIDIA driver");
     }
 }

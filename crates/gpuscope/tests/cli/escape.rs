@@ -16,12 +16,12 @@ use crate::support::{cli, fleet_support};
 /// Retitles the terminal window, then clears the screen.
 const HOSTILE: &str = "\u{1b}]0;TITLE\u{7}\u{1b}[2J";
 
-/// A fresh folder for one test's files.
-fn out_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gpuscope-escape-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A fresh folder for one test's files, removed when dropped.
+fn out_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("gpuscope-escape-{name}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 fn scenario() -> Value {
@@ -68,9 +68,9 @@ fn assert_inert(what: &str, out: &Output) {
 #[test]
 fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
     let dir = out_dir("names");
-    let fixture = hostile_fixture(&dir);
+    let fixture = hostile_fixture(dir.path());
     let fixture = fixture.to_str().expect("UTF-8 path");
-    let plot = dir.join("memory.svg");
+    let plot = dir.path().join("memory.svg");
     let plot = plot.to_str().expect("UTF-8 path");
     // Each view over the hostile fixture's frame 0: what, its command, then its other options.
     let cases: [(&str, &[&str], &[&str]); 6] = [
@@ -124,7 +124,6 @@ fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
     ] {
         assert!(info.contains(shown), "{shown}: {info}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// JSON output is left to serde, which escapes control characters as JSON requires: the name
@@ -132,7 +131,7 @@ fn hostile_names_reach_snapshot_info_select_and_record_escaped() {
 #[test]
 fn hostile_names_in_json_round_trip() {
     let dir = out_dir("json");
-    let fixture = hostile_fixture(&dir);
+    let fixture = hostile_fixture(dir.path());
     let out = run(&[
         "snapshot",
         "--json",
@@ -144,7 +143,6 @@ fn hostile_names_in_json_round_trip() {
     assert_inert("snapshot --json", &out);
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["devices"][0]["name"], format!("GeForce{HOSTILE}"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// An error message that echoes a fixture's text (here serde's "unknown variant" naming the
@@ -154,7 +152,7 @@ fn hostile_fixture_error_text_is_escaped_in_the_error_message() {
     let dir = out_dir("error");
     let mut f = scenario();
     f["frames"][0]["devices"]["0"]["temperature"] = serde_json::json!({ "err": HOSTILE });
-    let path = dir.join("bad.json");
+    let path = dir.path().join("bad.json");
     std::fs::write(&path, serde_json::to_string(&f).expect("JSON")).expect("write fixture");
     let out = run(&["snapshot", "--fixture", path.to_str().expect("UTF-8")]);
     assert_eq!(
@@ -164,7 +162,6 @@ fn hostile_fixture_error_text_is_escaped_in_the_error_message() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_inert("a fixture error", &out);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Characters that must not reach a terminal raw from outside text: C0 controls but the line
@@ -199,8 +196,8 @@ fn assert_no_raw_special(what: &str, out: &Output) {
 const BIDI_C1: &str = "\u{202e}txt.exe\u{9b}2J\u{2028}x\u{200f}";
 
 /// The desktop scenario with GPU 0's name and the user and command line of PID 8991 holding
-/// [`BIDI_C1`].
-fn bidi_fixture(dir: &std::path::Path) -> PathBuf {
+/// [`BIDI_C1`], written into `dir`: its path, as an argument.
+fn bidi_fixture(dir: &std::path::Path) -> String {
     let mut f = scenario();
     f["devices"]["0"]["name"] = json!({ "ok": format!("GeForce{BIDI_C1}") });
     let p = &mut f["host"]["processes"]["8991"];
@@ -208,7 +205,7 @@ fn bidi_fixture(dir: &std::path::Path) -> PathBuf {
     p["user"] = Value::from(format!("alex{BIDI_C1}"));
     let path = dir.join("bidi.json");
     std::fs::write(&path, serde_json::to_string(&f).expect("JSON")).expect("write fixture");
-    path
+    path.to_str().expect("a UTF-8 path").to_string()
 }
 
 /// `command` over frame 0 of `fixture`, checked to exit 0 and to write no raw special
@@ -226,8 +223,7 @@ fn inert_over(fixture: &str, what: &str, command: &[&str]) -> Output {
 #[test]
 fn bidi_controls_and_line_separators_in_a_fixture_are_escaped_in_every_view() {
     let dir = out_dir("bidi");
-    let fixture = bidi_fixture(&dir);
-    let fixture = fixture.to_str().expect("UTF-8 path");
+    let fixture = &bidi_fixture(dir.path());
     let cases: [(&str, &[&str]); 6] = [
         ("snapshot", &["snapshot"]),
         ("stat -cuf", &["stat", "-cuf"]),
@@ -249,7 +245,6 @@ fn bidi_controls_and_line_separators_in_a_fixture_are_escaped_in_every_view() {
         snapshot.contains("miner\\u{202e}txt.exe\\u{9b}2J\\u{2028}x\\u{200f} -a"),
         "{snapshot}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Every JSON document wrote C1 controls (U+009B, a terminal's CSI) and bidirectional controls
@@ -257,8 +252,7 @@ fn bidi_controls_and_line_separators_in_a_fixture_are_escaped_in_every_view() {
 #[test]
 fn json_carries_no_raw_c1_or_bidi_control_and_reads_back_the_same() {
     let dir = out_dir("json-c1");
-    let fixture = bidi_fixture(&dir);
-    let fixture = fixture.to_str().expect("UTF-8 path");
+    let fixture = &bidi_fixture(dir.path());
     let cases: [(&str, &[&str]); 3] = [
         ("snapshot --json", &["snapshot", "--json"]),
         ("info --json", &["info", "--json"]),
@@ -279,8 +273,8 @@ fn json_carries_no_raw_c1_or_bidi_control_and_reads_back_the_same() {
         );
     }
     // record's NDJSON file: its header names the devices.
-    let ndjson = dir.join("memory.ndjson");
-    let plot = dir.join("memory.svg");
+    let ndjson = dir.path().join("memory.ndjson");
+    let plot = dir.path().join("memory.svg");
     let out = run(&[
         "record",
         "--fixture",
@@ -304,7 +298,6 @@ fn json_carries_no_raw_c1_or_bidi_control_and_reads_back_the_same() {
         format!("GeForce{BIDI_C1}"),
         "{header}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A stub Prometheus whose one host, up, is named `hostname` and has GPU 0 named `gpu_name`

@@ -7,77 +7,17 @@
 
 use crate::support::export_support;
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use export_support::{basic, cli, Exporter};
-
-/// A connection from local address `from` to `addr`, the connect itself bounded by `timeout`;
-/// reads and writes time out after `timeout` too.
-fn connect(from: &str, addr: &str, timeout: Duration) -> std::io::Result<TcpStream> {
-    use socket2::{Domain, Socket, Type};
-    let local: SocketAddr = format!("{from}:0").parse().expect("a local address");
-    let remote: SocketAddr = addr.parse().expect("a remote address");
-    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-    s.bind(&local.into())?;
-    s.connect_timeout(&remote.into(), timeout)?;
-    let s: TcpStream = s.into();
-    s.set_read_timeout(Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    Ok(s)
-}
-
-/// Sends `GET /metrics` with `headers` on `s` (kept alive) and reads the answer: its status.
-fn get_status(s: &mut TcpStream, headers: &[(&str, &str)]) -> std::io::Result<u16> {
-    let mut req = String::from("GET /metrics HTTP/1.1\r\nHost: gpuscope\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes())?;
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut byte)?;
-        head.push(byte[0]);
-        if head.len() > 16 * 1024 {
-            return Err(std::io::Error::other("an endless answer head"));
-        }
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    let bad = || std::io::Error::other(format!("a malformed answer head: {head:?}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(bad)?;
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .ok_or_else(bad)?;
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body)?;
-    Ok(status)
-}
+use test_support::loopback::{self, connect, get_status, Flood};
 
 /// Writes `web.yml` with `users` (name, hash) into `dir`; its path.
 fn web_config(dir: &Path, users: &[(&str, &str)]) -> String {
-    let mut text = String::from("basic_auth_users:\n");
-    for (name, hash) in users {
-        text.push_str(&format!("  {name}: \"{hash}\"\n"));
-    }
-    let path = dir.join("web.yml");
-    std::fs::write(&path, text).expect("writes web.yml");
-    path.display().to_string()
+    loopback::web_config(dir, "web.yml", users).expect("writes web.yml")
 }
 
 #[test]
@@ -91,39 +31,13 @@ fn item_11_a_correct_login_succeeds_during_a_wrong_password_flood() {
     let config = web_config(dir.path(), &[("prometheus", &hash)]);
     let exp = Exporter::start(&["--demo", "--frame", "1", "--web.config.file", &config]);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let refused = Arc::new(AtomicUsize::new(0));
-    let mut flood = Vec::new();
-    for a in 2..=9 {
-        for _ in 0..32 {
-            let (addr, stop, refused) = (exp.addr.clone(), stop.clone(), refused.clone());
-            flood.push(std::thread::spawn(move || {
-                let wrong = basic("prometheus", "guess");
-                let from = format!("127.0.0.{a}");
-                while !stop.load(Ordering::Relaxed) {
-                    let Ok(mut s) = connect(&from, &addr, Duration::from_secs(10)) else {
-                        std::thread::sleep(Duration::from_millis(50));
-                        continue;
-                    };
-                    while !stop.load(Ordering::Relaxed) {
-                        match get_status(&mut s, &[("Authorization", &wrong)]) {
-                            Ok(401) => {
-                                refused.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Ok(_) => {}
-                            Err(_) => break,
-                        }
-                    }
-                }
-            }));
-        }
-    }
+    let flood = Flood::wrong_passwords(&exp.addr, "prometheus", Duration::from_secs(10));
     // The flood is under way when its wrong passwords are being checked and refused.
     let started = Instant::now();
-    while refused.load(Ordering::Relaxed) < 16 && started.elapsed() < Duration::from_secs(20) {
+    while flood.count() < 16 && started.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let before = refused.load(Ordering::Relaxed);
+    let before = flood.count();
     assert!(
         before >= 16,
         "the flood had {before} wrong passwords refused"
@@ -135,8 +49,7 @@ fn item_11_a_correct_login_succeeds_during_a_wrong_password_flood() {
     let login = connect("127.0.0.10", &exp.addr, Duration::from_secs(5))
         .and_then(|mut s| get_status(&mut s, &[("Authorization", &basic("prometheus", "s3cret"))]));
     let took = asked.elapsed();
-    let during = refused.load(Ordering::Relaxed) - before;
-    stop.store(true, Ordering::Relaxed);
+    let during = flood.count() - before;
     eprintln!(
         "correct login during the flood: {:?} after {took:?}; {during} wrong passwords refused meanwhile",
         login
@@ -148,9 +61,9 @@ fn item_11_a_correct_login_succeeds_during_a_wrong_password_flood() {
     );
     assert!(during > 0, "the flood stopped while the login waited");
     drop(exp);
-    for t in flood {
-        t.join().expect("a flood thread");
-    }
+    flood
+        .stop()
+        .expect("the flood's threads end without a panic");
 }
 
 /// A child process killed when dropped, so that a failed assertion leaves none running.
@@ -244,86 +157,30 @@ fn item_12_a_bcrypt_cost_outside_4_to_14_is_refused_at_start() {
     }
 }
 
-/// A socket from `from` that has sent the start of a request head and will never finish it.
-fn half_open(from: &str, addr: &str) -> Option<TcpStream> {
-    let mut s = connect(from, addr, Duration::from_secs(1)).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").ok()?;
-    s.set_nonblocking(true).ok()?;
-    Some(s)
-}
-
 #[test]
 fn item_13_scrapes_from_another_address_are_answered_during_a_slot_flood_from_20_addresses() {
     // Regression: 20 addresses x 32 sockets that never finish their request heads held every
     // one of the 512 connection slots (each address within its own limit of 32), and 5 of 71
     // scrapes from another address were answered.
     let exp = Exporter::start(&["--demo", "--frame", "1"]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let told_503 = Arc::new(AtomicUsize::new(0));
-    let flood: Vec<_> = (2..=21)
-        .map(|a| {
-            let (addr, stop, told_503) = (exp.addr.clone(), stop.clone(), told_503.clone());
-            std::thread::spawn(move || {
-                let from = format!("127.0.0.{a}");
-                let mut socks: Vec<Option<TcpStream>> = (0..32).map(|_| None).collect();
-                while !stop.load(Ordering::Relaxed) {
-                    // Each socket the server closed (after the header deadline, or at once
-                    // with a 503) is opened again.
-                    for slot in socks.iter_mut() {
-                        let open = match slot {
-                            Some(s) => {
-                                let mut buf = [0u8; 64];
-                                match s.read(&mut buf) {
-                                    Err(e) if e.kind() == ErrorKind::WouldBlock => true,
-                                    Ok(n) if n > 0 => {
-                                        if buf.starts_with(b"HTTP/1.1 503") {
-                                            told_503.fetch_add(1, Ordering::Relaxed);
-                                        }
-                                        false
-                                    }
-                                    _ => false,
-                                }
-                            }
-                            None => false,
-                        };
-                        if !open {
-                            *slot = half_open(&from, &addr);
-                        }
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            })
-        })
-        .collect();
+    // Each socket the server closed (after the header deadline, or at once with a 503) is
+    // opened again.
+    let flood = Flood::half_open_sockets(&exp.addr, Duration::from_millis(100));
     std::thread::sleep(Duration::from_millis(500));
 
     // Scrapes from 127.0.0.22 for 8 s (four header deadlines), one after another, each on a
     // new connection as Prometheus makes after a failure, each given Prometheus's 10 s.
-    let mut answered = 0;
-    let mut asked = 0;
-    let mut slowest = Duration::ZERO;
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(8) {
-        asked += 1;
-        let t = Instant::now();
-        let status = connect("127.0.0.22", &exp.addr, Duration::from_secs(10))
-            .and_then(|mut s| get_status(&mut s, &[]));
-        let took = t.elapsed();
-        if status.ok() == Some(200) && took < Duration::from_secs(10) {
-            answered += 1;
-            slowest = slowest.max(took);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    stop.store(true, Ordering::Relaxed);
-    let refused = told_503.load(Ordering::Relaxed);
+    let (asked, times) = loopback::scrapes(&exp.addr, "127.0.0.22", Duration::from_secs(8));
+    let answered = times.len();
+    let slowest = times.iter().max().copied().unwrap_or_default();
+    let refused = flood.count();
     eprintln!(
         "{answered} of {asked} scrapes answered during the flood (slowest {slowest:?}); \
          the flooders were told 503 {refused} times"
     );
-    for t in flood {
-        t.join().expect("a flood thread");
-    }
+    flood
+        .stop()
+        .expect("the flood's threads end without a panic");
     // The flood did fill what it could: its own addresses were refused.
     assert!(refused > 0, "the flood was never refused a connection");
     assert!(asked >= 20, "only {asked} scrapes in 8 s");

@@ -2,6 +2,7 @@
 //! Prometheus (a std TcpListener replaying recorded query answers): values, hosts that are
 //! down or stale, one query per family, partial answers, timeouts, auth.
 
+use crate::support::cli::exited;
 use crate::support::fleet_support;
 
 use std::collections::HashMap;
@@ -137,24 +138,7 @@ fn gpuscope(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 fn ok(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-/// Stdout of a command that exited with `code` (docs/exit-codes.md).
-fn exited(code: i32, out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
+    exited(0, out)
 }
 
 /// Stdout of a fleet snapshot that showed something: exit 0 when every host is up, 3 when
@@ -174,6 +158,17 @@ fn on_stub(stub: &Stub, command: &str, extra: &[&str], env: &[(&str, &str)]) -> 
     let mut args = vec![command, "--prometheus", &stub.url];
     args.extend_from_slice(extra);
     gpuscope(&args, env)
+}
+
+/// Prometheus refuses the temperature family's query: 503, "too many queries".
+fn fail_temperatures(r: &mut HashMap<String, Reply>) {
+    r.insert(
+        "gpuscope_device_temperature_celsius".into(),
+        Reply::Status(
+            503,
+            r#"{"status":"error","errorType":"unavailable","error":"too many queries"}"#.into(),
+        ),
+    );
 }
 
 fn fleet_json(stub: &Stub, extra: &[&str]) -> Value {
@@ -296,13 +291,7 @@ fn errors_of_a_missing_family(
 #[test]
 fn a_failing_family_leaves_its_values_out_and_says_so_the_rest_still_shows() {
     let mut r = replies();
-    r.insert(
-        "gpuscope_device_temperature_celsius".into(),
-        Reply::Status(
-            503,
-            r#"{"status":"error","errorType":"unavailable","error":"too many queries"}"#.into(),
-        ),
-    );
+    fail_temperatures(&mut r);
     r.insert(
         "gpuscope_device_utilization_ratio".into(),
         Reply::Body(
@@ -1234,13 +1223,7 @@ fn future_nan_or_missing_sample_times_are_never_up() {
 #[test]
 fn a_failing_family_makes_the_fleet_partial_though_every_host_is_up() {
     let mut r = twins();
-    r.insert(
-        "gpuscope_device_temperature_celsius".into(),
-        Reply::Status(
-            503,
-            r#"{"status":"error","errorType":"unavailable","error":"too many queries"}"#.into(),
-        ),
-    );
+    fail_temperatures(&mut r);
     let stub = start(r, None);
     let out = on_stub(&stub, "snapshot", &[], &[]);
     let text = exited(3, &out);

@@ -13,11 +13,9 @@ use crate::support::cli;
 
 const WAIT: Duration = Duration::from_secs(60);
 
+/// The 8-GPU H100 scenario, as an argument.
 fn fixture() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/h100-sxm-8gpu.json")
-        .display()
-        .to_string()
+    cli::fixture("h100-sxm-8gpu")
 }
 
 /// Checks one of gpulink's summary lines, `NAME[i] -> memory used: min=X[MB] / max=Y[MB]`:

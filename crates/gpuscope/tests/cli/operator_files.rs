@@ -141,9 +141,8 @@ struct Reader {
 /// A Prometheus URL nothing answers on: the files are read, and refused, before any query.
 const NO_PROMETHEUS: &str = "http://127.0.0.1:9";
 
-fn web_config(dir: &Path, name: &str, text: &str) -> Vec<OsString> {
-    let config = dir.join(name);
-    std::fs::write(&config, text).unwrap();
+/// `export --demo` on a free port with the web config `config`.
+fn export_with(config: &Path) -> Vec<OsString> {
     words(&[
         &"export",
         &"--demo",
@@ -152,6 +151,18 @@ fn web_config(dir: &Path, name: &str, text: &str) -> Vec<OsString> {
         &"--web.config.file",
         &config,
     ])
+}
+
+/// [`export_with`] a web config `dir/name` that serves TLS with `cert` and `key`.
+fn export_with_tls(dir: &Path, name: &str, cert: &Path, key: &Path) -> Vec<OsString> {
+    let config = dir.join(name);
+    let text = format!(
+        "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+        yaml_path(cert),
+        yaml_path(key)
+    );
+    std::fs::write(&config, text).unwrap();
+    export_with(&config)
 }
 
 /// `path` as a YAML scalar: a double-quoted string (JSON's form, which YAML reads), so that
@@ -178,40 +189,15 @@ fn fleet(extra: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
 const READERS: &[Reader] = &[
     Reader {
         option: "--web.config.file",
-        command: |_, path| {
-            words(&[
-                &"export",
-                &"--demo",
-                &"--listen",
-                &"127.0.0.1:0",
-                &"--web.config.file",
-                &path,
-            ])
-        },
+        command: |_, path| export_with(path),
     },
     Reader {
         option: "tls_server_config.cert_file",
-        command: |dir, path| {
-            let (_, key) = good_pem(dir);
-            let text = format!(
-                "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
-                yaml_path(path),
-                yaml_path(&key)
-            );
-            web_config(dir, "cert.yml", &text)
-        },
+        command: |dir, path| export_with_tls(dir, "cert.yml", path, &good_pem(dir).1),
     },
     Reader {
         option: "tls_server_config.key_file",
-        command: |dir, path| {
-            let (cert, _) = good_pem(dir);
-            let text = format!(
-                "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
-                yaml_path(&cert),
-                yaml_path(path)
-            );
-            web_config(dir, "key.yml", &text)
-        },
+        command: |dir, path| export_with_tls(dir, "key.yml", &good_pem(dir).0, path),
     },
     Reader {
         option: "--prometheus-password-file",
@@ -371,15 +357,6 @@ fn a_web_config_behind_a_link_to_a_good_file_is_read() {
     assert_eq!(exp.get("/health").status, 200);
 }
 
-/// A command that writes a file: the option as the message gives it, the file's name (a plot
-/// must end in .png or .svg), and the command line that writes `path` (`dir` is free for
-/// other outputs).
-struct Writer {
-    option: &'static str,
-    name: &'static str,
-    command: fn(dir: &Path, path: &Path) -> Vec<OsString>,
-}
-
 fn record(dir: &Path, extra: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
     let mut w = words(&[&"record", &"--demo", &"--duration", &"100ms"]);
     w.extend(words(extra));
@@ -389,52 +366,67 @@ fn record(dir: &Path, extra: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
     w
 }
 
+/// A command that writes a file.
+enum Writer {
+    /// `record --demo --duration 100ms [--overwrite] OPTION PATH` (with `--output` into the
+    /// directory when OPTION is not it): OPTION, the file's name (a plot must end in .png or
+    /// .svg), and whether `--overwrite` comes first.
+    Record(&'static str, &'static str, Overwrite),
+    /// `smi --demo ARGS -f PATH`.
+    Smi(&'static [&'static str]),
+}
+
+/// Whether a [`Writer::Record`] is given `--overwrite`.
+enum Overwrite {
+    No,
+    Yes,
+}
+
+use Overwrite::{No, Yes};
+use Writer::{Record, Smi};
+
 const WRITERS: &[Writer] = &[
-    Writer {
-        option: "--csv",
-        name: "samples.csv",
-        command: |dir, path| record(dir, &[&"--csv", &path]),
-    },
-    Writer {
-        option: "--csv",
-        name: "samples.csv",
-        command: |dir, path| record(dir, &[&"--overwrite", &"--csv", &path]),
-    },
-    Writer {
-        option: "--ndjson",
-        name: "samples.ndjson",
-        command: |dir, path| record(dir, &[&"--ndjson", &path]),
-    },
-    Writer {
-        option: "--ndjson",
-        name: "samples.ndjson",
-        command: |dir, path| record(dir, &[&"--overwrite", &"--ndjson", &path]),
-    },
-    Writer {
-        option: "--output",
-        name: "plot.svg",
-        command: |dir, path| record(dir, &[&"--output", &path]),
-    },
-    Writer {
-        option: "--output",
-        name: "plot.png",
-        command: |dir, path| record(dir, &[&"--overwrite", &"--output", &path]),
-    },
-    Writer {
-        option: "-f",
-        name: "smi.txt",
-        command: |_, path| words(&[&"smi", &"--demo", &"-f", &path]),
-    },
-    Writer {
-        option: "-f",
-        name: "smi.txt",
-        command: |_, path| {
-            words(&[
-                &"smi", &"--demo", &"-lms", &"10", &"--count", &"2", &"-f", &path,
-            ])
-        },
-    },
+    Record("--csv", "samples.csv", No),
+    Record("--csv", "samples.csv", Yes),
+    Record("--ndjson", "samples.ndjson", No),
+    Record("--ndjson", "samples.ndjson", Yes),
+    Record("--output", "plot.svg", No),
+    Record("--output", "plot.png", Yes),
+    Smi(&[]),
+    Smi(&["-lms", "10", "--count", "2"]),
 ];
+
+impl Writer {
+    /// The option as the refusal names it.
+    fn option(&self) -> &'static str {
+        match self {
+            Record(option, _, _) => option,
+            Smi(_) => "-f",
+        }
+    }
+
+    /// The name of the file it writes.
+    fn name(&self) -> &'static str {
+        match self {
+            Record(_, name, _) => name,
+            Smi(_) => "smi.txt",
+        }
+    }
+
+    /// The command line that writes `path` (`dir` is free for other outputs).
+    fn command(&self, dir: &Path, path: &Path) -> Vec<OsString> {
+        match self {
+            Record(option, _, No) => record(dir, &[option, &path]),
+            Record(option, _, Yes) => record(dir, &[&"--overwrite", option, &path]),
+            Smi(args) => {
+                let mut w = words(&[&"smi", &"--demo"]);
+                w.extend(args.iter().map(OsString::from));
+                w.extend(words(&[&"-f", &path]));
+                w
+            }
+        }
+    }
+}
 
 /// What a link at an output path points to.
 #[derive(Debug, Clone, Copy)]
@@ -459,13 +451,13 @@ fn outputs_at_a_symbolic_link_are_refused_and_the_target_is_untouched() {
         for target_kind in [Target::Missing, Target::Precious] {
             let dir = scratch.path().join(format!("{w}-{target_kind:?}"));
             std::fs::create_dir(&dir).unwrap();
-            let target = dir.join(format!("target-{}", writer.name));
+            let target = dir.join(format!("target-{}", writer.name()));
             if let Target::Precious = target_kind {
                 std::fs::write(&target, PRECIOUS).unwrap();
             }
-            let link = dir.join(writer.name);
+            let link = dir.join(writer.name());
             std::os::unix::fs::symlink(&target, &link).unwrap();
-            let args = (writer.command)(&dir, &link);
+            let args = writer.command(&dir, &link);
             let out = match run(&args) {
                 Ok(out) => out,
                 Err(hung) => {
@@ -481,7 +473,7 @@ fn outputs_at_a_symbolic_link_are_refused_and_the_target_is_untouched() {
             };
             let still_a_link = std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_symlink());
             let ok = out.status.code() == Some(2)
-                && err.contains(writer.option)
+                && err.contains(writer.option())
                 && err.contains(&link.display().to_string())
                 && err.contains("symbolic link")
                 && untouched

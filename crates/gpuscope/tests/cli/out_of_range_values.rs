@@ -82,13 +82,7 @@ fn gpuscope(args: &[&str]) -> Output {
 }
 
 fn stdout(out: &Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("UTF-8")
+    cli::exited(0, out)
 }
 
 fn stderr(out: &Output) -> String {
@@ -118,6 +112,13 @@ fn table_row(table: &str, index: usize) -> String {
         .unwrap_or_else(|| panic!("no row for node-a {index}:\n{table}"))
         .to_string()
 }
+
+/// A device's memory figures in the JSON: all unknown when one of them is out of range.
+const MEMORY_FIELDS: [&str; 3] = [
+    "memory_total_bytes",
+    "memory_used_bytes",
+    "memory_free_bytes",
+];
 
 /// The notes of a device in the JSON: (family, value).
 fn notes(d: &Value) -> Vec<(String, String)> {
@@ -276,13 +277,7 @@ fn memory_used_beyond_the_total_is_na_with_a_warning_and_never_selected() {
     let stub = stub(3, &sent);
     let (doc, _) = fleet_json(&stub);
     let d0 = &devices(&doc)[0];
-    for field in [
-        "memory_total_bytes",
-        "memory_used_bytes",
-        "memory_free_bytes",
-    ] {
-        assert_eq!(d0[field], Value::Null, "{field}: {d0:#}");
-    }
+    cli::assert_null(d0, &MEMORY_FIELDS);
     assert_eq!(
         notes(d0),
         [(
@@ -461,13 +456,7 @@ fn memory_used_beyond_the_total_in_a_fixture_is_na_with_a_warning_and_never_sele
     )))
     .expect("JSON");
     let d = &json["devices"][0];
-    for field in [
-        "memory_total_bytes",
-        "memory_used_bytes",
-        "memory_free_bytes",
-    ] {
-        assert_eq!(d[field], Value::Null, "{field}");
-    }
+    cli::assert_null(d, &MEMORY_FIELDS);
     assert!(
         d["errors"]
             .as_array()

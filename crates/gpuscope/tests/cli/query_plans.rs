@@ -236,6 +236,13 @@ const UNSHOWN_STATICS: [&str; 4] = [
     "CudaComputeCapability",
 ];
 
+/// Checks that `what` asked none of the device getters `nvmlDeviceGet{getter}` of `getters`,
+/// and none of [`UNSHOWN_STATICS`].
+fn assert_asks_none(calls: &HashMap<String, (usize, usize)>, getters: &[&str], what: &str) {
+    assert_asked(calls, getters, 0, what);
+    assert_asked(calls, &UNSHOWN_STATICS, 0, what);
+}
+
 /// `smi -L` prints each GPU's name and UUID: it asks those and nothing else of a device, no
 /// static fact (clocks, serial, limits) and no reading (issue 36, item 2).
 #[test]
@@ -254,8 +261,7 @@ fn smi_list_asks_each_gpus_name_and_uuid_and_nothing_else() {
         "ComputeRunningProcesses",
         "ProcessUtilization",
     ];
-    assert_asked(&calls, &unasked, 0, "-L");
-    assert_asked(&calls, &UNSHOWN_STATICS, 0, "-L");
+    assert_asks_none(&calls, &unasked, "-L");
 }
 
 /// `smi --query-gpu` asks its fields' queries, once each, and no other: no name, no clocks,
@@ -285,8 +291,7 @@ fn smi_query_gpu_asks_its_fields_queries_and_no_other() {
         "ComputeRunningProcesses",
         "PcieThroughput",
     ];
-    assert_asked(&calls, &unasked, 0, "--query-gpu");
-    assert_asked(&calls, &UNSHOWN_STATICS, 0, "--query-gpu");
+    assert_asks_none(&calls, &unasked, "--query-gpu");
 
     let clocks = one_shot(&[
         "smi",
@@ -345,13 +350,8 @@ fn snapshot_asks_the_static_facts_it_shows_and_not_the_others() {
         "csv",
     ]);
     assert_asked(&csv, &["Temperature"], 1, "snapshot --query");
-    assert_asked(
-        &csv,
-        &["Name", "MemoryInfo", "ApplicationsClock"],
-        0,
-        "snapshot --query",
-    );
-    assert_asked(&csv, &UNSHOWN_STATICS, 0, "snapshot --query");
+    let unasked = ["Name", "MemoryInfo", "ApplicationsClock"];
+    assert_asks_none(&csv, &unasked, "snapshot --query");
 }
 
 /// `smi`, `stat` and `select` show no events, so they make no event set: the NVML backend used

@@ -15,11 +15,9 @@ use cli::{command, run};
 
 const WAIT: Duration = Duration::from_secs(60);
 
+/// The 8-GPU H100 scenario, as an argument.
 fn fixture_path() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/h100-sxm-8gpu.json")
-        .display()
-        .to_string()
+    cli::fixture("h100-sxm-8gpu")
 }
 
 fn fixture_json() -> Value {

@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
+use test_support::smi_xml::{self, block, blocks, without};
 
 use crate::support::cli;
 
@@ -20,54 +21,12 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-// ---- Independent readers of the XML text (no XML parser) ----
-
-/// The contents of every `<tag ...>...</tag>` in `s` (not nested in each other).
-fn blocks<'a>(s: &'a str, tag: &str) -> Vec<&'a str> {
-    let open = format!("<{tag}");
-    let close = format!("</{tag}>");
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(start) = rest.find(&open) {
-        let after = &rest[start + open.len()..];
-        // `<tag>` or `<tag attr=...>`, not `<tag_longer>`.
-        if !after.starts_with('>') && !after.starts_with(' ') {
-            rest = after;
-            continue;
-        }
-        let Some(gt) = after.find('>') else { break };
-        let body = &after[gt + 1..];
-        let Some(end) = body.find(&close) else { break };
-        out.push(&body[..end]);
-        rest = &body[end + close.len()..];
-    }
-    out
-}
-
-/// The first block of `tag` in `s`, or `""`.
-fn block<'a>(s: &'a str, tag: &str) -> &'a str {
-    blocks(s, tag).first().copied().unwrap_or("")
-}
-
-/// `s` without its `<tag>...</tag>` blocks.
-fn without(s: &str, tag: &str) -> String {
-    let mut out = s.to_string();
-    for b in blocks(s, tag) {
-        out = out.replacen(b, "", 1);
-    }
-    out
-}
+// ---- Independent readers of the XML text (no XML parser), beside test_support::smi_xml's ----
 
 /// The trimmed text of the first `<tag>value</tag>` in `s`, unless it is a placeholder.
+/// (A block of elements, `<` in its text, is not a value either.)
 fn value(s: &str, tag: &str) -> Option<String> {
-    let v = blocks(s, tag).first()?.trim().to_string();
-    let placeholder = v.is_empty()
-        || v == "N/A"
-        || v.starts_with('[')
-        || v.contains("deprecated")
-        || v.starts_with("Not available")
-        || v.contains('<');
-    (!placeholder).then_some(v)
+    smi_xml::value(s, tag).filter(|v| !smi_xml::is_placeholder(v) && !v.contains('<'))
 }
 
 /// The number before the unit in `"33 C"`, `"869 MiB"`, `"0"`.
@@ -229,6 +188,11 @@ fn check_dump(stem: &str) -> usize {
         let h = &d["health"];
         let at = |what: &str| format!("{stem} GPU {i}: {what}");
         let n = |v: Option<u64>| v.map(Value::from);
+        // A value of the XML as JSON: its text, or whether it is one of `on`.
+        let text = |s: &str, tag: &str| value(s, tag).map(Value::from);
+        let flag = |s: &str, tag: &str, on: &[&str]| {
+            value(s, tag).map(|v| Value::from(on.contains(&v.as_str())))
+        };
 
         // Versions.
         for (field, tag) in [
@@ -236,12 +200,12 @@ fn check_dump(stem: &str) -> usize {
             ("serial", "serial"),
             ("board_part_number", "board_part_number"),
         ] {
-            checked += same(&at(field), &h[field], value(&top, tag).map(Value::from));
+            checked += same(&at(field), &h[field], text(&top, tag));
         }
         checked += same(
             &at("inforom"),
             &h["inforom_image_version"],
-            value(block(&top, "inforom_version"), "img_version").map(Value::from),
+            text(block(&top, "inforom_version"), "img_version"),
         );
         // Temperatures.
         let temp = block(&top, "temperature");
@@ -293,30 +257,22 @@ fn check_dump(stem: &str) -> usize {
             ("multi_gpu_board", "multigpu_board"),
             ("accounting_mode", "accounting_mode"),
         ] {
-            checked += same(
-                &at(field),
-                &c[field],
-                value(&top, tag).map(|v| Value::from(v == "Yes" || v == "Enabled")),
-            );
+            checked += same(&at(field), &c[field], flag(&top, tag, &["Yes", "Enabled"]));
         }
         checked += same(
             &at("virtualization"),
             &c["virtualization_mode"],
-            value(
+            text(
                 block(&top, "gpu_virtualization_mode"),
                 "virtualization_mode",
-            )
-            .map(Value::from),
+            ),
         );
         for (field, tag) in [
             ("gpu_operation_mode_current", "current_gom"),
             ("gpu_operation_mode_pending", "pending_gom"),
         ] {
-            checked += same(
-                &at(field),
-                &c[field],
-                value(block(&top, "gpu_operation_mode"), tag).map(Value::from),
-            );
+            let mode = block(&top, "gpu_operation_mode");
+            checked += same(&at(field), &c[field], text(mode, tag));
         }
         for (prefix, tag) in [
             ("applications_clock", "applications_clocks"),
@@ -351,11 +307,7 @@ fn check_dump(stem: &str) -> usize {
             ("ecc_mode_current", "current_ecc"),
             ("ecc_mode_pending", "pending_ecc"),
         ] {
-            checked += same(
-                &at(field),
-                &h[field],
-                value(mode, tag).map(|v| Value::from(v == "Enabled")),
-            );
+            checked += same(&at(field), &h[field], flag(mode, tag, &["Enabled"]));
         }
         let errors = block(&top, "ecc_errors");
         for counter in ["volatile", "aggregate"] {
@@ -418,7 +370,7 @@ fn check_dump(stem: &str) -> usize {
         checked += same(
             &at("pending retirement"),
             &h["retired_pages_pending"],
-            value(retired, "pending_retirement").map(|v| Value::from(v == "Yes")),
+            flag(retired, "pending_retirement", &["Yes"]),
         );
         // Remapped rows.
         let rows = block(&top, "remapped_rows");
@@ -432,11 +384,7 @@ fn check_dump(stem: &str) -> usize {
             ("remapped_rows_pending", "remapped_row_pending"),
             ("remapped_rows_failure", "remapped_row_failure"),
         ] {
-            checked += same(
-                &at(field),
-                &h[field],
-                value(rows, tag).map(|v| Value::from(v == "Yes")),
-            );
+            checked += same(&at(field), &h[field], flag(rows, tag, &["Yes"]));
         }
         // Clock event reasons: the ones printed "Active", by name.
         let reasons = [

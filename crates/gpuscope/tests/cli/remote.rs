@@ -25,13 +25,21 @@ fn snapshot(urls: &[String], extra: &[&str]) -> Output {
 
 /// The fleet document of a run that ended with `code`.
 fn fleet(code: i32, out: &Output) -> Value {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the fleet's JSON")
+    serde_json::from_str(&cli::exited(code, out)).expect("the fleet's JSON")
+}
+
+/// Adds the exporter `name` to `stub`, serving one GPU of `hostname` (UUID `GPU-<uuid>`) with
+/// `free_gib` GiB free and the labels of `extra` on every sample: its URL.
+fn up(
+    stub: &StubExporter,
+    name: &str,
+    hostname: &str,
+    uuid: &str,
+    free_gib: u64,
+    extra: &[(&str, &str)],
+) -> String {
+    let exposition = exposition(hostname, uuid, free_gib * GIB, extra);
+    stub.add(name, Answer::Exposition(exposition))
 }
 
 /// The host whose instance is `url`; exactly one.
@@ -64,10 +72,7 @@ fn errors_of(fleet: &Value, url: &str) -> Vec<String> {
 #[test]
 fn every_remote_url_is_a_host_even_when_it_serves_no_gpuscope_samples() {
     let stub = StubExporter::start().expect("the stub starts");
-    let good = stub.add(
-        "good",
-        Answer::Exposition(exposition("lab-a", "a", 10 * GIB, &[])),
-    );
+    let good = up(&stub, "good", "lab-a", "a", 10, &[]);
     let bad = [
         ("html", Answer::Html, "no gpuscope samples in the answer"),
         ("empty", Answer::Empty, "no gpuscope samples in the answer"),
@@ -122,23 +127,11 @@ fn every_remote_url_is_a_host_even_when_it_serves_no_gpuscope_samples() {
 #[test]
 fn a_remote_host_is_the_url_asked_never_the_labels_in_its_answer() {
     let stub = StubExporter::start().expect("the stub starts");
-    let a = stub.add(
-        "a",
-        Answer::Exposition(exposition("node-a", "a", 10 * GIB, &[])),
-    );
+    let a = up(&stub, "a", "node-a", "a", 10, &[]);
     let spoofed = [("instance", a.as_str()), ("job", "gpu")];
-    let b = stub.add(
-        "b",
-        Answer::Exposition(exposition("node-a", "b", 70 * GIB, &spoofed)),
-    );
-    let c = stub.add(
-        "c",
-        Answer::Exposition(exposition("twin", "c", 20 * GIB, &[])),
-    );
-    let d = stub.add(
-        "d",
-        Answer::Exposition(exposition("twin", "d", 30 * GIB, &[])),
-    );
+    let b = up(&stub, "b", "node-a", "b", 70, &spoofed);
+    let c = up(&stub, "c", "twin", "c", 20, &[]);
+    let d = up(&stub, "d", "twin", "d", 30, &[]);
     let urls = [a.clone(), b.clone(), c.clone(), d.clone()];
     let f = fleet(0, &snapshot(&urls, &[]));
     assert_eq!(f["hosts"].as_array().unwrap().len(), 4, "{f:#}");
@@ -175,18 +168,10 @@ fn remote_reads_100_urls_under_a_30_task_pids_limit() {
         let name = format!("e{i}");
         let url = match i % 10 {
             // A name to look up (on a thread of its own, which may not start).
-            3 => stub
-                .add(
-                    &name,
-                    Answer::Exposition(exposition(&name, &name, GIB, &[])),
-                )
-                .replace("127.0.0.1", "localhost"),
+            3 => up(&stub, &name, &name, &name, 1, &[]).replace("127.0.0.1", "localhost"),
             // An exporter that serves something else.
             7 => stub.add(&name, Answer::Html),
-            _ => stub.add(
-                &name,
-                Answer::Exposition(exposition(&name, &name, GIB, &[])),
-            ),
+            _ => up(&stub, &name, &name, &name, 1, &[]),
         };
         urls.push(url);
     }

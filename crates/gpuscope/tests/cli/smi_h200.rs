@@ -20,6 +20,18 @@ fn smi(args: &[&str]) -> Output {
         .expect("gpuscope runs")
 }
 
+/// [`smi`], checked to exit 0 (else fails with its stderr): its stdout.
+fn smi_ok(args: &[&str]) -> String {
+    cli::ok_stdout(smi(args), args)
+}
+
+/// The header and the first row of a CSV answer, as [`cells`].
+fn header_and_row(csv: &str) -> (Vec<String>, Vec<String>) {
+    let mut lines = csv.lines();
+    let header = cells(lines.next().expect("a header line"));
+    (header, cells(lines.next().expect("a row")))
+}
+
 /// One CSV line of nvidia-smi's (cells separated by ", ", none holding a comma here).
 fn cells(line: &str) -> Vec<String> {
     line.split(", ").map(str::to_string).collect()
@@ -92,22 +104,12 @@ fn query_gpu_prints_what_nvidia_smi_printed_on_the_real_h200() {
     let theirs =
         std::fs::read_to_string(repo("fixtures/h200-real/nvidia-smi-query-gpu-all.load.csv"))
             .unwrap();
-    let mut lines = theirs.lines();
-    let header = cells(lines.next().unwrap());
-    let values = cells(lines.next().unwrap());
+    let (header, values) = header_and_row(&theirs);
     assert_eq!(header.len(), values.len());
     assert_eq!(header.len(), 188);
     let fields: Vec<&str> = header.iter().map(|h| field(h)).collect();
-    let out = smi(&[&format!("--query-gpu={}", fields.join(",")), "--format=csv"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ours = String::from_utf8(out.stdout).unwrap();
-    let mut our_lines = ours.lines();
-    let our_header = cells(our_lines.next().unwrap());
-    let our_values = cells(our_lines.next().unwrap());
+    let ours = smi_ok(&[&format!("--query-gpu={}", fields.join(",")), "--format=csv"]);
+    let (our_header, our_values) = header_and_row(&ours);
     assert_eq!(our_header.len(), 188, "{ours}");
     assert_eq!(our_values.len(), 188, "{ours}");
     let mut problems = Vec::new();
@@ -148,19 +150,11 @@ fn query_gpu_prints_what_nvidia_smi_printed_on_the_real_h200() {
 fn every_field_nvidia_smi_lists_is_accepted() {
     let names = help_names();
     assert_eq!(names.len(), 256, "214 fields and 42 other names");
-    let out = smi(&[
+    let text = smi_ok(&[
         &format!("--query-gpu={}", names.join(",")),
         "--format=csv,nounits",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut lines = text.lines();
-    let header = cells(lines.next().unwrap());
-    let row = cells(lines.next().unwrap());
+    let (header, row) = header_and_row(&text);
     assert_eq!(header.len(), names.len());
     assert_eq!(row.len(), names.len());
     for (name, v) in names.iter().zip(&row) {
@@ -315,9 +309,7 @@ fn in_order(theirs: &[String], ours: &[String]) -> (usize, Vec<String>) {
 #[test]
 fn q_prints_nvidia_smi_580s_keys_in_its_order() {
     let theirs = std::fs::read_to_string(repo("fixtures/h200-real/nvidia-smi-q.load.txt")).unwrap();
-    let out = smi(&["-q"]);
-    assert!(out.status.success());
-    let ours = String::from_utf8(out.stdout).unwrap();
+    let ours = smi_ok(&["-q"]);
     let (theirs, ours) = (q_paths(&theirs), q_paths(&ours));
     let (covered, missing) = in_order(&theirs, &ours);
     let percent = covered as f64 * 100.0 / theirs.len() as f64;
@@ -386,9 +378,7 @@ fn xml_leaves(xml: &str) -> Vec<String> {
 fn q_x_writes_nvidia_smi_580s_leaf_elements_in_its_order() {
     let theirs =
         std::fs::read_to_string(repo("fixtures/h200-real/nvidia-smi-q-x.load.xml")).unwrap();
-    let out = smi(&["-q", "-x"]);
-    assert!(out.status.success());
-    let ours = String::from_utf8(out.stdout).unwrap();
+    let ours = smi_ok(&["-q", "-x"]);
     // Each element path once: the supported clocks repeat one path a hundred times.
     let distinct = |paths: Vec<String>| {
         let mut seen = std::collections::HashSet::new();

@@ -18,6 +18,17 @@ struct Tmux {
     socket: String,
 }
 
+/// A [`Tmux`] server for this test named `$name`, or a return from the test (skipped, after
+/// saying why) when tmux is missing outside CI.
+macro_rules! tmux_or_skip {
+    ($name:expr) => {
+        match Tmux::new($name) {
+            Some(t) => t,
+            None => return,
+        }
+    };
+}
+
 impl Tmux {
     /// A server for this test, or `None` (after saying why) when tmux is missing outside CI.
     fn new(name: &str) -> Option<Tmux> {
@@ -257,6 +268,12 @@ fn table(screen: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
+/// Quits the viewer with `q` and checks that the terminal was restored.
+fn quit(t: &Tmux) {
+    t.keys(&["q"]);
+    assert_restored(t);
+}
+
 fn assert_restored(t: &Tmux) {
     let s = t.wait_text(":end");
     assert!(s.contains("exit=0"), "{s}");
@@ -278,9 +295,7 @@ fn assert_restored(t: &Tmux) {
 
 #[test]
 fn sort_filter_detail_help_and_quit_in_a_real_terminal() {
-    let Some(t) = Tmux::new("screens") else {
-        return;
-    };
+    let t = tmux_or_skip!("screens");
     t.start(&shell_command("--demo --interval 0.25s"), 160, 50);
     let s = t.wait_text("of 64 shown");
     assert!(s.contains("gpuscope top (demo)"), "{s}");
@@ -321,8 +336,7 @@ fn sort_filter_detail_help_and_quit_in_a_real_terminal() {
     t.keys(&["x"]);
     t.wait_text("filter: user:eve");
 
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 /// old-driver.json with `pid` (a `sleep 1000`) on GPU 0 in every frame, its host facts (with
@@ -347,18 +361,38 @@ fn fixture_with(pid: u32, path: &Path) {
     edited_fixture::write(&f, path);
 }
 
+/// A `sleep 1000` of this test's own, and a copy of old-driver.json at `path` that lists it on
+/// GPU 0 ([`fixture_with`]), removed when dropped.
+struct Listed {
+    child: Child,
+    pid: u32,
+    path: PathBuf,
+}
+
+impl Listed {
+    fn new(tag: &str) -> Listed {
+        let child = Child::spawn();
+        let pid = child.0.id();
+        let path = std::env::temp_dir().join(format!("gpuscope-top-{tag}-{pid}.json"));
+        fixture_with(pid, &path);
+        Listed { child, pid, path }
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 #[test]
 fn a_tagged_process_is_terminated_through_the_ui() {
-    let Some(t) = Tmux::new("signal") else {
-        return;
-    };
-    let mut child = Child::spawn();
-    let pid = child.0.id();
-    let path = std::env::temp_dir().join(format!("gpuscope-top-signal-{pid}.json"));
-    fixture_with(pid, &path);
+    let t = tmux_or_skip!("signal");
+    let mut local = Listed::new("signal");
+    let (pid, path) = (local.pid, &local.path);
 
     // Live NVML (fake-nvml serving the fixture): the process is this machine's.
-    t.start(&over_fake_nvml(&path, 0, ""), 120, 30);
+    t.start(&over_fake_nvml(path, 0, ""), 120, 30);
     t.wait_text("gpuscope top (nvml)");
     t.wait_text(&pid.to_string());
     t.keys(&["/", &format!("pid:{pid}"), "Enter"]);
@@ -369,13 +403,13 @@ fn a_tagged_process_is_terminated_through_the_ui() {
     t.keys(&["T"]);
     let s = t.wait_text("Send SIGTERM to 1 process?");
     assert!(s.contains(&format!("PID {pid} (sleep)")), "{s}");
-    assert!(child.alive(), "nothing is sent before y");
+    assert!(local.child.alive(), "nothing is sent before y");
     t.keys(&["y"]);
     t.wait_text(&format!("SIGTERM sent to PID {pid}"));
 
     let start = Instant::now();
     let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
+        if let Some(status) = local.child.0.try_wait().unwrap() {
             break status;
         }
         assert!(
@@ -387,22 +421,16 @@ fn a_tagged_process_is_terminated_through_the_ui() {
     use std::os::unix::process::ExitStatusExt as _;
     assert_eq!(status.signal(), Some(libc::SIGTERM));
 
-    t.keys(&["q"]);
-    assert_restored(&t);
-    let _ = std::fs::remove_file(&path);
+    quit(&t);
 }
 
 // Regression: `top --fixture crafted.json` listing a local `sleep 1000` with its true command
 // line, then K and y, killed the real process.
 #[test]
 fn a_replay_never_signals_a_local_process() {
-    let Some(t) = Tmux::new("replay-signal") else {
-        return;
-    };
-    let mut child = Child::spawn();
-    let pid = child.0.id();
-    let path = std::env::temp_dir().join(format!("gpuscope-top-replay-signal-{pid}.json"));
-    fixture_with(pid, &path);
+    let t = tmux_or_skip!("replay-signal");
+    let mut local = Listed::new("replay-signal");
+    let (pid, path) = (local.pid, &local.path);
     t.start(
         &shell_command(&format!("--fixture {} --frame 0", path.display())),
         160,
@@ -421,11 +449,9 @@ fn a_replay_never_signals_a_local_process() {
     t.wait_for("the hints after y", |s| {
         s.contains("(signals off: a replay)") && !s.contains("signals are off: this")
     });
-    assert!(child.alive(), "the local process survives");
-    t.keys(&["q"]);
-    assert_restored(&t);
-    assert!(child.alive(), "the local process survives");
-    let _ = std::fs::remove_file(&path);
+    assert!(local.child.alive(), "the local process survives");
+    quit(&t);
+    assert!(local.child.alive(), "the local process survives");
 }
 
 // Regression: SIGQUIT left the alternate screen on, and the 1-second fallback after SIGTERM
@@ -438,9 +464,7 @@ fn every_quitting_signal_restores_the_terminal() {
         ("sighup", libc::SIGHUP),
         ("sigquit", libc::SIGQUIT),
     ] {
-        let Some(t) = Tmux::new(name) else {
-            return;
-        };
+        let t = tmux_or_skip!(name);
         t.start(&shell_command("--demo"), 100, 30);
         t.wait_text("of 64 shown");
         assert_viewer_modes(&t);
@@ -484,14 +508,11 @@ fn assert_suspends_and_resumes(t: &Tmux, shown: &str) {
 // Regression: SIGTSTP left the alternate screen on.
 #[test]
 fn sigtstp_and_ctrl_z_suspend_and_sigcont_redraws() {
-    let Some(t) = Tmux::new("suspend") else {
-        return;
-    };
+    let t = tmux_or_skip!("suspend");
     t.start(&shell_command("--demo"), 100, 30);
     t.wait_text("of 64 shown");
     assert_suspends_and_resumes(&t, "of 64 shown");
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 /// The viewer on live NVML (fake-nvml serving the 8-GPU recording at frame 14, the frame of GPU
@@ -501,9 +522,7 @@ fn sigtstp_and_ctrl_z_suspend_and_sigcont_redraws() {
 fn an_xid_marks_its_gpu_with_the_detail() {
     let fixture =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-sxm-8gpu.json");
-    let Some(t) = Tmux::new("xid") else {
-        return;
-    };
+    let t = tmux_or_skip!("xid");
     t.start(&over_fake_nvml(&fixture, 14, "--interval 0.2s"), 220, 50);
     let screen = t.wait_text("GPU has fallen off the bus");
     let row = |gpu: &str| {
@@ -518,8 +537,7 @@ fn an_xid_marks_its_gpu_with_the_detail() {
     assert!(gpu2.contains("! xid_79"), "{screen}");
     assert!(gpu2.contains("XID 79 at "), "{screen}");
     assert!(!row("0 ").contains('!'), "{screen}");
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 /// How many times all of `pid`'s threads have gone to sleep and woken since they started.
@@ -546,9 +564,7 @@ fn wake_ups(pid: i32) -> u64 {
 fn an_idle_viewer_sleeps_until_something_happens() {
     let fixture =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/h100-sxm-8gpu.json");
-    let Some(t) = Tmux::new("idle") else {
-        return;
-    };
+    let t = tmux_or_skip!("idle");
     t.start(
         // No refresh during the count: what is left is the loop's and the listener's own.
         &over_fake_nvml(&fixture, 3, "--interval 1h"),
@@ -569,8 +585,7 @@ fn an_idle_viewer_sleeps_until_something_happens() {
         per_second <= 10.0,
         "the idle viewer woke {woke} times in {window:?} ({per_second:.1} a second)"
     );
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 // Regression: `q` waited for a sampling call in progress, so a hung driver hung quitting; and
@@ -580,9 +595,7 @@ fn quitting_never_waits_on_a_stuck_sampler() {
     let lib = fake_nvml();
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/old-driver.json");
     for how in ["q", "SIGTERM"] {
-        let Some(t) = Tmux::new(&format!("stuck-{}", how.to_lowercase())) else {
-            return;
-        };
+        let t = tmux_or_skip!(&format!("stuck-{}", how.to_lowercase()));
         let hang =
             std::env::temp_dir().join(format!("gpuscope-top-hang-{}-{how}", std::process::id()));
         let waiting = PathBuf::from(format!("{}.waiting", hang.display()));
@@ -623,9 +636,7 @@ fn a_panic_restores_the_terminal_before_its_message() {
         eprintln!("skipping: the panic test hook is in debug builds only");
         return;
     }
-    let Some(t) = Tmux::new("panic") else {
-        return;
-    };
+    let t = tmux_or_skip!("panic");
     t.start(
         &shell_command_env("GPUSCOPE_TOP_TEST_PANIC=1", "--demo"),
         100,
@@ -716,9 +727,7 @@ fn fleet_hosts(screen: &str) -> Vec<String> {
 
 #[test]
 fn top_prometheus_shows_every_host_sorts_filters_and_quits() {
-    let Some(t) = Tmux::new("fleet") else {
-        return;
-    };
+    let t = tmux_or_skip!("fleet");
     let stub = fleet_stub(None);
     t.start(
         &shell_command(&format!(
@@ -781,15 +790,12 @@ fn top_prometheus_shows_every_host_sorts_filters_and_quits() {
     }
     t.keys(&["state:down", "Enter"]);
     t.wait_for("only gpu-c", |s| fleet_hosts(s) == ["gpu-c"]);
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 #[test]
 fn a_slow_prometheus_never_freezes_the_fleet_viewer() {
-    let Some(t) = Tmux::new("fleet-slow") else {
-        return;
-    };
+    let t = tmux_or_skip!("fleet-slow");
     // One family takes 20 s to answer: the first refresh is far away.
     let stub = fleet_stub(Some(Duration::from_secs(20)));
     t.start(
@@ -812,8 +818,7 @@ fn a_slow_prometheus_never_freezes_the_fleet_viewer() {
     t.keys(&["s"]);
     t.wait_text("sort: gpu");
     let started = Instant::now();
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "quitting waited {:?} on the refresh",
@@ -825,9 +830,7 @@ fn a_slow_prometheus_never_freezes_the_fleet_viewer() {
 /// and a quitting signal (the terminal hanging up) leaves the terminal as it was.
 #[test]
 fn the_fleet_viewer_suspends_resumes_and_quits_on_a_signal() {
-    let Some(t) = Tmux::new("fleet-signals") else {
-        return;
-    };
+    let t = tmux_or_skip!("fleet-signals");
     let stub = fleet_stub(None);
     t.start(
         &shell_command(&format!("--prometheus {} --interval 0.5s", stub.url)),
@@ -843,9 +846,7 @@ fn the_fleet_viewer_suspends_resumes_and_quits_on_a_signal() {
 
 #[test]
 fn nvitop_style_options_and_local_time_in_a_real_terminal() {
-    let Some(t) = Tmux::new("nvitop-options") else {
-        return;
-    };
+    let t = tmux_or_skip!("nvitop-options");
     t.start(
         &shell_command_env("TZ=IST-5:30", "--demo --frame 5 --only 0 3 -U"),
         160,
@@ -866,15 +867,12 @@ fn nvitop_style_options_and_local_time_in_a_real_terminal() {
         .collect();
     assert_eq!(devices, ["0", "3"], "{s}");
     assert!(s.is_ascii(), "{s}");
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 #[test]
 fn nvitop_startup_filters_in_a_real_terminal() {
-    let Some(t) = Tmux::new("nvitop-filters") else {
-        return;
-    };
+    let t = tmux_or_skip!("nvitop-filters");
     t.start(&shell_command("--demo --frame 5 --user eve -c"), 160, 50);
     let s = t.wait_for("only eve's processes", |s| {
         let rows = table(s);
@@ -884,15 +882,12 @@ fn nvitop_startup_filters_in_a_real_terminal() {
     // Esc clears it like a typed filter: every user again.
     t.keys(&["Escape"]);
     t.wait_for("other users", |s| table(s).iter().any(|(_, u)| u != "eve"));
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 #[test]
 fn the_tree_view_draws_nvitop_branches_in_a_real_terminal() {
-    let Some(t) = Tmux::new("tree") else {
-        return;
-    };
+    let t = tmux_or_skip!("tree");
     let f = format!(
         "{}/../../fixtures/geforce-desktop.json",
         env!("CARGO_MANIFEST_DIR")
@@ -907,21 +902,16 @@ fn the_tree_view_draws_nvitop_branches_in_a_real_terminal() {
     assert_eq!(rows.len(), 2, "{s}");
     assert!(rows[0].contains("├─ /opt/nbminer"), "{s}");
     assert!(rows[1].contains("└─ /opt/nbminer"), "{s}");
-    t.keys(&["q"]);
-    assert_restored(&t);
+    quit(&t);
 }
 
 #[test]
 fn the_tree_shows_a_live_parents_command_and_user() {
-    let Some(t) = Tmux::new("tree-parent") else {
-        return;
-    };
-    let child = Child::spawn();
-    let pid = child.0.id();
-    let path = std::env::temp_dir().join(format!("gpuscope-top-parent-{pid}.json"));
-    fixture_with(pid, &path);
+    let t = tmux_or_skip!("tree-parent");
+    let local = Listed::new("parent");
+    let (pid, path) = (local.pid, &local.path);
     // Live NVML (fake-nvml): the child's parent is this test, which is on no GPU.
-    t.start(&over_fake_nvml(&path, 0, &format!("--pid {pid}")), 200, 30);
+    t.start(&over_fake_nvml(path, 0, &format!("--pid {pid}")), 200, 30);
     t.wait_text(&pid.to_string());
     t.keys(&["t"]);
     let me = std::process::id().to_string();
@@ -961,18 +951,14 @@ fn the_tree_shows_a_live_parents_command_and_user() {
     // The child's row below it.
     let child_row = s.lines().find(|l| l.contains(&format!(" {pid} "))).unwrap();
     assert!(child_row.contains("└─ sleep 1000"), "{child_row}");
-    t.keys(&["q"]);
-    assert_restored(&t);
-    let _ = std::fs::remove_file(&path);
+    quit(&t);
 }
 
 /// `top -vv` on a terminal would write its log over the viewer: refused with the way out; with
 /// stderr sent to a file the viewer runs and the file gets the log.
 #[test]
 fn the_log_never_writes_over_the_viewer() {
-    let Some(t) = Tmux::new("log") else {
-        return;
-    };
+    let t = tmux_or_skip!("log");
     t.start(&shell_command("--demo -vv"), 200, 30);
     let s = t.wait_text("exit=2");
     assert!(s.contains("would write over the viewer"), "{s}");

@@ -62,6 +62,18 @@ pub fn ok_stdout(out: Output, what: impl std::fmt::Debug) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 stdout")
 }
 
+/// Checks that `out` ended with exit `code` (docs/exit-codes.md), else fails with the exit code
+/// and the stderr; then the stdout, which must be UTF-8.
+pub fn exited(code: i32, out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 stdout")
+}
+
 /// Runs `command` (gpuscope or any other program), checks that it exits 0 ([`assert_ok`]) and
 /// returns what it wrote.
 pub fn output_ok(command: &mut Command) -> Output {

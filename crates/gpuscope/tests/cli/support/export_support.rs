@@ -13,6 +13,8 @@ use std::time::Duration;
 
 /// The binary as every CLI test runs it (the tests that use these helpers reach it here).
 pub use super::cli;
+/// The `Authorization` header value of HTTP basic auth for a user and password.
+pub use test_support::loopback::basic;
 
 /// A running exporter, killed when dropped.
 pub struct Exporter {
@@ -118,15 +120,6 @@ pub fn get(addr: &str, path: &str, accept: Option<&str>) -> Response {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("reads the answer in time");
     parse_response(&raw)
-}
-
-/// The `Authorization` header value of HTTP basic auth for `user` and `password`.
-pub fn basic(user: &str, password: &str) -> String {
-    use base64::Engine as _;
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-    )
 }
 
 /// A TCP connection to `addr` from the local address `from` (any port), with 10 s timeouts.
