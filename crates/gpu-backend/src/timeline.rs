@@ -3,7 +3,7 @@
 //! Each step a one-shot command takes (loading the NVML library, `nvmlInit`, opening each
 //! device, the refresh with each device's part on its own thread, the host's process table,
 //! the print) holds a [`Step`] guard while it runs. While a recording is on ([`start`] to
-//! [`finish`]) the guard keeps, when dropped, the step's start, wall time, the CPU time of the
+//! [`Recording::finish`]) the guard keeps, when dropped, the step's start, wall time, the CPU time of the
 //! thread that ran it ([`crate::cost::thread_cpu_time`]) and that thread; while it is off, a
 //! mark is one relaxed atomic load and nothing else, so the marks cost nothing in a command
 //! that is not being timed.
