@@ -10,7 +10,7 @@ use nvml_wrapper_sys::bindings as sys;
 
 use super::conv::{self, check, symbol};
 use super::NvmlBackend;
-use crate::error::{nvml_codes, BackendError, Result};
+use crate::error::{nvml_codes, optional_parts, BackendError, Result};
 use crate::types::{
     field_ids, hex_digits, AddressingMode, BbxFlush, BridgeChip, ClockEventCounter, ClockType,
     CodecUtilization, CurrentDefault, CurrentPending, DeviceAttributes, DeviceId, FabricInfo,
@@ -102,21 +102,7 @@ fn optional_fields<const N: usize>(
 ) -> Result<[Option<u64>; N]> {
     let fields = ids.map(|id| Field { id, scope });
     let values = field_values(b, id, &fields)?;
-    let mut out = [None; N];
-    let mut first_error = None;
-    for (slot, value) in out.iter_mut().zip(&values) {
-        match conv::field_value_u64(value) {
-            Ok(v) => *slot = Some(v),
-            Err(e) if e.is_not_available() => {
-                first_error.get_or_insert(e);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    match first_error {
-        Some(e) if out.iter().all(Option::is_none) => Err(e),
-        _ => Ok(out),
-    }
+    optional_parts(values.iter().map(conv::field_value_u64))
 }
 
 /// The text of a NUL-terminated byte array NVML filled.
