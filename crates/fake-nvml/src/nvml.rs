@@ -321,6 +321,40 @@ macro_rules! nvml_string_getters {
     };
 }
 
+/// Defines device getters of an engine's utilization: `fn(device, *mut percent, *mut
+/// sampling period in µs)`.
+macro_rules! nvml_utilization_getters {
+    ($( $(#[doc = $doc:expr])* fn $name:ident = $method:ident; )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
+                let id = ctx.dev(device)?;
+                nn(utilization)?;
+                nn(sampling_period_us)?;
+                let u = ctx.b.$method(id)?;
+                put(utilization, u.utilization)?;
+                put(sampling_period_us, u.sampling_period_us)
+            }
+        )*}
+    };
+}
+
+/// Defines device getters of a process list in NVML's count protocol: `fn(device, *mut count,
+/// *mut T)`, each process as `$to_nvml` makes it.
+macro_rules! nvml_process_lists {
+    ($( $(#[doc = $doc:expr])* fn $name:ident(*mut $ty:ty) = $method:ident, $to_nvml:ident; )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, count: *mut c_uint, infos: *mut $ty) |ctx| {
+                let id = ctx.dev(device)?;
+                nn(count)?;
+                let list: Vec<_> = ctx.b.$method(id)?.iter().map($to_nvml).collect();
+                put_list(count, infos, &list)
+            }
+        )*}
+    };
+}
+
 // ---- Init, shutdown, errors ----
 
 /// `nvmlInit` (the old name of `nvmlInit_v2`): loads the fixture named by
@@ -818,69 +852,33 @@ nvml_api! {
             used: m.used,
         })
     }
+}
+
+nvml_utilization_getters! {
     /// `nvmlDeviceGetEncoderUtilization`: percent and sampling period (µs).
-    fn nvmlDeviceGetEncoderUtilization(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(sampling_period_us)?;
-        let u = ctx.b.encoder_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(sampling_period_us, u.sampling_period_us)
-    }
+    fn nvmlDeviceGetEncoderUtilization = encoder_utilization;
     /// `nvmlDeviceGetDecoderUtilization`: percent and sampling period (µs).
-    fn nvmlDeviceGetDecoderUtilization(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(sampling_period_us)?;
-        let u = ctx.b.decoder_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(sampling_period_us, u.sampling_period_us)
-    }
+    fn nvmlDeviceGetDecoderUtilization = decoder_utilization;
+}
 
-    // ---- Processes ----
+// ---- Processes ----
 
+nvml_process_lists! {
     /// `nvmlDeviceGetComputeRunningProcesses` (v1 struct, 16 bytes), count protocol.
-    fn nvmlDeviceGetComputeRunningProcesses(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v1).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetComputeRunningProcesses(*mut nvmlProcessInfo_v1_t) = compute_processes, proc_v1;
     /// `nvmlDeviceGetComputeRunningProcesses_v2` (24-byte struct), count protocol.
-    fn nvmlDeviceGetComputeRunningProcesses_v2(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetComputeRunningProcesses_v2(*mut nvmlProcessInfo_t) = compute_processes, proc_v2;
     /// `nvmlDeviceGetComputeRunningProcesses_v3` (24-byte struct), count protocol.
-    fn nvmlDeviceGetComputeRunningProcesses_v3(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetComputeRunningProcesses_v3(*mut nvmlProcessInfo_t) = compute_processes, proc_v2;
     /// `nvmlDeviceGetGraphicsRunningProcesses` (v1 struct, 16 bytes), count protocol.
-    fn nvmlDeviceGetGraphicsRunningProcesses(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v1).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetGraphicsRunningProcesses(*mut nvmlProcessInfo_v1_t) = graphics_processes, proc_v1;
     /// `nvmlDeviceGetGraphicsRunningProcesses_v2` (24-byte struct), count protocol.
-    fn nvmlDeviceGetGraphicsRunningProcesses_v2(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetGraphicsRunningProcesses_v2(*mut nvmlProcessInfo_t) = graphics_processes, proc_v2;
     /// `nvmlDeviceGetGraphicsRunningProcesses_v3` (24-byte struct), count protocol.
-    fn nvmlDeviceGetGraphicsRunningProcesses_v3(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetGraphicsRunningProcesses_v3(*mut nvmlProcessInfo_t) = graphics_processes, proc_v2;
+}
+
+nvml_api! {
     /// `nvmlDeviceGetProcessUtilization`: the samples newer than `last_seen_time_stamp` (µs since
     /// the Unix epoch), with their timestamps moved onto the replay's clock (see
     /// `state::ReplayTime`): a sample taken 300 ms before a frame is 300 ms old when that

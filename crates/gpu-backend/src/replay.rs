@@ -602,16 +602,36 @@ mod tests {
             .collect()
     }
 
+    /// Where wall time falls in frames 1 s apart: the last frame whose time has come; without
+    /// looping the last frame stays; with looping the last frame lasts one interval, then the
+    /// frames start again, and each loop is counted so that sample times keep going forward.
     #[test]
-    fn wall_time_picks_the_last_frame_whose_time_has_come() {
+    fn wall_time_picks_a_frame_and_counts_the_loops() {
         let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| position_at(&frames, Duration::from_millis(ms), false).0;
-        assert_eq!(at(0), 0);
-        assert_eq!(at(999), 0);
-        assert_eq!(at(1000), 1);
-        assert_eq!(at(2500), 2);
-        // Without looping the last frame stays.
-        assert_eq!(at(60_000), 3);
+        assert_eq!(loop_period_ms(&frames), 4000);
+        // (elapsed ms, looping, (frame, loops))
+        let cases: &[(u64, bool, (usize, u64))] = &[
+            (0, false, (0, 0)),
+            (999, false, (0, 0)),
+            (1000, false, (1, 0)),
+            (2500, false, (2, 0)),
+            (60_000, false, (3, 0)),
+            (100_000, false, (3, 0)),
+            (500, true, (0, 0)),
+            (3999, true, (3, 0)),
+            (4000, true, (0, 1)),
+            (4500, true, (0, 1)),
+            (5500, true, (1, 1)),
+            (3 * 4000 + 3500, true, (3, 3)),
+            (4000 * 10 + 2000, true, (2, 10)),
+        ];
+        for &(ms, looping, want) in cases {
+            assert_eq!(
+                position_at(&frames, Duration::from_millis(ms), looping),
+                want,
+                "{ms} ms, looping {looping}"
+            );
+        }
     }
 
     #[test]
@@ -666,30 +686,6 @@ mod tests {
             );
             let _ = backend.process_utilization(DeviceId::Gpu(0), 0);
         }
-    }
-
-    #[test]
-    fn wall_time_loops_after_the_last_frame_plus_one_interval() {
-        let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| position_at(&frames, Duration::from_millis(ms), true).0;
-        assert_eq!(at(3999), 3);
-        assert_eq!(at(4000), 0);
-        assert_eq!(at(5500), 1);
-        assert_eq!(at(4000 * 10 + 2000), 2);
-    }
-
-    #[test]
-    fn each_loop_is_counted_so_sample_times_keep_going_forward() {
-        let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| position_at(&frames, Duration::from_millis(ms), true);
-        assert_eq!(at(500), (0, 0));
-        assert_eq!(at(4500), (0, 1));
-        assert_eq!(at(3 * 4000 + 3500), (3, 3));
-        assert_eq!(loop_period_ms(&frames), 4000);
-        assert_eq!(
-            position_at(&frames, Duration::from_secs(100), false),
-            (3, 0)
-        );
     }
 
     #[test]

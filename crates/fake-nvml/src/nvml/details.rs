@@ -313,24 +313,6 @@ nvml_api! {
     fn nvmlDeviceGetAttributes(device: nvmlDevice_t, attributes: *mut nvmlDeviceAttributes_t) |ctx| {
         attributes_of(ctx, device, attributes)
     }
-    /// `nvmlDeviceGetJpgUtilization`: percent and sampling period.
-    fn nvmlDeviceGetJpgUtilization(device: nvmlDevice_t, utilization: *mut c_uint, period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(period_us)?;
-        let u = ctx.b.jpeg_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(period_us, u.sampling_period_us)
-    }
-    /// `nvmlDeviceGetOfaUtilization`: percent and sampling period.
-    fn nvmlDeviceGetOfaUtilization(device: nvmlDevice_t, utilization: *mut c_uint, period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(period_us)?;
-        let u = ctx.b.ofa_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(period_us, u.sampling_period_us)
-    }
     /// `nvmlDeviceGetEncoderStats`.
     fn nvmlDeviceGetEncoderStats(device: nvmlDevice_t, sessions: *mut c_uint, fps: *mut c_uint, latency: *mut c_uint) |ctx| {
         let id = ctx.dev(device)?;
@@ -439,6 +421,13 @@ nvml_api! {
         put(timestamp, f.timestamp_us)?;
         put(duration_us, c_ulong::try_from(f.duration_us).map_err(|_| Code(ret::UNKNOWN))?)
     }
+}
+
+nvml_utilization_getters! {
+    /// `nvmlDeviceGetJpgUtilization`: percent and sampling period.
+    fn nvmlDeviceGetJpgUtilization = jpeg_utilization;
+    /// `nvmlDeviceGetOfaUtilization`: percent and sampling period.
+    fn nvmlDeviceGetOfaUtilization = ofa_utilization;
 }
 
 /// `nvmlDeviceGetAttributes_v2`'s body.

@@ -185,12 +185,12 @@ pub(super) fn vgpu_capability(
     id: DeviceId,
     capability: VgpuCapability,
 ) -> Result<u32> {
-    let handle = b.handle(id)?;
-    let func = symbol(&b.lib().nvmlDeviceGetVgpuCapabilities)?;
-    let mut result: c_uint = 0;
-    // SAFETY: a live handle, NVML's capability number and a writable out-pointer.
-    check(unsafe { func(handle, capability.nvml_code(), &mut result) })?;
-    Ok(result)
+    Ok(query_one!(
+        b,
+        id,
+        nvmlDeviceGetVgpuCapabilities,
+        capability.nvml_code()
+    ))
 }
 
 pub(super) fn vgpu_heterogeneous_multi_vgpu(b: &NvmlBackend) -> Result<bool> {
@@ -264,12 +264,12 @@ pub(super) fn max_customer_boost_clock(
     id: DeviceId,
     clock: ClockType,
 ) -> Result<u32> {
-    let handle = b.handle(id)?;
-    let func = symbol(&b.lib().nvmlDeviceGetMaxCustomerBoostClock)?;
-    let mut mhz: c_uint = 0;
-    // SAFETY: a live handle, NVML's clock number and a writable out-pointer.
-    check(unsafe { func(handle, clock.nvml_code(), &mut mhz) })?;
-    Ok(mhz)
+    Ok(query_one!(
+        b,
+        id,
+        nvmlDeviceGetMaxCustomerBoostClock,
+        clock.nvml_code()
+    ))
 }
 
 pub(super) fn auto_boosted_clocks(b: &NvmlBackend, id: DeviceId) -> Result<CurrentDefault<bool>> {
