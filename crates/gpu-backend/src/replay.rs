@@ -794,9 +794,9 @@ mod tests {
             .is_err_and(|e| e.is_not_available()));
     }
 
-    /// A fixture of `frames` frames whose GPU 0 logs `per_frame` clock events in each frame
-    /// from frame 1 on, 10 ms apart, and answers `not_supported` at frame `gap`.
-    fn with_event_log(frames: usize, per_frame: usize, gap: usize) -> Fixture {
+    /// A replay of `frames` frames whose GPU 0 logs `per_frame` clock events in each frame from
+    /// frame 1 on, 10 ms apart, and answers `not_supported` at frame `gap`.
+    fn replaying_event_log(frames: usize, per_frame: usize, gap: usize) -> ReplayBackend {
         let mut f = load("old-driver");
         let times: Vec<u64> = (0..frames as u64).map(|i| i * 1000).collect();
         f.frames = frames_at(&times);
@@ -816,14 +816,13 @@ mod tests {
                 )
             };
         }
-        f
+        ReplayBackend::new(f)
     }
 
     #[test]
     fn events_are_every_logged_one_up_to_the_frame_the_newest_256_at_most() {
-        let f = with_event_log(20, 40, 12);
+        let r = replaying_event_log(20, 40, 12);
         let gpu = DeviceId::Gpu(0);
-        let r = ReplayBackend::new(f);
         r.set_frame(0);
         assert_eq!(r.events(gpu, 0), Ok(vec![]));
         r.set_frame(3);
@@ -861,9 +860,8 @@ mod tests {
 
     #[test]
     fn events_until_a_time_include_those_of_later_frames_that_have_come() {
-        let f = with_event_log(5, 4, 99);
+        let r = replaying_event_log(5, 4, 99);
         let gpu = DeviceId::Gpu(0);
-        let r = ReplayBackend::new(f);
         r.set_frame(1);
         let now = r.events(gpu, 0).unwrap();
         assert_eq!(now.len(), 4);
