@@ -510,12 +510,7 @@ fn check_outputs(
         })
         .to_string();
     for tool in tools.iter().take(3) {
-        let out = Command::new(&tool.program)
-            .args(&tool.args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("cannot run {}", tool.program.display()))?;
+        let out = output_of(tool, env)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             bail!(
@@ -578,12 +573,7 @@ fn check_outputs(
     );
     // The smi one-shots: a line per GPU (`-L`), a header and a row per GPU (the CSV).
     for tool in tools.iter().filter(|t| t.label.contains("gpuscope smi")) {
-        let out = Command::new(&tool.program)
-            .args(&tool.args)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("cannot run {}", tool.program.display()))?;
+        let out = output_of(tool, env)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let rows = if tool.label.contains(" -L") {
             stdout.lines().filter(|l| l.starts_with("GPU ")).count()
@@ -598,6 +588,16 @@ fn check_outputs(
         );
     }
     Ok(())
+}
+
+/// The tool's output, run with `env` and no input.
+fn output_of(tool: &Tool, env: &[(&str, OsString)]) -> Result<std::process::Output> {
+    Command::new(&tool.program)
+        .args(&tool.args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {}", tool.program.display()))
 }
 
 /// `cmd` (the tool's program, or a tracer before it) given the tool's arguments and `env`, no

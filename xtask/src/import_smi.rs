@@ -310,12 +310,20 @@ fn normalise_bus_id(id: &str) -> String {
 }
 
 fn hex(e: Option<&Element>) -> R<u32> {
+    hex_as(e, u32::from_str_radix)
+}
+
+/// A number in hex, with or without `0x`, read by `from_str_radix` of the width wanted.
+fn hex_as<T>(
+    e: Option<&Element>,
+    from_str_radix: fn(&str, u32) -> Result<T, std::num::ParseIntError>,
+) -> R<T> {
     let t = text(e)?;
     let digits = t
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
-    u32::from_str_radix(digits, 16).map_err(|_| unreadable(t, "a hexadecimal number"))
+    from_str_radix(digits, 16).map_err(|_| unreadable(t, "a hexadecimal number"))
 }
 
 /// The page addresses of one retirement cause (`multiple_single_bit_retirement` or
@@ -1060,21 +1068,23 @@ fn printed_clocks(parent: Option<&Element>) -> PerClock<Answer<u32>> {
     }
 }
 
+/// An engine's utilization (`encoder_util`, `jpeg_util`, ...) under `<utilization>`.
+fn codec(util: Option<&Element>, name: &str) -> Answer<CodecUtilization> {
+    percent(first(util, &[name]))
+        .map(|utilization| CodecUtilization {
+            utilization,
+            // nvidia-smi does not print the sampling period.
+            sampling_period_us: 0,
+        })
+        .into()
+}
+
 fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) -> DeviceDynamic {
     let power = first(Some(g), &["gpu_power_readings", "power_readings"]);
     let util = g.child("utilization");
     let pci = g.child("pci");
     let link = pci.and_then(|p| p.child("pci_gpu_link_info"));
     let fan = percent(g.child("fan_speed"));
-    let codec = |name: &str| -> Answer<CodecUtilization> {
-        percent(first(util, &[name]))
-            .map(|utilization| CodecUtilization {
-                utilization,
-                // nvidia-smi does not print the sampling period.
-                sampling_period_us: 0,
-            })
-            .into()
-    };
     let (compute, graphics) = lists(procs, |_| true);
     let everyday = DeviceDynamic {
         memory_info: memory_info(g.child("fb_memory_usage")).into(),
@@ -1084,8 +1094,8 @@ fn physical_dynamic(g: &Element, st: &DeviceStatic, procs: &R<Vec<SmiProcess>>) 
                 percent(first(util, &["memory_util"])).map(|memory| Utilization { gpu, memory })
             })
             .into(),
-        encoder_utilization: codec("encoder_util"),
-        decoder_utilization: codec("decoder_util"),
+        encoder_utilization: codec(util, "encoder_util"),
+        decoder_utilization: codec(util, "decoder_util"),
         clocks: per_clock(g.child("clocks")),
         fan_speed: fan.clone().into(),
         fan_speeds: match st.num_fans {

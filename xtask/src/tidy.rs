@@ -40,6 +40,22 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// The workspace's crate folders under `root`, relative to it (`crates/<name>`, sorted, and
+/// `xtask` last).
+#[cfg(test)]
+fn crate_folders(root: &std::path::Path) -> Vec<String> {
+    let mut dirs: Vec<String> = std::fs::read_dir(root.join("crates"))
+        .expect("crates/ is there")
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| format!("crates/{}", e.file_name().to_string_lossy()))
+        .collect();
+    dirs.sort();
+    dirs.push("xtask".to_string());
+    assert!(dirs.len() >= 10, "found the crates: {dirs:?}");
+    dirs
+}
+
 #[cfg(test)]
 mod test_binaries;
 

@@ -289,22 +289,32 @@ macro_rules! nvml_api {
     )*};
 }
 
-/// Defines device getters of one plain value: `fn(device, *mut T)`.
+/// Defines device getters of one plain value: `fn(device, *mut T)`. A row with `, version N`
+/// first checks the caller's `version` against version N of `T` (nvml.h's `_vN_t` structs),
+/// and one with `.field` fills only that field of the caller's struct.
 macro_rules! nvml_value_getters {
     ($(
         $(#[doc = $doc:expr])*
-        fn $name:ident(*mut $ty:ty) = |$b:ident, $id:ident| $value:expr;
+        fn $name:ident(*mut $ty:ty $(, version $v:literal)?) $(.$field:ident)? = |$b:ident, $id:ident| $value:expr;
     )*) => {
         nvml_api! {$(
             $(#[doc = $doc])*
             fn $name(device: nvmlDevice_t, out: *mut $ty) |ctx| {
                 let $id = ctx.dev(device)?;
                 nn(out)?;
+                $(version((*out).version, struct_version::<$ty>($v))?;)?
                 let $b = &ctx.b;
-                put(out, $value)
+                nvml_value_getters!(@store out $(.$field)? = $value)
             }
         )*}
     };
+    (@store $out:ident = $value:expr) => {
+        put($out, $value)
+    };
+    (@store $out:ident.$field:ident = $value:expr) => {{
+        (*$out).$field = $value;
+        Ok(())
+    }};
 }
 
 /// Defines device getters of one string: `fn(device, *mut c_char, length)`.
@@ -316,6 +326,78 @@ macro_rules! nvml_string_getters {
                 let id = ctx.dev(device)?;
                 nn(buf)?;
                 put_str(buf, length, &ctx.b.$method(id)?)
+            }
+        )*}
+    };
+}
+
+/// Defines device getters of an engine's utilization: `fn(device, *mut percent, *mut
+/// sampling period in µs)`.
+macro_rules! nvml_utilization_getters {
+    ($( $(#[doc = $doc:expr])* fn $name:ident = $method:ident; )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
+                let id = ctx.dev(device)?;
+                nn(utilization)?;
+                nn(sampling_period_us)?;
+                let u = ctx.b.$method(id)?;
+                put(utilization, u.utilization)?;
+                put(sampling_period_us, u.sampling_period_us)
+            }
+        )*}
+    };
+}
+
+/// Defines device getters of a process list in NVML's count protocol: `fn(device, *mut count,
+/// *mut T)`, each process as `$to_nvml` makes it.
+macro_rules! nvml_process_lists {
+    ($( $(#[doc = $doc:expr])* fn $name:ident(*mut $ty:ty) = $method:ident, $to_nvml:ident; )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, count: *mut c_uint, infos: *mut $ty) |ctx| {
+                let id = ctx.dev(device)?;
+                nn(count)?;
+                let list: Vec<_> = ctx.b.$method(id)?.iter().map($to_nvml).collect();
+                put_list(count, infos, &list)
+            }
+        )*}
+    };
+}
+
+/// Defines device getters of several values, each into its own out-parameter:
+/// `fn(device, *mut A, *mut B, ...)` (current and pending, a range, counters). `$query` asks the
+/// backend once; each out-parameter then gets its expression of the answer.
+macro_rules! nvml_out_getters {
+    ($(
+        $(#[doc = $doc:expr])*
+        fn $name:ident($($out:ident: *mut $ty:ty),+)
+            = |$b:ident, $id:ident| $query:expr => |$v:ident| ($($put:ident: $value:expr),+);
+    )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, $($out: *mut $ty),+) |ctx| {
+                let $id = ctx.dev(device)?;
+                $(nn($out)?;)+
+                let $b = &ctx.b;
+                let $v = $query;
+                $(put($put, $value)?;)+
+                Ok(())
+            }
+        )*}
+    };
+}
+
+/// Defines device getters of one clock domain's MHz: `fn(device, clock type, *mut c_uint)`,
+/// clock types 0..=3 (graphics, SM, memory, video).
+macro_rules! nvml_clock_getters {
+    ($( $(#[doc = $doc:expr])* fn $name:ident = $method:ident; )*) => {
+        nvml_api! {$(
+            $(#[doc = $doc])*
+            fn $name(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
+                let id = ctx.dev(device)?;
+                nn(clock)?;
+                put(clock, ctx.b.$method(id, crate::nvml::clock_type(clock_type)?)?)
             }
         )*}
     };
@@ -485,47 +567,6 @@ nvml_api! {
     fn nvmlDeviceGetPciInfo_v2(device: nvmlDevice_t, pci: *mut nvmlPciInfo_t) |ctx| {
         pci_info(ctx, device, pci)
     }
-    /// `nvmlDeviceGetMaxClockInfo`, MHz; clock types 0..=3 (graphics, SM, memory, video).
-    fn nvmlDeviceGetMaxClockInfo(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(clock)?;
-        put(clock, ctx.b.max_clock(id, self::clock_type(clock_type)?)?)
-    }
-    /// `nvmlDeviceGetApplicationsClock`, MHz; clock types as for the max clock.
-    fn nvmlDeviceGetApplicationsClock(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(clock)?;
-        put(clock, ctx.b.applications_clock(id, self::clock_type(clock_type)?)?)
-    }
-    /// `nvmlDeviceGetDefaultApplicationsClock`, MHz; clock types as for the max clock.
-    fn nvmlDeviceGetDefaultApplicationsClock(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(clock)?;
-        put(clock, ctx.b.default_applications_clock(id, self::clock_type(clock_type)?)?)
-    }
-    /// `nvmlDeviceGetPcieLinkMaxSpeed`: the code (`NVML_PCIE_LINK_MAX_SPEED_*MBPS`) of the
-    /// recorded rate; a rate NVML has no code for answers `NVML_ERROR_UNKNOWN`.
-    fn nvmlDeviceGetPcieLinkMaxSpeed(device: nvmlDevice_t, max_speed: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(max_speed)?;
-        let mbps = ctx.b.pcie_link_max_speed(id)?;
-        put(max_speed, pcie_link_max_speed_nvml_code(mbps).ok_or(Code(ret::UNKNOWN))?)
-    }
-    /// `nvmlDeviceGetGpuOperationMode`: current and pending, NVML's numbers.
-    fn nvmlDeviceGetGpuOperationMode(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(current)?;
-        nn(pending)?;
-        let mode = ctx.b.gpu_operation_mode(id)?;
-        put(current, mode.current.nvml_code())?;
-        put(pending, mode.pending.nvml_code())
-    }
-    /// `nvmlDeviceGetClockInfo`, MHz.
-    fn nvmlDeviceGetClockInfo(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(clock)?;
-        put(clock, ctx.b.clock(id, self::clock_type(clock_type)?)?)
-    }
     /// `nvmlDeviceGetFanSpeed_v2`: one fan's intended speed, percent.
     fn nvmlDeviceGetFanSpeed_v2(device: nvmlDevice_t, fan: c_uint, speed: *mut c_uint) |ctx| {
         let id = ctx.dev(device)?;
@@ -552,15 +593,6 @@ nvml_api! {
             None => return Err(INVALID),
         };
         put(temp, ctx.b.temperature_threshold(id, which)?)
-    }
-    /// `nvmlDeviceGetPowerManagementLimitConstraints`, mW.
-    fn nvmlDeviceGetPowerManagementLimitConstraints(device: nvmlDevice_t, min_limit: *mut c_uint, max_limit: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(min_limit)?;
-        nn(max_limit)?;
-        let limits = ctx.b.power_management_limit_constraints(id)?;
-        put(min_limit, limits.min_mw)?;
-        put(max_limit, limits.max_mw)
     }
     /// `nvmlDeviceGetPcieThroughput`, KB/s; counter 0 TX, 1 RX.
     fn nvmlDeviceGetPcieThroughput(device: nvmlDevice_t, counter: c_uint, value: *mut c_uint) |ctx| {
@@ -614,15 +646,6 @@ nvml_api! {
         }
         Ok(())
     }
-    /// `nvmlDeviceGetEccMode`: current and pending.
-    fn nvmlDeviceGetEccMode(device: nvmlDevice_t, current: *mut nvmlEnableState_t, pending: *mut nvmlEnableState_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(current)?;
-        nn(pending)?;
-        let mode = ctx.b.ecc_mode(id)?;
-        put(current, enable(mode.current))?;
-        put(pending, enable(mode.pending))
-    }
     /// `nvmlDeviceGetTotalEccErrors`: error type 0 corrected, 1 uncorrected; counter 0 volatile,
     /// 1 aggregate.
     fn nvmlDeviceGetTotalEccErrors(device: nvmlDevice_t, error_type: c_uint, counter_type: c_uint, ecc_counts: *mut c_ulonglong) |ctx| {
@@ -670,19 +693,6 @@ nvml_api! {
         let cause = RetirementCause::from_nvml(cause).ok_or(INVALID)?;
         put_list(page_count, addresses, &ctx.b.retired_pages(id, cause)?)
     }
-    /// `nvmlDeviceGetRemappedRows`: correctable, uncorrectable, pending, failure.
-    fn nvmlDeviceGetRemappedRows(device: nvmlDevice_t, corr_rows: *mut c_uint, unc_rows: *mut c_uint, is_pending: *mut c_uint, failure_occurred: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(corr_rows)?;
-        nn(unc_rows)?;
-        nn(is_pending)?;
-        nn(failure_occurred)?;
-        let rows = ctx.b.remapped_rows(id)?;
-        put(corr_rows, rows.correctable)?;
-        put(unc_rows, rows.uncorrectable)?;
-        put(is_pending, c_uint::from(rows.pending))?;
-        put(failure_occurred, c_uint::from(rows.failure))
-    }
     /// `nvmlDeviceGetSupportedEventTypes`: every kind of `nvmlEventTypeAll` (0xff9f, what an
     /// H100 reports) on a device whose fixture records events; the recorded error (not
     /// recorded: not supported) otherwise.
@@ -726,15 +736,6 @@ nvml_api! {
     fn nvmlEventSetFree(set: nvmlEventSet_t) |_ctx| {
         event_sets::free(set)
     }
-    /// `nvmlDeviceGetCudaComputeCapability`.
-    fn nvmlDeviceGetCudaComputeCapability(device: nvmlDevice_t, major: *mut c_int, minor: *mut c_int) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(major)?;
-        nn(minor)?;
-        let cc = ctx.b.cuda_compute_capability(id)?;
-        put(major, cc.major as c_int)?;
-        put(minor, cc.minor as c_int)
-    }
     /// `nvmlDeviceGetDriverModel`: 0 WDDM, 1 WDM (TCC), 2 MCDM.
     fn nvmlDeviceGetDriverModel(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) |ctx| {
         driver_model(ctx, device, current, pending)
@@ -746,15 +747,6 @@ nvml_api! {
 
     // ---- MIG ----
 
-    /// `nvmlDeviceGetMigMode`: 1 enabled, 0 disabled.
-    fn nvmlDeviceGetMigMode(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(current)?;
-        nn(pending)?;
-        let mode = ctx.b.mig_mode(id)?;
-        put(current, enable(mode.current))?;
-        put(pending, enable(mode.pending))
-    }
     /// `nvmlDeviceGetMigDeviceHandleByIndex`: `NVML_ERROR_INVALID_ARGUMENT` for a MIG handle or
     /// an index past `nvmlDeviceGetMaxMigDeviceCount`, `NVML_ERROR_NOT_FOUND` for an empty slot.
     fn nvmlDeviceGetMigDeviceHandleByIndex(device: nvmlDevice_t, index: c_uint, mig_device: *mut nvmlDevice_t) |ctx| {
@@ -789,17 +781,6 @@ nvml_api! {
 
     // ---- Readings ----
 
-    /// `nvmlDeviceGetMemoryInfo` (v1 struct): `used` includes the reserved memory.
-    fn nvmlDeviceGetMemoryInfo(device: nvmlDevice_t, memory: *mut nvmlMemory_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(memory)?;
-        let m = ctx.b.memory_info(id)?;
-        put(memory, nvmlMemory_t {
-            total: m.total,
-            free: m.free,
-            used: m.used.saturating_add(m.reserved.unwrap_or(0)),
-        })
-    }
     /// `nvmlDeviceGetMemoryInfo_v2`: `memory->version` must be `nvmlMemory_v2` (0x02000028),
     /// else `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`. A recording without `reserved` serves 0.
     fn nvmlDeviceGetMemoryInfo_v2(device: nvmlDevice_t, memory: *mut nvmlMemory_v2_t) |ctx| {
@@ -818,69 +799,33 @@ nvml_api! {
             used: m.used,
         })
     }
+}
+
+nvml_utilization_getters! {
     /// `nvmlDeviceGetEncoderUtilization`: percent and sampling period (µs).
-    fn nvmlDeviceGetEncoderUtilization(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(sampling_period_us)?;
-        let u = ctx.b.encoder_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(sampling_period_us, u.sampling_period_us)
-    }
+    fn nvmlDeviceGetEncoderUtilization = encoder_utilization;
     /// `nvmlDeviceGetDecoderUtilization`: percent and sampling period (µs).
-    fn nvmlDeviceGetDecoderUtilization(device: nvmlDevice_t, utilization: *mut c_uint, sampling_period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(sampling_period_us)?;
-        let u = ctx.b.decoder_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(sampling_period_us, u.sampling_period_us)
-    }
+    fn nvmlDeviceGetDecoderUtilization = decoder_utilization;
+}
 
-    // ---- Processes ----
+// ---- Processes ----
 
+nvml_process_lists! {
     /// `nvmlDeviceGetComputeRunningProcesses` (v1 struct, 16 bytes), count protocol.
-    fn nvmlDeviceGetComputeRunningProcesses(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v1).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetComputeRunningProcesses(*mut nvmlProcessInfo_v1_t) = compute_processes, proc_v1;
     /// `nvmlDeviceGetComputeRunningProcesses_v2` (24-byte struct), count protocol.
-    fn nvmlDeviceGetComputeRunningProcesses_v2(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetComputeRunningProcesses_v2(*mut nvmlProcessInfo_t) = compute_processes, proc_v2;
     /// `nvmlDeviceGetComputeRunningProcesses_v3` (24-byte struct), count protocol.
-    fn nvmlDeviceGetComputeRunningProcesses_v3(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.compute_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetComputeRunningProcesses_v3(*mut nvmlProcessInfo_t) = compute_processes, proc_v2;
     /// `nvmlDeviceGetGraphicsRunningProcesses` (v1 struct, 16 bytes), count protocol.
-    fn nvmlDeviceGetGraphicsRunningProcesses(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v1).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetGraphicsRunningProcesses(*mut nvmlProcessInfo_v1_t) = graphics_processes, proc_v1;
     /// `nvmlDeviceGetGraphicsRunningProcesses_v2` (24-byte struct), count protocol.
-    fn nvmlDeviceGetGraphicsRunningProcesses_v2(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetGraphicsRunningProcesses_v2(*mut nvmlProcessInfo_t) = graphics_processes, proc_v2;
     /// `nvmlDeviceGetGraphicsRunningProcesses_v3` (24-byte struct), count protocol.
-    fn nvmlDeviceGetGraphicsRunningProcesses_v3(device: nvmlDevice_t, count: *mut c_uint, infos: *mut nvmlProcessInfo_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(count)?;
-        let list: Vec<_> = ctx.b.graphics_processes(id)?.iter().map(proc_v2).collect();
-        put_list(count, infos, &list)
-    }
+    fn nvmlDeviceGetGraphicsRunningProcesses_v3(*mut nvmlProcessInfo_t) = graphics_processes, proc_v2;
+}
+
+nvml_api! {
     /// `nvmlDeviceGetProcessUtilization`: the samples newer than `last_seen_time_stamp` (µs since
     /// the Unix epoch), with their timestamps moved onto the replay's clock (see
     /// `state::ReplayTime`): a sample taken 300 ms before a frame is 300 ms old when that
@@ -961,24 +906,16 @@ fn gpm_samples() -> MutexGuard<'static, GpmSamples> {
     GPM_SAMPLES.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The short names of [`GPM_METRICS`], NUL-terminated, for `metricInfo`.
-fn gpm_names() -> &'static [CString] {
-    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
-    NAMES.get_or_init(|| {
+/// The short names and units of [`GPM_METRICS`], NUL-terminated, for `metricInfo`.
+fn gpm_labels() -> &'static [(CString, CString)] {
+    static LABELS: OnceLock<Vec<(CString, CString)>> = OnceLock::new();
+    LABELS.get_or_init(|| {
         GPM_METRICS
             .iter()
-            .map(|(name, _, _)| CString::new(*name).unwrap_or_default())
-            .collect()
-    })
-}
-
-/// The units of [`GPM_METRICS`], NUL-terminated, for `metricInfo`.
-fn gpm_units() -> &'static [CString] {
-    static UNITS: OnceLock<Vec<CString>> = OnceLock::new();
-    UNITS.get_or_init(|| {
-        GPM_METRICS
-            .iter()
-            .map(|(_, _, unit)| CString::new(*unit).unwrap_or_default())
+            .map(|(name, _, unit)| {
+                let c = |s: &str| CString::new(s).unwrap_or_default();
+                (c(name), c(unit))
+            })
             .collect()
     })
 }
@@ -1113,19 +1050,56 @@ nvml_api! {
             return Err(INVALID);
         }
         let values = ctx.gpm_at(id, frame)?;
-        let (names, units) = (gpm_names(), gpm_units());
+        let labels = gpm_labels();
         for metric in m.metrics.iter_mut().take(n) {
             let known = GPM_METRICS.iter().position(|(_, mid, _)| *mid == metric.metricId);
             let value = values.by_id(metric.metricId).flatten();
             metric.nvmlReturn = if value.is_some() { ret::SUCCESS } else { ret::NOT_SUPPORTED };
             metric.value = value.unwrap_or(0.0);
-            let name = known.map_or(std::ptr::null_mut(), |i| names[i].as_ptr() as *mut c_char);
-            let unit = known.map_or(std::ptr::null_mut(), |i| units[i].as_ptr() as *mut c_char);
+            let name = known.map_or(std::ptr::null_mut(), |i| labels[i].0.as_ptr() as *mut c_char);
+            let unit = known.map_or(std::ptr::null_mut(), |i| labels[i].1.as_ptr() as *mut c_char);
             metric.metricInfo = nvmlGpmMetricInfo_t { shortName: name, longName: name, unit };
         }
         GPM_METRICS_GOT.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
+}
+
+nvml_clock_getters! {
+    /// `nvmlDeviceGetClockInfo`, MHz.
+    fn nvmlDeviceGetClockInfo = clock;
+    /// `nvmlDeviceGetMaxClockInfo`, MHz.
+    fn nvmlDeviceGetMaxClockInfo = max_clock;
+    /// `nvmlDeviceGetApplicationsClock`, MHz.
+    fn nvmlDeviceGetApplicationsClock = applications_clock;
+    /// `nvmlDeviceGetDefaultApplicationsClock`, MHz.
+    fn nvmlDeviceGetDefaultApplicationsClock = default_applications_clock;
+}
+
+nvml_out_getters! {
+    /// `nvmlDeviceGetCudaComputeCapability`: major and minor.
+    fn nvmlDeviceGetCudaComputeCapability(major: *mut c_int, minor: *mut c_int)
+        = |b, id| b.cuda_compute_capability(id)? => |cc| (major: cc.major as c_int, minor: cc.minor as c_int);
+    /// `nvmlDeviceGetPowerManagementLimitConstraints`, mW.
+    fn nvmlDeviceGetPowerManagementLimitConstraints(min_limit: *mut c_uint, max_limit: *mut c_uint)
+        = |b, id| b.power_management_limit_constraints(id)? => |l| (min_limit: l.min_mw, max_limit: l.max_mw);
+    /// `nvmlDeviceGetEccMode`: current and pending.
+    fn nvmlDeviceGetEccMode(current: *mut nvmlEnableState_t, pending: *mut nvmlEnableState_t)
+        = |b, id| b.ecc_mode(id)? => |m| (current: enable(m.current), pending: enable(m.pending));
+    /// `nvmlDeviceGetMigMode`: 1 enabled, 0 disabled.
+    fn nvmlDeviceGetMigMode(current: *mut c_uint, pending: *mut c_uint)
+        = |b, id| b.mig_mode(id)? => |m| (current: enable(m.current), pending: enable(m.pending));
+    /// `nvmlDeviceGetGpuOperationMode`: current and pending, NVML's numbers.
+    fn nvmlDeviceGetGpuOperationMode(current: *mut c_uint, pending: *mut c_uint)
+        = |b, id| b.gpu_operation_mode(id)? => |m| (current: m.current.nvml_code(), pending: m.pending.nvml_code());
+    /// `nvmlDeviceGetRemappedRows`: correctable, uncorrectable, pending, failure.
+    fn nvmlDeviceGetRemappedRows(corr_rows: *mut c_uint, unc_rows: *mut c_uint, is_pending: *mut c_uint, failure_occurred: *mut c_uint)
+        = |b, id| b.remapped_rows(id)? => |rows| (
+            corr_rows: rows.correctable,
+            unc_rows: rows.uncorrectable,
+            is_pending: c_uint::from(rows.pending),
+            failure_occurred: c_uint::from(rows.failure)
+        );
 }
 
 nvml_value_getters! {
@@ -1143,6 +1117,16 @@ nvml_value_getters! {
     fn nvmlDeviceGetUtilizationRates(*mut nvmlUtilization_t) = |b, id| {
         let u = b.utilization_rates(id)?;
         nvmlUtilization_t { gpu: u.gpu, memory: u.memory }
+    };
+    /// `nvmlDeviceGetMemoryInfo` (v1 struct): `used` includes the reserved memory.
+    fn nvmlDeviceGetMemoryInfo(*mut nvmlMemory_t) = |b, id| {
+        let m = b.memory_info(id)?;
+        nvmlMemory_t { total: m.total, free: m.free, used: m.used.saturating_add(m.reserved.unwrap_or(0)) }
+    };
+    /// `nvmlDeviceGetPcieLinkMaxSpeed`: the code (`NVML_PCIE_LINK_MAX_SPEED_*MBPS`) of the
+    /// recorded rate; a rate NVML has no code for answers `NVML_ERROR_UNKNOWN`.
+    fn nvmlDeviceGetPcieLinkMaxSpeed(*mut c_uint) = |b, id| {
+        pcie_link_max_speed_nvml_code(b.pcie_link_max_speed(id)?).ok_or(Code(ret::UNKNOWN))?
     };
     /// `nvmlDeviceGetCurrentClocksThrottleReasons`: NVML's bit mask.
     fn nvmlDeviceGetCurrentClocksThrottleReasons(*mut c_ulonglong) = |b, id| b.clock_event_reasons(id)?;

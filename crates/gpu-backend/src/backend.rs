@@ -4,11 +4,10 @@ use crate::error::{BackendError, Result};
 use crate::types::*;
 
 macro_rules! declare_backend_traits {
-    ($(
-        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
-            => $store:tt
-            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
-    )*) => {
+    ($({
+        $section:ident $shape:ident $method:ident ($($arg:ident : $argty:ident),*) ($($ty:tt)+) $store:tt
+        $nvml:ident [$($note:literal)?] $unit:literal $mig:ident $abi:ident $doc:literal
+    })*) => {
         /// Everything the layers above can ask of the GPUs, shaped like NVML's query surface: one
         /// method per thing NVML can tell.
         ///
@@ -78,7 +77,7 @@ macro_rules! declare_backend_traits {
     };
 }
 
-crate::for_each_query!(declare_backend_traits);
+crate::for_each_query_row!(@table declare_backend_traits);
 
 /// Writes the delegation of one query of the table from a shared backend to the backend it
 /// shares (a row as [`crate::for_each_query_row!`] hands it).

@@ -106,6 +106,30 @@ pub mod nvml_codes {
     pub const UNKNOWN: i32 = 999;
 }
 
+/// The parts of one answer that are each a value or "cannot tell" (a device that reports some
+/// of a struct's fields and not others): `None` for a part that cannot be told
+/// ([`BackendError::is_not_available`]); the first such error when no part is told; any other
+/// failure as it is. NVML's field values and nvidia-smi's printed readings both come this way.
+pub fn optional_parts<const N: usize, T: Copy>(
+    parts: impl IntoIterator<Item = Result<T>>,
+) -> Result<[Option<T>; N]> {
+    let mut out = [None; N];
+    let mut first_error = None;
+    for (slot, part) in out.iter_mut().zip(parts) {
+        match part {
+            Ok(v) => *slot = Some(v),
+            Err(e) if e.is_not_available() => {
+                first_error.get_or_insert(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match first_error {
+        Some(e) if out.iter().all(Option::is_none) => Err(e),
+        _ => Ok(out),
+    }
+}
+
 impl BackendError {
     /// True for the answers that mean "this GPU or driver cannot tell": not supported, no
     /// permission, function not found, and a fixture's "not recorded". The layers above show

@@ -33,9 +33,10 @@
 //! Types are written as plain names: the caller's macro expands where `gpu_backend::types::*`
 //! is in scope.
 //!
-//! Callers that write one item per row (a method of a decorator, a fake-nvml export) take
-//! the rows one at a time, in one plain form, from
-//! [`for_each_query_row!`](crate::for_each_query_row).
+//! Callers take the rows in one plain form from
+//! [`for_each_query_row!`](crate::for_each_query_row), the one reader of the row syntax: one
+//! at a time (a method of a decorator, a fake-nvml export), or all at once with `@table` (the
+//! trait, [`Query`], the fixture structs).
 //!
 //! Adding a query: add its row here, write its NVML body in `nvml/mod.rs` (the trait has no
 //! default bodies, so a missing one does not compile), and map it in the nvidia-smi importer if
@@ -479,30 +480,40 @@ macro_rules! for_each_query {
 }
 
 /// Calls `$each! { ROW }` once per row of the query table, for the callers that write one
-/// item per query (a method, an export). The row comes in one form, each part one token tree:
+/// item per query (a method, an export); or, as `for_each_query_row!(@table $callback)`,
+/// `$callback! { {ROW} {ROW} ... }` once with every row, each in braces, for the callers that
+/// write items from the whole table (the trait, the `Query` enum, the fixture structs). The row
+/// comes in one form, each part one token tree:
 ///
 /// ```text
 /// SECTION SHAPE METHOD (ARGS) (TYPE) FIELD NVML [NOTE] UNIT MIG ABI DOC
 /// ```
 ///
-/// where `[NOTE]` is `[]` when the row has no note. This is the only place besides the
-/// whole-table callers that reads the row syntax of [`for_each_query!`](crate::for_each_query).
+/// where `[NOTE]` is `[]` when the row has no note. This is the only place that reads the row
+/// syntax of [`for_each_query!`](crate::for_each_query).
 #[macro_export]
 macro_rules! for_each_query_row {
-    (@rows $each:path; $(
+    (@rows $mode:ident $target:path; $(
         $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
             => $store:tt
             [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
     )*) => {
-        $(
-            $each! {
-                $section $shape $method ($($arg : $argty),*) ($($ty)+) $store
-                $nvml [$($note)?] $unit $mig $abi $doc
-            }
-        )*
+        $crate::for_each_query_row!(@$mode $target; $({
+            $section $shape $method ($($arg : $argty),*) ($($ty)+) $store
+            $nvml [$($note)?] $unit $mig $abi $doc
+        })*);
+    };
+    (@each $each:path; $({ $($row:tt)* })*) => {
+        $( $each! { $($row)* } )*
+    };
+    (@table $callback:path; $($rows:tt)*) => {
+        $callback! { $($rows)* }
+    };
+    (@table $callback:path) => {
+        $crate::for_each_query!($crate::for_each_query_row [@rows table $callback;]);
     };
     ($each:path) => {
-        $crate::for_each_query!($crate::for_each_query_row [@rows $each;]);
+        $crate::for_each_query!($crate::for_each_query_row [@rows each $each;]);
     };
 }
 
@@ -534,11 +545,10 @@ pub struct QueryInfo {
 }
 
 macro_rules! query_infos {
-    ($(
-        $section:ident $shape:ident fn $method:ident ( $($arg:ident : $argty:ident),* ) -> ($($ty:tt)+)
-            => $store:tt
-            [nvml: $nvml:ident $($note:literal)?, unit: $unit:literal, mig: $mig:ident, abi: $abi:ident, doc: $doc:literal];
-    )*) => {
+    ($({
+        $section:ident $shape:ident $method:ident ($($arg:ident : $argty:ident),*) ($($ty:tt)+) $store:tt
+        $nvml:ident [$($note:literal)?] $unit:literal $mig:ident $abi:ident $doc:literal
+    })*) => {
         /// One query of the table, named by its [`crate::GpuBackend`] method, so that a
         /// misspelt query does not compile (see [the module](self)). The variants are the
         /// methods' own names, in table order: the table names each query once, and the
@@ -587,7 +597,7 @@ macro_rules! query_infos {
     (@fields { $($variant:path => $field:ident),+ }) => { &[$(stringify!($field)),+] };
 }
 
-for_each_query!(query_infos);
+for_each_query_row!(@table query_infos);
 
 impl Query {
     /// What the table says about the query: its section, shape, fixture fields, NVML entry

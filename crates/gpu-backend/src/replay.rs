@@ -602,16 +602,36 @@ mod tests {
             .collect()
     }
 
+    /// Where wall time falls in frames 1 s apart: the last frame whose time has come; without
+    /// looping the last frame stays; with looping the last frame lasts one interval, then the
+    /// frames start again, and each loop is counted so that sample times keep going forward.
     #[test]
-    fn wall_time_picks_the_last_frame_whose_time_has_come() {
+    fn wall_time_picks_a_frame_and_counts_the_loops() {
         let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| position_at(&frames, Duration::from_millis(ms), false).0;
-        assert_eq!(at(0), 0);
-        assert_eq!(at(999), 0);
-        assert_eq!(at(1000), 1);
-        assert_eq!(at(2500), 2);
-        // Without looping the last frame stays.
-        assert_eq!(at(60_000), 3);
+        assert_eq!(loop_period_ms(&frames), 4000);
+        // (elapsed ms, looping, (frame, loops))
+        let cases: &[(u64, bool, (usize, u64))] = &[
+            (0, false, (0, 0)),
+            (999, false, (0, 0)),
+            (1000, false, (1, 0)),
+            (2500, false, (2, 0)),
+            (60_000, false, (3, 0)),
+            (100_000, false, (3, 0)),
+            (500, true, (0, 0)),
+            (3999, true, (3, 0)),
+            (4000, true, (0, 1)),
+            (4500, true, (0, 1)),
+            (5500, true, (1, 1)),
+            (3 * 4000 + 3500, true, (3, 3)),
+            (4000 * 10 + 2000, true, (2, 10)),
+        ];
+        for &(ms, looping, want) in cases {
+            assert_eq!(
+                position_at(&frames, Duration::from_millis(ms), looping),
+                want,
+                "{ms} ms, looping {looping}"
+            );
+        }
     }
 
     #[test]
@@ -666,30 +686,6 @@ mod tests {
             );
             let _ = backend.process_utilization(DeviceId::Gpu(0), 0);
         }
-    }
-
-    #[test]
-    fn wall_time_loops_after_the_last_frame_plus_one_interval() {
-        let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| position_at(&frames, Duration::from_millis(ms), true).0;
-        assert_eq!(at(3999), 3);
-        assert_eq!(at(4000), 0);
-        assert_eq!(at(5500), 1);
-        assert_eq!(at(4000 * 10 + 2000), 2);
-    }
-
-    #[test]
-    fn each_loop_is_counted_so_sample_times_keep_going_forward() {
-        let frames = frames_at(&[0, 1000, 2000, 3000]);
-        let at = |ms| position_at(&frames, Duration::from_millis(ms), true);
-        assert_eq!(at(500), (0, 0));
-        assert_eq!(at(4500), (0, 1));
-        assert_eq!(at(3 * 4000 + 3500), (3, 3));
-        assert_eq!(loop_period_ms(&frames), 4000);
-        assert_eq!(
-            position_at(&frames, Duration::from_secs(100), false),
-            (3, 0)
-        );
     }
 
     #[test]
@@ -798,9 +794,9 @@ mod tests {
             .is_err_and(|e| e.is_not_available()));
     }
 
-    /// A fixture of `frames` frames whose GPU 0 logs `per_frame` clock events in each frame
-    /// from frame 1 on, 10 ms apart, and answers `not_supported` at frame `gap`.
-    fn with_event_log(frames: usize, per_frame: usize, gap: usize) -> Fixture {
+    /// A replay of `frames` frames whose GPU 0 logs `per_frame` clock events in each frame from
+    /// frame 1 on, 10 ms apart, and answers `not_supported` at frame `gap`.
+    fn replaying_event_log(frames: usize, per_frame: usize, gap: usize) -> ReplayBackend {
         let mut f = load("old-driver");
         let times: Vec<u64> = (0..frames as u64).map(|i| i * 1000).collect();
         f.frames = frames_at(&times);
@@ -820,14 +816,13 @@ mod tests {
                 )
             };
         }
-        f
+        ReplayBackend::new(f)
     }
 
     #[test]
     fn events_are_every_logged_one_up_to_the_frame_the_newest_256_at_most() {
-        let f = with_event_log(20, 40, 12);
+        let r = replaying_event_log(20, 40, 12);
         let gpu = DeviceId::Gpu(0);
-        let r = ReplayBackend::new(f);
         r.set_frame(0);
         assert_eq!(r.events(gpu, 0), Ok(vec![]));
         r.set_frame(3);
@@ -865,9 +860,8 @@ mod tests {
 
     #[test]
     fn events_until_a_time_include_those_of_later_frames_that_have_come() {
-        let f = with_event_log(5, 4, 99);
+        let r = replaying_event_log(5, 4, 99);
         let gpu = DeviceId::Gpu(0);
-        let r = ReplayBackend::new(f);
         r.set_frame(1);
         let now = r.events(gpu, 0).unwrap();
         assert_eq!(now.len(), 4);

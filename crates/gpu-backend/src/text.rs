@@ -122,6 +122,28 @@ impl SafeJson<()> {
     }
 }
 
+/// The [`serde_json::ser::Formatter`] methods that [`SafeJson`] hands to the wrapped formatter
+/// as they are: those given only the writer, then those also told whether the value is the
+/// first of its array or object.
+macro_rules! delegate {
+    ($($plain:ident),*; first: $($with_first:ident),*) => {
+        $(
+            fn $plain<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+                self.0.$plain(writer)
+            }
+        )*
+        $(
+            fn $with_first<W: ?Sized + io::Write>(
+                &mut self,
+                writer: &mut W,
+                first: bool,
+            ) -> io::Result<()> {
+                self.0.$with_first(writer, first)
+            }
+        )*
+    };
+}
+
 impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
     fn write_string_fragment<W: ?Sized + io::Write>(
         &mut self,
@@ -141,43 +163,10 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
 
     // The layout is the wrapped formatter's: these are the calls serde_json's pretty formatter
     // answers differently from the compact one.
-    fn begin_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.begin_array(writer)
-    }
-    fn end_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_array(writer)
-    }
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_array_value(writer, first)
-    }
-    fn end_array_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_array_value(writer)
-    }
-    fn begin_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.begin_object(writer)
-    }
-    fn end_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_object(writer)
-    }
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_object_key(writer, first)
-    }
-    fn end_object_key<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_object_key(writer)
-    }
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.begin_object_value(writer)
-    }
-    fn end_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.0.end_object_value(writer)
+    delegate! {
+        begin_array, end_array, end_array_value, begin_object, end_object, end_object_key,
+        begin_object_value, end_object_value;
+        first: begin_array_value, begin_object_key
     }
 }
 

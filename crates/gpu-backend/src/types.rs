@@ -1372,38 +1372,33 @@ mod tests {
         for l in MemoryLocation::ALL {
             assert_eq!(MemoryLocation::from_nvml(l.nvml_code()), Some(l));
         }
-        // nvml.h: NVML_TEMPERATURE_THRESHOLD_SHUTDOWN 0, _SLOWDOWN 1, _MEM_MAX 2, _GPU_MAX 3,
-        // _ACOUSTIC_MIN 4, _ACOUSTIC_CURR 5, _ACOUSTIC_MAX 6.
-        assert_eq!(TemperatureThreshold::Shutdown.nvml_code(), 0);
-        assert_eq!(
-            TemperatureThreshold::from_nvml(3),
-            Some(TemperatureThreshold::GpuMax)
-        );
-        assert_eq!(
-            TemperatureThreshold::from_nvml(5),
-            Some(TemperatureThreshold::Target)
-        );
+        // Each variant is NVML's number, both ways.
+        macro_rules! nvml_numbers {
+            ($($ty:ident::$variant:ident = $code:literal,)*) => {$(
+                assert_eq!($ty::$variant.nvml_code(), $code, stringify!($ty::$variant));
+                assert_eq!($ty::from_nvml($code), Some($ty::$variant), stringify!($code));
+            )*};
+        }
+        nvml_numbers! {
+            // nvml.h: NVML_TEMPERATURE_THRESHOLD_SHUTDOWN 0, _SLOWDOWN 1, _MEM_MAX 2, _GPU_MAX 3,
+            // _ACOUSTIC_MIN 4, _ACOUSTIC_CURR 5, _ACOUSTIC_MAX 6.
+            TemperatureThreshold::Shutdown = 0,
+            TemperatureThreshold::GpuMax = 3,
+            TemperatureThreshold::Target = 5,
+            // nvml.h: NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN 269 in NVML API 13.
+            ClockEventCounter::SwThermalSlowdown = 269,
+            VgpuCapability::HomogeneousPlacements = 9,
+            PowerScope::Memory = 2,
+            ComputeMode::ExclusiveProcess = 3,
+            DriverModel::Mcdm = 2,
+            RetirementCause::DoubleBit = 1,
+            EccErrorKind::Uncorrected = 1,
+            EccCounter::Volatile = 0,
+        }
+        // Numbers NVML does not define for the enum.
         assert_eq!(TemperatureThreshold::from_nvml(7), None);
-        // nvml.h: NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN 269 in NVML API 13.
-        assert_eq!(ClockEventCounter::SwThermalSlowdown.nvml_code(), 269);
-        assert_eq!(
-            VgpuCapability::from_nvml(9),
-            Some(VgpuCapability::HomogeneousPlacements)
-        );
-        assert_eq!(PowerScope::Memory.nvml_code(), 2);
-        assert_eq!(
-            ComputeMode::from_nvml(3),
-            Some(ComputeMode::ExclusiveProcess)
-        );
         assert_eq!(ComputeMode::from_nvml(4), None);
-        assert_eq!(DriverModel::Mcdm.nvml_code(), 2);
-        assert_eq!(
-            RetirementCause::from_nvml(1),
-            Some(RetirementCause::DoubleBit)
-        );
         assert_eq!(PcieDirection::from_nvml(2), None);
-        assert_eq!(EccErrorKind::Uncorrected.nvml_code(), 1);
-        assert_eq!(EccCounter::from_nvml(0), Some(EccCounter::Volatile));
         assert_eq!(Architecture::from_nvml(9), Architecture::Hopper);
         assert_eq!(Brand::from_nvml(99), Brand::Other(99));
         assert_eq!(Brand::Other(99).nvml_code(), 99);

@@ -4,17 +4,18 @@
 //! checksum, the GSP firmware mode, vGPU capabilities, the host name set on a device) is
 //! `not_recorded`: the driver may well answer it.
 
+use gpu_backend::error::optional_parts;
 use gpu_backend::fixture::{DeviceDynamic, DeviceStatic};
 use gpu_backend::{
-    AddressingMode, Answer, BackendError, BbxFlush, BridgeChip, CodecUtilization, CurrentDefault,
-    DeviceAttributes, FabricInfo, GpuRecoveryAction, HostVgpuMode, InactiveRemappedRows, PciClass,
-    PerClock, PlatformInfo, ProtectedMemory, RepairStatus, RowRemapperHistogram, ScopedPowerLimits,
+    AddressingMode, Answer, BackendError, BbxFlush, BridgeChip, CurrentDefault, DeviceAttributes,
+    FabricInfo, GpuRecoveryAction, HostVgpuMode, InactiveRemappedRows, PciClass, PerClock,
+    PlatformInfo, ProtectedMemory, RepairStatus, RowRemapperHistogram, ScopedPowerLimits,
     SessionStats, SramEccStatus,
 };
 
 use super::xml::Element;
 use super::{
-    at, boolean, bytes, celsius, first, integer, milliwatts, number, pair, per_clock, percent,
+    at, boolean, bytes, celsius, codec, first, integer, milliwatts, number, pair, per_clock,
     signed_celsius, string, text, to_u64, unreadable, R,
 };
 
@@ -35,12 +36,7 @@ fn label<T: Copy>(e: Option<&Element>, table: &[(&str, T)], what: &str) -> R<T> 
 
 /// A number in hex, with or without `0x`, as 64 bits.
 fn hex64(e: Option<&Element>) -> R<u64> {
-    let t = text(e)?;
-    let digits = t
-        .strip_prefix("0x")
-        .or_else(|| t.strip_prefix("0X"))
-        .unwrap_or(t);
-    u64::from_str_radix(digits, 16).map_err(|_| unreadable(t, "a hexadecimal number"))
+    super::hex_as(e, u64::from_str_radix)
 }
 
 fn hex32(e: Option<&Element>) -> R<u32> {
@@ -73,26 +69,6 @@ fn count64(e: Option<&Element>) -> R<u64> {
 fn banks(e: Option<&Element>) -> R<u32> {
     let v = number(e, &[("bank(s)", 1.0), ("", 1.0)], "a count of banks")?;
     super::to_u32(v, "banks")
-}
-
-/// Parts that are each a value or "cannot tell": `None` for a part printed as a placeholder;
-/// the first error when every part is one.
-fn optional_parts<const N: usize, T: Copy>(parts: [R<T>; N]) -> R<[Option<T>; N]> {
-    let mut out = [None; N];
-    let mut first_error = None;
-    for (slot, part) in out.iter_mut().zip(parts) {
-        match part {
-            Ok(v) => *slot = Some(v),
-            Err(e) if e.is_not_available() => {
-                first_error.get_or_insert(e);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    match first_error {
-        Some(e) if out.iter().all(Option::is_none) => Err(e),
-        _ => Ok(out),
-    }
 }
 
 /// The platform's place, only when nvidia-smi printed every part: it prints `N/A` for the
@@ -383,15 +359,6 @@ pub(super) fn physical_dynamic(g: &Element, base: DeviceDynamic) -> DeviceDynami
     let memory_power = g.child("gpu_memory_power_readings");
     let module_power = g.child("module_power_readings");
     let protected = g.child("cc_protected_memory_usage");
-    let codec = |name: &str| -> Answer<CodecUtilization> {
-        percent(first(util, &[name]))
-            .map(|utilization| CodecUtilization {
-                utilization,
-                // nvidia-smi does not print the sampling period.
-                sampling_period_us: 0,
-            })
-            .into()
-    };
     let sessions = |e: Option<&Element>| -> Answer<SessionStats> {
         (|| {
             Ok(SessionStats {
@@ -426,8 +393,8 @@ pub(super) fn physical_dynamic(g: &Element, base: DeviceDynamic) -> DeviceDynami
             "clocks_event_reasons_counters_hw_therm_slowdown",
         ),
         clock_event_time_hw_power_brake: counter("clocks_event_reasons_counters_hw_power_brake"),
-        jpeg_utilization: codec("jpeg_util"),
-        ofa_utilization: codec("ofa_util"),
+        jpeg_utilization: codec(util, "jpeg_util"),
+        ofa_utilization: codec(util, "ofa_util"),
         encoder_stats: sessions(g.child("encoder_stats")),
         fbc_stats: sessions(g.child("fbc_stats")),
         sram_ecc_status: sram_ecc_status(ecc).into(),

@@ -123,25 +123,11 @@ mod tests {
         lexical(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
     }
 
-    /// The workspace's crate folders, relative to it (`crates/<name>` and `xtask`).
-    fn crate_folders(root: &Path) -> Vec<String> {
-        let mut dirs: Vec<String> = std::fs::read_dir(root.join("crates"))
-            .expect("crates/ is there")
-            .flatten()
-            .filter(|e| e.path().join("Cargo.toml").is_file())
-            .map(|e| format!("crates/{}", e.file_name().to_string_lossy()))
-            .collect();
-        dirs.sort();
-        dirs.push("xtask".to_string());
-        assert!(dirs.len() >= 10, "found the crates: {dirs:?}");
-        dirs
-    }
-
     #[test]
     fn each_crate_has_one_test_binary_and_every_file_of_it_is_a_module() {
         let root = workspace();
         let mut problems = Vec::new();
-        for krate in crate_folders(&root) {
+        for krate in crate::tidy::crate_folders(&root) {
             let tests = root.join(&krate).join("tests");
             let all = binaries(&tests);
             if all.len() > 1 {

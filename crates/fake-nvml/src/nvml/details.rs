@@ -5,8 +5,8 @@
 use std::ffi::{c_char, c_uint, c_ulong, c_ulonglong};
 
 use gpu_backend::{
-    bytes_of_hex, field_ids, BackendError, ClockEventCounter, ClockType, DeviceId, GpuBackend,
-    InforomObject, PcieDirection, PowerScope, ReplayBackend, TemperatureThreshold, VgpuCapability,
+    bytes_of_hex, field_ids, BackendError, ClockEventCounter, DeviceId, GpuBackend, InforomObject,
+    PcieDirection, PowerScope, ReplayBackend, TemperatureThreshold, VgpuCapability,
 };
 
 use super::{call, enable, fill_array, nn, put, put_str, Code, Ctx, INVALID};
@@ -20,6 +20,11 @@ fn version(got: c_uint, expected: c_uint) -> Result<(), Code> {
     } else {
         Err(Code(ret::ARGUMENT_VERSION_MISMATCH))
     }
+}
+
+/// A number NVML's struct holds in a byte; a larger one answers `NVML_ERROR_UNKNOWN`.
+fn byte(v: u32) -> Result<u8, Code> {
+    u8::try_from(v).map_err(|_| Code(ret::UNKNOWN))
 }
 
 /// The value of one field (`NVML_FI_*` with its scope) and its `nvmlValueType_t`, or the error
@@ -125,6 +130,19 @@ fn power_limit(
     mw.map(u64::from).ok_or(BackendError::NotSupported)
 }
 
+nvml_value_getters! {
+    /// `nvmlDeviceGetAddressingMode`.
+    fn nvmlDeviceGetAddressingMode(*mut nvmlDeviceAddressingMode_v1_t, version 1).value = |b, id| b.addressing_mode(id)?.nvml_code();
+    /// `nvmlDeviceGetPdi`.
+    fn nvmlDeviceGetPdi(*mut nvmlPdi_v1_t, version 1).value = |b, id| b.pdi(id)?;
+    /// `nvmlDeviceGetVgpuHeterogeneousMode`.
+    fn nvmlDeviceGetVgpuHeterogeneousMode(*mut nvmlVgpuHeterogeneousMode_v1_t, version 1).mode = |b, id| c_uint::from(b.vgpu_heterogeneous_mode(id)?);
+    /// `nvmlDeviceGetCapabilities`.
+    fn nvmlDeviceGetCapabilities(*mut nvmlDeviceCapabilities_v1_t, version 1).capMask = |b, id| b.capabilities(id)?;
+    /// `nvmlDeviceGetMarginTemperature`.
+    fn nvmlDeviceGetMarginTemperature(*mut nvmlMarginTemperature_v1_t, version 1).marginTemperature = |b, id| b.margin_temperature(id)?;
+}
+
 nvml_api! {
     /// `nvmlGetVgpuDriverCapabilities`: only `NVML_VGPU_DRIVER_CAP_HETEROGENEOUS_MULTI_VGPU` (0).
     fn nvmlGetVgpuDriverCapabilities(capability: c_uint, result: *mut c_uint) |ctx| {
@@ -133,14 +151,6 @@ nvml_api! {
             return Err(Code(ret::NOT_SUPPORTED));
         }
         put(result, c_uint::from(ctx.b.vgpu_heterogeneous_multi_vgpu()?))
-    }
-    /// `nvmlDeviceGetAddressingMode`.
-    fn nvmlDeviceGetAddressingMode(device: nvmlDevice_t, mode: *mut nvmlDeviceAddressingMode_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(mode)?;
-        version((*mode).version, struct_version::<nvmlDeviceAddressingMode_v1_t>(1))?;
-        (*mode).value = ctx.b.addressing_mode(id)?.nvml_code();
-        Ok(())
     }
     /// `nvmlDeviceGetInforomVersion`: objects 0 OEM, 1 ECC, 2 power.
     fn nvmlDeviceGetInforomVersion(device: nvmlDevice_t, object: c_uint, buf: *mut c_char, length: c_uint) |ctx| {
@@ -157,50 +167,6 @@ nvml_api! {
             Err(Code(gpu_backend::error::nvml_codes::CORRUPTED_INFOROM as nvmlReturn_t))
         }
     }
-    /// `nvmlDeviceGetPdi`.
-    fn nvmlDeviceGetPdi(device: nvmlDevice_t, pdi: *mut nvmlPdi_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(pdi)?;
-        version((*pdi).version, struct_version::<nvmlPdi_v1_t>(1))?;
-        (*pdi).value = ctx.b.pdi(id)?;
-        Ok(())
-    }
-    /// `nvmlDeviceGetPlatformInfo` (v2).
-    fn nvmlDeviceGetPlatformInfo(device: nvmlDevice_t, info: *mut nvmlPlatformInfo_v2_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(info)?;
-        version((*info).version, struct_version::<nvmlPlatformInfo_v2_t>(2))?;
-        let p = ctx.b.platform_info(id)?;
-        let byte = |v: u32| u8::try_from(v).map_err(|_| Code(ret::UNKNOWN));
-        let mut serial = [0u8; 16];
-        let text = p.chassis_serial_number.as_bytes();
-        let n = text.len().min(16);
-        serial[..n].copy_from_slice(&text[..n]);
-        put(info, nvmlPlatformInfo_v2_t {
-            version: (*info).version,
-            ibGuid: bytes_of_hex::<16>(&p.ib_guid).ok_or(Code(ret::UNKNOWN))?,
-            chassisSerialNumber: serial,
-            slotNumber: byte(p.slot_number)?,
-            trayIndex: byte(p.tray_index)?,
-            hostId: byte(p.host_id)?,
-            peerType: byte(p.peer_type)?,
-            moduleId: byte(p.module_id)?,
-        })
-    }
-    /// `nvmlDeviceGetC2cModeInfoV`.
-    fn nvmlDeviceGetC2cModeInfoV(device: nvmlDevice_t, info: *mut nvmlC2cModeInfo_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(info)?;
-        put(info, nvmlC2cModeInfo_v1_t { isC2cEnabled: c_uint::from(ctx.b.c2c_mode(id)?) })
-    }
-    /// `nvmlDeviceGetVgpuHeterogeneousMode`.
-    fn nvmlDeviceGetVgpuHeterogeneousMode(device: nvmlDevice_t, mode: *mut nvmlVgpuHeterogeneousMode_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(mode)?;
-        version((*mode).version, struct_version::<nvmlVgpuHeterogeneousMode_v1_t>(1))?;
-        (*mode).mode = c_uint::from(ctx.b.vgpu_heterogeneous_mode(id)?);
-        Ok(())
-    }
     /// `nvmlDeviceGetVgpuCapabilities`: the capabilities `--query-gpu` names; others answer
     /// `NVML_ERROR_NOT_SUPPORTED`.
     fn nvmlDeviceGetVgpuCapabilities(device: nvmlDevice_t, capability: c_uint, result: *mut c_uint) |ctx| {
@@ -214,15 +180,6 @@ nvml_api! {
     fn nvmlDeviceGetGspFirmwareVersion(device: nvmlDevice_t, buf: *mut c_char) |ctx| {
         let id = ctx.dev(device)?;
         put_str(buf, 64, &ctx.b.gsp_firmware_version(id)?)
-    }
-    /// `nvmlDeviceGetGspFirmwareMode`: enabled now and by default.
-    fn nvmlDeviceGetGspFirmwareMode(device: nvmlDevice_t, enabled: *mut c_uint, default: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(enabled)?;
-        nn(default)?;
-        let m = ctx.b.gsp_firmware_mode(id)?;
-        put(enabled, c_uint::from(m.current))?;
-        put(default, c_uint::from(m.default))
     }
     /// `nvmlDeviceGetPciInfoExt`: the PCI identity with its classes.
     fn nvmlDeviceGetPciInfoExt(device: nvmlDevice_t, pci: *mut nvmlPciInfoExt_v1_t) |ctx| {
@@ -259,22 +216,6 @@ nvml_api! {
         }
         put(hierarchy, out)
     }
-    /// `nvmlDeviceGetMaxCustomerBoostClock`, MHz.
-    fn nvmlDeviceGetMaxCustomerBoostClock(device: nvmlDevice_t, clock_type: c_uint, clock: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(clock)?;
-        let t = ClockType::from_nvml(clock_type).ok_or(INVALID)?;
-        put(clock, ctx.b.max_customer_boost_clock(id, t)?)
-    }
-    /// `nvmlDeviceGetAutoBoostedClocksEnabled`: now and by default.
-    fn nvmlDeviceGetAutoBoostedClocksEnabled(device: nvmlDevice_t, enabled: *mut nvmlEnableState_t, default: *mut nvmlEnableState_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(enabled)?;
-        nn(default)?;
-        let m = ctx.b.auto_boosted_clocks(id)?;
-        put(enabled, enable(m.current))?;
-        put(default, enable(m.default))
-    }
     /// `nvmlDeviceGetDramEncryptionMode`: current and pending.
     fn nvmlDeviceGetDramEncryptionMode(device: nvmlDevice_t, current: *mut nvmlDramEncryptionInfo_v1_t, pending: *mut nvmlDramEncryptionInfo_v1_t) |ctx| {
         let id = ctx.dev(device)?;
@@ -286,14 +227,6 @@ nvml_api! {
         let m = ctx.b.dram_encryption_mode(id)?;
         (*current).encryptionState = enable(m.current);
         (*pending).encryptionState = enable(m.pending);
-        Ok(())
-    }
-    /// `nvmlDeviceGetCapabilities`.
-    fn nvmlDeviceGetCapabilities(device: nvmlDevice_t, caps: *mut nvmlDeviceCapabilities_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(caps)?;
-        version((*caps).version, struct_version::<nvmlDeviceCapabilities_v1_t>(1))?;
-        (*caps).capMask = ctx.b.capabilities(id)?;
         Ok(())
     }
     /// `nvmlDeviceGetHostname_v1`.
@@ -312,46 +245,6 @@ nvml_api! {
     /// `nvmlDeviceGetAttributes`: as `nvmlDeviceGetAttributes_v2`.
     fn nvmlDeviceGetAttributes(device: nvmlDevice_t, attributes: *mut nvmlDeviceAttributes_t) |ctx| {
         attributes_of(ctx, device, attributes)
-    }
-    /// `nvmlDeviceGetJpgUtilization`: percent and sampling period.
-    fn nvmlDeviceGetJpgUtilization(device: nvmlDevice_t, utilization: *mut c_uint, period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(period_us)?;
-        let u = ctx.b.jpeg_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(period_us, u.sampling_period_us)
-    }
-    /// `nvmlDeviceGetOfaUtilization`: percent and sampling period.
-    fn nvmlDeviceGetOfaUtilization(device: nvmlDevice_t, utilization: *mut c_uint, period_us: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(utilization)?;
-        nn(period_us)?;
-        let u = ctx.b.ofa_utilization(id)?;
-        put(utilization, u.utilization)?;
-        put(period_us, u.sampling_period_us)
-    }
-    /// `nvmlDeviceGetEncoderStats`.
-    fn nvmlDeviceGetEncoderStats(device: nvmlDevice_t, sessions: *mut c_uint, fps: *mut c_uint, latency: *mut c_uint) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(sessions)?;
-        nn(fps)?;
-        nn(latency)?;
-        let s = ctx.b.encoder_stats(id)?;
-        put(sessions, s.sessions)?;
-        put(fps, s.average_fps)?;
-        put(latency, s.average_latency_us)
-    }
-    /// `nvmlDeviceGetFBCStats`.
-    fn nvmlDeviceGetFBCStats(device: nvmlDevice_t, stats: *mut nvmlFBCStats_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(stats)?;
-        let s = ctx.b.fbc_stats(id)?;
-        put(stats, nvmlFBCStats_t {
-            sessionsCount: s.sessions,
-            averageFPS: s.average_fps,
-            averageLatency: s.average_latency_us,
-        })
     }
     /// `nvmlDeviceGetSramEccErrorStatus`.
     fn nvmlDeviceGetSramEccErrorStatus(device: nvmlDevice_t, status: *mut nvmlEccSramErrorStatus_v1_t) |ctx| {
@@ -385,60 +278,89 @@ nvml_api! {
         (*status).bTpcRepairPending = c_uint::from(s.tpc_repair_pending);
         Ok(())
     }
-    /// `nvmlDeviceGetRowRemapperHistogram`.
-    fn nvmlDeviceGetRowRemapperHistogram(device: nvmlDevice_t, values: *mut nvmlRowRemapperHistogramValues_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(values)?;
-        let h = ctx.b.row_remapper_histogram(id)?;
-        put(values, nvmlRowRemapperHistogramValues_t {
-            max: h.max,
-            high: h.high,
-            partial: h.partial,
-            low: h.low,
-            none: h.none,
-        })
-    }
-    /// `nvmlDeviceGetMarginTemperature`.
-    fn nvmlDeviceGetMarginTemperature(device: nvmlDevice_t, margin: *mut nvmlMarginTemperature_v1_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(margin)?;
-        version((*margin).version, struct_version::<nvmlMarginTemperature_v1_t>(1))?;
-        (*margin).marginTemperature = ctx.b.margin_temperature(id)?;
-        Ok(())
-    }
-    /// `nvmlDeviceGetConfComputeProtectedMemoryUsage`.
-    fn nvmlDeviceGetConfComputeProtectedMemoryUsage(device: nvmlDevice_t, memory: *mut nvmlMemory_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(memory)?;
-        let m = ctx.b.protected_memory(id)?;
-        put(memory, nvmlMemory_t { total: m.total, free: m.free, used: m.used })
-    }
+}
+
+nvml_value_getters! {
+    /// `nvmlDeviceGetPlatformInfo` (v2).
+    fn nvmlDeviceGetPlatformInfo(*mut nvmlPlatformInfo_v2_t, version 2) = |b, id| {
+        let p = b.platform_info(id)?;
+        let mut serial = [0u8; 16];
+        let text = p.chassis_serial_number.as_bytes();
+        let n = text.len().min(16);
+        serial[..n].copy_from_slice(&text[..n]);
+        nvmlPlatformInfo_v2_t {
+            version: struct_version::<nvmlPlatformInfo_v2_t>(2),
+            ibGuid: bytes_of_hex::<16>(&p.ib_guid).ok_or(Code(ret::UNKNOWN))?,
+            chassisSerialNumber: serial,
+            slotNumber: byte(p.slot_number)?,
+            trayIndex: byte(p.tray_index)?,
+            hostId: byte(p.host_id)?,
+            peerType: byte(p.peer_type)?,
+            moduleId: byte(p.module_id)?,
+        }
+    };
     /// `nvmlDeviceGetGpuFabricInfoV` (v3).
-    fn nvmlDeviceGetGpuFabricInfoV(device: nvmlDevice_t, info: *mut nvmlGpuFabricInfo_v3_t) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(info)?;
-        version((*info).version, struct_version::<nvmlGpuFabricInfo_v3_t>(3))?;
-        let f = ctx.b.fabric_info(id)?;
-        let byte = |v: u32| u8::try_from(v).map_err(|_| Code(ret::UNKNOWN));
-        put(info, nvmlGpuFabricInfo_v3_t {
-            version: (*info).version,
+    fn nvmlDeviceGetGpuFabricInfoV(*mut nvmlGpuFabricInfo_v3_t, version 3) = |b, id| {
+        let f = b.fabric_info(id)?;
+        nvmlGpuFabricInfo_v3_t {
+            version: struct_version::<nvmlGpuFabricInfo_v3_t>(3),
             clusterUuid: bytes_of_hex::<16>(&f.cluster_uuid).ok_or(Code(ret::UNKNOWN))?,
             status: f.status as nvmlReturn_t,
             cliqueId: f.clique_id,
             state: byte(f.state)?,
             healthMask: f.health_mask,
             healthSummary: byte(f.health_summary)?,
-        })
-    }
+        }
+    };
+    /// `nvmlDeviceGetC2cModeInfoV`.
+    fn nvmlDeviceGetC2cModeInfoV(*mut nvmlC2cModeInfo_v1_t) = |b, id| {
+        nvmlC2cModeInfo_v1_t { isC2cEnabled: c_uint::from(b.c2c_mode(id)?) }
+    };
+    /// `nvmlDeviceGetFBCStats`.
+    fn nvmlDeviceGetFBCStats(*mut nvmlFBCStats_t) = |b, id| {
+        let s = b.fbc_stats(id)?;
+        nvmlFBCStats_t { sessionsCount: s.sessions, averageFPS: s.average_fps, averageLatency: s.average_latency_us }
+    };
+    /// `nvmlDeviceGetRowRemapperHistogram`.
+    fn nvmlDeviceGetRowRemapperHistogram(*mut nvmlRowRemapperHistogramValues_t) = |b, id| {
+        let h = b.row_remapper_histogram(id)?;
+        nvmlRowRemapperHistogramValues_t { max: h.max, high: h.high, partial: h.partial, low: h.low, none: h.none }
+    };
+    /// `nvmlDeviceGetConfComputeProtectedMemoryUsage`.
+    fn nvmlDeviceGetConfComputeProtectedMemoryUsage(*mut nvmlMemory_t) = |b, id| {
+        let m = b.protected_memory(id)?;
+        nvmlMemory_t { total: m.total, free: m.free, used: m.used }
+    };
+}
+
+nvml_clock_getters! {
+    /// `nvmlDeviceGetMaxCustomerBoostClock`, MHz.
+    fn nvmlDeviceGetMaxCustomerBoostClock = max_customer_boost_clock;
+}
+
+nvml_out_getters! {
+    /// `nvmlDeviceGetGspFirmwareMode`: enabled now and by default.
+    fn nvmlDeviceGetGspFirmwareMode(enabled: *mut c_uint, default: *mut c_uint)
+        = |b, id| b.gsp_firmware_mode(id)? => |m| (enabled: c_uint::from(m.current), default: c_uint::from(m.default));
+    /// `nvmlDeviceGetAutoBoostedClocksEnabled`: now and by default.
+    fn nvmlDeviceGetAutoBoostedClocksEnabled(enabled: *mut nvmlEnableState_t, default: *mut nvmlEnableState_t)
+        = |b, id| b.auto_boosted_clocks(id)? => |m| (enabled: enable(m.current), default: enable(m.default));
+    /// `nvmlDeviceGetEncoderStats`.
+    fn nvmlDeviceGetEncoderStats(sessions: *mut c_uint, fps: *mut c_uint, latency: *mut c_uint)
+        = |b, id| b.encoder_stats(id)? => |s| (sessions: s.sessions, fps: s.average_fps, latency: s.average_latency_us);
     /// `nvmlDeviceGetLastBBXFlushTime`.
-    fn nvmlDeviceGetLastBBXFlushTime(device: nvmlDevice_t, timestamp: *mut c_ulonglong, duration_us: *mut c_ulong) |ctx| {
-        let id = ctx.dev(device)?;
-        nn(timestamp)?;
-        nn(duration_us)?;
-        let f = ctx.b.bbx_flush(id)?;
-        put(timestamp, f.timestamp_us)?;
-        put(duration_us, c_ulong::try_from(f.duration_us).map_err(|_| Code(ret::UNKNOWN))?)
-    }
+    fn nvmlDeviceGetLastBBXFlushTime(timestamp: *mut c_ulonglong, duration_us: *mut c_ulong)
+        = |b, id| b.bbx_flush(id)? => |f| (
+            timestamp: f.timestamp_us,
+            duration_us: c_ulong::try_from(f.duration_us).map_err(|_| Code(ret::UNKNOWN))?
+        );
+}
+
+nvml_utilization_getters! {
+    /// `nvmlDeviceGetJpgUtilization`: percent and sampling period.
+    fn nvmlDeviceGetJpgUtilization = jpeg_utilization;
+    /// `nvmlDeviceGetOfaUtilization`: percent and sampling period.
+    fn nvmlDeviceGetOfaUtilization = ofa_utilization;
 }
 
 /// `nvmlDeviceGetAttributes_v2`'s body.

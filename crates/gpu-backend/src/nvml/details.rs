@@ -10,7 +10,7 @@ use nvml_wrapper_sys::bindings as sys;
 
 use super::conv::{self, check, symbol};
 use super::NvmlBackend;
-use crate::error::{nvml_codes, BackendError, Result};
+use crate::error::{nvml_codes, optional_parts, BackendError, Result};
 use crate::types::{
     field_ids, hex_digits, AddressingMode, BbxFlush, BridgeChip, ClockEventCounter, ClockType,
     CodecUtilization, CurrentDefault, CurrentPending, DeviceAttributes, DeviceId, FabricInfo,
@@ -102,21 +102,7 @@ fn optional_fields<const N: usize>(
 ) -> Result<[Option<u64>; N]> {
     let fields = ids.map(|id| Field { id, scope });
     let values = field_values(b, id, &fields)?;
-    let mut out = [None; N];
-    let mut first_error = None;
-    for (slot, value) in out.iter_mut().zip(&values) {
-        match conv::field_value_u64(value) {
-            Ok(v) => *slot = Some(v),
-            Err(e) if e.is_not_available() => {
-                first_error.get_or_insert(e);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    match first_error {
-        Some(e) if out.iter().all(Option::is_none) => Err(e),
-        _ => Ok(out),
-    }
+    optional_parts(values.iter().map(conv::field_value_u64))
 }
 
 /// The text of a NUL-terminated byte array NVML filled.
@@ -199,12 +185,12 @@ pub(super) fn vgpu_capability(
     id: DeviceId,
     capability: VgpuCapability,
 ) -> Result<u32> {
-    let handle = b.handle(id)?;
-    let func = symbol(&b.lib().nvmlDeviceGetVgpuCapabilities)?;
-    let mut result: c_uint = 0;
-    // SAFETY: a live handle, NVML's capability number and a writable out-pointer.
-    check(unsafe { func(handle, capability.nvml_code(), &mut result) })?;
-    Ok(result)
+    Ok(query_one!(
+        b,
+        id,
+        nvmlDeviceGetVgpuCapabilities,
+        capability.nvml_code()
+    ))
 }
 
 pub(super) fn vgpu_heterogeneous_multi_vgpu(b: &NvmlBackend) -> Result<bool> {
@@ -278,12 +264,12 @@ pub(super) fn max_customer_boost_clock(
     id: DeviceId,
     clock: ClockType,
 ) -> Result<u32> {
-    let handle = b.handle(id)?;
-    let func = symbol(&b.lib().nvmlDeviceGetMaxCustomerBoostClock)?;
-    let mut mhz: c_uint = 0;
-    // SAFETY: a live handle, NVML's clock number and a writable out-pointer.
-    check(unsafe { func(handle, clock.nvml_code(), &mut mhz) })?;
-    Ok(mhz)
+    Ok(query_one!(
+        b,
+        id,
+        nvmlDeviceGetMaxCustomerBoostClock,
+        clock.nvml_code()
+    ))
 }
 
 pub(super) fn auto_boosted_clocks(b: &NvmlBackend, id: DeviceId) -> Result<CurrentDefault<bool>> {

@@ -92,17 +92,19 @@ type ProcessListFn = unsafe extern "C" fn(
 /// replaced long before it retires this many, and a larger count is refused as an error.
 const MAX_RETIRED_PAGES: c_uint = 4096;
 
-/// Calls a raw NVML device query that takes the device handle and one out-parameter, and yields
-/// what NVML wrote there. Returns early from the enclosing function on any error.
+/// Calls a raw NVML device query that takes the device handle, an argument by value if given
+/// (NVML's number of a clock, a threshold, ...), and one out-parameter, and yields what NVML
+/// wrote there. Returns early from the enclosing function on any error.
 macro_rules! query_one {
-    ($self:expr, $id:expr, $func:ident) => {{
+    ($self:expr, $id:expr, $func:ident $(, $arg:expr)?) => {{
         let handle = $self.handle($id)?;
         let func = symbol(&$self.lib().$func)?;
         let mut out = Default::default();
         // SAFETY: `func` is the entry point of that name in the loaded library, `handle` is a
-        // live device handle from the same library, and `out` is a writable value of exactly the
-        // type the signature's out-pointer names.
-        check(unsafe { func(handle, &mut out) })?;
+        // live device handle from the same library, the argument is a plain number passed by
+        // value, and `out` is a writable value of exactly the type the signature's out-pointer
+        // names.
+        check(unsafe { func(handle, $($arg,)? &mut out) })?;
         out
     }};
 }
@@ -953,12 +955,12 @@ impl GpuBackend for NvmlBackend {
 
     /// Read raw, by NVML's number: nvml-wrapper's enum has no target (acoustic) thresholds.
     fn temperature_threshold(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<u32> {
-        let handle = self.handle(id)?;
-        let func = symbol(&self.lib().nvmlDeviceGetTemperatureThreshold)?;
-        let mut temp: c_uint = 0;
-        // SAFETY: a live handle, NVML's threshold number and a writable out-pointer.
-        check(unsafe { func(handle, threshold.nvml_code(), &mut temp) })?;
-        Ok(temp)
+        Ok(query_one!(
+            self,
+            id,
+            nvmlDeviceGetTemperatureThreshold,
+            threshold.nvml_code()
+        ))
     }
 
     fn power_management_mode(&self, id: DeviceId) -> Result<bool> {

@@ -297,121 +297,87 @@ pub struct BridgeChip {
     pub firmware: u32,
 }
 
-/// The power readings and limits NVML keeps for one [`PowerScope`] beyond the GPU's own; a part
-/// the device does not report is `None`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScopedPowerLimits {
-    /// The limit enforced, mW.
-    pub current: Option<u32>,
-    /// The limit requested, mW.
-    pub requested: Option<u32>,
-    /// The default limit, mW.
-    pub default: Option<u32>,
-    /// The lowest settable limit, mW.
-    pub min: Option<u32>,
-    /// The highest settable limit, mW.
-    pub max: Option<u32>,
-}
-
-/// The power-smoothing settings (`NVML_FI_PWR_SMOOTHING_*`), each as NVML answered it (watts,
-/// milliseconds or a multiplier); a setting the device does not report is `None`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PowerSmoothing {
-    /// Whether delayed power smoothing is supported (0 or 1).
-    pub delayed_power_smoothing_supported: Option<u64>,
-    /// Primary power floor, W.
-    pub primary_power_floor: Option<u64>,
-    /// Secondary power floor, W.
-    pub secondary_power_floor: Option<u64>,
-    /// Minimum primary floor activation offset, W.
-    pub min_primary_floor_activation_offset: Option<u64>,
-    /// Minimum primary floor activation point, W.
-    pub min_primary_floor_activation_point: Option<u64>,
-    /// Window multiplier, ms.
-    pub window_multiplier: Option<u64>,
-    /// Current profile: secondary power floor, W.
-    pub profile_secondary_power_floor: Option<u64>,
-    /// Current profile: primary floor activation window multiplier.
-    pub profile_primary_floor_act_window_multiplier: Option<u64>,
-    /// Current profile: primary floor target window multiplier.
-    pub profile_primary_floor_tar_window_multiplier: Option<u64>,
-    /// Current profile: primary floor activation offset, W.
-    pub profile_primary_floor_act_offset: Option<u64>,
-    /// Admin override: secondary power floor, W.
-    pub admin_secondary_power_floor: Option<u64>,
-    /// Admin override: primary floor activation window multiplier.
-    pub admin_primary_floor_act_window_multiplier: Option<u64>,
-    /// Admin override: primary floor target window multiplier.
-    pub admin_primary_floor_tar_window_multiplier: Option<u64>,
-    /// Admin override: primary floor activation offset, W.
-    pub admin_primary_floor_act_offset: Option<u64>,
-}
-
-impl PowerSmoothing {
-    /// The settings in [`field_ids::POWER_SMOOTHING`]'s order.
-    pub fn values(&self) -> [Option<u64>; 14] {
-        [
-            self.delayed_power_smoothing_supported,
-            self.primary_power_floor,
-            self.secondary_power_floor,
-            self.min_primary_floor_activation_offset,
-            self.min_primary_floor_activation_point,
-            self.window_multiplier,
-            self.profile_secondary_power_floor,
-            self.profile_primary_floor_act_window_multiplier,
-            self.profile_primary_floor_tar_window_multiplier,
-            self.profile_primary_floor_act_offset,
-            self.admin_secondary_power_floor,
-            self.admin_primary_floor_act_window_multiplier,
-            self.admin_primary_floor_tar_window_multiplier,
-            self.admin_primary_floor_act_offset,
-        ]
-    }
-
-    /// The settings from values in [`field_ids::POWER_SMOOTHING`]'s order.
-    pub fn from_values(v: [Option<u64>; 14]) -> PowerSmoothing {
-        PowerSmoothing {
-            delayed_power_smoothing_supported: v[0],
-            primary_power_floor: v[1],
-            secondary_power_floor: v[2],
-            min_primary_floor_activation_offset: v[3],
-            min_primary_floor_activation_point: v[4],
-            window_multiplier: v[5],
-            profile_secondary_power_floor: v[6],
-            profile_primary_floor_act_window_multiplier: v[7],
-            profile_primary_floor_tar_window_multiplier: v[8],
-            profile_primary_floor_act_offset: v[9],
-            admin_secondary_power_floor: v[10],
-            admin_primary_floor_act_window_multiplier: v[11],
-            admin_primary_floor_tar_window_multiplier: v[12],
-            admin_primary_floor_act_offset: v[13],
+/// Declares a struct of NVML field values read together, each `Option<T>` (`None`: the device
+/// does not report it), with `values()` and `from_values()` in the order of the field ids of
+/// [`field_ids`] named: the struct's fields are listed once, in that order.
+macro_rules! field_values_struct {
+    (
+        $(#[doc = $doc:expr])*
+        pub struct $name:ident([Option<$ty:ty>; $n:literal] in field_ids::$ids:ident) {
+            $( $(#[doc = $field_doc:expr])* $field:ident, )*
         }
+    ) => {
+        $(#[doc = $doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $( $(#[doc = $field_doc])* pub $field: Option<$ty>, )*
+        }
+
+        impl $name {
+            #[doc = concat!("The values in [`field_ids::", stringify!($ids), "`]'s order.")]
+            pub fn values(&self) -> [Option<$ty>; $n] {
+                [$(self.$field),*]
+            }
+
+            #[doc = concat!("The values from an array in [`field_ids::", stringify!($ids), "`]'s order.")]
+            pub fn from_values(values: [Option<$ty>; $n]) -> $name {
+                let [$($field),*] = values;
+                $name { $($field),* }
+            }
+        }
+    };
+}
+
+field_values_struct! {
+    /// The power readings and limits NVML keeps for one [`PowerScope`] beyond the GPU's own; a
+    /// part the device does not report is `None`.
+    pub struct ScopedPowerLimits([Option<u32>; 5] in field_ids::POWER_LIMITS) {
+        /// The limit enforced, mW.
+        current,
+        /// The limit requested, mW.
+        requested,
+        /// The default limit, mW.
+        default,
+        /// The lowest settable limit, mW.
+        min,
+        /// The highest settable limit, mW.
+        max,
     }
 }
 
-impl ScopedPowerLimits {
-    /// The limits in [`field_ids::POWER_LIMITS`]'s order.
-    pub fn values(&self) -> [Option<u32>; 5] {
-        [
-            self.current,
-            self.requested,
-            self.default,
-            self.min,
-            self.max,
-        ]
-    }
-
-    /// The limits from values in [`field_ids::POWER_LIMITS`]'s order.
-    pub fn from_values(v: [Option<u32>; 5]) -> ScopedPowerLimits {
-        ScopedPowerLimits {
-            current: v[0],
-            requested: v[1],
-            default: v[2],
-            min: v[3],
-            max: v[4],
-        }
+field_values_struct! {
+    /// The power-smoothing settings (`NVML_FI_PWR_SMOOTHING_*`), each as NVML answered it
+    /// (watts, milliseconds or a multiplier); a setting the device does not report is `None`.
+    pub struct PowerSmoothing([Option<u64>; 14] in field_ids::POWER_SMOOTHING) {
+        /// Whether delayed power smoothing is supported (0 or 1).
+        delayed_power_smoothing_supported,
+        /// Primary power floor, W.
+        primary_power_floor,
+        /// Secondary power floor, W.
+        secondary_power_floor,
+        /// Minimum primary floor activation offset, W.
+        min_primary_floor_activation_offset,
+        /// Minimum primary floor activation point, W.
+        min_primary_floor_activation_point,
+        /// Window multiplier, ms.
+        window_multiplier,
+        /// Current profile: secondary power floor, W.
+        profile_secondary_power_floor,
+        /// Current profile: primary floor activation window multiplier.
+        profile_primary_floor_act_window_multiplier,
+        /// Current profile: primary floor target window multiplier.
+        profile_primary_floor_tar_window_multiplier,
+        /// Current profile: primary floor activation offset, W.
+        profile_primary_floor_act_offset,
+        /// Admin override: secondary power floor, W.
+        admin_secondary_power_floor,
+        /// Admin override: primary floor activation window multiplier.
+        admin_primary_floor_act_window_multiplier,
+        /// Admin override: primary floor target window multiplier.
+        admin_primary_floor_tar_window_multiplier,
+        /// Admin override: primary floor activation offset, W.
+        admin_primary_floor_act_offset,
     }
 }
 
