@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 36, items 3 and 5, on a lent GPU machine, in one command and about 5 minutes:
+# Issue 36, items 1, 3 and 5, on a lent GPU machine, in one command and about 5 minutes:
 #   bash xtask/device/h36.sh
 # from the repository root, with a git-ignored devkit/ (or $DEVKIT) carried there holding
 #   bin/gpuscope-new   the release build to measure (bin/gpuscope-main too, to compare)
@@ -8,6 +8,8 @@
 #                      the driver's concurrency)
 #   wheels/            as device.sh says (nvitop, nvitop-exporter, nvidia-ml-py, gpustat)
 # It measures:
+#   1. doctor's cost profile (set-up calls included) and the one-shot timeline of `smi -L` and
+#      `snapshot --json`;
 #   3. the driver's concurrency: concurrency.py (ctypes: the same query on N threads of one GPU
 #      and on one thread per GPU at once, against one thread), and record-fixture's cost
 #      profile, whose `concurrency` field fake-nvml emulates;
@@ -32,6 +34,18 @@ if [ -x "$B/xtask" ]; then
   timeout 60 "$B/xtask" record-fixture --frames 3 --interval 200ms --out "$W/record.json" 2>&1 | tail -3
   python3 -c 'import json,sys; c=json.load(open(sys.argv[1])).get("nvml_costs") or {}; print(json.dumps({k: c.get(k) for k in ("concurrency", "concurrency_probe")}, indent=1))' "$W/record.json"
 fi
+
+echo "== 1. doctor: every call's cost (set-up calls too) and one one-shot's timeline"
+# doctor.json is the cost profile to put in fixtures/costs/ (it now holds the set-up calls,
+# the concurrency and the timeline of `snapshot --json`); the two texts time `smi -L` and
+# `snapshot --json` step by step on the real driver.
+timeout 120 "$B/gpuscope-new" doctor --json > "$W/doctor.json" 2> "$W/doctor.err"
+echo "doctor --json exit $? ($(wc -c < "$W/doctor.json") bytes)"
+for what in "smi -L" "snapshot --json"; do
+  timeout 120 "$B/gpuscope-new" doctor --repeat 1 --events-for 0 --timeline-of "$what" \
+    > "$W/doctor-timeline-${what// /_}.txt" 2>&1
+  sed -n '/One-shot timeline/,/^$/p' "$W/doctor-timeline-${what// /_}.txt"
+done
 
 echo "== 5. perf"
 if command -v perf >/dev/null && perf stat -e instructions true >/dev/null 2>&1; then
