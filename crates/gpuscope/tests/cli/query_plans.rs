@@ -353,3 +353,39 @@ fn snapshot_asks_the_static_facts_it_shows_and_not_the_others() {
     );
     assert_asked(&csv, &UNSHOWN_STATICS, 0, "snapshot --query");
 }
+
+/// `--query-gpu` fields that only nvidia-smi's detailed views show (issue 34's, issue 36 item
+/// 2) ask their own queries, once each, and not everything: they used to ask every query of the
+/// device, as a field the plans did not know does.
+#[test]
+fn smi_query_gpu_asks_a_detail_fields_own_query_and_not_everything() {
+    let fields = "temperature.gpu.tlimit,utilization.jpeg,\
+                  ecc.errors.uncorrected.aggregate.sram.parity,remapped_rows.histogram.low,\
+                  platform.module_id";
+    let calls = one_shot(&["smi", &format!("--query-gpu={fields}"), "--format=csv"]);
+    assert_asked(
+        &calls,
+        &[
+            "MarginTemperature",
+            "JpgUtilization",
+            "SramEccErrorStatus",
+            "RowRemapperHistogram",
+            "PlatformInfo",
+        ],
+        1,
+        fields,
+    );
+    let unasked = [
+        "Name",
+        "Serial",
+        "MemoryInfo",
+        "UtilizationRates",
+        "PowerUsage",
+        "Temperature",
+        "ComputeRunningProcesses",
+        "PcieThroughput",
+        "GpuFabricInfoV",
+    ];
+    assert_asked(&calls, &unasked, 0, fields);
+    assert_asked(&calls, &UNSHOWN_STATICS, 0, fields);
+}
