@@ -109,7 +109,15 @@ pub fn field_queries(field: &str) -> Option<&'static [Query]> {
         }
         "clocks.max.graphics" | "clocks.max.sm" | "clocks.max.memory" => Some(&[Q::max_clock]),
         "mig.mode.current" | "mig.mode.pending" => Some(&[Q::mig_mode]),
-        // nvidia-smi -q's details (issue 34), each a query of its own.
+        _ => detail_field_queries(field),
+    }
+}
+
+/// [`field_queries`] of the fields issue 34 added: nvidia-smi -q's details, each a query of
+/// its own.
+fn detail_field_queries(field: &str) -> Option<&'static [Query]> {
+    use Query as Q;
+    match field {
         "pci.baseClass" | "pci.subClass" => Some(&[Q::pci_class]),
         "vgpu_device_capability.fractional_multiVgpu"
         | "vgpu_device_capability.heterogeneous_timeSlice_profile"
