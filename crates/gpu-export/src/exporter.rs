@@ -204,8 +204,9 @@ impl Exporter {
 /// While the sample is fresh, its health can change only when it grows older than
 /// [`crate::STALE_AFTER_INTERVALS`] intervals or when the sampler stops (which wakes this at
 /// once); so it sleeps until the served sample would turn stale instead of looking every
-/// tick, and an idle exporter's serving thread wakes about once in two intervals rather than
-/// several times in each (docs/benchmarks.md, "The idle exporter over fake-nvml"). While
+/// tick: one sleep of two to three intervals, which tokio's timer ends in two wake-ups, where
+/// the tick took four a second at a 1 s interval (docs/benchmarks.md, "The idle exporter over
+/// fake-nvml"). While
 /// stale it looks every half interval (25 ms to 1 s), to say when it recovers; once stopped,
 /// nothing changes any more.
 async fn watch(shared: &Shared, mut on_change: impl FnMut(&Health)) {
