@@ -41,7 +41,13 @@
 //! `--costs none`: the old behaviour); `--fixture`/`--frame` choose what is served (default
 //! frame 0 of fixtures/h100-sxm-8gpu.json); `--real` runs both over this machine's real
 //! driver; `--idle-only` skips the scraping phases and the system-call count.
+//!
+//! `--idle-only` measures each exporter afresh, idle for `--idle` after 3 s of warm-up, per
+//! thread from `/proc/PID/task/*/schedstat` (nanoseconds of CPU, and wake-ups: the times each
+//! thread was run) beside the process's ticks, for `--rounds` rounds of: this build, the
+//! `--baseline-bin` build (an older one, in the same run), nvitop-exporter.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -94,6 +100,13 @@ pub struct Args {
     /// The names the exporter publishes under (`gpuscope export --names`).
     #[arg(long, default_value = "gpuscope")]
     names: String,
+    /// With `--idle-only`: measure this gpuscope binary too (an older build), idle in the same
+    /// run, each round after this workspace's (or `--gpuscope-bin`'s).
+    #[arg(long, value_name = "PATH")]
+    baseline_bin: Option<PathBuf>,
+    /// With `--idle-only`: rounds, each measuring every exporter once, one after another.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Length of the one-scrape-per-sample phase (0s: none).
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     fresh: Duration,
@@ -157,6 +170,35 @@ pub fn run(args: Args) -> Result<()> {
     let venv = bench_setup::target_dir().join("bench-venv");
     if !args.no_peer {
         args.source.venv(&venv)?;
+    }
+    if args.idle_only {
+        let baseline = match &args.baseline_bin {
+            Some(b) if !b.is_file() => bail!("--baseline-bin {}: no such file", b.display()),
+            b => b.clone(),
+        };
+        let report = idle_rounds(&args, &bin, baseline.as_deref(), &nvml_args, &env, &venv);
+        drop(alive);
+        println!(
+            "Idle exporters, no scrapes, over {} ({} live GPU processes); NVML call costs: {}; \
+             {}, commit {}\n",
+            if args.source.real {
+                "this machine's real NVML".to_string()
+            } else {
+                format!(
+                    "fake-nvml serving frame {} of {}",
+                    args.frame,
+                    args.fixture.display()
+                )
+            },
+            pids.len(),
+            nvml.costs,
+            crate::bench_oneshot::machine(),
+            bench_setup::commit(),
+        );
+        return report;
+    }
+    if args.baseline_bin.is_some() || args.rounds != 1 {
+        bail!("--baseline-bin and --rounds go with --idle-only");
     }
     let mut demo = start(&bin, &["--demo"], &[])?;
     std::thread::sleep(Duration::from_secs(3));
@@ -319,6 +361,11 @@ fn work_dir() -> Result<PathBuf> {
 fn cut_fixture(fixture: &Path, frame: usize) -> Result<(PathBuf, live::LiveProcesses)> {
     let mut f = gpu_backend::Fixture::load(bench_setup::in_root(fixture))?;
     bench_setup::keep_one_frame(&mut f, frame, fixture)?;
+    // Host facts of the recording's other frames' processes: a fixture keeps facts only for
+    // PIDs alive in some frame (fake-nvml refuses it otherwise), and a cut frame of
+    // fixtures/h200-real.json with no process (frame 2, idle) has none.
+    let kept = &f.frames[0].host.processes;
+    f.host.processes.retain(|pid, _| kept.contains_key(pid));
     let alive = live::LiveProcesses::spawn(live::gpu_pids(&f).len())?;
     live::adopt_pids(&mut f, &alive.pids())?;
     let path = work_dir()?.join("export-fixture-live.json");
@@ -603,6 +650,8 @@ struct PeerIdle {
     cpu: f64,
     threads: Vec<(String, f64)>,
     rss_kib: u64,
+    /// The same window by thread, from schedstat.
+    idle: Idle,
 }
 
 /// Starts nvitop-exporter (from the virtualenv, with `env`) at its 1 s interval, checks that it
@@ -644,14 +693,17 @@ fn peer_idle(venv: &Path, env: &[(&str, std::ffi::OsString)], idle: Duration) ->
         std::thread::sleep(Duration::from_secs(2));
         let pid = child.id();
         let a = bench_setup::cpu_sample(pid)?;
+        let sched0 = sched(pid)?;
         let t0 = Instant::now();
         std::thread::sleep(idle);
         let secs = t0.elapsed().as_secs_f64();
         let (cpu, threads) = bench_setup::cpu_share(&a, &bench_setup::cpu_sample(pid)?, secs);
+        let sched1 = sched(pid)?;
         Ok(PeerIdle {
             cpu,
             threads,
             rss_kib: rss_kib(pid)?,
+            idle: idle_between(&sched0, &sched1, secs, cpu),
         })
     })();
     let _ = child.kill();
@@ -672,4 +724,167 @@ fn plain_get(addr: &str) -> Option<String> {
     head.starts_with("HTTP/1.").then_some(())?;
     head.split(' ').nth(1).filter(|c| *c == "200")?;
     Some(body.to_string())
+}
+
+/// Per thread id: name, nanoseconds on a CPU, times run.
+type Sched = BTreeMap<u32, (String, u64, u64)>;
+
+/// CPU time and runs of each thread of a process so far, from `/proc/PID/task/*/schedstat`:
+/// by thread id, (name, nanoseconds on a CPU, times run). A thread that sleeps between its
+/// turns is run once per wake-up, so the runs count its wake-ups.
+fn sched(pid: u32) -> Result<Sched> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .with_context(|| format!("process {pid} is gone"))?;
+    let mut threads = BTreeMap::new();
+    for entry in dir.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("schedstat")) else {
+            continue;
+        };
+        let mut fields = stat.split_whitespace().map(|f| f.parse::<u64>().ok());
+        let (Some(Some(ns)), _, Some(Some(runs))) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        threads.insert(tid, (name.trim().to_string(), ns, runs));
+    }
+    Ok(threads)
+}
+
+/// What one exporter used idle over a window.
+struct Idle {
+    /// % of one core, from `/proc/PID/stat` (10 ms ticks; threads that ended included).
+    cpu_ticks: f64,
+    /// By thread name (threads of one name summed), dearest first: ms of CPU a second and
+    /// wake-ups a second, from schedstat (threads that ended within the window left out).
+    threads: Vec<(String, f64, f64)>,
+}
+
+impl Idle {
+    fn thread_ms(&self) -> f64 {
+        self.threads.iter().map(|t| t.1).sum()
+    }
+
+    fn wakeups(&self) -> f64 {
+        self.threads.iter().map(|t| t.2).sum()
+    }
+
+    fn threads_text(&self) -> String {
+        self.threads
+            .iter()
+            .filter(|t| t.1 >= 0.005 || t.2 >= 0.05)
+            .map(|(name, ms, w)| format!("{name} {ms:.2} ms/s {w:.1}/s"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Measures `pid` idle for `window` (after it has settled).
+fn measure_idle(pid: u32, window: Duration) -> Result<Idle> {
+    let (ticks0, sched0) = (bench_setup::cpu_seconds(pid)?, sched(pid)?);
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let (ticks1, sched1) = (bench_setup::cpu_seconds(pid)?, sched(pid)?);
+    let secs = t0.elapsed().as_secs_f64().max(1e-9);
+    Ok(idle_between(
+        &sched0,
+        &sched1,
+        secs,
+        (ticks1 - ticks0) / secs * 100.0,
+    ))
+}
+
+/// Threads' schedstat figures `secs` apart, by name, with the process's CPU from ticks.
+fn idle_between(sched0: &Sched, sched1: &Sched, secs: f64, cpu_ticks: f64) -> Idle {
+    let secs = secs.max(1e-9);
+    let mut by_name: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (tid, (name, ns1, runs1)) in sched1 {
+        let (ns0, runs0) = sched0.get(tid).map_or((0, 0), |(_, n, r)| (*n, *r));
+        let e = by_name.entry(name.clone()).or_default();
+        e.0 += ns1.saturating_sub(ns0) as f64 / 1e6 / secs;
+        e.1 += runs1.saturating_sub(runs0) as f64 / secs;
+    }
+    let mut threads: Vec<(String, f64, f64)> =
+        by_name.into_iter().map(|(n, (ms, w))| (n, ms, w)).collect();
+    threads.sort_by(|x, y| y.1.total_cmp(&x.1));
+    Idle { cpu_ticks, threads }
+}
+
+/// `gpuscope export` of `bin` idle: started, settled 3 s, measured over `window`, stopped.
+fn gpuscope_idle(
+    bin: &Path,
+    nvml_args: &[&str],
+    env: &[(&str, std::ffi::OsString)],
+    names: &str,
+    window: Duration,
+) -> Result<Idle> {
+    let mut source = nvml_args.to_vec();
+    source.extend(["--names", names]);
+    let mut e = start(bin, &source, env)?;
+    std::thread::sleep(Duration::from_secs(3));
+    let idle = measure_idle(e.pid, window);
+    let _ = e.child.kill();
+    let _ = e.child.wait();
+    idle
+}
+
+/// `--idle-only`: `--rounds` rounds of this build idle, the baseline build idle (when given)
+/// and nvitop-exporter idle (unless `--no-peer`), one after another; prints a table.
+fn idle_rounds(
+    args: &Args,
+    bin: &Path,
+    baseline: Option<&Path>,
+    nvml_args: &[&str],
+    env: &[(&str, std::ffi::OsString)],
+    venv: &Path,
+) -> Result<()> {
+    let mut rows: Vec<(usize, String, Idle)> = Vec::new();
+    let load_before = load_average();
+    for round in 1..=args.rounds.max(1) {
+        let idle = gpuscope_idle(bin, nvml_args, env, &args.names, args.idle)?;
+        rows.push((round, format!("gpuscope `{}`", bin.display()), idle));
+        if let Some(b) = baseline {
+            let idle = gpuscope_idle(b, nvml_args, env, &args.names, args.idle)?;
+            rows.push((round, format!("baseline `{}`", b.display()), idle));
+        }
+        if !args.no_peer {
+            let peer = peer_idle(venv, env, args.idle)?;
+            rows.push((round, "nvitop-exporter --interval 1".into(), peer.idle));
+        }
+    }
+    println!(
+        "`export --processes --interval 1s --names {}` and nvitop-exporter, idle, no scrapes, \
+         {:.0} s each after 3 s of warm-up; CPU as % of one core from /proc/PID/stat (10 ms \
+         ticks, ended threads included); by thread from /proc/PID/task/*/schedstat: ms of CPU \
+         a second and wake-ups (times run) a second\n",
+        args.names,
+        args.idle.as_secs_f64()
+    );
+    println!("| round | exporter | CPU (ticks) | threads: ms/s | wake-ups/s | / nvitop-exporter (ms/s) | by thread |");
+    println!("|---|---|---|---|---|---|---|");
+    for (round, name, idle) in &rows {
+        let peer = rows
+            .iter()
+            .find(|(r, n, _)| r == round && n.starts_with("nvitop"))
+            .map(|(_, _, p)| p.thread_ms());
+        println!(
+            "| {round} | {name} | {:.3}% | {:.3} | {:.2} | {} | {} |",
+            idle.cpu_ticks,
+            idle.thread_ms(),
+            idle.wakeups(),
+            peer.map_or("-".into(), |p| format!(
+                "{:.2}x",
+                idle.thread_ms() / p.max(1e-9)
+            )),
+            idle.threads_text()
+        );
+    }
+    println!(
+        "\nMachine load average (1 min) before: {load_before}, after: {}\n",
+        load_average()
+    );
+    Ok(())
 }

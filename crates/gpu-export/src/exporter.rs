@@ -147,19 +147,10 @@ impl Exporter {
         server::serve(listener, self.server.clone()).await;
     }
 
-    /// Calls `on_change` once per change of health (fresh, stale, stopped), for ever.
-    pub async fn watch_health(&self, mut on_change: impl FnMut(&Health)) {
-        let tick =
-            (self.shared.interval() / 2).clamp(Duration::from_millis(25), Duration::from_secs(1));
-        let mut last = Health::Fresh;
-        loop {
-            tokio::time::sleep(tick).await;
-            let now = self.shared.health();
-            if !now.same_kind(&last) {
-                on_change(&now);
-            }
-            last = now;
-        }
+    /// Calls `on_change` once per change of health (fresh, stale, stopped), for ever. It
+    /// sleeps until the served sample would turn stale or the sampler stops, not on a tick.
+    pub async fn watch_health(&self, on_change: impl FnMut(&Health)) {
+        watch(&self.shared, on_change).await;
     }
 
     /// Serves `listener` for ever on a runtime of its own, calling `on_health_change` once per
@@ -207,6 +198,37 @@ impl Exporter {
     }
 }
 
+/// Calls `on_change` once per change of `shared`'s health, for ever; needs a tokio runtime
+/// with its time driver.
+///
+/// While the sample is fresh, its health can change only when it grows older than
+/// [`crate::STALE_AFTER_INTERVALS`] intervals or when the sampler stops (which wakes this at
+/// once); so it sleeps until the served sample would turn stale instead of looking every
+/// tick: one sleep of two to three intervals, which tokio's timer ends in two wake-ups, where
+/// the tick took four a second at a 1 s interval (docs/benchmarks.md, "The idle exporter over
+/// fake-nvml"). While
+/// stale it looks every half interval (25 ms to 1 s), to say when it recovers; once stopped,
+/// nothing changes any more.
+async fn watch(shared: &Shared, mut on_change: impl FnMut(&Health)) {
+    let tick = (shared.interval() / 2).clamp(Duration::from_millis(25), Duration::from_secs(1));
+    let mut last = Health::Fresh;
+    loop {
+        let wake = match last {
+            // Just past the limit: a sample exactly at it is still fresh.
+            Health::Fresh => shared.stale_at() + Duration::from_millis(1),
+            Health::Stale(_) => Instant::now() + tick,
+            Health::Stopped(_) => return std::future::pending().await,
+        };
+        // Woken by the time or by the sampler's end: either way the health is judged afresh.
+        let _ = tokio::time::timeout_at(wake.into(), shared.stopped()).await;
+        let now = shared.health();
+        if !now.same_kind(&last) {
+            on_change(&now);
+        }
+        last = now;
+    }
+}
+
 /// Takes samples and publishes their encodings.
 struct Sampler {
     collector: ProcessCollector,
@@ -247,5 +269,91 @@ impl Sampler {
         self.taken += 1;
         // Turned into families and encoded when a scrape asks (see `Exposition`).
         Exposition::new(inputs, Arc::clone(&self.options), started)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// The health changes `watch` reported, in order, as their kinds' names.
+    fn kinds(seen: &Mutex<Vec<Health>>) -> Vec<&'static str> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .map(|h| match h {
+                Health::Fresh => "fresh",
+                Health::Stale(_) => "stale",
+                Health::Stopped(_) => "stopped",
+            })
+            .collect()
+    }
+
+    /// Waits (generously, to fail rather than hang) until `seen` holds `n` changes.
+    async fn until_reported(seen: &Mutex<Vec<Health>>, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while seen.lock().unwrap().len() < n && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[test]
+    fn the_health_watcher_that_sleeps_until_a_sample_turns_stale_still_reports_each_change() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let shared = Arc::new(Shared::new(
+                crate::test_support::exposition(),
+                // Long enough that a loaded machine sees the new sample below fresh.
+                Duration::from_millis(500),
+            ));
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let watcher = {
+                let (shared, seen) = (shared.clone(), seen.clone());
+                tokio::spawn(async move {
+                    watch(&shared, |h| seen.lock().unwrap().push(h.clone())).await;
+                })
+            };
+            // No sample after the first: stale after three intervals.
+            until_reported(&seen, 1).await;
+            assert_eq!(kinds(&seen), ["stale"]);
+            // A new sample: fresh again.
+            shared.publish(crate::test_support::exposition());
+            until_reported(&seen, 2).await;
+            assert_eq!(kinds(&seen), ["stale", "fresh"]);
+            watcher.abort();
+        });
+    }
+
+    #[test]
+    fn the_health_watcher_hears_of_a_stopped_sampler_at_once_not_when_the_sample_turns_stale() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // Stale only after three minutes: a watcher that slept until then would miss the
+            // ten seconds `until_reported` waits.
+            let shared = Arc::new(Shared::new(
+                crate::test_support::exposition(),
+                Duration::from_secs(60),
+            ));
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let watcher = {
+                let (shared, seen) = (shared.clone(), seen.clone());
+                tokio::spawn(async move {
+                    watch(&shared, |h| seen.lock().unwrap().push(h.clone())).await;
+                })
+            };
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            shared.set_stopped("it panicked".into());
+            until_reported(&seen, 1).await;
+            assert_eq!(kinds(&seen), ["stopped"]);
+            watcher.abort();
+        });
     }
 }

@@ -7,10 +7,12 @@ use gpu_devices::{Cadence, Query, QueryPlan};
 /// How often the exporter asks the queries that cost the driver most of a call (PCIe
 /// throughput sleeps through a 20 ms sample each way; energy, GPM metrics, BAR1, the PCIe
 /// replay counter and the current PCIe link work for a millisecond or a fraction of one;
-/// docs/benchmarks.md, "On a real H100"): every 10 s, whatever the interval. Energy and the replay counter are counters, so Prometheus' `rate()`
-/// over them is as good; GPM figures are then the activity over 10 s; PCIe throughput is
-/// NVML's 20 ms sample, taken every 10 s.
-pub const COSTLY_EVERY: Duration = Duration::from_secs(10);
+/// docs/benchmarks.md, "On a real H100"): every 30 s, whatever the interval, as dcgm-exporter
+/// collects by default (at 10 s they were a sixth to a third of an idle exporter's CPU;
+/// docs/benchmarks.md, "The idle exporter over fake-nvml"). Energy and the replay counter are counters, so
+/// Prometheus' `rate()` over them is as good; GPM figures are then the activity over 30 s;
+/// PCIe throughput is NVML's 20 ms sample, taken every 30 s.
+pub const COSTLY_EVERY: Duration = Duration::from_secs(30);
 
 /// How often the exporter asks per-process utilization (milliseconds of the driver's CPU a
 /// call) while a GPU has processes: each process's SM share is then at most this old (under the 15 s after

@@ -61,6 +61,9 @@ pub fn judge(now: Instant, taken: Instant, interval: Duration, stopped: Option<&
 pub struct Shared {
     latest: Mutex<Arc<Exposition>>,
     stopped: Mutex<Option<String>>,
+    /// Woken when the sampler stops, so that a watcher sleeping until the sample turns stale
+    /// hears of it at once.
+    stopping: tokio::sync::Notify,
     interval: Duration,
 }
 
@@ -70,6 +73,7 @@ impl Shared {
         Shared {
             latest: Mutex::new(Arc::new(first)),
             stopped: Mutex::new(None),
+            stopping: tokio::sync::Notify::new(),
             interval,
         }
     }
@@ -91,6 +95,20 @@ impl Shared {
     /// Records that the sampler has stopped, and why.
     pub fn set_stopped(&self, why: String) {
         *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+        // A permit is kept when nobody waits yet: the next wait returns at once.
+        self.stopping.notify_one();
+    }
+
+    /// When the served sample turns stale unless a newer one replaces it first.
+    pub fn stale_at(&self) -> Instant {
+        let taken = self.latest().taken;
+        let limit = self.interval.saturating_mul(STALE_AFTER_INTERVALS);
+        taken.checked_add(limit).unwrap_or(taken)
+    }
+
+    /// Returns once the sampler has stopped (at once when it stopped since the last call).
+    pub async fn stopped(&self) {
+        self.stopping.notified().await;
     }
 
     /// The health of the served sample now.

@@ -145,11 +145,11 @@ const ROWS: &[Row] = &[
     row("DCGM_FI_DEV_POWER_USAGE", Gauge, "W", "Power draw, W.", "power.draw", same(n::DEVICE_POWER_USAGE_WATTS, 1.0), Parent, |d| d.power_usage.value().map(|&mw| f64::from(mw) / 1000.0)),
     differs(
         row("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", LegacyCounter, "mJ", "Energy used since the driver was loaded, mJ.", "total_energy_consumption (nvmlDeviceGetTotalEnergyConsumption)", same(n::DEVICE_ENERGY_CONSUMPTION_JOULES, 1e-3), Parent, |d| d.total_energy_consumption.value().map(|&mj| mj as f64)),
-        "read every 10 s, as gpuscope reads its costly queries (docs/exporter.md, \"What each sample asks\"); `rate()` over it is unchanged",
+        "read every 30 s, as gpuscope reads its costly queries (docs/exporter.md, \"What each sample asks\"); `rate()` over it is unchanged",
     ),
     differs(
         row("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", LegacyCounter, "", "PCIe replays (retries) since the driver was loaded.", "pcie_replay_counter (nvmlDeviceGetPcieReplayCounter)", same(n::DEVICE_PCIE_REPLAYS, 1.0), Parent, |d| d.pcie_replay_counter.value().map(|&r| f64::from(r))),
-        "read every 10 s, as gpuscope reads its costly queries",
+        "read every 30 s, as gpuscope reads its costly queries",
     ),
     row("DCGM_FI_DEV_GPU_UTIL", Gauge, "%", "GPU utilization, percent.", "utilization.gpu", same(n::DEVICE_UTILIZATION_RATIO, 0.01), Own, |d| percent(d.utilization.value().map(|u| u.gpu))),
     row("DCGM_FI_DEV_MEM_COPY_UTIL", Gauge, "%", "Memory bandwidth utilization, percent.", "utilization.memory", same(n::DEVICE_MEMORY_BANDWIDTH_UTILIZATION_RATIO, 0.01), Own, |d| percent(d.utilization.value().map(|u| u.memory))),
@@ -178,7 +178,7 @@ const ROWS: &[Row] = &[
             let m = d.gpm.value()?;
             Some((m.nvlink_tx? + m.nvlink_rx?) * MIB / 1e6)
         }),
-        "DCGM does not document the unit and dcgm-exporter types it a counter, but its values are a rate (users measured MB/s against `nvidia-smi nvlink`); gpuscope publishes GPM's NVLink traffic in MB/s, so it is there only where GPM is (Hopper and newer), every 10 s",
+        "DCGM does not document the unit and dcgm-exporter types it a counter, but its values are a rate (users measured MB/s against `nvidia-smi nvlink`); gpuscope publishes GPM's NVLink traffic in MB/s, so it is there only where GPM is (Hopper and newer), every 30 s",
     ),
     row("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", LegacyCounter, "", "Memory rows remapped for uncorrectable errors.", "remapped_rows.uncorrectable", same_where(n::DEVICE_REMAPPED_ROWS, &[("cause", "uncorrectable")], 1.0), Parent, |d| d.remapped_rows.value().map(|r| f64::from(r.uncorrectable))),
     row("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", LegacyCounter, "", "Memory rows remapped for correctable errors.", "remapped_rows.correctable", same_where(n::DEVICE_REMAPPED_ROWS, &[("cause", "correctable")], 1.0), Parent, |d| d.remapped_rows.value().map(|r| f64::from(r.correctable))),

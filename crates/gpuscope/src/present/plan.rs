@@ -14,12 +14,19 @@ use gpu_devices::{Query, QueryPlan};
 pub fn field_queries(field: &str) -> Option<&'static [Query]> {
     use Query as Q;
     match field {
-        // The snapshot's own facts: the time, the driver, the host, the GPU's index.
-        "timestamp" | "driver_version" | "count" | "index" | "hostname" => Some(&[]),
+        // The snapshot's own facts: the time, the driver, the GPU's index.
+        "timestamp" | "driver_version" | "count" | "index" => Some(&[]),
+        // What gpuscope never asks: always [N/A] (docs/smi.md).
+        "vgpu_driver_capability.heterogenous_multivGPU" | "pcie.link.gen.hostmax" => Some(&[]),
+        // The host name NVML keeps on the device (vGPU hosts), not this machine's.
+        "hostname" => Some(&[Q::hostname]),
         "name" => Some(&[Q::name]),
         "serial" => Some(&[Q::serial]),
         "uuid" => Some(&[Q::uuid]),
-        "pcie.link.gen.current" => Some(&[Q::current_pcie_link_generation]),
+        "pcie.link.gen.current" | "pcie.link.gen.gpucurrent" => {
+            Some(&[Q::current_pcie_link_generation])
+        }
+        "pcie.link.gen.gpumax" => Some(&[Q::gpu_max_pcie_link_generation]),
         "pcie.link.gen.max" => Some(&[Q::max_pcie_link_generation]),
         "pcie.link.width.current" => Some(&[Q::current_pcie_link_width]),
         "pcie.link.width.max" => Some(&[Q::max_pcie_link_width]),
@@ -102,6 +109,122 @@ pub fn field_queries(field: &str) -> Option<&'static [Query]> {
         }
         "clocks.max.graphics" | "clocks.max.sm" | "clocks.max.memory" => Some(&[Q::max_clock]),
         "mig.mode.current" | "mig.mode.pending" => Some(&[Q::mig_mode]),
+        _ => detail_field_queries(field),
+    }
+}
+
+/// [`field_queries`] of the fields issue 34 added: nvidia-smi -q's details, each a query of
+/// its own.
+fn detail_field_queries(field: &str) -> Option<&'static [Query]> {
+    use Query as Q;
+    match field {
+        "pci.baseClass" | "pci.subClass" => Some(&[Q::pci_class]),
+        "vgpu_device_capability.fractional_multiVgpu"
+        | "vgpu_device_capability.heterogeneous_timeSlice_profile"
+        | "vgpu_device_capability.heterogeneous_timeSlice_sizes"
+        | "vgpu_device_capability.homogeneous_placements"
+        | "vgpu_device_capability.mig_timeSlicing"
+        | "vgpu_device_capability.mig_timeSlicing_mode" => Some(&[Q::vgpu_capability]),
+        "addressing_mode" => Some(&[Q::addressing_mode]),
+        "accounting.buffer_size" => Some(&[Q::accounting_buffer_size]),
+        "inforom.oem" | "inforom.ecc" | "inforom.pwr" => Some(&[Q::inforom_version]),
+        "inforom.checksum_validation" => Some(&[Q::inforom_valid]),
+        "gpu_recovery_action" => Some(&[Q::gpu_recovery_action]),
+        "clocks_event_reasons_counters.sw_power_cap"
+        | "clocks_event_reasons_counters.sync_boost"
+        | "clocks_event_reasons_counters.sw_thermal_slowdown"
+        | "clocks_event_reasons_counters.hw_thermal_slowdown"
+        | "clocks_event_reasons_counters.hw_power_brake_slowdown" => Some(&[Q::clock_event_time]),
+        "utilization.jpeg" => Some(&[Q::jpeg_utilization]),
+        "utilization.ofa" => Some(&[Q::ofa_utilization]),
+        "encoder.stats.sessionCount"
+        | "encoder.stats.averageFps"
+        | "encoder.stats.averageLatency" => Some(&[Q::encoder_stats]),
+        "dramEncryption.mode.current" | "dramEncryption.mode.pending" => {
+            Some(&[Q::dram_encryption_mode])
+        }
+        "ecc.errors.corrected.volatile.dram"
+        | "ecc.errors.corrected.aggregate.dram"
+        | "ecc.errors.corrected.aggregate.register_file"
+        | "ecc.errors.corrected.aggregate.l1_cache"
+        | "ecc.errors.corrected.aggregate.l2_cache"
+        | "ecc.errors.corrected.aggregate.texture_memory"
+        | "ecc.errors.corrected.aggregate.cbu"
+        | "ecc.errors.uncorrected.volatile.dram"
+        | "ecc.errors.uncorrected.volatile.register_file"
+        | "ecc.errors.uncorrected.volatile.l1_cache"
+        | "ecc.errors.uncorrected.volatile.l2_cache"
+        | "ecc.errors.uncorrected.volatile.texture_memory"
+        | "ecc.errors.uncorrected.volatile.cbu"
+        | "ecc.errors.uncorrected.aggregate.dram"
+        | "ecc.errors.uncorrected.aggregate.register_file"
+        | "ecc.errors.uncorrected.aggregate.l1_cache"
+        | "ecc.errors.uncorrected.aggregate.l2_cache"
+        | "ecc.errors.uncorrected.aggregate.texture_memory"
+        | "ecc.errors.uncorrected.aggregate.cbu" => Some(&[Q::memory_errors]),
+        "ecc.errors.uncorrected.volatile.sram.parity"
+        | "ecc.errors.uncorrected.volatile.sram.secded"
+        | "ecc.errors.uncorrected.aggregate.sram.parity"
+        | "ecc.errors.uncorrected.aggregate.sram.secded"
+        | "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded"
+        | "ecc.errors.uncorrected.aggregate.sram.l2"
+        | "ecc.errors.uncorrected.aggregate.sram.sm"
+        | "ecc.errors.uncorrected.aggregate.sram.mcu"
+        | "ecc.errors.uncorrected.aggregate.sram.pcie"
+        | "ecc.errors.uncorrected.aggregate.sram.other" => Some(&[Q::sram_ecc_status]),
+        "remapped_rows.correctable_inactive" | "remapped_rows.uncorrectable_inactive" => {
+            Some(&[Q::inactive_remapped_rows])
+        }
+        "remapped_rows.histogram.max"
+        | "remapped_rows.histogram.high"
+        | "remapped_rows.histogram.partial"
+        | "remapped_rows.histogram.low"
+        | "remapped_rows.histogram.none" => Some(&[Q::row_remapper_histogram]),
+        "temperature.gpu.tlimit" => Some(&[Q::margin_temperature]),
+        "power.draw.average" | "module.power.draw.average" => Some(&[Q::power_average]),
+        "power.draw.instant" | "module.power.draw.instant" => Some(&[Q::power_instant]),
+        "module.power.limit"
+        | "module.enforced.power.limit"
+        | "module.power.default_limit"
+        | "module.power.min_limit"
+        | "module.power.max_limit" => Some(&[Q::module_power_limits]),
+        "power_smoothing.delayed_power_smoothing_supported"
+        | "power_smoothing.primary_power_floor"
+        | "power_smoothing.secondary_power_floor"
+        | "power_smoothing.min_primary_floor_activation_offset"
+        | "power_smoothing.min_primary_floor_activation_point"
+        | "power_smoothing.window_multiplier"
+        | "power_smoothing.curr_profile.secondary_power_floor"
+        | "power_smoothing.curr_profile.primary_floor_act_window_multiplier"
+        | "power_smoothing.curr_profile.primary_floor_tar_window_multiplier"
+        | "power_smoothing.curr_profile.primary_floor_act_offset"
+        | "power_smoothing.admin_override.secondary_power_floor"
+        | "power_smoothing.admin_override.primary_floor_act_window_multiplier"
+        | "power_smoothing.admin_override.primary_floor_tar_window_multiplier"
+        | "power_smoothing.admin_override.primary_floor_act_offset" => Some(&[Q::power_smoothing]),
+        "gsp.mode.current" | "gsp.mode.default" => Some(&[Q::gsp_firmware_mode]),
+        "c2c.mode" => Some(&[Q::c2c_mode]),
+        "protected_memory.total" | "protected_memory.used" | "protected_memory.free" => {
+            Some(&[Q::protected_memory])
+        }
+        "fabric.state"
+        | "fabric.status"
+        | "fabric.cliqueId"
+        | "fabric.clusterUuid"
+        | "fabric.health.summary"
+        | "fabric.health.bandwidth"
+        | "fabric.health.route_recovery_in_progress"
+        | "fabric.health.route_unhealthy"
+        | "fabric.health.access_timeout_recovery"
+        | "fabric.health.incorrect_configuration"
+        | "fabric.health.partition_assigned" => Some(&[Q::fabric_info]),
+        "platform.chassis_serial_number"
+        | "platform.slot_number"
+        | "platform.tray_index"
+        | "platform.host_id"
+        | "platform.peer_type"
+        | "platform.module_id"
+        | "platform.gpu_fabric_guid" => Some(&[Q::platform_info]),
         _ => None,
     }
 }
@@ -181,9 +304,13 @@ mod tests {
     use crate::present::json::take_with_raw;
     use crate::present::query::{render_as, Format, FIELDS};
 
+    /// Recordings of every kind; frame 24 of the real H200 is the one with nvidia-smi -q's
+    /// changing details answered (SRAM ECC, the row-remapper histogram, power averages, ...),
+    /// so that their fields' plans are held to their values, not to two `[N/A]`s.
     const FIXTURES: &[(&str, usize)] = &[
         ("h100-real", 30),
         ("h200-real", 0),
+        ("h200-real", 24),
         ("h100-mig", 0),
         ("geforce-desktop", 0),
         ("windows-wddm", 0),
@@ -234,6 +361,43 @@ mod tests {
                 assert_eq!(planned, all, "{fixture}: {name}");
             }
         }
+    }
+
+    /// `hostname` is the host name NVML keeps on the device (vGPU hosts), which no recording
+    /// has: its plan asked nothing, and so printed `[N/A]` where a device answers one.
+    #[test]
+    fn the_hostname_field_asks_the_devices_host_name_and_prints_it() {
+        let path = format!(
+            "{}/../../fixtures/h200-real.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut fixture = gpu_backend::Fixture::load(&path).unwrap();
+        for device in fixture.devices.values_mut() {
+            device.hostname = gpu_backend::Answer::Ok("vgpu-host-7".into());
+        }
+        let fixture = std::sync::Arc::new(fixture);
+        let csv = |plan: Option<QueryPlan>| {
+            let backend = gpu_backend::ReplayBackend::new(fixture.clone());
+            let c =
+                gpu_processes::ProcessCollector::from_replay(std::sync::Arc::new(backend)).unwrap();
+            if let Some(plan) = plan {
+                c.context().set_query_plan(plan);
+            }
+            let devices = c.context().all_devices();
+            let (view, snaps) = take_with_raw(&c, "test".into(), &devices);
+            render_as(
+                &view,
+                &snaps.devices,
+                "hostname",
+                Format::default(),
+                "--query-gpu",
+                "help",
+            )
+            .unwrap()
+        };
+        let planned = csv(Some(for_gpu_fields("hostname")));
+        assert!(planned.contains("vgpu-host-7"), "{planned}");
+        assert_eq!(planned, csv(None));
     }
 
     /// `snapshot --json` under its plan is the document it is when everything is asked.

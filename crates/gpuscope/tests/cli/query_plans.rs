@@ -1,6 +1,6 @@
 //! What each command makes NVML do (issue 23), counted by fake-nvml's call log: a one-shot asks
 //! everything it prints and does not wait for `nvmlShutdown`; the viewer does not ask what its
-//! screens do not show; the exporter asks the costly queries every 10 s, not every interval;
+//! screens do not show; the exporter asks the costly queries every 30 s, not every interval;
 //! nothing asks again what the GPU answered it does not have.
 
 #![cfg(target_os = "linux")]
@@ -126,7 +126,7 @@ fn the_viewer_does_not_ask_what_its_screens_do_not_show() {
 }
 
 #[test]
-fn the_exporter_asks_energy_and_pcie_throughput_every_10_s_not_every_interval() {
+fn the_exporter_asks_energy_and_pcie_throughput_every_30_s_not_every_interval() {
     let (dir, nvml) = fake_nvml();
     let log = dir.path().join("served.log");
     let fixture = export_support::fixture("h100-real");
@@ -164,12 +164,12 @@ fn the_exporter_asks_energy_and_pcie_throughput_every_10_s_not_every_interval() 
         2,
         "TX and RX, once"
     );
-    for every_10_s in [
+    for every_30_s in [
         "nvmlDeviceGetBAR1MemoryInfo",
         "nvmlDeviceGetPcieReplayCounter",
         "nvmlDeviceGetCurrPcieLinkWidth",
     ] {
-        assert_eq!(count(&calls, every_10_s), 1, "{every_10_s}: {calls:?}");
+        assert_eq!(count(&calls, every_30_s), 1, "{every_30_s}: {calls:?}");
     }
     // Two jobs on the GPU: their utilization every 5 s, so once in this short run.
     assert_eq!(count(&calls, "nvmlDeviceGetProcessUtilization"), 1);
@@ -381,4 +381,40 @@ fn commands_that_show_no_events_make_no_event_set() {
         count(&calls, "nvmlEventSetCreate") == 1 && count(&calls, "nvmlDeviceRegisterEvents") >= 1,
         "snapshot --json shows events, so it listens for them: {calls:?}"
     );
+}
+
+/// `--query-gpu` fields that only nvidia-smi's detailed views show (issue 34's, issue 36 item
+/// 2) ask their own queries, once each, and not everything: they used to ask every query of the
+/// device, as a field the plans did not know does.
+#[test]
+fn smi_query_gpu_asks_a_detail_fields_own_query_and_not_everything() {
+    let fields = "temperature.gpu.tlimit,utilization.jpeg,\
+                  ecc.errors.uncorrected.aggregate.sram.parity,remapped_rows.histogram.low,\
+                  platform.module_id";
+    let calls = one_shot(&["smi", &format!("--query-gpu={fields}"), "--format=csv"]);
+    assert_asked(
+        &calls,
+        &[
+            "MarginTemperature",
+            "JpgUtilization",
+            "SramEccErrorStatus",
+            "RowRemapperHistogram",
+            "PlatformInfo",
+        ],
+        1,
+        fields,
+    );
+    let unasked = [
+        "Name",
+        "Serial",
+        "MemoryInfo",
+        "UtilizationRates",
+        "PowerUsage",
+        "Temperature",
+        "ComputeRunningProcesses",
+        "PcieThroughput",
+        "GpuFabricInfoV",
+    ];
+    assert_asked(&calls, &unasked, 0, fields);
+    assert_asked(&calls, &UNSHOWN_STATICS, 0, fields);
 }
