@@ -181,15 +181,7 @@ pub fn run(args: Args) -> Result<()> {
         println!(
             "Idle exporters, no scrapes, over {} ({} live GPU processes); NVML call costs: {}; \
              {}, commit {}\n",
-            if args.source.real {
-                "this machine's real NVML".to_string()
-            } else {
-                format!(
-                    "fake-nvml serving frame {} of {}",
-                    args.frame,
-                    args.fixture.display()
-                )
-            },
+            served_by(&args),
             pids.len(),
             nvml.costs,
             crate::bench_oneshot::machine(),
@@ -224,15 +216,7 @@ pub fn run(args: Args) -> Result<()> {
         "gpuscope export --processes --interval 1s --names {} over {} ({}), {} live GPU \
          processes{}; NVML call costs: {}; {}, commit {}\n",
         args.names,
-        if args.source.real {
-            "this machine's real NVML".to_string()
-        } else {
-            format!(
-                "fake-nvml serving frame {} of {}",
-                args.frame,
-                args.fixture.display()
-            )
-        },
+        served_by(&args),
         bin.display(),
         pids.len(),
         match (args.idle_only, args.gzip) {
@@ -642,6 +626,19 @@ fn load_average() -> String {
 /// Resident set size of a process, KiB.
 fn rss_kib(pid: u32) -> Result<u64> {
     bench_setup::status_kib(pid, "VmRSS").context("no VmRSS in /proc/pid/status")
+}
+
+/// What the exporters ran over, for the report's heading.
+fn served_by(args: &Args) -> String {
+    if args.source.real {
+        "this machine's real NVML".to_string()
+    } else {
+        format!(
+            "fake-nvml serving frame {} of {}",
+            args.frame,
+            args.fixture.display()
+        )
+    }
 }
 
 /// What nvitop-exporter used, idle.

@@ -299,18 +299,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_health_watcher_that_sleeps_until_a_sample_turns_stale_still_reports_each_change() {
+    /// Runs `check` on a current-thread runtime with a health watcher over a sample published
+    /// at `interval`, and the changes it has reported so far; stops the watcher after.
+    fn with_watcher<F, Fut>(interval: Duration, check: F)
+    where
+        F: FnOnce(Arc<Shared>, Arc<Mutex<Vec<Health>>>) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap();
         runtime.block_on(async {
-            let shared = Arc::new(Shared::new(
-                crate::test_support::exposition(),
-                // Long enough that a loaded machine sees the new sample below fresh.
-                Duration::from_millis(500),
-            ));
+            let shared = Arc::new(Shared::new(crate::test_support::exposition(), interval));
             let seen = Arc::new(Mutex::new(Vec::new()));
             let watcher = {
                 let (shared, seen) = (shared.clone(), seen.clone());
@@ -318,6 +319,15 @@ mod tests {
                     watch(&shared, |h| seen.lock().unwrap().push(h.clone())).await;
                 })
             };
+            check(shared, seen).await;
+            watcher.abort();
+        });
+    }
+
+    #[test]
+    fn the_health_watcher_that_sleeps_until_a_sample_turns_stale_still_reports_each_change() {
+        // Long enough that a loaded machine sees the new sample below fresh.
+        with_watcher(Duration::from_millis(500), |shared, seen| async move {
             // No sample after the first: stale after three intervals.
             until_reported(&seen, 1).await;
             assert_eq!(kinds(&seen), ["stale"]);
@@ -325,35 +335,18 @@ mod tests {
             shared.publish(crate::test_support::exposition());
             until_reported(&seen, 2).await;
             assert_eq!(kinds(&seen), ["stale", "fresh"]);
-            watcher.abort();
         });
     }
 
     #[test]
     fn the_health_watcher_hears_of_a_stopped_sampler_at_once_not_when_the_sample_turns_stale() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            // Stale only after three minutes: a watcher that slept until then would miss the
-            // ten seconds `until_reported` waits.
-            let shared = Arc::new(Shared::new(
-                crate::test_support::exposition(),
-                Duration::from_secs(60),
-            ));
-            let seen = Arc::new(Mutex::new(Vec::new()));
-            let watcher = {
-                let (shared, seen) = (shared.clone(), seen.clone());
-                tokio::spawn(async move {
-                    watch(&shared, |h| seen.lock().unwrap().push(h.clone())).await;
-                })
-            };
+        // Stale only after three minutes: a watcher that slept until then would miss the ten
+        // seconds `until_reported` waits.
+        with_watcher(Duration::from_secs(60), |shared, seen| async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             shared.set_stopped("it panicked".into());
             until_reported(&seen, 1).await;
             assert_eq!(kinds(&seen), ["stopped"]);
-            watcher.abort();
         });
     }
 }
