@@ -178,11 +178,7 @@ impl Remote {
             if rest.is_empty() {
                 return Err(RemoteError::Url(url.clone()));
             }
-            let url = if rest.contains('/') {
-                url.clone()
-            } else {
-                format!("{url}/metrics")
-            };
+            let url = with_metrics_path(url, rest);
             let host = without_userinfo(&url).into_owned();
             if !targets.iter().any(|t| t.host == host) {
                 targets.push(Target { url, host });
@@ -665,6 +661,21 @@ fn quoted(text: &str) -> Option<(Cow<'_, str>, &str)> {
     None
 }
 
+/// `url` with `/metrics` as its path when it has none: put before a query or a fragment
+/// (`http://node1:9445?x` reads `http://node1:9445/metrics?x`, not `...?x/metrics`). `rest` is
+/// `url` after its scheme.
+fn with_metrics_path(url: &str, rest: &str) -> String {
+    let authority_end = rest.find(['/', '?', '#']);
+    match authority_end {
+        Some(at) if rest[at..].starts_with('/') => url.to_string(),
+        Some(at) => {
+            let split = url.len() - rest.len() + at;
+            format!("{}/metrics{}", &url[..split], &url[split..])
+        }
+        None => format!("{url}/metrics"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,6 +703,26 @@ mod tests {
             ("http://ops:pw@node1?u=a@b", "http://node1?u=a@b"),
         ] {
             assert_eq!(without_userinfo(url), logged, "{url}");
+        }
+    }
+
+    /// `http://h:9445?x` was read as `http://h:9445?x/metrics`: the path went after the
+    /// query.
+    #[test]
+    fn metrics_is_the_path_of_a_url_without_one_before_its_query_or_fragment() {
+        for (url, read) in [
+            ("http://node1:9445", "http://node1:9445/metrics"),
+            ("http://node1:9445/", "http://node1:9445/"),
+            ("http://node1:9445/x/metrics", "http://node1:9445/x/metrics"),
+            ("http://node1:9445?a=1", "http://node1:9445/metrics?a=1"),
+            ("https://node1#top", "https://node1/metrics#top"),
+            (
+                "http://ops:pw@node1?u=a/b",
+                "http://ops:pw@node1/metrics?u=a/b",
+            ),
+        ] {
+            let remote = Remote::new(&[url.to_string()], &ClientOptions::default()).unwrap();
+            assert_eq!(remote.targets[0].url, read, "{url}");
         }
     }
 
