@@ -205,18 +205,7 @@ pub struct Timing {
 pub fn thread_cpu_time() -> Option<Duration> {
     #[cfg(unix)]
     {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid clock id and a writable timespec.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        if rc != 0 {
-            return None;
-        }
-        let secs = u64::try_from(ts.tv_sec).ok()?;
-        let nanos = u32::try_from(ts.tv_nsec).ok()?;
-        Some(Duration::new(secs, nanos))
+        clock_time(libc::CLOCK_THREAD_CPUTIME_ID)
     }
     #[cfg(not(unix))]
     {
@@ -224,20 +213,65 @@ pub fn thread_cpu_time() -> Option<Duration> {
     }
 }
 
+/// `clock_gettime(clock)`; `None` where it fails.
+#[cfg(unix)]
+pub(crate) fn clock_time(clock: libc::clockid_t) -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u32::try_from(ts.tv_nsec).ok()?;
+    Some(Duration::new(secs, nanos))
+}
+
+/// A wall clock and this thread's CPU clock started together: [`Stopwatch::stop`] gives the
+/// [`Timing`] since, for work that is not one closure (a guard's lifetime).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stopwatch {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl Stopwatch {
+    /// Starts both clocks. The CPU clock is read inside the wall clock's interval (here after
+    /// it, in [`Stopwatch::stop`] before it), so that the CPU time does not count the reading
+    /// of the wall clock and stays within the wall time.
+    pub(crate) fn start() -> Stopwatch {
+        let wall = Instant::now();
+        Stopwatch {
+            wall,
+            cpu: thread_cpu_time(),
+        }
+    }
+
+    /// When it was started.
+    pub(crate) fn started(&self) -> Instant {
+        self.wall
+    }
+
+    /// The time since [`Stopwatch::start`], on the thread that started it.
+    pub(crate) fn stop(&self) -> Timing {
+        let cpu = match (self.cpu, thread_cpu_time()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        Timing {
+            wall: self.wall.elapsed(),
+            cpu,
+        }
+    }
+}
+
 /// Runs `f` and says how long it took, in wall time and in this thread's CPU time.
 pub fn time<R>(f: impl FnOnce() -> R) -> (R, Timing) {
-    // The CPU clock is read inside the wall clock's interval, so that the CPU time does not
-    // count the reading of the wall clock and stays within the wall time.
-    let wall0 = Instant::now();
-    let cpu0 = thread_cpu_time();
+    let watch = Stopwatch::start();
     let out = f();
-    let cpu1 = thread_cpu_time();
-    let wall = wall0.elapsed();
-    let cpu = match (cpu0, cpu1) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
-    (out, Timing { wall, cpu })
+    (out, watch.stop())
 }
 
 /// One call made through a [`TimedBackend`], as its observer sees it.

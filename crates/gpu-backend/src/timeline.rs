@@ -30,7 +30,7 @@ use std::sync::{Mutex, PoisonError};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use crate::cost::thread_cpu_time;
+use crate::cost::Stopwatch;
 use crate::DeviceId;
 
 /// Parsing the command line (and routing a front door), before the command runs.
@@ -108,6 +108,33 @@ pub struct StepRecord {
     pub cpu: Option<Duration>,
 }
 
+/// `CLOCK_MONOTONIC` now: the one clock every process of the machine reads alike, so that a
+/// parent and the child it times can set their readings side by side; `None` where the
+/// platform has no such clock.
+pub fn monotonic_now() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        crate::cost::clock_time(libc::CLOCK_MONOTONIC)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// The CPU time this process has used so far, all its threads (`CLOCK_PROCESS_CPUTIME_ID`);
+/// `None` where the platform has no such clock.
+pub fn process_cpu_time() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        crate::cost::clock_time(libc::CLOCK_PROCESS_CPUTIME_ID)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// A recording of the marks, from [`start`] until [`Recording::finish`] (or its drop).
 /// Process-wide, as the marks are in every layer; one recording at a time.
 #[derive(Debug)]
@@ -175,8 +202,7 @@ pub struct Step(Option<Open>);
 struct Open {
     name: &'static str,
     device: Option<DeviceId>,
-    start: Instant,
-    cpu: Option<Duration>,
+    watch: Stopwatch,
 }
 
 /// Marks a step, from now until the guard is dropped.
@@ -193,15 +219,10 @@ fn open(name: &'static str, device: Option<DeviceId>) -> Step {
     if !recording() {
         return Step(None);
     }
-    // The CPU clock is read inside the wall clock's interval, as `cost::time` does, so that
-    // the CPU time stays within the wall time.
-    let start = Instant::now();
-    let cpu = thread_cpu_time();
     Step(Some(Open {
         name,
         device,
-        start,
-        cpu,
+        watch: Stopwatch::start(),
     }))
 }
 
@@ -210,20 +231,16 @@ impl Drop for Step {
         let Some(open) = self.0.take() else {
             return;
         };
-        let cpu = match (open.cpu, thread_cpu_time()) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-            _ => None,
-        };
-        let wall = open.start.elapsed();
+        let timing = open.watch.stop();
         let current = std::thread::current();
         let kept = Kept {
             name: open.name,
             device: open.device,
             thread: current.id(),
             thread_name: current.name().map(str::to_string),
-            start: open.start,
-            wall,
-            cpu,
+            start: open.watch.started(),
+            wall: timing.wall,
+            cpu: timing.cpu,
         };
         let mut all = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
         if all.len() < STEPS_MAX && recording() {

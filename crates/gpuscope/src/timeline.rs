@@ -54,29 +54,18 @@ pub struct ChildStep {
     pub cpu_ns: Option<u64>,
 }
 
-/// `clock_gettime(clock)` in nanoseconds; `None` where it fails.
-fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a writable timespec.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return None;
-    }
-    let secs = u64::try_from(ts.tv_sec).ok()?;
-    let nanos = u64::try_from(ts.tv_nsec).ok()?;
-    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: one clock for the parent and the child.
 pub fn monotonic_ns() -> Option<u64> {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    gpu_backend::timeline::monotonic_now().map(nanos)
 }
 
 /// This process's CPU time so far, all threads (`CLOCK_PROCESS_CPUTIME_ID`), nanoseconds.
 pub fn process_cpu_ns() -> Option<u64> {
-    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+    gpu_backend::timeline::process_cpu_time().map(nanos)
 }
 
 /// A run being timed for doctor: where its report goes and what `main`'s start read.
@@ -113,7 +102,6 @@ impl Child {
         let steps = self.recording.finish();
         let end_ns = monotonic_ns().unwrap_or(self.main_ns);
         let end_cpu_ns = process_cpu_ns();
-        let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let report = ChildReport {
             main_ns: self.main_ns,
             main_cpu_ns: self.main_cpu_ns,
