@@ -38,6 +38,11 @@ impl Health {
     }
 }
 
+/// How old a sample may grow before it is stale: [`STALE_AFTER_INTERVALS`] intervals.
+fn stale_after(interval: Duration) -> Duration {
+    interval.saturating_mul(STALE_AFTER_INTERVALS)
+}
+
 /// Judges a sample taken at `taken`, at time `now`, for a sampler that should sample every
 /// `interval` and that has stopped with reason `stopped` (if it has).
 pub fn judge(now: Instant, taken: Instant, interval: Duration, stopped: Option<&str>) -> Health {
@@ -45,8 +50,7 @@ pub fn judge(now: Instant, taken: Instant, interval: Duration, stopped: Option<&
         return Health::Stopped(format!("the sampler has stopped: {why}"));
     }
     let age = now.saturating_duration_since(taken);
-    let limit = interval.saturating_mul(STALE_AFTER_INTERVALS);
-    if age > limit {
+    if age > stale_after(interval) {
         return Health::Stale(format!(
             "the last sample is {:.1} s old, more than {STALE_AFTER_INTERVALS} intervals of {}",
             age.as_secs_f64(),
@@ -102,8 +106,9 @@ impl Shared {
     /// When the served sample turns stale unless a newer one replaces it first.
     pub fn stale_at(&self) -> Instant {
         let taken = self.latest().taken;
-        let limit = self.interval.saturating_mul(STALE_AFTER_INTERVALS);
-        taken.checked_add(limit).unwrap_or(taken)
+        taken
+            .checked_add(stale_after(self.interval))
+            .unwrap_or(taken)
     }
 
     /// Returns once the sampler has stopped (at once when it stopped since the last call).
