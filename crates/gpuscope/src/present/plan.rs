@@ -332,9 +332,13 @@ mod tests {
     }
 
     fn csv(name: &str, frame: usize, field: &str, plan: Option<QueryPlan>) -> String {
-        let c = collector(name, frame, plan);
+        render(&collector(name, frame, plan), field)
+    }
+
+    /// `field` as `--query-gpu` prints it (CSV) for every device `c` has.
+    fn render(c: &gpu_processes::ProcessCollector, field: &str) -> String {
         let devices = c.context().all_devices();
-        let (view, snaps) = take_with_raw(&c, "test".into(), &devices);
+        let (view, snaps) = take_with_raw(c, "test".into(), &devices);
         render_as(
             &view,
             &snaps.devices,
@@ -383,17 +387,7 @@ mod tests {
             if let Some(plan) = plan {
                 c.context().set_query_plan(plan);
             }
-            let devices = c.context().all_devices();
-            let (view, snaps) = take_with_raw(&c, "test".into(), &devices);
-            render_as(
-                &view,
-                &snaps.devices,
-                "hostname",
-                Format::default(),
-                "--query-gpu",
-                "help",
-            )
-            .unwrap()
+            render(&c, "hostname")
         };
         let planned = csv(Some(for_gpu_fields("hostname")));
         assert!(planned.contains("vgpu-host-7"), "{planned}");

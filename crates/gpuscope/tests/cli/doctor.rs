@@ -232,13 +232,24 @@ fn fixture_with_events(fake: &Fake, clocks: u64) -> PathBuf {
 }
 
 fn doctor_over(fake: &Fake, fixture: &Path, args: &[&str]) -> Output {
+    doctor_over_command(fake, fixture, args)
+        .output()
+        .expect("gpuscope runs")
+}
+
+/// `gpuscope doctor ARGS` over fake-nvml serving `fixture`, to be given more of its
+/// environment before it runs.
+fn doctor_over_command(
+    fake: &Fake,
+    fixture: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+) -> std::process::Command {
     let nvml = fake.nvml.to_str().unwrap();
     let mut all = vec!["doctor", "--nvml-lib", nvml];
     all.extend(args);
-    cli::command(&all)
-        .env(fake_nvml::FIXTURE_ENV, fixture)
-        .output()
-        .expect("gpuscope runs")
+    let mut command = cli::command(&all);
+    command.env(fake_nvml::FIXTURE_ENV, fixture);
+    command
 }
 
 #[cfg(target_os = "linux")]
@@ -500,21 +511,20 @@ fn a_bundle_over_fake_nvml_loads_replays_the_same_figures_and_holds_no_scrubbed_
     let frame = 15;
     let fixture = fixture_with_this_process(&fake, frame);
     let bundle = fake.root.join("bundle.json.zst");
-    let nvml = fake.nvml.to_str().unwrap();
-    let out = cli::command(&[
-        "doctor",
-        "--nvml-lib",
-        nvml,
-        "--repeat",
-        "1",
-        "--events-for",
-        "0",
-        "--bundle",
-        bundle.to_str().unwrap(),
-        "--bundle-seconds",
-        "1s",
-    ])
-    .env(fake_nvml::FIXTURE_ENV, &fixture)
+    let out = doctor_over_command(
+        &fake,
+        &fixture,
+        &[
+            "--repeat",
+            "1",
+            "--events-for",
+            "0",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--bundle-seconds",
+            "1s",
+        ],
+    )
     .env(fake_nvml::FRAME_ENV, frame.to_string())
     .output()
     .expect("gpuscope runs");
@@ -795,18 +805,9 @@ fn doctor_times_a_one_shot_step_by_step_and_its_json_loads_back_as_a_profile() {
     );
     let nvml = fake.nvml.to_str().unwrap();
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "doctor",
-            "--nvml-lib",
-            nvml,
-            "--repeat",
-            "1",
-            "--events-for",
-            "0",
-        ];
+        let mut args = vec!["--repeat", "1", "--events-for", "0"];
         args.extend(extra);
-        cli::command(&args)
-            .env(fake_nvml::FIXTURE_ENV, &fixture)
+        doctor_over_command(&fake, &fixture, &args)
             .env(fake_nvml::COSTS_ENV, &costs)
             .output()
             .expect("gpuscope runs")

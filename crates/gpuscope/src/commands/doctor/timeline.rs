@@ -10,7 +10,6 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::io::Read as _;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -180,39 +179,8 @@ fn is_not_found(e: &gpu_backend::files::FileError) -> bool {
 /// comes back), draining its stdout (the output is not doctor's) and keeping the start of its
 /// stderr.
 fn wait(mut child: std::process::Child) -> Result<Option<(Ended, String)>, String> {
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>, keep: usize| {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let Some(mut pipe) = pipe else {
-                return kept;
-            };
-            let mut buf = [0u8; 16 * 1024];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let room = keep.saturating_sub(kept.len());
-                        kept.extend_from_slice(&buf[..n.min(room)]);
-                    }
-                }
-            }
-            kept
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-        0,
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-        STDERR_KEPT,
-    );
+    let out = drain(child.stdout.take(), 0);
+    let err = drain(child.stderr.take(), STDERR_KEPT);
     let pid = libc::pid_t::try_from(child.id()).map_err(|e| e.to_string())?;
     // The exit is seen without reaping the child (WNOWAIT), so that it can still be killed
     // safely on a timeout: its PID cannot be anyone else's before it is reaped.
@@ -275,6 +243,31 @@ fn wait(mut child: std::process::Child) -> Result<Option<(Ended, String)>, Strin
         },
         String::from_utf8_lossy(&stderr).into_owned(),
     )))
+}
+
+/// Reads `pipe` to its end on a thread of its own (a child blocked on a full pipe would never
+/// exit), keeping its first `keep` bytes.
+fn drain<R: std::io::Read + Send + 'static>(
+    pipe: Option<R>,
+    keep: usize,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let Some(mut pipe) = pipe else {
+            return kept;
+        };
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = keep.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+            }
+        }
+        kept
+    })
 }
 
 /// Nanoseconds to microseconds, to the nanosecond.
