@@ -74,7 +74,6 @@ timeout "${MEASURE_TIMEOUT:-300}" python3 "$HERE/measure.py" "${builds[@]}" --fl
   --venv "$W/venv" --out "$W/measure" --runs "${RUNS:-10}" --window "${WINDOW:-15}" --warmup 3 --load
 echo "measure exit $?"
 echo "== the one-shots against nvidia-smi"
-mkdir -p "$PWD/devkit/bin" && [ -e "$PWD/devkit/bin/gpuscope" ] || cp "$B/gpuscope-new" "$PWD/devkit/bin/gpuscope"
-timeout 60 bash "$HERE/smi-cost.sh"
+timeout 120 bash "$HERE/smi-cost.sh" "new=$B/gpuscope-new" $([ -x "$B/gpuscope-main" ] && echo "main=$B/gpuscope-main")
 date -u
 cd "$W" && tar czf "$OUT/h36.tgz" --exclude venv . && ls -la "$OUT"

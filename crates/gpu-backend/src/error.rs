@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 /// What a backend answered instead of a value.
 ///
 /// Each variant keeps what NVML said, so nothing is lost between the driver and the layers
-/// above. Six of them mean "cannot tell" rather than a failure:
+/// above. Seven of them mean "cannot tell" rather than a failure:
 /// [`BackendError::NotSupported`], [`BackendError::NoPermission`],
-/// [`BackendError::FunctionNotFound`], [`BackendError::Deprecated`], [`BackendError::NoData`]
-/// and a fixture's
+/// [`BackendError::FunctionNotFound`], [`BackendError::Deprecated`], [`BackendError::NoData`],
+/// [`BackendError::NotReady`] and a fixture's
 /// [`BackendError::NotRecorded`];
 /// [`BackendError::is_not_available`] groups them so that the upper layers can turn them into
 /// N/A values and keep going.
@@ -62,6 +62,11 @@ pub enum BackendError {
     /// refresh, before there is an earlier sample to measure from. Shown as N/A.
     #[error("no data yet")]
     NoData,
+    /// NVML_ERROR_NOT_READY (27): the driver has no answer yet. An H100 answers it to
+    /// `nvmlDeviceGetLastBBXFlushTime` while the inforom's black box has not been flushed;
+    /// nvidia-smi -q prints N/A there. Shown as N/A.
+    #[error("not ready yet")]
+    NotReady,
     /// Not an NVML code: the fixture being replayed has no answer for this query (it was
     /// recorded before the query existed, or the field was left out). Shown as N/A, like
     /// [`BackendError::NotSupported`], but kept apart from it: the device may well support the
@@ -103,6 +108,7 @@ pub mod nvml_codes {
     pub const NO_DATA: i32 = 21;
     pub const ARGUMENT_VERSION_MISMATCH: i32 = 25;
     pub const DEPRECATED: i32 = 26;
+    pub const NOT_READY: i32 = 27;
     pub const UNKNOWN: i32 = 999;
 }
 
@@ -132,8 +138,8 @@ pub fn optional_parts<const N: usize, T: Copy>(
 
 impl BackendError {
     /// True for the answers that mean "this GPU or driver cannot tell": not supported, no
-    /// permission, function not found, and a fixture's "not recorded". The layers above show
-    /// these as N/A.
+    /// permission, function not found, deprecated, no data or not ready yet, and a fixture's
+    /// "not recorded". The layers above show these as N/A.
     pub fn is_not_available(&self) -> bool {
         matches!(
             self,
@@ -143,6 +149,7 @@ impl BackendError {
                 | BackendError::NotRecorded
                 | BackendError::Deprecated
                 | BackendError::NoData
+                | BackendError::NotReady
         )
     }
 
@@ -164,6 +171,7 @@ impl BackendError {
             INVALID_ARGUMENT => BackendError::InvalidArgument,
             DEPRECATED => BackendError::Deprecated,
             NO_DATA => BackendError::NoData,
+            NOT_READY => BackendError::NotReady,
             other => BackendError::Unknown(other),
         }
     }
@@ -185,6 +193,7 @@ impl BackendError {
             BackendError::InvalidArgument => INVALID_ARGUMENT,
             BackendError::Deprecated => DEPRECATED,
             BackendError::NoData => NO_DATA,
+            BackendError::NotReady => NOT_READY,
             BackendError::Unknown(code) => *code,
             BackendError::Other(_) => UNKNOWN,
         }
@@ -200,7 +209,7 @@ mod tests {
 
     #[test]
     fn nvml_codes_round_trip_for_every_named_error() {
-        for code in [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 999, 25, 17, 26, 21] {
+        for code in [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 999, 25, 17, 26, 21, 27] {
             assert_eq!(
                 BackendError::from_nvml_code(code).nvml_code(),
                 code,
@@ -217,6 +226,7 @@ mod tests {
         assert!(BackendError::NotRecorded.is_not_available());
         assert!(BackendError::Deprecated.is_not_available());
         assert!(BackendError::NoData.is_not_available());
+        assert!(BackendError::NotReady.is_not_available());
         assert!(!BackendError::GpuLost.is_not_available());
         assert!(!BackendError::Unknown(999).is_not_available());
     }

@@ -23,7 +23,7 @@ pub use display::Section;
 pub use error::{Error, Result};
 pub use gpu_backend::{DeviceId, Query};
 pub use na::Na;
-pub use plan::{Cadence, QueryPlan};
+pub use plan::{Cadence, QueryPlan, ON_REQUEST_QUERIES};
 pub use snapshot::{bar1_memory_answer, instance_id_answer, memory_answer};
 pub use snapshot::{detail_queries, DeviceDetails, DETAIL_DYNAMIC_FIELDS};
 pub use snapshot::{

@@ -98,6 +98,14 @@ pub const COSTLY_QUERIES: &[(Query, u32, u32)] = &[
     (Query::process_utilization, 2_200, 2_200),
 ];
 
+/// The queries a plan asks only where it names them ([`QueryPlan::only`], [`QueryPlan::with`]),
+/// never as part of [`QueryPlan::everything`]: `inforom_valid` (`nvmlDeviceValidateInforom`)
+/// has the driver read back and checksum the whole inforom, tens of milliseconds of its CPU at
+/// each call where every other static fact costs microseconds (docs/benchmarks.md, "The
+/// inforom's checksum"), and of all the views only nvidia-smi's
+/// `--query-gpu=inforom.checksum_validation` shows it.
+pub const ON_REQUEST_QUERIES: &[Query] = &[Query::inforom_valid];
+
 /// Whether a plan can name `query`: a device's query, static or changing (a system query,
 /// such as the driver's version, is not a refresh's).
 fn of_a_device(query: Query) -> bool {
@@ -106,10 +114,13 @@ fn of_a_device(query: Query) -> bool {
 
 impl QueryPlan {
     /// Every static fact once and every changing query at every refresh, `pcie_throughput`
-    /// apart: what a one-shot that shows everything asks.
+    /// apart, but the [`ON_REQUEST_QUERIES`]: what a one-shot that shows everything asks.
     pub fn everything() -> QueryPlan {
         QueryPlan {
-            cadences: BTreeMap::new(),
+            cadences: ON_REQUEST_QUERIES
+                .iter()
+                .map(|&q| (q, Cadence::Never))
+                .collect(),
             apart: vec![Query::pcie_throughput],
         }
     }
@@ -191,14 +202,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_asks_the_queries_it_names_and_everything_asks_them_all() {
+    fn only_asks_the_queries_it_names_and_everything_asks_all_but_the_on_request_ones() {
         let plan = QueryPlan::only(&[Query::name, Query::memory_info]);
         assert!(plan.asks(Query::name) && plan.asks(Query::memory_info));
         for q in [Query::uuid, Query::max_clock, Query::utilization_rates] {
             assert!(!plan.asks(q), "{q}");
         }
         for &q in Query::ALL {
-            assert!(QueryPlan::everything().asks(q), "{q}");
+            let on_request = ON_REQUEST_QUERIES.contains(&q);
+            assert_eq!(QueryPlan::everything().asks(q), !on_request, "{q}");
+        }
+        for &q in ON_REQUEST_QUERIES {
+            assert!(QueryPlan::only(&[q]).asks(q), "{q}");
+            assert!(QueryPlan::everything()
+                .with(q, Cadence::EveryRefresh)
+                .asks(q));
         }
         // The system's queries are not a plan's.
         assert_eq!(plan.cadence(Query::driver_version), Cadence::EveryRefresh);

@@ -166,7 +166,8 @@ impl SourceArgs {
         self.open_listening(&gpu_backend::EventKind::HEALTH)
     }
 
-    /// [`SourceArgs::open`] for a command that shows no events (`smi`, `stat`, `select`): the
+    /// [`SourceArgs::open`] for a command that shows no events (`smi`, `stat`, `select`, a
+    /// one-shot `snapshot`): the
     /// NVML backend starts no event listener, which spares the driver the event set's set-up
     /// (`nvmlEventSetCreate`, each GPU's supported kinds and registration) and the listener's
     /// thread. Events read as N/A from such a source; a recording still serves its own.

@@ -323,3 +323,38 @@ fn pcie_throughput_is_asked_before_the_static_facts_so_that_its_wait_is_theirs()
     assert_eq!(d.name.value().map(String::as_str), Some("after PCIe"));
     assert!(d.pcie_tx_throughput.is_value());
 }
+
+#[test]
+fn the_inforom_checksum_is_asked_only_by_a_plan_that_names_it() {
+    // nvmlDeviceValidateInforom checksums the whole inforom (tens of milliseconds of the
+    // driver's CPU): a view that shows everything must not pay it; `--query-gpu` naming
+    // `inforom.checksum_validation` does. The real H200 recorded a valid inforom.
+    let (backend, ctx) = counted("h200-real", QueryPlan::everything());
+    let d = ctx.device(0).unwrap().snapshot();
+    assert_eq!(
+        calls_of(&backend.take_call_counts(), "inforom_valid"),
+        0,
+        "everything() leaves the on-request queries out"
+    );
+    assert!(!d.details.inforom_valid.is_value());
+    assert!(
+        d.errors.is_empty(),
+        "never asked is no error: {:?}",
+        d.errors
+    );
+    assert!(d.memory.is_value() && d.max_clocks.graphics.is_value());
+
+    for plan in [
+        QueryPlan::only(&[Query::inforom_valid]),
+        QueryPlan::everything().with(Query::inforom_valid, Cadence::EveryRefresh),
+    ] {
+        let (backend, ctx) = counted("h200-real", plan.clone());
+        let d = ctx.device(0).unwrap().snapshot();
+        assert_eq!(
+            calls_of(&backend.take_call_counts(), "inforom_valid"),
+            1,
+            "{plan:?}"
+        );
+        assert_eq!(d.details.inforom_valid.value(), Some(&true), "{plan:?}");
+    }
+}

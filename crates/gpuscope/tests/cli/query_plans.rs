@@ -370,17 +370,51 @@ fn commands_that_show_no_events_make_no_event_set() {
         &["smi", "-q"],
         &["stat", "--json"],
         &["select", "--count", "1"],
+        // A one-shot snapshot shows its events as N/A: it lives too briefly to see any.
+        &["snapshot", "--json"],
+        &["snapshot"],
     ] {
         let calls = one_shot(args);
         for f in SET_UP {
             assert_eq!(count(&calls, f), 0, "{args:?} calls {f}: {calls:?}");
         }
     }
-    let calls = one_shot(&["snapshot", "--json"]);
+    let calls = one_shot(&["info", "--gpm-window", "100ms"]);
     assert!(
         count(&calls, "nvmlEventSetCreate") == 1 && count(&calls, "nvmlDeviceRegisterEvents") >= 1,
-        "snapshot --json shows events, so it listens for them: {calls:?}"
+        "info shows events over its GPM window, so it listens for them: {calls:?}"
     );
+}
+
+/// `nvmlDeviceValidateInforom` has the driver checksum the whole inforom (tens of milliseconds
+/// of its CPU, more than the rest of a one-shot's queries together on a real H100): only the
+/// `--query-gpu` field that shows it asks it.
+#[test]
+fn only_the_field_that_shows_the_inforom_checksum_asks_for_it() {
+    for args in [
+        &["snapshot", "--json"][..],
+        &["smi", "-q"],
+        &["smi", "-q", "-x"],
+        &["smi"],
+        &["info", "--gpm-window", "100ms"],
+    ] {
+        let calls = one_shot(args);
+        assert_eq!(
+            count(&calls, "nvmlDeviceValidateInforom"),
+            0,
+            "{args:?}: {calls:?}"
+        );
+        assert!(
+            count(&calls, "nvmlDeviceGetMemoryInfo") >= 1,
+            "{args:?} asked nothing?"
+        );
+    }
+    let calls = one_shot(&[
+        "smi",
+        "--query-gpu=index,inforom.checksum_validation",
+        "--format=csv",
+    ]);
+    assert_eq!(count(&calls, "nvmlDeviceValidateInforom"), 1, "{calls:?}");
 }
 
 /// `--query-gpu` fields that only nvidia-smi's detailed views show (issue 34's, issue 36 item

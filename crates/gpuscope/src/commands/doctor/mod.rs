@@ -541,7 +541,8 @@ fn verdict_of(error: &BackendError) -> Verdict {
         | BackendError::FunctionNotFound
         | BackendError::NotRecorded
         | BackendError::Deprecated
-        | BackendError::NoData => Verdict::Ok,
+        | BackendError::NoData
+        | BackendError::NotReady => Verdict::Ok,
         BackendError::NoPermission => Verdict::Warn,
         _ => Verdict::Fail,
     }

@@ -82,7 +82,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             UsageError("--sort and --filter go with --prometheus or --remote".into()).into(),
         );
     }
-    let src = source.open()?;
+    // A one-shot opens no event listener: in the few milliseconds it lives it could only
+    // see an event by chance, and an empty list would read as "no XID happened" where it
+    // means "none seen this instant"; its events are N/A (`null`). The listener's set-up and
+    // teardown are the driver's (an event set, each GPU's registration). --watch listens.
+    let src = if view.every(false).is_some() {
+        source.open()?
+    } else {
+        source.open_without_events()?
+    };
     // Ask only what the output shows (issue 36): a --query CSV its fields, the JSON every
     // reading and the static facts it shows, the table and --compact less what they leave out.
     src.collector.context().set_query_plan(match &query {
