@@ -123,6 +123,140 @@ macro_rules! query_two {
     }};
 }
 
+/// Writes the [`GpuBackend`] methods whose body is one call of a common form, a row each, so
+/// that the impl below spells out only where NVML is irregular. The rows come in groups, one
+/// per form, and a row may carry attributes (its doc comment):
+///
+/// * `string { METHOD = FUNC, SIZE; }`: NVML's device string `FUNC` read into a buffer of
+///   `sys::SIZE` bytes, the size NVML documents for it;
+/// * `raw { METHOD -> TYPE = FUNC; }`: the one out-parameter of the raw `FUNC` (`query_one!`);
+/// * `code { METHOD -> TYPE = FUNC; }`: the same, NVML's number read as `TYPE::from_nvml`;
+/// * `enable { METHOD = FUNC; }`: the same, an `nvmlEnableState_t` read as a bool;
+/// * `newer_or_older { METHOD -> TYPE = FUNC or OLDER; }`: `FUNC`'s one out-parameter,
+///   through `OLDER` on drivers without `FUNC`;
+/// * `per_fan { METHOD = FUNC; }`: the raw `FUNC` of one fan (NVML checks the fan index);
+/// * `wrapper { METHOD -> TYPE = CALL(ARGS); }`: nvml-wrapper's `Device::CALL`;
+/// * `converted { METHOD -> TYPE = CALL() => CONVERT; }`: the same, its answer passed by
+///   reference to `CONVERT`;
+/// * `clock { METHOD = CALL; }`: nvml-wrapper's `Device::CALL` of one clock domain;
+/// * `details { METHOD(ARG: TYPE, ...) -> TYPE; }`: the function of that name in `details.rs`.
+macro_rules! nvml_getters {
+    () => {};
+    (string { $($(#[$attr:meta])* $method:ident = $func:ident, $size:ident;)* }
+        $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId) -> Result<String> {
+                self.device_string(id, &self.lib().$func, sys::$size)
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (raw { $($(#[$attr:meta])* $method:ident -> $ty:ty = $func:ident;)* } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId) -> Result<$ty> {
+                Ok(query_one!(self, id, $func))
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (code { $($(#[$attr:meta])* $method:ident -> $ty:ident = $func:ident;)* } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId) -> Result<$ty> {
+                Ok($ty::from_nvml(query_one!(self, id, $func)))
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (enable { $($(#[$attr:meta])* $method:ident = $func:ident;)* } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId) -> Result<bool> {
+                conv::enable_state(query_one!(self, id, $func))
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (newer_or_older {
+        $($(#[$attr:meta])* $method:ident -> $ty:ty = $func:ident or $older:ident;)*
+    } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId) -> Result<$ty> {
+                let handle = self.handle(id)?;
+                let lib = self.lib();
+                let func = symbol(&lib.$func).or_else(|_| symbol(&lib.$older))?;
+                let mut out = Default::default();
+                // SAFETY: a live handle and a writable out-pointer of the type both entry
+                // points name.
+                check(unsafe { func(handle, &mut out) })?;
+                Ok(out)
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (per_fan { $($(#[$attr:meta])* $method:ident = $func:ident;)* } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId, fan: u32) -> Result<u32> {
+                let handle = self.handle(id)?;
+                let func = symbol(&self.lib().$func)?;
+                let mut speed: c_uint = 0;
+                // SAFETY: a live handle and a writable out-pointer; NVML checks the fan index
+                // itself.
+                check(unsafe { func(handle, fan, &mut speed) })?;
+                Ok(speed)
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (wrapper {
+        $($(#[$attr:meta])* $method:ident -> $ty:ty = $call:ident($($arg:expr),*);)*
+    } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId) -> Result<$ty> {
+                self.with_device(id, |d| d.$call($($arg),*))
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (converted {
+        $($(#[$attr:meta])* $method:ident -> $ty:ty = $call:ident() => $convert:path;)*
+    } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId) -> Result<$ty> {
+                let answer = self.with_device(id, |d| d.$call())?;
+                Ok($convert(&answer))
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (clock { $($(#[$attr:meta])* $method:ident = $call:ident;)* } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
+                self.with_device(id, |d| d.$call(conv::clock_to_wrapper(clock)))
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+    (details {
+        $($(#[$attr:meta])* $method:ident($($arg:ident: $argty:ty),*) -> $ty:ty;)*
+    } $($rest:tt)*) => {
+        $(
+            $(#[$attr])*
+            fn $method(&self, id: DeviceId $(, $arg: $argty)*) -> Result<$ty> {
+                details::$method(self, id $(, $arg)*)
+            }
+        )*
+        nvml_getters! { $($rest)* }
+    };
+}
+
 mod details;
 
 /// A raw NVML device handle, kept so that a physical GPU is looked up only once.
@@ -777,6 +911,131 @@ fn check_link(link: u32) -> Result<()> {
 }
 
 impl GpuBackend for NvmlBackend {
+    // The methods of a common form (see `nvml_getters!`), a group per form.
+    nvml_getters! {
+        string {
+            name = nvmlDeviceGetName, NVML_DEVICE_NAME_V2_BUFFER_SIZE;
+            uuid = nvmlDeviceGetUUID, NVML_DEVICE_UUID_V2_BUFFER_SIZE;
+            serial = nvmlDeviceGetSerial, NVML_DEVICE_SERIAL_BUFFER_SIZE;
+            vbios_version = nvmlDeviceGetVbiosVersion, NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE;
+            board_part_number = nvmlDeviceGetBoardPartNumber, NVML_DEVICE_PART_NUMBER_BUFFER_SIZE;
+            inforom_image_version = nvmlDeviceGetInforomImageVersion,
+                NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE;
+        }
+        raw {
+            minor_number -> u32 = nvmlDeviceGetMinorNumber;
+            memory_bus_width -> u32 = nvmlDeviceGetMemoryBusWidth;
+            gpu_instance_id -> u32 = nvmlDeviceGetGpuInstanceId;
+            compute_instance_id -> u32 = nvmlDeviceGetComputeInstanceId;
+            accounting_buffer_size -> u32 = nvmlDeviceGetAccountingBufferSize;
+            gpu_max_pcie_link_generation -> u32 = nvmlDeviceGetGpuMaxPcieLinkGeneration;
+            fan_speed -> u32 = nvmlDeviceGetFanSpeed;
+            // Read as NVML's number, which is the trait's answer (32 for unknown).
+            performance_state -> u32 = nvmlDeviceGetPerformanceState;
+            pcie_replay_counter -> u32 = nvmlDeviceGetPcieReplayCounter;
+        }
+        // Read as NVML's number: nvml-wrapper's enums reject codes they do not know (or, the
+        // architecture's, fold them into one), and it offers the virtualization mode on Linux
+        // only.
+        code {
+            architecture -> Architecture = nvmlDeviceGetArchitecture;
+            brand -> Brand = nvmlDeviceGetBrand;
+            virtualization_mode -> VirtualizationMode = nvmlDeviceGetVirtualizationMode;
+        }
+        enable {
+            power_management_mode = nvmlDeviceGetPowerManagementMode;
+            display_mode = nvmlDeviceGetDisplayMode;
+            display_active = nvmlDeviceGetDisplayActive;
+            persistence_mode = nvmlDeviceGetPersistenceMode;
+            retired_pages_pending = nvmlDeviceGetRetiredPagesPendingStatus;
+        }
+        // The newer name of the call, or the older on drivers without it; the whole mask,
+        // including bits this version does not name.
+        newer_or_older {
+            supported_clock_event_reasons -> u64 = nvmlDeviceGetSupportedClocksEventReasons
+                or nvmlDeviceGetSupportedClocksThrottleReasons;
+            clock_event_reasons -> u64 = nvmlDeviceGetCurrentClocksEventReasons
+                or nvmlDeviceGetCurrentClocksThrottleReasons;
+        }
+        per_fan {
+            fan_speed_of = nvmlDeviceGetFanSpeed_v2;
+            fan_target_speed_of = nvmlDeviceGetTargetFanSpeed;
+        }
+        wrapper {
+            power_management_limit -> u32 = power_management_limit();
+            power_management_default_limit -> u32 = power_management_limit_default();
+            enforced_power_limit -> u32 = enforced_power_limit();
+            max_pcie_link_generation -> u32 = max_pcie_link_gen();
+            max_pcie_link_width -> u32 = max_pcie_link_width();
+            num_gpu_cores -> u32 = num_cores();
+            board_id -> u32 = board_id();
+            multi_gpu_board -> bool = is_multi_gpu_board();
+            accounting_mode -> bool = is_accounting_enabled();
+            max_mig_device_count -> u32 = mig_device_count();
+            temperature -> u32 = temperature(TemperatureSensor::Gpu);
+            power_usage -> u32 = power_usage();
+            total_energy_consumption -> u64 = total_energy_consumption();
+            current_pcie_link_generation -> u32 = current_pcie_link_gen();
+            current_pcie_link_width -> u32 = current_pcie_link_width();
+        }
+        converted {
+            bar1_memory_info -> Bar1MemoryInfo = bar1_memory_info() => conv::bar1_from_wrapper;
+            utilization_rates -> Utilization = utilization_rates()
+                => conv::utilization_from_wrapper;
+            encoder_utilization -> CodecUtilization = encoder_utilization()
+                => conv::codec_from_wrapper;
+            decoder_utilization -> CodecUtilization = decoder_utilization()
+                => conv::codec_from_wrapper;
+        }
+        clock {
+            max_clock = max_clock_info;
+            applications_clock = applications_clock;
+            default_applications_clock = default_applications_clock;
+            clock = clock_info;
+        }
+        // What nvidia-smi -q shows beyond the everyday.
+        details {
+            addressing_mode() -> AddressingMode;
+            inforom_version(object: InforomObject) -> String;
+            inforom_valid() -> bool;
+            pdi() -> u64;
+            platform_info() -> PlatformInfo;
+            c2c_mode() -> bool;
+            host_vgpu_mode() -> HostVgpuMode;
+            vgpu_heterogeneous_mode() -> bool;
+            vgpu_capability(capability: VgpuCapability) -> u32;
+            gsp_firmware_version() -> String;
+            gsp_firmware_mode() -> CurrentDefault<bool>;
+            pci_class() -> PciClass;
+            pcie_atomics(direction: PcieDirection) -> u32;
+            bridge_chips() -> Vec<BridgeChip>;
+            max_customer_boost_clock(clock: ClockType) -> u32;
+            auto_boosted_clocks() -> CurrentDefault<bool>;
+            temperature_tlimit(threshold: TemperatureThreshold) -> i32;
+            module_power_limits() -> ScopedPowerLimits;
+            power_smoothing() -> PowerSmoothing;
+            dram_encryption_mode() -> CurrentPending<bool>;
+            capabilities() -> u32;
+            hostname() -> String;
+            device_attributes() -> DeviceAttributes;
+            gpu_recovery_action() -> GpuRecoveryAction;
+            pcie_replay_rollover_counter() -> u32;
+            clock_event_time(reason: ClockEventCounter) -> u64;
+            encoder_stats() -> SessionStats;
+            fbc_stats() -> SessionStats;
+            sram_ecc_status() -> SramEccStatus;
+            repair_status() -> RepairStatus;
+            inactive_remapped_rows() -> InactiveRemappedRows;
+            row_remapper_histogram() -> RowRemapperHistogram;
+            margin_temperature() -> i32;
+            protected_memory() -> ProtectedMemory;
+            fabric_info() -> FabricInfo;
+            bbx_flush() -> BbxFlush;
+        }
+    }
+
+    // ---- The rest, written out where NVML or nvml-wrapper is irregular ----
+
     // ---- System ----
 
     fn driver_version(&self) -> Result<String> {
@@ -841,30 +1100,6 @@ impl GpuBackend for NvmlBackend {
 
     // ---- Identity and configuration ----
 
-    fn name(&self, id: DeviceId) -> Result<String> {
-        self.device_string(
-            id,
-            &self.lib().nvmlDeviceGetName,
-            sys::NVML_DEVICE_NAME_V2_BUFFER_SIZE,
-        )
-    }
-
-    fn uuid(&self, id: DeviceId) -> Result<String> {
-        self.device_string(
-            id,
-            &self.lib().nvmlDeviceGetUUID,
-            sys::NVML_DEVICE_UUID_V2_BUFFER_SIZE,
-        )
-    }
-
-    fn serial(&self, id: DeviceId) -> Result<String> {
-        self.device_string(
-            id,
-            &self.lib().nvmlDeviceGetSerial,
-            sys::NVML_DEVICE_SERIAL_BUFFER_SIZE,
-        )
-    }
-
     fn pci_info(&self, id: DeviceId) -> Result<PciInfo> {
         let handle = self.handle(id)?;
         let lib = self.lib();
@@ -876,77 +1111,6 @@ impl GpuBackend for NvmlBackend {
         // SAFETY: a live handle and a writable struct of the type the signature names.
         check(unsafe { func(handle, &mut pci) })?;
         conv::pci_from_nvml(&pci)
-    }
-
-    fn minor_number(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetMinorNumber))
-    }
-
-    fn vbios_version(&self, id: DeviceId) -> Result<String> {
-        self.device_string(
-            id,
-            &self.lib().nvmlDeviceGetVbiosVersion,
-            sys::NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE,
-        )
-    }
-
-    fn board_part_number(&self, id: DeviceId) -> Result<String> {
-        self.device_string(
-            id,
-            &self.lib().nvmlDeviceGetBoardPartNumber,
-            sys::NVML_DEVICE_PART_NUMBER_BUFFER_SIZE,
-        )
-    }
-
-    fn inforom_image_version(&self, id: DeviceId) -> Result<String> {
-        self.device_string(
-            id,
-            &self.lib().nvmlDeviceGetInforomImageVersion,
-            sys::NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE,
-        )
-    }
-
-    fn memory_bus_width(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetMemoryBusWidth))
-    }
-
-    /// `nvmlDeviceGetSupportedClocksEventReasons`, or the older
-    /// `nvmlDeviceGetSupportedClocksThrottleReasons` on drivers without it.
-    fn supported_clock_event_reasons(&self, id: DeviceId) -> Result<u64> {
-        let handle = self.handle(id)?;
-        let lib = self.lib();
-        let func = symbol(&lib.nvmlDeviceGetSupportedClocksEventReasons)
-            .or_else(|_| symbol(&lib.nvmlDeviceGetSupportedClocksThrottleReasons))?;
-        let mut reasons = 0;
-        // SAFETY: a live handle and a writable out-pointer.
-        check(unsafe { func(handle, &mut reasons) })?;
-        Ok(reasons)
-    }
-
-    fn architecture(&self, id: DeviceId) -> Result<Architecture> {
-        // Read as NVML's number: nvml-wrapper's enum folds codes it does not know into one.
-        let code: sys::nvmlDeviceArchitecture_t = query_one!(self, id, nvmlDeviceGetArchitecture);
-        Ok(Architecture::from_nvml(code))
-    }
-
-    fn brand(&self, id: DeviceId) -> Result<Brand> {
-        // Read as NVML's number: nvml-wrapper's enum rejects codes it does not know.
-        let code: sys::nvmlBrandType_t = query_one!(self, id, nvmlDeviceGetBrand);
-        Ok(Brand::from_nvml(code))
-    }
-
-    fn max_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.with_device(id, |d| d.max_clock_info(conv::clock_to_wrapper(clock)))
-    }
-
-    fn applications_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.with_device(id, |d| d.applications_clock(conv::clock_to_wrapper(clock)))
-    }
-
-    fn default_applications_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.with_device(id, |d| {
-            d.default_applications_clock(conv::clock_to_wrapper(clock))
-        })
     }
 
     fn num_fans(&self, id: DeviceId) -> Result<u32> {
@@ -963,36 +1127,12 @@ impl GpuBackend for NvmlBackend {
         ))
     }
 
-    fn power_management_mode(&self, id: DeviceId) -> Result<bool> {
-        conv::enable_state(query_one!(self, id, nvmlDeviceGetPowerManagementMode))
-    }
-
-    fn power_management_limit(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.power_management_limit())
-    }
-
-    fn power_management_default_limit(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.power_management_limit_default())
-    }
-
     fn power_management_limit_constraints(&self, id: DeviceId) -> Result<PowerLimits> {
         let limits = self.with_device(id, |d| d.power_management_limit_constraints())?;
         Ok(PowerLimits {
             min_mw: limits.min_limit,
             max_mw: limits.max_limit,
         })
-    }
-
-    fn enforced_power_limit(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.enforced_power_limit())
-    }
-
-    fn max_pcie_link_generation(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.max_pcie_link_gen())
-    }
-
-    fn max_pcie_link_width(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.max_pcie_link_width())
     }
 
     /// Read raw: nvml-wrapper's enum has no PCIe 6 rate and rejects codes it does not know.
@@ -1015,18 +1155,6 @@ impl GpuBackend for NvmlBackend {
         conv::enable_state(state)
     }
 
-    fn display_mode(&self, id: DeviceId) -> Result<bool> {
-        conv::enable_state(query_one!(self, id, nvmlDeviceGetDisplayMode))
-    }
-
-    fn display_active(&self, id: DeviceId) -> Result<bool> {
-        conv::enable_state(query_one!(self, id, nvmlDeviceGetDisplayActive))
-    }
-
-    fn persistence_mode(&self, id: DeviceId) -> Result<bool> {
-        conv::enable_state(query_one!(self, id, nvmlDeviceGetPersistenceMode))
-    }
-
     fn ecc_mode(&self, id: DeviceId) -> Result<CurrentPending<bool>> {
         let (current, pending) = query_two!(self, id, nvmlDeviceGetEccMode);
         Ok(CurrentPending {
@@ -1045,30 +1173,6 @@ impl GpuBackend for NvmlBackend {
             major: non_negative(cc.major, "compute capability")?,
             minor: non_negative(cc.minor, "compute capability")?,
         })
-    }
-
-    fn num_gpu_cores(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.num_cores())
-    }
-
-    fn board_id(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.board_id())
-    }
-
-    fn multi_gpu_board(&self, id: DeviceId) -> Result<bool> {
-        self.with_device(id, |d| d.is_multi_gpu_board())
-    }
-
-    /// Read raw, as NVML's number: nvml-wrapper's enum rejects codes it does not know (and
-    /// offers the call on Linux only).
-    fn virtualization_mode(&self, id: DeviceId) -> Result<VirtualizationMode> {
-        let code: sys::nvmlGpuVirtualizationMode_t =
-            query_one!(self, id, nvmlDeviceGetVirtualizationMode);
-        Ok(VirtualizationMode::from_nvml(code))
-    }
-
-    fn accounting_mode(&self, id: DeviceId) -> Result<bool> {
-        self.with_device(id, |d| d.is_accounting_enabled())
     }
 
     /// Read raw, as NVML's numbers: nvml-wrapper's enum rejects codes it does not know.
@@ -1107,10 +1211,6 @@ impl GpuBackend for NvmlBackend {
         })
     }
 
-    fn max_mig_device_count(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.mig_device_count())
-    }
-
     /// Empty when MIG is off; otherwise every slot below `nvmlDeviceGetMaxMigDeviceCount` (at
     /// most 64) whose handle lookup succeeds. Empty slots (`NVML_ERROR_NOT_FOUND`) are skipped;
     /// any other error is the answer.
@@ -1133,116 +1233,6 @@ impl GpuBackend for NvmlBackend {
             }
         }
         Ok(indices)
-    }
-
-    fn gpu_instance_id(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetGpuInstanceId))
-    }
-
-    fn compute_instance_id(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetComputeInstanceId))
-    }
-
-    // ---- What nvidia-smi -q shows beyond the everyday (details.rs) ----
-
-    fn addressing_mode(&self, id: DeviceId) -> Result<AddressingMode> {
-        details::addressing_mode(self, id)
-    }
-
-    fn accounting_buffer_size(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetAccountingBufferSize))
-    }
-
-    fn inforom_version(&self, id: DeviceId, object: InforomObject) -> Result<String> {
-        details::inforom_version(self, id, object)
-    }
-
-    fn inforom_valid(&self, id: DeviceId) -> Result<bool> {
-        details::inforom_valid(self, id)
-    }
-
-    fn pdi(&self, id: DeviceId) -> Result<u64> {
-        details::pdi(self, id)
-    }
-
-    fn platform_info(&self, id: DeviceId) -> Result<PlatformInfo> {
-        details::platform_info(self, id)
-    }
-
-    fn c2c_mode(&self, id: DeviceId) -> Result<bool> {
-        details::c2c_mode(self, id)
-    }
-
-    fn host_vgpu_mode(&self, id: DeviceId) -> Result<HostVgpuMode> {
-        details::host_vgpu_mode(self, id)
-    }
-
-    fn vgpu_heterogeneous_mode(&self, id: DeviceId) -> Result<bool> {
-        details::vgpu_heterogeneous_mode(self, id)
-    }
-
-    fn vgpu_capability(&self, id: DeviceId, capability: VgpuCapability) -> Result<u32> {
-        details::vgpu_capability(self, id, capability)
-    }
-
-    fn gsp_firmware_version(&self, id: DeviceId) -> Result<String> {
-        details::gsp_firmware_version(self, id)
-    }
-
-    fn gsp_firmware_mode(&self, id: DeviceId) -> Result<CurrentDefault<bool>> {
-        details::gsp_firmware_mode(self, id)
-    }
-
-    fn pci_class(&self, id: DeviceId) -> Result<PciClass> {
-        details::pci_class(self, id)
-    }
-
-    fn gpu_max_pcie_link_generation(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetGpuMaxPcieLinkGeneration))
-    }
-
-    fn pcie_atomics(&self, id: DeviceId, direction: PcieDirection) -> Result<u32> {
-        details::pcie_atomics(self, id, direction)
-    }
-
-    fn bridge_chips(&self, id: DeviceId) -> Result<Vec<BridgeChip>> {
-        details::bridge_chips(self, id)
-    }
-
-    fn max_customer_boost_clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        details::max_customer_boost_clock(self, id, clock)
-    }
-
-    fn auto_boosted_clocks(&self, id: DeviceId) -> Result<CurrentDefault<bool>> {
-        details::auto_boosted_clocks(self, id)
-    }
-
-    fn temperature_tlimit(&self, id: DeviceId, threshold: TemperatureThreshold) -> Result<i32> {
-        details::temperature_tlimit(self, id, threshold)
-    }
-
-    fn module_power_limits(&self, id: DeviceId) -> Result<ScopedPowerLimits> {
-        details::module_power_limits(self, id)
-    }
-
-    fn power_smoothing(&self, id: DeviceId) -> Result<PowerSmoothing> {
-        details::power_smoothing(self, id)
-    }
-
-    fn dram_encryption_mode(&self, id: DeviceId) -> Result<CurrentPending<bool>> {
-        details::dram_encryption_mode(self, id)
-    }
-
-    fn capabilities(&self, id: DeviceId) -> Result<u32> {
-        details::capabilities(self, id)
-    }
-
-    fn hostname(&self, id: DeviceId) -> Result<String> {
-        details::hostname(self, id)
-    }
-
-    fn device_attributes(&self, id: DeviceId) -> Result<DeviceAttributes> {
-        details::device_attributes(self, id)
     }
 
     // ---- Readings that change over time ----
@@ -1280,56 +1270,6 @@ impl GpuBackend for NvmlBackend {
         Ok(conv::memory_from_v1(&memory))
     }
 
-    fn bar1_memory_info(&self, id: DeviceId) -> Result<Bar1MemoryInfo> {
-        let info = self.with_device(id, |d| d.bar1_memory_info())?;
-        Ok(conv::bar1_from_wrapper(&info))
-    }
-
-    fn utilization_rates(&self, id: DeviceId) -> Result<Utilization> {
-        let util = self.with_device(id, |d| d.utilization_rates())?;
-        Ok(conv::utilization_from_wrapper(&util))
-    }
-
-    fn encoder_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
-        let util = self.with_device(id, |d| d.encoder_utilization())?;
-        Ok(conv::codec_from_wrapper(&util))
-    }
-
-    fn decoder_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
-        let util = self.with_device(id, |d| d.decoder_utilization())?;
-        Ok(conv::codec_from_wrapper(&util))
-    }
-
-    fn clock(&self, id: DeviceId, clock: ClockType) -> Result<u32> {
-        self.with_device(id, |d| d.clock_info(conv::clock_to_wrapper(clock)))
-    }
-
-    fn fan_speed(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetFanSpeed))
-    }
-
-    fn fan_speed_of(&self, id: DeviceId, fan: u32) -> Result<u32> {
-        let handle = self.handle(id)?;
-        let func = symbol(&self.lib().nvmlDeviceGetFanSpeed_v2)?;
-        let mut speed: c_uint = 0;
-        // SAFETY: a live handle and a writable out-pointer; NVML checks the fan index itself.
-        check(unsafe { func(handle, fan, &mut speed) })?;
-        Ok(speed)
-    }
-
-    fn fan_target_speed_of(&self, id: DeviceId, fan: u32) -> Result<u32> {
-        let handle = self.handle(id)?;
-        let func = symbol(&self.lib().nvmlDeviceGetTargetFanSpeed)?;
-        let mut speed: c_uint = 0;
-        // SAFETY: a live handle and a writable out-pointer; NVML checks the fan index itself.
-        check(unsafe { func(handle, fan, &mut speed) })?;
-        Ok(speed)
-    }
-
-    fn temperature(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.temperature(TemperatureSensor::Gpu))
-    }
-
     /// The field value `NVML_FI_DEV_MEMORY_TEMP`; its own return code is its error.
     fn memory_temperature(&self, id: DeviceId) -> Result<u32> {
         let handle = self.handle(id)?;
@@ -1343,28 +1283,6 @@ impl GpuBackend for NvmlBackend {
         u32::try_from(t).map_err(|_| {
             BackendError::Other(format!("NVML reported a memory temperature of {t} °C"))
         })
-    }
-
-    fn power_usage(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.power_usage())
-    }
-
-    fn total_energy_consumption(&self, id: DeviceId) -> Result<u64> {
-        self.with_device(id, |d| d.total_energy_consumption())
-    }
-
-    fn performance_state(&self, id: DeviceId) -> Result<u32> {
-        // Read as NVML's number, which is the trait's answer (32 for unknown).
-        let state: sys::nvmlPstates_t = query_one!(self, id, nvmlDeviceGetPerformanceState);
-        Ok(state)
-    }
-
-    fn current_pcie_link_generation(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.current_pcie_link_gen())
-    }
-
-    fn current_pcie_link_width(&self, id: DeviceId) -> Result<u32> {
-        self.with_device(id, |d| d.current_pcie_link_width())
     }
 
     fn pcie_throughput(&self, id: DeviceId, direction: PcieDirection) -> Result<u32> {
@@ -1472,24 +1390,6 @@ impl GpuBackend for NvmlBackend {
         })
     }
 
-    /// `nvmlDeviceGetCurrentClocksEventReasons`, or the older
-    /// `nvmlDeviceGetCurrentClocksThrottleReasons` on drivers without it; the whole mask,
-    /// including bits this version does not name.
-    fn clock_event_reasons(&self, id: DeviceId) -> Result<u64> {
-        let handle = self.handle(id)?;
-        let lib = self.lib();
-        let func = symbol(&lib.nvmlDeviceGetCurrentClocksEventReasons)
-            .or_else(|_| symbol(&lib.nvmlDeviceGetCurrentClocksThrottleReasons))?;
-        let mut reasons = 0;
-        // SAFETY: a live handle and a writable out-pointer.
-        check(unsafe { func(handle, &mut reasons) })?;
-        Ok(reasons)
-    }
-
-    fn pcie_replay_counter(&self, id: DeviceId) -> Result<u32> {
-        Ok(query_one!(self, id, nvmlDeviceGetPcieReplayCounter))
-    }
-
     /// `nvmlDeviceGetRetiredPages`: asked once for the count, then for the addresses (at most
     /// `MAX_RETIRED_PAGES` believed).
     fn retired_pages(&self, id: DeviceId, cause: RetirementCause) -> Result<Vec<u64>> {
@@ -1526,10 +1426,6 @@ impl GpuBackend for NvmlBackend {
         Ok(addresses)
     }
 
-    fn retired_pages_pending(&self, id: DeviceId) -> Result<bool> {
-        conv::enable_state(query_one!(self, id, nvmlDeviceGetRetiredPagesPendingStatus))
-    }
-
     fn remapped_rows(&self, id: DeviceId) -> Result<RemappedRows> {
         let handle = self.handle(id)?;
         let func = symbol(&self.lib().nvmlDeviceGetRemappedRows)?;
@@ -1560,64 +1456,12 @@ impl GpuBackend for NvmlBackend {
         self.gpm.metrics(self.lib(), id, target)
     }
 
-    fn gpu_recovery_action(&self, id: DeviceId) -> Result<GpuRecoveryAction> {
-        details::gpu_recovery_action(self, id)
-    }
-
-    fn pcie_replay_rollover_counter(&self, id: DeviceId) -> Result<u32> {
-        details::pcie_replay_rollover_counter(self, id)
-    }
-
-    fn clock_event_time(&self, id: DeviceId, reason: ClockEventCounter) -> Result<u64> {
-        details::clock_event_time(self, id, reason)
-    }
-
     fn jpeg_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
         details::engine_utilization(self, id, true)
     }
 
     fn ofa_utilization(&self, id: DeviceId) -> Result<CodecUtilization> {
         details::engine_utilization(self, id, false)
-    }
-
-    fn encoder_stats(&self, id: DeviceId) -> Result<SessionStats> {
-        details::encoder_stats(self, id)
-    }
-
-    fn fbc_stats(&self, id: DeviceId) -> Result<SessionStats> {
-        details::fbc_stats(self, id)
-    }
-
-    fn sram_ecc_status(&self, id: DeviceId) -> Result<SramEccStatus> {
-        details::sram_ecc_status(self, id)
-    }
-
-    fn repair_status(&self, id: DeviceId) -> Result<RepairStatus> {
-        details::repair_status(self, id)
-    }
-
-    fn inactive_remapped_rows(&self, id: DeviceId) -> Result<InactiveRemappedRows> {
-        details::inactive_remapped_rows(self, id)
-    }
-
-    fn row_remapper_histogram(&self, id: DeviceId) -> Result<RowRemapperHistogram> {
-        details::row_remapper_histogram(self, id)
-    }
-
-    fn margin_temperature(&self, id: DeviceId) -> Result<i32> {
-        details::margin_temperature(self, id)
-    }
-
-    fn protected_memory(&self, id: DeviceId) -> Result<ProtectedMemory> {
-        details::protected_memory(self, id)
-    }
-
-    fn fabric_info(&self, id: DeviceId) -> Result<FabricInfo> {
-        details::fabric_info(self, id)
-    }
-
-    fn bbx_flush(&self, id: DeviceId) -> Result<BbxFlush> {
-        details::bbx_flush(self, id)
     }
 
     fn power_average(&self, id: DeviceId, scope: PowerScope) -> Result<u32> {
@@ -1701,12 +1545,20 @@ mod tests {
         );
     }
 
+    /// Asserts that opening the backend failed, with `expected`.
+    #[track_caller]
+    fn assert_open_fails(result: Result<NvmlBackend>, expected: BackendError) {
+        match result {
+            Err(e) => assert_eq!(e, expected),
+            Ok(backend) => panic!("opened {backend:?}, expected {expected}"),
+        }
+    }
+
     #[test]
     fn a_missing_library_is_library_not_found() {
-        let result = NvmlBackend::with_library("/nonexistent/libnvidia-ml.so.1");
-        assert!(
-            matches!(result, Err(BackendError::LibraryNotFound)),
-            "{result:?}"
+        assert_open_fails(
+            NvmlBackend::with_library("/nonexistent/libnvidia-ml.so.1"),
+            BackendError::LibraryNotFound,
         );
     }
 
@@ -1729,10 +1581,9 @@ mod tests {
 
     #[test]
     fn the_environment_setting_names_the_library() {
-        let result = NvmlBackend::from_setting(Some("/nonexistent/libnvidia-ml.so.1".into()));
-        assert!(
-            matches!(result, Err(BackendError::LibraryNotFound)),
-            "{result:?}"
+        assert_open_fails(
+            NvmlBackend::from_setting(Some("/nonexistent/libnvidia-ml.so.1".into())),
+            BackendError::LibraryNotFound,
         );
     }
 
@@ -1740,10 +1591,9 @@ mod tests {
     #[test]
     fn a_library_that_is_not_nvml_is_function_not_found() {
         // The C library loads on every Linux system and has no `nvmlInit_v2`.
-        let result = NvmlBackend::with_library("libc.so.6");
-        assert!(
-            matches!(result, Err(BackendError::FunctionNotFound)),
-            "{result:?}"
+        assert_open_fails(
+            NvmlBackend::with_library("libc.so.6"),
+            BackendError::FunctionNotFound,
         );
     }
 
