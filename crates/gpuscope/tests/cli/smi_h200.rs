@@ -398,3 +398,49 @@ fn q_x_writes_nvidia_smi_580s_leaf_elements_in_its_order() {
     );
     assert!(percent >= 90.0, "{percent:.1} %");
 }
+
+/// Outside a rack, NVML answers the platform's coordinates as zeros (host 1, an empty chassis
+/// serial, a zero fabric GUID) and the PCIe atomics as 0; nvidia-smi 580's `-q` on the H200 (as
+/// on the H100s captured) printed N/A for them and the module id as answered. gpuscope printed
+/// the zeros ("Peer Type : Direct Connected", "Host ID : 1"), plausible values nvidia-smi did
+/// not claim; the same lines now, in the text and the XML.
+#[test]
+fn q_prints_the_platform_and_pcie_atomics_as_nvidia_smi_580_did() {
+    let theirs = std::fs::read_to_string(repo("fixtures/h200-real/nvidia-smi-q.load.txt")).unwrap();
+    let ours = smi_ok(&["-q"]);
+    let wanted: Vec<&str> = theirs
+        .lines()
+        .skip_while(|l| l.trim() != "Platform Info")
+        .take(9)
+        .chain(theirs.lines().filter(|l| l.contains("Atomic Caps")))
+        .collect();
+    assert_eq!(wanted.len(), 11, "{wanted:#?}");
+    assert!(wanted
+        .iter()
+        .any(|l| l.contains("Module Id") && !l.contains("N/A")));
+    let ours_lines: Vec<&str> = ours.lines().map(str::trim_end).collect();
+    for line in wanted {
+        assert!(
+            ours_lines.contains(&line.trim_end()),
+            "{line:?} not in ours:\n{ours}"
+        );
+    }
+    let theirs_xml =
+        std::fs::read_to_string(repo("fixtures/h200-real/nvidia-smi-q-x.load.xml")).unwrap();
+    let ours_xml = smi_ok(&["-q", "-x"]);
+    for tag in [
+        "slot_number",
+        "host_id",
+        "peer_type",
+        "module_id",
+        "gpu_fabric_guid",
+    ] {
+        let element = |xml: &str| {
+            let open = format!("<{tag}>");
+            let at = xml.find(&open).unwrap_or_else(|| panic!("no {open}"));
+            let rest = &xml[at..];
+            rest[..rest.find('\n').unwrap_or(rest.len())].to_string()
+        };
+        assert_eq!(element(&ours_xml), element(&theirs_xml), "{tag}");
+    }
+}

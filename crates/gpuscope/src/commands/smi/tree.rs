@@ -548,6 +548,15 @@ const LINK_WIDTH: &[Line] = &[
     ("Current", "current_link_width", |d| lanes(&d.pcie_link_width)),
 ];
 
+/// PCIe atomic capabilities: NVML's bits in hexadecimal, N/A for none (nvidia-smi -q printed N/A
+/// where NVML answered 0, on the H100 and the H200 captured).
+fn atomic_caps(caps: &Na<u32>) -> String {
+    na(caps.clone().and_then(|c| match c {
+        0 => Na::NotAvailable,
+        c => Na::Value(format!("{c:#x}")),
+    }))
+}
+
 /// The PCIe link's replays, throughput and atomics.
 #[rustfmt::skip]
 const PCIE_COUNTERS: &[Line] = &[
@@ -555,8 +564,8 @@ const PCIE_COUNTERS: &[Line] = &[
     ("Replay Number Rollovers", "replay_rollover_counter", |d| shown(&d.details.pcie_replay_rollover_counter)),
     ("Tx Throughput", "tx_util", |d| with_unit(&d.pcie_tx_throughput, "KB/s")),
     ("Rx Throughput", "rx_util", |d| with_unit(&d.pcie_rx_throughput, "KB/s")),
-    ("Atomic Caps Outbound", "atomic_caps_outbound", |d| na(d.details.pcie_atomics_outbound.clone().map(|c| format!("{c:#x}")))),
-    ("Atomic Caps Inbound", "atomic_caps_inbound", |d| na(d.details.pcie_atomics_inbound.clone().map(|c| format!("{c:#x}")))),
+    ("Atomic Caps Outbound", "atomic_caps_outbound", |d| atomic_caps(&d.details.pcie_atomics_outbound)),
+    ("Atomic Caps Inbound", "atomic_caps_inbound", |d| atomic_caps(&d.details.pcie_atomics_inbound)),
 ];
 
 /// The fan, the performance state and the clock event reasons.
@@ -831,27 +840,59 @@ fn shown<T: ToString + Clone>(v: &Na<T>) -> String {
     na(v.clone().map(|v| v.to_string()))
 }
 
-/// Where the GPU sits in its platform.
+/// Where the GPU sits in its platform. nvidia-smi -q prints N/A for the rack's coordinates and
+/// the fabric GUID of a GPU before Blackwell outside a rack (NVML answering zeros, an empty
+/// chassis serial and host 1: the H100s and H200 captured, on drivers 580 and 590, and a
+/// GeForce), but prints those zeros for a Blackwell (an RTX PRO 6000 on 590); the module id
+/// as answered on all. So does this. `--query-gpu`'s `platform.*` print NVML's numbers, as
+/// nvidia-smi's do.
 fn platform(d: &DeviceSnapshot) -> Node {
     let p = &d.details.platform_info;
-    let part = |label: &str, tag: &'static str, f: fn(&gpu_backend::PlatformInfo) -> String| {
-        leaf(label, tag, na(p.clone().map(|p| f(&p))))
+    use gpu_backend::Architecture as A;
+    let before_blackwell = matches!(
+        d.architecture.value(),
+        Some(
+            A::Kepler
+                | A::Maxwell
+                | A::Pascal
+                | A::Volta
+                | A::Turing
+                | A::Ampere
+                | A::Ada
+                | A::Hopper
+        )
+    );
+    let in_a_rack =
+        |p: &gpu_backend::PlatformInfo| !before_blackwell || p.ib_guid.chars().any(|c| c != '0');
+    let rack = |label: &str, tag: &'static str, f: fn(&gpu_backend::PlatformInfo) -> String| {
+        let v = p.clone().and_then(|p| {
+            if in_a_rack(&p) {
+                Na::Value(f(&p))
+            } else {
+                Na::NotAvailable
+            }
+        });
+        leaf(label, tag, na(v))
     };
     group(
         "Platform Info",
         "platformInfo",
         vec![
-            part("Chassis Serial Number", "chassis_serial_number", |p| {
+            rack("Chassis Serial Number", "chassis_serial_number", |p| {
                 p.chassis_serial_number.clone()
             }),
-            part("Slot Number", "slot_number", |p| p.slot_number.to_string()),
-            part("Tray Index", "tray_index", |p| p.tray_index.to_string()),
-            part("Host ID", "host_id", |p| p.host_id.to_string()),
-            part("Peer Type", "peer_type", |p| {
+            rack("Slot Number", "slot_number", |p| p.slot_number.to_string()),
+            rack("Tray Index", "tray_index", |p| p.tray_index.to_string()),
+            rack("Host ID", "host_id", |p| p.host_id.to_string()),
+            rack("Peer Type", "peer_type", |p| {
                 gpu_backend::peer_type_label(p.peer_type)
             }),
-            part("Module Id", "module_id", |p| p.module_id.to_string()),
-            part("GPU Fabric GUID", "gpu_fabric_guid", |p| {
+            leaf(
+                "Module Id",
+                "module_id",
+                na(p.clone().map(|p| p.module_id.to_string())),
+            ),
+            rack("GPU Fabric GUID", "gpu_fabric_guid", |p| {
                 format!("0x{}", p.ib_guid.get(..16).unwrap_or(&p.ib_guid))
             }),
         ],
