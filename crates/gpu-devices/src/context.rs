@@ -399,9 +399,9 @@ impl Context {
     }
 
     /// Device `id`'s static answers ([`Context::statics_of`]) and changing answers for a
-    /// refresh, asked as the [`QueryPlan`] says: the queries due now, the apart ones each on a
-    /// thread of its own started before anything else is asked (they wait in the driver, so
-    /// the static facts and the other readings are asked while they wait),
+    /// refresh, asked as the [`QueryPlan`] says: the queries due now, the apart ones last, each
+    /// on a thread of its own (they wait in the driver: their waits overlap each other, and
+    /// none overlaps this device's other queries, whose traffic a PCIe sample would count),
     /// `process_utilization` at the first refresh and then only where a process list is not
     /// empty, the rest as kept from their last asking; a field that answered that the device or
     /// driver does not have it (not supported) is not asked again.
@@ -437,11 +437,6 @@ impl Context {
                 is_due(q) && plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             })
             .collect();
-        // A per-fan reading needs the fans' count, a static answer: such a field apart starts
-        // once the static answers are in; every other starts first.
-        let (early, late): (Vec<_>, Vec<_>) = apart_fields
-            .iter()
-            .partition(|&&(_, q)| q.info().shape != "per_fan");
         let apart_one = |field: &'static str, fans: u32| {
             let mut one = DeviceDynamic::all_failing(&BackendError::NotRecorded);
             one.refresh_where(b, id, fans, &|_, f| f == field);
@@ -449,19 +444,11 @@ impl Context {
         };
         let answers = &mut kept.answers;
         let (statics, fans) = std::thread::scope(|scope| {
-            let mut threads: Vec<_> = early
-                .iter()
-                .map(|&&(field, _)| scope.spawn(move || apart_one(field, 0)))
-                .collect();
             let statics = self.statics_of(id, &plan);
             let fans = match &statics.num_fans {
                 Answer::Ok(n) => (*n).min(MAX_FANS),
                 Answer::Err(_) => 0,
             };
-            threads.extend(
-                late.iter()
-                    .map(|&&(field, _)| scope.spawn(move || apart_one(field, fans))),
-            );
             answers.refresh_where(b, id, fans, &|q, f| {
                 is_due(q) && !plan.is_apart(q) && q != Query::process_utilization && !is_settled(f)
             });
@@ -482,6 +469,15 @@ impl Context {
                     answers.refresh_where(b, id, fans, &|q, _| q == Query::process_utilization);
                 }
             }
+            // The apart queries last, each on a thread of its own beside the others: a PCIe
+            // throughput sample counts the link's bytes over 20 ms, and this process's own
+            // queries of the same GPU cross that link; asked beside them, a live H100's idle
+            // link read about 50 MB/s each way where nvidia-smi read 1 (docs/benchmarks.md,
+            // "PCIe throughput counts the asking").
+            let threads: Vec<_> = apart_fields
+                .iter()
+                .map(|&(field, _)| scope.spawn(move || apart_one(field, fans)))
+                .collect();
             for t in threads {
                 match t.join() {
                     Ok((field, one)) => answers.merge_where(one, &|_, f| f == field),

@@ -11,7 +11,9 @@
 //! * asks the devices in parallel (one thread per device beyond the first), so eight GPUs cost
 //!   about what one costs where the time is the driver's;
 //! * asks the queries that mostly sleep in the driver ([`QueryPlan::apart`]; by default
-//!   `pcie_throughput`) each on a thread of its own, so that they hold up nothing else;
+//!   `pcie_throughput`) last, each on a thread of its own, so that their waits overlap each
+//!   other but not the device's other queries (a PCIe throughput sample counts the link's
+//!   bytes, and the other queries of the same GPU cross that link);
 //! * does not ask again what answered that the device or driver does not have it (not
 //!   supported, no such function, deprecated): the driver still does work to answer so, at
 //!   every call (docs/benchmarks.md, "On a real H100", has what it costs), and the answer does
@@ -158,8 +160,8 @@ impl QueryPlan {
             .fold(self, |plan, &q| plan.with(q, Cadence::Never))
     }
 
-    /// Asks `query` on a thread of its own (each of its fields on its own), for queries that
-    /// wait in the driver rather than work.
+    /// Asks `query` on a thread of its own (each of its fields on its own), after the device's
+    /// other queries, for queries that wait in the driver rather than work.
     pub fn apart(mut self, query: Query) -> QueryPlan {
         debug_assert!(query.is_dynamic(), "not a dynamic query: {query}");
         if !self.apart.contains(&query) {

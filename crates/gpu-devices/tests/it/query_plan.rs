@@ -276,29 +276,31 @@ fn the_identity_read_with_the_context_is_not_asked_again_by_a_snapshot() {
     }
 }
 
-/// One GPU whose `name` (a static fact) waits until PCIe throughput has been asked, at most
-/// 10 s: a refresh that asked the static facts first would spend the 10 s and see no name.
-struct NameAfterPcie {
-    pcie_asked: std::sync::Mutex<bool>,
-    asked: std::sync::Condvar,
+/// One GPU that records what was asked before its PCIe throughput: a PCIe sample counts the
+/// link's bytes over 20 ms, and the device's other queries cross that link, so none may be
+/// asked while it samples.
+#[derive(Default)]
+struct PcieLast {
+    asked: std::sync::Mutex<Vec<&'static str>>,
+    before_pcie: std::sync::Mutex<Vec<Vec<&'static str>>>,
 }
 
-impl gpu_backend::NotSupportedBase for NameAfterPcie {
+impl gpu_backend::NotSupportedBase for PcieLast {
     fn device_count(&self) -> gpu_backend::Result<u32> {
         Ok(1)
     }
 
     fn name(&self, _: gpu_backend::DeviceId) -> gpu_backend::Result<String> {
-        let asked = self.pcie_asked.lock().unwrap();
-        let (asked, _) = self
-            .asked
-            .wait_timeout_while(asked, Duration::from_secs(10), |a| !*a)
-            .unwrap();
-        if *asked {
-            Ok("after PCIe".into())
-        } else {
-            Err(gpu_backend::BackendError::Timeout)
-        }
+        // Slow enough that a sample started beside it would start first.
+        std::thread::sleep(Duration::from_millis(30));
+        self.asked.lock().unwrap().push("name");
+        Ok("gpu".into())
+    }
+
+    fn power_usage(&self, _: gpu_backend::DeviceId) -> gpu_backend::Result<u32> {
+        std::thread::sleep(Duration::from_millis(30));
+        self.asked.lock().unwrap().push("power_usage");
+        Ok(70_000)
     }
 
     fn pcie_throughput(
@@ -306,22 +308,27 @@ impl gpu_backend::NotSupportedBase for NameAfterPcie {
         _: gpu_backend::DeviceId,
         _: gpu_backend::PcieDirection,
     ) -> gpu_backend::Result<u32> {
-        *self.pcie_asked.lock().unwrap() = true;
-        self.asked.notify_all();
+        let asked = self.asked.lock().unwrap().clone();
+        self.before_pcie.lock().unwrap().push(asked);
         Ok(1)
     }
 }
 
 #[test]
-fn pcie_throughput_is_asked_before_the_static_facts_so_that_its_wait_is_theirs() {
-    let backend = Arc::new(NameAfterPcie {
-        pcie_asked: std::sync::Mutex::new(false),
-        asked: std::sync::Condvar::new(),
-    });
-    let ctx = Context::from_backend(backend).unwrap();
+fn pcie_throughput_is_asked_after_the_devices_other_queries() {
+    let backend = Arc::new(PcieLast::default());
+    let ctx = Context::from_backend(backend.clone()).unwrap();
     let d = ctx.device(0).unwrap().snapshot();
-    assert_eq!(d.name.value().map(String::as_str), Some("after PCIe"));
-    assert!(d.pcie_tx_throughput.is_value());
+    assert!(d.pcie_tx_throughput.is_value() && d.pcie_rx_throughput.is_value());
+    assert_eq!(d.name.value().map(String::as_str), Some("gpu"));
+    let before = backend.before_pcie.lock().unwrap().clone();
+    assert_eq!(before.len(), 2, "TX and RX");
+    for asked in before {
+        assert!(
+            asked.contains(&"name") && asked.contains(&"power_usage"),
+            "a PCIe sample began before the device's other queries were done: {asked:?}"
+        );
+    }
 }
 
 #[test]

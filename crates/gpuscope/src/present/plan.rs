@@ -273,25 +273,28 @@ pub const SNAPSHOT_UNSHOWN_STATICS: &[Query] = &[
     Query::max_mig_device_count,
 ];
 
-/// `snapshot --json`: every changing reading, and the static facts its document shows, not the
-/// others, nor nvidia-smi -q's details (`gpu_devices::detail_queries`), which it does not show. PCIe throughput, which the document shows and which waits about 20 ms in the driver
-/// each way, starts first, each direction on a thread of its own, so that its wait overlaps
-/// the rest of the refresh (`QueryPlan::apart`; docs/snapshot.md, "What a snapshot asks").
+/// The readings the JSON document does not show: NVML's PCIe throughput (its `activity` has
+/// GPM's PCIe and NVLink traffic, a different measure), BAR1 and NVLink throughput. PCIe
+/// throughput also waits 20 ms in the driver each way.
+pub const JSON_UNSHOWN_READINGS: &[Query] = &[
+    Query::pcie_throughput,
+    Query::bar1_memory_info,
+    Query::nvlink_throughput,
+];
+
+/// `snapshot --json`: every changing reading the document shows, and the static facts it
+/// shows, not the others, nor nvidia-smi -q's details (`gpu_devices::detail_queries`), which
+/// it does not show (docs/snapshot.md, "What a snapshot asks").
 pub fn snapshot_json() -> QueryPlan {
     QueryPlan::everything()
         .without(SNAPSHOT_UNSHOWN_STATICS)
         .without(&gpu_devices::detail_queries())
+        .without(JSON_UNSHOWN_READINGS)
 }
 
-/// The readings the table and `--compact` do not show (the JSON document's `activity`, BAR1
-/// and NVLink traffic): left out of those forms, PCIe throughput's 20 ms wait with them.
-pub const TABLE_UNSHOWN_READINGS: &[Query] = &[
-    Query::pcie_throughput,
-    Query::total_energy_consumption,
-    Query::gpm_metrics,
-    Query::bar1_memory_info,
-    Query::nvlink_throughput,
-];
+/// The readings the table and `--compact` do not show beyond [`JSON_UNSHOWN_READINGS`]: the
+/// JSON document's energy and `activity` (GPM).
+pub const TABLE_UNSHOWN_READINGS: &[Query] = &[Query::total_energy_consumption, Query::gpm_metrics];
 
 /// `snapshot`'s table and `--compact`: [`snapshot_json`] less [`TABLE_UNSHOWN_READINGS`].
 pub fn snapshot_table() -> QueryPlan {
@@ -360,7 +363,13 @@ mod tests {
                 if name == "timestamp" {
                     continue;
                 }
-                let all = csv(fixture, frame, name, None);
+                // Everything, the queries asked only on request (the inforom's checksum) too.
+                let every = gpu_devices::ON_REQUEST_QUERIES
+                    .iter()
+                    .fold(QueryPlan::everything(), |plan, &q| {
+                        plan.with(q, gpu_devices::Cadence::EveryRefresh)
+                    });
+                let all = csv(fixture, frame, name, Some(every));
                 let planned = csv(fixture, frame, name, Some(for_gpu_fields(name)));
                 assert_eq!(planned, all, "{fixture}: {name}");
             }

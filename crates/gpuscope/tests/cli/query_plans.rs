@@ -64,7 +64,10 @@ fn one_shot(args: &[&str]) -> HashMap<String, (usize, usize)> {
 #[test]
 fn a_one_shot_asks_everything_it_prints_once_and_does_not_wait_for_nvml_shutdown() {
     let calls = one_shot(&["snapshot", "--json"]);
-    assert_eq!(count(&calls, "nvmlDeviceGetPcieThroughput"), 2, "TX and RX");
+    // Its document shows GPM's PCIe traffic, not NVML's 20 ms sample, nor BAR1 (`smi -q`
+    // shows those, and asks them: smi_asks_only_what_its_output_shows).
+    assert_eq!(count(&calls, "nvmlDeviceGetPcieThroughput"), 0);
+    assert_eq!(count(&calls, "nvmlDeviceGetBAR1MemoryInfo"), 0);
     assert_eq!(count(&calls, "nvmlDeviceGetTotalEnergyConsumption"), 1);
     // One call each: a list is first asked for with a buffer it fits in, not sized first.
     assert_eq!(count(&calls, "nvmlDeviceGetProcessUtilization"), 1);
@@ -451,4 +454,53 @@ fn smi_query_gpu_asks_a_detail_fields_own_query_and_not_everything() {
     ];
     assert_asked(&calls, &unasked, 0, fields);
     assert_asked(&calls, &UNSHOWN_STATICS, 0, fields);
+}
+
+/// A PCIe throughput sample counts the link's bytes over 20 ms, and this process's own queries
+/// of the same GPU cross that link: it is asked after the device's other queries, never beside
+/// them (beside them, a live H100's idle link read about 50 MB/s each way where nvidia-smi read
+/// 1). Over fake-nvml with costs that make the rest of the refresh outlast one sample, every
+/// other query of the GPU is served before the first PCIe sample ends.
+#[test]
+fn pcie_throughput_is_sampled_after_the_devices_other_queries() {
+    let (dir, nvml) = fake_nvml();
+    let log = dir.path().join("served.log");
+    let costs = dir.path().join("costs.json");
+    // The sample waits 20 ms; eight maximum and application clocks at 8 ms each make the rest
+    // of the refresh 64 ms or more, so a sample taken beside them would end among them.
+    let ms = |wall: u32| serde_json::json!({"wall_us": wall * 1000, "cpu_us": 0});
+    std::fs::write(
+        &costs,
+        serde_json::json!({
+            "nvmlDeviceGetPcieThroughput": ms(20),
+            "nvmlDeviceGetMaxClockInfo": ms(8),
+            "nvmlDeviceGetApplicationsClock": ms(8),
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = cli::command(&["smi", "-q", "--nvml-lib", &nvml])
+        .env(fake_nvml::FIXTURE_ENV, export_support::fixture("h100-real"))
+        .env(fake_nvml::FRAME_ENV, "30")
+        .env(fake_nvml::CALL_LOG_ENV, &log)
+        .env(fake_nvml::COSTS_ENV, &costs)
+        .output()
+        .expect("gpuscope runs");
+    cli::assert_ok(&out, ["smi", "-q"]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let is_pcie = |l: &str| l.contains("nvmlDeviceGetPcieThroughput");
+    let first_sample = lines
+        .iter()
+        .position(|l| is_pcie(l))
+        .expect("smi -q samples PCIe");
+    assert_eq!(lines.iter().filter(|l| is_pcie(l)).count(), 2, "TX and RX");
+    let clocks_after: Vec<&&str> = lines[first_sample..]
+        .iter()
+        .filter(|l| l.contains("ClockInfo") || l.contains("ApplicationsClock"))
+        .collect();
+    assert!(
+        clocks_after.is_empty(),
+        "queries served after a PCIe sample ended, so asked while it sampled: {clocks_after:?}\n{text}"
+    );
 }
