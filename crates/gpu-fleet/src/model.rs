@@ -15,6 +15,7 @@ use gpu_export::doors::{Door, Doors};
 use crate::doors::{self as door_names, NAMES_LABEL};
 use crate::prom::Series;
 use crate::values::{self, OutOfRange};
+use gpu_devices::DeviceIdentity;
 use gpu_export::names;
 
 /// Version of the JSON document's shape.
@@ -170,18 +171,10 @@ pub struct Host {
 /// One device of a host.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FleetDevice {
-    /// `"3"` or `"3:1"`.
-    pub id: String,
-    /// Index of the physical GPU.
-    pub index: u32,
-    /// MIG slot, for a MIG device.
-    pub mig_index: Option<u32>,
-    /// The product name (`name` label).
-    pub name: Option<String>,
-    /// The UUID (`uuid` label).
-    pub uuid: Option<String>,
-    /// The PCI bus id (`gpuscope_device_info`'s `bus_id` label).
-    pub bus_id: Option<String>,
+    /// Who the device is: `id` and `index`/`mig_index` from the `index` label, `name` and
+    /// `uuid` from those labels, `bus_id` from `gpuscope_device_info`'s.
+    #[serde(flatten)]
+    pub identity: DeviceIdentity,
     /// `gpuscope_device_up`: false when the GPU is lost or its memory cannot be read; `None`
     /// when not sent, or sent as anything but 0 or 1 (an [`OutOfRange`] note says so).
     pub up: Option<bool>,
@@ -870,12 +863,14 @@ impl FleetBuilder {
         }
         let devices = Arc::make_mut(&mut self.hosts[h].devices);
         devices.push(FleetDevice {
-            id: id.to_string(),
-            index,
-            mig_index,
-            name: None,
-            uuid: None,
-            bus_id: None,
+            identity: DeviceIdentity {
+                id: id.to_string(),
+                index,
+                mig_index,
+                name: None,
+                uuid: None,
+                bus_id: None,
+            },
             up: None,
             memory_total_bytes: None,
             memory_used_bytes: None,
@@ -909,10 +904,10 @@ impl FleetBuilder {
             cost += s.label("driver_version").map_or(0, text_cost);
             cost += s.label("bus_id").map_or(0, text_cost);
         }
-        if dev.name.is_none() {
+        if dev.identity.name.is_none() {
             cost += s.label("name").map_or(0, text_cost);
         }
-        if dev.uuid.is_none() {
+        if dev.identity.uuid.is_none() {
             cost += s.label("uuid").map_or(0, text_cost);
         }
         if !self.afford(cost) {
@@ -926,11 +921,11 @@ impl FleetBuilder {
         }
         let dev = &mut Arc::make_mut(&mut self.hosts[h].devices)[d];
         let text = |name: &str| s.label(name).map(str::to_string);
-        if dev.name.is_none() {
-            dev.name = text("name");
+        if dev.identity.name.is_none() {
+            dev.identity.name = text("name");
         }
-        if dev.uuid.is_none() {
-            dev.uuid = text("uuid");
+        if dev.identity.uuid.is_none() {
+            dev.identity.uuid = text("uuid");
         }
         if dev.gpu_instance_id.is_none() {
             dev.gpu_instance_id = s.label("gpu_instance_id").and_then(|v| v.parse().ok());
@@ -939,7 +934,7 @@ impl FleetBuilder {
             dev.compute_instance_id = s.label("compute_instance_id").and_then(|v| v.parse().ok());
         }
         if field == DeviceField::Info {
-            dev.bus_id = text("bus_id");
+            dev.identity.bus_id = text("bus_id");
             return;
         }
         // Out of range is NaN from here: every conversion below makes it N/A.
@@ -1024,7 +1019,7 @@ impl FleetBuilder {
         let bus_id = s.label(labels.bus_id);
         // One GPU, one UUID: a device claimed by two (or a UUID by two GPUs) is a broken or
         // spoofed answer, and which series is the GPU's cannot be told.
-        let clash = match &self.hosts[h].devices[d].uuid {
+        let clash = match &self.hosts[h].devices[d].identity.uuid {
             Some(u) if *u != nvml_uuid => Some(d),
             _ if on_info => self
                 .uuids
@@ -1041,13 +1036,13 @@ impl FleetBuilder {
         }
         let dev = &self.hosts[h].devices[d];
         let mut cost = 0;
-        if dev.uuid.is_none() {
+        if dev.identity.uuid.is_none() {
             cost += text_cost(&nvml_uuid);
         }
-        if dev.name.is_none() {
+        if dev.identity.name.is_none() {
             cost += name.map_or(0, text_cost);
         }
-        if dev.bus_id.is_none() {
+        if dev.identity.bus_id.is_none() {
             cost += bus_id.map_or(0, text_cost);
         }
         if on_info {
@@ -1061,12 +1056,12 @@ impl FleetBuilder {
             self.uuids.insert((h, uuid.to_string()), index);
         }
         let dev = &mut Arc::make_mut(&mut self.hosts[h].devices)[d];
-        dev.uuid = Some(nvml_uuid);
-        if dev.name.is_none() {
-            dev.name = name.map(str::to_string);
+        dev.identity.uuid = Some(nvml_uuid);
+        if dev.identity.name.is_none() {
+            dev.identity.name = name.map(str::to_string);
         }
-        if dev.bus_id.is_none() {
-            dev.bus_id = bus_id.map(str::to_string);
+        if dev.identity.bus_id.is_none() {
+            dev.identity.bus_id = bus_id.map(str::to_string);
         }
         if gi.is_some() {
             dev.gpu_instance_id = gi;
@@ -1292,14 +1287,16 @@ impl FleetBuilder {
         }
         for host in &mut self.hosts {
             // A kept host's devices are in order already and stay shared.
-            let in_order = host.devices.is_sorted_by_key(|d| (d.index, d.mig_index))
+            let in_order = host
+                .devices
+                .is_sorted_by_key(|d| (d.identity.index, d.identity.mig_index))
                 && host
                     .devices
                     .iter()
                     .all(|d| d.processes.is_sorted_by_key(|p| p.pid));
             if !in_order {
                 let devices = Arc::make_mut(&mut host.devices);
-                devices.sort_by_key(|d| (d.index, d.mig_index));
+                devices.sort_by_key(|d| (d.identity.index, d.identity.mig_index));
                 for d in devices {
                     d.processes.sort_by_key(|p| p.pid);
                 }
@@ -1823,7 +1820,7 @@ mod tests {
                 broken.memory_used_bytes,
                 broken.memory_free_bytes,
             );
-            assert_eq!(memory, (None, None, None), "{}", broken.id);
+            assert_eq!(memory, (None, None, None), "{}", broken.identity.id);
             assert_eq!(broken.out_of_range.len(), 1);
             assert_eq!(
                 broken.out_of_range[0].family,
@@ -1958,10 +1955,10 @@ mod tests {
         assert_eq!(h.sample_age_seconds, Some(1.0));
         assert_eq!(h.devices.len(), 2);
         let d = &h.devices[1];
-        assert_eq!(d.id, "1");
-        assert_eq!(d.uuid.as_deref(), Some("GPU-b"));
-        assert_eq!(d.name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
-        assert_eq!(d.bus_id.as_deref(), Some("00000000:18:00.0"));
+        assert_eq!(d.identity.id, "1");
+        assert_eq!(d.identity.uuid.as_deref(), Some("GPU-b"));
+        assert_eq!(d.identity.name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(d.identity.bus_id.as_deref(), Some("00000000:18:00.0"));
         assert_eq!(d.memory_used_bytes, Some(1024 << 20));
         assert_eq!(d.memory_free_bytes, Some(80000 << 20));
         assert_eq!(d.gpu_utilization_percent, Some(37));
@@ -2000,7 +1997,13 @@ mod tests {
         let ids: Vec<(&str, Option<u32>, Option<u64>)> = f.hosts[0]
             .devices
             .iter()
-            .map(|d| (d.id.as_str(), d.gpu_instance_id, d.memory_used_bytes))
+            .map(|d| {
+                (
+                    d.identity.id.as_str(),
+                    d.gpu_instance_id,
+                    d.memory_used_bytes,
+                )
+            })
             .collect();
         assert_eq!(
             ids,
@@ -2040,7 +2043,11 @@ mod tests {
         assert_eq!(h.devices.len(), 1);
         let d = &h.devices[0];
         assert_eq!(
-            (d.id.as_str(), d.uuid.as_deref(), d.name.as_deref()),
+            (
+                d.identity.id.as_str(),
+                d.identity.uuid.as_deref(),
+                d.identity.name.as_deref()
+            ),
             ("3", Some("GPU-c0ffee"), Some("Tesla T4"))
         );
         assert_eq!(d.memory_total_bytes, Some(15 << 30));
@@ -2220,7 +2227,13 @@ mod tests {
         let temps: Vec<(&str, Option<u32>, usize)> = f.hosts[0]
             .devices
             .iter()
-            .map(|d| (d.id.as_str(), d.temperature_celsius, d.out_of_range.len()))
+            .map(|d| {
+                (
+                    d.identity.id.as_str(),
+                    d.temperature_celsius,
+                    d.out_of_range.len(),
+                )
+            })
             .collect();
         assert_eq!(
             temps,
