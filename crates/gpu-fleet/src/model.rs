@@ -1329,6 +1329,13 @@ mod tests {
         }
     }
 
+    /// A host whose exporter Prometheus scrapes (`up` is 1), its latest sample taken at
+    /// `sample_time` (Unix seconds, as the exporter sends it); both series read at time 100.
+    fn scraped(b: &mut FleetBuilder, host: &[(&str, &str)], sample_time: &str) {
+        b.sample_time(&series(host, 100.0, sample_time), None);
+        b.up(&series(host, 100.0, "1"));
+    }
+
     #[test]
     fn series_without_an_instance_are_told_apart_by_hostname_and_judged_by_age() {
         // Series relabelled without `instance` (federation): hosts by hostname, no `up` to
@@ -1362,8 +1369,7 @@ mod tests {
         let mut b = FleetBuilder::new();
         for h in ["a", "b"] {
             let host = [("instance", h), ("job", "gpu"), ("hostname", h)];
-            b.sample_time(&series(&host, 100.0, "99"), None);
-            b.up(&series(&host, 100.0, "1"));
+            scraped(&mut b, &host, "99");
         }
         for h in ["a", "b"] {
             if h == "a" && previous.is_some() {
@@ -1427,8 +1433,7 @@ mod tests {
         for i in 0..5 {
             let instance = format!("10.0.0.{i}:9445");
             let host = [("instance", instance.as_str()), ("job", "gpu")];
-            b.sample_time(&series(&host, 100.0, "99"), None);
-            b.up(&series(&host, 100.0, "1"));
+            scraped(&mut b, &host, "99");
         }
         b.take_notes("q");
         // A later series of a host not kept is counted too; one of a kept host is not.
@@ -1522,8 +1527,7 @@ mod tests {
                 ("job", "gpuscope"),
                 ("hostname", name.as_str()),
             ];
-            b.sample_time(&series(&host, 100.0, "99"), None);
-            b.up(&series(&host, 100.0, "1"));
+            scraped(&mut b, &host, "99");
             for g in 0..8 {
                 let index = g.to_string();
                 let uuid = format!("GPU-{h:08x}-{g:04x}-4a3b-9c2d-1e0f2a3b4c5d");
@@ -1576,8 +1580,7 @@ mod tests {
             ("later", "1e12"),
         ] {
             let labels = [("instance", host), ("job", "gpu"), ("hostname", host)];
-            b.sample_time(&series(&labels, 100.0, t), None);
-            b.up(&series(&labels, 100.0, "1"));
+            scraped(&mut b, &labels, t);
             let dev = [("instance", host), ("index", "0")];
             b.device(DeviceField::MemoryFree, &series(&dev, 100.0, "5"), None);
         }
