@@ -168,6 +168,29 @@ pub struct Host {
     pub devices: Arc<Vec<FleetDevice>>,
 }
 
+impl Host {
+    /// A host in `state` of which nothing is known yet but its names: no sample, driver
+    /// version or devices, read under gpuscope's own metric names.
+    fn unheard(
+        host: String,
+        instance: Option<String>,
+        job: Option<String>,
+        state: HostState,
+    ) -> Host {
+        Host {
+            host,
+            instance,
+            job,
+            state,
+            sample_age_seconds: None,
+            driver_version: None,
+            names: None,
+            sample_time: None,
+            devices: Arc::default(),
+        }
+    }
+}
+
 /// One device of a host.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FleetDevice {
@@ -649,17 +672,12 @@ impl FleetBuilder {
             return None;
         }
         let name = name.to_string();
-        self.hosts.push(Host {
-            host: name,
-            instance: real.map(str::to_string),
-            job: s.label("job").map(str::to_string),
-            state: HostState::Stale,
-            sample_age_seconds: None,
-            driver_version: None,
-            names: None,
-            sample_time: None,
-            devices: Arc::default(),
-        });
+        self.hosts.push(Host::unheard(
+            name,
+            real.map(str::to_string),
+            s.label("job").map(str::to_string),
+            HostState::Stale,
+        ));
         self.by_instance
             .insert(instance.to_string(), self.hosts.len() - 1);
         Some(self.hosts.len() - 1)
@@ -1205,17 +1223,12 @@ impl FleetBuilder {
 
     /// Adds a host read directly (`--remote`) that could not be read: down, with no devices.
     pub fn unreachable(&mut self, url: &str) {
-        self.hosts.push(Host {
-            host: url.to_string(),
-            instance: Some(url.to_string()),
-            job: None,
-            state: HostState::Down,
-            sample_age_seconds: None,
-            driver_version: None,
-            names: None,
-            sample_time: None,
-            devices: Arc::default(),
-        });
+        self.hosts.push(Host::unheard(
+            url.to_string(),
+            Some(url.to_string()),
+            None,
+            HostState::Down,
+        ));
     }
 
     /// The fleet: each host's state from `up` and its sample's age (older than `stale_after`
@@ -1236,17 +1249,12 @@ impl FleetBuilder {
         extra.sort();
         for (instance, job, _) in extra {
             self.by_instance.insert(instance.clone(), self.hosts.len());
-            self.hosts.push(Host {
-                host: instance.clone(),
-                instance: Some(instance),
+            self.hosts.push(Host::unheard(
+                instance.clone(),
+                Some(instance),
                 job,
-                state: HostState::Stale,
-                sample_age_seconds: None,
-                driver_version: None,
-                names: None,
-                sample_time: None,
-                devices: Arc::default(),
-            });
+                HostState::Stale,
+            ));
         }
         for host in &mut self.hosts {
             if direct {
