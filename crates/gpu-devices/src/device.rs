@@ -84,6 +84,47 @@ macro_rules! clocks {
     )*};
 }
 
+/// Declares each NVLink direction's getters: KiB/s of each link and their mean over links,
+/// and both as text (`9821MiB/s`); each is one measurement of [`Device::nvlink_throughput`]
+/// (whose `interval` it takes) read in that direction, so one table row names the direction's
+/// field and text form once for all four.
+macro_rules! nvlink_directions {
+    ($(
+        $direction:literal: $kib:ident, $human:ident => $per_link:ident, $mean:ident,
+            $per_link_human:ident, $mean_human:ident;
+    )*) => {$(
+        #[doc = concat!($direction, " KiB/s of each link (one measurement; to have both \
+            directions of the same measurement, use [`Device::nvlink_throughput`]).")]
+        pub fn $per_link(&self, interval: impl Into<Option<Duration>>) -> Vec<Na<u64>> {
+            self.nvlink_throughput(interval)
+                .into_iter()
+                .map(|t| t.$kib)
+                .collect()
+        }
+
+        #[doc = concat!($direction, " KiB/s, mean over links.")]
+        pub fn $mean(&self, interval: impl Into<Option<Duration>>) -> Na<u64> {
+            self.nvlink_mean_throughput(interval).$kib
+        }
+
+        #[doc = concat!("[`Device::", stringify!($per_link), "`] as text, `9821MiB/s`.")]
+        pub fn $per_link_human(
+            &self,
+            interval: impl Into<Option<Duration>>,
+        ) -> Vec<Na<String>> {
+            self.nvlink_throughput(interval)
+                .iter()
+                .map(ThroughputInfo::$human)
+                .collect()
+        }
+
+        #[doc = concat!("[`Device::", stringify!($mean), "`] as text.")]
+        pub fn $mean_human(&self, interval: impl Into<Option<Duration>>) -> Na<String> {
+            self.nvlink_mean_throughput(interval).$human()
+        }
+    )*};
+}
+
 impl Device {
     pub(crate) fn new(ctx: Context, id: DeviceId) -> Device {
         Device { ctx, id }
@@ -246,69 +287,11 @@ impl Device {
         mean_throughput(&self.nvlink_throughput(interval))
     }
 
-    /// Transmitted KiB/s of each link (one measurement; to have both directions of the same
-    /// measurement, use [`Device::nvlink_throughput`]).
-    pub fn nvlink_tx_throughput(&self, interval: impl Into<Option<Duration>>) -> Vec<Na<u64>> {
-        self.nvlink_throughput(interval)
-            .into_iter()
-            .map(|t| t.tx)
-            .collect()
-    }
-
-    /// Received KiB/s of each link.
-    pub fn nvlink_rx_throughput(&self, interval: impl Into<Option<Duration>>) -> Vec<Na<u64>> {
-        self.nvlink_throughput(interval)
-            .into_iter()
-            .map(|t| t.rx)
-            .collect()
-    }
-
-    /// Transmitted KiB/s, mean over links.
-    pub fn nvlink_mean_tx_throughput(&self, interval: impl Into<Option<Duration>>) -> Na<u64> {
-        self.nvlink_mean_throughput(interval).tx
-    }
-
-    /// Received KiB/s, mean over links.
-    pub fn nvlink_mean_rx_throughput(&self, interval: impl Into<Option<Duration>>) -> Na<u64> {
-        self.nvlink_mean_throughput(interval).rx
-    }
-
-    /// [`Device::nvlink_tx_throughput`] as text, `9821MiB/s`.
-    pub fn nvlink_tx_throughput_human(
-        &self,
-        interval: impl Into<Option<Duration>>,
-    ) -> Vec<Na<String>> {
-        self.nvlink_throughput(interval)
-            .iter()
-            .map(ThroughputInfo::tx_human)
-            .collect()
-    }
-
-    /// [`Device::nvlink_rx_throughput`] as text.
-    pub fn nvlink_rx_throughput_human(
-        &self,
-        interval: impl Into<Option<Duration>>,
-    ) -> Vec<Na<String>> {
-        self.nvlink_throughput(interval)
-            .iter()
-            .map(ThroughputInfo::rx_human)
-            .collect()
-    }
-
-    /// [`Device::nvlink_mean_tx_throughput`] as text.
-    pub fn nvlink_mean_tx_throughput_human(
-        &self,
-        interval: impl Into<Option<Duration>>,
-    ) -> Na<String> {
-        self.nvlink_mean_throughput(interval).tx_human()
-    }
-
-    /// [`Device::nvlink_mean_rx_throughput`] as text.
-    pub fn nvlink_mean_rx_throughput_human(
-        &self,
-        interval: impl Into<Option<Duration>>,
-    ) -> Na<String> {
-        self.nvlink_mean_throughput(interval).rx_human()
+    nvlink_directions! {
+        "Transmitted": tx, tx_human => nvlink_tx_throughput, nvlink_mean_tx_throughput,
+            nvlink_tx_throughput_human, nvlink_mean_tx_throughput_human;
+        "Received": rx, rx_human => nvlink_rx_throughput, nvlink_mean_rx_throughput,
+            nvlink_rx_throughput_human, nvlink_mean_rx_throughput_human;
     }
 
     // ---- Modes and states ----

@@ -133,13 +133,13 @@ impl FleetFilter {
 
     fn device_matches(&self, host: &str, d: &FleetDevice) -> bool {
         self.terms.iter().all(|t| match t {
-            Term::Device(id) => d.id == *id,
+            Term::Device(id) => d.identity.id == *id,
             Term::Text(w) => {
                 let hay = [
                     Some(host),
-                    d.name.as_deref(),
-                    d.uuid.as_deref(),
-                    Some(d.id.as_str()),
+                    d.identity.name.as_deref(),
+                    d.identity.uuid.as_deref(),
+                    Some(d.identity.id.as_str()),
                 ];
                 hay.iter()
                     .flatten()
@@ -213,7 +213,8 @@ pub fn sort(fleet: &mut Fleet, key: SortKey) {
 
 /// The order of two devices for `key` (N/A last), index breaking ties.
 pub fn device_order(key: SortKey, a: &FleetDevice, b: &FleetDevice) -> Ordering {
-    let by_index = (a.index, a.mig_index).cmp(&(b.index, b.mig_index));
+    let by_index =
+        (a.identity.index, a.identity.mig_index).cmp(&(b.identity.index, b.identity.mig_index));
     match key {
         SortKey::Host | SortKey::Gpu => by_index,
         // N/A last.
@@ -256,7 +257,7 @@ mod tests {
     fn order(f: &Fleet, key: SortKey) -> Vec<String> {
         rows(f, key)
             .iter()
-            .map(|(h, d)| format!("{}:{}", h.host, d.id))
+            .map(|(h, d)| format!("{}:{}", h.host, d.identity.id))
             .collect()
     }
 
@@ -323,7 +324,7 @@ mod tests {
             .flat_map(|h| {
                 h.devices
                     .iter()
-                    .map(move |d| format!("{}:{}", h.host, d.id))
+                    .map(move |d| format!("{}:{}", h.host, d.identity.id))
             })
             .collect();
         assert_eq!(kept, ["b:1", "a:1"]);

@@ -15,6 +15,7 @@ use gpu_export::doors::{Door, Doors};
 use crate::doors::{self as door_names, NAMES_LABEL};
 use crate::prom::Series;
 use crate::values::{self, OutOfRange};
+use gpu_devices::DeviceIdentity;
 use gpu_export::names;
 
 /// Version of the JSON document's shape.
@@ -167,21 +168,36 @@ pub struct Host {
     pub devices: Arc<Vec<FleetDevice>>,
 }
 
+impl Host {
+    /// A host in `state` of which nothing is known yet but its names: no sample, driver
+    /// version or devices, read under gpuscope's own metric names.
+    fn unheard(
+        host: String,
+        instance: Option<String>,
+        job: Option<String>,
+        state: HostState,
+    ) -> Host {
+        Host {
+            host,
+            instance,
+            job,
+            state,
+            sample_age_seconds: None,
+            driver_version: None,
+            names: None,
+            sample_time: None,
+            devices: Arc::default(),
+        }
+    }
+}
+
 /// One device of a host.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FleetDevice {
-    /// `"3"` or `"3:1"`.
-    pub id: String,
-    /// Index of the physical GPU.
-    pub index: u32,
-    /// MIG slot, for a MIG device.
-    pub mig_index: Option<u32>,
-    /// The product name (`name` label).
-    pub name: Option<String>,
-    /// The UUID (`uuid` label).
-    pub uuid: Option<String>,
-    /// The PCI bus id (`gpuscope_device_info`'s `bus_id` label).
-    pub bus_id: Option<String>,
+    /// Who the device is: `id` and `index`/`mig_index` from the `index` label, `name` and
+    /// `uuid` from those labels, `bus_id` from `gpuscope_device_info`'s.
+    #[serde(flatten)]
+    pub identity: DeviceIdentity,
     /// `gpuscope_device_up`: false when the GPU is lost or its memory cannot be read; `None`
     /// when not sent, or sent as anything but 0 or 1 (an [`OutOfRange`] note says so).
     pub up: Option<bool>,
@@ -656,17 +672,12 @@ impl FleetBuilder {
             return None;
         }
         let name = name.to_string();
-        self.hosts.push(Host {
-            host: name,
-            instance: real.map(str::to_string),
-            job: s.label("job").map(str::to_string),
-            state: HostState::Stale,
-            sample_age_seconds: None,
-            driver_version: None,
-            names: None,
-            sample_time: None,
-            devices: Arc::default(),
-        });
+        self.hosts.push(Host::unheard(
+            name,
+            real.map(str::to_string),
+            s.label("job").map(str::to_string),
+            HostState::Stale,
+        ));
         self.by_instance
             .insert(instance.to_string(), self.hosts.len() - 1);
         Some(self.hosts.len() - 1)
@@ -870,12 +881,14 @@ impl FleetBuilder {
         }
         let devices = Arc::make_mut(&mut self.hosts[h].devices);
         devices.push(FleetDevice {
-            id: id.to_string(),
-            index,
-            mig_index,
-            name: None,
-            uuid: None,
-            bus_id: None,
+            identity: DeviceIdentity {
+                id: id.to_string(),
+                index,
+                mig_index,
+                name: None,
+                uuid: None,
+                bus_id: None,
+            },
             up: None,
             memory_total_bytes: None,
             memory_used_bytes: None,
@@ -909,10 +922,10 @@ impl FleetBuilder {
             cost += s.label("driver_version").map_or(0, text_cost);
             cost += s.label("bus_id").map_or(0, text_cost);
         }
-        if dev.name.is_none() {
+        if dev.identity.name.is_none() {
             cost += s.label("name").map_or(0, text_cost);
         }
-        if dev.uuid.is_none() {
+        if dev.identity.uuid.is_none() {
             cost += s.label("uuid").map_or(0, text_cost);
         }
         if !self.afford(cost) {
@@ -926,11 +939,11 @@ impl FleetBuilder {
         }
         let dev = &mut Arc::make_mut(&mut self.hosts[h].devices)[d];
         let text = |name: &str| s.label(name).map(str::to_string);
-        if dev.name.is_none() {
-            dev.name = text("name");
+        if dev.identity.name.is_none() {
+            dev.identity.name = text("name");
         }
-        if dev.uuid.is_none() {
-            dev.uuid = text("uuid");
+        if dev.identity.uuid.is_none() {
+            dev.identity.uuid = text("uuid");
         }
         if dev.gpu_instance_id.is_none() {
             dev.gpu_instance_id = s.label("gpu_instance_id").and_then(|v| v.parse().ok());
@@ -939,7 +952,7 @@ impl FleetBuilder {
             dev.compute_instance_id = s.label("compute_instance_id").and_then(|v| v.parse().ok());
         }
         if field == DeviceField::Info {
-            dev.bus_id = text("bus_id");
+            dev.identity.bus_id = text("bus_id");
             return;
         }
         // Out of range is NaN from here: every conversion below makes it N/A.
@@ -1024,7 +1037,7 @@ impl FleetBuilder {
         let bus_id = s.label(labels.bus_id);
         // One GPU, one UUID: a device claimed by two (or a UUID by two GPUs) is a broken or
         // spoofed answer, and which series is the GPU's cannot be told.
-        let clash = match &self.hosts[h].devices[d].uuid {
+        let clash = match &self.hosts[h].devices[d].identity.uuid {
             Some(u) if *u != nvml_uuid => Some(d),
             _ if on_info => self
                 .uuids
@@ -1041,13 +1054,13 @@ impl FleetBuilder {
         }
         let dev = &self.hosts[h].devices[d];
         let mut cost = 0;
-        if dev.uuid.is_none() {
+        if dev.identity.uuid.is_none() {
             cost += text_cost(&nvml_uuid);
         }
-        if dev.name.is_none() {
+        if dev.identity.name.is_none() {
             cost += name.map_or(0, text_cost);
         }
-        if dev.bus_id.is_none() {
+        if dev.identity.bus_id.is_none() {
             cost += bus_id.map_or(0, text_cost);
         }
         if on_info {
@@ -1061,12 +1074,12 @@ impl FleetBuilder {
             self.uuids.insert((h, uuid.to_string()), index);
         }
         let dev = &mut Arc::make_mut(&mut self.hosts[h].devices)[d];
-        dev.uuid = Some(nvml_uuid);
-        if dev.name.is_none() {
-            dev.name = name.map(str::to_string);
+        dev.identity.uuid = Some(nvml_uuid);
+        if dev.identity.name.is_none() {
+            dev.identity.name = name.map(str::to_string);
         }
-        if dev.bus_id.is_none() {
-            dev.bus_id = bus_id.map(str::to_string);
+        if dev.identity.bus_id.is_none() {
+            dev.identity.bus_id = bus_id.map(str::to_string);
         }
         if gi.is_some() {
             dev.gpu_instance_id = gi;
@@ -1210,17 +1223,12 @@ impl FleetBuilder {
 
     /// Adds a host read directly (`--remote`) that could not be read: down, with no devices.
     pub fn unreachable(&mut self, url: &str) {
-        self.hosts.push(Host {
-            host: url.to_string(),
-            instance: Some(url.to_string()),
-            job: None,
-            state: HostState::Down,
-            sample_age_seconds: None,
-            driver_version: None,
-            names: None,
-            sample_time: None,
-            devices: Arc::default(),
-        });
+        self.hosts.push(Host::unheard(
+            url.to_string(),
+            Some(url.to_string()),
+            None,
+            HostState::Down,
+        ));
     }
 
     /// The fleet: each host's state from `up` and its sample's age (older than `stale_after`
@@ -1241,17 +1249,12 @@ impl FleetBuilder {
         extra.sort();
         for (instance, job, _) in extra {
             self.by_instance.insert(instance.clone(), self.hosts.len());
-            self.hosts.push(Host {
-                host: instance.clone(),
-                instance: Some(instance),
+            self.hosts.push(Host::unheard(
+                instance.clone(),
+                Some(instance),
                 job,
-                state: HostState::Stale,
-                sample_age_seconds: None,
-                driver_version: None,
-                names: None,
-                sample_time: None,
-                devices: Arc::default(),
-            });
+                HostState::Stale,
+            ));
         }
         for host in &mut self.hosts {
             if direct {
@@ -1292,14 +1295,16 @@ impl FleetBuilder {
         }
         for host in &mut self.hosts {
             // A kept host's devices are in order already and stay shared.
-            let in_order = host.devices.is_sorted_by_key(|d| (d.index, d.mig_index))
+            let in_order = host
+                .devices
+                .is_sorted_by_key(|d| (d.identity.index, d.identity.mig_index))
                 && host
                     .devices
                     .iter()
                     .all(|d| d.processes.is_sorted_by_key(|p| p.pid));
             if !in_order {
                 let devices = Arc::make_mut(&mut host.devices);
-                devices.sort_by_key(|d| (d.index, d.mig_index));
+                devices.sort_by_key(|d| (d.identity.index, d.identity.mig_index));
                 for d in devices {
                     d.processes.sort_by_key(|p| p.pid);
                 }
@@ -1330,6 +1335,13 @@ mod tests {
                 .collect(),
             value: (t, Cow::Borrowed(v)),
         }
+    }
+
+    /// A host whose exporter Prometheus scrapes (`up` is 1), its latest sample taken at
+    /// `sample_time` (Unix seconds, as the exporter sends it); both series read at time 100.
+    fn scraped(b: &mut FleetBuilder, host: &[(&str, &str)], sample_time: &str) {
+        b.sample_time(&series(host, 100.0, sample_time), None);
+        b.up(&series(host, 100.0, "1"));
     }
 
     #[test]
@@ -1365,8 +1377,7 @@ mod tests {
         let mut b = FleetBuilder::new();
         for h in ["a", "b"] {
             let host = [("instance", h), ("job", "gpu"), ("hostname", h)];
-            b.sample_time(&series(&host, 100.0, "99"), None);
-            b.up(&series(&host, 100.0, "1"));
+            scraped(&mut b, &host, "99");
         }
         for h in ["a", "b"] {
             if h == "a" && previous.is_some() {
@@ -1430,8 +1441,7 @@ mod tests {
         for i in 0..5 {
             let instance = format!("10.0.0.{i}:9445");
             let host = [("instance", instance.as_str()), ("job", "gpu")];
-            b.sample_time(&series(&host, 100.0, "99"), None);
-            b.up(&series(&host, 100.0, "1"));
+            scraped(&mut b, &host, "99");
         }
         b.take_notes("q");
         // A later series of a host not kept is counted too; one of a kept host is not.
@@ -1525,8 +1535,7 @@ mod tests {
                 ("job", "gpuscope"),
                 ("hostname", name.as_str()),
             ];
-            b.sample_time(&series(&host, 100.0, "99"), None);
-            b.up(&series(&host, 100.0, "1"));
+            scraped(&mut b, &host, "99");
             for g in 0..8 {
                 let index = g.to_string();
                 let uuid = format!("GPU-{h:08x}-{g:04x}-4a3b-9c2d-1e0f2a3b4c5d");
@@ -1579,8 +1588,7 @@ mod tests {
             ("later", "1e12"),
         ] {
             let labels = [("instance", host), ("job", "gpu"), ("hostname", host)];
-            b.sample_time(&series(&labels, 100.0, t), None);
-            b.up(&series(&labels, 100.0, "1"));
+            scraped(&mut b, &labels, t);
             let dev = [("instance", host), ("index", "0")];
             b.device(DeviceField::MemoryFree, &series(&dev, 100.0, "5"), None);
         }
@@ -1823,7 +1831,7 @@ mod tests {
                 broken.memory_used_bytes,
                 broken.memory_free_bytes,
             );
-            assert_eq!(memory, (None, None, None), "{}", broken.id);
+            assert_eq!(memory, (None, None, None), "{}", broken.identity.id);
             assert_eq!(broken.out_of_range.len(), 1);
             assert_eq!(
                 broken.out_of_range[0].family,
@@ -1958,10 +1966,10 @@ mod tests {
         assert_eq!(h.sample_age_seconds, Some(1.0));
         assert_eq!(h.devices.len(), 2);
         let d = &h.devices[1];
-        assert_eq!(d.id, "1");
-        assert_eq!(d.uuid.as_deref(), Some("GPU-b"));
-        assert_eq!(d.name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
-        assert_eq!(d.bus_id.as_deref(), Some("00000000:18:00.0"));
+        assert_eq!(d.identity.id, "1");
+        assert_eq!(d.identity.uuid.as_deref(), Some("GPU-b"));
+        assert_eq!(d.identity.name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(d.identity.bus_id.as_deref(), Some("00000000:18:00.0"));
         assert_eq!(d.memory_used_bytes, Some(1024 << 20));
         assert_eq!(d.memory_free_bytes, Some(80000 << 20));
         assert_eq!(d.gpu_utilization_percent, Some(37));
@@ -2000,7 +2008,13 @@ mod tests {
         let ids: Vec<(&str, Option<u32>, Option<u64>)> = f.hosts[0]
             .devices
             .iter()
-            .map(|d| (d.id.as_str(), d.gpu_instance_id, d.memory_used_bytes))
+            .map(|d| {
+                (
+                    d.identity.id.as_str(),
+                    d.gpu_instance_id,
+                    d.memory_used_bytes,
+                )
+            })
             .collect();
         assert_eq!(
             ids,
@@ -2040,7 +2054,11 @@ mod tests {
         assert_eq!(h.devices.len(), 1);
         let d = &h.devices[0];
         assert_eq!(
-            (d.id.as_str(), d.uuid.as_deref(), d.name.as_deref()),
+            (
+                d.identity.id.as_str(),
+                d.identity.uuid.as_deref(),
+                d.identity.name.as_deref()
+            ),
             ("3", Some("GPU-c0ffee"), Some("Tesla T4"))
         );
         assert_eq!(d.memory_total_bytes, Some(15 << 30));
@@ -2220,7 +2238,13 @@ mod tests {
         let temps: Vec<(&str, Option<u32>, usize)> = f.hosts[0]
             .devices
             .iter()
-            .map(|d| (d.id.as_str(), d.temperature_celsius, d.out_of_range.len()))
+            .map(|d| {
+                (
+                    d.identity.id.as_str(),
+                    d.temperature_celsius,
+                    d.out_of_range.len(),
+                )
+            })
             .collect();
         assert_eq!(
             temps,

@@ -796,7 +796,7 @@ mod tests {
                 (
                     h.host.as_str(),
                     h.instance.as_deref().unwrap_or(""),
-                    h.devices[0].uuid.as_deref(),
+                    h.devices[0].identity.uuid.as_deref(),
                     h.devices[0].memory_free_bytes,
                 )
             })
@@ -851,7 +851,11 @@ mod tests {
         assert_eq!(d.out_of_range[0].family, "DCGM_FI_DEV_GPU_UTIL");
         let d = &f.hosts[1].devices[0];
         assert_eq!(
-            (d.id.as_str(), d.temperature_celsius, d.memory_total_bytes),
+            (
+                d.identity.id.as_str(),
+                d.temperature_celsius,
+                d.memory_total_bytes
+            ),
             ("2", Some(61), Some(15 << 30))
         );
     }

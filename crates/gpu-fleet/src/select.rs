@@ -41,11 +41,11 @@ impl FleetSelection {
 /// The leaf devices of a host: MIG devices stand for their GPU.
 fn leaves(h: &Host) -> impl Iterator<Item = &FleetDevice> {
     h.devices.iter().filter(move |d| {
-        d.mig_index.is_some()
+        d.identity.mig_index.is_some()
             || !h
                 .devices
                 .iter()
-                .any(|m| m.mig_index.is_some() && m.index == d.index)
+                .any(|m| m.identity.mig_index.is_some() && m.identity.index == d.identity.index)
     })
 }
 
@@ -82,12 +82,12 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
             continue;
         }
         for d in leaves(h) {
-            let id = match d.mig_index {
+            let id = match d.identity.mig_index {
                 Some(index) => DeviceId::Mig {
-                    parent: d.index,
+                    parent: d.identity.index,
                     index,
                 },
-                None => DeviceId::Gpu(d.index),
+                None => DeviceId::Gpu(d.identity.index),
             };
             let memory_as_free = d
                 .processes
@@ -116,7 +116,7 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
             figures.push(Figures {
                 id,
                 cuda_index: None,
-                uuid: d.uuid.clone(),
+                uuid: d.identity.uuid.clone(),
                 memory_total: d.memory_total_bytes,
                 memory_used: d.memory_used_bytes,
                 memory_free: d.memory_free_bytes,
@@ -127,7 +127,7 @@ pub fn select(fleet: &Fleet, criteria: &Criteria) -> Result<FleetSelection, gpu_
                 // The exporter does not publish health yet: unknown.
                 attention: None,
             });
-            names.push(format!("{host_name}:{}", d.id));
+            names.push(format!("{host_name}:{}", d.identity.id));
         }
     }
     Ok(FleetSelection {
@@ -147,7 +147,7 @@ mod tests {
     /// identifiers show), 10% busy, with one process of `user` holding 30 GiB.
     fn device(id: &str, free_gib: u64, user: &str) -> FleetDevice {
         let mut d = testkit::device(id, Some(free_gib << 30), Some(10));
-        d.uuid = Some(format!("GPU-{id}-{free_gib}"));
+        d.identity.uuid = Some(format!("GPU-{id}-{free_gib}"));
         d.memory_utilization_percent = Some(10);
         d.processes = vec![FleetProcess {
             used_memory_bytes: Some(30 << 30),

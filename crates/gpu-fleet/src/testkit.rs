@@ -3,6 +3,8 @@
 //! values. Each test module changes what its assertions depend on (free memory, utilization,
 //! its processes, the UUID) and says so where it builds its fleet.
 
+use gpu_devices::DeviceIdentity;
+
 use crate::model::{Fleet, FleetDevice, FleetProcess, Host, HostState, JSON_SCHEMA};
 
 /// An H100 80 GB that is up: `id` is `N` for GPU N or `N:M` for its MIG device M, the UUID
@@ -19,12 +21,14 @@ pub fn device(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDevice {
     };
     const TOTAL: u64 = 80 << 30;
     FleetDevice {
-        id: id.into(),
-        index,
-        mig_index,
-        name: Some("NVIDIA H100 80GB HBM3".into()),
-        uuid: Some(format!("GPU-{id}")),
-        bus_id: None,
+        identity: DeviceIdentity {
+            id: id.into(),
+            index,
+            mig_index,
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            uuid: Some(format!("GPU-{id}")),
+            bus_id: None,
+        },
         up: Some(true),
         memory_total_bytes: Some(TOTAL),
         memory_used_bytes: free.map(|f| TOTAL - f.min(TOTAL)),
@@ -86,7 +90,10 @@ pub fn fleet(hosts: Vec<Host>) -> Fleet {
 /// A [`device`] with one process: `user<N>`'s PID 100 + N on GPU N.
 pub fn device_with_process(id: &str, free: Option<u64>, util: Option<u32>) -> FleetDevice {
     let mut d = device(id, free, util);
-    d.processes = vec![process(100 + d.index, &format!("user{}", d.index))];
+    d.processes = vec![process(
+        100 + d.identity.index,
+        &format!("user{}", d.identity.index),
+    )];
     d
 }
 

@@ -92,7 +92,7 @@ pub fn out_of_range_line(h: &Host, d: &FleetDevice, n: &OutOfRange) -> String {
     format!(
         "{}:{}: {what} {value} is out of range ({}): {outcome}",
         escape_control(&h.host),
-        escape_control(&d.id),
+        escape_control(&d.identity.id),
         n.expected
     )
 }

@@ -184,14 +184,14 @@ pub fn render(
     let name_width = args.name_width.unwrap_or_else(|| {
         view.devices
             .iter()
-            .map(|d| text(d.name.as_deref()).chars().count())
+            .map(|d| text(d.identity.name.as_deref()).chars().count())
             .max()
             .unwrap_or(0)
     });
     let id_width = view
         .devices
         .iter()
-        .map(|d| d.id.chars().count() + 2)
+        .map(|d| d.identity.id.chars().count() + 2)
         .max()
         .unwrap_or(0);
     for d in &view.devices {
@@ -240,12 +240,12 @@ fn device_pieces(
     };
     let mut pieces: Vec<Piece> = vec![
         (
-            format!("{:<id_width$}", format!("[{}]", d.id)),
+            format!("{:<id_width$}", format!("[{}]", d.identity.id)),
             fg(AnsiColor::Cyan),
         ),
         (" ".into(), plain),
         (
-            fit_name(&text(d.name.as_deref()), name_width),
+            fit_name(&text(d.identity.name.as_deref()), name_width),
             fg(AnsiColor::Blue),
         ),
         (if name_width == 0 { "| " } else { " | " }.into(), plain),

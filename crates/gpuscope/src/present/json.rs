@@ -5,7 +5,7 @@
 //! `null` too, with the failure listed in the device's `errors`.
 
 use gpu_backend::DeviceId;
-use gpu_devices::{DeviceSnapshot, Na};
+use gpu_devices::{DeviceIdentity, DeviceSnapshot, Na};
 use gpu_processes::{GpuProcess, ProcessCollector};
 use serde::Serialize;
 
@@ -54,15 +54,9 @@ pub struct DeviceView {
     /// The device, for joining processes; not printed.
     #[serde(skip)]
     pub device: DeviceId,
-    /// `"3"` or `"3:1"`.
-    pub id: String,
-    /// Index of the physical GPU.
-    pub index: u32,
-    /// MIG slot, for a MIG device.
-    pub mig_index: Option<u32>,
-    pub name: Option<String>,
-    pub uuid: Option<String>,
-    pub bus_id: Option<String>,
+    /// Who the device is: `id`, `index`, `mig_index`, `name`, `uuid`, `bus_id`.
+    #[serde(flatten)]
+    pub identity: DeviceIdentity,
     pub memory_total_bytes: Option<u64>,
     pub memory_used_bytes: Option<u64>,
     pub memory_free_bytes: Option<u64>,
@@ -456,15 +450,7 @@ fn device_view(d: &DeviceSnapshot) -> DeviceView {
     let util = d.utilization.value().copied();
     DeviceView {
         device: d.id,
-        id: d.id.to_string(),
-        index: d.id.physical_index(),
-        mig_index: match d.id {
-            DeviceId::Mig { index, .. } => Some(index),
-            DeviceId::Gpu(_) => None,
-        },
-        name: d.name.value().cloned(),
-        uuid: d.uuid.value().cloned(),
-        bus_id: d.pci.value().map(|p| p.bus_id.clone()),
+        identity: DeviceIdentity::of(d),
         memory_total_bytes: memory.map(|m| m.total),
         memory_used_bytes: memory.map(|m| m.used),
         memory_free_bytes: memory.map(|m| m.free),

@@ -862,7 +862,7 @@ pub fn render_as(
     let rows: Vec<Row<'_>> = view
         .devices
         .iter()
-        .filter(|d| d.mig_index.is_none())
+        .filter(|d| d.identity.mig_index.is_none())
         .filter_map(|d| raw.iter().find(|r| r.id == d.device))
         .map(|dev| Row { view, dev, count })
         .collect();
@@ -886,8 +886,8 @@ pub fn render_apps(
     let gpus: Vec<u32> = view
         .devices
         .iter()
-        .filter(|d| d.mig_index.is_none())
-        .map(|d| d.index)
+        .filter(|d| d.identity.mig_index.is_none())
+        .map(|d| d.identity.index)
         .collect();
     let rows: Vec<AppRow<'_>> = snaps
         .processes

@@ -264,9 +264,9 @@ fn keep_ids(mut view: SnapshotView, ids: &[String]) -> Result<SnapshotView, Usag
         let found = view
             .devices
             .iter()
-            .filter(|d| d.mig_index.is_none())
+            .filter(|d| d.identity.mig_index.is_none())
             .find(|d| matches_id(d, id))
-            .map(|d| d.index)
+            .map(|d| d.identity.index)
             .ok_or_else(|| {
                 UsageError(format!(
                     "No devices were found: no GPU has the id {:?} (an index, a UUID or a PCI \
@@ -278,9 +278,13 @@ fn keep_ids(mut view: SnapshotView, ids: &[String]) -> Result<SnapshotView, Usag
             keep.push(found);
         }
     }
-    view.devices.retain(|d| keep.contains(&d.index));
-    view.devices
-        .sort_by_key(|d| (keep.iter().position(|&k| k == d.index), d.mig_index));
+    view.devices.retain(|d| keep.contains(&d.identity.index));
+    view.devices.sort_by_key(|d| {
+        (
+            keep.iter().position(|&k| k == d.identity.index),
+            d.identity.mig_index,
+        )
+    });
     Ok(view)
 }
 
@@ -288,9 +292,10 @@ fn keep_ids(mut view: SnapshotView, ids: &[String]) -> Result<SnapshotView, Usag
 /// without the domain's leading zeros, case aside).
 fn matches_id(d: &crate::present::json::DeviceView, id: &str) -> bool {
     if id.bytes().all(|b| b.is_ascii_digit()) {
-        return id.parse::<u32>().is_ok_and(|i| i == d.index);
+        return id.parse::<u32>().is_ok_and(|i| i == d.identity.index);
     }
-    if d.uuid
+    if d.identity
+        .uuid
         .as_deref()
         .is_some_and(|u| u.eq_ignore_ascii_case(id))
     {
@@ -303,7 +308,7 @@ fn matches_id(d: &crate::present::json::DeviceView, id: &str) -> bool {
             rest.to_ascii_lowercase(),
         ))
     };
-    match (d.bus_id.as_deref().and_then(norm), norm(id)) {
+    match (d.identity.bus_id.as_deref().and_then(norm), norm(id)) {
         (Some(a), Some(b)) => a == b,
         _ => false,
     }
@@ -359,10 +364,10 @@ fn raws_of<'a>(
 fn list(view: &SnapshotView, raw: &[DeviceSnapshot]) -> String {
     let mut out = String::new();
     for d in &view.devices {
-        let uuid = d.uuid.as_deref().unwrap_or("N/A");
-        let name = d.name.as_deref().unwrap_or("N/A");
-        let line = match d.mig_index {
-            None => format!("GPU {}: {name} (UUID: {uuid})", d.index),
+        let uuid = d.identity.uuid.as_deref().unwrap_or("N/A");
+        let name = d.identity.name.as_deref().unwrap_or("N/A");
+        let line = match d.identity.mig_index {
+            None => format!("GPU {}: {name} (UUID: {uuid})", d.identity.index),
             Some(m) => {
                 // A MIG device's name is "NVIDIA H100 80GB HBM3 MIG 3g.40gb": its profile is
                 // the name's last word.
@@ -409,18 +414,21 @@ fn gpu_trees(
 ) -> Vec<(String, Vec<tree::Node>)> {
     view.devices
         .iter()
-        .filter(|d| d.mig_index.is_none())
+        .filter(|d| d.identity.mig_index.is_none())
         .filter_map(|d| {
             let raw = raw_of(&snaps.devices, d.device)?;
-            let procs = process_lines(snaps, d.index);
+            let procs = process_lines(snaps, d.identity.index);
             let migs = raws_of(view, &snaps.devices, |m| {
-                m.index == d.index && m.mig_index.is_some()
+                m.identity.index == d.identity.index && m.identity.mig_index.is_some()
             });
             let nodes = tree::keep_sections(
                 tree::gpu(raw, &migs, procs.as_deref(), view.driver_version.as_deref()),
                 &a.display,
             );
-            Some((d.bus_id.clone().unwrap_or_else(|| "N/A".into()), nodes))
+            Some((
+                d.identity.bus_id.clone().unwrap_or_else(|| "N/A".into()),
+                nodes,
+            ))
         })
         .collect()
 }
@@ -459,7 +467,7 @@ fn attached(snaps: &gpu_processes::Snapshots) -> usize {
 
 /// No option: nvidia-smi's summary table.
 fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
-    let gpus = raws_of(view, &snaps.devices, |d| d.mig_index.is_none());
+    let gpus = raws_of(view, &snaps.devices, |d| d.identity.mig_index.is_none());
     let mut rows = Vec::new();
     let mut unknown = false;
     for d in &gpus {
@@ -472,7 +480,7 @@ fn summary(view: &SnapshotView, snaps: &gpu_processes::Snapshots) -> String {
             })),
         }
     }
-    let migs = raws_of(view, &snaps.devices, |d| d.mig_index.is_some());
+    let migs = raws_of(view, &snaps.devices, |d| d.identity.mig_index.is_some());
     table::render(
         &ctime(view.time_unix_ms),
         view.driver_version.as_deref().unwrap_or("N/A"),

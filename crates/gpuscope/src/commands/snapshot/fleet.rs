@@ -145,9 +145,9 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
         }
     }
     for (h, d) in rows(fleet, key) {
-        let label = match d.mig_index {
-            None => d.id.clone(),
-            Some(_) => format!(" {}", d.id),
+        let label = match d.identity.mig_index {
+            None => d.identity.id.clone(),
+            Some(_) => format!(" {}", d.identity.id),
         };
         let state = device_state(h, d).map_or_else(|| state_text(h), str::to_string);
         let [temperature, fan, memory] = device_cells(
@@ -162,7 +162,7 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
             hostname(h),
             label,
             state,
-            truncate(&text(d.name.as_deref()), 28),
+            truncate(&text(d.identity.name.as_deref()), 28),
             temperature,
             fan,
             power_cell(d.power_usage_watts, d.power_limit_watts),
@@ -198,7 +198,7 @@ pub fn render_text(fleet: &Fleet, key: SortKey) -> String {
                 out,
                 "{:<w$} {:<5} {:>8} {:>10} {:<12} {}",
                 hostname(h),
-                d.id,
+                d.identity.id,
                 p.pid,
                 process_mib(p.used_memory_bytes),
                 truncate(&text(p.user.as_deref()), 12),

@@ -51,7 +51,11 @@ pub fn render_text(s: &SnapshotView, colour: bool) -> String {
     let bold = Style::new().bold();
     let red = Style::new().fg_color(Some(AnsiColor::Red.into()));
     let mut out = String::new();
-    let gpus = s.devices.iter().filter(|d| d.mig_index.is_none()).count();
+    let gpus = s
+        .devices
+        .iter()
+        .filter(|d| d.identity.mig_index.is_none())
+        .count();
     let _ = writeln!(
         out,
         "gpuscope snapshot ({})  driver {}  CUDA {}  {} GPU{}",
@@ -79,9 +83,9 @@ pub fn render_text(s: &SnapshotView, colour: bool) -> String {
         colour,
     );
     for d in &s.devices {
-        let label = match d.mig_index {
-            None => d.id.clone(),
-            Some(_) => format!(" {}", d.id),
+        let label = match d.identity.mig_index {
+            None => d.identity.id.clone(),
+            Some(_) => format!(" {}", d.identity.id),
         };
         let mem_pct = match (d.memory_used_bytes, d.memory_total_bytes) {
             (Some(u), Some(t)) if t > 0 && u <= t => format!("{}%", (u * 100 + t / 2) / t),
@@ -93,7 +97,7 @@ pub fn render_text(s: &SnapshotView, colour: bool) -> String {
             d.memory_used_bytes,
             d.memory_total_bytes,
         );
-        let mig = match (d.mig_index, d.mig_mode) {
+        let mig = match (d.identity.mig_index, d.mig_mode) {
             (Some(_), _) => format!("{}/{}", na(d.gpu_instance_id), na(d.compute_instance_id)),
             (None, Some(true)) => "On".into(),
             (None, Some(false)) => "Off".into(),
@@ -104,8 +108,8 @@ pub fn render_text(s: &SnapshotView, colour: bool) -> String {
             format_args!(
                 "{:<5} {:<34} {:<17} {:>5} {:>4} {:>15} {:>24} {:>4} {:>5} {:>4}",
                 label,
-                truncate(&text(d.name.as_deref()), 34),
-                text(d.bus_id.as_deref()),
+                truncate(&text(d.identity.name.as_deref()), 34),
+                text(d.identity.bus_id.as_deref()),
                 temperature,
                 fan,
                 power_cell(d.power_usage_watts, d.power_limit_watts),
@@ -173,7 +177,7 @@ pub fn render_text(s: &SnapshotView, colour: bool) -> String {
         let _ = writeln!(
             out,
             "{:<5} {:>8} {:<4} {:>10} {:<12} {}",
-            d.id,
+            d.identity.id,
             p.pid,
             p.kind,
             process_mib(p.used_memory_bytes),
@@ -203,8 +207,8 @@ fn unknown_process_lists(s: &SnapshotView) -> Vec<(String, Vec<String>)> {
             .find(|e| e.field.ends_with("_processes"))
             .map_or("unknown reason", |e| e.error.as_str());
         match groups.iter_mut().find(|(r, _)| r == reason) {
-            Some((_, ids)) => ids.push(d.id.clone()),
-            None => groups.push((reason.to_string(), vec![d.id.clone()])),
+            Some((_, ids)) => ids.push(d.identity.id.clone()),
+            None => groups.push((reason.to_string(), vec![d.identity.id.clone()])),
         }
     }
     groups

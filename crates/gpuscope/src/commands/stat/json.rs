@@ -12,7 +12,7 @@ pub fn gpustat_json(view: &SnapshotView, processes: bool) -> Value {
     let gpus: Vec<Value> = view
         .devices
         .iter()
-        .filter(|d| d.mig_index.is_none())
+        .filter(|d| d.identity.mig_index.is_none())
         .map(|d| gpu_json(d, processes))
         .collect();
     json!({
@@ -63,9 +63,9 @@ fn gpu_json(d: &DeviceView, processes: bool) -> Value {
         ),
     };
     json!({
-        "index": d.index,
-        "uuid": d.uuid,
-        "name": d.name,
+        "index": d.identity.index,
+        "uuid": d.identity.uuid,
+        "name": d.identity.name,
         "temperature.gpu": d.temperature_celsius,
         "fan.speed": d.fan_speed_percent,
         "utilization.gpu": d.gpu_utilization_percent,

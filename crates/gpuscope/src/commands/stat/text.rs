@@ -174,11 +174,11 @@ pub fn render(
     let gpus: Vec<&DeviceView> = view
         .devices
         .iter()
-        .filter(|d| d.mig_index.is_none())
+        .filter(|d| d.identity.mig_index.is_none())
         .collect();
     let names: Vec<String> = gpus
         .iter()
-        .map(|d| escape_control(d.name.as_deref().unwrap_or("??")).into_owned())
+        .map(|d| escape_control(d.identity.name.as_deref().unwrap_or("??")).into_owned())
         .collect();
     let name_width = opts
         .name_width
@@ -210,7 +210,7 @@ pub fn render(
             let mig = view
                 .devices
                 .iter()
-                .filter(|m| m.mig_index.is_some() && m.index == d.index)
+                .filter(|m| m.identity.mig_index.is_some() && m.identity.index == d.identity.index)
                 .filter_map(|m| m.processes.as_ref())
                 .flatten();
             let mut all: Vec<&ProcessView> = Vec::new();
@@ -249,7 +249,7 @@ fn gpu_line(
 ) -> String {
     let n = p.normal();
     let below = |v: Option<u32>, limit: u32| v.map(|v| v < limit);
-    let mut s = format!("{}[{}]{n} ", p.c(CYAN), d.index);
+    let mut s = format!("{}[{}]{n} ", p.c(CYAN), d.identity.index);
     if name_width != 0 {
         let name = shorten_left(name, name_width);
         s += &format!("{}{name:<name_width$}{n} |", p.c(BLUE));

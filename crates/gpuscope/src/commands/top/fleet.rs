@@ -568,9 +568,9 @@ fn row_line(app: &FleetApp, fleet: &Fleet, row: Row) -> Line<'static> {
 }
 
 fn device_line(app: &FleetApp, host: &Host, host_name: &str, d: &FleetDevice) -> Line<'static> {
-    let label = match d.mig_index {
-        None => escape_control(&d.id).into_owned(),
-        Some(_) => format!(" {}", escape_control(&d.id)),
+    let label = match d.identity.mig_index {
+        None => escape_control(&d.identity.id).into_owned(),
+        Some(_) => format!(" {}", escape_control(&d.identity.id)),
     };
     let (state, state_style) = match (host.state, device_state(host, d)) {
         (_, Some("LOST")) => ("LOST".to_string(), app.style(Color::Red)),
@@ -591,7 +591,10 @@ fn device_line(app: &FleetApp, host: &Host, host_name: &str, d: &FleetDevice) ->
     } else {
         " ".repeat(HOST_W)
     };
-    let name = truncate(&escape_control(d.name.as_deref().unwrap_or("N/A")), 28);
+    let name = truncate(
+        &escape_control(d.identity.name.as_deref().unwrap_or("N/A")),
+        28,
+    );
     let [temperature, fan, memory] = device_cells(
         d.temperature_celsius,
         d.fan_speed_percent,
@@ -630,7 +633,7 @@ fn process_line(app: &FleetApp, d: &FleetDevice, p: &FleetProcess, last: bool) -
         Span::raw(format!(
             "{:hw$} {:<5} {branch} ",
             "",
-            escape_control(&d.id),
+            escape_control(&d.identity.id),
             hw = HOST_W
         )),
         Span::raw(format!(
@@ -843,7 +846,7 @@ mod tests {
         let mut f = fleet();
         f.hosts[0].host = host.into();
         let d = &mut std::sync::Arc::make_mut(&mut f.hosts[0].devices)[0];
-        d.name = Some(gpu.into());
+        d.identity.name = Some(gpu.into());
         d.processes[0].command = Some(command.into());
         f
     }
