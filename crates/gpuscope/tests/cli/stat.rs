@@ -163,13 +163,8 @@ fn the_header_is_local_time_as_gpustat_writes_it() {
 /// gpustat shows whole GPUs: a MIG device's processes are on its GPU's line.
 #[test]
 fn mig_processes_are_on_their_gpus_line() {
-    let mig = stat(&[
-        "--fixture",
-        &cli::fixture("h100-mig"),
-        "--frame",
-        "18",
-        "-cp",
-    ]);
+    let fixture = cli::fixture("h100-mig");
+    let mig = stat(&["--fixture", &fixture, "--frame", "18", "-cp"]);
     let lines: Vec<&str> = mig.lines().collect();
     assert_eq!(lines.len(), 2, "{mig}");
     assert!(
@@ -179,16 +174,9 @@ fn mig_processes_are_on_their_gpus_line() {
         "{mig}"
     );
     // A MIG device's id keeps its GPU's line; an id that names no device is refused.
-    let fixture = cli::fixture("h100-mig");
     let one = stat(&["--fixture", &fixture, "--frame", "18", "-cp", "--id", "0:1"]);
     assert_eq!(one, mig);
-    let out = cli::run(&[
-        "stat",
-        "--fixture",
-        &cli::fixture("h100-mig"),
-        "--id",
-        "0:9",
-    ]);
+    let out = cli::run(&["stat", "--fixture", &fixture, "--id", "0:9"]);
     cli::assert_usage_error(&out, "--id 0:9", "0:9");
 }
 
