@@ -45,6 +45,8 @@ import os
 import subprocess
 import sys
 
+from fake_nvml_env import fake_nvml_env
+
 # The queries the table gained after fixtures/h100-real.json was recorded (issue 22): a
 # recording made before answers them "not recorded".
 ADDED_AFTER_H100_REAL = {
@@ -349,13 +351,8 @@ def main():
             problems.append(
                 f"frame: the answers' energy counter fits frame {fit}, not the pinned {a.frame}")
 
-    env = dict(os.environ)
-    env.pop("FAKE_NVML_LIB", None)
-    env["GPUSCOPE_FAKE_NVML_FIXTURE"] = os.path.abspath(a.fixture)
-    env["GPUSCOPE_FAKE_NVML_FRAME"] = str(a.frame)
-    env["REAL_HARDWARE_ANSWERS"] = os.path.abspath(a.answers)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        x for x in (a.lib_dir, os.environ.get("LD_LIBRARY_PATH")) if x)
+    env = fake_nvml_env(a.lib_dir, a.fixture, a.frame,
+                        REAL_HARDWARE_ANSWERS=os.path.abspath(a.answers))
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--lib-dir",
                         a.lib_dir, "--fixture", a.fixture, "--answers", a.answers],
                        env=env, capture_output=True, text=True, timeout=300)
