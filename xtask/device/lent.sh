@@ -1,4 +1,5 @@
-# What device.sh and h36.sh share on a lent GPU machine. Sourced, with the run's name:
+# What device.sh, h36.sh and oneshots.sh share on a lent GPU machine. Sourced, with the run's
+# name:
 #   HERE=$(cd "$(dirname "$0")" && pwd); . "$HERE/lent.sh" NAME
 # It sets OUT (default /tmp/out: where the packed results go), W (a scratch folder), K (the
 # carried devkit: $DEVKIT, default devkit/) and B (its bin/), copies all that follows to
