@@ -11,16 +11,13 @@
 # nvitop, nvitop-exporter, gpustat and nvidia-smi, idle and under load. It never changes the
 # GPU's settings. Results under $OUT (default /tmp/out), packed in one file.
 set -u
-OUT=${OUT:-/tmp/out}; W=$(mktemp -d); mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
-K=${DEVKIT:-$PWD/devkit}; B=$K/bin
-chmod +x "$B"/* 2>/dev/null
-exec > >(tee "$W/device.log") 2>&1
+. "$HERE/lent.sh" device
 echo "== machine"; date -u; uname -a; nproc; nvidia-smi -L
 nvidia-smi --query-gpu=name,driver_version,pstate,power.draw,power.limit,clocks.sm,mig.mode.current --format=csv
 python3 --version; python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())' 2>&1 | tail -1
 echo "== peers"
-python3 -m venv "$W/venv" && "$W/venv/bin/pip" install -q --no-index --find-links "$K/wheels" nvitop nvitop-exporter gpustat 2>&1 | tail -2
+peers_venv
 echo "== doctor, idle then under load"
 timeout 60 "$B/gpuscope-new" doctor --events-for 3s > "$W/doctor-idle.txt" 2>&1; echo "doctor exit $?"
 python3 "$HERE/spin.py" 40 6 > "$W/spin.log" 2>&1 &
@@ -32,10 +29,6 @@ kill $SPIN; wait $SPIN 2>/dev/null
 echo "== one snapshot with its NVML calls"
 timeout 60 "$B/gpuscope-new" -vv snapshot --json > "$W/snapshot.json" 2> "$W/snapshot-vv.log"; echo "exit $?"
 echo "== side by side"
-builds=(--gpuscope "new=$B/gpuscope-new")
-[ -x "$B/gpuscope-main" ] && builds+=(--gpuscope "main=$B/gpuscope-main")
-timeout "${MEASURE_TIMEOUT:-420}" python3 "$HERE/measure.py" "${builds[@]}" --floor "$B/oneshot-floor" \
-  --venv "$W/venv" --out "$W/measure" --runs "${RUNS:-10}" --window "${WINDOW:-15}" --warmup 3 --load
-echo "measure exit $?"
+measure 420
 date -u
-cd "$W" && tar czf "$OUT/device.tgz" --exclude venv . && ls -la "$OUT"
+pack device

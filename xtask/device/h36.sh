@@ -19,11 +19,8 @@
 #      smi-cost.sh (the one-shots against nvidia-smi's).
 # It never changes the GPU's settings. Results under $OUT (default /tmp/out) in one file.
 set -u
-OUT=${OUT:-/tmp/out}; W=$(mktemp -d); mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
-K=${DEVKIT:-$PWD/devkit}; B=$K/bin
-chmod +x "$B"/* 2>/dev/null
-exec > >(tee "$W/h36.log") 2>&1
+. "$HERE/lent.sh" h36
 echo "== machine"; date -u; uname -a; nproc; nvidia-smi -L; uptime
 nvidia-smi --query-gpu=name,driver_version,pstate,power.draw --format=csv
 
@@ -67,13 +64,9 @@ else
 fi
 
 echo "== 5. per-thread CPU, one-shots, viewers and exporters beside the peers"
-python3 -m venv "$W/venv" && "$W/venv/bin/pip" install -q --no-index --find-links "$K/wheels" nvitop nvitop-exporter gpustat 2>&1 | tail -2
-builds=(--gpuscope "new=$B/gpuscope-new")
-[ -x "$B/gpuscope-main" ] && builds+=(--gpuscope "main=$B/gpuscope-main")
-timeout "${MEASURE_TIMEOUT:-300}" python3 "$HERE/measure.py" "${builds[@]}" --floor "$B/oneshot-floor" \
-  --venv "$W/venv" --out "$W/measure" --runs "${RUNS:-10}" --window "${WINDOW:-15}" --warmup 3 --load
-echo "measure exit $?"
+peers_venv
+measure 300
 echo "== the one-shots against nvidia-smi"
 timeout 120 bash "$HERE/smi-cost.sh" "new=$B/gpuscope-new" $([ -x "$B/gpuscope-main" ] && echo "main=$B/gpuscope-main")
 date -u
-cd "$W" && tar czf "$OUT/h36.tgz" --exclude venv . && ls -la "$OUT"
+pack h36

@@ -12,10 +12,8 @@
 #   smi-cost.sh: the one-shots of both builds beside nvidia-smi's.
 # It never changes the GPU's settings.
 set -u
-OUT=${OUT:-/tmp/out}; W=$(mktemp -d); mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
-B=${DEVKIT:-$PWD/devkit}/bin; chmod +x "$B"/* 2>/dev/null
-exec > >(tee "$W/oneshots.log") 2>&1
+. "$HERE/lent.sh" oneshots
 echo "== machine"; date -u; nvidia-smi -L; uptime
 nvidia-smi -q > "$W/nvidia-smi-q.txt"; nvidia-smi -q -x > "$W/nvidia-smi-q-x.xml"
 "$B/gpuscope-new" smi -q > "$W/gpuscope-smi-q.txt" 2>&1
@@ -35,4 +33,4 @@ grep -n -A4 "^  FAIL\|^  warn" "$W/doctor-timeline-smi.txt" | head -20
 echo "== the one-shots against nvidia-smi"
 ROUNDS=${ROUNDS:-15} timeout 240 bash "$HERE/smi-cost.sh" "new=$B/gpuscope-new" "main=$B/gpuscope-main"
 date -u
-cd "$W" && tar czf "$OUT/oneshots.tgz" . && ls -la "$OUT"
+pack oneshots

@@ -27,6 +27,8 @@ import os
 import subprocess
 import sys
 
+from fake_nvml_env import fake_nvml_env
+
 FIELDS = [
     "index", "uuid", "name", "temperature.gpu", "fan.speed", "utilization.gpu",
     "utilization.enc", "utilization.dec", "power.draw", "enforced.power.limit",
@@ -59,12 +61,8 @@ def main():
         name = os.path.basename(fixture)
         bad_before = mismatches
         for frame in frames_of(fixture):
-            env = dict(os.environ)
-            env["LD_LIBRARY_PATH"] = a.lib_dir
-            env["GPUSCOPE_FAKE_NVML_FIXTURE"] = os.path.abspath(fixture)
-            env["GPUSCOPE_FAKE_NVML_FRAME"] = str(frame)
             try:
-                theirs = run_json([a.gpustat, "--json"], env)
+                theirs = run_json([a.gpustat, "--json"], fake_nvml_env(a.lib_dir, fixture, frame))
             except RuntimeError as e:
                 if "pyNVML version does not match" not in str(e):
                     raise

@@ -45,6 +45,8 @@ import sys
 import tempfile
 import time
 
+from fake_nvml_env import fake_nvml_env
+
 # The option sets compared on every frame, and those compared on the middle frame only (to
 # keep the check to seconds).
 EVERY_FRAME = [[], ["-a"], ["-af"]]
@@ -157,8 +159,7 @@ def with_sleepers(doc, workdir, name):
 
 
 def gpustat_outputs(a, fixture, frame, option_sets):
-    env = dict(os.environ, LD_LIBRARY_PATH=a.lib_dir, GPUSCOPE_FAKE_NVML_FIXTURE=fixture,
-               GPUSCOPE_FAKE_NVML_FRAME=str(frame), TZ=TZ, TERM="xterm-256color")
+    env = fake_nvml_env(a.lib_dir, fixture, frame, TZ=TZ, TERM="xterm-256color")
     out = subprocess.run([a.python, "-c", GPUSTAT_RUNNER, json.dumps(option_sets)], env=env,
                          capture_output=True, text=True, timeout=120)
     if out.returncode != 0:

@@ -34,6 +34,8 @@ import re
 import subprocess
 import sys
 
+from fake_nvml_env import fake_nvml_env
+
 # gpu-lost.json's GPU 2, lost from frame 15 on (its memory N/A), by index and by UUID.
 LOST = ("2", "GPU-0ef181f3-26da-5f79-dc3b-845c3cd31154")
 
@@ -147,11 +149,8 @@ def scenario_env(lib_dir, root, scenario):
         env.pop(name)
     if scenario[3] is not None:
         env["CUDA_VISIBLE_DEVICES"] = scenario[3]
-    nvml = dict(env)
-    nvml["LD_LIBRARY_PATH"] = lib_dir
-    nvml["GPUSCOPE_FAKE_NVML_FIXTURE"] = os.path.join(root, "fixtures", scenario[1] + ".json")
-    nvml["GPUSCOPE_FAKE_NVML_FRAME"] = str(scenario[2])
-    return env, nvml
+    fixture = os.path.join(root, "fixtures", scenario[1] + ".json")
+    return env, fake_nvml_env(lib_dir, fixture, scenario[2], base=env)
 
 
 def run_nvisel(lib_dir, root, scenario):

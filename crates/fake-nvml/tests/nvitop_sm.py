@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from fake_nvml_env import fake_nvml_env
+
 RECORDED_PID = 512
 TOLERANCE = 3
 
@@ -81,14 +83,7 @@ def main():
             path = os.path.join(tmp, "h100-real-stand-in.json")
             with open(path, "w") as f:
                 json.dump(doc, f)
-            env = dict(os.environ)
-            env.update(
-                GPUSCOPE_FAKE_NVML_FIXTURE=path,
-                GPUSCOPE_FAKE_NVML_FRAME=str(args.frame),
-                LD_LIBRARY_PATH=args.lib_dir,
-                COLUMNS="200",
-                LINES="60",
-            )
+            env = fake_nvml_env(args.lib_dir, path, args.frame, COLUMNS="200", LINES="60")
             out = subprocess.run(
                 [args.nvitop, "-1"], env=env, capture_output=True, text=True, timeout=120
             )

@@ -33,6 +33,8 @@ import os
 import subprocess
 import sys
 
+from fake_nvml_env import fake_nvml_env
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # What nvitop cannot show as the fixture records it, and what it shows instead. Keys are used in
@@ -258,13 +260,7 @@ def main():
         with open(path) as f:
             fixture = json.load(f)
         name = fixture["meta"]["name"]
-        base = dict(os.environ)
-        base.pop("GPUSCOPE_FAKE_NVML_FRAME", None)
-        base.pop("FAKE_NVML_LIB", None)
-        base["GPUSCOPE_FAKE_NVML_FIXTURE"] = os.path.abspath(path)
-        base["LD_LIBRARY_PATH"] = os.pathsep.join(
-            x for x in (a.lib_dir, os.environ.get("LD_LIBRARY_PATH")) if x
-        )
+        base = fake_nvml_env(a.lib_dir, path)
         checks = 0
         failures = []
         exceptions = set()

@@ -45,6 +45,8 @@ import os
 import subprocess
 import sys
 
+from fake_nvml_env import fake_nvml_env
+
 # The queries the table gained after fixtures/h100-real.json was recorded (issue 22): a
 # recording made before answers them "not recorded".
 ADDED_AFTER_H100_REAL = {
@@ -135,52 +137,69 @@ def query_table(pynvml):
         dev(f"DeviceGetClockInfo({short})", lambda h, c=c: n.nvmlDeviceGetClockInfo(h, c),
             ("dynamic", "clocks", key), True)
 
+    # The queries pynvml asks as nvml<query>(handle), by the fixture field that holds the
+    # answer: those whose answer does not change while a program runs, and those whose does.
     static_plain = {
-        "DeviceGetAccountingMode": ("nvmlDeviceGetAccountingMode", "accounting_mode"),
-        "DeviceGetArchitecture": ("nvmlDeviceGetArchitecture", "architecture"),
-        "DeviceGetBoardId": ("nvmlDeviceGetBoardId", "board_id"),
-        "DeviceGetBoardPartNumber": ("nvmlDeviceGetBoardPartNumber", "board_part_number"),
-        "DeviceGetBrand": ("nvmlDeviceGetBrand", "brand"),
-        "DeviceGetComputeMode": ("nvmlDeviceGetComputeMode", "compute_mode"),
-        "DeviceGetCudaComputeCapability": (
-            "nvmlDeviceGetCudaComputeCapability", "cuda_compute_capability"),
-        "DeviceGetDisplayActive": ("nvmlDeviceGetDisplayActive", "display_active"),
-        "DeviceGetDisplayMode": ("nvmlDeviceGetDisplayMode", "display_mode"),
-        "DeviceGetDriverModel": ("nvmlDeviceGetDriverModel", "driver_model"),
-        "DeviceGetEccMode": ("nvmlDeviceGetEccMode", "ecc_mode"),
-        "DeviceGetEnforcedPowerLimit": ("nvmlDeviceGetEnforcedPowerLimit", "enforced_power_limit"),
-        "DeviceGetGpuOperationMode": ("nvmlDeviceGetGpuOperationMode", "gpu_operation_mode"),
-        "DeviceGetInforomImageVersion": (
-            "nvmlDeviceGetInforomImageVersion", "inforom_image_version"),
-        "DeviceGetMaxPcieLinkGeneration": (
-            "nvmlDeviceGetMaxPcieLinkGeneration", "max_pcie_link_generation"),
-        "DeviceGetMaxPcieLinkWidth": ("nvmlDeviceGetMaxPcieLinkWidth", "max_pcie_link_width"),
-        "DeviceGetMemoryBusWidth": ("nvmlDeviceGetMemoryBusWidth", "memory_bus_width"),
-        "DeviceGetMigMode": ("nvmlDeviceGetMigMode", "mig_mode"),
-        "DeviceGetMinorNumber": ("nvmlDeviceGetMinorNumber", "minor_number"),
-        "DeviceGetMultiGpuBoard": ("nvmlDeviceGetMultiGpuBoard", "multi_gpu_board"),
-        "DeviceGetName": ("nvmlDeviceGetName", "name"),
-        "DeviceGetNumFans": ("nvmlDeviceGetNumFans", "num_fans"),
-        "DeviceGetNumGpuCores": ("nvmlDeviceGetNumGpuCores", "num_gpu_cores"),
-        "DeviceGetPciInfo": ("nvmlDeviceGetPciInfo", "pci_info"),
-        "DeviceGetPcieLinkMaxSpeed": ("nvmlDeviceGetPcieLinkMaxSpeed", "pcie_link_max_speed"),
-        "DeviceGetPersistenceMode": ("nvmlDeviceGetPersistenceMode", "persistence_mode"),
-        "DeviceGetPowerManagementDefaultLimit": (
-            "nvmlDeviceGetPowerManagementDefaultLimit", "power_management_default_limit"),
-        "DeviceGetPowerManagementLimit": (
-            "nvmlDeviceGetPowerManagementLimit", "power_management_limit"),
-        "DeviceGetPowerManagementLimitConstraints": (
-            "nvmlDeviceGetPowerManagementLimitConstraints", "power_management_limit_constraints"),
-        "DeviceGetPowerManagementMode": ("nvmlDeviceGetPowerManagementMode", "power_management_mode"),
-        "DeviceGetSerial": ("nvmlDeviceGetSerial", "serial"),
-        "DeviceGetSupportedClocksEventReasons": (
-            "nvmlDeviceGetSupportedClocksEventReasons", "supported_clock_event_reasons"),
-        "DeviceGetUUID": ("nvmlDeviceGetUUID", "uuid"),
-        "DeviceGetVbiosVersion": ("nvmlDeviceGetVbiosVersion", "vbios_version"),
-        "DeviceGetVirtualizationMode": ("nvmlDeviceGetVirtualizationMode", "virtualization_mode"),
+        "DeviceGetAccountingMode": "accounting_mode",
+        "DeviceGetArchitecture": "architecture",
+        "DeviceGetBoardId": "board_id",
+        "DeviceGetBoardPartNumber": "board_part_number",
+        "DeviceGetBrand": "brand",
+        "DeviceGetComputeMode": "compute_mode",
+        "DeviceGetCudaComputeCapability": "cuda_compute_capability",
+        "DeviceGetDisplayActive": "display_active",
+        "DeviceGetDisplayMode": "display_mode",
+        "DeviceGetDriverModel": "driver_model",
+        "DeviceGetEccMode": "ecc_mode",
+        "DeviceGetEnforcedPowerLimit": "enforced_power_limit",
+        "DeviceGetGpuOperationMode": "gpu_operation_mode",
+        "DeviceGetInforomImageVersion": "inforom_image_version",
+        "DeviceGetMaxPcieLinkGeneration": "max_pcie_link_generation",
+        "DeviceGetMaxPcieLinkWidth": "max_pcie_link_width",
+        "DeviceGetMemoryBusWidth": "memory_bus_width",
+        "DeviceGetMigMode": "mig_mode",
+        "DeviceGetMinorNumber": "minor_number",
+        "DeviceGetMultiGpuBoard": "multi_gpu_board",
+        "DeviceGetName": "name",
+        "DeviceGetNumFans": "num_fans",
+        "DeviceGetNumGpuCores": "num_gpu_cores",
+        "DeviceGetPciInfo": "pci_info",
+        "DeviceGetPcieLinkMaxSpeed": "pcie_link_max_speed",
+        "DeviceGetPersistenceMode": "persistence_mode",
+        "DeviceGetPowerManagementDefaultLimit": "power_management_default_limit",
+        "DeviceGetPowerManagementLimit": "power_management_limit",
+        "DeviceGetPowerManagementLimitConstraints": "power_management_limit_constraints",
+        "DeviceGetPowerManagementMode": "power_management_mode",
+        "DeviceGetSerial": "serial",
+        "DeviceGetSupportedClocksEventReasons": "supported_clock_event_reasons",
+        "DeviceGetUUID": "uuid",
+        "DeviceGetVbiosVersion": "vbios_version",
+        "DeviceGetVirtualizationMode": "virtualization_mode",
     }
-    for name, (fn, field) in static_plain.items():
-        dev(name, getattr(n, fn), ("static", field), False)
+    dynamic_plain = {
+        "DeviceGetBAR1MemoryInfo": "bar1_memory_info",
+        "DeviceGetComputeRunningProcesses": "compute_processes",
+        "DeviceGetGraphicsRunningProcesses": "graphics_processes",
+        "DeviceGetCurrPcieLinkGeneration": "current_pcie_link_generation",
+        "DeviceGetCurrPcieLinkWidth": "current_pcie_link_width",
+        "DeviceGetCurrentClocksEventReasons": "clock_event_reasons",
+        "DeviceGetDecoderUtilization": "decoder_utilization",
+        "DeviceGetEncoderUtilization": "encoder_utilization",
+        "DeviceGetFanSpeed": "fan_speed",
+        "DeviceGetMemoryInfo": "memory_info",
+        "DeviceGetPcieReplayCounter": "pcie_replay_counter",
+        "DeviceGetPerformanceState": "performance_state",
+        "DeviceGetPowerState": "performance_state",
+        "DeviceGetPowerUsage": "power_usage",
+        "DeviceGetRemappedRows": "remapped_rows",
+        "DeviceGetRetiredPagesPendingStatus": "retired_pages_pending",
+        "DeviceGetTotalEnergyConsumption": "total_energy_consumption",
+        "DeviceGetUtilizationRates": "utilization_rates",
+    }
+    for section, queries, changes in (("static", static_plain, False),
+                                      ("dynamic", dynamic_plain, True)):
+        for name, field in queries.items():
+            dev(name, getattr(n, "nvml" + name), (section, field), changes)
     dev("DeviceGetIndex", n.nvmlDeviceGetIndex, None, False)
     # Support is a property of the device, which fake-nvml derives from the recorded GPM answers.
     dev("GpmQueryDeviceSupport", n.nvmlGpmQueryDeviceSupport, ("dynamic", "gpm_metrics"), False)
@@ -191,35 +210,6 @@ def query_table(pynvml):
         dev(f"DeviceGetTemperatureThreshold({i})",
             lambda h, i=i: n.nvmlDeviceGetTemperatureThreshold(h, i),
             ("static", THRESHOLDS[i]) if i in THRESHOLDS else None, False)
-
-    dynamic_plain = {
-        "DeviceGetBAR1MemoryInfo": ("nvmlDeviceGetBAR1MemoryInfo", "bar1_memory_info"),
-        "DeviceGetComputeRunningProcesses": (
-            "nvmlDeviceGetComputeRunningProcesses", "compute_processes"),
-        "DeviceGetGraphicsRunningProcesses": (
-            "nvmlDeviceGetGraphicsRunningProcesses", "graphics_processes"),
-        "DeviceGetCurrPcieLinkGeneration": (
-            "nvmlDeviceGetCurrPcieLinkGeneration", "current_pcie_link_generation"),
-        "DeviceGetCurrPcieLinkWidth": ("nvmlDeviceGetCurrPcieLinkWidth", "current_pcie_link_width"),
-        "DeviceGetCurrentClocksEventReasons": (
-            "nvmlDeviceGetCurrentClocksEventReasons", "clock_event_reasons"),
-        "DeviceGetDecoderUtilization": ("nvmlDeviceGetDecoderUtilization", "decoder_utilization"),
-        "DeviceGetEncoderUtilization": ("nvmlDeviceGetEncoderUtilization", "encoder_utilization"),
-        "DeviceGetFanSpeed": ("nvmlDeviceGetFanSpeed", "fan_speed"),
-        "DeviceGetMemoryInfo": ("nvmlDeviceGetMemoryInfo", "memory_info"),
-        "DeviceGetPcieReplayCounter": ("nvmlDeviceGetPcieReplayCounter", "pcie_replay_counter"),
-        "DeviceGetPerformanceState": ("nvmlDeviceGetPerformanceState", "performance_state"),
-        "DeviceGetPowerState": ("nvmlDeviceGetPowerState", "performance_state"),
-        "DeviceGetPowerUsage": ("nvmlDeviceGetPowerUsage", "power_usage"),
-        "DeviceGetRemappedRows": ("nvmlDeviceGetRemappedRows", "remapped_rows"),
-        "DeviceGetRetiredPagesPendingStatus": (
-            "nvmlDeviceGetRetiredPagesPendingStatus", "retired_pages_pending"),
-        "DeviceGetTotalEnergyConsumption": (
-            "nvmlDeviceGetTotalEnergyConsumption", "total_energy_consumption"),
-        "DeviceGetUtilizationRates": ("nvmlDeviceGetUtilizationRates", "utilization_rates"),
-    }
-    for name, (fn, field) in dynamic_plain.items():
-        dev(name, getattr(n, fn), ("dynamic", field), True)
     dev("DeviceGetMemoryInfo_v2", lambda h: n.nvmlDeviceGetMemoryInfo(h, version=n.nvmlMemory_v2),
         ("dynamic", "memory_info"), True)
     dev("DeviceGetProcessUtilization", lambda h: n.nvmlDeviceGetProcessUtilization(h, 0),
@@ -361,13 +351,8 @@ def main():
             problems.append(
                 f"frame: the answers' energy counter fits frame {fit}, not the pinned {a.frame}")
 
-    env = dict(os.environ)
-    env.pop("FAKE_NVML_LIB", None)
-    env["GPUSCOPE_FAKE_NVML_FIXTURE"] = os.path.abspath(a.fixture)
-    env["GPUSCOPE_FAKE_NVML_FRAME"] = str(a.frame)
-    env["REAL_HARDWARE_ANSWERS"] = os.path.abspath(a.answers)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        x for x in (a.lib_dir, os.environ.get("LD_LIBRARY_PATH")) if x)
+    env = fake_nvml_env(a.lib_dir, a.fixture, a.frame,
+                        REAL_HARDWARE_ANSWERS=os.path.abspath(a.answers))
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--lib-dir",
                         a.lib_dir, "--fixture", a.fixture, "--answers", a.answers],
                        env=env, capture_output=True, text=True, timeout=300)

@@ -445,6 +445,7 @@ pub(crate) fn read_passwd(path: &std::path::Path) -> HashMap<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use test_support::process::spawn_exec;
 
     /// Loose end of issue 32: `/etc/passwd` was read whole, whatever it was (a device or a
     /// huge file read without end, a FIFO blocking the first user look-up). It is read as a
@@ -495,19 +496,9 @@ mod tests {
 
     #[test]
     fn live_host_reads_a_real_child_process() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("sleep runs");
         // The child is ours as soon as it is spawned, but it is `sleep` only once it has
         // exec'd: wait for that (bounded), as a real GPU process has long since.
-        let cmdline = format!("/proc/{}/cmdline", child.id());
-        for _ in 0..200 {
-            if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep")) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let mut child = spawn_exec(std::process::Command::new("sleep").arg("30"), b"sleep");
         let host = LiveHost::new();
         let facts = host.process(child.id());
         let sample = host.process_sample(child.id());
@@ -528,19 +519,6 @@ mod tests {
         );
         assert!(facts.user.is_some());
         assert!(sample.expect("a sample").rss.is_some_and(|r| r > 0));
-    }
-
-    /// Spawns `cmd` and waits (bounded) until it has exec'd `prefix`.
-    fn spawn_exec(cmd: &mut std::process::Command, prefix: &[u8]) -> std::process::Child {
-        let child = cmd.spawn().expect("the command runs");
-        let cmdline = format!("/proc/{}/cmdline", child.id());
-        for _ in 0..500 {
-            if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(prefix)) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        child
     }
 
     #[test]

@@ -8,6 +8,7 @@ use gpu_backend::host::{HostSource, LiveHost};
 use gpu_backend::{DeviceId, Fixture, ReplayBackend};
 use gpu_devices::Context;
 use gpu_processes::{GpuProcess, ProcessCollector, ProcessKind, Snapshots};
+use test_support::process::spawn_exec;
 
 fn load(stem: &str) -> Fixture {
     let path = format!("{}/../../fixtures/{stem}.json", env!("CARGO_MANIFEST_DIR"));
@@ -528,19 +529,6 @@ fn live_snapshot(f: Fixture) -> Snapshots {
     backend.set_frame(LIVE_FRAME);
     let host: Arc<dyn HostSource> = Arc::new(LiveHost::new());
     ProcessCollector::new(Context::from_backend(backend).unwrap(), host).take_all()
-}
-
-/// Spawns `cmd` and waits (bounded) until it has exec'd `prefix`.
-fn spawn_exec(cmd: &mut std::process::Command, prefix: &[u8]) -> std::process::Child {
-    let child = cmd.spawn().expect("the command runs");
-    let cmdline = format!("/proc/{}/cmdline", child.id());
-    for _ in 0..500 {
-        if std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(prefix)) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    child
 }
 
 /// Whether this test runs as root (who alone may start a process as another user or in a new

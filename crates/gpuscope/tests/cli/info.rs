@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::support::{cli, edited_fixture};
 use cli::{assert_null, fixture, run as gpuscope, stdout as ok_text, HOST_FACTS};
 use edited_fixture::{fail_process_lists, forget_host_facts, EditedFixture};
+use test_support::igpu::SECTIONS;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -28,16 +29,6 @@ fn block<'a>(text: &'a str, title: &str) -> &'a str {
     let end = rest.find("\n==== ").map_or(rest.len(), |e| e + 1);
     &rest[..end]
 }
-
-const SECTIONS: [&str; 7] = [
-    "INDEX        :",
-    "GPU MEMORY:",
-    "GPU UTILIZATION:",
-    "PCI INFO:",
-    "GPU CLOCK:",
-    "POWER INFO:",
-    "PROCESSES:",
-];
 
 #[test]
 fn one_gpu_shows_every_section_with_the_fixture_values_and_its_processes() {

@@ -13,16 +13,15 @@ fn stat(args: &[&str]) -> String {
     cli::stdout(&[&["stat"][..], args].concat())
 }
 
+/// `stat` over the gpu-lost scenario at `frame`, with `extra` options.
+fn lost_at(frame: &str, extra: &[&str]) -> String {
+    let fixture = cli::fixture("gpu-lost");
+    stat(&[&["--fixture", &fixture, "--frame", frame][..], extra].concat())
+}
+
 /// GPU 2 of this scenario is lost at frame 20; GPU 3 has Xorg beside a worker.
 fn lost(extra: &[&str]) -> String {
-    let fixture = cli::fixture("gpu-lost");
-    stat(
-        &[
-            &["--fixture", &fixture, "--frame", "20", "--no-header"][..],
-            extra,
-        ]
-        .concat(),
-    )
+    lost_at("20", &[&["--no-header"][..], extra].concat())
 }
 
 #[test]
@@ -93,12 +92,9 @@ fn full_process_info_has_pid_cpu_and_rss_as_gpustat_prints_them() {
 /// The text said 41 W where gpustat and the JSON say 40 (40.968 W): it rounded to nearest.
 #[test]
 fn power_and_memory_in_the_text_are_the_jsons_numbers() {
-    let fixture = cli::fixture("gpu-lost");
     for frame in ["0", "10", "31"] {
-        let base = ["--fixture", fixture.as_str(), "--frame", frame];
-        let doc: Value =
-            serde_json::from_str(&stat(&[&base[..], &["--json"]].concat())).expect("JSON");
-        let text = stat(&[&base[..], &["-P", "--no-header"]].concat());
+        let doc: Value = serde_json::from_str(&lost_at(frame, &["--json"])).expect("JSON");
+        let text = lost_at(frame, &["-P", "--no-header"]);
         for (gpu, line) in doc["gpus"]
             .as_array()
             .expect("gpus")
@@ -124,7 +120,7 @@ fn power_and_memory_in_the_text_are_the_jsons_numbers() {
         }
     }
     assert!(lost(&["-P"]).contains("[0] Tesla T4 | 50°C,  10 %,   31 /  70 W"));
-    let first = stat(&["--fixture", &fixture, "--frame", "0", "-P", "--no-header"]);
+    let first = lost_at("0", &["-P", "--no-header"]);
     assert!(
         first.starts_with("[0] Tesla T4 | 43°C,  34 %,   40 /  70 W"),
         "{first}"
@@ -163,13 +159,8 @@ fn the_header_is_local_time_as_gpustat_writes_it() {
 /// gpustat shows whole GPUs: a MIG device's processes are on its GPU's line.
 #[test]
 fn mig_processes_are_on_their_gpus_line() {
-    let mig = stat(&[
-        "--fixture",
-        &cli::fixture("h100-mig"),
-        "--frame",
-        "18",
-        "-cp",
-    ]);
+    let fixture = cli::fixture("h100-mig");
+    let mig = stat(&["--fixture", &fixture, "--frame", "18", "-cp"]);
     let lines: Vec<&str> = mig.lines().collect();
     assert_eq!(lines.len(), 2, "{mig}");
     assert!(
@@ -179,16 +170,9 @@ fn mig_processes_are_on_their_gpus_line() {
         "{mig}"
     );
     // A MIG device's id keeps its GPU's line; an id that names no device is refused.
-    let fixture = cli::fixture("h100-mig");
     let one = stat(&["--fixture", &fixture, "--frame", "18", "-cp", "--id", "0:1"]);
     assert_eq!(one, mig);
-    let out = cli::run(&[
-        "stat",
-        "--fixture",
-        &cli::fixture("h100-mig"),
-        "--id",
-        "0:9",
-    ]);
+    let out = cli::run(&["stat", "--fixture", &fixture, "--id", "0:9"]);
     cli::assert_usage_error(&out, "--id 0:9", "0:9");
 }
 

@@ -4,8 +4,6 @@
 
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
-
 /// A `sleep 1000` child, killed if the test ends early.
 pub struct Child(pub std::process::Child);
 
@@ -13,22 +11,10 @@ impl Child {
     /// Starts `sleep 1000` and waits (15 s at most) until the kernel shows its command line:
     /// right after exec it may not have set the new one yet.
     pub fn spawn() -> Child {
-        let child = Child(
-            std::process::Command::new("sleep")
-                .arg("1000")
-                .spawn()
-                .unwrap(),
-        );
-        let cmdline = format!("/proc/{}/cmdline", child.0.id());
-        let start = Instant::now();
-        while !std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep\0")) {
-            assert!(
-                start.elapsed() < Duration::from_secs(15),
-                "timed out waiting for the child's exec"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        child
+        Child(test_support::process::spawn_exec(
+            std::process::Command::new("sleep").arg("1000"),
+            b"sleep\0",
+        ))
     }
 
     /// Whether the child still runs.
