@@ -11,6 +11,8 @@
 //!   no function in `crates/` is over 150 lines (`tidy/structure.rs`, with the CLI's allow-lists).
 //! * Each crate's integration tests are one test binary, and every file in its folder is a module
 //!   of it (`tidy/test_binaries.rs`).
+//! * Every NVML function a query calls has a real GPU's price in `fixtures/costs/`, or says why
+//!   not (`tidy/costs.rs`): fake-nvml charges nothing for a function its profile does not name.
 //!
 //! What the compiler can check is not here but in `[workspace.lints]` of Cargo.toml: docs on
 //! public items, no `dbg!` (clippy's `dbg_macro`, denied in CI), each unsafe operation in its
@@ -58,6 +60,9 @@ fn crate_folders(root: &std::path::Path) -> Vec<String> {
 
 #[cfg(test)]
 mod test_binaries;
+
+#[cfg(test)]
+mod costs;
 
 #[cfg(test)]
 mod tests {
