@@ -1130,6 +1130,9 @@ nvml_value_getters! {
     };
     /// `nvmlDeviceGetCurrentClocksThrottleReasons`: NVML's bit mask.
     fn nvmlDeviceGetCurrentClocksThrottleReasons(*mut c_ulonglong) = |b, id| b.clock_event_reasons(id)?;
+    /// `nvmlDeviceGetSupportedClocksThrottleReasons`: the older name, what a driver before
+    /// R535 exports (the `old-driver` scenario lacks the newer one).
+    fn nvmlDeviceGetSupportedClocksThrottleReasons(*mut c_ulonglong) = |b, id| b.supported_clock_event_reasons(id)?;
 }
 
 /// Exports a query of the table whose NVML call has a regular form (`abi` other than `custom`

@@ -15,9 +15,12 @@ const TRAIN: u32 = 3127;
 const TRAIN_START: usize = 6;
 
 /// NVML entry points that libnvidia-ml 418.43 does not export (all came with R450 or later;
-/// GPM with R520).
-const MISSING: [&str; 22] = [
+/// GPM with R520, the clock event reasons' names with R535).
+const MISSING: [&str; 24] = [
     "nvmlDeviceGetArchitecture",
+    // R535 renamed the clock "throttle" reasons to "event" reasons; R418 has only the old names.
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetSupportedClocksEventReasons",
     "nvmlDeviceGetComputeInstanceId",
     "nvmlDeviceGetComputeRunningProcesses_v2",
     "nvmlDeviceGetComputeRunningProcesses_v3",

@@ -6,6 +6,7 @@
 //! The profile is `fixtures/costs/h100-doctor-full.json` (`gpuscope doctor --json` on an H100,
 //! every call priced). A function it cannot hold is listed in [`UNPRICED`] with why; a new
 //! query's function must be measured on a GPU (`bash xtask/device/oneshots.sh`) or listed there.
+#![cfg(test)]
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -187,12 +187,18 @@ macro_rules! nvml_getters {
             fn $method(&self, id: DeviceId) -> Result<$ty> {
                 let handle = self.handle(id)?;
                 let lib = self.lib();
-                let func = symbol(&lib.$func).or_else(|_| symbol(&lib.$older))?;
-                let mut out = Default::default();
-                // SAFETY: a live handle and a writable out-pointer of the type both entry
-                // points name.
-                check(unsafe { func(handle, &mut out) })?;
-                Ok(out)
+                let call = |func: unsafe extern "C" fn(sys::nvmlDevice_t, *mut $ty) -> sys::nvmlReturn_t| {
+                    let mut out = Default::default();
+                    // SAFETY: a live handle and a writable out-pointer of the type both entry
+                    // points name.
+                    check(unsafe { func(handle, &mut out) }).map(|()| out)
+                };
+                // The older name where the newer is not exported, or answers that it is not
+                // there (a stand-in library exports every name and answers so).
+                match symbol(&lib.$func).map(|func| call(func)) {
+                    Ok(Err(BackendError::FunctionNotFound)) | Err(_) => call(symbol(&lib.$older)?),
+                    Ok(answer) => answer,
+                }
             }
         )*
         nvml_getters! { $($rest)* }

@@ -144,12 +144,16 @@ pub fn install_fake_nvml() -> (tempfile::TempDir, PathBuf) {
     (dir, installed.nvml)
 }
 
-/// An NVML function without its version: a query that falls back from `_v3` to `_v2` is
+/// An NVML function without its version, and under its newer name: a query that falls back
+/// from `_v3` to `_v2`, or from the clock event reasons to the older throttle reasons, is
 /// logged under the function the query table names.
 pub fn unversioned(function: &str) -> String {
+    // R535 renamed the clock "throttle" reasons' calls to "event" reasons: one function under
+    // two names, the older what a driver before R535 serves.
+    let function = function.replace("ClocksThrottleReasons", "ClocksEventReasons");
     match function.rsplit_once("_v") {
         Some((base, v)) if v.bytes().all(|b| b.is_ascii_digit()) => base.to_string(),
-        _ => function.to_string(),
+        _ => function,
     }
 }
 
