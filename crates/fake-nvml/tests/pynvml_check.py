@@ -212,6 +212,20 @@ def answer_rows(c, where, answers, rows):
         c.answer(f"{where} {label}", recorded(answers, field), *call)
 
 
+def clock_event_reasons(c, h, which):
+    """The clock event reasons (`which`: "Current" or "Supported") as a client reads them from
+    this driver: through the older "throttle reasons" call where the driver lacks R535's name,
+    which answers NVML_ERROR_FUNCTION_NOT_FOUND there (checked here too)."""
+    if f"nvmlDeviceGet{which}ClocksEventReasons" in c.missing:
+        c.answer(
+            f"{which} clock event reasons under R535's name",
+            {"err": "function_not_found"},
+            lambda: getattr(pynvml, f"nvmlDeviceGet{which}ClocksEventReasons")(h),
+        )
+        return getattr(pynvml, f"nvmlDeviceGet{which}ClocksThrottleReasons")(h)
+    return getattr(pynvml, f"nvmlDeviceGet{which}ClocksEventReasons")(h)
+
+
 def check_health_static(c, key, st, h):
     """The health queries asked once: versions, bus width, thresholds, supported events."""
     answer_rows(c, f"device {key}", st, [
@@ -219,7 +233,7 @@ def check_health_static(c, key, st, h):
          lambda: text(pynvml.nvmlDeviceGetInforomImageVersion(h))),
         ("memory bus width", "memory_bus_width", lambda: pynvml.nvmlDeviceGetMemoryBusWidth(h)),
         ("supported clock event reasons", "supported_clock_event_reasons",
-         lambda: pynvml.nvmlDeviceGetSupportedClocksEventReasons(h)),
+         lambda: clock_event_reasons(c, h, "Supported")),
     ] + [
         (field, field, lambda t=threshold: pynvml.nvmlDeviceGetTemperatureThreshold(h, t))
         for field, threshold in [
@@ -366,7 +380,7 @@ def check_health_frame(c, where, dy, h):
          lambda: (lambda r: (r[0], r[1], bool(r[2]), bool(r[3])))(pynvml.nvmlDeviceGetRemappedRows(h)),
          lambda r: (r["correctable"], r["uncorrectable"], r["pending"], r["failure"])),
         ("clock event reasons", "clock_event_reasons",
-         lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h)),
+         lambda: clock_event_reasons(c, h, "Current")),
     ])
 
 
