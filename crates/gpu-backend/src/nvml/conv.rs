@@ -121,6 +121,23 @@ pub fn symbol<F: Copy, E>(looked_up: &std::result::Result<F, E>) -> Result<F> {
         .map_err(|_| BackendError::FunctionNotFound)
 }
 
+/// `call` with the first of `versions` (newest first) that the library has: one whose symbol it
+/// lacks, or whose call answers `NVML_ERROR_FUNCTION_NOT_FOUND` (what a stand-in library answers
+/// for a function the recorded driver lacked), passes to the next; any other answer is final.
+/// [`BackendError::FunctionNotFound`] when none is there.
+pub fn first_found<F: Copy, E, T>(
+    versions: &[&std::result::Result<F, E>],
+    mut call: impl FnMut(F) -> Result<T>,
+) -> Result<T> {
+    for looked_up in versions {
+        match symbol(looked_up).and_then(&mut call) {
+            Err(BackendError::FunctionNotFound) => continue,
+            answer => return answer,
+        }
+    }
+    Err(BackendError::FunctionNotFound)
+}
+
 /// The text in a C character buffer that NVML filled: everything before the first NUL, or the
 /// whole buffer when NVML left no NUL in it. Text that is not UTF-8 is
 /// [`BackendError::Other`].
@@ -517,6 +534,26 @@ mod tests {
         }
         let present: std::result::Result<fn() -> u32, String> = Ok(seven);
         assert_eq!(symbol(&present).map(|f| f()), Ok(7));
+    }
+
+    #[test]
+    fn the_first_version_there_answers_and_a_not_found_answer_passes_to_the_next() {
+        let missing: std::result::Result<i32, ()> = Err(());
+        let (answers_13, answers_3, answers_ok) = (Ok(13), Ok(3), Ok(0));
+        let call = |code: i32| check(code as sys::nvmlReturn_t).map(|()| "answered");
+        assert_eq!(
+            first_found(&[&missing, &answers_13, &answers_ok], call),
+            Ok("answered")
+        );
+        assert_eq!(
+            first_found(&[&answers_3, &answers_ok], call),
+            Err(BackendError::NotSupported),
+            "any other answer is final"
+        );
+        assert_eq!(
+            first_found(&[&missing, &answers_13], call),
+            Err(BackendError::FunctionNotFound)
+        );
     }
 
     fn c_buf(text: &[u8], len: usize) -> Vec<c_char> {

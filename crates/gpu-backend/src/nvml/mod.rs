@@ -40,7 +40,7 @@ use crate::types::{
     RowRemapperHistogram, ScopedPowerLimits, SessionStats, SramEccStatus, TemperatureThreshold,
     Utilization, VgpuCapability, VirtualizationMode, MAX_DEVICE_COUNT, MAX_FANS, NVLINK_MAX_LINKS,
 };
-use conv::{check, error_from_return, error_from_wrapper, symbol};
+use conv::{check, error_from_return, error_from_wrapper, first_found, symbol};
 use libcuda::{LibcudaError, LibcudaReport};
 
 /// The environment variable [`NvmlBackend::from_env`] reads the library path from.
@@ -187,18 +187,12 @@ macro_rules! nvml_getters {
             fn $method(&self, id: DeviceId) -> Result<$ty> {
                 let handle = self.handle(id)?;
                 let lib = self.lib();
-                let call = |func: unsafe extern "C" fn(sys::nvmlDevice_t, *mut $ty) -> sys::nvmlReturn_t| {
+                first_found(&[&lib.$func, &lib.$older], |func| {
                     let mut out = Default::default();
                     // SAFETY: a live handle and a writable out-pointer of the type both entry
                     // points name.
                     check(unsafe { func(handle, &mut out) }).map(|()| out)
-                };
-                // The older name where the newer is not exported, or answers that it is not
-                // there (a stand-in library exports every name and answers so).
-                match symbol(&lib.$func).map(|func| call(func)) {
-                    Ok(Err(BackendError::FunctionNotFound)) | Err(_) => call(symbol(&lib.$older)?),
-                    Ok(answer) => answer,
-                }
+                })
             }
         )*
         nvml_getters! { $($rest)* }
@@ -802,24 +796,22 @@ impl NvmlBackend {
             ),
         };
         let versioned: [&std::result::Result<ProcessListFn, _>; 2] = [v3, v2];
-        for looked_up in versioned {
-            let answer = symbol(looked_up).and_then(|func| {
-                let empty = sys::nvmlProcessInfo_v2_t {
-                    pid: 0,
-                    usedGpuMemory: 0,
-                    gpuInstanceId: 0,
-                    computeInstanceId: 0,
-                };
-                read_list(empty, |count, infos| {
-                    // SAFETY: `read_list` passes a writable count and either a null buffer with a
-                    // count of 0 or a buffer of exactly `*count` entries.
-                    unsafe { func(handle, count, infos) }
-                })
-            });
-            match answer {
-                Err(BackendError::FunctionNotFound) => continue,
-                other => return other.map(|list| list.iter().map(conv::process_from_v2).collect()),
-            }
+        let answer = first_found(&versioned, |func| {
+            let empty = sys::nvmlProcessInfo_v2_t {
+                pid: 0,
+                usedGpuMemory: 0,
+                gpuInstanceId: 0,
+                computeInstanceId: 0,
+            };
+            read_list(empty, |count, infos| {
+                // SAFETY: `read_list` passes a writable count and either a null buffer with a
+                // count of 0 or a buffer of exactly `*count` entries.
+                unsafe { func(handle, count, infos) }
+            })
+        });
+        match answer {
+            Err(BackendError::FunctionNotFound) => {}
+            other => return other.map(|list| list.iter().map(conv::process_from_v2).collect()),
         }
         let func = symbol(v1)?;
         let empty = sys::nvmlProcessInfo_v1_t {
@@ -1060,12 +1052,15 @@ impl GpuBackend for NvmlBackend {
 
     fn cuda_driver_version(&self) -> Result<i32> {
         let lib = self.lib();
-        let func = symbol(&lib.nvmlSystemGetCudaDriverVersion_v2)
-            .or_else(|_| symbol(&lib.nvmlSystemGetCudaDriverVersion))?;
-        let mut version = 0;
-        // SAFETY: the library's own entry point with a writable out-pointer.
-        check(unsafe { func(&mut version) })?;
-        Ok(version)
+        let versions = [
+            &lib.nvmlSystemGetCudaDriverVersion_v2,
+            &lib.nvmlSystemGetCudaDriverVersion,
+        ];
+        first_found(&versions, |func| {
+            let mut version = 0;
+            // SAFETY: the library's own entry point with a writable out-pointer.
+            check(unsafe { func(&mut version) }).map(|()| version)
+        })
     }
 
     fn device_count(&self) -> Result<u32> {
@@ -1109,13 +1104,17 @@ impl GpuBackend for NvmlBackend {
     fn pci_info(&self, id: DeviceId) -> Result<PciInfo> {
         let handle = self.handle(id)?;
         let lib = self.lib();
-        let func = symbol(&lib.nvmlDeviceGetPciInfo_v3)
-            .or_else(|_| symbol(&lib.nvmlDeviceGetPciInfo_v2))
-            .or_else(|_| symbol(&lib.nvmlDeviceGetPciInfo))?;
-        // SAFETY: `nvmlPciInfo_t` is plain old data; all zeroes is a valid value.
-        let mut pci: sys::nvmlPciInfo_t = unsafe { mem::zeroed() };
-        // SAFETY: a live handle and a writable struct of the type the signature names.
-        check(unsafe { func(handle, &mut pci) })?;
+        let versions = [
+            &lib.nvmlDeviceGetPciInfo_v3,
+            &lib.nvmlDeviceGetPciInfo_v2,
+            &lib.nvmlDeviceGetPciInfo,
+        ];
+        let pci = first_found(&versions, |func| {
+            // SAFETY: `nvmlPciInfo_t` is plain old data; all zeroes is a valid value.
+            let mut pci: sys::nvmlPciInfo_t = unsafe { mem::zeroed() };
+            // SAFETY: a live handle and a writable struct of the type the signature names.
+            check(unsafe { func(handle, &mut pci) }).map(|()| pci)
+        })?;
         conv::pci_from_nvml(&pci)
     }
 
