@@ -537,13 +537,8 @@ fn error_name(e: &BackendError) -> String {
 /// Whether an error means "cannot tell" (N/A), needs privileges, or is a failure.
 fn verdict_of(error: &BackendError) -> Verdict {
     match error {
-        BackendError::NotSupported
-        | BackendError::FunctionNotFound
-        | BackendError::NotRecorded
-        | BackendError::Deprecated
-        | BackendError::NoData
-        | BackendError::NotReady => Verdict::Ok,
         BackendError::NoPermission => Verdict::Warn,
+        e if e.is_not_available() => Verdict::Ok,
         _ => Verdict::Fail,
     }
 }

@@ -862,16 +862,15 @@ fn platform(d: &DeviceSnapshot) -> Node {
                 | A::Hopper
         )
     );
-    let in_a_rack =
-        |p: &gpu_backend::PlatformInfo| !before_blackwell || p.ib_guid.chars().any(|c| c != '0');
+    let outside_a_rack = before_blackwell
+        && p.value()
+            .is_some_and(|p| p.ib_guid.bytes().all(|c| c == b'0'));
     let rack = |label: &str, tag: &'static str, f: fn(&gpu_backend::PlatformInfo) -> String| {
-        let v = p.clone().and_then(|p| {
-            if in_a_rack(&p) {
-                Na::Value(f(&p))
-            } else {
-                Na::NotAvailable
-            }
-        });
+        let v = if outside_a_rack {
+            Na::NotAvailable
+        } else {
+            p.clone().map(|p| f(&p))
+        };
         leaf(label, tag, na(v))
     };
     group(
